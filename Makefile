@@ -1,0 +1,102 @@
+# ops-console: two commands on a fresh machine.
+#   make run    install what is missing, build the release console, serve it on an
+#               embedded DynamoDB Local with its data under .data/
+#   make test   install what is missing, then every check and test (CI runs this)
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+CARGO_LEPTOS_VERSION := 0.3.10
+# The CLI must match the wasm-bindgen crate exactly (pinned with `=` in Cargo.toml).
+WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/ { getline; gsub(/"/, "", $$3); print $$3; exit }' Cargo.lock)
+
+# cargo-leptos finds tailwindcss and wasm-opt here instead of downloading them.
+export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
+# Read at compile time by leptos; cargo-leptos sets it too, so plain cargo builds agree.
+export LEPTOS_OUTPUT_NAME := ops-console
+export CARGO_TERM_COLOR ?= never
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_UPDATED := target/.apt-updated
+
+.PHONY: help run test tools system-tools rust-tools node-tools \
+        check lint unit e2e build build-release wasm-size clean-data
+
+help:
+	@echo "make run   - build and start the console (http://127.0.0.1:3000)"
+	@echo "make test  - install what is missing and run every test"
+
+# --- tools ------------------------------------------------------------------
+
+tools: system-tools rust-tools node-tools
+
+system-tools:
+	@need=(); \
+	command -v java >/dev/null || need+=(openjdk-17-jre-headless); \
+	[ -x /usr/bin/chromium ] || need+=(chromium); \
+	command -v npm >/dev/null || need+=(nodejs npm); \
+	if [ $${#need[@]} -gt 0 ]; then \
+	  echo "installing with apt: $${need[*]}"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$${need[@]}"; \
+	fi
+
+rust-tools:
+	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+	@cargo leptos --version 2>/dev/null | grep -q "$(CARGO_LEPTOS_VERSION)" || { \
+	  echo "installing cargo-leptos $(CARGO_LEPTOS_VERSION) (about 20 minutes on 2 cores)"; \
+	  CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+	    cargo install cargo-leptos --version $(CARGO_LEPTOS_VERSION) --locked; }
+	@wasm-bindgen --version 2>/dev/null | grep -q " $(WASM_BINDGEN_VERSION)$$" || { \
+	  echo "installing wasm-bindgen-cli $(WASM_BINDGEN_VERSION)"; \
+	  cargo install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION) --force; }
+
+node-tools: node_modules/.installed
+
+# `npm install` rather than `npm ci`: the registry mirror here lacks the other platforms'
+# optional Tailwind binaries, and `npm ci` refuses a lock file without them.
+node_modules/.installed: package.json package-lock.json
+	npm install --no-audit --no-fund
+	@touch $@
+
+# --- run --------------------------------------------------------------------
+
+build-release: tools
+	cargo leptos build --release
+
+run: build-release
+	LEPTOS_SITE_ROOT=target/site ./target/release/ops-console serve
+
+# --- test -------------------------------------------------------------------
+
+test: tools check lint unit e2e
+	@echo "all tests passed"
+
+check:
+	cargo fmt --all -- --check
+
+lint:
+	cargo clippy --features ssr --all-targets -- -D warnings
+	cargo clippy --lib --features hydrate --target wasm32-unknown-unknown -- -D warnings
+
+# Unit tests and the storage/HTTP tests, on a DynamoDB Local the test binary starts.
+unit:
+	cargo test --features ssr
+
+build: tools
+	cargo leptos build
+
+# Browser tests: Playwright in Debian's Chromium against the debug build, on a fresh
+# embedded DynamoDB Local (port 3100, data in target/e2e-data).
+e2e: build
+	rm -rf target/e2e-data end2end/test-results
+	npx playwright test --config end2end/playwright.config.ts
+
+wasm-size: build-release
+	@f=target/site/pkg/ops-console.wasm; \
+	echo "release wasm: $$(stat -c %s $$f) bytes, $$(gzip -9 -c $$f | wc -c) gzip"; \
+	c=target/site/pkg/ops-console.css; \
+	echo "css: $$(stat -c %s $$c) bytes, $$(gzip -9 -c $$c | wc -c) gzip"
+
+clean-data:
+	rm -rf .data target/e2e-data
