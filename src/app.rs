@@ -1,0 +1,60 @@
+//! The HTML shell and the router. Nothing else.
+
+use leptos::prelude::*;
+use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_router::components::{ParentRoute, Route, Router, Routes};
+use leptos_router::path;
+use leptos_router::SsrMode;
+
+use crate::ui::layout::Layout;
+use crate::ui::pages::{
+    kill_switches::KillSwitchesPage, login::LoginPage, not_built::NotBuiltPage,
+    not_found::NotFound, overview::OverviewPage, users::UsersPage,
+};
+
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8" />
+                <meta name="viewport" content="width=device-width, initial-scale=1" />
+                <HydrationScripts options />
+                <MetaTags />
+            </head>
+            <body class="bg-slate-50 text-slate-900 antialiased">
+                <App />
+            </body>
+        </html>
+    }
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    // Effects run only in the browser: this marks the page as hydrated (tests wait for it).
+    Effect::new(|_| {
+        if let Some(body) = document().body() {
+            let _ = body.set_attribute("data-hydrated", "true");
+        }
+    });
+    view! {
+        <Stylesheet id="leptos" href="/pkg/ops-console.css" />
+        <Title formatter=|page: String| format!("{page} · ops-console") />
+        <Router>
+            <Routes fallback=|| view! { <NotFound /> }>
+                <Route ssr=SsrMode::Async path=path!("/login") view=LoginPage />
+                <ParentRoute ssr=SsrMode::Async path=path!("") view=Layout>
+                    <Route ssr=SsrMode::Async path=path!("") view=OverviewPage />
+                    <Route ssr=SsrMode::Async path=path!("kill-switches") view=KillSwitchesPage />
+                    <Route ssr=SsrMode::Async path=path!("conversations") view=|| view! { <NotBuiltPage page="conversations" /> } />
+                    <Route ssr=SsrMode::Async path=path!("audit") view=|| view! { <NotBuiltPage page="audit" /> } />
+                    <Route ssr=SsrMode::Async path=path!("inbox") view=|| view! { <NotBuiltPage page="inbox" /> } />
+                    <Route ssr=SsrMode::Async path=path!("idempotency") view=|| view! { <NotBuiltPage page="idempotency" /> } />
+                    <Route ssr=SsrMode::Async path=path!("measurements") view=|| view! { <NotBuiltPage page="measurements" /> } />
+                    <Route ssr=SsrMode::Async path=path!("users") view=UsersPage />
+                </ParentRoute>
+            </Routes>
+        </Router>
+    }
+}

@@ -1,0 +1,7 @@
+//! Types shared by the UI and the server functions. Everything here compiles to wasm.
+
+pub mod auth;
+mod error;
+pub mod switches;
+
+pub use error::AppError;

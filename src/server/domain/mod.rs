@@ -1,0 +1,7 @@
+//! The rules: plain functions over plain types, and the few paths that apply them.
+
+pub mod accounts;
+pub mod auth;
+pub mod kill_switches;
+pub mod redact;
+pub mod sessions;

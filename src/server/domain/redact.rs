@@ -1,0 +1,190 @@
+//! The one redaction every excerpt, audit payload and log line goes through
+//! (design doc 1, section 2.2): emails → `***@***`, phones → `***-***-1234`,
+//! order numbers → `***1234`, tracking numbers and links → `***`.
+
+use std::sync::OnceLock;
+
+use regex::{Captures, Regex};
+
+struct Patterns {
+    link: Regex,
+    email: Regex,
+    tracking_keyword: Regex,
+    tracking_shape: Regex,
+    order_keyword: Regex,
+    hash_number: Regex,
+    phone: Regex,
+    date: Regex,
+}
+
+fn patterns() -> &'static Patterns {
+    static P: OnceLock<Patterns> = OnceLock::new();
+    P.get_or_init(|| {
+        let re = |p: &str| Regex::new(p).expect("redaction pattern compiles");
+        Patterns {
+            link: re(r"(?i)\b(?:https?://|www\.)[^\s<>]+"),
+            email: re(r"(?i)[a-z0-9._%+\-]+@[a-z0-9\-]+(?:\.[a-z0-9\-]+)*\.[a-z]{2,}"),
+            // "tracking number: XYZ", "tracking # 9400...", "tracking id XYZ"
+            tracking_keyword: re(
+                r"(?i)\b(tracking|shipment)(\s*(?:number|no\.?|num|id|code|#)?\s*(?:is|:|#)?\s*)([A-Z0-9][A-Z0-9\- ]{6,34}[A-Z0-9])\b",
+            ),
+            // UPS 1Z…, and any run of 16+ digits (USPS, card-like numbers)
+            tracking_shape: re(r"(?i)\b1Z[0-9A-Z]{16}\b|\b\d(?:[ -]?\d){15,}\b"),
+            // "order 12345", "order #A-12345", "order number: 12345"
+            order_keyword: re(
+                r"(?i)\b(order|ord|invoice|receipt)(\s*(?:number|no\.?|num|id|#)?\s*(?:is|:|#)?\s*#?)([A-Z0-9][A-Z0-9\-]{2,30})\b",
+            ),
+            hash_number: re(r"#\s?(\d{4,})\b"),
+            // 7 to 15 digits with the usual separators, optional country code and parentheses
+            phone: re(r"(?:\+\d{1,3}[\s.\-]?)?(?:\(\d{1,4}\)[\s.\-]?)?\d[\d\s.\-]{5,18}\d"),
+            // ISO dates look like phone numbers to the pattern above; they are not personal.
+            date: re(r"^\d{4}[-.]\d{2}[-.]\d{2}$"),
+        }
+    })
+}
+
+fn last4(s: &str) -> String {
+    let digits: Vec<char> = s.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+    digits[digits.len().saturating_sub(4)..].iter().collect()
+}
+
+fn digit_count(s: &str) -> usize {
+    s.chars().filter(char::is_ascii_digit).count()
+}
+
+/// Redacts personal data and identifiers from free text.
+pub fn redact(text: &str) -> String {
+    let p = patterns();
+    let out = p.link.replace_all(text, "***");
+    let out = p.email.replace_all(&out, "***@***");
+    let out = p.tracking_keyword.replace_all(&out, |c: &Captures| {
+        if digit_count(&c[3]) >= 4 {
+            format!("{}{}***", &c[1], &c[2])
+        } else {
+            c[0].to_string()
+        }
+    });
+    let out = p.tracking_shape.replace_all(&out, "***");
+    let out = p.order_keyword.replace_all(&out, |c: &Captures| {
+        if digit_count(&c[3]) >= 3 {
+            format!("{}{}***{}", &c[1], &c[2], last4(&c[3]))
+        } else {
+            c[0].to_string()
+        }
+    });
+    let out = p
+        .hash_number
+        .replace_all(&out, |c: &Captures| format!("#***{}", last4(&c[1])));
+    let out = p.phone.replace_all(&out, |c: &Captures| {
+        let n = digit_count(&c[0]);
+        if (7..=15).contains(&n) && !p.date.is_match(&c[0]) {
+            format!("***-***-{}", last4(&c[0]))
+        } else {
+            c[0].to_string()
+        }
+    });
+    out.into_owned()
+}
+
+/// Redacts, then keeps at most `max_chars` characters (design doc 1: excerpts of ~80).
+pub fn excerpt(text: &str, max_chars: usize) -> String {
+    let redacted = redact(text);
+    let collapsed = redacted.split_whitespace().collect::<Vec<_>>().join(" ");
+    if collapsed.chars().count() <= max_chars {
+        collapsed
+    } else {
+        let cut: String = collapsed
+            .chars()
+            .take(max_chars.saturating_sub(1))
+            .collect();
+        format!("{cut}…")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redaction_table() {
+        let cases: &[(&str, &str)] = &[
+            // emails
+            (
+                "write to jane.doe@example.com please",
+                "write to ***@*** please",
+            ),
+            ("JOHN+orders@Mail.Example.co.uk", "***@***"),
+            ("a@b.io and c.d@e-f.org", "***@*** and ***@***"),
+            (
+                "my email is support_team@shop.store.",
+                "my email is ***@***.",
+            ),
+            (
+                "no email here: user at example dot com",
+                "no email here: user at example dot com",
+            ),
+            // phones
+            ("call me on +1 (555) 123-4567", "call me on ***-***-4567"),
+            ("555-123-4567", "***-***-4567"),
+            ("+44 7700 900123 after 5pm", "***-***-0123 after 5pm"),
+            ("07700900123", "***-***-0123"),
+            ("my number: 555.867.5309", "my number: ***-***-5309"),
+            ("+33 6 12 34 56 78", "***-***-5678"),
+            ("(020) 7946 0958", "***-***-0958"),
+            ("text 4155550199 thx", "text ***-***-0199 thx"),
+            // order numbers
+            ("where is order 123456?", "where is order ***3456?"),
+            (
+                "Order #A-99812 hasn't arrived",
+                "Order #***9812 hasn't arrived",
+            ),
+            ("order number: 7781234", "order number: ***1234"),
+            ("my order no. 55512 is late", "my order no. ***5512 is late"),
+            ("invoice INV-20231187", "invoice ***1187"),
+            ("it's #48213 on the receipt", "it's #***8213 on the receipt"),
+            ("ORDER 1009", "ORDER ***1009"),
+            // tracking numbers and links
+            ("tracking number 1Z999AA10123456784", "tracking number ***"),
+            (
+                "UPS says 1Z999AA10123456784 is delayed",
+                "UPS says *** is delayed",
+            ),
+            ("USPS 9400111899223100012345", "USPS ***"),
+            ("tracking: 7489 2213 0098", "tracking: ***"),
+            (
+                "see https://track.example.com/abc?id=123 now",
+                "see *** now",
+            ),
+            ("go to www.example.com/orders/55", "go to ***"),
+            ("link http://x.y/z#frag", "link ***"),
+            (
+                "card 4111 1111 1111 1111 charged twice",
+                "card *** charged twice",
+            ),
+            // mixtures
+            (
+                "Hi, I'm jane@x.com, order #123456, call +1 415 555 0100",
+                "Hi, I'm ***@***, order #***3456, call ***-***-0100",
+            ),
+            ("refund 2 items, total 45.99", "refund 2 items, total 45.99"),
+            ("I want a chargeback!!", "I want a chargeback!!"),
+            (
+                "delivered on 2024-03-05 at 10:30",
+                "delivered on 2024-03-05 at 10:30",
+            ),
+            ("", ""),
+        ];
+        for (input, want) in cases {
+            assert_eq!(&redact(input), want, "input: {input:?}");
+        }
+        assert!(cases.len() >= 30);
+    }
+
+    #[test]
+    fn excerpts_are_redacted_and_short() {
+        let long = format!("email me at a@b.com {}", "x ".repeat(200));
+        let e = excerpt(&long, 80);
+        assert!(e.chars().count() <= 80);
+        assert!(e.starts_with("email me at ***@***"));
+    }
+}

@@ -1,0 +1,34 @@
+//! Where server-side failures become what a user may see: the cause goes to the log under
+//! a short reference, the user gets the reference.
+
+use crate::model::AppError;
+use crate::server::domain::kill_switches::ChangeError;
+use crate::server::ids::random_hex;
+use crate::server::store::StoreError;
+
+pub fn internal(cause: &dyn std::fmt::Display) -> AppError {
+    let reference = random_hex(4);
+    tracing::error!(%reference, error = %cause, "request failed");
+    AppError::Internal { reference }
+}
+
+impl From<StoreError> for AppError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::BadCursor => AppError::invalid(
+                "cursor",
+                "This page link is not valid any more; start again from the first page.",
+            ),
+            other => internal(&other),
+        }
+    }
+}
+
+impl From<ChangeError> for AppError {
+    fn from(e: ChangeError) -> Self {
+        match e {
+            ChangeError::App(e) => e,
+            ChangeError::Store(e) => e.into(),
+        }
+    }
+}

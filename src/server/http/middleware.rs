@@ -1,0 +1,215 @@
+//! Request middleware: cross-origin refusal, session lookup, page guards, and the status
+//! codes of server-function errors.
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{Html, IntoResponse, Redirect, Response};
+
+use crate::model::auth::{CurrentUser, Role};
+use crate::model::AppError;
+use crate::server::domain::sessions;
+use crate::server::state::AppState;
+
+pub const SESSION_COOKIE: &str = "ops_session";
+
+/// The session id from the request's cookies.
+pub fn session_cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == SESSION_COOKIE)
+        .map(|(_, v)| v.to_string())
+}
+
+/// Is this a browser request from another site? Same rules as Go's
+/// `http.CrossOriginProtection`: `Sec-Fetch-Site` when present, else `Origin` against `Host`;
+/// a request with neither is not from a browser and carries no ambient authority to abuse.
+fn cross_origin(headers: &HeaderMap) -> bool {
+    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(site) = get("sec-fetch-site") {
+        return !matches!(site, "same-origin" | "none");
+    }
+    let Some(origin) = get("origin") else {
+        return false;
+    };
+    let origin_host = origin.split_once("://").map(|(_, h)| h).unwrap_or("");
+    origin == "null" || Some(origin_host) != get("host")
+}
+
+/// Refuses state-changing browser requests from other origins (CSRF).
+pub async fn same_origin(req: Request, next: Next) -> Response {
+    let safe = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    // The REST API authenticates with bearer keys, never cookies: nothing to forge.
+    let bearer_api = req.uri().path().starts_with("/api/v1/");
+    if !safe && !bearer_api && cross_origin(req.headers()) {
+        tracing::warn!(path = req.uri().path(), "refused a cross-origin request");
+        return (StatusCode::FORBIDDEN, "Cross-origin request refused.").into_response();
+    }
+    next.run(req).await
+}
+
+/// Resolves the session cookie to a user and puts it on the request.
+pub async fn session(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    if let Some(id) = session_cookie(req.headers()) {
+        match sessions::resolve(&state.store, &state.config.auth, &id, state.clock.now()).await {
+            Ok(Some(user)) => {
+                req.extensions_mut().insert(user);
+            }
+            Ok(None) => {}
+            Err(e) => return error_page(e),
+        }
+    }
+    next.run(req).await
+}
+
+fn is_public(path: &str) -> bool {
+    path == "/login"
+        || path == "/logout"
+        || path == "/healthz"
+        || path.starts_with("/api/")
+        || path.starts_with("/pkg/")
+        || path == "/favicon.ico"
+        || path == "/robots.txt"
+}
+
+/// Pages that need more than a signed-in viewer.
+fn page_role(path: &str) -> Role {
+    if path == "/users" || path.starts_with("/users/") {
+        Role::Admin
+    } else {
+        Role::Viewer
+    }
+}
+
+/// Pages need a session (else: to the login page) and, for some, a role (else: 403).
+pub async fn guard_pages(req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_string();
+    if req.method() != Method::GET || is_public(&path) {
+        return next.run(req).await;
+    }
+    let Some(user) = req.extensions().get::<CurrentUser>().cloned() else {
+        let target = req
+            .uri()
+            .path_and_query()
+            .map(|p| p.as_str())
+            .unwrap_or("/");
+        return Redirect::to(&format!("/login?next={}", url_encode(target))).into_response();
+    };
+    if !user.role.allows(page_role(&path)) {
+        return (
+            StatusCode::FORBIDDEN,
+            Html(format!(
+                "<!DOCTYPE html><html lang=\"en\"><head><title>Not allowed</title></head><body>\
+                 <h1>Not allowed</h1><p>Your role ({}) cannot open this page.</p>\
+                 <p><a href=\"/\">Back to the overview</a></p></body></html>",
+                user.role
+            )),
+        )
+            .into_response();
+    }
+    next.run(req).await
+}
+
+/// Pages must not be kept by the browser: after sign-out, Back shows the login page.
+pub async fn no_store(req: Request, next: Next) -> Response {
+    let mut res = next.run(req).await;
+    let html = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/html"));
+    if html {
+        res.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    res
+}
+
+/// Server functions answer errors with 500 unless told otherwise; this gives each error
+/// its own status (400 for bad input, 403 for a missing role, ...). Form posts without
+/// JavaScript are redirects and stay so.
+pub async fn server_fn_status(req: Request, next: Next) -> Response {
+    let res = next.run(req).await;
+    if res.status() != StatusCode::INTERNAL_SERVER_ERROR
+        || !res.headers().contains_key("serverfnerror")
+    {
+        return res;
+    }
+    let (mut parts, body) = res.into_parts();
+    let bytes = axum::body::to_bytes(body, 1 << 20)
+        .await
+        .unwrap_or_default();
+    if let Ok(err) = serde_json::from_slice::<AppError>(&bytes) {
+        parts.status =
+            StatusCode::from_u16(err.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    }
+    Response::from_parts(parts, Body::from(bytes))
+}
+
+fn error_page(e: AppError) -> Response {
+    let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (status, e.to_string()).into_response()
+}
+
+pub fn url_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b'/') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    #[test]
+    fn cross_origin_rules() {
+        assert!(
+            !cross_origin(&headers(&[])),
+            "no browser headers: not a browser"
+        );
+        assert!(!cross_origin(&headers(&[(
+            "sec-fetch-site",
+            "same-origin"
+        )])));
+        assert!(cross_origin(&headers(&[("sec-fetch-site", "cross-site")])));
+        assert!(cross_origin(&headers(&[("sec-fetch-site", "same-site")])));
+        assert!(!cross_origin(&headers(&[
+            ("origin", "http://127.0.0.1:3000"),
+            ("host", "127.0.0.1:3000")
+        ])));
+        assert!(cross_origin(&headers(&[
+            ("origin", "https://evil.example"),
+            ("host", "127.0.0.1:3000")
+        ])));
+        assert!(cross_origin(&headers(&[
+            ("origin", "null"),
+            ("host", "127.0.0.1:3000")
+        ])));
+    }
+
+    #[test]
+    fn reads_the_session_cookie_among_others() {
+        let h = headers(&[("cookie", "a=1; ops_session=abc; b=2")]);
+        assert_eq!(session_cookie(&h).as_deref(), Some("abc"));
+        assert_eq!(session_cookie(&headers(&[("cookie", "a=1")])), None);
+    }
+}

@@ -1,0 +1,6 @@
+//! HTTP outside Leptos: the REST API, sign-in/out, health, middleware.
+
+pub mod api;
+pub mod login;
+pub mod middleware;
+pub mod problem;

@@ -1,0 +1,15 @@
+//! Everything that runs only on the server.
+
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod ctx;
+pub mod domain;
+pub mod dynamo_local;
+pub mod errors;
+pub mod http;
+pub mod ids;
+pub mod startup;
+pub mod state;
+pub mod store;
+pub mod telemetry;

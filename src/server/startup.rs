@@ -1,0 +1,228 @@
+//! Builds the router, connects to DynamoDB (starting the embedded one in dev), and serves.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::{middleware, Json, Router};
+use leptos_axum::{generate_route_list, LeptosRoutes};
+
+use crate::app::{shell, App};
+use crate::server::clock::Clock;
+use crate::server::config::{Config, Environment};
+use crate::server::domain::accounts;
+use crate::server::dynamo_local::{self, DynamoLocal};
+use crate::server::http::{api, login, middleware as mw};
+use crate::server::state::AppState;
+use crate::server::store::{schema, Connection, Store};
+
+/// The whole application as a router; tests drive it without a socket.
+pub fn app(state: AppState) -> Router {
+    let routes = generate_route_list(App);
+    let leptos_options = state.leptos.clone();
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/login", post(login::login))
+        .route("/logout", post(login::logout))
+        .merge(api::routes())
+        .leptos_routes(&state, routes, move || shell(leptos_options.clone()))
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .layer(middleware::from_fn(mw::server_fn_status))
+        .layer(middleware::from_fn(mw::no_store))
+        .layer(middleware::from_fn(mw::guard_pages))
+        .layer(middleware::from_fn_with_state(state.clone(), mw::session))
+        .layer(middleware::from_fn(mw::same_origin))
+        .with_state(state)
+}
+
+async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
+    match tokio::time::timeout(Duration::from_secs(3), state.store.ping()).await {
+        Ok(Ok(())) => (
+            StatusCode::OK,
+            Json(serde_json::json!({"status": "ok", "dynamodb": "ok"})),
+        ),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "health check: DynamoDB failed");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(serde_json::json!({"status": "unavailable", "dynamodb": "error"})),
+            )
+        }
+        Err(_) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(serde_json::json!({"status": "unavailable", "dynamodb": "timeout"})),
+        ),
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Local(#[from] dynamo_local::LocalError),
+    #[error("DynamoDB does not answer at {endpoint}: {cause}")]
+    Unreachable { endpoint: String, cause: String },
+    #[error("creating tables failed: {0}")]
+    Bootstrap(String),
+    #[error("cannot listen on {addr}: {cause}")]
+    Bind { addr: String, cause: String },
+    #[error("{0}")]
+    Other(String),
+}
+
+/// DynamoDB as configured: the embedded DynamoDB Local (dev without an endpoint), the
+/// configured endpoint, or AWS.
+pub struct Database {
+    pub store: Store,
+    pub endpoint: String,
+    /// Kept alive for as long as the store is used; stops Java when dropped.
+    pub embedded: Option<DynamoLocal>,
+}
+
+fn endpoint_file(config: &Config) -> PathBuf {
+    config.data_dir.join("dynamodb").join("endpoint")
+}
+
+/// Connects, starting DynamoDB Local first when dev has no endpoint. A CLI command run
+/// next to a running dev server reuses the server's DynamoDB Local (two JVMs must not
+/// share one data directory).
+pub async fn connect(config: &Config, share_running: bool) -> Result<Database, StartError> {
+    let mut embedded = None;
+    let endpoint = if !config.dynamodb.endpoint.is_empty() {
+        Some(config.dynamodb.endpoint.clone())
+    } else if config.wants_embedded_dynamodb() {
+        let running = match std::fs::read_to_string(endpoint_file(config)) {
+            Ok(e) if share_running => {
+                let candidate = e.trim().to_string();
+                let store = store_for(config, Some(&candidate)).await;
+                store
+                    .wait_until_reachable(Duration::from_secs(2))
+                    .await
+                    .is_ok()
+                    .then_some(candidate)
+            }
+            _ => None,
+        };
+        match running {
+            Some(e) => Some(e),
+            None => {
+                let dir = config.data_dir.join("dynamodb");
+                let local = DynamoLocal::start(dynamo_local::Options {
+                    jar: (!config.dynamodb.local_jar.is_empty())
+                        .then(|| PathBuf::from(&config.dynamodb.local_jar)),
+                    data_dir: Some(dir.clone()),
+                    port: None,
+                    log_file: Some(config.data_dir.join("dynamodb-local.log")),
+                })?;
+                let e = local.endpoint();
+                embedded = Some(local);
+                Some(e)
+            }
+        }
+    } else {
+        None
+    };
+    let store = store_for(config, endpoint.as_deref()).await;
+    let shown = endpoint
+        .clone()
+        .unwrap_or_else(|| format!("AWS ({})", config.dynamodb.region));
+    let wait = if embedded.is_some() { 60 } else { 10 };
+    store
+        .wait_until_reachable(Duration::from_secs(wait))
+        .await
+        .map_err(|e| StartError::Unreachable {
+            endpoint: shown.clone(),
+            cause: e.to_string(),
+        })?;
+    if embedded.is_some() {
+        let _ = std::fs::write(endpoint_file(config), &shown);
+    }
+    Ok(Database {
+        store,
+        endpoint: shown,
+        embedded,
+    })
+}
+
+async fn store_for(config: &Config, endpoint: Option<&str>) -> Store {
+    Store::connect(Connection {
+        endpoint,
+        region: &config.dynamodb.region,
+        table_prefix: &config.dynamodb.table_prefix,
+        env: config.env.as_str(),
+    })
+    .await
+}
+
+pub async fn bootstrap(store: &Store) -> Result<(), StartError> {
+    let report = schema::bootstrap(store)
+        .await
+        .map_err(|e| StartError::Bootstrap(e.to_string()))?;
+    for (table, outcome) in report {
+        tracing::info!(%table, outcome = ?outcome, "table ready");
+    }
+    Ok(())
+}
+
+/// `ops-console serve`.
+pub async fn serve(config: Config) -> Result<(), StartError> {
+    let db = connect(&config, false).await?;
+    let endpoint_path = endpoint_file(&config);
+    if config.env == Environment::Dev {
+        bootstrap(&db.store).await?;
+    }
+    let clock = Clock::default();
+    let state = AppState::new(config, db.store.clone(), clock.clone());
+    if state.config.env == Environment::Dev {
+        let created = accounts::ensure_first_admin(&db.store, &state.account_ttls(), clock.now())
+            .await
+            .map_err(|e| StartError::Other(format!("creating the first admin failed: {e}")))?;
+        if let Some(password) = created {
+            // Straight to the terminal, once; never through the log.
+            println!("\n  First start: created user `admin` with password  {password}\n  Sign in at http://{}/login and change it (ops-console user reset-password admin).\n", state.config.site_addr);
+        }
+    }
+    let addr = state.config.site_addr;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| StartError::Bind {
+            addr: addr.to_string(),
+            cause: e.to_string(),
+        })?;
+    tracing::info!(
+        env = %state.config.env,
+        dynamodb = %db.endpoint,
+        settings = %state.config.source,
+        "ops-console listening on http://{addr}"
+    );
+    let result = axum::serve(listener, app(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await;
+    if let Some(local) = db.embedded {
+        tracing::info!("stopping DynamoDB Local");
+        local.stop();
+        let _ = std::fs::remove_file(endpoint_path);
+    }
+    result.map_err(|e| StartError::Other(e.to_string()))
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutting down");
+}

@@ -1,0 +1,50 @@
+use std::sync::Arc;
+
+use axum::extract::FromRef;
+use leptos::config::LeptosOptions;
+
+use crate::server::clock::Clock;
+use crate::server::config::Config;
+use crate::server::domain::accounts::AccountTtls;
+use crate::server::store::Store;
+
+/// Everything a request handler needs. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub leptos: LeptosOptions,
+    pub store: Store,
+    pub config: Arc<Config>,
+    pub clock: Clock,
+}
+
+impl FromRef<AppState> for LeptosOptions {
+    fn from_ref(state: &AppState) -> Self {
+        state.leptos.clone()
+    }
+}
+
+impl AppState {
+    pub fn new(config: Config, store: Store, clock: Clock) -> Self {
+        let leptos = LeptosOptions::builder()
+            .output_name("ops-console")
+            .site_root(std::env::var("LEPTOS_SITE_ROOT").unwrap_or_else(|_| "target/site".into()))
+            .site_pkg_dir(std::env::var("LEPTOS_SITE_PKG_DIR").unwrap_or_else(|_| "pkg".into()))
+            .site_addr(config.site_addr)
+            .env(leptos::config::Env::PROD)
+            .build();
+        AppState {
+            leptos,
+            store,
+            config: Arc::new(config),
+            clock,
+        }
+    }
+
+    pub fn account_ttls(&self) -> AccountTtls {
+        AccountTtls {
+            user_inactive_days: self.config.ttl.user_inactive_days,
+            audit_days: self.config.ttl.audit_days,
+            settings_days: self.config.ttl.settings_days,
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! `rp_mw_audit_actions-<env>` (design doc 1, Table C): what was done, by whom, why, with
+//! redacted payloads only.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::{AttributeValue, Put};
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::schema::MW_AUDIT_ACTIONS;
+use super::{cursor, Store, StoreError};
+
+/// One audit record as stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AuditItem {
+    /// The conversation, or `system#<area>` for console-level changes.
+    pub conversation_id: String,
+    /// `<RFC 3339 ms timestamp>#<action id>`: sorts by time within a partition.
+    pub ts_action_id: String,
+    pub action_type: String,
+    /// Small JSON, already redacted.
+    pub action_payload_redacted: String,
+    pub idempotency_key: String,
+    /// `success`, `fail: <reason>`, `suppressed: safe_mode`, ...
+    pub result: String,
+    /// The signed-in user, API key name, or `system`.
+    pub actor: String,
+    /// `YYYY-MM-DD`: partition of the by-day index.
+    pub audit_day: String,
+    pub expires_at: i64,
+}
+
+impl AuditItem {
+    pub fn new(
+        partition: &str,
+        action_type: &str,
+        at: DateTime<Utc>,
+        action_id: &str,
+        ttl_days: i64,
+    ) -> AuditItem {
+        AuditItem {
+            conversation_id: partition.to_string(),
+            ts_action_id: format!(
+                "{}#{}",
+                at.to_rfc3339_opts(SecondsFormat::Millis, true),
+                action_id
+            ),
+            action_type: action_type.to_string(),
+            action_payload_redacted: "{}".into(),
+            idempotency_key: String::new(),
+            result: "success".into(),
+            actor: "system".into(),
+            audit_day: at.format("%Y-%m-%d").to_string(),
+            expires_at: (at + chrono::Duration::days(ttl_days)).timestamp(),
+        }
+    }
+
+    /// When the action happened, from the sort key.
+    pub fn at(&self) -> Option<DateTime<Utc>> {
+        let ts = self.ts_action_id.split('#').next()?;
+        DateTime::parse_from_rfc3339(ts)
+            .ok()
+            .map(|t| t.with_timezone(&Utc))
+    }
+}
+
+pub struct AuditPage {
+    pub items: Vec<AuditItem>,
+    pub next_cursor: Option<String>,
+}
+
+/// A transaction part that writes `item` once: a second write of the same id fails.
+pub(crate) fn put_once(store: &Store, item: &AuditItem) -> Result<Put, StoreError> {
+    let table = store.table(MW_AUDIT_ACTIONS.base);
+    let av = serde_dynamo::to_item(item).map_err(|e| StoreError::corrupt(&table, e))?;
+    Put::builder()
+        .table_name(table)
+        .set_item(Some(av))
+        .condition_expression("attribute_not_exists(ts_action_id)")
+        .build()
+        .map_err(|e| StoreError::corrupt("audit put", e))
+}
+
+/// Newest first, one partition (a conversation, or `system#...`).
+pub async fn list_partition(
+    store: &Store,
+    partition: &str,
+    cursor: Option<&str>,
+    limit: i32,
+) -> Result<AuditPage, StoreError> {
+    let table = store.table(MW_AUDIT_ACTIONS.base);
+    let start = cursor
+        .map(|c| cursor::decode(c, &["conversation_id", "ts_action_id"]))
+        .transpose()?;
+    let out = store
+        .client()
+        .query()
+        .table_name(&table)
+        .key_condition_expression("conversation_id = :p")
+        .expression_attribute_values(":p", AttributeValue::S(partition.to_string()))
+        .scan_index_forward(false)
+        .limit(limit)
+        .set_exclusive_start_key(start)
+        .send()
+        .await
+        .map_err(StoreError::request("Query"))?;
+    page(&table, out.items, out.last_evaluated_key.as_ref())
+}
+
+fn page(
+    table: &str,
+    items: Option<Vec<HashMap<String, AttributeValue>>>,
+    last: Option<&HashMap<String, AttributeValue>>,
+) -> Result<AuditPage, StoreError> {
+    let items = items
+        .unwrap_or_default()
+        .into_iter()
+        .map(|i| serde_dynamo::from_item(i).map_err(|e| StoreError::corrupt(table, e)))
+        .collect::<Result<Vec<AuditItem>, _>>()?;
+    Ok(AuditPage {
+        items,
+        next_cursor: cursor::next(last),
+    })
+}
+
+/// Writes one audit record on its own (when there is no other write to pair it with).
+pub async fn put(store: &Store, item: &AuditItem) -> Result<(), StoreError> {
+    let p = put_once(store, item)?;
+    store
+        .client()
+        .put_item()
+        .table_name(p.table_name())
+        .set_item(Some(p.item().clone()))
+        .condition_expression("attribute_not_exists(ts_action_id)")
+        .send()
+        .await
+        .map_err(StoreError::request("PutItem"))?;
+    Ok(())
+}

@@ -1,0 +1,166 @@
+//! The only module that talks to DynamoDB. Table names, key formats and condition
+//! expressions live here and nowhere else.
+
+pub mod api_keys;
+pub mod audit;
+mod counter;
+pub mod cursor;
+pub(crate) mod items;
+pub mod login_attempts;
+pub mod schema;
+pub mod sessions;
+pub mod switches;
+pub mod users;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::config::{Credentials, Region};
+use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::Client;
+
+pub use counter::RequestCounter;
+
+/// Table names are `<prefix><name>-<env>`: the environment suffix keeps dev, staging and
+/// prod apart; the prefix lets tests run side by side on one DynamoDB.
+#[derive(Clone, Debug)]
+pub struct TableNames {
+    prefix: String,
+    env: String,
+}
+
+impl TableNames {
+    pub fn new(prefix: &str, env: &str) -> Self {
+        TableNames {
+            prefix: prefix.to_string(),
+            env: env.to_string(),
+        }
+    }
+
+    pub fn of(&self, base: &str) -> String {
+        format!("{}{}-{}", self.prefix, base, self.env)
+    }
+}
+
+#[derive(Clone)]
+pub struct Store {
+    client: Client,
+    names: TableNames,
+    requests: Arc<RequestCounter>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("DynamoDB {op} failed: {detail}")]
+    Request { op: &'static str, detail: String },
+    #[error("an item in {table} does not have the shape we write: {detail}")]
+    Corrupt { table: String, detail: String },
+    #[error("the cursor is not one this page handed out")]
+    BadCursor,
+    #[error("table {table} exists with a different key schema: {detail}")]
+    Schema { table: String, detail: String },
+}
+
+impl StoreError {
+    pub(crate) fn request<E, R>(op: &'static str) -> impl FnOnce(SdkError<E, R>) -> StoreError
+    where
+        E: std::error::Error + 'static,
+        R: std::fmt::Debug,
+    {
+        move |e| StoreError::Request {
+            op,
+            detail: DisplayErrorContext(&e).to_string(),
+        }
+    }
+
+    pub(crate) fn corrupt(table: &str, e: impl std::fmt::Display) -> StoreError {
+        StoreError::Corrupt {
+            table: table.to_string(),
+            detail: e.to_string(),
+        }
+    }
+}
+
+/// How to reach DynamoDB.
+pub struct Connection<'a> {
+    /// `None`: AWS, with the normal credential chain.
+    pub endpoint: Option<&'a str>,
+    pub region: &'a str,
+    pub table_prefix: &'a str,
+    pub env: &'a str,
+}
+
+impl Store {
+    pub async fn connect(conn: Connection<'_>) -> Store {
+        let requests = Arc::new(RequestCounter::default());
+        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .region(Region::new(conn.region.to_string()))
+            .timeout_config(
+                aws_config::timeout::TimeoutConfig::builder()
+                    .connect_timeout(Duration::from_secs(3))
+                    .operation_attempt_timeout(Duration::from_secs(10))
+                    .operation_timeout(Duration::from_secs(30))
+                    .build(),
+            );
+        if let Some(endpoint) = conn.endpoint {
+            loader = loader.endpoint_url(endpoint);
+            // DynamoDB Local takes any credentials; a real endpoint gets the real chain.
+            if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
+                loader = loader.credentials_provider(Credentials::new(
+                    "local",
+                    "local",
+                    None,
+                    None,
+                    "ops-console",
+                ));
+            }
+        }
+        let sdk = loader.load().await;
+        let config = aws_sdk_dynamodb::config::Builder::from(&sdk)
+            .interceptor(counter::CountingInterceptor::new(requests.clone()))
+            .build();
+        Store {
+            client: Client::from_conf(config),
+            names: TableNames::new(conn.table_prefix, conn.env),
+            requests,
+        }
+    }
+
+    pub fn table(&self, base: &str) -> String {
+        self.names.of(base)
+    }
+
+    /// Every request this store has sent, by operation (retries included).
+    pub fn requests(&self) -> &RequestCounter {
+        &self.requests
+    }
+
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Cheap check that DynamoDB answers and our settings table is there.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        self.client
+            .describe_table()
+            .table_name(self.table(schema::SETTINGS.base))
+            .send()
+            .await
+            .map_err(StoreError::request("DescribeTable"))?;
+        Ok(())
+    }
+
+    /// Waits until DynamoDB answers at all (used right after starting DynamoDB Local).
+    pub async fn wait_until_reachable(&self, within: Duration) -> Result<(), StoreError> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            match self.client.list_tables().limit(1).send().await {
+                Ok(_) => return Ok(()),
+                Err(e) if tokio::time::Instant::now() >= deadline => {
+                    return Err(StoreError::request("ListTables")(e))
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+            }
+        }
+    }
+}

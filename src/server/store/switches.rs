@@ -1,0 +1,193 @@
+//! The kill switches: one versioned item in `settings-<env>`, changed only together with
+//! its audit record in one transaction.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
+};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::audit::{self, AuditItem};
+use super::schema::SETTINGS;
+use super::{Store, StoreError};
+use crate::model::switches::{KillSwitches, SwitchState};
+
+const ITEM_PK: &str = "kill_switches";
+/// Audit partition of kill-switch changes.
+pub const AUDIT_PARTITION: &str = "system#kill_switches";
+pub const AUDIT_ACTION: &str = "kill_switch_change";
+
+#[derive(Serialize, Deserialize)]
+struct SwitchesItem {
+    pk: String,
+    safe_mode: bool,
+    automation_enabled: bool,
+    version: u64,
+    updated_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    safe_mode_last: Option<LastChange>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    automation_enabled_last: Option<LastChange>,
+    expires_at: i64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct LastChange {
+    by: String,
+    at: DateTime<Utc>,
+    reason: String,
+}
+
+impl SwitchesItem {
+    fn from_model(s: &KillSwitches, now: DateTime<Utc>, ttl_days: i64) -> Self {
+        let last = |st: &SwitchState| match (&st.changed_by, st.changed_at) {
+            (Some(by), Some(at)) => Some(LastChange {
+                by: by.clone(),
+                at,
+                reason: st.reason.clone().unwrap_or_default(),
+            }),
+            _ => None,
+        };
+        SwitchesItem {
+            pk: ITEM_PK.into(),
+            safe_mode: s.safe_mode.enabled,
+            automation_enabled: s.automation_enabled.enabled,
+            version: s.version,
+            updated_at: now.to_rfc3339(),
+            safe_mode_last: last(&s.safe_mode),
+            automation_enabled_last: last(&s.automation_enabled),
+            expires_at: (now + chrono::Duration::days(ttl_days)).timestamp(),
+        }
+    }
+
+    fn into_model(self, now: DateTime<Utc>) -> KillSwitches {
+        // An item past its TTL is gone, even before DynamoDB deletes it.
+        if self.expires_at <= now.timestamp() {
+            return KillSwitches::safe_defaults();
+        }
+        let state = |enabled: bool, last: Option<LastChange>| SwitchState {
+            enabled,
+            changed_by: last.as_ref().map(|l| l.by.clone()),
+            changed_at: last.as_ref().map(|l| l.at),
+            reason: last.map(|l| l.reason),
+        };
+        KillSwitches {
+            safe_mode: state(self.safe_mode, self.safe_mode_last),
+            automation_enabled: state(self.automation_enabled, self.automation_enabled_last),
+            version: self.version,
+        }
+    }
+}
+
+fn decode(
+    item: HashMap<String, AttributeValue>,
+    now: DateTime<Utc>,
+    table: &str,
+) -> Result<KillSwitches, StoreError> {
+    let item: SwitchesItem =
+        serde_dynamo::from_item(item).map_err(|e| StoreError::corrupt(table, e))?;
+    Ok(item.into_model(now))
+}
+
+/// The current switches (strongly consistent); the safe defaults when never set.
+pub async fn load(store: &Store, now: DateTime<Utc>) -> Result<KillSwitches, StoreError> {
+    let table = store.table(SETTINGS.base);
+    let out = store
+        .client()
+        .get_item()
+        .table_name(&table)
+        .key("pk", AttributeValue::S(ITEM_PK.into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .map_err(StoreError::request("GetItem"))?;
+    match out.item {
+        Some(item) => decode(item, now, &table),
+        None => Ok(KillSwitches::safe_defaults()),
+    }
+}
+
+pub enum Commit {
+    Done,
+    /// The stored version was not the expected one; this is what is stored now.
+    Stale(KillSwitches),
+}
+
+/// Writes `next` (whose version is `expected + 1`) and its audit record atomically, only if
+/// the stored version is still `expected`.
+pub async fn commit(
+    store: &Store,
+    next: &KillSwitches,
+    expected: u64,
+    audit_item: &AuditItem,
+    now: DateTime<Utc>,
+    ttl_days: i64,
+) -> Result<Commit, StoreError> {
+    let table = store.table(SETTINGS.base);
+    let item = serde_dynamo::to_item(SwitchesItem::from_model(next, now, ttl_days))
+        .map_err(|e| StoreError::corrupt(&table, e))?;
+    let mut put = Put::builder()
+        .table_name(&table)
+        .set_item(Some(item))
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+    put = if expected == 0 {
+        // Never written, or written and expired: both count as version 0.
+        put.condition_expression("attribute_not_exists(pk) OR expires_at <= :now")
+            .expression_attribute_values(":now", AttributeValue::N(now.timestamp().to_string()))
+    } else {
+        put.condition_expression("version = :v AND expires_at > :now")
+            .expression_attribute_values(":v", AttributeValue::N(expected.to_string()))
+            .expression_attribute_values(":now", AttributeValue::N(now.timestamp().to_string()))
+    };
+    let put = put.build().map_err(|e| StoreError::corrupt(&table, e))?;
+    let audit_put = audit::put_once(store, audit_item)?;
+
+    // Two transactions on one item at once: DynamoDB cancels one with TransactionConflict.
+    // Retrying is safe (the condition still guards the version) and turns it into either
+    // success or a plain stale answer.
+    let mut backoff = Duration::from_millis(20);
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let result = store
+            .client()
+            .transact_write_items()
+            .transact_items(TransactWriteItem::builder().put(put.clone()).build())
+            .transact_items(TransactWriteItem::builder().put(audit_put.clone()).build())
+            .send()
+            .await;
+        let err = match result {
+            Ok(_) => return Ok(Commit::Done),
+            Err(e) => e,
+        };
+        let service = err.into_service_error();
+        let TransactWriteItemsError::TransactionCanceledException(cancel) = &service else {
+            return Err(StoreError::Request {
+                op: "TransactWriteItems",
+                detail: aws_sdk_dynamodb::error::DisplayErrorContext(&service).to_string(),
+            });
+        };
+        let reasons = cancel.cancellation_reasons();
+        let code = |i: usize| reasons.get(i).and_then(|r| r.code()).unwrap_or("None");
+        if code(0) == "ConditionalCheckFailed" {
+            let current = match reasons[0].item() {
+                Some(old) if !old.is_empty() => decode(old.clone(), now, &table)?,
+                _ => load(store, now).await?,
+            };
+            return Ok(Commit::Stale(current));
+        }
+        let conflict = (0..2).any(|i| code(i) == "TransactionConflict");
+        if !conflict || attempt >= 8 {
+            return Err(StoreError::Request {
+                op: "TransactWriteItems",
+                detail: format!("cancelled: {} / {}", code(0), code(1)),
+            });
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_millis(500));
+    }
+}

@@ -1,0 +1,6 @@
+pub mod kill_switches;
+pub mod login;
+pub mod not_built;
+pub mod not_found;
+pub mod overview;
+pub mod users;
