@@ -1,0 +1,352 @@
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{header, Request};
+use chrono::Duration;
+
+use ops_console::api::switches::ChangeKillSwitch;
+use ops_console::api::users::SetUserRole;
+use ops_console::model::auth::Role;
+use ops_console::server::domain::accounts::{change_user, Change};
+use ops_console::server::domain::sessions::create_api_key;
+use ops_console::server::store::{audit, switches, users};
+
+use crate::helpers::{captured_logs, form, spawn_app};
+
+const TURN_OFF: &[(&str, &str)] = &[
+    ("switch", "safe_mode"),
+    ("enable", "false"),
+    ("expected_version", "0"),
+    ("reason", "go live"),
+    ("confirm", "yes"),
+];
+
+#[tokio::test]
+async fn a_wrong_password_opens_no_session() {
+    let app = spawn_app().await;
+    let password = app.add_user("alice", Role::Admin).await;
+    let wrong = app.login("alice", &format!("{password}x")).await;
+    assert_eq!(wrong.status, 303);
+    assert_eq!(wrong.session_cookie(), None);
+    assert!(wrong
+        .location()
+        .unwrap()
+        .starts_with("/login?error=invalid"));
+    let unknown = app.login("nobody", &password).await;
+    assert_eq!(
+        unknown.location(),
+        wrong.location(),
+        "unknown users look the same"
+    );
+
+    let right = app.login("alice", &password).await;
+    assert_eq!(right.location(), Some("/"));
+    let cookie_header = right
+        .headers
+        .get(header::SET_COOKIE)
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        cookie_header.contains("HttpOnly") && cookie_header.contains("SameSite=Strict"),
+        "{cookie_header}"
+    );
+    let id = right.session_cookie().unwrap();
+    assert_eq!(id.len(), 64, "256-bit id");
+    let page = app.get("/kill-switches", Some(&id)).await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("alice"), "the top bar names the user");
+}
+
+#[tokio::test]
+async fn five_failures_lock_the_user_for_fifteen_minutes() {
+    let app = spawn_app().await;
+    let password = app.add_user("bob", Role::Viewer).await;
+    for _ in 0..4 {
+        assert!(app
+            .login("bob", "wrong-password")
+            .await
+            .location()
+            .unwrap()
+            .contains("error=invalid"));
+    }
+    let fifth = app.login("bob", "wrong-password").await;
+    assert!(fifth.location().unwrap().contains("error=locked"));
+    let locked = app.login("bob", &password).await;
+    assert!(
+        locked.location().unwrap().contains("error=locked"),
+        "even the right password is refused"
+    );
+    assert_eq!(locked.session_cookie(), None);
+
+    // Unknown names lock the same way: the answer does not reveal who exists.
+    for _ in 0..5 {
+        app.login("ghost", "wrong-password").await;
+    }
+    assert!(app
+        .login("ghost", "x")
+        .await
+        .location()
+        .unwrap()
+        .contains("error=locked"));
+
+    app.clock.advance(Duration::minutes(16));
+    let after = app.login("bob", &password).await;
+    assert!(
+        after.session_cookie().is_some(),
+        "the lock ends after 15 minutes"
+    );
+}
+
+#[tokio::test]
+async fn expired_or_deleted_sessions_go_back_to_login() {
+    let app = spawn_app().await;
+    let cookie = app.session_as("carol", Role::Viewer).await;
+    assert_eq!(app.get("/", Some(&cookie)).await.status, 200);
+
+    app.clock.advance(Duration::hours(9));
+    let idle = app.get("/kill-switches", Some(&cookie)).await;
+    assert_eq!(idle.status, 303, "idle for 9 h: expired");
+    assert_eq!(idle.location(), Some("/login?next=/kill-switches"));
+
+    let password = app.add_user("dave", Role::Viewer).await;
+    let cookie = app.login("dave", &password).await.session_cookie().unwrap();
+    // Active every few hours, still the absolute limit of 7 days holds.
+    for _ in 0..24 {
+        app.clock.advance(Duration::hours(7));
+        if app.get("/", Some(&cookie)).await.status != 200 {
+            break;
+        }
+    }
+    assert_eq!(
+        app.get("/", Some(&cookie)).await.status,
+        303,
+        "absolute expiry"
+    );
+
+    let cookie = app.login("dave", &password).await.session_cookie().unwrap();
+    let out = app.post_form("/logout", String::new(), Some(&cookie)).await;
+    assert_eq!(out.location(), Some("/login"));
+    assert_eq!(
+        app.get("/", Some(&cookie)).await.status,
+        303,
+        "the session is deleted"
+    );
+    assert_eq!(app.get("/", None).await.status, 303);
+}
+
+#[tokio::test]
+async fn viewers_and_operators_cannot_flip_kill_switches() {
+    let app = spawn_app().await;
+    for (name, role) in [("vic", Role::Viewer), ("olga", Role::Operator)] {
+        let cookie = app.session_as(name, role).await;
+        let answer = app.call::<ChangeKillSwitch>(TURN_OFF, Some(&cookie)).await;
+        assert_eq!(answer.status, 403, "{name}: {}", answer.body);
+    }
+    let anonymous = app.call::<ChangeKillSwitch>(TURN_OFF, None).await;
+    assert_eq!(anonymous.status, 401);
+    let stored = switches::load(&app.store, app.clock.now()).await.unwrap();
+    assert_eq!(stored.version, 0, "nothing written");
+    assert!(
+        audit::list_partition(&app.store, switches::AUDIT_PARTITION, None, 5)
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+
+    // The viewer sees the page, without controls; the Users page is closed to them.
+    let cookie = app.session_as("vera", Role::Viewer).await;
+    let page = app.get("/kill-switches", Some(&cookie)).await;
+    assert_eq!(page.status, 200);
+    assert!(
+        !page.body.contains("Turn safe mode off"),
+        "no controls for viewers"
+    );
+    assert_eq!(app.get("/users", Some(&cookie)).await.status, 403);
+}
+
+#[tokio::test]
+async fn cross_origin_posts_are_refused() {
+    let app = spawn_app().await;
+    let admin = app.session_as("root", Role::Admin).await;
+    let req = Request::post(<ChangeKillSwitch as leptos::server_fn::ServerFn>::PATH)
+        .header(header::HOST, "localhost")
+        .header(header::ORIGIN, "https://evil.example")
+        .header(header::COOKIE, format!("ops_session={admin}"))
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::from(form(TURN_OFF)))
+        .unwrap();
+    assert_eq!(app.send(req).await.status, 403);
+    let req = Request::post("/logout")
+        .header(header::HOST, "localhost")
+        .header("sec-fetch-site", "cross-site")
+        .header(header::COOKIE, format!("ops_session={admin}"))
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(app.send(req).await.status, 403);
+    assert_eq!(
+        switches::load(&app.store, app.clock.now())
+            .await
+            .unwrap()
+            .version,
+        0
+    );
+    assert_eq!(
+        app.get("/", Some(&admin)).await.status,
+        200,
+        "still signed in"
+    );
+}
+
+#[tokio::test]
+async fn the_last_admin_cannot_be_demoted_even_in_a_race() {
+    let app = Arc::new(spawn_app().await);
+    let root = app.session_as("root", Role::Admin).await;
+    let answer = app
+        .call::<SetUserRole>(
+            &[("name", "root"), ("role", "viewer"), ("reason", "oops")],
+            Some(&root),
+        )
+        .await;
+    assert_eq!(answer.status, 409, "{}", answer.body);
+    assert!(answer.body.contains("last active admin"), "{}", answer.body);
+
+    // Two admins demote each other at the same time: one must stay admin.
+    app.add_user("second", Role::Admin).await;
+    let ttls = app.state.account_ttls();
+    let (a, b) = tokio::join!(
+        change_user(
+            &app.store,
+            "root",
+            Change::SetRole(Role::Viewer),
+            "swap",
+            "second",
+            &ttls,
+            app.clock.now()
+        ),
+        change_user(
+            &app.store,
+            "second",
+            Change::SetRole(Role::Viewer),
+            "swap",
+            "root",
+            &ttls,
+            app.clock.now()
+        ),
+    );
+    assert!(
+        a.is_ok() != b.is_ok(),
+        "exactly one demotion succeeds: {a:?} {b:?}"
+    );
+    let admins = users::list(&app.store, app.clock.now())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|u| u.is_active_admin(app.clock.now()))
+        .count();
+    assert_eq!(admins, 1);
+
+    // Every change is audited with who did it.
+    let log = audit::list_partition(&app.store, "system#users", None, 20)
+        .await
+        .unwrap();
+    assert!(log
+        .items
+        .iter()
+        .any(|i| i.action_payload_redacted.contains("set_role")));
+}
+
+#[tokio::test]
+async fn api_keys_need_the_right_scope() {
+    let app = spawn_app().await;
+    let now = app.clock.now();
+    let reader = create_api_key(
+        &app.store,
+        "worker",
+        &["switches:read".into()],
+        30,
+        "test",
+        60,
+        now,
+    )
+    .await
+    .unwrap();
+    let other = create_api_key(
+        &app.store,
+        "events",
+        &["events:write".into()],
+        30,
+        "test",
+        60,
+        now,
+    )
+    .await
+    .unwrap();
+    let get = |key: Option<String>| {
+        let mut req = Request::get("/api/v1/kill-switches").header(header::HOST, "localhost");
+        if let Some(k) = key {
+            req = req.header(header::AUTHORIZATION, format!("Bearer {k}"));
+        }
+        req.body(Body::empty()).unwrap()
+    };
+    let none = app.send(get(None)).await;
+    assert_eq!(none.status, 401);
+    assert_eq!(
+        none.headers.get(header::CONTENT_TYPE).unwrap(),
+        "application/problem+json"
+    );
+    assert_eq!(
+        app.send(get(Some("opsk_not-a-key".into()))).await.status,
+        401
+    );
+    let wrong_scope = app.send(get(Some(other))).await;
+    assert_eq!(wrong_scope.status, 403);
+    assert_eq!(wrong_scope.json()["required_scope"], "switches:read");
+    let ok = app.send(get(Some(reader.clone()))).await;
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    assert_eq!(ok.json()["safe_mode"], true);
+
+    app.clock.advance(Duration::days(31));
+    assert_eq!(app.send(get(Some(reader))).await.status, 401, "expired key");
+}
+
+#[tokio::test]
+async fn no_password_session_id_or_api_key_reaches_the_logs() {
+    let app = spawn_app().await;
+    let password = app.add_user("erin", Role::Admin).await;
+    app.login("erin", "a-wrong-password-1").await;
+    let session = app.login("erin", &password).await.session_cookie().unwrap();
+    app.call::<ChangeKillSwitch>(TURN_OFF, Some(&session)).await;
+    app.post_form("/logout", String::new(), Some(&session))
+        .await;
+    let key = create_api_key(
+        &app.store,
+        "log-test",
+        &["switches:read".into()],
+        1,
+        "test",
+        60,
+        app.clock.now(),
+    )
+    .await
+    .unwrap();
+    app.send(
+        Request::get("/api/v1/kill-switches")
+            .header(header::AUTHORIZATION, format!("Bearer {key}"))
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    let logs = captured_logs();
+    assert!(logs.contains("signed in"), "the capture works");
+    for secret in [
+        password.as_str(),
+        "a-wrong-password-1",
+        session.as_str(),
+        key.as_str(),
+    ] {
+        assert!(!logs.contains(secret), "a secret reached the logs");
+    }
+}

@@ -1,0 +1,236 @@
+//! One DynamoDB Local per test binary; one app (own table prefix, own clock) per test.
+
+use std::io::Write;
+use std::sync::{Mutex, OnceLock};
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use axum::response::Response;
+use axum::Router;
+use leptos::server_fn::ServerFn;
+use tower::ServiceExt;
+
+use ops_console::model::auth::Role;
+use ops_console::server::clock::Clock;
+use ops_console::server::config::Config;
+use ops_console::server::domain::accounts;
+use ops_console::server::dynamo_local::{self, DynamoLocal};
+use ops_console::server::ids::random_hex;
+use ops_console::server::startup;
+use ops_console::server::state::AppState;
+use ops_console::server::store::{schema, Connection, Store};
+
+static LOCAL: OnceLock<DynamoLocal> = OnceLock::new();
+static LOGS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+/// `OPS_TEST_DYNAMODB` points the tests at a running DynamoDB; else one is started.
+fn endpoint() -> String {
+    if let Ok(e) = std::env::var("OPS_TEST_DYNAMODB") {
+        return e;
+    }
+    LOCAL
+        .get_or_init(|| {
+            DynamoLocal::start(dynamo_local::Options {
+                jar: None,
+                data_dir: None,
+                port: None,
+                log_file: None,
+            })
+            .expect("DynamoDB Local starts (npm ci; Java 17)")
+        })
+        .endpoint()
+}
+
+struct LogWriter;
+
+impl Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        LOGS.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Every log line of this test binary so far (all tests share one subscriber).
+pub fn captured_logs() -> String {
+    String::from_utf8_lossy(&LOGS.lock().unwrap()).into_owned()
+}
+
+fn init_logs() {
+    static INIT: OnceLock<()> = OnceLock::new();
+    INIT.get_or_init(|| {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter("debug,aws_smithy_runtime=info,aws_config=info,hyper=info,h2=info,aws_sdk_dynamodb=info,aws_smithy_http_client=info,hyper_util=info,rustls=info,aws_runtime=info,tower=info")
+            .with_writer(|| LogWriter)
+            .with_ansi(false)
+            .try_init();
+    });
+}
+
+pub struct TestApp {
+    pub state: AppState,
+    pub store: Store,
+    pub clock: Clock,
+    router: Router,
+}
+
+pub async fn spawn_app() -> TestApp {
+    init_logs();
+    let endpoint = endpoint();
+    let prefix = format!("t{}_", random_hex(6));
+    let config = Config::for_tests(&endpoint, &prefix);
+    let store = Store::connect(Connection {
+        endpoint: Some(&endpoint),
+        region: &config.dynamodb.region,
+        table_prefix: &prefix,
+        env: config.env.as_str(),
+    })
+    .await;
+    store
+        .wait_until_reachable(std::time::Duration::from_secs(60))
+        .await
+        .expect("DynamoDB Local answers");
+    schema::bootstrap(&store).await.expect("bootstrap");
+    let clock = Clock::default();
+    let state = AppState::new(config, store.clone(), clock.clone());
+    let router = startup::app(state.clone());
+    TestApp {
+        state,
+        store,
+        clock,
+        router,
+    }
+}
+
+/// A response with its body read.
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: axum::http::HeaderMap,
+    pub body: String,
+}
+
+impl Answer {
+    pub fn location(&self) -> Option<&str> {
+        self.headers
+            .get(header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+
+    /// The session cookie this answer sets, if any.
+    pub fn session_cookie(&self) -> Option<String> {
+        self.headers
+            .get_all(header::SET_COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find_map(|c| c.strip_prefix("ops_session="))
+            .map(|c| c.split(';').next().unwrap_or("").to_string())
+            .filter(|v| !v.is_empty())
+    }
+}
+
+pub fn form(pairs: &[(&str, &str)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            b' ' => "+".to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+impl TestApp {
+    pub async fn send(&self, req: Request<Body>) -> Answer {
+        let res: Response = self
+            .router
+            .clone()
+            .oneshot(req)
+            .await
+            .expect("router answers");
+        let status = res.status();
+        let headers = res.headers().clone();
+        let bytes = axum::body::to_bytes(res.into_body(), 16 << 20)
+            .await
+            .expect("body");
+        Answer {
+            status,
+            headers,
+            body: String::from_utf8_lossy(&bytes).into_owned(),
+        }
+    }
+
+    pub async fn get(&self, path: &str, cookie: Option<&str>) -> Answer {
+        let mut req = Request::get(path).header(header::HOST, "localhost");
+        if let Some(c) = cookie {
+            req = req.header(header::COOKIE, format!("ops_session={c}"));
+        }
+        self.send(req.body(Body::empty()).unwrap()).await
+    }
+
+    /// A same-origin form post, as a browser with JavaScript would send it.
+    pub async fn post_form(&self, path: &str, body: String, cookie: Option<&str>) -> Answer {
+        let mut req = Request::post(path)
+            .header(header::HOST, "localhost")
+            .header(header::ORIGIN, "http://localhost")
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+        if let Some(c) = cookie {
+            req = req.header(header::COOKIE, format!("ops_session={c}"));
+        }
+        self.send(req.body(Body::from(body)).unwrap()).await
+    }
+
+    /// Calls server function `F` with form fields, the way `ActionForm` does.
+    pub async fn call<F: ServerFn>(&self, fields: &[(&str, &str)], cookie: Option<&str>) -> Answer {
+        self.post_form(F::PATH, form(fields), cookie).await
+    }
+
+    /// Creates a user with a random password; returns the password.
+    pub async fn add_user(&self, name: &str, role: Role) -> String {
+        let password = format!("pw-{}", random_hex(10));
+        accounts::add_user(
+            &self.store,
+            name,
+            role,
+            &password,
+            "test",
+            &self.state.account_ttls(),
+            self.clock.now(),
+        )
+        .await
+        .expect("user added");
+        password
+    }
+
+    pub async fn login(&self, name: &str, password: &str) -> Answer {
+        self.post_form(
+            "/login",
+            form(&[("name", name), ("password", password), ("next", "/")]),
+            None,
+        )
+        .await
+    }
+
+    /// A signed-in user of `role`; returns the session cookie value.
+    pub async fn session_as(&self, name: &str, role: Role) -> String {
+        let password = self.add_user(name, role).await;
+        let answer = self.login(name, &password).await;
+        answer
+            .session_cookie()
+            .unwrap_or_else(|| panic!("{name} signs in: {:?}", answer.location()))
+    }
+}

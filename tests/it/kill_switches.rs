@@ -1,0 +1,201 @@
+use std::sync::Arc;
+
+use ops_console::api::switches::ChangeKillSwitch;
+use ops_console::model::auth::Role;
+use ops_console::model::switches::Switch;
+use ops_console::model::AppError;
+use ops_console::server::domain::kill_switches::{
+    change, history, ChangeError, ChangeRequest, Ttls,
+};
+use ops_console::server::store::audit::{self, AuditItem};
+use ops_console::server::store::switches::{self, AUDIT_ACTION, AUDIT_PARTITION};
+
+use crate::helpers::spawn_app;
+
+const TTLS: Ttls = Ttls {
+    audit_days: 60,
+    settings_days: 365,
+};
+
+fn turn_safe_mode_off(version: u64, reason: &str) -> ChangeRequest {
+    ChangeRequest {
+        switch: Switch::SafeMode,
+        enable: false,
+        expected_version: version,
+        reason: reason.into(),
+        confirmed: true,
+    }
+}
+
+#[tokio::test]
+async fn a_change_writes_the_switch_and_its_audit_record_together() {
+    let app = spawn_app().await;
+    let now = app.clock.now();
+    let next = change(
+        &app.store,
+        &turn_safe_mode_off(0, "go live"),
+        "alice",
+        "k1",
+        &TTLS,
+        now,
+        "a1",
+    )
+    .await
+    .unwrap();
+    assert_eq!(next.version, 1);
+
+    let stored = switches::load(&app.store, app.clock.now()).await.unwrap();
+    assert!(!stored.safe_mode.enabled);
+    assert_eq!(stored.safe_mode.changed_by.as_deref(), Some("alice"));
+    assert_eq!(stored.safe_mode.reason.as_deref(), Some("go live"));
+
+    let h = history(&app.store, None, 10).await.unwrap();
+    assert_eq!(h.entries.len(), 1);
+    let e = &h.entries[0];
+    assert_eq!(
+        (e.actor.as_str(), e.switch, e.from, e.to),
+        ("alice", Switch::SafeMode, true, false)
+    );
+    let raw = audit::list_partition(&app.store, AUDIT_PARTITION, None, 10)
+        .await
+        .unwrap();
+    let item = &raw.items[0];
+    assert_eq!(item.action_type, AUDIT_ACTION);
+    let ttl_days = (item.expires_at - now.timestamp()) / 86_400;
+    assert_eq!(ttl_days, 60, "audit records live 60 days");
+
+    // Atomicity: when the audit record cannot be written, the switch does not change.
+    let at = app.clock.now();
+    let blocker = AuditItem::new(AUDIT_PARTITION, AUDIT_ACTION, at, "dup", 60);
+    audit::put(&app.store, &blocker).await.unwrap();
+    let mut back_on = turn_safe_mode_off(1, "rollback");
+    back_on.enable = true;
+    let result = change(&app.store, &back_on, "bob", "k2", &TTLS, at, "dup").await;
+    assert!(result.is_err(), "the transaction fails as a whole");
+    let stored = switches::load(&app.store, app.clock.now()).await.unwrap();
+    assert_eq!(stored.version, 1, "switch untouched when its audit fails");
+    assert!(!stored.safe_mode.enabled);
+}
+
+#[tokio::test]
+async fn twenty_changes_from_one_stale_view_make_exactly_one_success() {
+    let app = Arc::new(spawn_app().await);
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let app = app.clone();
+        tasks.push(tokio::spawn(async move {
+            let id = format!("a{i}");
+            let who = format!("user{i}");
+            change(
+                &app.store,
+                &turn_safe_mode_off(0, "race"),
+                &who,
+                &id,
+                &TTLS,
+                app.clock.now(),
+                &id,
+            )
+            .await
+        }));
+    }
+    let mut ok = 0;
+    let mut conflicts = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(_) => ok += 1,
+            Err(ChangeError::App(AppError::Conflict(msg))) => {
+                assert!(msg.contains("someone else"), "{msg}");
+                conflicts += 1;
+            }
+            Err(other) => panic!("unexpected: {other}"),
+        }
+    }
+    assert_eq!((ok, conflicts), (1, 19));
+    let stored = switches::load(&app.store, app.clock.now()).await.unwrap();
+    assert_eq!(stored.version, 1);
+    let h = history(&app.store, None, 50).await.unwrap();
+    assert_eq!(h.entries.len(), 1, "exactly one audit record");
+    assert_eq!(
+        Some(h.entries[0].actor.clone()),
+        stored.safe_mode.changed_by
+    );
+}
+
+#[tokio::test]
+async fn a_change_without_a_reason_is_refused_and_writes_nothing() {
+    let app = spawn_app().await;
+    let admin = app.session_as("root", Role::Admin).await;
+    let writes_before = app.store.requests().get("TransactWriteItems");
+    let answer = app
+        .call::<ChangeKillSwitch>(
+            &[
+                ("switch", "safe_mode"),
+                ("enable", "false"),
+                ("expected_version", "0"),
+                ("reason", "   "),
+                ("confirm", "yes"),
+            ],
+            Some(&admin),
+        )
+        .await;
+    assert_eq!(answer.status, 400, "{}", answer.body);
+    assert!(answer.body.contains("reason"), "{}", answer.body);
+    assert_eq!(
+        app.store.requests().get("TransactWriteItems"),
+        writes_before
+    );
+    let stored = switches::load(&app.store, app.clock.now()).await.unwrap();
+    assert_eq!(stored.version, 0);
+    assert!(stored.safe_mode.enabled);
+    assert!(history(&app.store, None, 10)
+        .await
+        .unwrap()
+        .entries
+        .is_empty());
+
+    // Turning safe mode off also needs the explicit confirmation.
+    let answer = app
+        .call::<ChangeKillSwitch>(
+            &[
+                ("switch", "safe_mode"),
+                ("enable", "false"),
+                ("expected_version", "0"),
+                ("reason", "go live"),
+            ],
+            Some(&admin),
+        )
+        .await;
+    assert_eq!(answer.status, 400, "{}", answer.body);
+    assert!(answer.body.contains("confirm"), "{}", answer.body);
+
+    // And with both, the admin's change lands, named after the admin.
+    let answer = app
+        .call::<ChangeKillSwitch>(
+            &[
+                ("switch", "safe_mode"),
+                ("enable", "false"),
+                ("expected_version", "0"),
+                ("reason", "go live"),
+                ("confirm", "yes"),
+            ],
+            Some(&admin),
+        )
+        .await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let h = history(&app.store, None, 10).await.unwrap();
+    assert_eq!(h.entries[0].actor, "root");
+}
+
+#[tokio::test]
+async fn reasons_are_redacted_before_they_are_stored() {
+    let app = spawn_app().await;
+    let req = turn_safe_mode_off(0, "customer jane@example.com called from +1 415 555 0100");
+    change(&app.store, &req, "alice", "k", &TTLS, app.clock.now(), "a")
+        .await
+        .unwrap();
+    let h = history(&app.store, None, 10).await.unwrap();
+    assert_eq!(
+        h.entries[0].reason,
+        "customer ***@*** called from ***-***-0100"
+    );
+}

@@ -1,0 +1,7 @@
+//! Integration tests: the real router against a real DynamoDB Local (one JVM per test run,
+//! a fresh table prefix per test).
+
+mod accounts;
+mod bootstrap;
+mod helpers;
+mod kill_switches;
