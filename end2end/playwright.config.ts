@@ -1,0 +1,51 @@
+import { defineConfig } from '@playwright/test';
+
+// The console under test: the debug build cargo-leptos made, on its own port and data
+// directory, with an embedded DynamoDB Local. Playwright starts it and stops it.
+const port = process.env.E2E_PORT ?? '3100';
+const baseURL = `http://127.0.0.1:${port}`;
+
+const chromium = {
+  executablePath: '/usr/bin/chromium',
+  args: [
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-quic',
+    '--no-first-run',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+    '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost , EXCLUDE 127.0.0.1',
+  ],
+};
+
+export default defineConfig({
+  testDir: './tests',
+  // One console, one set of kill switches: tests take turns.
+  fullyParallel: false,
+  workers: 1,
+  retries: 0,
+  timeout: 60_000,
+  expect: { timeout: 10_000 },
+  reporter: [['list']],
+  use: { baseURL, launchOptions: chromium, trace: 'retain-on-failure' },
+  projects: [
+    { name: 'setup', testMatch: /global\.setup\.ts/ },
+    { name: 'hydrated', dependencies: ['setup'], use: { javaScriptEnabled: true } },
+    { name: 'no-js', dependencies: ['hydrated'], use: { javaScriptEnabled: false } },
+  ],
+  webServer: {
+    command: `${process.env.E2E_SERVER ?? './target/debug/ops-console'} serve`,
+    cwd: '..',
+    url: `${baseURL}/healthz`,
+    timeout: 120_000,
+    reuseExistingServer: false,
+    stdout: 'pipe',
+    stderr: 'pipe',
+    env: {
+      OPS_APP_SITE_ADDR: `127.0.0.1:${port}`,
+      OPS_APP_DATA_DIR: process.env.E2E_DATA_DIR ?? 'target/e2e-data',
+      LEPTOS_SITE_ROOT: 'target/site',
+    },
+  },
+});

@@ -1,0 +1,33 @@
+import { expect, test } from '@playwright/test';
+import { signIn, user } from './helpers';
+
+test.describe('accounts', () => {
+  test('a viewer sees the switches but no controls, and cannot open Users', async ({ page }) => {
+    await signIn(page, 'viewer', '/kill-switches');
+    await expect(page.getByTestId('switch-safe_mode').locator('span', { hasText: /^(ON|OFF)$/ })).toBeVisible();
+    await expect(page.getByRole('button', { name: /^Turn / })).toHaveCount(0);
+    await expect(page.getByText('Only admins can change the kill switches.')).toBeVisible();
+    await expect(page.getByRole('link', { name: 'Users' })).toHaveCount(0);
+    const res = await page.goto('/users');
+    expect(res?.status()).toBe(403);
+    await expect(page.getByRole('heading', { name: 'Not allowed' })).toBeVisible();
+  });
+
+  test('a wrong password keeps you out; signing out and going back shows the login page', async ({ page }) => {
+    const admin = user('admin');
+    await page.goto('/kill-switches');
+    await expect(page).toHaveURL(/\/login\?next=/);
+    await page.getByLabel('User name').fill(admin.name);
+    await page.getByLabel('Password').fill('definitely-not-it');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect(page.getByRole('alert')).toHaveText('Wrong user name or password.');
+
+    await signIn(page, 'admin', '/kill-switches');
+    await expect(page).toHaveURL(/\/kill-switches$/);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await expect(page).toHaveURL(/\/login/);
+    await page.goBack();
+    await expect(page).toHaveURL(/\/login/);
+    await expect(page.getByRole('button', { name: 'Sign in' })).toBeVisible();
+  });
+});

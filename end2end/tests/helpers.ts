@@ -1,0 +1,37 @@
+import { expect, Page, test } from '@playwright/test';
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+
+export type Role = 'admin' | 'operator' | 'viewer';
+
+export function user(role: Role): { name: string; password: string } {
+  const file = path.join(__dirname, '..', '..', 'target', 'e2e-users.json');
+  return JSON.parse(readFileSync(file, 'utf8'))[role];
+}
+
+/** Whether this project runs the page's JavaScript (the hydrated app) or not. */
+export function jsEnabled(): boolean {
+  return test.info().project.use.javaScriptEnabled !== false;
+}
+
+/** Waits until the page can act on clicks the way its project expects. */
+export async function ready(page: Page) {
+  if (jsEnabled()) {
+    await expect(page.locator('body[data-hydrated="true"]')).toHaveCount(1);
+  }
+}
+
+export async function signIn(page: Page, role: Role, next = '/') {
+  const u = user(role);
+  await page.goto(`/login?next=${encodeURIComponent(next)}`);
+  await page.getByLabel('User name').fill(u.name);
+  await page.getByLabel('Password').fill(u.password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await expect(page.getByTestId('signed-in-as')).toContainText(u.name);
+  await ready(page);
+  return u;
+}
+
+export function unique(label: string) {
+  return `${label} ${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+}

@@ -1,0 +1,55 @@
+import { expect, test } from '@playwright/test';
+import { ready, signIn, unique } from './helpers';
+
+test.describe('kill switches', () => {
+  test('an admin flips safe mode with a reason; the change and its history survive a reload', async ({ page }) => {
+    const admin = await signIn(page, 'admin', '/kill-switches');
+    const card = page.getByTestId('switch-safe_mode');
+    const before = (await card.locator('span', { hasText: /^(ON|OFF)$/ }).innerText()).trim();
+    const after = before === 'ON' ? 'OFF' : 'ON';
+    const verb = before === 'ON' ? 'off' : 'on';
+    const reason = unique('e2e flip');
+
+    await card.locator('summary').click();
+    await card.getByLabel(`Reason for turning safe mode ${verb}`).fill(reason);
+    if (verb === 'off') {
+      await card.getByLabel(/I confirm/).check();
+    }
+    await card.getByRole('button', { name: `Turn safe mode ${verb}` }).click();
+
+    await expect(card.locator('span', { hasText: /^(ON|OFF)$/ })).toHaveText(after);
+    const newest = page.getByRole('table', { name: 'Change history' }).locator('tbody tr').first();
+    await expect(newest).toContainText(reason);
+    await expect(newest).toContainText(admin.name);
+
+    await page.reload();
+    await ready(page);
+    await expect(page.getByTestId('switch-safe_mode').locator('span', { hasText: /^(ON|OFF)$/ })).toHaveText(after);
+    await expect(page.getByRole('table', { name: 'Change history' }).locator('tbody tr').first()).toContainText(reason);
+    await expect(page.getByTestId('switch-safe_mode').getByTestId('last-change')).toContainText(admin.name);
+  });
+
+  test('an empty reason shows an error and changes nothing', async ({ page }) => {
+    await signIn(page, 'admin', '/kill-switches');
+    const card = page.getByTestId('switch-automation_enabled');
+    const badge = card.locator('span', { hasText: /^(ON|OFF)$/ });
+    const before = (await badge.innerText()).trim();
+    const history = page.getByRole('table', { name: 'Change history' }).locator('tbody tr').first();
+    const newestBefore = (await history.count()) ? await history.innerText() : '';
+    const verb = before === 'ON' ? 'off' : 'on';
+
+    await card.locator('summary').click();
+    if (verb === 'on') {
+      await card.getByLabel(/I confirm/).check();
+    }
+    await card.getByRole('button', { name: `Turn automation ${verb}` }).click();
+
+    await expect(page.getByRole('alert')).toContainText('A reason is required.');
+    await expect(page.getByTestId('switch-automation_enabled').locator('span', { hasText: /^(ON|OFF)$/ })).toHaveText(before);
+    await page.goto('/kill-switches');
+    await ready(page);
+    await expect(page.getByTestId('switch-automation_enabled').locator('span', { hasText: /^(ON|OFF)$/ })).toHaveText(before);
+    const newestAfter = (await history.count()) ? await history.innerText() : '';
+    expect(newestAfter).toBe(newestBefore);
+  });
+});
