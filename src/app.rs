@@ -7,6 +7,7 @@ use leptos_router::path;
 use leptos_router::SsrMode;
 
 use crate::ui::layout::Layout;
+use crate::ui::pages::idempotency::{IdempotencyKeyPage, IdempotencyPage};
 use crate::ui::pages::{
     kill_switches::KillSwitchesPage, login::LoginPage, not_built::NotBuiltPage,
     not_found::NotFound, overview::OverviewPage, users::UsersPage,
@@ -50,7 +51,8 @@ pub fn App() -> impl IntoView {
                     <Route ssr=SsrMode::Async path=path!("conversations") view=|| view! { <NotBuiltPage page="conversations" /> } />
                     <Route ssr=SsrMode::Async path=path!("audit") view=|| view! { <NotBuiltPage page="audit" /> } />
                     <Route ssr=SsrMode::Async path=path!("inbox") view=|| view! { <NotBuiltPage page="inbox" /> } />
-                    <Route ssr=SsrMode::Async path=path!("idempotency") view=|| view! { <NotBuiltPage page="idempotency" /> } />
+                    <Route ssr=SsrMode::Async path=path!("idempotency") view=IdempotencyPage />
+                    <Route ssr=SsrMode::Async path=path!("idempotency/key") view=IdempotencyKeyPage />
                     <Route ssr=SsrMode::Async path=path!("measurements") view=|| view! { <NotBuiltPage page="measurements" /> } />
                     <Route ssr=SsrMode::Async path=path!("users") view=UsersPage />
                 </ParentRoute>

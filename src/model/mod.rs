@@ -2,6 +2,7 @@
 
 pub mod auth;
 mod error;
+pub mod idempotency;
 pub mod switches;
 
 pub use error::AppError;

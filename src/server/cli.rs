@@ -17,6 +17,8 @@ ops-console: keeps a support-automation middleware exactly-once and under contro
 Usage:
   ops-console [serve]                       start the console (default)
   ops-console bootstrap                     create every table (idempotent), enable TTL
+  ops-console sweep                         delete expired idempotency keys (DynamoDB Local has no TTL)
+  ops-console bench [--n N]                 the idempotency engine against the bare write
   ops-console user add NAME --role ROLE [--password-stdin]
   ops-console user set-role NAME ROLE --reason TEXT
   ops-console user disable NAME --reason TEXT
@@ -91,6 +93,12 @@ pub async fn run(raw: Vec<String>) -> ExitCode {
     let result = match (args.word(0), args.word(1)) {
         (None | Some("serve"), _) => startup::serve(config).await.map_err(err),
         (Some("bootstrap"), _) => bootstrap(&config).await,
+        (Some("sweep"), _) => sweep(&config).await,
+        (Some("bench"), _) => {
+            crate::server::bench::run(&args.flag("n").and_then(|n| n.parse().ok()).unwrap_or(400))
+                .await
+                .map_err(err)
+        }
         (Some("user"), Some(cmd)) => user(&config, cmd, &args).await,
         (Some("apikey"), Some("create")) => apikey(&config, &args).await,
         _ => {
@@ -118,6 +126,34 @@ async fn bootstrap(config: &Config) -> Result<(), CliError> {
     for (table, outcome) in report {
         println!("{table:40} {outcome:?}");
     }
+    Ok(())
+}
+
+/// Deletes expired idempotency keys page by page, with a progress line on stderr.
+async fn sweep(config: &Config) -> Result<(), CliError> {
+    use std::io::Write;
+    let db = database(config).await?;
+    let now = chrono::Utc::now().timestamp();
+    let (mut examined, mut deleted, mut pages) = (0usize, 0usize, 0usize);
+    let mut start = None;
+    loop {
+        let (e, d, next) = crate::server::store::idempotency::sweep_page(&db.store, now, start)
+            .await
+            .map_err(err)?;
+        examined += e;
+        deleted += d;
+        pages += 1;
+        let spin = ['|', '/', '-', '\\'][pages % 4];
+        eprint!(
+            "\r{spin} sweeping idempotency keys: {examined} examined, {deleted} expired deleted"
+        );
+        let _ = std::io::stderr().flush();
+        match next {
+            Some(k) => start = Some(k),
+            None => break,
+        }
+    }
+    eprintln!("\r✓ swept idempotency keys: {examined} examined, {deleted} expired deleted      ");
     Ok(())
 }
 

@@ -18,6 +18,7 @@ const ALIASES: &[(&str, &str)] = &[
     ("OPS_ENV", "app.environment"),
     ("DYNAMODB_ENDPOINT", "dynamodb.endpoint"),
     ("AWS_REGION", "dynamodb.region"),
+    ("IDEMPOTENCY_SECRET", "idempotency.secret"),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,6 +88,69 @@ pub struct AuthSection {
     pub lockout_minutes: i64,
 }
 
+/// The idempotency engine (design doc 4) and its alert thresholds.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdempotencySection {
+    /// HMAC key for key hashes (env `IDEMPOTENCY_SECRET`). At least 32 bytes; required in
+    /// staging and prod; in dev, empty means one is generated once under `app.data_dir`.
+    pub secret: String,
+    /// How long a key is remembered.
+    pub ttl_hours: i64,
+    /// A `started` claim older than this may be taken over.
+    pub stale_seconds: i64,
+    /// How often the in-process counters are written to `idempotency_stats`.
+    pub flush_seconds: i64,
+    /// Alerts are judged only on windows with at least this many requests.
+    pub alert_min_requests: i64,
+    pub alert_stale_takeover_max_pct: f64,
+    pub alert_cache_hit_min_pct: f64,
+    pub alert_failure_max_pct: f64,
+    /// Per-scope overrides: `[idempotency.scopes."kill_switches.change"]`.
+    pub scopes: BTreeMap<String, ScopeOverrides>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScopeOverrides {
+    pub ttl_hours: Option<i64>,
+    pub stale_seconds: Option<i64>,
+    pub alert_stale_takeover_max_pct: Option<f64>,
+    pub alert_cache_hit_min_pct: Option<f64>,
+    pub alert_failure_max_pct: Option<f64>,
+}
+
+/// The policy one scope runs under, defaults and overrides resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScopePolicy {
+    pub ttl_hours: i64,
+    pub stale_seconds: i64,
+    pub alert_min_requests: i64,
+    pub alert_stale_takeover_max_pct: f64,
+    pub alert_cache_hit_min_pct: f64,
+    pub alert_failure_max_pct: f64,
+}
+
+impl IdempotencySection {
+    pub fn policy(&self, scope: &str) -> ScopePolicy {
+        let o = self.scopes.get(scope).cloned().unwrap_or_default();
+        ScopePolicy {
+            ttl_hours: o.ttl_hours.unwrap_or(self.ttl_hours),
+            stale_seconds: o.stale_seconds.unwrap_or(self.stale_seconds),
+            alert_min_requests: self.alert_min_requests,
+            alert_stale_takeover_max_pct: o
+                .alert_stale_takeover_max_pct
+                .unwrap_or(self.alert_stale_takeover_max_pct),
+            alert_cache_hit_min_pct: o
+                .alert_cache_hit_min_pct
+                .unwrap_or(self.alert_cache_hit_min_pct),
+            alert_failure_max_pct: o
+                .alert_failure_max_pct
+                .unwrap_or(self.alert_failure_max_pct),
+        }
+    }
+}
+
 /// The file's shape. Validated into [`Config`].
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -95,6 +159,7 @@ struct RawConfig {
     dynamodb: DynamoSection,
     ttl: TtlSection,
     auth: AuthSection,
+    idempotency: IdempotencySection,
 }
 
 impl Default for RawConfig {
@@ -125,6 +190,17 @@ impl Default for RawConfig {
                 lockout_failures: 5,
                 lockout_minutes: 15,
             },
+            idempotency: IdempotencySection {
+                secret: String::new(),
+                ttl_hours: 24,
+                stale_seconds: 300,
+                flush_seconds: 5,
+                alert_min_requests: 20,
+                alert_stale_takeover_max_pct: 5.0,
+                alert_cache_hit_min_pct: 30.0,
+                alert_failure_max_pct: 10.0,
+                scopes: BTreeMap::new(),
+            },
         }
     }
 }
@@ -138,6 +214,7 @@ pub struct Config {
     pub dynamodb: DynamoSection,
     pub ttl: TtlSection,
     pub auth: AuthSection,
+    pub idempotency: IdempotencySection,
     /// Where the settings came from, for the start-up log.
     pub source: String,
 }
@@ -289,6 +366,7 @@ impl Config {
                 "must be between 1 and 1440",
             ));
         }
+        validate_idempotency(&raw.idempotency, env)?;
         Ok(Config {
             env,
             site_addr,
@@ -299,6 +377,7 @@ impl Config {
             },
             ttl: raw.ttl,
             auth: raw.auth,
+            idempotency: raw.idempotency,
             source,
         })
     }
@@ -321,6 +400,79 @@ impl Config {
     }
 }
 
+fn validate_idempotency(i: &IdempotencySection, env: Environment) -> Result<(), ConfigError> {
+    let secret_error = |message: String| ConfigError {
+        key: "idempotency.secret".into(),
+        env_hint: " (or env IDEMPOTENCY_SECRET)".into(),
+        message,
+    };
+    if i.secret.is_empty() && env != Environment::Dev {
+        return Err(secret_error(format!(
+            "required in {env}: set IDEMPOTENCY_SECRET to at least 32 random bytes"
+        )));
+    }
+    if !i.secret.is_empty() && i.secret.len() < 32 {
+        return Err(secret_error(format!(
+            "is {} bytes; it must be at least 32",
+            i.secret.len()
+        )));
+    }
+    let scopes = std::iter::once(("idempotency".to_string(), None)).chain(
+        i.scopes
+            .iter()
+            .map(|(name, o)| (format!("idempotency.scopes.{name}"), Some(o))),
+    );
+    for (path, o) in scopes {
+        let o = o.cloned().unwrap_or(ScopeOverrides {
+            ttl_hours: Some(i.ttl_hours),
+            stale_seconds: Some(i.stale_seconds),
+            alert_stale_takeover_max_pct: Some(i.alert_stale_takeover_max_pct),
+            alert_cache_hit_min_pct: Some(i.alert_cache_hit_min_pct),
+            alert_failure_max_pct: Some(i.alert_failure_max_pct),
+        });
+        if o.ttl_hours.is_some_and(|h| !(1..=24 * 90).contains(&h)) {
+            return Err(ConfigError::new(
+                &format!("{path}.ttl_hours"),
+                "must be between 1 and 2160",
+            ));
+        }
+        if o.stale_seconds.is_some_and(|s| !(1..=86_400).contains(&s)) {
+            return Err(ConfigError::new(
+                &format!("{path}.stale_seconds"),
+                "must be between 1 and 86400",
+            ));
+        }
+        for (name, pct) in [
+            (
+                "alert_stale_takeover_max_pct",
+                o.alert_stale_takeover_max_pct,
+            ),
+            ("alert_cache_hit_min_pct", o.alert_cache_hit_min_pct),
+            ("alert_failure_max_pct", o.alert_failure_max_pct),
+        ] {
+            if pct.is_some_and(|p| !(0.0..=100.0).contains(&p)) {
+                return Err(ConfigError::new(
+                    &format!("{path}.{name}"),
+                    "must be between 0 and 100",
+                ));
+            }
+        }
+    }
+    if !(1..=3600).contains(&i.flush_seconds) {
+        return Err(ConfigError::new(
+            "idempotency.flush_seconds",
+            "must be between 1 and 3600",
+        ));
+    }
+    if i.alert_min_requests < 0 {
+        return Err(ConfigError::new(
+            "idempotency.alert_min_requests",
+            "must not be negative",
+        ));
+    }
+    Ok(())
+}
+
 /// Overlays `from` onto `into`, refusing keys the defaults do not have.
 fn merge(into: &mut toml::Table, from: toml::Table, path: &str) -> Result<(), ConfigError> {
     for (key, value) in from {
@@ -330,6 +482,10 @@ fn merge(into: &mut toml::Table, from: toml::Table, path: &str) -> Result<(), Co
             format!("{path}.{key}")
         };
         match (into.get_mut(&key), value) {
+            // Per-scope overrides name scopes the defaults cannot know.
+            (None, value) if path == "idempotency.scopes" => {
+                into.insert(key, value);
+            }
             (None, _) => return Err(ConfigError::new(&full, "unknown setting")),
             (Some(toml::Value::Table(existing)), toml::Value::Table(sub)) => {
                 merge(existing, sub, &full)?
@@ -430,7 +586,7 @@ mod tests {
 
     #[test]
     fn environment_overrides_file() {
-        let file = "[app]\nenvironment = \"staging\"\n[ttl]\naudit_days = 10\n";
+        let file = "[app]\nenvironment = \"staging\"\n[ttl]\naudit_days = 10\n[idempotency]\nsecret = \"0123456789abcdef0123456789abcdef\"\n";
         let c = Config::from_parts(
             Some(file),
             &env(&[("OPS_TTL_AUDIT_DAYS", "20")]),
@@ -440,7 +596,12 @@ mod tests {
         assert_eq!(c.env, Environment::Staging);
         assert_eq!(c.ttl.audit_days, 20);
         assert!(!c.wants_embedded_dynamodb());
-        let c = Config::from_parts(Some(file), &env(&[("OPS_ENV", "prod")]), "t".into()).unwrap();
+        let c = Config::from_parts(
+            Some(file),
+            &env(&[("OPS_ENV", "prod"), ("IDEMPOTENCY_SECRET", &"s".repeat(32))]),
+            "t".into(),
+        )
+        .unwrap();
         assert_eq!(c.env, Environment::Prod);
     }
 
@@ -475,5 +636,47 @@ mod tests {
         let err = Config::from_parts(Some("[app]\nsite_addr = 3000\n"), &env(&[]), "t".into())
             .unwrap_err();
         assert_eq!(err.key, "app.site_addr");
+    }
+
+    #[test]
+    fn idempotency_secret_is_required_outside_dev_and_never_short() {
+        let err =
+            Config::from_parts(None, &env(&[("OPS_ENV", "staging")]), "t".into()).unwrap_err();
+        assert_eq!(err.key, "idempotency.secret");
+        assert!(err.to_string().contains("IDEMPOTENCY_SECRET"), "{err}");
+
+        let short = env(&[("OPS_ENV", "prod"), ("IDEMPOTENCY_SECRET", "too-short")]);
+        let err = Config::from_parts(None, &short, "t".into()).unwrap_err();
+        assert!(err.to_string().contains("at least 32"), "{err}");
+
+        let long = "k".repeat(32);
+        let ok = env(&[("OPS_ENV", "prod"), ("IDEMPOTENCY_SECRET", &long)]);
+        assert_eq!(
+            Config::from_parts(None, &ok, "t".into())
+                .unwrap()
+                .idempotency
+                .secret,
+            long
+        );
+        // dev may leave it empty: one is generated and kept under the data directory.
+        assert!(Config::from_parts(None, &env(&[]), "t".into()).is_ok());
+    }
+
+    #[test]
+    fn scopes_override_the_defaults() {
+        let file = "[idempotency]\nstale_seconds = 60\n\n[idempotency.scopes.\"events.ingest\"]\nstale_seconds = 30\nalert_failure_max_pct = 2.5\n";
+        let c = Config::from_parts(Some(file), &env(&[]), "t".into()).unwrap();
+        let p = c.idempotency.policy("events.ingest");
+        assert_eq!(
+            (p.stale_seconds, p.alert_failure_max_pct, p.ttl_hours),
+            (30, 2.5, 24)
+        );
+        assert_eq!(c.idempotency.policy("other").stale_seconds, 60);
+
+        let bad = "[idempotency.scopes.x]\nstale_secs = 3\n";
+        assert!(Config::from_parts(Some(bad), &env(&[]), "t".into()).is_err());
+        let bad = "[idempotency.scopes.x]\nstale_seconds = 0\n";
+        let err = Config::from_parts(Some(bad), &env(&[]), "t".into()).unwrap_err();
+        assert_eq!(err.key, "idempotency.scopes.x.stale_seconds");
     }
 }

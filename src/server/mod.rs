@@ -1,5 +1,6 @@
 //! Everything that runs only on the server.
 
+pub mod bench;
 pub mod cli;
 pub mod clock;
 pub mod config;

@@ -14,6 +14,7 @@ use crate::app::{shell, App};
 use crate::server::clock::Clock;
 use crate::server::config::{Config, Environment};
 use crate::server::domain::accounts;
+use crate::server::domain::idempotency::{Engine, Secret};
 use crate::server::dynamo_local::{self, DynamoLocal};
 use crate::server::http::{api, login, middleware as mw};
 use crate::server::state::AppState;
@@ -27,7 +28,7 @@ pub fn app(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/login", post(login::login))
         .route("/logout", post(login::logout))
-        .merge(api::routes())
+        .merge(api::routes(&state))
         .leptos_routes(&state, routes, move || shell(leptos_options.clone()))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(middleware::from_fn(mw::server_fn_status))
@@ -174,7 +175,10 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
         bootstrap(&db.store).await?;
     }
     let clock = Clock::default();
-    let state = AppState::new(config, db.store.clone(), clock.clone());
+    let secret = Secret::resolve(&config)
+        .map_err(|e| StartError::Other(format!("idempotency secret: {e}")))?;
+    let state = AppState::new(config, db.store.clone(), clock.clone(), secret);
+    let flusher = spawn_stats_flusher(state.idempotency.clone());
     if state.config.env == Environment::Dev {
         let created = accounts::ensure_first_admin(&db.store, &state.account_ttls(), clock.now())
             .await
@@ -197,15 +201,34 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
         settings = %state.config.source,
         "ops-console listening on http://{addr}"
     );
+    let state_for_shutdown = state.clone();
     let result = axum::serve(listener, app(state))
         .with_graceful_shutdown(shutdown_signal())
         .await;
+    flusher.abort();
+    if let Err(e) = state_for_shutdown.idempotency.flush_stats().await {
+        tracing::warn!(error = %e, "could not write the last idempotency counters");
+    }
     if let Some(local) = db.embedded {
         tracing::info!("stopping DynamoDB Local");
         local.stop();
         let _ = std::fs::remove_file(endpoint_path);
     }
     result.map_err(|e| StartError::Other(e.to_string()))
+}
+
+/// Writes the engine's counters every `idempotency.flush_seconds`.
+fn spawn_stats_flusher(engine: Engine) -> tokio::task::JoinHandle<()> {
+    let every = Duration::from_secs(engine.settings().flush_seconds.max(1) as u64);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            if let Err(e) = engine.flush_stats().await {
+                tracing::warn!(error = %e, "could not write idempotency counters; will retry");
+            }
+        }
+    })
 }
 
 async fn shutdown_signal() {

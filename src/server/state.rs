@@ -6,6 +6,7 @@ use leptos::config::LeptosOptions;
 use crate::server::clock::Clock;
 use crate::server::config::Config;
 use crate::server::domain::accounts::AccountTtls;
+use crate::server::domain::idempotency::{Engine, Secret};
 use crate::server::store::Store;
 
 /// Everything a request handler needs. Cheap to clone.
@@ -15,6 +16,8 @@ pub struct AppState {
     pub store: Store,
     pub config: Arc<Config>,
     pub clock: Clock,
+    /// The idempotency engine every write path goes through.
+    pub idempotency: Engine,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -24,7 +27,7 @@ impl FromRef<AppState> for LeptosOptions {
 }
 
 impl AppState {
-    pub fn new(config: Config, store: Store, clock: Clock) -> Self {
+    pub fn new(config: Config, store: Store, clock: Clock, secret: Secret) -> Self {
         let leptos = LeptosOptions::builder()
             .output_name("ops-console")
             .site_root(std::env::var("LEPTOS_SITE_ROOT").unwrap_or_else(|_| "target/site".into()))
@@ -32,8 +35,15 @@ impl AppState {
             .site_addr(config.site_addr)
             .env(leptos::config::Env::PROD)
             .build();
+        let idempotency = Engine::new(
+            store.clone(),
+            secret,
+            clock.clone(),
+            config.idempotency.clone(),
+        );
         AppState {
             leptos,
+            idempotency,
             store,
             config: Arc::new(config),
             clock,

@@ -19,6 +19,7 @@ const TURN_OFF: &[(&str, &str)] = &[
     ("expected_version", "0"),
     ("reason", "go live"),
     ("confirm", "yes"),
+    ("idempotency_key", "form-key-0123456789abcdef"),
 ];
 
 #[tokio::test]

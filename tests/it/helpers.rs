@@ -14,6 +14,7 @@ use ops_console::model::auth::Role;
 use ops_console::server::clock::Clock;
 use ops_console::server::config::Config;
 use ops_console::server::domain::accounts;
+use ops_console::server::domain::idempotency::Secret;
 use ops_console::server::dynamo_local::{self, DynamoLocal};
 use ops_console::server::ids::random_hex;
 use ops_console::server::startup;
@@ -94,7 +95,8 @@ pub async fn spawn_app() -> TestApp {
         .expect("DynamoDB Local answers");
     schema::bootstrap(&store).await.expect("bootstrap");
     let clock = Clock::default();
-    let state = AppState::new(config, store.clone(), clock.clone());
+    let secret = Secret::new(format!("test-secret-{}", random_hex(16)).into_bytes());
+    let state = AppState::new(config, store.clone(), clock.clone(), secret);
     let router = startup::app(state.clone());
     TestApp {
         state,

@@ -134,6 +134,7 @@ async fn a_change_without_a_reason_is_refused_and_writes_nothing() {
                 ("expected_version", "0"),
                 ("reason", "   "),
                 ("confirm", "yes"),
+                ("idempotency_key", "form-key-00000000000001"),
             ],
             Some(&admin),
         )
@@ -161,6 +162,7 @@ async fn a_change_without_a_reason_is_refused_and_writes_nothing() {
                 ("enable", "false"),
                 ("expected_version", "0"),
                 ("reason", "go live"),
+                ("idempotency_key", "form-key-00000000000001"),
             ],
             Some(&admin),
         )
@@ -177,6 +179,7 @@ async fn a_change_without_a_reason_is_refused_and_writes_nothing() {
                 ("expected_version", "0"),
                 ("reason", "go live"),
                 ("confirm", "yes"),
+                ("idempotency_key", "form-key-00000000000001"),
             ],
             Some(&admin),
         )

@@ -4,4 +4,5 @@
 mod accounts;
 mod bootstrap;
 mod helpers;
+mod idempotency;
 mod kill_switches;

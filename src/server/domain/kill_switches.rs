@@ -178,6 +178,18 @@ pub enum ChangeError {
     Store(#[from] crate::server::store::StoreError),
 }
 
+impl crate::server::domain::idempotency::StopReason for ChangeError {
+    fn stop_reason(&self) -> String {
+        match self {
+            ChangeError::App(AppError::Conflict(_)) => "conflict",
+            ChangeError::App(AppError::Invalid { .. }) => "invalid",
+            ChangeError::App(_) => "refused",
+            ChangeError::Store(_) => "storage_error",
+        }
+        .into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,6 +2,8 @@
 
 pub mod accounts;
 pub mod auth;
+pub mod idempotency;
+pub mod idempotency_health;
 pub mod kill_switches;
 pub mod redact;
 pub mod sessions;

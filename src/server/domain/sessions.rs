@@ -156,6 +156,7 @@ impl ApiPrincipal {
 /// Scopes a key may carry.
 pub const SCOPES: &[&str] = &[
     "switches:read",
+    "switches:write",
     "events:write",
     "conversations:read",
     "conversations:write",

@@ -1,14 +1,19 @@
 //! The REST API for machine clients: bearer API keys with scopes, problem+json errors.
 
+use axum::body::Bytes;
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
+use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::json;
 
+use super::idempotency;
 use super::problem::Problem;
+use crate::model::switches::Switch;
+use crate::server::domain::kill_switches::{change, ChangeRequest, Ttls};
 use crate::server::domain::sessions::{resolve_api_key, ApiPrincipal};
 use crate::server::state::AppState;
 use crate::server::store::switches;
@@ -37,6 +42,10 @@ impl FromRequestParts<AppState> for ApiAuth {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
+        // The idempotency layer has already resolved it.
+        if let Some(principal) = parts.extensions.get::<ApiPrincipal>() {
+            return Ok(ApiAuth(principal.clone()));
+        }
         let key = parts
             .headers
             .get(header::AUTHORIZATION)
@@ -53,10 +62,15 @@ impl FromRequestParts<AppState> for ApiAuth {
     }
 }
 
-pub fn routes() -> Router<AppState> {
+pub fn routes(state: &AppState) -> Router<AppState> {
     Router::new()
         .route("/api/v1/whoami", get(whoami))
-        .route("/api/v1/kill-switches", get(kill_switches))
+        .route(
+            "/api/v1/kill-switches",
+            get(kill_switches)
+                .post(change_kill_switch)
+                .route_layer(from_fn_with_state(state.clone(), idempotency::require_key)),
+        )
         .fallback(not_found)
 }
 
@@ -74,6 +88,69 @@ async fn kill_switches(State(state): State<AppState>, auth: ApiAuth) -> Result<R
         "version": s.version,
     }))
     .into_response())
+}
+
+/// Incident tooling may flip a switch too (scope `switches:write`), with the same rules as
+/// the console: a reason, a confirmation for the risky directions, the version it saw, and
+/// an `Idempotency-Key`.
+async fn change_kill_switch(
+    State(state): State<AppState>,
+    auth: ApiAuth,
+    body: Bytes,
+) -> Result<Response, Problem> {
+    let principal = auth.require("switches:write")?;
+    let v: serde_json::Value = serde_json::from_slice(&body)
+        .map_err(|e| Problem::invalid("body", format!("The body is not JSON: {e}.")))?;
+    let field = |name: &str| v.get(name).filter(|x| !x.is_null());
+    let switch = field("switch").and_then(|x| x.as_str()).ok_or_else(|| {
+        Problem::invalid("switch", "Give switch: safe_mode or automation_enabled.")
+    })?;
+    let req = ChangeRequest {
+        switch: Switch::parse(switch)?,
+        enable: field("enable")
+            .and_then(|x| x.as_bool())
+            .ok_or_else(|| Problem::invalid("enable", "Give enable: true or false."))?,
+        expected_version: field("expected_version")
+            .and_then(|x| x.as_u64())
+            .ok_or_else(|| {
+                Problem::invalid(
+                    "expected_version",
+                    "Give the version you read, a whole number.",
+                )
+            })?,
+        reason: field("reason")
+            .and_then(|x| x.as_str())
+            .unwrap_or_default()
+            .to_string(),
+        confirmed: field("confirm").and_then(|x| x.as_bool()).unwrap_or(false),
+    };
+    let ttls = Ttls {
+        audit_days: state.config.ttl.audit_days,
+        settings_days: state.config.ttl.settings_days,
+    };
+    let actor = format!("api:{}", principal.name);
+    let key = crate::server::ids::random_hex(8);
+    let next = change(
+        &state.store,
+        &req,
+        &actor,
+        &key,
+        &ttls,
+        state.clock.now(),
+        &key,
+    )
+    .await
+    .map_err(crate::model::AppError::from)?;
+    tracing::info!(actor = %actor, switch = req.switch.key(), enabled = req.enable, version = next.version, "kill switch changed");
+    Ok((
+        StatusCode::OK,
+        Json(json!({
+            "safe_mode": next.safe_mode.enabled,
+            "automation_enabled": next.automation_enabled.enabled,
+            "version": next.version,
+        })),
+    )
+        .into_response())
 }
 
 async fn not_found() -> Problem {

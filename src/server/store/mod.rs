@@ -5,6 +5,7 @@ pub mod api_keys;
 pub mod audit;
 mod counter;
 pub mod cursor;
+pub mod idempotency;
 pub(crate) mod items;
 pub mod login_attempts;
 pub mod schema;

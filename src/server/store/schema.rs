@@ -32,7 +32,6 @@ const fn s(name: &'static str) -> KeyAttr {
     }
 }
 
-#[allow(dead_code)]
 const fn n(name: &'static str) -> KeyAttr {
     KeyAttr {
         name,
@@ -164,6 +163,37 @@ pub const API_KEYS: TableSpec = TableSpec {
     stream: false,
 };
 
+pub const IDEMPOTENCY_WATCH_INDEX: &str = "watch-index";
+
+/// Design doc 4: one item per (tenant, scope, key_hash), keyed `tenant#scope#key_hash`.
+/// The sparse `watch-index` holds only `started` (by when they go stale) and `failed`
+/// (by when they failed) keys, so the monitoring page lists them without a Scan.
+pub const IDEMPOTENCY_KEYS: TableSpec = TableSpec {
+    base: "idempotency_keys",
+    pk: s("id"),
+    sk: None,
+    gsis: &[IndexSpec {
+        name: IDEMPOTENCY_WATCH_INDEX,
+        pk: s("watch"),
+        sk: Some(n("watch_at")),
+    }],
+    lsis: &[],
+    ttl_attr: "expires_at",
+    stream: false,
+};
+
+/// The engine's own health: per-scope counters in hourly buckets (`scope`, `hour`), plus
+/// the `#all` partition that lists which scopes were active in each hour.
+pub const IDEMPOTENCY_STATS: TableSpec = TableSpec {
+    base: "idempotency_stats",
+    pk: s("scope"),
+    sk: Some(s("hour")),
+    gsis: &[],
+    lsis: &[],
+    ttl_attr: "expires_at",
+    stream: false,
+};
+
 pub const ALL: &[&TableSpec] = &[
     &SETTINGS,
     &MW_IDEMPOTENCY,
@@ -173,6 +203,8 @@ pub const ALL: &[&TableSpec] = &[
     &SESSIONS,
     &LOGIN_ATTEMPTS,
     &API_KEYS,
+    &IDEMPOTENCY_KEYS,
+    &IDEMPOTENCY_STATS,
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]

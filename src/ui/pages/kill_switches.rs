@@ -57,6 +57,7 @@ fn SwitchCards(view: KillSwitchesView, change: ServerAction<ChangeKillSwitch>) -
     let KillSwitchesView {
         switches,
         can_change,
+        form_key,
     } = view;
     let cards = Switch::ALL
         .into_iter()
@@ -76,6 +77,7 @@ fn SwitchCards(view: KillSwitchesView, change: ServerAction<ChangeKillSwitch>) -
             let reason_id = format!("reason-{}", switch.key());
             let confirm_id = format!("confirm-{}", switch.key());
             let alarming_when_on = switch == Switch::AutomationEnabled;
+            let form_key = form_key.clone();
             let form = can_change.then(|| {
                 let needs_confirm = switch.needs_confirmation(target);
                 view! {
@@ -85,6 +87,7 @@ fn SwitchCards(view: KillSwitchesView, change: ServerAction<ChangeKillSwitch>) -
                             <input type="hidden" name="switch" value=switch.key() />
                             <input type="hidden" name="enable" value=target.to_string() />
                             <input type="hidden" name="expected_version" value=version.to_string() />
+                            <input type="hidden" name="idempotency_key" value=form_key.clone() />
                             <div>
                                 <label for=reason_id.clone() class="block text-sm font-medium">
                                     {format!("Reason for turning {} {}", switch.label().to_lowercase(), if target { "on" } else { "off" })}

@@ -1,3 +1,4 @@
+pub mod idempotency;
 pub mod kill_switches;
 pub mod login;
 pub mod not_built;

@@ -1,6 +1,7 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
+use crate::api::idempotency::idempotency_alerts;
 use crate::api::switches::load_kill_switches;
 use crate::model::switches::Switch;
 use crate::ui::components::alert::ErrorBox;
@@ -9,6 +10,7 @@ use crate::ui::components::badge::OnOff;
 #[component]
 pub fn OverviewPage() -> impl IntoView {
     let switches = Resource::new(|| (), |_| load_kill_switches());
+    let alerts = Resource::new(|| (), |_| idempotency_alerts());
     view! {
         <Title text="Overview" />
         <h1 class="text-2xl font-semibold">"Overview"</h1>
@@ -38,6 +40,29 @@ pub fn OverviewPage() -> impl IntoView {
                         }
                             .into_any()
                     }
+                    Err(error) => view! { <ErrorBox error /> }.into_any(),
+                }
+            })}
+        </Transition>
+        <h2 class="mt-8 text-lg font-semibold">"Idempotency alerts (24 h)"</h2>
+        <Transition fallback=|| view! { <p class="text-slate-500">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match alerts.await {
+                    Ok(list) if list.is_empty() => view! {
+                        <p class="mt-2 text-sm text-slate-600" data-testid="idempotency-alerts">"No alert breached."</p>
+                    }.into_any(),
+                    Ok(list) => view! {
+                        <ul class="mt-2 space-y-1" data-testid="idempotency-alerts">
+                            {list.into_iter().map(|(scope, a)| view! {
+                                <li class="rounded border border-red-300 bg-red-50 px-3 py-2 text-sm text-red-800">
+                                    <span class="font-mono">{scope}</span>": "{a.label.clone()}" "
+                                    {a.value.map(|v| format!("{v:.1} %")).unwrap_or_default()}
+                                    {format!(" (alert when {} {:.0} %)", if a.above { "above" } else { "below" }, a.threshold)}
+                                </li>
+                            }).collect_view()}
+                        </ul>
+                        <a class="mt-2 inline-block text-sm text-sky-700 underline" href="/idempotency">"Open Idempotency"</a>
+                    }.into_any(),
                     Err(error) => view! { <ErrorBox error /> }.into_any(),
                 }
             })}

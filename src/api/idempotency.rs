@@ -1,0 +1,89 @@
+use leptos::prelude::*;
+
+use crate::model::idempotency::{Alert, Health, KeyPage, KeySummary};
+use crate::model::AppError;
+
+/// Per-scope rates and alerts over `window` (`24h` or `7d`).
+#[server]
+pub async fn load_idempotency_health(window: String) -> Result<Health, AppError> {
+    use crate::model::auth::Role;
+    use crate::server::{ctx, domain::idempotency_health};
+    ctx::require(Role::Viewer)?;
+    let state = ctx::state()?;
+    // This process's latest counters first, so the page is current.
+    if let Err(e) = state.idempotency.flush_stats().await {
+        tracing::warn!(error = %e, "could not write idempotency counters before reading them");
+    }
+    idempotency_health::load(
+        &state.store,
+        state.idempotency.settings(),
+        &window,
+        state.clock.now(),
+    )
+    .await
+}
+
+/// Breached alerts of the last 24 h, for Overview: (scope, alert).
+#[server]
+pub async fn idempotency_alerts() -> Result<Vec<(String, Alert)>, AppError> {
+    let health = load_idempotency_health("24h".into()).await?;
+    Ok(health
+        .scopes
+        .into_iter()
+        .flat_map(|s| {
+            let scope = s.scope;
+            s.alerts
+                .into_iter()
+                .filter(|a| a.breached)
+                .map(move |a| (scope.clone(), a))
+        })
+        .collect())
+}
+
+/// `stuck` or `failed` keys, paged.
+#[server]
+pub async fn list_idempotency_keys(
+    which: String,
+    cursor: Option<String>,
+) -> Result<KeyPage, AppError> {
+    use crate::model::auth::Role;
+    use crate::server::{ctx, domain::idempotency_health};
+    ctx::require(Role::Viewer)?;
+    let state = ctx::state()?;
+    let cursor = cursor.filter(|c| !c.is_empty());
+    idempotency_health::list(&state.store, &which, cursor.as_deref(), state.clock.now()).await
+}
+
+#[server]
+pub async fn load_idempotency_key(id: String) -> Result<KeySummary, AppError> {
+    use crate::model::auth::Role;
+    use crate::server::{ctx, domain::idempotency_health};
+    ctx::require(Role::Viewer)?;
+    let state = ctx::state()?;
+    idempotency_health::detail(&state.store, &id, state.clock.now()).await
+}
+
+/// Admins expire a key now so a stuck operation can be run again (audited).
+#[server]
+pub async fn expire_idempotency_key(id: String, reason: String) -> Result<String, AppError> {
+    use crate::model::auth::Role;
+    use crate::server::{ctx, domain::idempotency_health, ids};
+    let admin = ctx::require(Role::Admin)?;
+    let state = ctx::state()?;
+    let changed = idempotency_health::expire(
+        &state.store,
+        &id,
+        &reason,
+        &admin.name,
+        state.config.ttl.audit_days,
+        state.clock.now(),
+        &ids::random_hex(8),
+    )
+    .await?;
+    tracing::info!(actor = %admin.name, changed, "idempotency key expired by an admin");
+    Ok(if changed {
+        "Expired: the next request with this key runs the operation again.".into()
+    } else {
+        "This key had already expired.".into()
+    })
+}

@@ -1,0 +1,112 @@
+//! The idempotency engine's health, as the monitoring page shows it.
+
+use serde::{Deserialize, Serialize};
+
+/// Counters of one scope over a window (or one hour).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    pub requests: u64,
+    pub fresh: u64,
+    pub replayed: u64,
+    pub in_progress: u64,
+    pub takeovers: u64,
+    pub retries: u64,
+    pub failures: u64,
+    pub mismatches: u64,
+}
+
+impl Counts {
+    pub fn add(&mut self, o: &Counts) {
+        self.requests += o.requests;
+        self.fresh += o.fresh;
+        self.replayed += o.replayed;
+        self.in_progress += o.in_progress;
+        self.takeovers += o.takeovers;
+        self.retries += o.retries;
+        self.failures += o.failures;
+        self.mismatches += o.mismatches;
+    }
+
+    fn pct(n: u64, d: u64) -> Option<f64> {
+        (d > 0).then(|| n as f64 * 100.0 / d as f64)
+    }
+
+    /// Replays among all requests.
+    pub fn cache_hit_pct(&self) -> Option<f64> {
+        Counts::pct(self.replayed, self.requests)
+    }
+
+    /// Takeovers of stale claims among the operations run.
+    pub fn stale_takeover_pct(&self) -> Option<f64> {
+        Counts::pct(self.takeovers, self.fresh)
+    }
+
+    /// Failed operations among the operations run.
+    pub fn failure_pct(&self) -> Option<f64> {
+        Counts::pct(self.failures, self.fresh)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Alert {
+    /// `stale_takeover`, `cache_hit` or `failure`.
+    pub name: String,
+    pub label: String,
+    pub value: Option<f64>,
+    pub threshold: f64,
+    /// `true`: alert when above the threshold; `false`: when below.
+    pub above: bool,
+    pub breached: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HourPoint {
+    /// `YYYY-MM-DDTHH` (UTC)
+    pub hour: String,
+    pub counts: Counts,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScopeHealth {
+    pub scope: String,
+    pub totals: Counts,
+    /// Every hour of the window, oldest first, zeros included.
+    pub series: Vec<HourPoint>,
+    pub alerts: Vec<Alert>,
+    /// Alerts are judged only when the window has this many requests.
+    pub min_requests: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Health {
+    /// `24h` or `7d`
+    pub window: String,
+    pub scopes: Vec<ScopeHealth>,
+}
+
+/// A key, as the lists and the detail view show it: never its inputs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KeySummary {
+    pub id: String,
+    pub tenant: String,
+    pub scope: String,
+    pub key_hash: String,
+    pub status: String,
+    pub attempts: u32,
+    pub created_at: String,
+    pub started_at: String,
+    pub completed_at: Option<String>,
+    pub updated_at: String,
+    pub expires_at: String,
+    pub expired: bool,
+    pub stop_reason: Option<String>,
+    /// The stored, sanitized response (detail view only).
+    pub response_json: Option<String>,
+    pub response_status: Option<u16>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KeyPage {
+    pub keys: Vec<KeySummary>,
+    pub next_cursor: Option<String>,
+}

@@ -1,0 +1,203 @@
+//! `Idempotency-Key` for the REST endpoints (IETF httpapi draft), on the engine:
+//! a replay returns the stored status and body with `Idempotent-Replayed: true`; a request
+//! while the first is still running gets 409 with `Retry-After`; the same key with another
+//! body gets 422; endpoints that require a key answer 400 without one. Keys are scoped to
+//! the API key that sent them, so no client can read another's stored response.
+
+use axum::body::{Body, Bytes};
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::problem::Problem;
+use crate::server::domain::idempotency::{
+    sha256_hex, strip_blocked, Begin, Call, KeyInputs, Stored,
+};
+use crate::server::domain::sessions::resolve_api_key;
+use crate::server::state::AppState;
+
+pub const HEADER: &str = "idempotency-key";
+pub const REPLAYED: &str = "idempotent-replayed";
+/// Requests larger than this are refused before anything is claimed.
+pub const BODY_LIMIT: usize = 256 * 1024;
+const STORED_RESPONSE_LIMIT: usize = 64 * 1024;
+
+/// For endpoints where a retry without a key would be unsafe.
+pub async fn require_key(state: State<AppState>, req: Request, next: Next) -> Response {
+    handle(state, req, next, true).await
+}
+
+/// For endpoints that dedupe by content anyway; a key, when sent, is honoured.
+pub async fn optional_key(state: State<AppState>, req: Request, next: Next) -> Response {
+    handle(state, req, next, false).await
+}
+
+fn bearer(req: &Request) -> Option<String> {
+    req.headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(|v| v.trim().to_string())
+}
+
+async fn handle(
+    State(state): State<AppState>,
+    req: Request,
+    next: Next,
+    required: bool,
+) -> Response {
+    if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+        return next.run(req).await;
+    }
+    // Authentication first: nothing is claimed for a caller the handler would refuse.
+    let Some(token) = bearer(&req) else {
+        return next.run(req).await;
+    };
+    let principal = match resolve_api_key(&state.store, &token, state.clock.now()).await {
+        Ok(Some(p)) => p,
+        Ok(None) => return next.run(req).await,
+        Err(e) => return Problem::from(e).into_response(),
+    };
+    let key = match req.headers().get(HEADER).map(|v| v.to_str()) {
+        None if required => {
+            return Problem::invalid(
+                "Idempotency-Key",
+                "This endpoint needs an Idempotency-Key header: a unique value per request, \
+                 sent again unchanged when the request is retried.",
+            )
+            .into_response()
+        }
+        None => {
+            let (mut parts, body) = req.into_parts();
+            parts.extensions.insert(principal);
+            return next.run(Request::from_parts(parts, body)).await;
+        }
+        Some(Ok(k)) if (1..=255).contains(&k.trim().len()) => k.trim().to_string(),
+        Some(_) => {
+            return Problem::invalid(
+                "Idempotency-Key",
+                "The Idempotency-Key header must be 1 to 255 visible ASCII characters.",
+            )
+            .into_response()
+        }
+    };
+
+    let (mut parts, body) = req.into_parts();
+    let bytes = match axum::body::to_bytes(body, BODY_LIMIT).await {
+        Ok(b) => b,
+        Err(_) => {
+            return Problem::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload-too-large",
+                "Payload too large",
+                format!("The body is larger than {} KiB.", BODY_LIMIT / 1024),
+            )
+            .into_response()
+        }
+    };
+    let route = parts
+        .extensions
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_string())
+        .unwrap_or_else(|| parts.uri.path().to_string());
+    let scope = format!("http:{} {}", parts.method, route);
+    let inputs = KeyInputs::new()
+        .id("principal", sha256_hex(token.as_bytes()))
+        .id("key", key.as_str());
+    let mut request_digest = format!("{} {}\n", parts.method, parts.uri).into_bytes();
+    request_digest.extend_from_slice(&bytes);
+    let call = Call {
+        tenant: "api",
+        scope: &scope,
+        inputs: &inputs,
+        fingerprint: Some(sha256_hex(&request_digest)),
+    };
+    let engine = state.idempotency.clone();
+    let ticket = match engine.begin(&call).await {
+        Err(e) => return Problem::from(e).into_response(),
+        Ok(Begin::Replayed(stored)) => return replay(stored),
+        Ok(Begin::InProgress { retry_after }) => {
+            let secs = retry_after.as_secs().max(1);
+            return Problem::new(
+                StatusCode::CONFLICT,
+                "in-progress",
+                "Request in progress",
+                "A request with this Idempotency-Key is still being processed; retry after the \
+                 time in Retry-After.",
+            )
+            .header(header::RETRY_AFTER, &secs.to_string())
+            .with("retry_after", secs)
+            .into_response();
+        }
+        Ok(Begin::Mismatch) => {
+            return Problem::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "idempotency-key-reused",
+                "Idempotency-Key reused",
+                "This Idempotency-Key was already used with a different request.",
+            )
+            .into_response()
+        }
+        Ok(Begin::Claimed(ticket)) => ticket,
+    };
+
+    parts.extensions.insert(principal);
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    let (res_parts, res_body) = response.into_parts();
+    let res_bytes = match axum::body::to_bytes(res_body, STORED_RESPONSE_LIMIT * 16).await {
+        Ok(b) => b,
+        Err(_) => Bytes::new(),
+    };
+    let status = res_parts.status.as_u16();
+    // Errors a retry may cure leave the key retryable; everything else is the answer.
+    let retryable = res_parts.status.is_server_error() || matches!(status, 408 | 409 | 425 | 429);
+    let result = if retryable {
+        engine.fail(&ticket, &format!("http_{status}")).await
+    } else {
+        let json = match serde_json::from_slice::<serde_json::Value>(&res_bytes) {
+            Ok(mut v) => {
+                strip_blocked(&mut v);
+                v.to_string()
+            }
+            Err(_) => "{}".into(),
+        };
+        if json.len() > STORED_RESPONSE_LIMIT {
+            engine.fail(&ticket, "response_too_large").await
+        } else {
+            engine
+                .succeed(
+                    &ticket,
+                    &Stored {
+                        status: Some(status),
+                        json,
+                    },
+                )
+                .await
+        }
+    };
+    if let Err(e) = result {
+        tracing::warn!(error = %e, "could not record the idempotent result");
+    }
+    Response::from_parts(res_parts, Body::from(res_bytes))
+}
+
+fn replay(stored: Stored) -> Response {
+    let status = stored
+        .status
+        .and_then(|s| StatusCode::from_u16(s).ok())
+        .unwrap_or(StatusCode::OK);
+    let content_type = if status.is_client_error() || status.is_server_error() {
+        "application/problem+json"
+    } else {
+        "application/json"
+    };
+    let mut res = (status, stored.json).into_response();
+    res.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    res.headers_mut()
+        .insert(REPLAYED, HeaderValue::from_static("true"));
+    res
+}

@@ -1,0 +1,339 @@
+//! Idempotency: the engine's health per scope (rates, alerts, hourly chart), the keys that
+//! need watching, and a key's detail with the admin's "expire now".
+
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+use crate::api::idempotency::{
+    list_idempotency_keys, load_idempotency_health, load_idempotency_key, ExpireIdempotencyKey,
+};
+use crate::api::shell::load_shell_info;
+use crate::model::auth::Role;
+use crate::model::idempotency::{Alert, Counts, HourPoint, KeyPage, KeySummary, ScopeHealth};
+use crate::ui::components::alert::{ActionResult, ErrorBox};
+
+fn pct(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.1} %")).unwrap_or_else(|| "–".into())
+}
+
+fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[component]
+pub fn IdempotencyPage() -> impl IntoView {
+    let query = use_query_map();
+    let window = move || query.read().get("window").unwrap_or_else(|| "24h".into());
+    let health = Resource::new(window, load_idempotency_health);
+    let stuck = Resource::new(
+        move || query.read().get("stuck"),
+        |cursor| list_idempotency_keys("stuck".into(), cursor),
+    );
+    let failed = Resource::new(
+        move || query.read().get("failed"),
+        |cursor| list_idempotency_keys("failed".into(), cursor),
+    );
+    let tab = move |w: &'static str, label: &'static str| {
+        view! {
+            <a
+                href=format!("/idempotency?window={w}")
+                aria-current=move || (window() == w).then_some("page")
+                class=move || {
+                    if window() == w {
+                        "rounded bg-slate-900 px-3 py-1 text-sm text-white"
+                    } else {
+                        "rounded px-3 py-1 text-sm text-sky-800 hover:bg-slate-100"
+                    }
+                }
+            >
+                {label}
+            </a>
+        }
+    };
+    view! {
+        <Title text="Idempotency" />
+        <h1 class="text-2xl font-semibold">"Idempotency"</h1>
+        <p class="mt-1 text-sm text-slate-600">
+            "How the engine that keeps every write exactly-once is doing, per scope. Rates: cache hit = replays / requests; stale takeover and failure = per operation run."
+        </p>
+        <nav class="mt-4 flex gap-2" aria-label="Window">{tab("24h", "Last 24 hours")} {tab("7d", "Last 7 days")}</nav>
+        <Transition fallback=|| view! { <p class="mt-4 text-slate-500">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match health.await {
+                    Ok(h) if h.scopes.is_empty() => view! {
+                        <p class="mt-6 text-slate-600">"No idempotent requests in this window yet."</p>
+                    }.into_any(),
+                    Ok(h) => h.scopes.into_iter().map(|s| view! { <ScopeCard s /> }).collect_view().into_any(),
+                    Err(error) => view! { <ErrorBox error /> }.into_any(),
+                }
+            })}
+        </Transition>
+        <h2 class="mt-10 text-lg font-semibold">"Stuck keys"</h2>
+        <p class="text-sm text-slate-600">"Started, and older than their scope's stale threshold: the next request takes them over."</p>
+        <Transition fallback=|| view! { <p class="text-slate-500">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match stuck.await {
+                    Ok(page) => view! { <KeyTable page label="Stuck keys" param="stuck" /> }.into_any(),
+                    Err(error) => view! { <ErrorBox error /> }.into_any(),
+                }
+            })}
+        </Transition>
+        <h2 class="mt-10 text-lg font-semibold">"Failed keys"</h2>
+        <p class="text-sm text-slate-600">"The operation failed; the next request with the key retries it."</p>
+        <Transition fallback=|| view! { <p class="text-slate-500">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match failed.await {
+                    Ok(page) => view! { <KeyTable page label="Failed keys" param="failed" /> }.into_any(),
+                    Err(error) => view! { <ErrorBox error /> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn ScopeCard(s: ScopeHealth) -> impl IntoView {
+    let ScopeHealth {
+        scope,
+        totals,
+        series,
+        alerts,
+        min_requests,
+    } = s;
+    let judged = totals.requests as i64 >= min_requests;
+    let numbers = [
+        ("Requests", totals.requests),
+        ("Ran", totals.fresh),
+        ("Replayed", totals.replayed),
+        ("In-progress conflicts", totals.in_progress),
+        ("Stale takeovers", totals.takeovers),
+        ("Retries after failure", totals.retries),
+        ("Failures", totals.failures),
+        ("Mismatches", totals.mismatches),
+    ];
+    view! {
+        <section class="mt-6 rounded-lg border border-slate-200 bg-white p-5 shadow-sm" aria-label=scope.clone() data-testid=format!("scope-{scope}")>
+            <h3 class="font-mono text-base font-semibold">{scope.clone()}</h3>
+            <div class="mt-3 grid grid-cols-1 gap-3 sm:grid-cols-3">
+                {alerts.into_iter().map(|a| view! { <AlertTile a /> }).collect_view()}
+            </div>
+            {(!judged).then(|| view! {
+                <p class="mt-2 text-xs text-slate-500">{format!("Alerts are judged from {min_requests} requests in the window.")}</p>
+            })}
+            <dl class="mt-4 grid grid-cols-2 gap-x-6 gap-y-1 text-sm sm:grid-cols-4">
+                {numbers.into_iter().map(|(label, n)| view! {
+                    <div class="flex justify-between border-b border-slate-100 py-1">
+                        <dt class="text-slate-600">{label}</dt>
+                        <dd class="font-mono" data-testid=format!("count-{}", label.to_lowercase().replace(' ', "-"))>{n}</dd>
+                    </div>
+                }).collect_view()}
+            </dl>
+            <Chart series />
+        </section>
+    }
+}
+
+#[component]
+fn AlertTile(a: Alert) -> impl IntoView {
+    let class = if a.breached {
+        "rounded border border-red-300 bg-red-50 p-3 text-red-800"
+    } else {
+        "rounded border border-slate-200 bg-slate-50 p-3 text-slate-800"
+    };
+    let rule = format!(
+        "alert when {} {:.0} %",
+        if a.above { "above" } else { "below" },
+        a.threshold
+    );
+    view! {
+        <div class=class data-testid=format!("alert-{}", a.name) data-breached=a.breached.to_string()>
+            <div class="text-xs uppercase tracking-wide">{a.label.clone()}</div>
+            <div class="text-2xl font-semibold">{pct(a.value)}</div>
+            <div class="text-xs">{if a.breached { format!("Breached: {rule}") } else { rule }}</div>
+        </div>
+    }
+}
+
+/// Requests per hour (grey) with replays (blue) and failures (red), server-rendered SVG.
+#[component]
+fn Chart(series: Vec<HourPoint>) -> impl IntoView {
+    let n = series.len().max(1) as f64;
+    let max = series
+        .iter()
+        .map(|p| p.counts.requests)
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let (w, h) = (720.0, 120.0);
+    let bw = w / n;
+    let bar = |i: usize, v: u64, class: &'static str| {
+        let bh = v as f64 / max * (h - 10.0);
+        view! { <rect x=format!("{:.1}", i as f64 * bw) y=format!("{:.1}", h - bh) width=format!("{:.1}", (bw - 1.0).max(0.5)) height=format!("{bh:.1}") class=class /> }
+    };
+    let first = series.first().map(|p| p.hour.clone()).unwrap_or_default();
+    let last = series.last().map(|p| p.hour.clone()).unwrap_or_default();
+    let bars = series
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let Counts { requests, replayed, failures, .. } = p.counts;
+            view! {
+                <g>
+                    <title>{format!("{} UTC: {requests} requests, {replayed} replays, {failures} failures", p.hour)}</title>
+                    {bar(i, requests, "fill-slate-300")}
+                    {bar(i, replayed, "fill-sky-500")}
+                    {bar(i, failures, "fill-red-500")}
+                </g>
+            }
+        })
+        .collect_view();
+    view! {
+        <figure class="mt-4">
+            <svg viewBox=format!("0 0 {w} {h}") class="h-32 w-full" role="img" aria-label="Requests per hour">
+                {bars}
+            </svg>
+            <figcaption class="mt-1 flex justify-between text-xs text-slate-500">
+                <span>{first}":00 UTC"</span>
+                <span>"requests (grey), replays (blue), failures (red) per hour"</span>
+                <span>{last}":00 UTC"</span>
+            </figcaption>
+        </figure>
+    }
+}
+
+#[component]
+fn KeyTable(page: KeyPage, label: &'static str, param: &'static str) -> impl IntoView {
+    if page.keys.is_empty() {
+        return view! { <p class="mt-2 text-sm text-slate-500">"None."</p> }.into_any();
+    }
+    let rows = page
+        .keys
+        .into_iter()
+        .map(|k| {
+            let href = format!("/idempotency/key?id={}", enc(&k.id));
+            view! {
+                <tr class="border-t border-slate-100">
+                    <td class="py-1 font-mono text-xs"><a class="text-sky-800 underline" href=href>{k.key_hash[..12.min(k.key_hash.len())].to_string()}"…"</a></td>
+                    <td class="py-1 font-mono text-xs">{k.scope}</td>
+                    <td class="py-1">{k.tenant}</td>
+                    <td class="py-1">{k.attempts}</td>
+                    <td class="py-1">{k.started_at}</td>
+                    <td class="py-1">{k.stop_reason.unwrap_or_default()}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let older = page.next_cursor.map(|c| {
+        view! { <a class="mt-2 inline-block text-sm text-sky-800 underline" href=format!("/idempotency?{param}={c}")>"More"</a> }
+    });
+    view! {
+        <table class="mt-2 w-full text-left text-sm" aria-label=label>
+            <thead class="text-xs uppercase text-slate-500">
+                <tr><th>"Key"</th><th>"Scope"</th><th>"Tenant"</th><th>"Attempts"</th><th>"Started"</th><th>"Stop reason"</th></tr>
+            </thead>
+            <tbody>{rows}</tbody>
+        </table>
+        {older}
+    }
+    .into_any()
+}
+
+#[component]
+pub fn IdempotencyKeyPage() -> impl IntoView {
+    let query = use_query_map();
+    let expire = ServerAction::<ExpireIdempotencyKey>::new();
+    let key = Resource::new(
+        move || {
+            (
+                query.read().get("id").unwrap_or_default(),
+                expire.version().get(),
+            )
+        },
+        |(id, _)| load_idempotency_key(id),
+    );
+    let shell = Resource::new(|| (), |_| load_shell_info());
+    view! {
+        <Title text="Idempotency key" />
+        <a href="/idempotency" class="text-sm text-sky-800 underline">"← Idempotency"</a>
+        <h1 class="mt-2 text-2xl font-semibold">"Idempotency key"</h1>
+        <div class="mt-4"><ActionResult value=move || expire.value().get() success=|m: &String| m.clone() /></div>
+        <Transition fallback=|| view! { <p class="mt-4 text-slate-500">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                let is_admin = shell.await.ok().and_then(|s| s.user).is_some_and(|u| u.role.allows(Role::Admin));
+                match key.await {
+                    Ok(k) => view! { <KeyDetail k is_admin expire /> }.into_any(),
+                    Err(error) => view! { <ErrorBox error /> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn KeyDetail(
+    k: KeySummary,
+    is_admin: bool,
+    expire: ServerAction<ExpireIdempotencyKey>,
+) -> impl IntoView {
+    let status = if k.expired {
+        format!("{} (expired)", k.status)
+    } else {
+        k.status.clone()
+    };
+    let rows = [
+        ("Tenant", k.tenant.clone()),
+        ("Scope", k.scope.clone()),
+        ("Key hash", k.key_hash.clone()),
+        ("Status", status),
+        ("Attempts", k.attempts.to_string()),
+        ("Created", k.created_at.clone()),
+        ("Started", k.started_at.clone()),
+        (
+            "Completed",
+            k.completed_at.clone().unwrap_or_else(|| "–".into()),
+        ),
+        ("Updated", k.updated_at.clone()),
+        ("Expires", k.expires_at.clone()),
+        (
+            "Stop reason",
+            k.stop_reason.clone().unwrap_or_else(|| "–".into()),
+        ),
+        (
+            "Stored HTTP status",
+            k.response_status
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "–".into()),
+        ),
+    ];
+    let form = (is_admin && !k.expired).then(|| {
+        view! {
+            <ActionForm action=expire attr:class="mt-6 max-w-xl space-y-2 rounded border border-amber-200 bg-amber-50 p-4">
+                <input type="hidden" name="id" value=k.id.clone() />
+                <label for="expire-reason" class="block text-sm font-medium">"Reason for expiring this key"</label>
+                <textarea id="expire-reason" name="reason" rows="2" maxlength="500" class="w-full rounded border border-slate-300 px-2 py-1 text-sm"></textarea>
+                <button type="submit" class="rounded bg-slate-900 px-4 py-2 text-sm font-medium text-white">"Expire now"</button>
+                <p class="text-xs text-amber-900">"The next request with this key runs its operation again."</p>
+            </ActionForm>
+        }
+    });
+    view! {
+        <dl class="mt-4 grid max-w-3xl grid-cols-3 gap-y-1 text-sm">
+            {rows.into_iter().map(|(l, v)| view! {
+                <dt class="text-slate-600">{l}</dt>
+                <dd class="col-span-2 break-all font-mono">{v}</dd>
+            }).collect_view()}
+        </dl>
+        <h2 class="mt-6 font-semibold">"Stored response (sanitized)"</h2>
+        <pre class="mt-2 max-w-3xl overflow-x-auto rounded bg-slate-100 p-3 text-xs">{k.response_json.clone().unwrap_or_else(|| "–".into())}</pre>
+        {form}
+    }
+}

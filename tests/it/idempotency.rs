@@ -1,0 +1,609 @@
+//! The idempotency engine against DynamoDB Local: real concurrent tasks, real conditions.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
+
+use axum::body::Body;
+use axum::http::{header, Request};
+use chrono::Duration;
+use serde_json::{json, Value};
+
+use ops_console::server::domain::idempotency::{
+    sha256_hex, Begin, Call, Engine, KeyInputs, Outcome, Secret, Stored,
+};
+use ops_console::server::domain::kill_switches::history;
+use ops_console::server::domain::sessions::create_api_key;
+use ops_console::server::store::idempotency::{self as store, KeyItem};
+
+use crate::helpers::{spawn_app, Answer, TestApp};
+
+const SCOPE: &str = "tests.operation";
+
+fn inputs(n: &str) -> KeyInputs {
+    KeyInputs::new()
+        .id("request", n)
+        .text("note", "some free text")
+}
+
+async fn run_counting(
+    engine: &Engine,
+    key: &KeyInputs,
+    ran: Arc<AtomicUsize>,
+    hold: StdDuration,
+) -> Outcome<String> {
+    let call = Call {
+        tenant: "t1",
+        scope: SCOPE,
+        inputs: key,
+        fingerprint: None,
+    };
+    engine
+        .run(&call, |attempt| async move {
+            let n = ran.fetch_add(1, Ordering::SeqCst) + 1;
+            tokio::time::sleep(hold).await;
+            Ok::<_, String>(json!({"ok": true, "data": {"run": n, "attempt": attempt.number}}))
+        })
+        .await
+        .expect("store answers")
+}
+
+fn stored_item(app: &TestApp, key: &KeyInputs) -> String {
+    let hash = app.state.idempotency.key_hash("t1", SCOPE, key);
+    KeyItem::id_for("t1", SCOPE, &hash)
+}
+
+#[tokio::test]
+async fn fifty_concurrent_calls_with_one_key_run_the_operation_once() {
+    let app = spawn_app().await;
+    let ran = Arc::new(AtomicUsize::new(0));
+    let key = inputs("fifty");
+    let mut tasks = Vec::new();
+    for _ in 0..50 {
+        let (engine, key, ran) = (app.state.idempotency.clone(), key.clone(), ran.clone());
+        tasks.push(tokio::spawn(async move {
+            run_counting(&engine, &key, ran, StdDuration::from_millis(300)).await
+        }));
+    }
+    let mut fresh = 0;
+    let mut others = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Outcome::Fresh(r) => {
+                fresh += 1;
+                assert_eq!(r.data, Some(json!({"run": 1, "attempt": 1})));
+            }
+            Outcome::Replayed(r) => {
+                others += 1;
+                assert_eq!(r.data, Some(json!({"run": 1, "attempt": 1})));
+            }
+            Outcome::InProgress { retry_after } => {
+                others += 1;
+                assert!(retry_after >= StdDuration::from_secs(1));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "the operation ran once");
+    assert_eq!((fresh, others), (1, 49));
+    // And afterwards every call is a replay of that one result.
+    let again = run_counting(&app.state.idempotency, &key, ran.clone(), StdDuration::ZERO).await;
+    assert!(matches!(again, Outcome::Replayed(_)), "{again:?}");
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_failed_operation_is_retried_and_counts_its_attempts() {
+    let app = spawn_app().await;
+    let engine = &app.state.idempotency;
+    let key = inputs("retry");
+    let call = Call {
+        tenant: "t1",
+        scope: SCOPE,
+        inputs: &key,
+        fingerprint: None,
+    };
+    let first = engine
+        .run(&call, |_| async {
+            Err::<Value, _>("provider_down".to_string())
+        })
+        .await
+        .unwrap();
+    assert_eq!(first, Outcome::Failed("provider_down".to_string()));
+    let item = store::get(&app.store, &stored_item(&app, &key))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((item.status.as_str(), item.attempt_count), ("failed", 1));
+    assert_eq!(item.stop_reason.as_deref(), Some("provider_down"));
+
+    let second = engine
+        .run(&call, |a| async move {
+            Ok::<_, String>(json!({"ok": true, "data": a.number}))
+        })
+        .await
+        .unwrap();
+    assert!(
+        matches!(second, Outcome::Fresh(ref r) if r.data == Some(json!(2))),
+        "{second:?}"
+    );
+    let item = store::get(&app.store, &stored_item(&app, &key))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((item.status.as_str(), item.attempt_count), ("succeeded", 2));
+    assert_eq!(item.stop_reason, None);
+}
+
+#[tokio::test]
+async fn a_stale_claim_is_taken_over_by_exactly_one_racer_and_the_old_owner_cannot_overwrite() {
+    let app = spawn_app().await;
+    let engine = app.state.idempotency.clone();
+    let key = inputs("stale");
+    let call = Call {
+        tenant: "t1",
+        scope: SCOPE,
+        inputs: &key,
+        fingerprint: None,
+    };
+    let Begin::Claimed(original) = engine.begin(&call).await.unwrap() else {
+        panic!("first claim wins");
+    };
+    // Not stale yet: others are told to wait.
+    assert!(matches!(
+        engine.begin(&call).await.unwrap(),
+        Begin::InProgress { .. }
+    ));
+
+    app.clock.advance(Duration::minutes(6));
+    let mut racers = Vec::new();
+    for _ in 0..10 {
+        let (engine, key) = (engine.clone(), key.clone());
+        racers.push(tokio::spawn(async move {
+            let call = Call {
+                tenant: "t1",
+                scope: SCOPE,
+                inputs: &key,
+                fingerprint: None,
+            };
+            engine.begin(&call).await.unwrap()
+        }));
+    }
+    let mut winners = Vec::new();
+    for r in racers {
+        match r.await.unwrap() {
+            Begin::Claimed(t) => winners.push(t),
+            Begin::InProgress { .. } => {}
+            _ => panic!("a racer got something other than a claim or a wait"),
+        }
+    }
+    assert_eq!(
+        winners.len(),
+        1,
+        "exactly one racer takes the stale claim over"
+    );
+    let winner = winners.pop().unwrap();
+    assert_eq!(winner.attempt, 2);
+
+    let theirs = Stored {
+        status: None,
+        json: r#"{"ok":true,"data":"winner"}"#.into(),
+    };
+    engine.succeed(&winner, &theirs).await.unwrap().unwrap();
+    // The original owner finishes late: refused, and told what stands.
+    let late = Stored {
+        status: None,
+        json: r#"{"ok":true,"data":"late"}"#.into(),
+    };
+    let refused = engine.succeed(&original, &late).await.unwrap();
+    assert_eq!(refused, Err(Some(theirs.clone())));
+    assert!(engine.fail(&original, "late").await.unwrap().is_err());
+    let item = store::get(&app.store, &stored_item(&app, &key))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(item.response_json.as_deref(), Some(theirs.json.as_str()));
+    assert_eq!((item.status.as_str(), item.attempt_count), ("succeeded", 2));
+}
+
+#[tokio::test]
+async fn an_expired_record_is_run_again() {
+    let app = spawn_app().await;
+    let ran = Arc::new(AtomicUsize::new(0));
+    let key = inputs("expiry");
+    let engine = &app.state.idempotency;
+    assert!(matches!(
+        run_counting(engine, &key, ran.clone(), StdDuration::ZERO).await,
+        Outcome::Fresh(_)
+    ));
+    app.clock.advance(Duration::hours(23));
+    assert!(matches!(
+        run_counting(engine, &key, ran.clone(), StdDuration::ZERO).await,
+        Outcome::Replayed(_)
+    ));
+    // Past its 24 h TTL, before DynamoDB's TTL has deleted it: absent.
+    app.clock.advance(Duration::hours(2));
+    assert!(matches!(
+        run_counting(engine, &key, ran.clone(), StdDuration::ZERO).await,
+        Outcome::Fresh(_)
+    ));
+    assert_eq!(ran.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn the_same_key_with_another_request_is_a_mismatch() {
+    let app = spawn_app().await;
+    let engine = &app.state.idempotency;
+    let key = inputs("mismatch");
+    let call = |fp: &str| Call {
+        tenant: "t1",
+        scope: SCOPE,
+        inputs: &key,
+        fingerprint: Some(fp.to_string()),
+    };
+    let ok = |_| async { Ok::<_, String>(json!({"ok": true})) };
+    assert!(matches!(
+        engine.run(&call("a"), ok).await.unwrap(),
+        Outcome::Fresh(_)
+    ));
+    assert_eq!(engine.run(&call("b"), ok).await.unwrap(), Outcome::Mismatch);
+    assert!(matches!(
+        engine.run(&call("a"), ok).await.unwrap(),
+        Outcome::Replayed(_)
+    ));
+}
+
+#[tokio::test]
+async fn two_secrets_give_two_hashes_for_the_same_inputs() {
+    let app = spawn_app().await;
+    let config = app.state.config.idempotency.clone();
+    let a = Engine::new(
+        app.store.clone(),
+        Secret::new(b"a".repeat(32)),
+        app.clock.clone(),
+        config.clone(),
+    );
+    let b = Engine::new(
+        app.store.clone(),
+        Secret::new(b"b".repeat(32)),
+        app.clock.clone(),
+        config,
+    );
+    let key = inputs("secrets");
+    assert_ne!(a.key_hash("t1", SCOPE, &key), b.key_hash("t1", SCOPE, &key));
+    assert_eq!(a.key_hash("t1", SCOPE, &key).len(), 64);
+}
+
+#[tokio::test]
+async fn block_listed_fields_never_reach_dynamodb() {
+    let app = spawn_app().await;
+    let key = inputs("blocked");
+    let call = Call {
+        tenant: "t1",
+        scope: SCOPE,
+        inputs: &key,
+        fingerprint: None,
+    };
+    let secrets = [
+        "INTERNAL-1",
+        "DEBUG-2",
+        "PROMPT-3",
+        "ERRMSG-4",
+        "STACK-5",
+        "PROVIDER-6",
+        "MODEL-7",
+        "REQID-8",
+        "USERTEXT-9",
+    ];
+    let outcome = app
+        .state
+        .idempotency
+        .run(&call, |_| async {
+            Ok::<_, String>(json!({
+                "ok": true, "stopReason": "done", "traceId": "tr-1",
+                "_internal": {"cost": "INTERNAL-1"}, "debug": "DEBUG-2", "prompt": "PROMPT-3",
+                "error": {"message": "ERRMSG-4"}, "stack": "STACK-5", "provider": "PROVIDER-6",
+                "model": "MODEL-7", "requestId": "REQID-8",
+                "data": {"count": 2, "text": "USERTEXT-9", "model": "MODEL-7"},
+            }))
+        })
+        .await
+        .unwrap();
+    let Outcome::Fresh(safe) = outcome else {
+        panic!("fresh")
+    };
+    assert_eq!(safe.trace_id.as_deref(), Some("tr-1"));
+    let item = store::get(&app.store, &stored_item(&app, &key))
+        .await
+        .unwrap()
+        .unwrap();
+    let everything = serde_json::to_string(&item).unwrap();
+    for s in secrets {
+        assert!(
+            !everything.contains(s),
+            "{s} reached DynamoDB: {everything}"
+        );
+    }
+    assert!(!everything.contains("some free text"));
+    assert_eq!(
+        item.response_json.as_deref(),
+        Some(r#"{"ok":true,"stopReason":"done","traceId":"tr-1","data":{"count":2}}"#)
+    );
+}
+
+#[tokio::test]
+async fn a_duplicate_costs_exactly_one_dynamodb_request() {
+    let app = spawn_app().await;
+    let ran = Arc::new(AtomicUsize::new(0));
+    let key = inputs("cost");
+    let engine = &app.state.idempotency;
+    let before = app.store.requests().total();
+    run_counting(engine, &key, ran.clone(), StdDuration::ZERO).await;
+    let fresh_cost = app.store.requests().total() - before;
+    assert_eq!(fresh_cost, 2, "a fresh run: the claim and the completion");
+    let before = app.store.requests().snapshot();
+    let outcome = run_counting(engine, &key, ran.clone(), StdDuration::ZERO).await;
+    assert!(matches!(outcome, Outcome::Replayed(_)));
+    let after = app.store.requests().snapshot();
+    let spent: u64 = after.values().sum::<u64>() - before.values().sum::<u64>();
+    assert_eq!(spent, 1, "a duplicate: one PutItem, no extra read");
+    assert_eq!(after["PutItem"] - before["PutItem"], 1);
+}
+
+#[tokio::test]
+async fn outcomes_are_counted_per_scope_and_hour() {
+    let app = spawn_app().await;
+    let ran = Arc::new(AtomicUsize::new(0));
+    let engine = &app.state.idempotency;
+    for i in 0..3 {
+        let key = inputs(&format!("stats-{i}"));
+        run_counting(engine, &key, ran.clone(), StdDuration::ZERO).await;
+        run_counting(engine, &key, ran.clone(), StdDuration::ZERO).await;
+    }
+    engine.flush_stats().await.unwrap();
+    let hour = ops_console::server::domain::idempotency::hour_key(app.clock.now());
+    let buckets = store::read_stats(&app.store, SCOPE, &hour).await.unwrap();
+    assert_eq!(buckets.len(), 1);
+    let c = &buckets[0].counts;
+    assert_eq!((c["requests"], c["fresh"], c["replayed"]), (6, 3, 3));
+    let all = store::read_stats(&app.store, store::ALL_SCOPES, &hour)
+        .await
+        .unwrap();
+    assert_eq!(all[0].scopes, vec![SCOPE.to_string()]);
+}
+
+// --- HTTP -----------------------------------------------------------------------------------
+
+async fn post_switch(app: &TestApp, api_key: &str, idem: Option<&str>, body: &Value) -> Answer {
+    let mut req = Request::post("/api/v1/kill-switches")
+        .header(header::AUTHORIZATION, format!("Bearer {api_key}"))
+        .header(header::CONTENT_TYPE, "application/json");
+    if let Some(k) = idem {
+        req = req.header("Idempotency-Key", k);
+    }
+    app.send(req.body(Body::from(body.to_string())).unwrap())
+        .await
+}
+
+fn turn_off(version: u64) -> Value {
+    json!({"switch": "safe_mode", "enable": false, "expected_version": version,
+           "reason": "incident over", "confirm": true})
+}
+
+async fn writer_key(app: &TestApp, name: &str) -> String {
+    create_api_key(
+        &app.store,
+        name,
+        &["switches:write".into(), "switches:read".into()],
+        30,
+        "test",
+        60,
+        app.clock.now(),
+    )
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn http_needs_a_key_replays_it_and_refuses_it_for_another_body() {
+    let app = spawn_app().await;
+    let key = writer_key(&app, "incident-bot").await;
+
+    let missing = post_switch(&app, &key, None, &turn_off(0)).await;
+    assert_eq!(missing.status, 400, "{}", missing.body);
+    assert_eq!(missing.json()["field"], "Idempotency-Key");
+    assert!(history(&app.store, None, 10)
+        .await
+        .unwrap()
+        .entries
+        .is_empty());
+
+    let first = post_switch(&app, &key, Some("k-1"), &turn_off(0)).await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert_eq!(first.json()["safe_mode"], false);
+    assert!(first.headers.get("idempotent-replayed").is_none());
+
+    let again = post_switch(&app, &key, Some("k-1"), &turn_off(0)).await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    assert_eq!(again.json(), first.json());
+    let h = history(&app.store, None, 10).await.unwrap();
+    assert_eq!(h.entries.len(), 1, "the retry changed nothing");
+    assert_eq!(h.entries[0].actor, "api:incident-bot");
+
+    let other = post_switch(
+        &app,
+        &key,
+        Some("k-1"),
+        &json!({"switch": "automation_enabled"}),
+    )
+    .await;
+    assert_eq!(other.status, 422, "{}", other.body);
+    assert_eq!(
+        other.headers[header::CONTENT_TYPE],
+        "application/problem+json"
+    );
+}
+
+#[tokio::test]
+async fn http_a_request_while_the_first_runs_gets_409_with_retry_after() {
+    let app = spawn_app().await;
+    let key = writer_key(&app, "slow-bot").await;
+    let body = turn_off(0);
+    // The first request has claimed the key and is still running.
+    let inputs = KeyInputs::new()
+        .id("principal", sha256_hex(key.as_bytes()))
+        .id("key", "k-slow");
+    let mut digest = b"POST /api/v1/kill-switches\n".to_vec();
+    digest.extend_from_slice(body.to_string().as_bytes());
+    let call = Call {
+        tenant: "api",
+        scope: "http:POST /api/v1/kill-switches",
+        inputs: &inputs,
+        fingerprint: Some(sha256_hex(&digest)),
+    };
+    let Begin::Claimed(_running) = app.state.idempotency.begin(&call).await.unwrap() else {
+        panic!("claimed");
+    };
+    let second = post_switch(&app, &key, Some("k-slow"), &body).await;
+    assert_eq!(second.status, 409, "{}", second.body);
+    let retry: u64 = second.headers[header::RETRY_AFTER]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(retry >= 1);
+    assert!(history(&app.store, None, 10)
+        .await
+        .unwrap()
+        .entries
+        .is_empty());
+}
+
+#[tokio::test]
+async fn http_keys_are_private_to_the_client_that_sent_them() {
+    let app = spawn_app().await;
+    let alice = writer_key(&app, "alice-bot").await;
+    let bob = writer_key(&app, "bob-bot").await;
+    let first = post_switch(&app, &alice, Some("shared-key"), &turn_off(0)).await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    // Bob's identical request with the same key is his own request, not Alice's replay:
+    // it runs, and finds the version already moved on.
+    let bobs = post_switch(&app, &bob, Some("shared-key"), &turn_off(0)).await;
+    assert!(bobs.headers.get("idempotent-replayed").is_none());
+    assert_eq!(bobs.status, 409, "{}", bobs.body);
+    assert!(
+        bobs.body.contains("Changed by someone else"),
+        "{}",
+        bobs.body
+    );
+}
+
+// --- the console ----------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_double_submitted_kill_switch_form_changes_once() {
+    use ops_console::api::switches::ChangeKillSwitch;
+    use ops_console::model::auth::Role;
+    let app = Arc::new(spawn_app().await);
+    let admin = app.session_as("root", Role::Admin).await;
+    let fields: &[(&str, &str)] = &[
+        ("switch", "safe_mode"),
+        ("enable", "false"),
+        ("expected_version", "0"),
+        ("reason", "double click"),
+        ("confirm", "yes"),
+        ("idempotency_key", "form-key-double-click-1"),
+    ];
+    let (a, b) = tokio::join!(
+        app.call::<ChangeKillSwitch>(fields, Some(&admin)),
+        app.call::<ChangeKillSwitch>(fields, Some(&admin)),
+    );
+    assert_eq!(
+        (a.status.as_u16(), b.status.as_u16()),
+        (200, 200),
+        "{} / {}",
+        a.body,
+        b.body
+    );
+    let again = app.call::<ChangeKillSwitch>(fields, Some(&admin)).await;
+    assert_eq!(
+        again.status, 200,
+        "a refresh re-posting the form: {}",
+        again.body
+    );
+    let h = history(&app.store, None, 10).await.unwrap();
+    assert_eq!(h.entries.len(), 1, "one change, one audit record");
+    assert_eq!(h.entries[0].version, 1);
+}
+
+#[tokio::test]
+async fn only_admins_expire_a_key_and_the_expiry_is_audited() {
+    use ops_console::api::idempotency::{ExpireIdempotencyKey, LoadIdempotencyHealth};
+    use ops_console::model::auth::Role;
+    use ops_console::server::domain::idempotency_health::{AUDIT_EXPIRED, AUDIT_PARTITION};
+    use ops_console::server::store::audit;
+    let app = spawn_app().await;
+    let key = inputs("stuck");
+    let call = Call {
+        tenant: "t1",
+        scope: SCOPE,
+        inputs: &key,
+        fingerprint: None,
+    };
+    let Begin::Claimed(_) = app.state.idempotency.begin(&call).await.unwrap() else {
+        panic!("claimed")
+    };
+    let id = stored_item(&app, &key);
+    let viewer = app.session_as("vera", Role::Viewer).await;
+    let admin = app.session_as("ada", Role::Admin).await;
+    let fields = [("id", id.as_str()), ("reason", "worker crashed")];
+    let refused = app
+        .call::<ExpireIdempotencyKey>(&fields, Some(&viewer))
+        .await;
+    assert_eq!(refused.status, 403);
+    let no_reason = app
+        .call::<ExpireIdempotencyKey>(&[("id", id.as_str()), ("reason", " ")], Some(&admin))
+        .await;
+    assert_eq!(no_reason.status, 400);
+    let done = app
+        .call::<ExpireIdempotencyKey>(&fields, Some(&admin))
+        .await;
+    assert_eq!(done.status, 200, "{}", done.body);
+    let audits = audit::list_partition(&app.store, AUDIT_PARTITION, None, 10)
+        .await
+        .unwrap();
+    assert_eq!(audits.items.len(), 1);
+    assert_eq!(
+        (
+            audits.items[0].action_type.as_str(),
+            audits.items[0].actor.as_str()
+        ),
+        (AUDIT_EXPIRED, "ada")
+    );
+    assert!(!audits.items[0].action_payload_redacted.contains(&id));
+    // The stuck operation can run again at once.
+    assert!(matches!(
+        app.state.idempotency.begin(&call).await.unwrap(),
+        Begin::Claimed(_)
+    ));
+
+    // The monitoring page's numbers, as a viewer reads them.
+    let health = app
+        .call::<LoadIdempotencyHealth>(&[("window", "24h")], Some(&viewer))
+        .await;
+    assert_eq!(health.status, 200, "{}", health.body);
+    let h = health.json();
+    let scope = h["scopes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["scope"] == SCOPE)
+        .unwrap();
+    assert_eq!(scope["totals"]["fresh"], 2);
+    assert_eq!(scope["series"].as_array().unwrap().len(), 24);
+    let bad = app
+        .call::<LoadIdempotencyHealth>(&[("window", "1y")], Some(&viewer))
+        .await;
+    assert_eq!(bad.status, 400);
+}
