@@ -12,7 +12,7 @@ setup('create the users the tests sign in as', async () => {
   const root = path.join(__dirname, '..', '..');
   const bin = process.env.E2E_SERVER ?? path.join(root, 'target', 'debug', 'ops-console');
   const env = { ...process.env, OPS_APP_DATA_DIR: process.env.E2E_DATA_DIR ?? 'target/e2e-data' };
-  const users: Record<string, { name: string; password: string }> = {};
+  const users: Record<string, { name: string; password: string } | string> = {};
   for (const role of ['admin', 'operator', 'viewer']) {
     const name = `e2e-${role}-${randomBytes(3).toString('hex')}`;
     const password = randomBytes(12).toString('hex');
@@ -23,6 +23,14 @@ setup('create the users the tests sign in as', async () => {
     });
     users[role] = { name, password };
   }
+  // A machine client for the scripted API calls.
+  users.apiKey = execFileSync(
+    bin,
+    ['apikey', 'create', `e2e-bot-${randomBytes(3).toString('hex')}`, '--scopes', 'switches:write,switches:read'],
+    { cwd: root, env },
+  )
+    .toString()
+    .trim();
   mkdirSync(path.dirname(usersFile), { recursive: true });
   writeFileSync(usersFile, JSON.stringify(users));
 });

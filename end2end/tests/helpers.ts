@@ -35,3 +35,8 @@ export async function signIn(page: Page, role: Role, next = '/') {
 export function unique(label: string) {
   return `${label} ${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
 }
+
+export function apiKey(): string {
+  const file = path.join(__dirname, '..', '..', 'target', 'e2e-users.json');
+  return JSON.parse(readFileSync(file, 'utf8')).apiKey;
+}

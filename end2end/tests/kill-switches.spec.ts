@@ -52,4 +52,27 @@ test.describe('kill switches', () => {
     const newestAfter = (await history.count()) ? await history.innerText() : '';
     expect(newestAfter).toBe(newestBefore);
   });
+
+  test('a double-clicked submit changes the switch once and writes one history entry', async ({ page }) => {
+    await signIn(page, 'admin', '/kill-switches');
+    const card = page.getByTestId('switch-automation_enabled');
+    const before = (await card.locator('span', { hasText: /^(ON|OFF)$/ }).innerText()).trim();
+    const verb = before === 'ON' ? 'off' : 'on';
+    const reason = unique('e2e double click');
+
+    await card.locator('summary').click();
+    await card.getByLabel(`Reason for turning automation ${verb}`).fill(reason);
+    if (verb === 'on') {
+      await card.getByLabel(/I confirm/).check();
+    }
+    await card.getByRole('button', { name: `Turn automation ${verb}` }).dblclick();
+
+    await expect(page.getByTestId('switch-automation_enabled').locator('span', { hasText: /^(ON|OFF)$/ })).toHaveText(
+      before === 'ON' ? 'OFF' : 'ON',
+    );
+    await page.goto('/kill-switches');
+    await ready(page);
+    const rows = page.getByRole('table', { name: 'Change history' }).locator('tbody tr', { hasText: reason });
+    await expect(rows).toHaveCount(1);
+  });
 });
