@@ -21,7 +21,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_UPDATED := target/.apt-updated
 
 .PHONY: help run test tools system-tools rust-tools node-tools \
-        check lint unit e2e build build-release wasm-size clean-data
+        check lint unit e2e build build-release bench wasm-size clean-data
 
 help:
 	@echo "make run   - build and start the console (http://127.0.0.1:3000)"
@@ -91,6 +91,10 @@ build: tools
 e2e: build
 	rm -rf target/e2e-data end2end/test-results
 	npx playwright test --config end2end/playwright.config.ts
+
+# Not part of `make test`: the engine against the bare write, on its own DynamoDB Local.
+bench: build-release
+	./target/release/ops-console bench --n 400
 
 wasm-size: build-release
 	@f=target/site/pkg/ops-console.wasm; \

@@ -100,10 +100,7 @@ pub async fn claim(store: &Store, item: &KeyItem, now_secs: i64) -> Result<Claim
                     detail: "conditional check failed without the existing item".into(),
                 }),
             },
-            other => Err(StoreError::Request {
-                op: "PutItem",
-                detail: aws_sdk_dynamodb::error::DisplayErrorContext(&other).to_string(),
-            }),
+            other => Err(StoreError::service("PutItem", &other)),
         },
     }
 }
@@ -151,10 +148,7 @@ async fn guarded_update(
                     .map(|i| decode(i, &table).map(Box::new))
                     .transpose()?,
             )),
-            other => Err(StoreError::Request {
-                op: "UpdateItem",
-                detail: aws_sdk_dynamodb::error::DisplayErrorContext(&other).to_string(),
-            }),
+            other => Err(StoreError::service("UpdateItem", &other)),
         },
     }
 }
@@ -271,10 +265,7 @@ pub async fn expire_now(store: &Store, id: &str, now_secs: i64) -> Result<bool, 
         Ok(_) => Ok(true),
         Err(e) => match e.into_service_error() {
             UpdateItemError::ConditionalCheckFailedException(_) => Ok(false),
-            other => Err(StoreError::Request {
-                op: "UpdateItem",
-                detail: aws_sdk_dynamodb::error::DisplayErrorContext(&other).to_string(),
-            }),
+            other => Err(StoreError::service("UpdateItem", &other)),
         },
     }
 }

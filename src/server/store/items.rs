@@ -63,10 +63,7 @@ pub async fn put_if_absent<T: Serialize>(
         Ok(_) => Ok(true),
         Err(e) => match e.into_service_error() {
             PutItemError::ConditionalCheckFailedException(_) => Ok(false),
-            other => Err(StoreError::Request {
-                op: "PutItem",
-                detail: aws_sdk_dynamodb::error::DisplayErrorContext(&other).to_string(),
-            }),
+            other => Err(StoreError::service("PutItem", &other)),
         },
     }
 }

@@ -74,6 +74,14 @@ impl StoreError {
         }
     }
 
+    /// A service error DynamoDB answered that the caller has no use for.
+    pub(crate) fn service(op: &'static str, e: &(impl std::error::Error + 'static)) -> StoreError {
+        StoreError::Request {
+            op,
+            detail: DisplayErrorContext(e).to_string(),
+        }
+    }
+
     pub(crate) fn corrupt(table: &str, e: impl std::fmt::Display) -> StoreError {
         StoreError::Corrupt {
             table: table.to_string(),

@@ -269,10 +269,7 @@ async fn describe(store: &Store, name: &str) -> Result<Option<TableDescription>,
         Ok(out) => Ok(out.table),
         Err(e) => match e.into_service_error() {
             DescribeTableError::ResourceNotFoundException(_) => Ok(None),
-            other => Err(StoreError::Request {
-                op: "DescribeTable",
-                detail: aws_sdk_dynamodb::error::DisplayErrorContext(&other).to_string(),
-            }),
+            other => Err(StoreError::service("DescribeTable", &other)),
         },
     }
 }

@@ -166,10 +166,7 @@ pub async fn commit(
         };
         let service = err.into_service_error();
         let TransactWriteItemsError::TransactionCanceledException(cancel) = &service else {
-            return Err(StoreError::Request {
-                op: "TransactWriteItems",
-                detail: aws_sdk_dynamodb::error::DisplayErrorContext(&service).to_string(),
-            });
+            return Err(StoreError::service("TransactWriteItems", &service));
         };
         let reasons = cancel.cancellation_reasons();
         let code = |i: usize| reasons.get(i).and_then(|r| r.code()).unwrap_or("None");

@@ -289,10 +289,7 @@ async fn transact(store: &Store, parts: Vec<TransactWriteItem>) -> Result<TxOutc
                     }),
                 }
             }
-            other => Err(StoreError::Request {
-                op: "TransactWriteItems",
-                detail: aws_sdk_dynamodb::error::DisplayErrorContext(&other).to_string(),
-            }),
+            other => Err(StoreError::service("TransactWriteItems", &other)),
         },
     }
 }
