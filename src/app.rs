@@ -7,6 +7,8 @@ use leptos_router::path;
 use leptos_router::SsrMode;
 
 use crate::ui::layout::Layout;
+use crate::ui::pages::audit::AuditPage;
+use crate::ui::pages::events::{ConversationStatePage, EventsPage};
 use crate::ui::pages::idempotency::{IdempotencyKeyPage, IdempotencyPage};
 use crate::ui::pages::{
     kill_switches::KillSwitchesPage, login::LoginPage, not_built::NotBuiltPage,
@@ -49,7 +51,9 @@ pub fn App() -> impl IntoView {
                     <Route ssr=SsrMode::Async path=path!("") view=OverviewPage />
                     <Route ssr=SsrMode::Async path=path!("kill-switches") view=KillSwitchesPage />
                     <Route ssr=SsrMode::Async path=path!("conversations") view=|| view! { <NotBuiltPage page="conversations" /> } />
-                    <Route ssr=SsrMode::Async path=path!("audit") view=|| view! { <NotBuiltPage page="audit" /> } />
+                    <Route ssr=SsrMode::Async path=path!("events") view=EventsPage />
+                    <Route ssr=SsrMode::Async path=path!("events/conversation") view=ConversationStatePage />
+                    <Route ssr=SsrMode::Async path=path!("audit") view=AuditPage />
                     <Route ssr=SsrMode::Async path=path!("inbox") view=|| view! { <NotBuiltPage page="inbox" /> } />
                     <Route ssr=SsrMode::Async path=path!("idempotency") view=IdempotencyPage />
                     <Route ssr=SsrMode::Async path=path!("idempotency/key") view=IdempotencyKeyPage />

@@ -2,6 +2,7 @@
 
 pub mod auth;
 mod error;
+pub mod events;
 pub mod idempotency;
 pub mod switches;
 

@@ -150,34 +150,14 @@ pub async fn run(n: &usize) -> Result<(), String> {
     series.push(fresh_s);
     series.push(replay_s);
 
-    let base_p50 = series[0].pct(0.5);
-    let base_rate = series[0].per_sec();
-    println!();
-    println!(
-        "{:<44} {:>9} {:>9} {:>9} {:>10} {:>12} {:>10}",
-        "series", "p50 ms", "p99 ms", "calls/s", "req/call", "p50 ratio", "rate ratio"
-    );
-    let mut rows = Vec::new();
-    for s in &series {
-        let reqs = s.requests as f64 / s.samples.len().max(1) as f64;
-        println!(
-            "{:<44} {:>9.2} {:>9.2} {:>9.0} {:>10.2} {:>11.2}x {:>9.2}x",
-            s.name,
-            s.pct(0.5),
-            s.pct(0.99),
-            s.per_sec(),
-            reqs,
-            s.pct(0.5) / base_p50.max(1e-9),
-            s.per_sec() / base_rate.max(1e-9)
-        );
-        rows.push(json!({
-            "series": s.name, "calls": s.samples.len(), "p50_ms": s.pct(0.5), "p99_ms": s.pct(0.99),
-            "calls_per_sec": s.per_sec(), "dynamodb_requests_per_call": reqs,
-            "p50_ratio_vs_bare": s.pct(0.5) / base_p50.max(1e-9),
-            "rate_ratio_vs_bare": s.per_sec() / base_rate.max(1e-9),
-        }));
-    }
-    let report = json!({"idempotency_engine": rows, "dynamodb": "DynamoDB Local (in memory)", "calls_per_series": n});
+    let rows = print_rows("idempotency engine", &series);
+    let event_rows = bench_events(&store, &config, n).await?;
+    let report = json!({
+        "idempotency_engine": rows,
+        "events": event_rows,
+        "dynamodb": "DynamoDB Local (in memory)",
+        "calls_per_series": n,
+    });
     std::fs::create_dir_all("target/bench").map_err(|e| e.to_string())?;
     std::fs::write(
         "target/bench/report.json",
@@ -187,4 +167,206 @@ pub async fn run(n: &usize) -> Result<(), String> {
     println!("\nwritten to target/bench/report.json");
     local.stop();
     Ok(())
+}
+
+/// One unconditional `PutItem` of a serializable item.
+async fn plain_put<T: serde::Serialize>(store: &Store, base: &str, item: &T) -> Result<(), String> {
+    let av = serde_dynamo::to_item(item).map_err(|e| e.to_string())?;
+    store
+        .client()
+        .put_item()
+        .table_name(store.table(base))
+        .set_item(Some(av))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+fn print_rows(title: &str, series: &[Series]) -> Vec<serde_json::Value> {
+    let base_p50 = series[0].pct(0.5);
+    let base_rate = series[0].per_sec();
+    println!();
+    println!(
+        "{:<44} {:>9} {:>9} {:>9} {:>10} {:>12} {:>10}",
+        title, "p50 ms", "p99 ms", "calls/s", "req/call", "p50 ratio", "rate ratio"
+    );
+    series
+        .iter()
+        .map(|s| {
+            let reqs = s.requests as f64 / s.samples.len().max(1) as f64;
+            println!(
+                "{:<44} {:>9.2} {:>9.2} {:>9.0} {:>10.2} {:>11.2}x {:>9.2}x",
+                s.name,
+                s.pct(0.5),
+                s.pct(0.99),
+                s.per_sec(),
+                reqs,
+                s.pct(0.5) / base_p50.max(1e-9),
+                s.per_sec() / base_rate.max(1e-9)
+            );
+            json!({
+                "series": s.name, "calls": s.samples.len(), "p50_ms": s.pct(0.5), "p99_ms": s.pct(0.99),
+                "calls_per_sec": s.per_sec(), "dynamodb_requests_per_call": reqs,
+                "p50_ratio_vs_baseline": s.pct(0.5) / base_p50.max(1e-9),
+                "rate_ratio_vs_baseline": s.per_sec() / base_rate.max(1e-9),
+            })
+        })
+        .collect()
+}
+
+/// Event ingestion: a new event and its duplicate against the same items written plainly
+/// (event record, conversation state, decision audit, one side effect and its audit: what a
+/// pipeline without conditions, reads or transactions would write).
+async fn bench_events(
+    store: &Store,
+    config: &Config,
+    n: usize,
+) -> Result<Vec<serde_json::Value>, String> {
+    use crate::model::switches::Switch;
+    use crate::server::domain::events::parse;
+    use crate::server::domain::ingest::{Ingest, Outcome as IngestOutcome};
+    use crate::server::domain::kill_switches::{change, ChangeRequest, Ttls};
+    use crate::server::store::mw::{ActionRecord, ConversationState, EventRecord};
+    use crate::server::store::schema::{MW_CONVERSATION_STATE, MW_IDEMPOTENCY};
+
+    let clock = Clock::default();
+    let ingest = Ingest::new(
+        store.clone(),
+        clock.clone(),
+        std::sync::Arc::new(config.clone()),
+    )?;
+    let current = crate::server::store::switches::load(store, clock.now())
+        .await
+        .map_err(|e| e.to_string())?;
+    let req = ChangeRequest {
+        switch: Switch::SafeMode,
+        enable: false,
+        expected_version: current.version,
+        reason: "benchmark".into(),
+        confirmed: true,
+    };
+    let ttls = Ttls {
+        audit_days: 1,
+        settings_days: 1,
+    };
+    change(store, &req, "bench", "bench", &ttls, clock.now(), "bench")
+        .await
+        .map_err(|e| format!("{e:?}"))?;
+
+    let new_series = |name| Series {
+        name,
+        samples: vec![],
+        wall: Duration::ZERO,
+        requests: 0,
+    };
+    let mut plain = new_series("events: plain puts, no conditions (baseline)");
+    let mut fresh = new_series("events: new event (claim, decide, 1 effect)");
+    let mut dup = new_series("events: duplicate delivery");
+    let now = chrono::Utc::now();
+    for i in 0..n {
+        let body = json!({
+            "conversation_id": format!("bench-c{}", i % 50),
+            "message_id": format!("m-{i}"),
+            "created_at": now.to_rfc3339(),
+            "channel": "chat",
+            "text": "hello, a quick question",
+        })
+        .to_string();
+        let ev = parse(body.as_bytes()).map_err(|e| e.to_string())?;
+
+        // The baseline writes the same five items, unconditionally.
+        let r0 = store.requests().total();
+        let t = Instant::now();
+        let record = EventRecord {
+            event_id: format!("plain:{i}"),
+            kind: "event".into(),
+            status: "processed".into(),
+            mode: "route_only".into(),
+            conversation_id: ev.conversation_id.clone(),
+            created_at: now.to_rfc3339(),
+            last_processed_at: now.to_rfc3339(),
+            received_at: now.to_rfc3339(),
+            expires_at: now.timestamp() + 86_400,
+            safe_mode: false,
+            automation_enabled: false,
+            source_message_id: ev.message_id.clone(),
+            payload_sha256: "0".repeat(64),
+            payload_bytes: 100,
+            intent: Some("general".into()),
+            channel: "chat".into(),
+            decision: Some("{}".into()),
+            duplicates: 0,
+            attempts: 1,
+            claim_nonce: "n".into(),
+            lease_until_ms: 0,
+            event_day: "plain".into(),
+            created_sk: format!("plain:{i}"),
+        };
+        plain_put(store, MW_IDEMPOTENCY.base, &record).await?;
+        let state = ConversationState {
+            conversation_id: format!("plain-c{}", i % 50),
+            version: i as i64 + 1,
+            updated_at: now.to_rfc3339(),
+            expires_at: now.timestamp() + 86_400,
+            ..ConversationState::default()
+        };
+        plain_put(store, MW_CONVERSATION_STATE.base, &state).await?;
+        let audit_item = AuditItem::new("plain", "decision", now, &format!("p{i}"), 1);
+        plain_put(store, schema::MW_AUDIT_ACTIONS.base, &audit_item).await?;
+        let action = ActionRecord {
+            event_id: format!("plain-act:{i}"),
+            kind: "action".into(),
+            action_type: "route".into(),
+            target: "support".into(),
+            conversation_id: "plain".into(),
+            source_event: format!("plain:{i}"),
+            status: "queued".into(),
+            result: None,
+            created_at: now.to_rfc3339(),
+            updated_at: now.to_rfc3339(),
+            expires_at: now.timestamp() + 86_400,
+            attempts: 1,
+            claim_nonce: "n".into(),
+            lease_until_ms: 0,
+            outbox: None,
+            outbox_sk: None,
+        };
+        plain_put(store, MW_IDEMPOTENCY.base, &action).await?;
+        let audit_item = AuditItem::new("plain", "route", now, &format!("pa{i}"), 1);
+        plain_put(store, schema::MW_AUDIT_ACTIONS.base, &audit_item).await?;
+        let d = t.elapsed();
+        plain.samples.push(d);
+        plain.wall += d;
+        plain.requests += store.requests().total() - r0;
+
+        let r0 = store.requests().total();
+        let t = Instant::now();
+        let out = ingest
+            .ingest(&ev, "bench")
+            .await
+            .map_err(|e| e.to_string())?;
+        let d = t.elapsed();
+        if !matches!(out, IngestOutcome::Processed { .. }) {
+            return Err(format!("expected a new event, got {out:?}"));
+        }
+        fresh.samples.push(d);
+        fresh.wall += d;
+        fresh.requests += store.requests().total() - r0;
+
+        let r0 = store.requests().total();
+        let t = Instant::now();
+        let out = ingest
+            .ingest(&ev, "bench")
+            .await
+            .map_err(|e| e.to_string())?;
+        let d = t.elapsed();
+        if !matches!(out, IngestOutcome::Duplicate { .. }) {
+            return Err(format!("expected a duplicate, got {out:?}"));
+        }
+        dup.samples.push(d);
+        dup.wall += d;
+        dup.requests += store.requests().total() - r0;
+    }
+    Ok(print_rows("event ingestion", &[plain, fresh, dup]))
 }

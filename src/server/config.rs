@@ -151,6 +151,52 @@ impl IdempotencySection {
     }
 }
 
+/// Event ingestion (design doc 1): where side effects go and how events are decided.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventsSection {
+    /// Side effects are POSTed here (with an `Idempotency-Key` header); empty: they wait in
+    /// the console's outbox.
+    pub webhook_url: String,
+    pub webhook_timeout_ms: i64,
+    /// Attempts per delivery (retried on 429, 5xx and timeouts, with backoff).
+    pub webhook_max_attempts: i64,
+    pub webhook_backoff_ms: i64,
+    /// A claim on an event or an action older than this may be taken over (a crashed worker).
+    pub lease_seconds: i64,
+    /// Without a message id, the same text within one bucket of `created_at` is one event.
+    pub hash_bucket_seconds: i64,
+    /// Messages without an order number while the console waits for one, before escalating.
+    pub order_flow_max_attempts: i64,
+    /// Keyword rules, in order: the first that matches sets intent and team; tags and risk
+    /// flags add up over every rule that matches.
+    pub rules: Vec<Rule>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    pub name: String,
+    /// Case-insensitive words or phrases; any one matches.
+    pub keywords: Vec<String>,
+    #[serde(default)]
+    pub intent: String,
+    #[serde(default)]
+    pub team: String,
+    #[serde(default)]
+    pub confidence: f64,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub risk_flags: Vec<String>,
+    /// An auto-reply type this intent may send (once per conversation).
+    #[serde(default)]
+    pub auto_reply: String,
+    /// Assign the conversation to this assignee or queue.
+    #[serde(default)]
+    pub assign: String,
+}
+
 /// The file's shape. Validated into [`Config`].
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -160,6 +206,7 @@ struct RawConfig {
     ttl: TtlSection,
     auth: AuthSection,
     idempotency: IdempotencySection,
+    events: EventsSection,
 }
 
 impl Default for RawConfig {
@@ -201,6 +248,16 @@ impl Default for RawConfig {
                 alert_failure_max_pct: 10.0,
                 scopes: BTreeMap::new(),
             },
+            events: EventsSection {
+                webhook_url: String::new(),
+                webhook_timeout_ms: 5_000,
+                webhook_max_attempts: 4,
+                webhook_backoff_ms: 200,
+                lease_seconds: 60,
+                hash_bucket_seconds: 300,
+                order_flow_max_attempts: 3,
+                rules: Vec::new(),
+            },
         }
     }
 }
@@ -215,6 +272,7 @@ pub struct Config {
     pub ttl: TtlSection,
     pub auth: AuthSection,
     pub idempotency: IdempotencySection,
+    pub events: EventsSection,
     /// Where the settings came from, for the start-up log.
     pub source: String,
 }
@@ -367,6 +425,7 @@ impl Config {
             ));
         }
         validate_idempotency(&raw.idempotency, env)?;
+        validate_events(&raw.events)?;
         Ok(Config {
             env,
             site_addr,
@@ -378,6 +437,7 @@ impl Config {
             ttl: raw.ttl,
             auth: raw.auth,
             idempotency: raw.idempotency,
+            events: raw.events,
             source,
         })
     }
@@ -391,7 +451,9 @@ impl Config {
                 table_prefix.to_string(),
             ),
         ]);
-        Config::from_parts(None, &env, "tests".into()).expect("test settings are valid")
+        // The repository's own settings file: tests decide events by the rules users see.
+        let file = include_str!("../../Leptos.toml");
+        Config::from_parts(Some(file), &env, "tests".into()).expect("test settings are valid")
     }
 
     /// Embedded DynamoDB Local: only in dev, only when no endpoint is configured.
@@ -469,6 +531,96 @@ fn validate_idempotency(i: &IdempotencySection, env: Environment) -> Result<(), 
             "idempotency.alert_min_requests",
             "must not be negative",
         ));
+    }
+    Ok(())
+}
+
+fn validate_events(e: &EventsSection) -> Result<(), ConfigError> {
+    let url = e.webhook_url.trim();
+    if !url.is_empty() && !url.starts_with("http://") && !url.starts_with("https://") {
+        return Err(ConfigError::new(
+            "events.webhook_url",
+            "expected an http:// or https:// URL, or empty for the outbox",
+        ));
+    }
+    for (key, v, lo, hi) in [
+        (
+            "events.webhook_timeout_ms",
+            e.webhook_timeout_ms,
+            10,
+            120_000,
+        ),
+        ("events.webhook_max_attempts", e.webhook_max_attempts, 1, 20),
+        ("events.webhook_backoff_ms", e.webhook_backoff_ms, 0, 60_000),
+        ("events.lease_seconds", e.lease_seconds, 1, 3600),
+        (
+            "events.hash_bucket_seconds",
+            e.hash_bucket_seconds,
+            1,
+            86_400,
+        ),
+        (
+            "events.order_flow_max_attempts",
+            e.order_flow_max_attempts,
+            1,
+            100,
+        ),
+    ] {
+        if !(lo..=hi).contains(&v) {
+            return Err(ConfigError::new(
+                key,
+                format!("must be between {lo} and {hi}"),
+            ));
+        }
+    }
+    let word = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 64
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    };
+    for (i, r) in e.rules.iter().enumerate() {
+        let at = |field: &str| format!("events.rules[{i}].{field}");
+        if r.name.trim().is_empty() {
+            return Err(ConfigError::new(&at("name"), "must not be empty"));
+        }
+        if r.keywords.is_empty() || r.keywords.iter().any(|k| k.trim().is_empty()) {
+            return Err(ConfigError::new(
+                &at("keywords"),
+                "give at least one non-empty keyword",
+            ));
+        }
+        if r.intent.is_empty() != r.team.is_empty() {
+            return Err(ConfigError::new(
+                &at("team"),
+                "a rule sets intent and team together, or neither",
+            ));
+        }
+        for (field, values) in [
+            ("intent", vec![&r.intent]),
+            ("team", vec![&r.team]),
+            ("auto_reply", vec![&r.auto_reply]),
+            ("assign", vec![&r.assign]),
+        ] {
+            if values.iter().any(|v| !v.is_empty() && !word(v)) {
+                return Err(ConfigError::new(
+                    &at(field),
+                    "up to 64 letters, digits, '_', '-' or '.'",
+                ));
+            }
+        }
+        if r.tags.iter().chain(&r.risk_flags).any(|t| !word(t)) {
+            return Err(ConfigError::new(
+                &at("tags"),
+                "tags and risk flags are up to 64 letters, digits, '_', '-' or '.'",
+            ));
+        }
+        if !(0.0..=1.0).contains(&r.confidence) {
+            return Err(ConfigError::new(
+                &at("confidence"),
+                "must be between 0 and 1",
+            ));
+        }
     }
     Ok(())
 }

@@ -10,6 +10,7 @@ pub mod dynamo_local;
 pub mod errors;
 pub mod http;
 pub mod ids;
+pub mod outbound;
 pub mod startup;
 pub mod state;
 pub mod store;

@@ -169,6 +169,7 @@ pub async fn bootstrap(store: &Store) -> Result<(), StartError> {
 
 /// `ops-console serve`.
 pub async fn serve(config: Config) -> Result<(), StartError> {
+    crate::server::outbound::Webhook::from_config(&config.events).map_err(StartError::Other)?;
     let db = connect(&config, false).await?;
     let endpoint_path = endpoint_file(&config);
     if config.env == Environment::Dev {

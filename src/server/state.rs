@@ -7,6 +7,7 @@ use crate::server::clock::Clock;
 use crate::server::config::Config;
 use crate::server::domain::accounts::AccountTtls;
 use crate::server::domain::idempotency::{Engine, Secret};
+use crate::server::domain::ingest::Ingest;
 use crate::server::store::Store;
 
 /// Everything a request handler needs. Cheap to clone.
@@ -18,6 +19,8 @@ pub struct AppState {
     pub clock: Clock,
     /// The idempotency engine every write path goes through.
     pub idempotency: Engine,
+    /// The helpdesk event pipeline (design doc 1).
+    pub ingest: Ingest,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -41,11 +44,16 @@ impl AppState {
             clock.clone(),
             config.idempotency.clone(),
         );
+        let config = Arc::new(config);
+        // `serve` checks the webhook settings before it gets here, with a readable error.
+        let ingest = Ingest::new(store.clone(), clock.clone(), config.clone())
+            .unwrap_or_else(|e| panic!("invalid events settings: {e}"));
         AppState {
             leptos,
             idempotency,
+            ingest,
             store,
-            config: Arc::new(config),
+            config,
             clock,
         }
     }

@@ -12,6 +12,7 @@ use crate::ui::components::badge::EnvBadge;
 const NAV: &[(&str, &str, Role)] = &[
     ("/", "Overview", Role::Viewer),
     ("/kill-switches", "Kill switches", Role::Viewer),
+    ("/events", "Events", Role::Viewer),
     ("/conversations", "Conversations", Role::Viewer),
     ("/audit", "Audit", Role::Viewer),
     ("/inbox", "Inbox", Role::Viewer),

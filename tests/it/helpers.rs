@@ -78,10 +78,16 @@ pub struct TestApp {
 }
 
 pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+/// An app whose settings `tweak` changes first (a webhook URL, a shorter lease, ...).
+pub async fn spawn_app_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
     init_logs();
     let endpoint = endpoint();
     let prefix = format!("t{}_", random_hex(6));
-    let config = Config::for_tests(&endpoint, &prefix);
+    let mut config = Config::for_tests(&endpoint, &prefix);
+    tweak(&mut config);
     let store = Store::connect(Connection {
         endpoint: Some(&endpoint),
         region: &config.dynamodb.region,
@@ -234,5 +240,96 @@ impl TestApp {
         answer
             .session_cookie()
             .unwrap_or_else(|| panic!("{name} signs in: {:?}", answer.location()))
+    }
+}
+
+impl TestApp {
+    /// A new API key with these scopes.
+    pub async fn api_key(&self, scopes: &[&str]) -> String {
+        ops_console::server::domain::sessions::create_api_key(
+            &self.store,
+            &format!("k-{}", random_hex(4)),
+            &scopes.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            30,
+            "test",
+            60,
+            self.clock.now(),
+        )
+        .await
+        .expect("api key")
+    }
+
+    /// A JSON POST as a machine client sends it.
+    pub async fn post_json(&self, path: &str, key: &str, body: impl Into<Body>) -> Answer {
+        self.send(
+            Request::post(path)
+                .header(header::HOST, "localhost")
+                .header(header::AUTHORIZATION, format!("Bearer {key}"))
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(body.into())
+                .unwrap(),
+        )
+        .await
+    }
+
+    /// Sets both kill switches, as an admin would.
+    pub async fn set_switches(&self, safe_mode: bool, automation_enabled: bool) {
+        use ops_console::model::switches::Switch;
+        use ops_console::server::domain::kill_switches::{change, ChangeRequest, Ttls};
+        use ops_console::server::store::switches;
+        for (switch, enable) in [
+            (Switch::SafeMode, safe_mode),
+            (Switch::AutomationEnabled, automation_enabled),
+        ] {
+            let current = switches::load(&self.store, self.clock.now()).await.unwrap();
+            if current.get(switch).enabled == enable {
+                continue;
+            }
+            let req = ChangeRequest {
+                switch,
+                enable,
+                expected_version: current.version,
+                reason: "test setup".into(),
+                confirmed: true,
+            };
+            let ttls = Ttls {
+                audit_days: 60,
+                settings_days: 365,
+            };
+            let id = random_hex(8);
+            change(&self.store, &req, "test", &id, &ttls, self.clock.now(), &id)
+                .await
+                .expect("switch changed");
+        }
+    }
+
+    /// Every item of every table of this app, as text (for "is X stored anywhere" checks).
+    pub async fn dump_tables(&self) -> String {
+        let client = self.store.client();
+        let tables: Vec<String> = ops_console::server::store::schema::ALL
+            .iter()
+            .map(|t| self.store.table(t.base))
+            .collect();
+        let mut out = String::new();
+        for table in &tables {
+            let mut start = None;
+            loop {
+                let page = client
+                    .scan()
+                    .table_name(table)
+                    .set_exclusive_start_key(start)
+                    .send()
+                    .await
+                    .unwrap();
+                for item in page.items.unwrap_or_default() {
+                    out.push_str(&format!("{table}: {item:?}\n"));
+                }
+                match page.last_evaluated_key {
+                    Some(k) if !k.is_empty() => start = Some(k),
+                    _ => break,
+                }
+            }
+        }
+        out
     }
 }

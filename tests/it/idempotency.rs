@@ -607,3 +607,35 @@ async fn only_admins_expire_a_key_and_the_expiry_is_audited() {
         .await;
     assert_eq!(bad.status, 400);
 }
+
+#[tokio::test]
+async fn the_sweep_deletes_expired_keys_and_keeps_live_ones() {
+    let app = spawn_app().await;
+    let ran = Arc::new(AtomicUsize::new(0));
+    let engine = &app.state.idempotency;
+    let old = inputs("sweep-old");
+    run_counting(engine, &old, ran.clone(), StdDuration::ZERO).await;
+    app.clock.advance(Duration::hours(20));
+    let live = inputs("sweep-live");
+    run_counting(engine, &live, ran.clone(), StdDuration::ZERO).await;
+    // 25 h after the first: the first key has expired, the second has not.
+    let now = (app.clock.now() + Duration::hours(5)).timestamp();
+    let (mut deleted, mut start) = (0, None);
+    loop {
+        let (_, d, next) = store::sweep_page(&app.store, now, start).await.unwrap();
+        deleted += d;
+        match next {
+            Some(k) => start = Some(k),
+            None => break,
+        }
+    }
+    assert_eq!(deleted, 1);
+    assert!(store::get(&app.store, &stored_item(&app, &old))
+        .await
+        .unwrap()
+        .is_none());
+    assert!(store::get(&app.store, &stored_item(&app, &live))
+        .await
+        .unwrap()
+        .is_some());
+}

@@ -3,6 +3,7 @@
 
 mod accounts;
 mod bootstrap;
+mod events;
 mod helpers;
 mod idempotency;
 mod kill_switches;

@@ -2,8 +2,11 @@
 
 pub mod accounts;
 pub mod auth;
+pub mod event_views;
+pub mod events;
 pub mod idempotency;
 pub mod idempotency_health;
+pub mod ingest;
 pub mod kill_switches;
 pub mod redact;
 pub mod sessions;

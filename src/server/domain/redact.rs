@@ -86,6 +86,22 @@ pub fn redact(text: &str) -> String {
     out.into_owned()
 }
 
+/// The order number a message carries ("order 123456", "order #A-99812", "#123456"), if
+/// any. Callers keep only its last 4 characters.
+pub fn order_number(text: &str) -> Option<String> {
+    let p = patterns();
+    p.order_keyword
+        .captures_iter(text)
+        .map(|c| c[3].to_string())
+        .chain(p.hash_number.captures_iter(text).map(|c| c[1].to_string()))
+        .find(|candidate| digit_count(candidate) >= 3)
+}
+
+/// The last 4 letters or digits of an identifier.
+pub fn last4_of(id: &str) -> String {
+    last4(id)
+}
+
 /// Redacts, then keeps at most `max_chars` characters (design doc 1: excerpts of ~80).
 pub fn excerpt(text: &str, max_chars: usize) -> String {
     let redacted = redact(text);

@@ -71,7 +71,80 @@ pub fn routes(state: &AppState) -> Router<AppState> {
                 .post(change_kill_switch)
                 .route_layer(from_fn_with_state(state.clone(), idempotency::require_key)),
         )
+        .route("/api/v1/events", axum::routing::post(post_event))
         .fallback(not_found)
+}
+
+/// The helpdesk webhook's body limit.
+pub const EVENT_BODY_LIMIT: usize = 256 * 1024;
+
+/// The helpdesk posts each customer message here (scope `events:write`). It is processed
+/// before the answer: 200 means it is durably recorded; a duplicate delivery answers 200
+/// with `"duplicate": true` and does nothing else.
+async fn post_event(
+    State(state): State<AppState>,
+    auth: ApiAuth,
+    body: axum::body::Body,
+) -> Result<Response, Problem> {
+    let principal = auth.require("events:write")?;
+    let too_large = || {
+        Problem::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload-too-large",
+            "Payload too large",
+            format!("An event is at most {} KiB.", EVENT_BODY_LIMIT / 1024),
+        )
+        .with("limit_bytes", EVENT_BODY_LIMIT)
+    };
+    let bytes = axum::body::to_bytes(body, EVENT_BODY_LIMIT)
+        .await
+        .map_err(|_| too_large())?;
+    let incoming = crate::server::domain::events::parse(&bytes)?;
+    let actor = format!("api:{}", principal.name);
+    use crate::server::domain::ingest::{IngestError, Outcome};
+    match state.ingest.ingest(&incoming, &actor).await {
+        Ok(Outcome::Processed {
+            record,
+            decision,
+            actions,
+        }) => Ok(Json(json!({
+            "event_key": record.event_id,
+            "duplicate": false,
+            "status": record.status,
+            "mode": decision.mode,
+            "safe_mode": record.safe_mode,
+            "intent": decision.intent,
+            "team": decision.team,
+            "confidence": decision.confidence,
+            "tags": decision.tags,
+            "risk_flags": decision.risk_flags,
+            "actions": actions,
+        }))
+        .into_response()),
+        Ok(Outcome::Duplicate { record }) => Ok(Json(json!({
+            "event_key": record.event_id,
+            "duplicate": true,
+            "status": record.status,
+            "intent": record.intent,
+        }))
+        .into_response()),
+        Err(IngestError::InProgress { retry_after }) => {
+            Err(Problem::from(crate::model::AppError::InProgress {
+                retry_after_secs: retry_after as u64,
+            }))
+        }
+        Err(e @ (IngestError::DeliveryFailed(_) | IngestError::SimulatedCrash)) => {
+            Err(Problem::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "retry-later",
+                "Retry later",
+                e.to_string(),
+            )
+            .header(header::RETRY_AFTER, "5")
+            .with("retry_after", 5))
+        }
+        Err(IngestError::Store(e)) => Err(e.into()),
+    }
 }
 
 async fn whoami(auth: ApiAuth) -> Json<serde_json::Value> {

@@ -137,3 +137,92 @@ pub async fn put(store: &Store, item: &AuditItem) -> Result<(), StoreError> {
         .map_err(StoreError::request("PutItem"))?;
     Ok(())
 }
+
+/// Newest first, one action type across every partition (the by-type index).
+pub async fn list_by_type(
+    store: &Store,
+    action_type: &str,
+    cursor: Option<&str>,
+    limit: i32,
+) -> Result<AuditPage, StoreError> {
+    let table = store.table(MW_AUDIT_ACTIONS.base);
+    let start = cursor
+        .map(|c| cursor::decode(c, &["conversation_id", "ts_action_id", "action_type"]))
+        .transpose()?;
+    let out = store
+        .client()
+        .query()
+        .table_name(&table)
+        .index_name(super::schema::AUDIT_BY_TYPE_INDEX)
+        .key_condition_expression("action_type = :t")
+        .expression_attribute_values(":t", AttributeValue::S(action_type.to_string()))
+        .scan_index_forward(false)
+        .limit(limit)
+        .set_exclusive_start_key(start)
+        .send()
+        .await
+        .map_err(StoreError::request("Query"))?;
+    page(&table, out.items, out.last_evaluated_key.as_ref())
+}
+
+/// Newest first, one day, optionally only between two RFC 3339 times (the by-day index).
+pub async fn list_by_day(
+    store: &Store,
+    day: &str,
+    between: Option<(&str, &str)>,
+    cursor: Option<&str>,
+    limit: i32,
+) -> Result<AuditPage, StoreError> {
+    let table = store.table(MW_AUDIT_ACTIONS.base);
+    let start = cursor
+        .map(|c| cursor::decode(c, &["conversation_id", "ts_action_id", "audit_day"]))
+        .transpose()?;
+    let mut req = store
+        .client()
+        .query()
+        .table_name(&table)
+        .index_name(super::schema::AUDIT_BY_DAY_INDEX)
+        .expression_attribute_values(":d", AttributeValue::S(day.to_string()))
+        .scan_index_forward(false)
+        .limit(limit)
+        .set_exclusive_start_key(start);
+    req = match between {
+        Some((from, to)) => req
+            .key_condition_expression("audit_day = :d AND ts_action_id BETWEEN :from AND :to")
+            .expression_attribute_values(":from", AttributeValue::S(from.to_string()))
+            // Every id at `to` sorts below `to` + '~'.
+            .expression_attribute_values(":to", AttributeValue::S(format!("{to}~"))),
+        None => req.key_condition_expression("audit_day = :d"),
+    };
+    let out = req.send().await.map_err(StoreError::request("Query"))?;
+    page(&table, out.items, out.last_evaluated_key.as_ref())
+}
+
+/// How many of one day's records have a result starting with `prefix`.
+pub async fn count_day_results(store: &Store, day: &str, prefix: &str) -> Result<u64, StoreError> {
+    let table = store.table(MW_AUDIT_ACTIONS.base);
+    let mut total = 0u64;
+    let mut start = None;
+    loop {
+        let out = store
+            .client()
+            .query()
+            .table_name(&table)
+            .index_name(super::schema::AUDIT_BY_DAY_INDEX)
+            .key_condition_expression("audit_day = :d")
+            .filter_expression("begins_with(#r, :p)")
+            .expression_attribute_names("#r", "result")
+            .expression_attribute_values(":d", AttributeValue::S(day.to_string()))
+            .expression_attribute_values(":p", AttributeValue::S(prefix.to_string()))
+            .select(aws_sdk_dynamodb::types::Select::Count)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(StoreError::request("Query"))?;
+        total += out.count.max(0) as u64;
+        match out.last_evaluated_key {
+            Some(k) if !k.is_empty() => start = Some(k),
+            _ => return Ok(total),
+        }
+    }
+}

@@ -8,6 +8,7 @@ pub mod cursor;
 pub mod idempotency;
 pub(crate) mod items;
 pub mod login_attempts;
+pub mod mw;
 pub mod schema;
 pub mod sessions;
 pub mod switches;
@@ -144,7 +145,8 @@ impl Store {
         &self.requests
     }
 
-    pub(crate) fn client(&self) -> &Client {
+    /// The SDK client (for the store's modules, and for tests that inspect tables).
+    pub fn client(&self) -> &Client {
         &self.client
     }
 

@@ -71,12 +71,34 @@ pub const SETTINGS: TableSpec = TableSpec {
     stream: false,
 };
 
-/// Design doc 1, Table A: one record per inbound event and per side effect.
+pub const EVENTS_BY_DAY_INDEX: &str = "event-day-index";
+pub const EVENTS_BY_CONVERSATION_INDEX: &str = "conversation-events-index";
+pub const OUTBOX_INDEX: &str = "outbox-index";
+
+/// Design doc 1, Table A: one record per inbound event and per side effect. Sparse
+/// indexes: only event records carry `event_day`/`created_sk` (recent events, a
+/// conversation's events), only side effects waiting for pickup carry `outbox`.
 pub const MW_IDEMPOTENCY: TableSpec = TableSpec {
     base: "rp_mw_idempotency",
     pk: s("event_id"),
     sk: None,
-    gsis: &[],
+    gsis: &[
+        IndexSpec {
+            name: EVENTS_BY_DAY_INDEX,
+            pk: s("event_day"),
+            sk: Some(s("created_sk")),
+        },
+        IndexSpec {
+            name: EVENTS_BY_CONVERSATION_INDEX,
+            pk: s("conversation_id"),
+            sk: Some(s("created_sk")),
+        },
+        IndexSpec {
+            name: OUTBOX_INDEX,
+            pk: s("outbox"),
+            sk: Some(s("outbox_sk")),
+        },
+    ],
     lsis: &[],
     ttl_attr: "expires_at",
     stream: false,

@@ -1,3 +1,5 @@
+pub mod audit;
+pub mod events;
 pub mod idempotency;
 pub mod kill_switches;
 pub mod login;

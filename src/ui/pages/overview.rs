@@ -1,6 +1,7 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
+use crate::api::events::load_event_stats;
 use crate::api::idempotency::idempotency_alerts;
 use crate::api::switches::load_kill_switches;
 use crate::model::switches::Switch;
@@ -11,6 +12,7 @@ use crate::ui::components::badge::OnOff;
 pub fn OverviewPage() -> impl IntoView {
     let switches = Resource::new(|| (), |_| load_kill_switches());
     let alerts = Resource::new(|| (), |_| idempotency_alerts());
+    let events = Resource::new(|| (), |_| load_event_stats());
     view! {
         <Title text="Overview" />
         <h1 class="text-2xl font-semibold">"Overview"</h1>
@@ -39,6 +41,36 @@ pub fn OverviewPage() -> impl IntoView {
                             </section>
                         }
                             .into_any()
+                    }
+                    Err(error) => view! { <ErrorBox error /> }.into_any(),
+                }
+            })}
+        </Transition>
+        <h2 class="mt-8 text-lg font-semibold">"Events (last hour)"</h2>
+        <Transition fallback=|| view! { <p class="text-slate-500">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match events.await {
+                    Ok(s) => {
+                        let tiles = [
+                            ("Events / min", format!("{:.1}", s.per_minute), "events-per-minute"),
+                            ("Duplicate rate", s.duplicate_rate_pct.map(|p| format!("{p:.1} %")).unwrap_or_else(|| "–".into()), "duplicate-rate"),
+                            ("Suppressed by safe mode today", s.suppressed_today.to_string(), "suppressed-today"),
+                            ("Outbox", s.outbox_pending.to_string(), "outbox-pending"),
+                        ];
+                        view! {
+                            <div class="mt-2 grid gap-4 md:grid-cols-4">
+                                {tiles.into_iter().map(|(label, value, id)| view! {
+                                    <div class="rounded-lg border border-slate-200 bg-white p-4">
+                                        <div class="text-sm text-slate-600">{label}</div>
+                                        <div class="mt-1 font-mono text-xl" data-testid=id>{value}</div>
+                                    </div>
+                                }).collect_view()}
+                            </div>
+                            <p class="mt-2 text-xs text-slate-500">
+                                {format!("{} events, {} deliveries in the last hour. Side effects go to {}.", s.events_last_hour, s.deliveries_last_hour, s.webhook.unwrap_or_else(|| "the outbox".into()))}
+                            </p>
+                            <a class="mt-1 inline-block text-sm text-sky-700 underline" href="/events">"Open Events"</a>
+                        }.into_any()
                     }
                     Err(error) => view! { <ErrorBox error /> }.into_any(),
                 }

@@ -1,0 +1,80 @@
+use leptos::prelude::*;
+
+use crate::model::events::{AuditRows, EventPage, EventStats, OutboxRow, StateView};
+use crate::model::AppError;
+
+/// Recent events, newest first (today, then yesterday), or one conversation's events.
+#[server]
+pub async fn list_events(
+    conversation: String,
+    cursor: Option<String>,
+) -> Result<EventPage, AppError> {
+    use crate::model::auth::Role;
+    use crate::server::{ctx, domain::event_views};
+    ctx::require(Role::Viewer)?;
+    let state = ctx::state()?;
+    let cursor = cursor.filter(|c| !c.is_empty());
+    event_views::events(
+        &state.store,
+        conversation.trim(),
+        cursor.as_deref(),
+        state.clock.now(),
+    )
+    .await
+}
+
+/// Table B for one conversation.
+#[server]
+pub async fn conversation_state(conversation: String) -> Result<StateView, AppError> {
+    use crate::model::auth::Role;
+    use crate::server::{ctx, domain::event_views};
+    ctx::require(Role::Viewer)?;
+    let state = ctx::state()?;
+    event_views::state_view(&state.store, conversation.trim()).await
+}
+
+/// Audit records by conversation, by action type, or by day (and time range), newest
+/// first, cursor-paged.
+#[server]
+pub async fn list_audit(
+    conversation: String,
+    action_type: String,
+    day: String,
+    from: String,
+    to: String,
+    cursor: Option<String>,
+) -> Result<AuditRows, AppError> {
+    use crate::model::auth::Role;
+    use crate::server::{ctx, domain::event_views};
+    ctx::require(Role::Viewer)?;
+    let state = ctx::state()?;
+    let cursor = cursor.filter(|c| !c.is_empty());
+    let filter = event_views::AuditFilter {
+        conversation: conversation.trim(),
+        action_type: action_type.trim(),
+        day: day.trim(),
+        from: from.trim(),
+        to: to.trim(),
+    };
+    event_views::audit(&state.store, &filter, cursor.as_deref(), state.clock.now()).await
+}
+
+#[server]
+pub async fn list_outbox() -> Result<Vec<OutboxRow>, AppError> {
+    use crate::model::auth::Role;
+    use crate::server::{ctx, domain::event_views};
+    ctx::require(Role::Viewer)?;
+    let state = ctx::state()?;
+    event_views::outbox(&state.store).await
+}
+
+#[server]
+pub async fn load_event_stats() -> Result<EventStats, AppError> {
+    use crate::model::auth::Role;
+    use crate::server::{ctx, domain::event_views};
+    ctx::require(Role::Viewer)?;
+    let state = ctx::state()?;
+    let mut stats = event_views::stats(&state.store, state.clock.now()).await?;
+    stats.webhook = state.ingest.webhook_url();
+    Ok(stats)
+}

@@ -1,0 +1,107 @@
+//! Audit: what the console and the middleware did, by conversation, by action type, or by
+//! day and time range. Payloads are redacted before they are stored.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+use crate::api::events::list_audit;
+use crate::model::events::AuditRow;
+use crate::ui::components::alert::ErrorBox;
+use crate::ui::pages::events::{conversation_href, enc};
+
+#[component]
+pub fn AuditTable(rows: Vec<AuditRow>) -> impl IntoView {
+    if rows.is_empty() {
+        return view! { <p class="mt-2 text-sm text-slate-500" data-testid="no-audit">"No records."</p> }.into_any();
+    }
+    let rows = rows
+        .into_iter()
+        .map(|r| {
+            let suppressed = r.result.starts_with("suppressed");
+            let conversation = (!r.conversation_id.starts_with("system#")).then(|| conversation_href(&r.conversation_id));
+            view! {
+                <tr class="border-t border-slate-100 align-top" data-testid="audit-row">
+                    <td class="py-1 text-xs">{r.at}</td>
+                    <td class="py-1 font-mono text-xs">
+                        {match conversation {
+                            Some(href) => view! { <a class="text-sky-800 underline" href=href>{r.conversation_id.clone()}</a> }.into_any(),
+                            None => view! { <span>{r.conversation_id.clone()}</span> }.into_any(),
+                        }}
+                    </td>
+                    <td class="py-1" data-testid="audit-action">{r.action_type}</td>
+                    <td class=if suppressed { "py-1 font-medium text-amber-700" } else { "py-1" } data-testid="audit-result">{r.result}</td>
+                    <td class="py-1">{r.actor}</td>
+                    <td class="py-1 break-all font-mono text-xs text-slate-600">{r.payload}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <table class="mt-2 w-full text-left text-sm" aria-label="Audit records">
+            <thead class="text-xs uppercase text-slate-500">
+                <tr><th>"When"</th><th>"Conversation"</th><th>"Action"</th><th>"Result"</th><th>"By"</th><th>"Details (redacted)"</th></tr>
+            </thead>
+            <tbody>{rows}</tbody>
+        </table>
+    }
+    .into_any()
+}
+
+#[component]
+pub fn AuditPage() -> impl IntoView {
+    let query = use_query_map();
+    let get = move |k: &str| query.read().get(k).unwrap_or_default();
+    let rows = Resource::new(
+        move || {
+            (
+                get("conversation"),
+                get("action_type"),
+                get("day"),
+                get("from"),
+                get("to"),
+                query.read().get("cursor"),
+            )
+        },
+        |(c, t, d, f, to, cursor)| list_audit(c, t, d, f, to, cursor),
+    );
+    let field = move |name: &'static str, label: &'static str, placeholder: &'static str| {
+        view! {
+            <label class="text-sm">
+                <span class="block text-slate-600">{label}</span>
+                <input name=name placeholder=placeholder prop:value=move || get(name) class="w-40 rounded border border-slate-300 px-2 py-1 text-sm" />
+            </label>
+        }
+    };
+    view! {
+        <Title text="Audit" />
+        <h1 class="text-2xl font-semibold">"Audit"</h1>
+        <p class="mt-1 text-sm text-slate-600">"By conversation, by action type, or by day (UTC) and time range; newest first."</p>
+        <form method="get" action="/audit" class="mt-4 flex flex-wrap items-end gap-2">
+            {field("conversation", "Conversation", "id")}
+            {field("action_type", "Action type", "route, tag, decision…")}
+            {field("day", "Day", "YYYY-MM-DD")}
+            {field("from", "From", "HH:MM")}
+            {field("to", "To", "HH:MM")}
+            <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-sm text-white">"Show"</button>
+        </form>
+        <Transition fallback=|| view! { <p class="mt-4 text-slate-500">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match rows.await {
+                    Ok(page) => {
+                        let more = page.next_cursor.clone().map(|c| {
+                            let href = format!(
+                                "/audit?conversation={}&action_type={}&day={}&from={}&to={}&cursor={}",
+                                enc(&get("conversation")), enc(&get("action_type")), enc(&get("day")),
+                                enc(&get("from")), enc(&get("to")), enc(&c)
+                            );
+                            view! { <a class="mt-2 inline-block text-sm text-sky-800 underline" href=href>"Older"</a> }
+                        });
+                        view! { <AuditTable rows=page.rows /> {more} }.into_any()
+                    }
+                    Err(error) => view! { <div class="mt-4"><ErrorBox error /></div> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}

@@ -1,0 +1,247 @@
+//! Events: what the helpdesk sent and what was decided (never the text), the outbox, and
+//! one conversation's state with its audit timeline.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+use crate::api::events::{conversation_state, list_audit, list_events, list_outbox};
+use crate::model::events::{AuditRows, EventPage, OutboxRow, StateView};
+use crate::ui::components::alert::ErrorBox;
+use crate::ui::pages::audit::AuditTable;
+
+pub fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+pub fn conversation_href(id: &str) -> String {
+    format!("/events/conversation?id={}", enc(id))
+}
+
+#[component]
+pub fn EventsPage() -> impl IntoView {
+    let query = use_query_map();
+    let conversation = move || query.read().get("conversation").unwrap_or_default();
+    let events = Resource::new(
+        move || (conversation(), query.read().get("cursor")),
+        |(c, cursor)| list_events(c, cursor),
+    );
+    let outbox = Resource::new(|| (), |_| list_outbox());
+    view! {
+        <Title text="Events" />
+        <h1 class="text-2xl font-semibold">"Events"</h1>
+        <p class="mt-1 text-sm text-slate-600">
+            "Every message the helpdesk delivered, newest first, with the decision taken. Message text is never stored."
+        </p>
+        <form method="get" action="/events" class="mt-4 flex items-end gap-2">
+            <label class="text-sm">
+                <span class="block text-slate-600">"Conversation"</span>
+                <input name="conversation" prop:value=conversation class="rounded border border-slate-300 px-2 py-1 font-mono text-sm" />
+            </label>
+            <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-sm text-white">"Filter"</button>
+            <a href="/events" class="px-2 py-1.5 text-sm text-sky-800 underline">"All"</a>
+        </form>
+        <Transition fallback=|| view! { <p class="mt-4 text-slate-500">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match events.await {
+                    Ok(page) => view! { <EventTable page conversation=conversation() /> }.into_any(),
+                    Err(error) => view! { <div class="mt-4"><ErrorBox error /></div> }.into_any(),
+                }
+            })}
+        </Transition>
+        <h2 class="mt-10 text-lg font-semibold">"Outbox"</h2>
+        <p class="text-sm text-slate-600">"Side effects waiting for pickup (no webhook is configured)."</p>
+        <Transition fallback=|| view! { <p class="text-slate-500">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match outbox.await {
+                    Ok(rows) => view! { <OutboxTable rows /> }.into_any(),
+                    Err(error) => view! { <ErrorBox error /> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn EventTable(page: EventPage, conversation: String) -> impl IntoView {
+    if page.events.is_empty() {
+        return view! { <p class="mt-4 text-sm text-slate-500" data-testid="no-events">"No events."</p> }.into_any();
+    }
+    let rows = page
+        .events
+        .into_iter()
+        .map(|e| {
+            let decision = match (&e.intent, &e.team) {
+                (Some(i), Some(t)) => format!("{i} → {t}"),
+                (Some(i), None) => i.clone(),
+                _ => "–".into(),
+            };
+            view! {
+                <tr class="border-t border-slate-100" data-testid="event-row">
+                    <td class="py-1 text-xs">{e.created_at.clone()}</td>
+                    <td class="py-1 font-mono text-xs"><a class="text-sky-800 underline" href=conversation_href(&e.conversation_id)>{e.conversation_id.clone()}</a></td>
+                    <td class="py-1 font-mono text-xs">{e.message_id.clone().unwrap_or_else(|| "(hash)".into())}</td>
+                    <td class="py-1">{e.channel.clone()}</td>
+                    <td class="py-1">{e.mode.clone()}{e.safe_mode.then_some(" · safe mode")}</td>
+                    <td class="py-1">{decision}</td>
+                    <td class="py-1 text-right" data-testid="duplicates">{e.duplicates}</td>
+                    <td class="py-1">{e.status.clone()}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let more = page.next_cursor.map(|c| {
+        let href = format!(
+            "/events?conversation={}&cursor={}",
+            enc(&conversation),
+            enc(&c)
+        );
+        view! { <a class="mt-2 inline-block text-sm text-sky-800 underline" href=href>"Older"</a> }
+    });
+    view! {
+        <table class="mt-4 w-full text-left text-sm" aria-label="Events">
+            <thead class="text-xs uppercase text-slate-500">
+                <tr><th>"Received"</th><th>"Conversation"</th><th>"Message"</th><th>"Channel"</th><th>"Mode"</th><th>"Decision"</th><th class="text-right">"Duplicates"</th><th>"Status"</th></tr>
+            </thead>
+            <tbody>{rows}</tbody>
+        </table>
+        {more}
+    }
+    .into_any()
+}
+
+#[component]
+fn OutboxTable(rows: Vec<OutboxRow>) -> impl IntoView {
+    if rows.is_empty() {
+        return view! { <p class="mt-2 text-sm text-slate-500">"Empty."</p> }.into_any();
+    }
+    let rows = rows
+        .into_iter()
+        .map(|r| view! {
+            <tr class="border-t border-slate-100">
+                <td class="py-1 text-xs">{r.queued_at}</td>
+                <td class="py-1">{r.action_type}</td>
+                <td class="py-1">{r.target}</td>
+                <td class="py-1 font-mono text-xs"><a class="text-sky-800 underline" href=conversation_href(&r.conversation_id)>{r.conversation_id.clone()}</a></td>
+                <td class="py-1 font-mono text-xs">{r.action_key}</td>
+            </tr>
+        })
+        .collect_view();
+    view! {
+        <table class="mt-2 w-full text-left text-sm" aria-label="Outbox">
+            <thead class="text-xs uppercase text-slate-500">
+                <tr><th>"Queued"</th><th>"Action"</th><th>"Target"</th><th>"Conversation"</th><th>"Key"</th></tr>
+            </thead>
+            <tbody>{rows}</tbody>
+        </table>
+    }
+    .into_any()
+}
+
+#[component]
+pub fn ConversationStatePage() -> impl IntoView {
+    let query = use_query_map();
+    let id = move || query.read().get("id").unwrap_or_default();
+    let state = Resource::new(id, conversation_state);
+    let timeline = Resource::new(
+        move || (id(), query.read().get("cursor")),
+        |(id, cursor)| {
+            list_audit(
+                id,
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                cursor,
+            )
+        },
+    );
+    view! {
+        <Title text="Conversation state" />
+        <a href="/events" class="text-sm text-sky-800 underline">"← Events"</a>
+        <h1 class="mt-2 text-2xl font-semibold">"Conversation "<span class="font-mono">{id}</span></h1>
+        <Transition fallback=|| view! { <p class="mt-4 text-slate-500">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match state.await {
+                    Ok(s) => view! { <StateCard s /> }.into_any(),
+                    Err(error) => view! { <div class="mt-4"><ErrorBox error /></div> }.into_any(),
+                }
+            })}
+        </Transition>
+        <h2 class="mt-8 text-lg font-semibold">"Audit timeline"</h2>
+        <Transition fallback=|| view! { <p class="text-slate-500">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match timeline.await {
+                    Ok(rows) => view! { <Timeline rows id=id() /> }.into_any(),
+                    Err(error) => view! { <ErrorBox error /> }.into_any(),
+                }
+            })}
+        </Transition>
+        <a class="mt-4 inline-block text-sm text-sky-800 underline" href=move || format!("/events?conversation={}", enc(&id()))>"This conversation's events"</a>
+    }
+}
+
+#[component]
+fn Timeline(rows: AuditRows, id: String) -> impl IntoView {
+    let more = rows.next_cursor.clone().map(|c| {
+        let href = format!("/events/conversation?id={}&cursor={}", enc(&id), enc(&c));
+        view! { <a class="mt-2 inline-block text-sm text-sky-800 underline" href=href>"Older"</a> }
+    });
+    view! {
+        <AuditTable rows=rows.rows />
+        {more}
+    }
+}
+
+#[component]
+fn StateCard(s: StateView) -> impl IntoView {
+    if !s.exists {
+        return view! { <p class="mt-4 text-slate-600" data-testid="no-state">"No state recorded for this conversation."</p> }.into_any();
+    }
+    let fields: Vec<(&str, String)> = vec![
+        ("Last intent", s.last_intent.unwrap_or_default()),
+        ("Routed to", s.last_routed_team.unwrap_or_default()),
+        (
+            "Confidence",
+            s.last_routing_confidence
+                .map(|c| format!("{c:.2}"))
+                .unwrap_or_default(),
+        ),
+        ("Risk flags", s.risk_flags.join(", ")),
+        (
+            "Pending flow",
+            s.pending_flow.unwrap_or_else(|| "none".into()),
+        ),
+        (
+            "Last auto-reply",
+            s.last_auto_reply.unwrap_or_else(|| "none".into()),
+        ),
+        ("Auto-replies sent", s.auto_replies_sent.join(", ")),
+        ("Order number", s.order_ref_last4.unwrap_or_default()),
+        (
+            "Last message",
+            s.last_processed_message_id.unwrap_or_default(),
+        ),
+        ("Events", s.events_seen.to_string()),
+        ("Version", s.version.to_string()),
+        ("Updated", s.updated_at),
+    ];
+    view! {
+        <dl class="mt-4 grid grid-cols-1 gap-x-8 gap-y-1 rounded-lg border border-slate-200 bg-white p-5 text-sm sm:grid-cols-2" data-testid="conversation-state">
+            {fields.into_iter().map(|(label, value)| view! {
+                <div class="flex justify-between border-b border-slate-100 py-1">
+                    <dt class="text-slate-600">{label}</dt>
+                    <dd class="font-mono text-xs">{value}</dd>
+                </div>
+            }).collect_view()}
+        </dl>
+    }
+    .into_any()
+}

@@ -1,0 +1,565 @@
+//! The helpdesk webhook end to end on DynamoDB Local: exactly-once processing, side effects
+//! delivered once to a real HTTP receiver, safe mode, crash recovery, data minimization.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use axum::Router;
+use chrono::Duration;
+use serde_json::{json, Value};
+
+use crate::helpers::{captured_logs, spawn_app, spawn_app_with, TestApp};
+use ops_console::server::domain::events::{apply, decide, parse, Switches};
+use ops_console::server::store::mw::{self, ConversationState};
+
+/// A webhook receiver on a real socket: counts deliveries per `Idempotency-Key`.
+#[derive(Clone, Default)]
+struct Receiver {
+    hits: Arc<Mutex<HashMap<String, usize>>>,
+    /// Answer 503 to this many requests first.
+    fail_first: Arc<Mutex<usize>>,
+}
+
+impl Receiver {
+    async fn start() -> (Receiver, String) {
+        let r = Receiver::default();
+        let app = Router::new()
+            .route("/hook", post(receive))
+            .with_state(r.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (r, format!("http://{addr}/hook"))
+    }
+
+    fn total(&self) -> usize {
+        self.hits.lock().unwrap().values().sum()
+    }
+
+    fn counts(&self) -> HashMap<String, usize> {
+        self.hits.lock().unwrap().clone()
+    }
+}
+
+async fn receive(State(r): State<Receiver>, headers: HeaderMap) -> StatusCode {
+    {
+        let mut fail = r.fail_first.lock().unwrap();
+        if *fail > 0 {
+            *fail -= 1;
+            return StatusCode::SERVICE_UNAVAILABLE;
+        }
+    }
+    let key = headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("none")
+        .to_string();
+    *r.hits.lock().unwrap().entry(key).or_default() += 1;
+    StatusCode::OK
+}
+
+fn event(conversation: &str, message: Option<&str>, text: &str) -> Value {
+    let mut v = json!({
+        "conversation_id": conversation,
+        "created_at": "2026-11-22T10:00:00Z",
+        "channel": "email",
+        "text": text,
+    });
+    if let Some(m) = message {
+        v["message_id"] = json!(m);
+    }
+    v
+}
+
+async fn post_event(app: &TestApp, key: &str, body: &Value) -> crate::helpers::Answer {
+    app.post_json("/api/v1/events", key, body.to_string()).await
+}
+
+async fn app_with_hook(url: &str) -> TestApp {
+    let url = url.to_string();
+    let app = spawn_app_with(move |c| {
+        c.events.webhook_url = url;
+        c.events.webhook_backoff_ms = 10;
+    })
+    .await;
+    app.set_switches(false, true).await;
+    app
+}
+
+async fn audit_of(app: &TestApp, conversation: &str) -> Vec<(String, String)> {
+    let page =
+        ops_console::server::store::audit::list_partition(&app.store, conversation, None, 100)
+            .await
+            .unwrap();
+    page.items
+        .into_iter()
+        .map(|a| (a.action_type, a.result))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_same_event_delivered_twenty_times_at_once_is_processed_once() {
+    let (receiver, url) = Receiver::start().await;
+    let app = Arc::new(app_with_hook(&url).await);
+    let key = app.api_key(&["events:write"]).await;
+    // Routes to payments, tags chargeback, assigns, escalates: four side effects.
+    let body = event("c-20", Some("m-1"), "I am filing a chargeback with my bank");
+    let mut tasks = Vec::new();
+    for _ in 0..20 {
+        let (app, key, body) = (app.clone(), key.clone(), body.clone());
+        tasks.push(tokio::spawn(
+            async move { post_event(&app, &key, &body).await },
+        ));
+    }
+    let mut statuses = BTreeMap::new();
+    for t in tasks {
+        let a = t.await.unwrap();
+        let label = match (a.status.as_u16(), a.status.is_success()) {
+            (200, _) if a.json()["duplicate"] == true => "duplicate",
+            (200, _) => "processed",
+            (409, _) => "in progress",
+            _ => panic!("unexpected answer {}: {}", a.status, a.body),
+        };
+        *statuses.entry(label).or_insert(0) += 1;
+    }
+    assert_eq!(statuses.get("processed"), Some(&1), "{statuses:?}");
+    // The helpdesk retries the ones told to wait: they are duplicates now.
+    let again = post_event(&app, &key, &body).await;
+    assert_eq!(again.status, 200);
+    assert_eq!(again.json()["duplicate"], true);
+
+    let record = mw::get_event(&app.store, "evt:rp:c-20:m-1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.status, "processed");
+    let dups = statuses.get("duplicate").copied().unwrap_or(0) as i64 + 1;
+    assert_eq!(
+        record.duplicates, dups,
+        "every duplicate delivery is counted"
+    );
+    let audit = audit_of(&app, "c-20").await;
+    assert_eq!(
+        audit.iter().filter(|(t, _)| t == "decision").count(),
+        1,
+        "one decision: {audit:?}"
+    );
+    let counts = receiver.counts();
+    assert_eq!(counts.len(), 4, "route, tag, assign, escalate: {counts:?}");
+    assert!(
+        counts.values().all(|n| *n == 1),
+        "each delivered once: {counts:?}"
+    );
+    assert!(counts.contains_key("act:rp_tag:c-20:chargeback:m-1"));
+    assert!(counts.contains_key("act:rp_escalate:c-20:m-1"));
+}
+
+#[tokio::test]
+async fn safe_mode_delivers_nothing_and_still_records_the_decision() {
+    let (receiver, url) = Receiver::start().await;
+    let app = app_with_hook(&url).await;
+    app.set_switches(true, true).await;
+    let key = app.api_key(&["events:write"]).await;
+    let a = post_event(
+        &app,
+        &key,
+        &event("c-safe", Some("m-1"), "please refund my order"),
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let v = a.json();
+    assert_eq!(v["safe_mode"], true);
+    assert_eq!(v["intent"], "refund_request");
+    assert!(v["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|x| x["result"] == "suppressed"));
+    assert_eq!(receiver.total(), 0, "no delivery in safe mode");
+    let audit = audit_of(&app, "c-safe").await;
+    assert!(audit.iter().any(|(t, r)| t == "decision" && r == "success"));
+    assert!(audit
+        .iter()
+        .any(|(t, r)| t == "route" && r == "suppressed: safe_mode"));
+    assert!(audit
+        .iter()
+        .any(|(t, r)| t == "tag" && r == "suppressed: safe_mode"));
+    let state = mw::get_state(&app.store, "c-safe").await.unwrap();
+    assert_eq!(state.last_intent.as_deref(), Some("refund_request"));
+}
+
+#[tokio::test]
+async fn without_a_message_id_the_same_text_in_one_bucket_is_one_event() {
+    let app = spawn_app().await;
+    app.set_switches(false, false).await;
+    let key = app.api_key(&["events:write"]).await;
+    let mut first = event("c-hash", None, "Hello,   is anyone there?");
+    first["created_at"] = json!("2026-11-22T10:01:00Z");
+    let mut second = event("c-hash", None, "hello, is anyone there?");
+    second["created_at"] = json!("2026-11-22T10:04:59Z");
+    let a = post_event(&app, &key, &first).await;
+    assert_eq!(a.json()["duplicate"], false, "{}", a.body);
+    let b = post_event(&app, &key, &second).await;
+    assert_eq!(b.json()["duplicate"], true, "{}", b.body);
+    assert_eq!(a.json()["event_key"], b.json()["event_key"]);
+    let mut later = second.clone();
+    later["created_at"] = json!("2026-11-22T10:05:00Z");
+    let c = post_event(&app, &key, &later).await;
+    assert_eq!(
+        c.json()["duplicate"],
+        false,
+        "the next bucket is a new event"
+    );
+    // Without a webhook, side effects wait in the outbox.
+    assert_eq!(a.json()["actions"][0]["result"], "queued");
+    let outbox = mw::outbox(&app.store, None, 10).await.unwrap();
+    assert_eq!(outbox.items.len(), 2);
+}
+
+#[tokio::test]
+async fn a_crash_after_claiming_a_side_effect_is_recovered_with_one_delivery() {
+    let (receiver, url) = Receiver::start().await;
+    let app = app_with_hook(&url).await;
+    let key = app.api_key(&["events:write"]).await;
+    let body = event(
+        "c-crash",
+        Some("m-7"),
+        "Where is my order? It has not arrived",
+    );
+    app.state
+        .ingest
+        .faults
+        .crash_after_action_claim
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let crashed = post_event(&app, &key, &body).await;
+    assert_eq!(crashed.status, 503, "{}", crashed.body);
+    assert_eq!(receiver.total(), 0, "died before delivering");
+    // The side effect's claim is there, owned by the dead worker.
+    let claimed = mw::get_action(&app.store, "act:rp_route:c-crash:m-7")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(claimed.status, "claimed");
+
+    // The helpdesk redelivers at once: the dead worker's lease still holds.
+    let early = post_event(&app, &key, &body).await;
+    assert_eq!(early.status, 409, "{}", early.body);
+    assert!(early.headers.contains_key("retry-after"));
+
+    app.clock.advance(Duration::seconds(61));
+    let recovered = post_event(&app, &key, &body).await;
+    assert_eq!(recovered.status, 200, "{}", recovered.body);
+    assert_eq!(recovered.json()["duplicate"], false);
+    let counts = receiver.counts();
+    assert_eq!(
+        counts.get("act:rp_route:c-crash:m-7"),
+        Some(&1),
+        "{counts:?}"
+    );
+    assert!(counts.values().all(|n| *n == 1), "{counts:?}");
+    let record = mw::get_event(&app.store, "evt:rp:c-crash:m-7")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.attempts, 2, "taken over once");
+    let audit = audit_of(&app, "c-crash").await;
+    assert_eq!(audit.iter().filter(|(t, _)| t == "decision").count(), 1);
+
+    let after = post_event(&app, &key, &body).await;
+    assert_eq!(after.json()["duplicate"], true);
+    assert_eq!(
+        receiver.total(),
+        counts.values().sum::<usize>(),
+        "nothing more"
+    );
+}
+
+#[tokio::test]
+async fn a_receiver_that_fails_is_retried_and_an_unfinished_event_is_finished_later() {
+    let (receiver, url) = Receiver::start().await;
+    let app = spawn_app_with({
+        let url = url.clone();
+        move |c| {
+            c.events.webhook_url = url;
+            c.events.webhook_backoff_ms = 1;
+            c.events.webhook_max_attempts = 2;
+        }
+    })
+    .await;
+    app.set_switches(false, true).await;
+    let key = app.api_key(&["events:write"]).await;
+    let body = event("c-retry", Some("m-1"), "hi there");
+    *receiver.fail_first.lock().unwrap() = 2;
+    let first = post_event(&app, &key, &body).await;
+    assert_eq!(first.status, 503, "both attempts failed: {}", first.body);
+    assert_eq!(receiver.total(), 0);
+    // The event was given back: the next delivery finishes it without waiting.
+    let second = post_event(&app, &key, &body).await;
+    assert_eq!(second.status, 200, "{}", second.body);
+    assert_eq!(receiver.counts().get("act:rp_route:c-retry:m-1"), Some(&1));
+    let audit = audit_of(&app, "c-retry").await;
+    assert!(audit
+        .iter()
+        .any(|(t, r)| t == "route" && r.starts_with("fail: receiver answered 503")));
+    assert!(audit
+        .iter()
+        .any(|(t, r)| t == "route" && r.starts_with("success")));
+}
+
+#[tokio::test]
+async fn a_thousand_events_with_duplicates_lose_no_state_update() {
+    let app = Arc::new(spawn_app().await);
+    app.set_switches(false, false).await;
+    let key = app.api_key(&["events:write"]).await;
+    // 700 distinct events over 50 conversations, 300 of them delivered twice.
+    let texts = [
+        "hello",
+        "I want a refund",
+        "hello again",
+        "this looks like fraud",
+    ];
+    let mut distinct = Vec::new();
+    for i in 0..700 {
+        let mut e = event(
+            &format!("conv-{}", i % 50),
+            Some(&format!("m-{i}")),
+            texts[i % 4],
+        );
+        e["created_at"] = json!(format!("2026-11-22T10:{:02}:{:02}Z", (i / 60) % 60, i % 60));
+        distinct.push(e);
+    }
+    let mut deliveries: Vec<Value> = distinct.clone();
+    deliveries.extend(distinct.iter().step_by(7).take(100).cloned());
+    deliveries.extend(distinct.iter().skip(3).step_by(7).take(100).cloned());
+    deliveries.extend(distinct.iter().skip(5).step_by(7).take(100).cloned());
+    assert_eq!(deliveries.len(), 1000);
+    // Interleave: a fixed shuffle, then 8 concurrent senders.
+    let mut order: Vec<usize> = (0..deliveries.len()).collect();
+    let mut x = 12345u64;
+    for i in (1..order.len()).rev() {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        order.swap(i, (x >> 33) as usize % (i + 1));
+    }
+    let deliveries = Arc::new(deliveries);
+    let order = Arc::new(order);
+    let mut tasks = Vec::new();
+    for w in 0..8 {
+        let (app, key, deliveries, order) =
+            (app.clone(), key.clone(), deliveries.clone(), order.clone());
+        tasks.push(tokio::spawn(async move {
+            let (mut fresh, mut dup) = (0, 0);
+            for idx in order.iter().skip(w).step_by(8) {
+                loop {
+                    let a = post_event(&app, &key, &deliveries[*idx]).await;
+                    match a.status.as_u16() {
+                        200 if a.json()["duplicate"] == true => dup += 1,
+                        200 => fresh += 1,
+                        // The first delivery of a copy is still running: retry, as a
+                        // helpdesk does.
+                        409 => {
+                            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                            continue;
+                        }
+                        s => panic!("answer {s}: {}", a.body),
+                    }
+                    break;
+                }
+            }
+            (fresh, dup)
+        }));
+    }
+    let (mut fresh, mut dup) = (0, 0);
+    for t in tasks {
+        let (f, d) = t.await.unwrap();
+        fresh += f;
+        dup += d;
+    }
+    assert_eq!((fresh, dup), (700, 300));
+
+    // The sequential result: the same distinct events folded one at a time through the
+    // same decision and state functions, in memory.
+    let cfg = app.state.config.events.clone();
+    let mut sequential: HashMap<String, ConversationState> = HashMap::new();
+    let off = Switches {
+        safe_mode: false,
+        automation_enabled: false,
+    };
+    for body in &distinct {
+        let ev = parse(body.to_string().as_bytes()).unwrap();
+        let state = sequential
+            .entry(ev.conversation_id.clone())
+            .or_insert_with(|| ConversationState {
+                conversation_id: ev.conversation_id.clone(),
+                ..ConversationState::default()
+            });
+        let now = app.clock.now();
+        let d = decide(state, &ev, off, &cfg, now);
+        *state = apply(state, &ev, &d, true, &cfg, 90, now);
+    }
+    let comparable = |mut s: ConversationState| {
+        s.updated_at.clear();
+        s.last_processed_at = None;
+        s.expires_at = 0;
+        s
+    };
+    let mut total_duplicates = 0;
+    for c in 0..50 {
+        let id = format!("conv-{c}");
+        let concurrent = mw::get_state(&app.store, &id).await.unwrap();
+        assert_eq!(concurrent.events_seen, 14, "{id}: every event counted once");
+        assert_eq!(concurrent.version, 14, "{id}: one write per event");
+        let alone = sequential.remove(&id).unwrap();
+        assert_eq!(comparable(concurrent), comparable(alone), "{id}");
+        let page = mw::events_of_conversation(&app.store, &id, None, 100)
+            .await
+            .unwrap();
+        assert_eq!(page.items.len(), 14);
+        total_duplicates += page.items.iter().map(|e| e.duplicates).sum::<i64>();
+        let audit = audit_of(&app, &id).await;
+        assert_eq!(
+            audit.iter().filter(|(t, _)| t == "decision").count(),
+            14,
+            "{id}"
+        );
+    }
+    assert_eq!(total_duplicates, 300);
+}
+
+#[tokio::test]
+async fn no_text_email_or_phone_is_stored_or_logged() {
+    let app = spawn_app().await;
+    app.set_switches(false, true).await;
+    let key = app.api_key(&["events:write"]).await;
+    let text = "Hi, I'm jane.roe@example.org, call me on +1 (555) 201-7788. Where is my order 4433221? Track it at https://track.example/abc";
+    let mut body = event("c-pii", Some("m-pii"), text);
+    body["customer"] =
+        json!({"email": "Jane.Roe@Example.org", "phone": "+1 555 201 7788", "id": "cust-9"});
+    let a = post_event(&app, &key, &body).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    // And once without a message id (its key is a hash of the text).
+    let mut hashed = event("c-pii", None, text);
+    hashed["customer"] = body["customer"].clone();
+    assert_eq!(post_event(&app, &key, &hashed).await.status, 200);
+
+    let stored = app.dump_tables().await;
+    assert!(stored.contains("c-pii"), "the dump sees the records");
+    let logs = captured_logs();
+    for needle in [
+        "jane.roe@example.org",
+        "Jane.Roe",
+        "555",
+        "201-7788",
+        "2017788",
+        "4433221",
+        "track.example",
+        "Where is my order",
+        "call me on",
+    ] {
+        assert!(!stored.contains(needle), "stored: {needle}");
+        assert!(!logs.contains(needle), "logged: {needle}");
+    }
+    let state = mw::get_state(&app.store, "c-pii").await.unwrap();
+    assert_eq!(
+        state.order_ref_last4.as_deref(),
+        Some("3221"),
+        "last 4 only"
+    );
+}
+
+#[tokio::test]
+async fn bad_input_is_a_clear_4xx_and_writes_nothing() {
+    let app = spawn_app().await;
+    let key = app.api_key(&["events:write"]).await;
+    let reader = app.api_key(&["switches:read"]).await;
+    let good = event("c-bad", Some("m-1"), "hello");
+
+    let no_scope = post_event(&app, &reader, &good).await;
+    assert_eq!(no_scope.status, 403);
+    let mut missing = good.clone();
+    missing.as_object_mut().unwrap().remove("created_at");
+    let a = post_event(&app, &key, &missing).await;
+    assert_eq!(a.status, 400);
+    assert_eq!(
+        a.headers.get("content-type").unwrap(),
+        "application/problem+json"
+    );
+    assert_eq!(a.json()["field"], "created_at");
+    let mut bad_channel = good.clone();
+    bad_channel["channel"] = json!("fax");
+    assert_eq!(
+        post_event(&app, &key, &bad_channel).await.json()["field"],
+        "channel"
+    );
+    let broken = app
+        .post_json("/api/v1/events", &key, "{\"conversation_id\":")
+        .await;
+    assert_eq!(broken.status, 400);
+    assert_eq!(broken.json()["field"], "body");
+
+    let mut huge = good.clone();
+    huge["text"] = json!("x".repeat(300 * 1024));
+    let too_big = post_event(&app, &key, &huge).await;
+    assert_eq!(too_big.status, 413, "{}", too_big.body);
+    assert_eq!(
+        too_big.headers.get("content-type").unwrap(),
+        "application/problem+json"
+    );
+    assert!(mw::get_event(&app.store, "evt:rp:c-bad:m-1")
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(mw::get_state(&app.store, "c-bad").await.unwrap().version, 0);
+}
+
+#[tokio::test]
+async fn the_pages_show_events_state_and_audit() {
+    let app = spawn_app().await;
+    app.set_switches(false, true).await;
+    let key = app.api_key(&["events:write"]).await;
+    post_event(
+        &app,
+        &key,
+        &event("c-page", Some("m-1"), "where is my order?"),
+    )
+    .await;
+    post_event(
+        &app,
+        &key,
+        &event("c-page", Some("m-1"), "where is my order?"),
+    )
+    .await;
+    let cookie = app
+        .session_as("vie", ops_console::model::auth::Role::Viewer)
+        .await;
+    let events = app.get("/events", Some(&cookie)).await;
+    assert_eq!(events.status, 200);
+    assert!(events.body.contains("c-page"), "{}", events.body);
+    assert!(events.body.contains("order_status → fulfillment"));
+    assert!(
+        !events.body.contains("where is my order"),
+        "no text on the page"
+    );
+    let state = app
+        .get("/events/conversation?id=c-page", Some(&cookie))
+        .await;
+    assert!(state.body.contains("need_order_number"), "{}", state.body);
+    assert!(state.body.contains("ask_order_number"));
+    let audit = app
+        .get("/audit?action_type=auto_reply", Some(&cookie))
+        .await;
+    assert!(audit.body.contains("queued: outbox"), "{}", audit.body);
+    let bad = app.get("/audit?day=yesterday", Some(&cookie)).await;
+    assert_eq!(bad.status, 200);
+    assert!(bad.body.contains("A day is YYYY-MM-DD."));
+    let overview = app.get("/", Some(&cookie)).await;
+    assert!(overview.body.contains("data-testid=\"duplicate-rate\""));
+    assert!(
+        overview.body.contains("50.0 %"),
+        "1 duplicate of 2 deliveries"
+    );
+}
