@@ -46,6 +46,8 @@ export default defineConfig({
       OPS_APP_SITE_ADDR: `127.0.0.1:${port}`,
       OPS_APP_DATA_DIR: process.env.E2E_DATA_DIR ?? 'target/e2e-data',
       LEPTOS_SITE_ROOT: 'target/site',
+      // The tests make their own data.
+      OPS_APP_DEMO_DATA: 'false',
     },
   },
 });

@@ -8,6 +8,8 @@ use leptos_router::SsrMode;
 
 use crate::ui::layout::Layout;
 use crate::ui::pages::audit::AuditPage;
+use crate::ui::pages::conversation::ConversationPage;
+use crate::ui::pages::conversations::ConversationsPage;
 use crate::ui::pages::events::{ConversationStatePage, EventsPage};
 use crate::ui::pages::idempotency::{IdempotencyKeyPage, IdempotencyPage};
 use crate::ui::pages::{
@@ -50,7 +52,8 @@ pub fn App() -> impl IntoView {
                 <ParentRoute ssr=SsrMode::Async path=path!("") view=Layout>
                     <Route ssr=SsrMode::Async path=path!("") view=OverviewPage />
                     <Route ssr=SsrMode::Async path=path!("kill-switches") view=KillSwitchesPage />
-                    <Route ssr=SsrMode::Async path=path!("conversations") view=|| view! { <NotBuiltPage page="conversations" /> } />
+                    <Route ssr=SsrMode::Async path=path!("conversations") view=ConversationsPage />
+                    <Route ssr=SsrMode::Async path=path!("conversations/view") view=ConversationPage />
                     <Route ssr=SsrMode::Async path=path!("events") view=EventsPage />
                     <Route ssr=SsrMode::Async path=path!("events/conversation") view=ConversationStatePage />
                     <Route ssr=SsrMode::Async path=path!("audit") view=AuditPage />

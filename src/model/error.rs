@@ -24,6 +24,9 @@ pub enum AppError {
     InProgress { retry_after_secs: u64 },
     #[error("Too many attempts. Try again later.")]
     TooManyRequests,
+    /// The request, or what it would make, is larger than allowed; the message says how.
+    #[error("{0}")]
+    TooLarge(String),
     /// Something failed on our side. `reference` is in the server log next to the cause.
     #[error("Something went wrong on our side (reference {reference}).")]
     Internal { reference: String },
@@ -49,6 +52,7 @@ impl AppError {
             AppError::Conflict(_) => 409,
             AppError::InProgress { .. } => 409,
             AppError::TooManyRequests => 429,
+            AppError::TooLarge(_) => 413,
             AppError::Internal { .. } => 500,
             AppError::ServerFn(e) => match e {
                 ServerFnErrorErr::Args(_)

@@ -18,7 +18,10 @@ Usage:
   ops-console [serve]                       start the console (default)
   ops-console bootstrap                     create every table (idempotent), enable TTL
   ops-console sweep                         delete expired idempotency keys (DynamoDB Local has no TTL)
-  ops-console bench [--n N]                 the idempotency engine against the bare write
+  ops-console seed conversations [--count N] [--seed S]
+                                            write N demo conversations (default 200)
+  ops-console bench [--n N] [--only PARTS] [--sizes 10000,100000]
+                                            each part against the bare DynamoDB work, side by side
   ops-console user add NAME --role ROLE [--password-stdin]
   ops-console user set-role NAME ROLE --reason TEXT
   ops-console user disable NAME --reason TEXT
@@ -94,11 +97,8 @@ pub async fn run(raw: Vec<String>) -> ExitCode {
         (None | Some("serve"), _) => startup::serve(config).await.map_err(err),
         (Some("bootstrap"), _) => bootstrap(&config).await,
         (Some("sweep"), _) => sweep(&config).await,
-        (Some("bench"), _) => {
-            crate::server::bench::run(&args.flag("n").and_then(|n| n.parse().ok()).unwrap_or(400))
-                .await
-                .map_err(err)
-        }
+        (Some("bench"), _) => bench(&args).await,
+        (Some("seed"), Some("conversations")) => seed_conversations(&config, &args).await,
         (Some("user"), Some(cmd)) => user(&config, cmd, &args).await,
         (Some("apikey"), Some("create")) => apikey(&config, &args).await,
         _ => {
@@ -154,6 +154,65 @@ async fn sweep(config: &Config) -> Result<(), CliError> {
         }
     }
     eprintln!("\r✓ swept idempotency keys: {examined} examined, {deleted} expired deleted      ");
+    Ok(())
+}
+
+/// `bench [--n N] [--only engine,events,conversations] [--sizes 10000,100000]`.
+async fn bench(args: &Args) -> Result<(), CliError> {
+    let list = |flag: &str| -> Vec<String> {
+        args.flag(flag)
+            .unwrap_or("")
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    };
+    let sizes = list("sizes")
+        .iter()
+        .map(|s| {
+            s.parse()
+                .map_err(|_| err("--sizes is a list of whole numbers"))
+        })
+        .collect::<Result<Vec<usize>, _>>()?;
+    let opts = crate::server::bench::Options {
+        n: args.flag("n").and_then(|n| n.parse().ok()).unwrap_or(400),
+        only: list("only"),
+        conversation_sizes: if sizes.is_empty() {
+            vec![10_000, 100_000]
+        } else {
+            sizes
+        },
+    };
+    crate::server::bench::run(&opts).await.map_err(err)
+}
+
+/// Demo conversations through the same calls the API makes, with a progress bar.
+async fn seed_conversations(config: &Config, args: &Args) -> Result<(), CliError> {
+    use crate::server::seed;
+    let number = |flag: &str, default: u64| -> Result<u64, CliError> {
+        match args.flag(flag) {
+            Some(v) => v
+                .parse()
+                .map_err(|_| err(format!("--{flag} is a whole number"))),
+            None => Ok(default),
+        }
+    };
+    let count = number("count", 200)? as usize;
+    if !(1..=1_000_000).contains(&count) {
+        return Err(err("--count is 1 to 1000000"));
+    }
+    let db = database(config).await?;
+    schema::bootstrap(&db.store).await.map_err(err)?;
+    let plans = seed::plan(count, number("seed", 7)?, Clock::default().now());
+    seed::seed(
+        &db.store,
+        plans,
+        config.ttl.conversations_days,
+        seed::progress_bar(count, "conversations"),
+    )
+    .await
+    .map_err(err)?;
+    println!("seeded {count} conversations");
     Ok(())
 }
 

@@ -53,6 +53,8 @@ pub struct AppSection {
     pub site_addr: String,
     /// Where dev keeps DynamoDB Local's files and generated secrets.
     pub data_dir: String,
+    /// dev only: seed a small demo dataset (conversations) on the first start.
+    pub demo_data: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -77,6 +79,8 @@ pub struct TtlSection {
     /// A user who has not signed in for this long expires.
     pub user_inactive_days: i64,
     pub api_key_days: i64,
+    /// Conversations of design doc 2 (their `ttl` attribute).
+    pub conversations_days: i64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -216,6 +220,7 @@ impl Default for RawConfig {
                 environment: "dev".into(),
                 site_addr: "127.0.0.1:3000".into(),
                 data_dir: ".data".into(),
+                demo_data: false,
             },
             dynamodb: DynamoSection {
                 endpoint: String::new(),
@@ -230,6 +235,7 @@ impl Default for RawConfig {
                 settings_days: 365,
                 user_inactive_days: 365,
                 api_key_days: 365,
+                conversations_days: 180,
             },
             auth: AuthSection {
                 session_idle_hours: 8,
@@ -268,6 +274,7 @@ pub struct Config {
     pub env: Environment,
     pub site_addr: SocketAddr,
     pub data_dir: PathBuf,
+    pub demo_data: bool,
     pub dynamodb: DynamoSection,
     pub ttl: TtlSection,
     pub auth: AuthSection,
@@ -394,6 +401,7 @@ impl Config {
             ("ttl.settings_days", raw.ttl.settings_days),
             ("ttl.user_inactive_days", raw.ttl.user_inactive_days),
             ("ttl.api_key_days", raw.ttl.api_key_days),
+            ("ttl.conversations_days", raw.ttl.conversations_days),
         ] {
             if !(1..=3650).contains(&days) {
                 return Err(ConfigError::new(key, "must be between 1 and 3650 days"));
@@ -430,6 +438,7 @@ impl Config {
             env,
             site_addr,
             data_dir: PathBuf::from(&raw.app.data_dir),
+            demo_data: raw.app.demo_data && env == Environment::Dev,
             dynamodb: DynamoSection {
                 endpoint: endpoint.to_string(),
                 ..raw.dynamodb

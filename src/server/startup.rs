@@ -189,6 +189,9 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
             println!("\n  First start: created user `admin` with password  {password}\n  Sign in at http://{}/login and change it (ops-console user reset-password admin).\n", state.config.site_addr);
         }
     }
+    if state.config.demo_data {
+        spawn_demo_seed(&state);
+    }
     let addr = state.config.site_addr;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -217,6 +220,34 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
     }
     result.map_err(|e| StartError::Other(e.to_string()))
 }
+
+/// Seeds the demo conversations once per data directory (a marker in the settings table
+/// says it was done), in the background so the console answers at once.
+fn spawn_demo_seed(state: &AppState) {
+    let store = state.store.clone();
+    let ttl_days = state.config.ttl.conversations_days;
+    let now = state.clock.now();
+    tokio::spawn(async move {
+        match crate::server::store::switches::mark_once(&store, "demo#conversations", now).await {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "demo data: could not check the marker");
+                return;
+            }
+        }
+        let plans = crate::server::seed::plan(DEMO_CONVERSATIONS, 7, now);
+        match crate::server::seed::seed(&store, plans, ttl_days, |_| {}).await {
+            Ok(()) => tracing::info!(
+                count = DEMO_CONVERSATIONS,
+                "demo data: seeded conversations (company ci-acme-001 and others)"
+            ),
+            Err(e) => tracing::warn!(error = %e, "demo data: seeding stopped"),
+        }
+    });
+}
+
+const DEMO_CONVERSATIONS: usize = 200;
 
 /// Writes the engine's counters every `idempotency.flush_seconds`.
 fn spawn_stats_flusher(engine: Engine) -> tokio::task::JoinHandle<()> {

@@ -6,6 +6,7 @@ use leptos::config::LeptosOptions;
 use crate::server::clock::Clock;
 use crate::server::config::Config;
 use crate::server::domain::accounts::AccountTtls;
+use crate::server::domain::conversations::reference::Refs;
 use crate::server::domain::idempotency::{Engine, Secret};
 use crate::server::domain::ingest::Ingest;
 use crate::server::store::Store;
@@ -21,6 +22,8 @@ pub struct AppState {
     pub idempotency: Engine,
     /// The helpdesk event pipeline (design doc 1).
     pub ingest: Ingest,
+    /// Opaque conversation links (no phone or email in URLs).
+    pub refs: Refs,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -44,6 +47,7 @@ impl AppState {
             clock.clone(),
             config.idempotency.clone(),
         );
+        let refs = Refs::new(&idempotency);
         let config = Arc::new(config);
         // `serve` checks the webhook settings before it gets here, with a readable error.
         let ingest = Ingest::new(store.clone(), clock.clone(), config.clone())
@@ -52,6 +56,7 @@ impl AppState {
             leptos,
             idempotency,
             ingest,
+            refs,
             store,
             config,
             clock,

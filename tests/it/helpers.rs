@@ -70,6 +70,7 @@ fn init_logs() {
     });
 }
 
+#[derive(Clone)]
 pub struct TestApp {
     pub state: AppState,
     pub store: Store,
@@ -332,4 +333,25 @@ impl TestApp {
         }
         out
     }
+}
+
+impl TestApp {
+    /// Any request as a machine client sends it (`body` JSON, or empty).
+    pub async fn api(&self, method: &str, path: &str, key: &str, body: Option<String>) -> Answer {
+        let mut req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::HOST, "localhost")
+            .header(header::AUTHORIZATION, format!("Bearer {key}"));
+        if body.is_some() {
+            req = req.header(header::CONTENT_TYPE, "application/json");
+        }
+        self.send(req.body(body.map(Body::from).unwrap_or_default()).unwrap())
+            .await
+    }
+}
+
+/// Percent-encodes one path segment or query value.
+pub fn pct(s: &str) -> String {
+    enc(s).replace('+', "%20")
 }

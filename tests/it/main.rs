@@ -3,6 +3,8 @@
 
 mod accounts;
 mod bootstrap;
+mod conversation_search;
+mod conversations;
 mod events;
 mod helpers;
 mod idempotency;

@@ -368,6 +368,12 @@ impl Engine {
         &self.settings
     }
 
+    /// A key for another purpose, derived from the secret (HMAC of `label`), so one secret
+    /// serves several uses without one use revealing another's key.
+    pub fn subkey(&self, label: &str) -> [u8; 32] {
+        hmac_sha256(&self.secret.0, label.as_bytes())
+    }
+
     pub fn key_hash(&self, tenant: &str, scope: &str, inputs: &KeyInputs) -> String {
         key_hash(&self.secret, tenant, scope, inputs)
     }
@@ -659,6 +665,22 @@ pub trait StopReason {
 impl StopReason for String {
     fn stop_reason(&self) -> String {
         self.clone()
+    }
+}
+
+impl StopReason for crate::model::AppError {
+    fn stop_reason(&self) -> String {
+        use crate::model::AppError as E;
+        match self {
+            E::Invalid { .. } => "invalid",
+            E::Conflict(_) => "conflict",
+            E::NotFound => "not_found",
+            E::Forbidden | E::Unauthenticated => "refused",
+            E::TooLarge(_) => "too_large",
+            E::InProgress { .. } => "in_progress",
+            _ => "error",
+        }
+        .into()
     }
 }
 

@@ -2,8 +2,10 @@
 
 pub mod accounts;
 pub mod auth;
+pub mod conversations;
 pub mod event_views;
 pub mod events;
+pub mod fields;
 pub mod idempotency;
 pub mod idempotency_health;
 pub mod ingest;

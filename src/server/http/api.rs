@@ -72,7 +72,21 @@ pub fn routes(state: &AppState) -> Router<AppState> {
                 .route_layer(from_fn_with_state(state.clone(), idempotency::require_key)),
         )
         .route("/api/v1/events", axum::routing::post(post_event))
+        .merge(super::conversations::routes(state))
         .fallback(not_found)
+}
+
+/// A request body of at most `limit` bytes, or 413 problem+json.
+pub async fn read_body(body: axum::body::Body, limit: usize) -> Result<Bytes, Problem> {
+    axum::body::to_bytes(body, limit).await.map_err(|_| {
+        Problem::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload-too-large",
+            "Payload too large",
+            format!("The body is at most {} KiB.", limit / 1024),
+        )
+        .with("limit_bytes", limit)
+    })
 }
 
 /// The helpdesk webhook's body limit.
@@ -87,18 +101,7 @@ async fn post_event(
     body: axum::body::Body,
 ) -> Result<Response, Problem> {
     let principal = auth.require("events:write")?;
-    let too_large = || {
-        Problem::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "payload-too-large",
-            "Payload too large",
-            format!("An event is at most {} KiB.", EVENT_BODY_LIMIT / 1024),
-        )
-        .with("limit_bytes", EVENT_BODY_LIMIT)
-    };
-    let bytes = axum::body::to_bytes(body, EVENT_BODY_LIMIT)
-        .await
-        .map_err(|_| too_large())?;
+    let bytes = read_body(body, EVENT_BODY_LIMIT).await?;
     let incoming = crate::server::domain::events::parse(&bytes)?;
     let actor = format!("api:{}", principal.name);
     use crate::server::domain::ingest::{IngestError, Outcome};

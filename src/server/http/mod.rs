@@ -1,6 +1,7 @@
 //! HTTP outside Leptos: the REST API, sign-in/out, health, middleware.
 
 pub mod api;
+pub mod conversations;
 pub mod idempotency;
 pub mod login;
 pub mod middleware;

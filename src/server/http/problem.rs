@@ -90,6 +90,9 @@ impl From<AppError> for Problem {
             AppError::TooManyRequests => {
                 Problem::new(status, "too-many-requests", "Too many requests", detail)
             }
+            AppError::TooLarge(_) => {
+                Problem::new(status, "payload-too-large", "Payload too large", detail)
+            }
             AppError::Internal { reference } => {
                 Problem::new(status, "internal", "Internal error", detail)
                     .with("reference", reference)

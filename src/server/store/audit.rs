@@ -226,3 +226,33 @@ pub async fn count_day_results(store: &Store, day: &str, prefix: &str) -> Result
         }
     }
 }
+
+/// Whether `actor` did `action_type` in `partition` at or after `since` (a Query of the
+/// partition's newest records, never a Scan).
+pub async fn done_since(
+    store: &Store,
+    partition: &str,
+    action_type: &str,
+    actor: &str,
+    since: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let table = store.table(MW_AUDIT_ACTIONS.base);
+    let out = store
+        .client()
+        .query()
+        .table_name(&table)
+        .key_condition_expression("conversation_id = :p AND ts_action_id >= :since")
+        .filter_expression("action_type = :t AND actor = :a")
+        .expression_attribute_values(":p", AttributeValue::S(partition.to_string()))
+        .expression_attribute_values(
+            ":since",
+            AttributeValue::S(since.to_rfc3339_opts(SecondsFormat::Millis, true)),
+        )
+        .expression_attribute_values(":t", AttributeValue::S(action_type.to_string()))
+        .expression_attribute_values(":a", AttributeValue::S(actor.to_string()))
+        .select(aws_sdk_dynamodb::types::Select::Count)
+        .send()
+        .await
+        .map_err(StoreError::request("Query"))?;
+    Ok(out.count > 0)
+}

@@ -79,3 +79,38 @@ pub async fn delete(store: &Store, base: &str, key: &str, value: &str) -> Result
         .map_err(StoreError::request("DeleteItem"))?;
     Ok(())
 }
+
+/// DynamoDB's size of an attribute value in bytes, by its published rules (strings and
+/// binaries by length, numbers by significant digits, 3 bytes plus 1 per element for lists
+/// and maps, names counted as UTF-8). Used to refuse writes that would exceed the 400 KB
+/// item limit before DynamoDB does.
+pub fn value_size(v: &AttributeValue) -> usize {
+    match v {
+        AttributeValue::S(s) => s.len(),
+        AttributeValue::N(n) => {
+            let digits = n.chars().filter(char::is_ascii_digit).count();
+            digits.div_ceil(2) + 1
+        }
+        AttributeValue::B(b) => b.as_ref().len(),
+        AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
+        AttributeValue::Ss(v) => v.iter().map(String::len).sum(),
+        AttributeValue::Ns(v) => v
+            .iter()
+            .map(|n| value_size(&AttributeValue::N(n.clone())))
+            .sum(),
+        AttributeValue::Bs(v) => v.iter().map(|b| b.as_ref().len()).sum(),
+        AttributeValue::L(items) => 3 + items.iter().map(|i| value_size(i) + 1).sum::<usize>(),
+        AttributeValue::M(m) => {
+            3 + m
+                .iter()
+                .map(|(k, v)| k.len() + value_size(v) + 1)
+                .sum::<usize>()
+        }
+        _ => 0,
+    }
+}
+
+/// The size of a whole item.
+pub fn item_size(item: &std::collections::HashMap<String, AttributeValue>) -> usize {
+    item.iter().map(|(k, v)| k.len() + value_size(v)).sum()
+}

@@ -3,12 +3,14 @@
 
 pub mod api_keys;
 pub mod audit;
+pub mod conversations;
 mod counter;
 pub mod cursor;
 pub mod idempotency;
 pub(crate) mod items;
 pub mod login_attempts;
 pub mod mw;
+pub mod query;
 pub mod schema;
 pub mod sessions;
 pub mod switches;

@@ -216,6 +216,70 @@ pub const IDEMPOTENCY_STATS: TableSpec = TableSpec {
     stream: false,
 };
 
+pub const CONVERSATIONS_BY_COMPANY_PROJECT: &str = "company-id-project-id-index";
+pub const CONVERSATIONS_BY_WHATSAPP: &str = "company-whatsapp-number-recipient-tel-index";
+pub const CONVERSATIONS_BY_SMS: &str = "company-sms-number-recipient-tel-index";
+pub const CONVERSATIONS_BY_EMAIL: &str = "company-email-recipient-email-index";
+pub const CONVERSATIONS_BY_CREATED: &str = "created-at-index";
+pub const CONVERSATIONS_BY_TASK: &str = "task-complete-index";
+pub const CONVERSATIONS_BY_STATUS: &str = "conversation-status-index";
+pub const CONVERSATIONS_BY_CHANNEL: &str = "channel-method-index";
+
+/// Design doc 2: one item per conversation, under the recipient's phone or email. The
+/// reply-linking GSIs are sparse (their `gsi_*` keys exist only when their source does);
+/// the LSIs answer per-recipient filters.
+pub const CONVERSATIONS: TableSpec = TableSpec {
+    base: "conversations",
+    pk: s("primary_channel"),
+    sk: Some(s("conversation_id")),
+    gsis: &[
+        IndexSpec {
+            name: CONVERSATIONS_BY_COMPANY_PROJECT,
+            pk: s("company_id"),
+            sk: Some(s("project_id")),
+        },
+        IndexSpec {
+            name: CONVERSATIONS_BY_WHATSAPP,
+            pk: s("gsi_company_whatsapp_number"),
+            sk: Some(s("gsi_recipient_tel")),
+        },
+        IndexSpec {
+            name: CONVERSATIONS_BY_SMS,
+            pk: s("gsi_company_sms_number"),
+            sk: Some(s("gsi_recipient_tel")),
+        },
+        IndexSpec {
+            name: CONVERSATIONS_BY_EMAIL,
+            pk: s("gsi_company_email"),
+            sk: Some(s("gsi_recipient_email")),
+        },
+    ],
+    lsis: &[
+        IndexSpec {
+            name: CONVERSATIONS_BY_CREATED,
+            pk: s("primary_channel"),
+            sk: Some(s("created_at")),
+        },
+        IndexSpec {
+            name: CONVERSATIONS_BY_TASK,
+            pk: s("primary_channel"),
+            sk: Some(n("task_complete")),
+        },
+        IndexSpec {
+            name: CONVERSATIONS_BY_STATUS,
+            pk: s("primary_channel"),
+            sk: Some(s("conversation_status")),
+        },
+        IndexSpec {
+            name: CONVERSATIONS_BY_CHANNEL,
+            pk: s("primary_channel"),
+            sk: Some(s("channel_method")),
+        },
+    ],
+    ttl_attr: "ttl",
+    stream: false,
+};
+
 pub const ALL: &[&TableSpec] = &[
     &SETTINGS,
     &MW_IDEMPOTENCY,
@@ -227,6 +291,7 @@ pub const ALL: &[&TableSpec] = &[
     &API_KEYS,
     &IDEMPOTENCY_KEYS,
     &IDEMPOTENCY_STATS,
+    &CONVERSATIONS,
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -188,3 +188,20 @@ pub async fn commit(
         backoff = (backoff * 2).min(Duration::from_millis(500));
     }
 }
+
+#[derive(serde::Serialize)]
+struct Marker<'a> {
+    pk: &'a str,
+    set_at: String,
+    expires_at: i64,
+}
+
+/// Sets a one-time marker in the settings table; true only for the caller that set it.
+pub async fn mark_once(store: &Store, name: &str, now: DateTime<Utc>) -> Result<bool, StoreError> {
+    let marker = Marker {
+        pk: name,
+        set_at: now.to_rfc3339(),
+        expires_at: (now + chrono::Duration::days(3650)).timestamp(),
+    };
+    super::items::put_if_absent(store, SETTINGS.base, "pk", &marker, now).await
+}

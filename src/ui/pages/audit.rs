@@ -69,7 +69,7 @@ pub fn AuditPage() -> impl IntoView {
         view! {
             <label class="text-sm">
                 <span class="block text-slate-600">{label}</span>
-                <input name=name placeholder=placeholder prop:value=move || get(name) class="w-40 rounded border border-slate-300 px-2 py-1 text-sm" />
+                <input name=name placeholder=placeholder value=move || get(name) class="w-40 rounded border border-slate-300 px-2 py-1 text-sm" />
             </label>
         }
     };

@@ -43,7 +43,7 @@ pub fn EventsPage() -> impl IntoView {
         <form method="get" action="/events" class="mt-4 flex items-end gap-2">
             <label class="text-sm">
                 <span class="block text-slate-600">"Conversation"</span>
-                <input name="conversation" prop:value=conversation class="rounded border border-slate-300 px-2 py-1 font-mono text-sm" />
+                <input name="conversation" value=conversation class="rounded border border-slate-300 px-2 py-1 font-mono text-sm" />
             </label>
             <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-sm text-white">"Filter"</button>
             <a href="/events" class="px-2 py-1.5 text-sm text-sky-800 underline">"All"</a>

@@ -1,4 +1,6 @@
 pub mod audit;
+pub mod conversation;
+pub mod conversations;
 pub mod events;
 pub mod idempotency;
 pub mod kill_switches;

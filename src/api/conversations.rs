@@ -1,0 +1,117 @@
+use leptos::prelude::*;
+
+use crate::model::conversations::{ConversationDetail, SearchPage, SearchQuery};
+use crate::model::AppError;
+
+/// Searches conversations: by recipient (phone or email), by company (and project), or by
+/// company sending number (and recipient); filtered by status, channel, task complete and
+/// creation date; `after`/`before` are page cursors.
+#[server]
+pub async fn search_conversations(query: SearchQuery) -> Result<SearchPage, AppError> {
+    use crate::model::auth::Role;
+    use crate::server::ctx;
+    use crate::server::domain::conversations::{search::Form, view};
+    use crate::server::store::query::Start;
+    ctx::require(Role::Viewer)?;
+    let state = ctx::state()?;
+    let SearchQuery {
+        recipient,
+        company,
+        project,
+        company_number,
+        channel,
+        status,
+        task,
+        from,
+        to,
+        after,
+        before,
+    } = query;
+    let form = Form {
+        recipient,
+        company,
+        project,
+        company_number,
+        channel,
+        status,
+        task,
+        from,
+        to,
+    };
+    let after = after.filter(|c| !c.is_empty());
+    let before = before.filter(|c| !c.is_empty());
+    let start = match (&after, &before) {
+        (Some(a), _) => Start::After(a),
+        (None, Some(b)) => Start::Before(b),
+        (None, None) => Start::First,
+    };
+    view::search_page(&state.store, &state.refs, &form, start).await
+}
+
+/// One conversation, as the signed-in user's role may see it.
+#[server]
+pub async fn load_conversation(r: String) -> Result<ConversationDetail, AppError> {
+    use crate::model::auth::Role;
+    use crate::server::ctx;
+    use crate::server::domain::conversations::view;
+    let user = ctx::require(Role::Viewer)?;
+    let state = ctx::state()?;
+    view::detail(
+        &state.store,
+        &state.refs,
+        &r,
+        &user.name,
+        user.role,
+        state.clock.now(),
+    )
+    .await
+}
+
+/// An admin reveals a conversation's contact details, with a reason (audited).
+#[server]
+pub async fn reveal_contact(
+    r: String,
+    reason: String,
+    idempotency_key: String,
+) -> Result<(), AppError> {
+    use crate::model::auth::Role;
+    use crate::server::ctx;
+    use crate::server::domain::conversations::view::{self, Reveal};
+    use crate::server::domain::idempotency::KeyInputs;
+    use crate::server::forms::{self, Submission};
+    let admin = ctx::require(Role::Admin)?;
+    let state = ctx::state()?;
+    // Bad input is answered before the form's key is claimed: fixing it and submitting
+    // again is a new attempt.
+    view::check_reason(&reason)?;
+    let sub = Submission {
+        actor: &admin.name,
+        scope: "conversations.reveal",
+        form_key: &idempotency_key,
+        values: KeyInputs::new().id("r", r.trim()).text("reason", &reason),
+    };
+    let now = state.clock.now();
+    forms::once(&state, sub, |attempt| {
+        let (state, r, reason, admin) = (&state, &r, &reason, &admin.name);
+        async move {
+            let req = Reveal {
+                r,
+                reason,
+                admin,
+                idempotency_key: &attempt.key_hash,
+            };
+            view::reveal(
+                &state.store,
+                &state.refs,
+                &req,
+                state.config.ttl.audit_days,
+                now,
+            )
+            .await?;
+            tracing::info!(actor = %admin, "contact details revealed");
+            Ok(serde_json::json!({"ok": true}))
+        }
+    })
+    .await?;
+    Ok(())
+}

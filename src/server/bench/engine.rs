@@ -1,0 +1,94 @@
+//! The idempotency engine against the bare operation it guards.
+
+use std::time::Instant;
+
+use serde_json::json;
+
+use super::{print_rows, Series};
+use crate::server::clock::Clock;
+use crate::server::config::Config;
+use crate::server::domain::idempotency::{Call, Engine, KeyInputs, Outcome, Secret};
+use crate::server::ids::random_hex;
+use crate::server::store::audit::{self, AuditItem};
+use crate::server::store::Store;
+
+/// The bare operation: one audit record written once (a conditional put), as the
+/// middleware's side effects are.
+async fn bare(store: &Store, id: &str) -> Result<(), String> {
+    let item = AuditItem::new("bench", "bench_write", chrono::Utc::now(), id, 1);
+    audit::put(store, &item).await.map_err(|e| e.to_string())
+}
+
+pub async fn bench_engine(
+    store: &Store,
+    config: &Config,
+    n: usize,
+) -> Result<Vec<serde_json::Value>, String> {
+    let engine = Engine::new(
+        store.clone(),
+        Secret::new(random_hex(32).into_bytes()),
+        Clock::default(),
+        config.idempotency.clone(),
+    );
+    eprintln!("bench: {n} calls per series on DynamoDB Local (warming up)");
+    for i in 0..50 {
+        bare(store, &format!("warm-{i}")).await?;
+    }
+
+    let mut series = Vec::new();
+    // Interleaved rounds so drift in DynamoDB Local hits every series alike.
+    let mut bare_s = Series::new("bare conditional write");
+    let mut fresh_s = Series::new("engine, new key (claim + write + complete)");
+    let mut replay_s = Series::new("engine, duplicate (replay)");
+    for i in 0..n {
+        let r0 = store.requests().total();
+        let t = Instant::now();
+        bare(store, &format!("bare-{i}")).await?;
+        let d = t.elapsed();
+        bare_s.add(d, store.requests().total() - r0);
+
+        let inputs = KeyInputs::new().id("request", format!("req-{i}"));
+        let call = Call {
+            tenant: "bench",
+            scope: "bench.write",
+            inputs: &inputs,
+            fingerprint: None,
+        };
+        let r0 = store.requests().total();
+        let t = Instant::now();
+        let out = engine
+            .run(&call, |a| {
+                let store = store.clone();
+                async move {
+                    bare(&store, &a.key_hash).await?;
+                    Ok::<_, String>(json!({"ok": true}))
+                }
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        let d = t.elapsed();
+        if !matches!(out, Outcome::Fresh(_)) {
+            return Err(format!("expected a fresh run, got {out:?}"));
+        }
+        fresh_s.add(d, store.requests().total() - r0);
+
+        let r0 = store.requests().total();
+        let t = Instant::now();
+        let out = engine
+            .run(&call, |_| async {
+                Err::<serde_json::Value, _>("must not run".to_string())
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        let d = t.elapsed();
+        if !matches!(out, Outcome::Replayed(_)) {
+            return Err(format!("expected a replay, got {out:?}"));
+        }
+        replay_s.add(d, store.requests().total() - r0);
+    }
+    series.push(bare_s);
+    series.push(fresh_s);
+    series.push(replay_s);
+
+    Ok(print_rows("idempotency engine", &series))
+}

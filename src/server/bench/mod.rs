@@ -1,0 +1,162 @@
+//! `ops-console bench`: each part of ops-console against the bare DynamoDB work it adds
+//! guarantees to, side by side in one run on its own in-memory DynamoDB Local. DynamoDB
+//! Local's absolute speed says little about AWS; the ratios are the result. Figures also
+//! go to `target/bench/report.json`.
+
+mod conversations;
+mod engine;
+mod events;
+
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use crate::server::config::Config;
+use crate::server::dynamo_local::{self, DynamoLocal};
+use crate::server::ids::random_hex;
+use crate::server::store::{schema, Connection, Store};
+
+pub(crate) struct Series {
+    pub name: &'static str,
+    pub samples: Vec<Duration>,
+    pub wall: Duration,
+    pub requests: u64,
+}
+
+impl Series {
+    pub fn new(name: &'static str) -> Series {
+        Series {
+            name,
+            samples: vec![],
+            wall: Duration::ZERO,
+            requests: 0,
+        }
+    }
+
+    pub fn add(&mut self, took: Duration, requests: u64) {
+        self.samples.push(took);
+        self.wall += took;
+        self.requests += requests;
+    }
+
+    pub fn pct(&self, p: f64) -> f64 {
+        let mut s = self.samples.clone();
+        s.sort();
+        let i = ((s.len() as f64 - 1.0) * p).round() as usize;
+        s.get(i).map(|d| d.as_secs_f64() * 1000.0).unwrap_or(0.0)
+    }
+
+    pub fn per_sec(&self) -> f64 {
+        self.samples.len() as f64 / self.wall.as_secs_f64().max(1e-9)
+    }
+}
+
+/// What to measure and how much.
+pub struct Options {
+    /// Calls per series.
+    pub n: usize,
+    /// Parts to run (`engine`, `events`, `conversations`); empty: all.
+    pub only: Vec<String>,
+    /// Conversation counts the search latency is measured at.
+    pub conversation_sizes: Vec<usize>,
+}
+
+pub async fn run(opts: &Options) -> Result<(), String> {
+    let wants = |part: &str| opts.only.is_empty() || opts.only.iter().any(|o| o == part);
+    let local = DynamoLocal::start(dynamo_local::Options {
+        jar: None,
+        data_dir: None,
+        port: None,
+        log_file: None,
+    })
+    .map_err(|e| e.to_string())?;
+    let prefix = format!("bench{}_", random_hex(3));
+    let config = Config::for_tests(&local.endpoint(), &prefix);
+    let store = Store::connect(Connection {
+        endpoint: Some(&local.endpoint()),
+        region: &config.dynamodb.region,
+        table_prefix: &prefix,
+        env: config.env.as_str(),
+    })
+    .await;
+    store
+        .wait_until_reachable(Duration::from_secs(60))
+        .await
+        .map_err(|e| e.to_string())?;
+    schema::bootstrap(&store).await.map_err(|e| e.to_string())?;
+    eprintln!("bench: {} calls per series on DynamoDB Local", opts.n);
+    let mut report = Map::new();
+    report.insert("dynamodb".into(), json!("DynamoDB Local (in memory)"));
+    report.insert("calls_per_series".into(), json!(opts.n));
+    if wants("engine") {
+        let rows = engine::bench_engine(&store, &config, opts.n).await?;
+        report.insert("idempotency_engine".into(), Value::Array(rows));
+    }
+    if wants("events") {
+        let rows = events::bench_events(&store, &config, opts.n).await?;
+        report.insert("events".into(), Value::Array(rows));
+    }
+    if wants("conversations") {
+        let v = conversations::bench_conversations(&store, &opts.conversation_sizes).await?;
+        report.insert("conversations".into(), v);
+    }
+    std::fs::create_dir_all("target/bench").map_err(|e| e.to_string())?;
+    std::fs::write(
+        "target/bench/report.json",
+        serde_json::to_string_pretty(&Value::Object(report)).unwrap_or_default(),
+    )
+    .map_err(|e| e.to_string())?;
+    println!("\nwritten to target/bench/report.json");
+    local.stop();
+    Ok(())
+}
+
+/// One unconditional `PutItem` of a serializable item.
+pub(crate) async fn plain_put<T: serde::Serialize>(
+    store: &Store,
+    base: &str,
+    item: &T,
+) -> Result<(), String> {
+    let av = serde_dynamo::to_item(item).map_err(|e| e.to_string())?;
+    store
+        .client()
+        .put_item()
+        .table_name(store.table(base))
+        .set_item(Some(av))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+pub(crate) fn print_rows(title: &str, series: &[Series]) -> Vec<serde_json::Value> {
+    let base_p50 = series[0].pct(0.5);
+    let base_rate = series[0].per_sec();
+    println!();
+    println!(
+        "{:<44} {:>9} {:>9} {:>9} {:>10} {:>12} {:>10}",
+        title, "p50 ms", "p99 ms", "calls/s", "req/call", "p50 ratio", "rate ratio"
+    );
+    series
+        .iter()
+        .map(|s| {
+            let reqs = s.requests as f64 / s.samples.len().max(1) as f64;
+            println!(
+                "{:<44} {:>9.2} {:>9.2} {:>9.0} {:>10.2} {:>11.2}x {:>9.2}x",
+                s.name,
+                s.pct(0.5),
+                s.pct(0.99),
+                s.per_sec(),
+                reqs,
+                s.pct(0.5) / base_p50.max(1e-9),
+                s.per_sec() / base_rate.max(1e-9)
+            );
+            json!({
+                "series": s.name, "calls": s.samples.len(), "p50_ms": s.pct(0.5), "p99_ms": s.pct(0.99),
+                "calls_per_sec": s.per_sec(), "dynamodb_requests_per_call": reqs,
+                "p50_ratio_vs_baseline": s.pct(0.5) / base_p50.max(1e-9),
+                "rate_ratio_vs_baseline": s.per_sec() / base_rate.max(1e-9),
+            })
+        })
+        .collect()
+}

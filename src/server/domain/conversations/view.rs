@@ -1,0 +1,324 @@
+//! What each role sees of a conversation. Viewers: no personal data (phones, emails,
+//! names, message text). Operators: message text too. Admins: contact details as well,
+//! once they gave a reason, which is audited. Masking happens here, on the server.
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::{Map, Value};
+
+use super::reference::Refs;
+use super::search::{self, Form};
+use crate::model::auth::Role;
+use crate::model::conversations::{ConversationDetail, ConversationRow, MessageView, SearchPage};
+use crate::model::AppError;
+use crate::server::domain::redact::{last4_of, redact};
+use crate::server::ids::random_hex;
+use crate::server::store::audit::{self, AuditItem};
+use crate::server::store::conversations::{self as store, Conversation, Partition};
+use crate::server::store::query::Start;
+use crate::server::store::{mw, Store};
+
+pub const PAGE_SIZE: usize = 25;
+pub const REVEAL: &str = "reveal_contact";
+/// How long a reveal lasts for the admin who gave the reason.
+pub const REVEAL_MINUTES: i64 = 15;
+
+fn mask_phone(p: &str) -> String {
+    format!("***-***-{}", last4_of(p))
+}
+
+fn mask_contact(c: &str) -> String {
+    if c.contains('@') {
+        "***@***".into()
+    } else {
+        mask_phone(c)
+    }
+}
+
+fn initial(name: &Option<String>) -> Option<String> {
+    name.as_ref()
+        .and_then(|n| n.chars().next())
+        .map(|c| format!("{c}."))
+}
+
+fn full_name(c: &Conversation) -> String {
+    [&c.recipient_first_name, &c.recipient_last_name]
+        .iter()
+        .filter_map(|n| n.as_deref())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn masked_name(c: &Conversation) -> String {
+    [
+        initial(&c.recipient_first_name),
+        initial(&c.recipient_last_name),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" ")
+}
+
+/// Keys whose values are about a person, wherever they sit in a configuration map.
+fn personal_key(k: &str) -> bool {
+    let k = k.to_ascii_lowercase();
+    [
+        "name", "email", "phone", "tel", "mobile", "address", "contact",
+    ]
+    .iter()
+    .any(|p| k.contains(p))
+}
+
+fn mask_json(v: &Value) -> Value {
+    match v {
+        Value::String(s) => Value::String(redact(s)),
+        Value::Array(a) => Value::Array(a.iter().map(mask_json).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| {
+                    let masked = if personal_key(k) && !v.is_object() && !v.is_array() {
+                        Value::String("***".into())
+                    } else {
+                        mask_json(v)
+                    };
+                    (k.clone(), masked)
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn pretty(map: &Option<Map<String, Value>>, reveal: bool) -> Option<String> {
+    map.as_ref().map(|m| {
+        let v = Value::Object(m.clone());
+        let shown = if reveal { v } else { mask_json(&v) };
+        serde_json::to_string_pretty(&shown).unwrap_or_default()
+    })
+}
+
+pub fn row(c: &Conversation, refs: &Refs) -> ConversationRow {
+    ConversationRow {
+        r: refs.encode(&c.primary_channel, &c.conversation_id),
+        conversation_id: redact(&c.conversation_id),
+        recipient: mask_contact(&c.primary_channel),
+        name: masked_name(c),
+        company: c
+            .company_name
+            .clone()
+            .unwrap_or_else(|| c.company_id.clone()),
+        project: c
+            .project_name
+            .clone()
+            .unwrap_or_else(|| c.project_id.clone()),
+        channel: c.channel_method.clone(),
+        status: c.conversation_status.clone(),
+        task_complete: c.task_complete == 1,
+        hand_off: c.hand_off_to_human,
+        messages: c.message_count,
+        created_at: c.created_at.clone(),
+    }
+}
+
+/// One page of a search, and its count when that is cheap: a recipient's conversations
+/// are few (counted exactly); a company's may be many (one read of at most 1 MB).
+pub async fn search_page(
+    store: &Store,
+    refs: &Refs,
+    form: &Form,
+    start: Start<'_>,
+) -> Result<SearchPage, AppError> {
+    let Some(s) = search::parse(form)? else {
+        return Ok(SearchPage::default());
+    };
+    let found = store::search(store, &s.partition, &s.filters, start, PAGE_SIZE).await?;
+    let narrow = matches!(
+        s.partition,
+        Partition::Recipient(_)
+            | Partition::CompanyNumber {
+                recipient: Some(_),
+                ..
+            }
+    );
+    let count = store::count(store, &s.partition, &s.filters, if narrow { 4 } else { 1 }).await?;
+    Ok(SearchPage {
+        searched: true,
+        rows: found.rows.iter().map(|c| row(c, refs)).collect(),
+        next: found.next,
+        prev: found.prev,
+        index: found.index.to_string(),
+        count: Some(count.n),
+        count_exact: count.exact,
+    })
+}
+
+async fn find(store: &Store, refs: &Refs, r: &str) -> Result<Conversation, AppError> {
+    let (pc, id) = refs
+        .decode(r.trim())
+        .ok_or_else(|| AppError::invalid("r", "This conversation link is not valid."))?;
+    store::get(store, &pc, &id).await?.ok_or(AppError::NotFound)
+}
+
+/// A conversation as `name` with `role` may see it at `now`.
+pub async fn detail(
+    store: &Store,
+    refs: &Refs,
+    r: &str,
+    name: &str,
+    role: Role,
+    now: DateTime<Utc>,
+) -> Result<ConversationDetail, AppError> {
+    let c = find(store, refs, r).await?;
+    let admin = role.allows(Role::Admin);
+    let revealed = admin
+        && audit::done_since(
+            store,
+            &c.conversation_id,
+            REVEAL,
+            name,
+            now - Duration::minutes(REVEAL_MINUTES),
+        )
+        .await?;
+    let show_text = role.allows(Role::Operator);
+    let state = mw::get_state(store, &c.conversation_id).await?;
+    let id_is_plain = redact(&c.conversation_id) == c.conversation_id;
+    let messages = c
+        .messages
+        .iter()
+        .map(|m| MessageView {
+            entry_id: m.entry_id.clone(),
+            timestamp: m.message_timestamp.clone(),
+            role: m.role.clone(),
+            content: if show_text {
+                m.content.clone()
+            } else {
+                String::new()
+            },
+            content_hidden: !show_text,
+            chars: m.content.chars().count(),
+            prompt_tokens: m.ai_prompt_tokens,
+            completion_tokens: m.ai_completion_tokens,
+            total_tokens: m.ai_total_tokens,
+            processing_time_ms: m.processing_time_ms,
+        })
+        .collect();
+    Ok(ConversationDetail {
+        r: r.trim().to_string(),
+        conversation_id: if revealed {
+            c.conversation_id.clone()
+        } else {
+            redact(&c.conversation_id)
+        },
+        company: c
+            .company_name
+            .clone()
+            .unwrap_or_else(|| c.company_id.clone()),
+        project: c
+            .project_name
+            .clone()
+            .unwrap_or_else(|| c.project_id.clone()),
+        channel: c.channel_method.clone(),
+        status: c.conversation_status.clone(),
+        task_complete: c.task_complete == 1,
+        comms_consent: c.comms_consent,
+        function_call: c.function_call,
+        function_call_type: c.function_call_type.clone(),
+        hand_off: c.hand_off_to_human,
+        hand_off_reason: c.hand_off_to_human_reason.as_deref().map(|r| {
+            if show_text {
+                r.to_string()
+            } else {
+                redact(r)
+            }
+        }),
+        thread_id: c.thread_id.clone(),
+        created_at: c.created_at.clone(),
+        updated_at: c.updated_at.clone(),
+        processing_time_ms: c.processing_time_ms,
+        recipient_tel: c.recipient_tel.as_deref().map(|t| {
+            if revealed {
+                t.to_string()
+            } else {
+                mask_phone(t)
+            }
+        }),
+        recipient_email: c.recipient_email.as_deref().map(|e| {
+            if revealed {
+                e.to_string()
+            } else {
+                "***@***".into()
+            }
+        }),
+        recipient_name: if revealed {
+            full_name(&c)
+        } else {
+            masked_name(&c)
+        },
+        revealed,
+        can_reveal: admin,
+        messages,
+        ai_config: pretty(&c.ai_config, revealed),
+        channel_config: pretty(&c.channel_config, revealed),
+        project_data: pretty(&c.project_data, revealed),
+        company_rep: pretty(&c.company_rep, revealed),
+        has_middleware_state: state.version > 0,
+        middleware_id: (state.version > 0 && (revealed || id_is_plain))
+            .then(|| c.conversation_id.clone()),
+        form_key: random_hex(16),
+    })
+}
+
+/// Records that `admin` reveals a conversation's contact details, and why. The detail
+/// view shows them to that admin for the next few minutes.
+/// A reveal's reason: required, at most 500 characters.
+pub fn check_reason(reason: &str) -> Result<&str, AppError> {
+    let reason = reason.trim();
+    if reason.is_empty() {
+        return Err(AppError::invalid(
+            "reason",
+            "Say why you need the contact details.",
+        ));
+    }
+    if reason.chars().count() > 500 {
+        return Err(AppError::invalid(
+            "reason",
+            "The reason is at most 500 characters.",
+        ));
+    }
+    Ok(reason)
+}
+
+pub struct Reveal<'a> {
+    /// The conversation's link reference.
+    pub r: &'a str,
+    pub reason: &'a str,
+    pub admin: &'a str,
+    pub idempotency_key: &'a str,
+}
+
+pub async fn reveal(
+    store: &Store,
+    refs: &Refs,
+    req: &Reveal<'_>,
+    audit_days: i64,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    let Reveal {
+        r,
+        reason,
+        admin,
+        idempotency_key,
+    } = *req;
+    let reason = check_reason(reason)?;
+    let c = find(store, refs, r).await?;
+    let mut a = AuditItem::new(&c.conversation_id, REVEAL, now, &random_hex(8), audit_days);
+    a.actor = admin.to_string();
+    a.idempotency_key = idempotency_key.to_string();
+    a.action_payload_redacted = serde_json::json!({
+        "reason": redact(reason),
+        "fields": ["recipient_tel", "recipient_email", "recipient_name", "conversation_id"],
+    })
+    .to_string();
+    audit::put(store, &a).await?;
+    Ok(())
+}

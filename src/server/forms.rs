@@ -1,0 +1,73 @@
+//! Console write forms through the idempotency engine. Each form carries a key the server
+//! rendered into it; a double click, a refresh or a retry of the same submission runs the
+//! operation once, and the second submission waits for the first's answer.
+
+use std::future::Future;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::model::AppError;
+use crate::server::domain::idempotency::{Attempt, Call, KeyInputs, Outcome, SafeResponse};
+use crate::server::state::AppState;
+
+/// One submitted form: who sent it, which form, its key, and what it asked for.
+pub struct Submission<'a> {
+    pub actor: &'a str,
+    /// The idempotency scope, e.g. `conversations.reveal`.
+    pub scope: &'a str,
+    pub form_key: &'a str,
+    /// The form's values: the same key with other values is refused.
+    pub values: KeyInputs,
+}
+
+/// Runs `op` at most once for this submission. Its response (design doc 4's allow-list)
+/// comes back on every submission of the same form.
+pub async fn once<F, Fut>(
+    state: &AppState,
+    sub: Submission<'_>,
+    op: F,
+) -> Result<SafeResponse, AppError>
+where
+    F: FnOnce(Attempt) -> Fut,
+    Fut: Future<Output = Result<Value, AppError>>,
+{
+    let form_key = sub.form_key.trim();
+    if !(16..=128).contains(&form_key.len()) {
+        return Err(AppError::invalid(
+            "idempotency_key",
+            "This form is out of date. Reload the page and try again.",
+        ));
+    }
+    let inputs = KeyInputs::new()
+        .id("form_key", form_key)
+        .id("actor", sub.actor);
+    let call = Call {
+        tenant: "console",
+        scope: sub.scope,
+        inputs: &inputs,
+        fingerprint: Some(sub.values.fingerprint()),
+    };
+    match state.idempotency.run(&call, op).await? {
+        Outcome::Fresh(r) | Outcome::Replayed(r) => Ok(r),
+        Outcome::InProgress { retry_after } => {
+            match state
+                .idempotency
+                .wait(&call, Duration::from_secs(5))
+                .await?
+            {
+                Some(stored) => Ok(SafeResponse::sanitize(
+                    &serde_json::from_str(&stored.json).unwrap_or(Value::Null),
+                )),
+                None => Err(AppError::InProgress {
+                    retry_after_secs: retry_after.as_secs().max(1),
+                }),
+            }
+        }
+        Outcome::Failed(e) => Err(e),
+        Outcome::Mismatch => Err(AppError::Conflict(
+            "This form was already submitted with other values. Reload the page and try again."
+                .into(),
+        )),
+    }
+}

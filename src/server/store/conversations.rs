@@ -1,0 +1,654 @@
+//! `conversations-<env>` (design doc 2): one item per conversation under the recipient's
+//! phone or email. Besides the design's attributes, three of our own: `entry_ids` (a string
+//! set, so an append is conditioned on its entry id), `message_count`, and `item_bytes`
+//! (so an append that would pass DynamoDB's 400 KB item limit is refused before it is sent).
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::items::{item_size, n, s, value_size};
+use super::query::{self, Cond, Count, Spec, Start};
+use super::schema::{
+    CONVERSATIONS, CONVERSATIONS_BY_CHANNEL, CONVERSATIONS_BY_COMPANY_PROJECT,
+    CONVERSATIONS_BY_CREATED, CONVERSATIONS_BY_EMAIL, CONVERSATIONS_BY_SMS,
+    CONVERSATIONS_BY_STATUS, CONVERSATIONS_BY_TASK, CONVERSATIONS_BY_WHATSAPP,
+};
+use super::{Store, StoreError};
+
+/// DynamoDB's item limit, and the share of it appends may use: the rest is kept for the
+/// bounded fields later updates set (status, hand-off reason, function call, ...).
+pub const ITEM_LIMIT_BYTES: i64 = 400 * 1024;
+pub const APPEND_BUDGET_BYTES: i64 = ITEM_LIMIT_BYTES - 12 * 1024;
+
+/// One entry of `messages`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub entry_id: String,
+    pub message_timestamp: String,
+    /// `user` or `assistant`.
+    pub role: String,
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ai_prompt_tokens: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ai_completion_tokens: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ai_total_tokens: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processing_time_ms: Option<i64>,
+}
+
+/// A conversation as stored: the attributes of design doc 2, with their types.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Conversation {
+    pub primary_channel: String,
+    pub conversation_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipient_tel: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipient_email: Option<String>,
+    pub company_id: String,
+    pub project_id: String,
+    pub channel_method: String,
+    pub conversation_status: String,
+    pub request_id: String,
+    #[serde(default)]
+    pub messages: Vec<Message>,
+    pub created_at: String,
+    pub updated_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_request_timestamp: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processor_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email_id: Option<String>,
+    /// 0 or 1: a Number, so it can be the task-complete LSI's sort key.
+    pub task_complete: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processing_time_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipient_first_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipient_last_name: Option<String>,
+    pub comms_consent: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_data: Option<Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub company_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub company_rep: Option<Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_channels: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_queue_initial_message: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_queue_initial_message_from_number: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_queue_initial_message_from_email: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_queue_reply_message: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_queue_reply_message_from_number: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_queue_reply_message_from_email: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ai_config: Option<Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_config: Option<Map<String, Value>>,
+    pub function_call: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function_call_type: Option<String>,
+    pub hand_off_to_human: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hand_off_to_human_reason: Option<String>,
+    pub ttl: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gsi_recipient_tel: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gsi_recipient_email: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gsi_company_whatsapp_number: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gsi_company_sms_number: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gsi_company_email: Option<String>,
+    /// SHA-256 of the Context Object it was created from: a second create of the same
+    /// conversation with other content is a conflict, not a silent no-op.
+    #[serde(default)]
+    pub context_sha256: String,
+    #[serde(default)]
+    pub message_count: i64,
+    #[serde(default)]
+    pub item_bytes: i64,
+}
+
+pub enum Created {
+    New,
+    Exists(Box<Conversation>),
+}
+
+fn decode(table: &str, item: HashMap<String, AttributeValue>) -> Result<Conversation, StoreError> {
+    serde_dynamo::from_item(item).map_err(|e| StoreError::corrupt(table, e))
+}
+
+/// Creates the conversation unless it exists; then returns what is there (one request).
+pub async fn create(store: &Store, c: &Conversation) -> Result<Created, StoreError> {
+    let table = store.table(CONVERSATIONS.base);
+    let mut item: HashMap<String, AttributeValue> =
+        serde_dynamo::to_item(c).map_err(|e| StoreError::corrupt(&table, e))?;
+    // The size counts itself: its name plus a number of up to 7 digits.
+    let size = item_size(&item) as i64 + "item_bytes".len() as i64 + 5;
+    item.insert("item_bytes".into(), n(size));
+    let result = store
+        .client()
+        .put_item()
+        .table_name(&table)
+        .set_item(Some(item))
+        .condition_expression("attribute_not_exists(conversation_id)")
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+        .send()
+        .await;
+    match result {
+        Ok(_) => Ok(Created::New),
+        Err(e) => match e.into_service_error() {
+            PutItemError::ConditionalCheckFailedException(c) => match c.item {
+                Some(old) => Ok(Created::Exists(Box::new(decode(&table, old)?))),
+                None => Err(StoreError::corrupt(&table, "conflict without the item")),
+            },
+            other => Err(StoreError::service("PutItem", &other)),
+        },
+    }
+}
+
+pub async fn get(
+    store: &Store,
+    primary_channel: &str,
+    conversation_id: &str,
+) -> Result<Option<Conversation>, StoreError> {
+    let table = store.table(CONVERSATIONS.base);
+    let out = store
+        .client()
+        .get_item()
+        .table_name(&table)
+        .key("primary_channel", s(primary_channel))
+        .key("conversation_id", s(conversation_id))
+        .consistent_read(true)
+        .send()
+        .await
+        .map_err(StoreError::request("GetItem"))?;
+    out.item.map(|i| decode(&table, i)).transpose()
+}
+
+#[derive(Debug, PartialEq)]
+pub enum Appended {
+    Added {
+        message_count: i64,
+    },
+    /// This entry id is already in the conversation: nothing was written.
+    Duplicate,
+    Missing,
+    /// The item would pass the limit: `used` bytes now, `needed` more.
+    Full {
+        used: i64,
+        needed: i64,
+    },
+}
+
+/// Appends one message unless its `entry_id` is there already. One `UpdateItem`:
+/// concurrent appends are serialized by DynamoDB and none is lost.
+pub async fn append(
+    store: &Store,
+    primary_channel: &str,
+    conversation_id: &str,
+    message: &Message,
+    now_iso: &str,
+) -> Result<Appended, StoreError> {
+    let table = store.table(CONVERSATIONS.base);
+    let m = serde_dynamo::to_attribute_value::<_, AttributeValue>(message)
+        .map_err(|e| StoreError::corrupt(&table, e))?;
+    // The list element, its entry id in the set, and the counters' growth.
+    let needed = (value_size(&m) + 1 + message.entry_id.len() + 4) as i64;
+    let result = store
+        .client()
+        .update_item()
+        .table_name(&table)
+        .key("primary_channel", s(primary_channel))
+        .key("conversation_id", s(conversation_id))
+        .update_expression(
+            "SET messages = list_append(if_not_exists(messages, :empty), :m), updated_at = :now \
+             ADD entry_ids :eids, message_count :one, item_bytes :needed",
+        )
+        .condition_expression(
+            "attribute_exists(conversation_id) AND NOT contains(entry_ids, :eid) \
+             AND item_bytes <= :max_before",
+        )
+        .expression_attribute_values(":empty", AttributeValue::L(vec![]))
+        .expression_attribute_values(":m", AttributeValue::L(vec![m]))
+        .expression_attribute_values(":now", s(now_iso))
+        .expression_attribute_values(":eids", AttributeValue::Ss(vec![message.entry_id.clone()]))
+        .expression_attribute_values(":eid", s(&message.entry_id))
+        .expression_attribute_values(":one", n(1))
+        .expression_attribute_values(":needed", n(needed))
+        .expression_attribute_values(":max_before", n(APPEND_BUDGET_BYTES - needed))
+        .return_values(ReturnValue::UpdatedNew)
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+        .send()
+        .await;
+    match result {
+        Ok(out) => {
+            let count = out
+                .attributes
+                .and_then(|a| a.get("message_count").cloned())
+                .and_then(|v| v.as_n().ok().and_then(|n| n.parse().ok()))
+                .unwrap_or(0);
+            Ok(Appended::Added {
+                message_count: count,
+            })
+        }
+        Err(e) => match e.into_service_error() {
+            UpdateItemError::ConditionalCheckFailedException(c) => {
+                let Some(old) = c.item else {
+                    return Ok(Appended::Missing);
+                };
+                let has_entry = matches!(old.get("entry_ids"),
+                    Some(AttributeValue::Ss(ids)) if ids.contains(&message.entry_id));
+                if has_entry {
+                    return Ok(Appended::Duplicate);
+                }
+                let used = old
+                    .get("item_bytes")
+                    .and_then(|v| v.as_n().ok())
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(ITEM_LIMIT_BYTES);
+                Ok(Appended::Full { used, needed })
+            }
+            other => Err(StoreError::service("UpdateItem", &other)),
+        },
+    }
+}
+
+/// Attributes an update may set. `None` leaves one as it is.
+#[derive(Clone, Debug, Default)]
+pub struct Changes {
+    pub conversation_status: Option<String>,
+    pub task_complete: Option<i64>,
+    pub hand_off_to_human: Option<bool>,
+    pub hand_off_to_human_reason: Option<String>,
+    pub function_call: Option<bool>,
+    pub function_call_type: Option<String>,
+    pub thread_id: Option<String>,
+    pub email_id: Option<String>,
+    pub processing_time_ms: Option<i64>,
+    pub processor_version: Option<String>,
+}
+
+pub enum Updated {
+    Done(Box<Conversation>),
+    Missing,
+    /// The status did not allow the move; here is what it is.
+    Refused {
+        current_status: String,
+    },
+}
+
+/// Sets `changes` and `updated_at` in one `UpdateItem`. A status change is conditioned on
+/// the current status being one of `from` (or already the target), so two processors
+/// racing cannot take a conversation along a transition that is not allowed.
+pub async fn update(
+    store: &Store,
+    primary_channel: &str,
+    conversation_id: &str,
+    changes: &Changes,
+    from: Option<&[&str]>,
+    now_iso: &str,
+) -> Result<Updated, StoreError> {
+    let table = store.table(CONVERSATIONS.base);
+    let mut sets = vec!["#updated_at = :updated_at".to_string()];
+    let mut names = HashMap::from([("#updated_at".to_string(), "updated_at".to_string())]);
+    let mut values = HashMap::from([(":updated_at".to_string(), s(now_iso))]);
+    let mut set = |name: &str, v: Option<AttributeValue>| {
+        if let Some(v) = v {
+            sets.push(format!("#{name} = :{name}"));
+            names.insert(format!("#{name}"), name.to_string());
+            values.insert(format!(":{name}"), v);
+        }
+    };
+    let c = changes;
+    set("conversation_status", c.conversation_status.clone().map(s));
+    set("task_complete", c.task_complete.map(n));
+    set(
+        "hand_off_to_human",
+        c.hand_off_to_human.map(AttributeValue::Bool),
+    );
+    set(
+        "hand_off_to_human_reason",
+        c.hand_off_to_human_reason.clone().map(s),
+    );
+    set("function_call", c.function_call.map(AttributeValue::Bool));
+    set("function_call_type", c.function_call_type.clone().map(s));
+    set("thread_id", c.thread_id.clone().map(s));
+    set("email_id", c.email_id.clone().map(s));
+    set("processing_time_ms", c.processing_time_ms.map(n));
+    set("processor_version", c.processor_version.clone().map(s));
+    let mut condition = "attribute_exists(conversation_id)".to_string();
+    if let (Some(from), Some(to)) = (from, &c.conversation_status) {
+        names.insert("#cs".into(), "conversation_status".into());
+        values.insert(":to".into(), s(to));
+        let mut allowed = vec![":to".to_string()];
+        for (i, f) in from.iter().enumerate() {
+            values.insert(format!(":from{i}"), s(*f));
+            allowed.push(format!(":from{i}"));
+        }
+        condition = format!("{condition} AND #cs IN ({})", allowed.join(", "));
+    }
+    let result = store
+        .client()
+        .update_item()
+        .table_name(&table)
+        .key("primary_channel", s(primary_channel))
+        .key("conversation_id", s(conversation_id))
+        .update_expression(format!("SET {}", sets.join(", ")))
+        .condition_expression(condition)
+        .set_expression_attribute_names(Some(names))
+        .set_expression_attribute_values(Some(values))
+        .return_values(ReturnValue::AllNew)
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+        .send()
+        .await;
+    match result {
+        Ok(out) => match out.attributes {
+            Some(item) => Ok(Updated::Done(Box::new(decode(&table, item)?))),
+            None => Err(StoreError::corrupt(&table, "update returned no item")),
+        },
+        Err(e) => match e.into_service_error() {
+            UpdateItemError::ConditionalCheckFailedException(c) => match c.item {
+                None => Ok(Updated::Missing),
+                Some(old) => Ok(Updated::Refused {
+                    current_status: decode(&table, old)?.conversation_status,
+                }),
+            },
+            other => Err(StoreError::service("UpdateItem", &other)),
+        },
+    }
+}
+
+// --- search ---------------------------------------------------------------------------------
+
+/// Which partition a search reads: each is one index's partition key.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Partition {
+    /// The recipient's phone or email: the table's own partition (and its LSIs).
+    Recipient(String),
+    Company {
+        company_id: String,
+        project_id: Option<String>,
+    },
+    /// The reply-linking indexes: the company's sending number or address for a channel.
+    CompanyNumber {
+        channel: String,
+        number: String,
+        recipient: Option<String>,
+    },
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Filters {
+    pub status: Option<String>,
+    pub channel: Option<String>,
+    pub task_complete: Option<i64>,
+    /// Inclusive ISO bounds on `created_at`.
+    pub created: Option<(String, String)>,
+}
+
+/// What a results table shows; never the messages themselves.
+const SUMMARY: &[&str] = &[
+    "recipient_tel",
+    "recipient_email",
+    "company_id",
+    "project_id",
+    "company_name",
+    "project_name",
+    "channel_method",
+    "conversation_status",
+    "request_id",
+    "created_at",
+    "updated_at",
+    "task_complete",
+    "recipient_first_name",
+    "recipient_last_name",
+    "comms_consent",
+    "function_call",
+    "hand_off_to_human",
+    "ttl",
+    "message_count",
+];
+
+const TABLE_KEYS: [&str; 2] = ["primary_channel", "conversation_id"];
+
+/// The query that answers a search, and the index it uses (`None`: the table).
+pub fn spec(store: &Store, partition: &Partition, filters: &Filters) -> Spec {
+    let mut f: Vec<(&'static str, Cond)> = Vec::new();
+    let created = filters
+        .created
+        .clone()
+        .map(|(a, b)| Cond::Between(s(a), s(b)));
+    let (index, pk, sk, ascending) = match partition {
+        Partition::Recipient(pc) => {
+            // The most specific LSI answers the key condition; the rest filter.
+            let pk = ("primary_channel", s(pc));
+            if let Some(st) = &filters.status {
+                (
+                    CONVERSATIONS_BY_STATUS,
+                    pk,
+                    Some(("conversation_status", Cond::Eq(s(st)))),
+                    true,
+                )
+            } else if let Some(ch) = &filters.channel {
+                (
+                    CONVERSATIONS_BY_CHANNEL,
+                    pk,
+                    Some(("channel_method", Cond::Eq(s(ch)))),
+                    true,
+                )
+            } else if let Some(t) = filters.task_complete {
+                (
+                    CONVERSATIONS_BY_TASK,
+                    pk,
+                    Some(("task_complete", Cond::Eq(n(t)))),
+                    true,
+                )
+            } else {
+                (
+                    CONVERSATIONS_BY_CREATED,
+                    pk,
+                    created.clone().map(|c| ("created_at", c)),
+                    false,
+                )
+            }
+        }
+        Partition::Company {
+            company_id,
+            project_id,
+        } => (
+            CONVERSATIONS_BY_COMPANY_PROJECT,
+            ("company_id", s(company_id)),
+            project_id.clone().map(|p| ("project_id", Cond::Eq(s(p)))),
+            true,
+        ),
+        Partition::CompanyNumber {
+            channel,
+            number,
+            recipient,
+        } => {
+            let (index, pk_name, sk_name) = match channel.as_str() {
+                "sms" => (
+                    CONVERSATIONS_BY_SMS,
+                    "gsi_company_sms_number",
+                    "gsi_recipient_tel",
+                ),
+                "email" => (
+                    CONVERSATIONS_BY_EMAIL,
+                    "gsi_company_email",
+                    "gsi_recipient_email",
+                ),
+                _ => (
+                    CONVERSATIONS_BY_WHATSAPP,
+                    "gsi_company_whatsapp_number",
+                    "gsi_recipient_tel",
+                ),
+            };
+            (
+                index,
+                (pk_name, s(number)),
+                recipient.clone().map(|r| (sk_name, Cond::Eq(s(r)))),
+                true,
+            )
+        }
+    };
+    let sk_name = sk.as_ref().map(|(name, _)| *name);
+    let index_sk = index_sort_key(index);
+    if let Some(st) = &filters.status {
+        if index_sk != "conversation_status" {
+            f.push(("conversation_status", Cond::Eq(s(st))));
+        }
+    }
+    if let Some(ch) = &filters.channel {
+        if index_sk != "channel_method" {
+            f.push(("channel_method", Cond::Eq(s(ch))));
+        }
+    }
+    if let Some(t) = filters.task_complete {
+        if index_sk != "task_complete" {
+            f.push(("task_complete", Cond::Eq(n(t))));
+        }
+    }
+    if let Some(c) = created {
+        if sk_name != Some("created_at") {
+            f.push(("created_at", c));
+        }
+    }
+    let mut key_attrs: Vec<&'static str> = TABLE_KEYS.to_vec();
+    for a in [pk.0, index_sk] {
+        if !key_attrs.contains(&a) {
+            key_attrs.push(a);
+        }
+    }
+    Spec {
+        table: store.table(CONVERSATIONS.base),
+        index: Some(index),
+        pk,
+        sk,
+        filters: f,
+        ascending,
+        key_attrs,
+        projection: Some(SUMMARY.to_vec()),
+    }
+}
+
+fn index_sort_key(index: &str) -> &'static str {
+    match index {
+        CONVERSATIONS_BY_STATUS => "conversation_status",
+        CONVERSATIONS_BY_CHANNEL => "channel_method",
+        CONVERSATIONS_BY_TASK => "task_complete",
+        CONVERSATIONS_BY_CREATED => "created_at",
+        CONVERSATIONS_BY_COMPANY_PROJECT => "project_id",
+        CONVERSATIONS_BY_EMAIL => "gsi_recipient_email",
+        _ => "gsi_recipient_tel",
+    }
+}
+
+pub struct Found {
+    pub rows: Vec<Conversation>,
+    pub next: Option<String>,
+    pub prev: Option<String>,
+    pub index: &'static str,
+}
+
+pub async fn search(
+    store: &Store,
+    partition: &Partition,
+    filters: &Filters,
+    start: Start<'_>,
+    size: usize,
+) -> Result<Found, StoreError> {
+    let spec = spec(store, partition, filters);
+    let page = query::page(store, &spec, start, size).await?;
+    let rows = page
+        .items
+        .into_iter()
+        .map(|i| decode(&spec.table, i))
+        .collect::<Result<_, _>>()?;
+    Ok(Found {
+        rows,
+        next: page.next,
+        prev: page.prev,
+        index: spec.index.unwrap_or("table"),
+    })
+}
+
+/// Counts the matches, reading at most `max_calls` pages.
+pub async fn count(
+    store: &Store,
+    partition: &Partition,
+    filters: &Filters,
+    max_calls: usize,
+) -> Result<Count, StoreError> {
+    query::count(store, &spec(store, partition, filters), max_calls).await
+}
+
+/// Writes whole conversations in batches of 25, unconditionally: the bulk loader of the
+/// benchmark, which needs 100,000 items faster than one call each. Everything else writes
+/// through `create`, `append` and `update`.
+pub async fn load_batch(store: &Store, items: &[Conversation]) -> Result<(), StoreError> {
+    use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
+    let table = store.table(CONVERSATIONS.base);
+    for chunk in items.chunks(25) {
+        let mut requests = Vec::with_capacity(chunk.len());
+        for c in chunk {
+            let mut item: HashMap<String, AttributeValue> =
+                serde_dynamo::to_item(c).map_err(|e| StoreError::corrupt(&table, e))?;
+            let size = item_size(&item) as i64 + 15;
+            item.insert("item_bytes".into(), n(size));
+            let put = PutRequest::builder()
+                .set_item(Some(item))
+                .build()
+                .map_err(|e| StoreError::corrupt(&table, e))?;
+            requests.push(WriteRequest::builder().put_request(put).build());
+        }
+        let mut pending = HashMap::from([(table.clone(), requests)]);
+        for attempt in 0..20u64 {
+            let out = store
+                .client()
+                .batch_write_item()
+                .set_request_items(Some(pending))
+                .send()
+                .await
+                .map_err(StoreError::request("BatchWriteItem"))?;
+            match out.unprocessed_items.filter(|u| !u.is_empty()) {
+                None => break,
+                Some(left) if attempt < 19 => {
+                    pending = left;
+                    tokio::time::sleep(std::time::Duration::from_millis(10 << attempt.min(6)))
+                        .await;
+                }
+                Some(_) => {
+                    return Err(StoreError::corrupt(&table, "batch writes kept coming back"))
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,260 @@
+//! Paged `Query`s with filters, forward and back: a page of exactly `size` matching items
+//! however many DynamoDB had to skip for a `FilterExpression`, with cursors that come back
+//! as opaque strings. Never a `Scan`.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::{AttributeValue, Select};
+
+use super::{cursor, Store, StoreError};
+
+pub type Item = HashMap<String, AttributeValue>;
+
+/// A condition on one attribute.
+#[derive(Clone, Debug)]
+pub enum Cond {
+    Eq(AttributeValue),
+    /// Inclusive at both ends.
+    Between(AttributeValue, AttributeValue),
+    BeginsWith(String),
+}
+
+/// One query: a partition of the table or of one of its indexes, an optional sort-key
+/// condition, and filters on other attributes.
+#[derive(Clone, Debug)]
+pub struct Spec {
+    pub table: String,
+    pub index: Option<&'static str>,
+    pub pk: (&'static str, AttributeValue),
+    pub sk: Option<(&'static str, Cond)>,
+    pub filters: Vec<(&'static str, Cond)>,
+    /// The order pages are shown in: true for ascending sort keys.
+    pub ascending: bool,
+    /// The key attributes of the table and of the index: a cursor is made of these.
+    pub key_attrs: Vec<&'static str>,
+    /// Attributes to read (`None`: all). Key attributes are added.
+    pub projection: Option<Vec<&'static str>>,
+}
+
+/// Where a page starts.
+#[derive(Clone, Copy, Debug)]
+pub enum Start<'a> {
+    First,
+    /// The page after this cursor.
+    After(&'a str),
+    /// The page before this cursor.
+    Before(&'a str),
+}
+
+#[derive(Debug, Default)]
+pub struct Page {
+    /// In display order.
+    pub items: Vec<Item>,
+    pub next: Option<String>,
+    pub prev: Option<String>,
+}
+
+/// Query calls one page may make before it answers with what it found (a filter that
+/// matches rarely must not hold a request for long).
+const MAX_CALLS: usize = 8;
+
+struct Built {
+    key_condition: String,
+    filter: Option<String>,
+    names: HashMap<String, String>,
+    values: HashMap<String, AttributeValue>,
+}
+
+fn condition(
+    placeholder: &str,
+    cond: &Cond,
+    values: &mut HashMap<String, AttributeValue>,
+) -> String {
+    match cond {
+        Cond::Eq(v) => {
+            values.insert(format!(":{placeholder}"), v.clone());
+            format!("#{placeholder} = :{placeholder}")
+        }
+        Cond::Between(a, b) => {
+            values.insert(format!(":{placeholder}a"), a.clone());
+            values.insert(format!(":{placeholder}b"), b.clone());
+            format!("#{placeholder} BETWEEN :{placeholder}a AND :{placeholder}b")
+        }
+        Cond::BeginsWith(prefix) => {
+            values.insert(format!(":{placeholder}"), AttributeValue::S(prefix.clone()));
+            format!("begins_with(#{placeholder}, :{placeholder})")
+        }
+    }
+}
+
+impl Spec {
+    fn build(&self) -> Built {
+        let mut names = HashMap::new();
+        let mut values = HashMap::new();
+        names.insert("#pk".to_string(), self.pk.0.to_string());
+        values.insert(":pk".to_string(), self.pk.1.clone());
+        let mut key_condition = "#pk = :pk".to_string();
+        if let Some((name, cond)) = &self.sk {
+            names.insert("#sk".to_string(), name.to_string());
+            key_condition = format!("{key_condition} AND {}", condition("sk", cond, &mut values));
+        }
+        let mut parts = Vec::new();
+        for (i, (name, cond)) in self.filters.iter().enumerate() {
+            let p = format!("f{i}");
+            names.insert(format!("#{p}"), name.to_string());
+            parts.push(condition(&p, cond, &mut values));
+        }
+        Built {
+            key_condition,
+            filter: (!parts.is_empty()).then(|| parts.join(" AND ")),
+            names,
+            values,
+        }
+    }
+
+    fn projection_expression(&self, names: &mut HashMap<String, String>) -> Option<String> {
+        let wanted = self.projection.as_ref()?;
+        let mut all: Vec<&str> = self.key_attrs.clone();
+        for a in wanted {
+            if !all.contains(a) {
+                all.push(a);
+            }
+        }
+        let mut parts = Vec::new();
+        for (i, a) in all.iter().enumerate() {
+            names.insert(format!("#p{i}"), a.to_string());
+            parts.push(format!("#p{i}"));
+        }
+        Some(parts.join(", "))
+    }
+
+    fn cursor_of(&self, item: &Item) -> String {
+        let key: Item = self
+            .key_attrs
+            .iter()
+            .filter_map(|a| item.get(*a).map(|v| (a.to_string(), v.clone())))
+            .collect();
+        cursor::encode(&key)
+    }
+}
+
+/// One page of matching items.
+pub async fn page(
+    store: &Store,
+    spec: &Spec,
+    start: Start<'_>,
+    size: usize,
+) -> Result<Page, StoreError> {
+    let size = size.max(1);
+    let (forward, from) = match start {
+        Start::First => (spec.ascending, None),
+        Start::After(c) => (spec.ascending, Some(c)),
+        Start::Before(c) => (!spec.ascending, Some(c)),
+    };
+    let mut exclusive = from
+        .map(|c| cursor::decode(c, &spec.key_attrs))
+        .transpose()?;
+    let mut built = spec.build();
+    let projection = spec.projection_expression(&mut built.names);
+    let mut found: Vec<Item> = Vec::new();
+    // Where to resume when the calls ran out before the page filled.
+    let mut resume: Option<Item> = None;
+    for call in 0..MAX_CALLS {
+        let limit = if built.filter.is_some() {
+            500
+        } else {
+            (size + 1 - found.len()) as i32
+        };
+        let out = store
+            .client()
+            .query()
+            .table_name(&spec.table)
+            .set_index_name(spec.index.map(str::to_string))
+            .key_condition_expression(&built.key_condition)
+            .set_filter_expression(built.filter.clone())
+            .set_projection_expression(projection.clone())
+            .set_expression_attribute_names(Some(built.names.clone()))
+            .set_expression_attribute_values(Some(built.values.clone()))
+            .scan_index_forward(forward)
+            .limit(limit)
+            .set_exclusive_start_key(exclusive.take())
+            .send()
+            .await
+            .map_err(StoreError::request("Query"))?;
+        found.extend(out.items.unwrap_or_default());
+        let last = out.last_evaluated_key.filter(|k| !k.is_empty());
+        if found.len() > size || last.is_none() {
+            break;
+        }
+        if call + 1 == MAX_CALLS {
+            resume = last;
+        } else {
+            exclusive = last;
+        }
+    }
+    let more = found.len() > size || resume.is_some();
+    found.truncate(size);
+    // Past the items found, where the next page in this direction begins.
+    let onward = match &resume {
+        Some(k) => Some(cursor::encode(k)),
+        None if more => found.last().map(|i| spec.cursor_of(i)),
+        None => None,
+    };
+    let mut page = Page::default();
+    match start {
+        Start::First | Start::After(_) => {
+            page.next = onward;
+            page.prev = match start {
+                Start::After(_) => found.first().map(|i| spec.cursor_of(i)),
+                _ => None,
+            };
+            page.items = found;
+        }
+        Start::Before(c) => {
+            found.reverse();
+            page.prev = onward;
+            page.next = found
+                .last()
+                .map(|i| spec.cursor_of(i))
+                .or(Some(c.to_string()));
+            page.items = found;
+        }
+    }
+    Ok(page)
+}
+
+/// How many items match, reading at most a few 1 MB pages. `exact` is false when it
+/// stopped before the end.
+pub async fn count(store: &Store, spec: &Spec, max_calls: usize) -> Result<Count, StoreError> {
+    let built = spec.build();
+    let mut n = 0u64;
+    let mut exclusive = None;
+    for _ in 0..max_calls.max(1) {
+        let out = store
+            .client()
+            .query()
+            .table_name(&spec.table)
+            .set_index_name(spec.index.map(str::to_string))
+            .key_condition_expression(&built.key_condition)
+            .set_filter_expression(built.filter.clone())
+            .set_expression_attribute_names(Some(built.names.clone()))
+            .set_expression_attribute_values(Some(built.values.clone()))
+            .select(Select::Count)
+            .set_exclusive_start_key(exclusive.take())
+            .send()
+            .await
+            .map_err(StoreError::request("Query"))?;
+        n += out.count.max(0) as u64;
+        match out.last_evaluated_key.filter(|k| !k.is_empty()) {
+            Some(k) => exclusive = Some(k),
+            None => return Ok(Count { n, exact: true }),
+        }
+    }
+    Ok(Count { n, exact: false })
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Count {
+    pub n: u64,
+    pub exact: bool,
+}
