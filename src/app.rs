@@ -12,6 +12,8 @@ use crate::ui::pages::conversation::ConversationPage;
 use crate::ui::pages::conversations::ConversationsPage;
 use crate::ui::pages::events::{ConversationStatePage, EventsPage};
 use crate::ui::pages::idempotency::{IdempotencyKeyPage, IdempotencyPage};
+use crate::ui::pages::inbox::InboxPageView;
+use crate::ui::pages::inbox_user::InboxUserPage;
 use crate::ui::pages::{
     kill_switches::KillSwitchesPage, login::LoginPage, not_built::NotBuiltPage,
     not_found::NotFound, overview::OverviewPage, users::UsersPage,
@@ -57,7 +59,8 @@ pub fn App() -> impl IntoView {
                     <Route ssr=SsrMode::Async path=path!("events") view=EventsPage />
                     <Route ssr=SsrMode::Async path=path!("events/conversation") view=ConversationStatePage />
                     <Route ssr=SsrMode::Async path=path!("audit") view=AuditPage />
-                    <Route ssr=SsrMode::Async path=path!("inbox") view=|| view! { <NotBuiltPage page="inbox" /> } />
+                    <Route ssr=SsrMode::Async path=path!("inbox") view=InboxPageView />
+                    <Route ssr=SsrMode::Async path=path!("inbox/user") view=InboxUserPage />
                     <Route ssr=SsrMode::Async path=path!("idempotency") view=IdempotencyPage />
                     <Route ssr=SsrMode::Async path=path!("idempotency/key") view=IdempotencyKeyPage />
                     <Route ssr=SsrMode::Async path=path!("measurements") view=|| view! { <NotBuiltPage page="measurements" /> } />

@@ -4,6 +4,7 @@
 pub mod conversations;
 pub mod events;
 pub mod idempotency;
+pub mod inbox;
 pub mod shell;
 pub mod switches;
 pub mod users;

@@ -5,6 +5,7 @@ pub mod conversations;
 mod error;
 pub mod events;
 pub mod idempotency;
+pub mod inbox;
 pub mod switches;
 
 pub use error::AppError;

@@ -17,7 +17,9 @@ ops-console: keeps a support-automation middleware exactly-once and under contro
 Usage:
   ops-console [serve]                       start the console (default)
   ops-console bootstrap                     create every table (idempotent), enable TTL
-  ops-console sweep                         delete expired idempotency keys (DynamoDB Local has no TTL)
+  ops-console sweep                         delete expired idempotency keys and inbox items
+                                            (DynamoDB Local has no TTL deleter)
+  ops-console verify inbox                  recount every inbox partition; exit 1 on counter drift
   ops-console seed conversations [--count N] [--seed S]
                                             write N demo conversations (default 200)
   ops-console bench [--n N] [--only PARTS] [--sizes 10000,100000]
@@ -97,6 +99,7 @@ pub async fn run(raw: Vec<String>) -> ExitCode {
         (None | Some("serve"), _) => startup::serve(config).await.map_err(err),
         (Some("bootstrap"), _) => bootstrap(&config).await,
         (Some("sweep"), _) => sweep(&config).await,
+        (Some("verify"), Some("inbox")) => verify_inbox(&config).await,
         (Some("bench"), _) => bench(&args).await,
         (Some("seed"), Some("conversations")) => seed_conversations(&config, &args).await,
         (Some("user"), Some(cmd)) => user(&config, cmd, &args).await,
@@ -154,7 +157,48 @@ async fn sweep(config: &Config) -> Result<(), CliError> {
         }
     }
     eprintln!("\r✓ swept idempotency keys: {examined} examined, {deleted} expired deleted      ");
+    let (mut examined, mut deleted, mut pages) = (0usize, 0usize, 0usize);
+    let mut start = None;
+    loop {
+        let (e, d, next) = crate::server::store::inbox_stream::sweep_page(&db.store, now, start)
+            .await
+            .map_err(err)?;
+        examined += e;
+        deleted += d;
+        pages += 1;
+        let spin = ['|', '/', '-', '\\'][pages % 4];
+        eprint!("\r{spin} sweeping the inbox: {examined} examined, {deleted} expired deleted");
+        let _ = std::io::stderr().flush();
+        match next {
+            Some(k) => start = Some(k),
+            None => break,
+        }
+    }
+    eprintln!("\r✓ swept the inbox: {examined} examined, {deleted} expired deleted (the stream consumer counts them down)");
     Ok(())
+}
+
+/// Recounts every inbox partition; drift is an error (exit 1).
+async fn verify_inbox(config: &Config) -> Result<(), CliError> {
+    let db = database(config).await?;
+    let (drift, items) = crate::server::domain::inbox::verify::verify(&db.store)
+        .await
+        .map_err(err)?;
+    for d in &drift {
+        println!(
+            "drift: {} [{}] {}: counted {}, counter says {}",
+            d.pk, d.category, d.field, d.counted, d.stored
+        );
+    }
+    if drift.is_empty() {
+        println!("inbox: {items} items recounted, every counter agrees");
+        Ok(())
+    } else {
+        Err(err(format!(
+            "{} counter(s) disagree with a recount",
+            drift.len()
+        )))
+    }
 }
 
 /// `bench [--n N] [--only engine,events,conversations] [--sizes 10000,100000]`.

@@ -180,6 +180,7 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
         .map_err(|e| StartError::Other(format!("idempotency secret: {e}")))?;
     let state = AppState::new(config, db.store.clone(), clock.clone(), secret);
     let flusher = spawn_stats_flusher(state.idempotency.clone());
+    let consumer = spawn_inbox_consumer(db.store.clone());
     if state.config.env == Environment::Dev {
         let created = accounts::ensure_first_admin(&db.store, &state.account_ttls(), clock.now())
             .await
@@ -210,6 +211,7 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
         .with_graceful_shutdown(shutdown_signal())
         .await;
     flusher.abort();
+    consumer.abort();
     if let Err(e) = state_for_shutdown.idempotency.flush_stats().await {
         tracing::warn!(error = %e, "could not write the last idempotency counters");
     }
@@ -248,6 +250,28 @@ fn spawn_demo_seed(state: &AppState) {
 }
 
 const DEMO_CONVERSATIONS: usize = 200;
+
+/// Reads the inbox's stream every two seconds and brings counters down for removed
+/// messages and receipts (exactly once each, whatever the stream repeats).
+fn spawn_inbox_consumer(store: Store) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(2));
+        loop {
+            tick.tick().await;
+            match crate::server::store::inbox_stream::consume(&store).await {
+                Ok(r) if r.counted + r.repeated > 0 => {
+                    tracing::info!(
+                        counted = r.counted,
+                        repeated = r.repeated,
+                        "inbox removals counted"
+                    )
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "inbox stream: will retry"),
+            }
+        }
+    })
+}
 
 /// Writes the engine's counters every `idempotency.flush_seconds`.
 fn spawn_stats_flusher(engine: Engine) -> tokio::task::JoinHandle<()> {

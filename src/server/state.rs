@@ -8,6 +8,7 @@ use crate::server::config::Config;
 use crate::server::domain::accounts::AccountTtls;
 use crate::server::domain::conversations::reference::Refs;
 use crate::server::domain::idempotency::{Engine, Secret};
+use crate::server::domain::inbox::Inbox;
 use crate::server::domain::ingest::Ingest;
 use crate::server::store::Store;
 
@@ -24,6 +25,8 @@ pub struct AppState {
     pub ingest: Ingest,
     /// Opaque conversation links (no phone or email in URLs).
     pub refs: Refs,
+    /// Publishing, feeds and reads (design doc 3).
+    pub inbox: Inbox,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -48,6 +51,7 @@ impl AppState {
             config.idempotency.clone(),
         );
         let refs = Refs::new(&idempotency);
+        let inbox = Inbox::new(store.clone(), config.ttl.settings_days);
         let config = Arc::new(config);
         // `serve` checks the webhook settings before it gets here, with a readable error.
         let ingest = Ingest::new(store.clone(), clock.clone(), config.clone())
@@ -57,6 +61,7 @@ impl AppState {
             idempotency,
             ingest,
             refs,
+            inbox,
             store,
             config,
             clock,

@@ -165,12 +165,15 @@ fn enc(s: &str) -> String {
 
 impl TestApp {
     pub async fn send(&self, req: Request<Body>) -> Answer {
-        let res: Response = self
-            .router
-            .clone()
-            .oneshot(req)
-            .await
-            .expect("router answers");
+        let what = format!("{} {}", req.method(), req.uri());
+        // A request that never answers fails its test instead of hanging the run.
+        let res: Response = tokio::time::timeout(
+            std::time::Duration::from_secs(90),
+            self.router.clone().oneshot(req),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no answer within 90 s"))
+        .expect("router answers");
         let status = res.status();
         let headers = res.headers().clone();
         let bytes = axum::body::to_bytes(res.into_body(), 16 << 20)

@@ -8,4 +8,5 @@ mod conversations;
 mod events;
 mod helpers;
 mod idempotency;
+mod inbox;
 mod kill_switches;

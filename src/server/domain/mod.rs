@@ -8,6 +8,7 @@ pub mod events;
 pub mod fields;
 pub mod idempotency;
 pub mod idempotency_health;
+pub mod inbox;
 pub mod ingest;
 pub mod kill_switches;
 pub mod redact;

@@ -73,6 +73,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         )
         .route("/api/v1/events", axum::routing::post(post_event))
         .merge(super::conversations::routes(state))
+        .merge(super::inbox::routes(state))
         .fallback(not_found)
 }
 

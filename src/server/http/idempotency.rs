@@ -18,6 +18,10 @@ use crate::server::domain::sessions::resolve_api_key;
 use crate::server::state::AppState;
 
 pub const HEADER: &str = "idempotency-key";
+
+/// The claimed key of the request being handled (its HMAC hash), for handlers.
+#[derive(Clone, Debug)]
+pub struct ClaimedKey(pub String);
 pub const REPLAYED: &str = "idempotent-replayed";
 /// Requests larger than this are refused before anything is claimed.
 pub const BODY_LIMIT: usize = 256 * 1024;
@@ -143,6 +147,8 @@ async fn handle(
     };
 
     parts.extensions.insert(principal);
+    // Handlers whose work spans several writes resume it under this key.
+    parts.extensions.insert(ClaimedKey(ticket.key_hash.clone()));
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;

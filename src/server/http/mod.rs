@@ -3,6 +3,7 @@
 pub mod api;
 pub mod conversations;
 pub mod idempotency;
+pub mod inbox;
 pub mod login;
 pub mod middleware;
 pub mod problem;

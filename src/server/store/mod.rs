@@ -7,6 +7,8 @@ pub mod conversations;
 mod counter;
 pub mod cursor;
 pub mod idempotency;
+pub mod inbox;
+pub mod inbox_stream;
 pub(crate) mod items;
 pub mod login_attempts;
 pub mod mw;
@@ -49,6 +51,7 @@ impl TableNames {
 #[derive(Clone)]
 pub struct Store {
     client: Client,
+    streams: aws_sdk_dynamodbstreams::Client,
     names: TableNames,
     requests: Arc<RequestCounter>,
 }
@@ -131,8 +134,10 @@ impl Store {
         let config = aws_sdk_dynamodb::config::Builder::from(&sdk)
             .interceptor(counter::CountingInterceptor::new(requests.clone()))
             .build();
+        let streams = aws_sdk_dynamodbstreams::Client::new(&sdk);
         Store {
             client: Client::from_conf(config),
+            streams,
             names: TableNames::new(conn.table_prefix, conn.env),
             requests,
         }
@@ -150,6 +155,11 @@ impl Store {
     /// The SDK client (for the store's modules, and for tests that inspect tables).
     pub fn client(&self) -> &Client {
         &self.client
+    }
+
+    /// The DynamoDB Streams client (the inbox's removal consumer).
+    pub(crate) fn streams(&self) -> &aws_sdk_dynamodbstreams::Client {
+        &self.streams
     }
 
     /// Cheap check that DynamoDB answers and our settings table is there.

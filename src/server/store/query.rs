@@ -17,6 +17,8 @@ pub enum Cond {
     /// Inclusive at both ends.
     Between(AttributeValue, AttributeValue),
     BeginsWith(String),
+    /// Strictly less than.
+    Lt(AttributeValue),
 }
 
 /// One query: a partition of the table or of one of its indexes, an optional sort-key
@@ -79,6 +81,10 @@ fn condition(
             values.insert(format!(":{placeholder}a"), a.clone());
             values.insert(format!(":{placeholder}b"), b.clone());
             format!("#{placeholder} BETWEEN :{placeholder}a AND :{placeholder}b")
+        }
+        Cond::Lt(v) => {
+            values.insert(format!(":{placeholder}"), v.clone());
+            format!("#{placeholder} < :{placeholder}")
         }
         Cond::BeginsWith(prefix) => {
             values.insert(format!(":{placeholder}"), AttributeValue::S(prefix.clone()));

@@ -280,6 +280,18 @@ pub const CONVERSATIONS: TableSpec = TableSpec {
     stream: false,
 };
 
+/// Design doc 3: the single-table inbox. Its stream (new and old images) lets the consumer
+/// bring counters down when messages and receipts are removed.
+pub const INBOX: TableSpec = TableSpec {
+    base: "inbox",
+    pk: s("pk"),
+    sk: Some(s("sk")),
+    gsis: &[],
+    lsis: &[],
+    ttl_attr: "expiredat",
+    stream: true,
+};
+
 pub const ALL: &[&TableSpec] = &[
     &SETTINGS,
     &MW_IDEMPOTENCY,
@@ -292,6 +304,7 @@ pub const ALL: &[&TableSpec] = &[
     &IDEMPOTENCY_KEYS,
     &IDEMPOTENCY_STATS,
     &CONVERSATIONS,
+    &INBOX,
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,6 +3,8 @@ pub mod conversation;
 pub mod conversations;
 pub mod events;
 pub mod idempotency;
+pub mod inbox;
+pub mod inbox_user;
 pub mod kill_switches;
 pub mod login;
 pub mod not_built;

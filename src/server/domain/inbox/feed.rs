@@ -1,0 +1,259 @@
+//! A user's feed (their messages and the public ones, newest first, expired ones never
+//! shown), their counts, and reading: each read is counted once, however many times and
+//! however concurrently it is sent.
+
+use std::collections::BTreeMap;
+use std::time::Duration as StdDuration;
+
+use chrono::{DateTime, Duration, Utc};
+
+use super::{key, Inbox};
+use crate::model::inbox::{Counts, FeedItem, FeedPage};
+use crate::model::AppError;
+use crate::server::store::inbox::{self as store, MessageItem, Receipt, Written, ALL, KEEP_DAYS};
+
+pub const PAGE_SIZE: usize = 20;
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Marked {
+    Now,
+    Already,
+}
+
+fn item(m: &MessageItem, public: bool, read: bool) -> FeedItem {
+    FeedItem {
+        id: m.id.clone(),
+        public,
+        title: m.message.title.clone(),
+        body: m.message.body.clone(),
+        cta_uri: m.message.cta_uri.clone(),
+        category: m.taxonomy.category.clone(),
+        received_ms: m.received,
+        expires_s: m.expiredat,
+        read,
+    }
+}
+
+impl Inbox {
+    /// One page of `uid`'s feed after `cursor` (a message id), newest first.
+    pub async fn feed(
+        &self,
+        tenant: &str,
+        inbox: &str,
+        uid: &str,
+        cursor: Option<&str>,
+        size: usize,
+        now: DateTime<Utc>,
+    ) -> Result<FeedPage, AppError> {
+        let (tenant, inbox, uid) = (
+            key(tenant, "tenant")?,
+            key(inbox, "inbox")?,
+            key(uid, "uid")?,
+        );
+        let cursor = cursor.filter(|c| !c.is_empty());
+        if let Some(c) = cursor {
+            if c.len() != 17 || !c.chars().all(|ch| ch.is_ascii_alphanumeric()) {
+                return Err(AppError::invalid(
+                    "cursor",
+                    "This cursor is not one a feed gave.",
+                ));
+            }
+        }
+        let user_pk = store::user_pk(&tenant, &uid, &inbox);
+        let now_s = now.timestamp();
+        let (mine, more_mine) = store::messages(&self.store, &user_pk, cursor, now_s, size).await?;
+        let (public, more_public) = store::messages(
+            &self.store,
+            &store::public_pk(&tenant, &inbox),
+            cursor,
+            now_s,
+            size,
+        )
+        .await?;
+        let mut merged: Vec<(MessageItem, bool)> = mine
+            .into_iter()
+            .map(|m| (m, false))
+            .chain(public.into_iter().map(|m| (m, true)))
+            .collect();
+        merged.sort_by(|a, b| b.0.id.cmp(&a.0.id));
+        let more = merged.len() > size || more_mine || more_public;
+        merged.truncate(size);
+        let public_ids: Vec<String> = merged
+            .iter()
+            .filter(|(_, p)| *p)
+            .map(|(m, _)| m.id.clone())
+            .collect();
+        let read_public = store::receipts(&self.store, &user_pk, &public_ids).await?;
+        let items: Vec<FeedItem> = merged
+            .iter()
+            .map(|(m, public)| {
+                let read = if *public {
+                    read_public.contains(&m.id)
+                } else {
+                    m.readat.is_some()
+                };
+                item(m, *public, read)
+            })
+            .collect();
+        let next = if more {
+            items.last().map(|i| i.id.clone())
+        } else {
+            None
+        };
+        Ok(FeedPage { items, next })
+    }
+
+    /// Totals for `uid`: their messages and the public ones, read, unread, unread per
+    /// category (from the counters, never by counting messages).
+    pub async fn counts(&self, tenant: &str, inbox: &str, uid: &str) -> Result<Counts, AppError> {
+        let (tenant, inbox, uid) = (
+            key(tenant, "tenant")?,
+            key(inbox, "inbox")?,
+            key(uid, "uid")?,
+        );
+        let mine = store::stats(&self.store, &store::user_pk(&tenant, &uid, &inbox)).await?;
+        let public = store::stats(&self.store, &store::public_pk(&tenant, &inbox)).await?;
+        let get = |list: &[store::Stats], sk: &str| {
+            list.iter()
+                .find(|s| s.sk == sk)
+                .map_or((0, 0), |s| (s.published, s.read))
+        };
+        let all = store::stats_sk(ALL);
+        let (my_published, read) = get(&mine, &all);
+        let (public_published, _) = get(&public, &all);
+        // Per category: my copies and the public ones, less what I read.
+        let mut categories: BTreeMap<String, i64> = BTreeMap::new();
+        for (s, mine_too) in mine
+            .iter()
+            .map(|s| (s, true))
+            .chain(public.iter().map(|s| (s, false)))
+        {
+            if s.sk == all {
+                continue;
+            }
+            let unread = if mine_too {
+                s.published - s.read
+            } else {
+                s.published
+            };
+            *categories
+                .entry(s.sk.trim_start_matches("c#").to_string())
+                .or_default() += unread;
+        }
+        let total = my_published + public_published;
+        Ok(Counts {
+            total,
+            read,
+            unread: (total - read).max(0),
+            unread_by_category: categories.into_iter().map(|(k, v)| (k, v.max(0))).collect(),
+            public_published,
+        })
+    }
+
+    /// Marks one message read for `uid`: once, whoever else is marking it at the same time.
+    pub async fn mark_read(
+        &self,
+        tenant: &str,
+        inbox: &str,
+        uid: &str,
+        message_id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Marked, AppError> {
+        let (tenant, inbox, uid) = (
+            key(tenant, "tenant")?,
+            key(inbox, "inbox")?,
+            key(uid, "uid")?,
+        );
+        let id = key(message_id, "message_id")?;
+        let user_pk = store::user_pk(&tenant, &uid, &inbox);
+        let sk = store::message_sk(&id);
+        let keep = (now + Duration::days(KEEP_DAYS)).timestamp();
+        let mut pause = 2u64;
+        for _ in 0..60 {
+            let now_ms = now.timestamp_millis();
+            let actions = match store::get::<serde_json::Value>(&self.store, &user_pk, &sk).await? {
+                // An expired message is gone for its reader, read or not.
+                Some(v)
+                    if v["expiredat"]
+                        .as_i64()
+                        .is_some_and(|e| e <= now.timestamp()) =>
+                {
+                    return Err(AppError::NotFound)
+                }
+                Some(v) if v["kind"] == "RR" => return Ok(Marked::Already),
+                Some(v) if v["kind"] == "UM" => {
+                    let m: MessageItem = serde_json::from_value(v)
+                        .map_err(|e| crate::server::errors::internal(&e))?;
+                    if m.readat.is_some() {
+                        return Ok(Marked::Already);
+                    }
+                    store::mark_user_message(&self.store, &m, &tenant, now_ms, keep)?
+                }
+                _ => {
+                    let public_pk = store::public_pk(&tenant, &inbox);
+                    let Some(m) = store::get::<MessageItem>(&self.store, &public_pk, &sk).await?
+                    else {
+                        return Err(AppError::NotFound);
+                    };
+                    if m.expiredat <= now.timestamp() {
+                        return Err(AppError::NotFound);
+                    }
+                    let receipt = Receipt {
+                        pk: user_pk.clone(),
+                        sk: sk.clone(),
+                        kind: "RR".into(),
+                        taxonomy: m.taxonomy.clone(),
+                        readat: now_ms,
+                        // A receipt lives as long as its message.
+                        expiredat: m.expiredat,
+                        tenant_key: tenant.clone(),
+                        inbox_key: inbox.clone(),
+                        uid: uid.clone(),
+                    };
+                    store::mark_public_message(&self.store, &m, &receipt, &tenant, keep)?
+                }
+            };
+            match store::transact(&self.store, actions).await? {
+                Written::Done => return Ok(Marked::Now),
+                // Someone marked it first (or it expired): read again to tell which.
+                Written::Refused(_) => continue,
+                Written::Conflict => {
+                    let jitter = u64::from_str_radix(&crate::server::ids::random_hex(1), 16)
+                        .unwrap_or(0)
+                        % 8;
+                    tokio::time::sleep(StdDuration::from_millis(pause + jitter)).await;
+                    pause = (pause * 2).min(100);
+                }
+            }
+        }
+        Err(AppError::InProgress {
+            retry_after_secs: 1,
+        })
+    }
+
+    /// Marks every unread message of `uid`'s feed read; returns how many it marked.
+    pub async fn mark_all_read(
+        &self,
+        tenant: &str,
+        inbox: &str,
+        uid: &str,
+        now: DateTime<Utc>,
+    ) -> Result<usize, AppError> {
+        let mut marked = 0;
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = self
+                .feed(tenant, inbox, uid, cursor.as_deref(), 100, now)
+                .await?;
+            for m in page.items.iter().filter(|m| !m.read) {
+                if self.mark_read(tenant, inbox, uid, &m.id, now).await? == Marked::Now {
+                    marked += 1;
+                }
+            }
+            match page.next {
+                Some(c) => cursor = Some(c),
+                None => return Ok(marked),
+            }
+        }
+    }
+}

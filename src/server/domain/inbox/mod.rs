@@ -1,0 +1,249 @@
+//! The inbox (design doc 3): tenants and inboxes, publishing to users or everyone with
+//! exact counters, feeds that merge a user's messages with the public ones, and reads
+//! counted once however often they are sent.
+
+pub mod feed;
+pub mod publish;
+pub mod verify;
+pub mod views;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::Value;
+
+use crate::model::AppError;
+use crate::server::domain::fields::{iso_ms, Fields};
+use crate::server::store::inbox::{self as store, InboxConfig, TenantSettings, SETTINGS_SK};
+use crate::server::store::Store;
+
+/// A tenant, user, inbox or category key: 1 to 128 characters, no `#` (the key
+/// separator), no control characters, not starting with `$` (reserved for `$public`).
+pub fn key(raw: &str, field: &str) -> Result<String, AppError> {
+    let k = raw.trim();
+    let bad = |why: &str| AppError::invalid(field, format!("{field} {why}."));
+    if k.is_empty() {
+        return Err(bad("is required"));
+    }
+    if k.chars().count() > 128 {
+        return Err(bad("is at most 128 characters"));
+    }
+    if k.contains('#') {
+        return Err(bad("must not contain #"));
+    }
+    if k.starts_with('$') || k == "*" {
+        return Err(bad("must not start with $ or be *"));
+    }
+    if k.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(bad("must not contain spaces or control characters"));
+    }
+    Ok(k.to_string())
+}
+
+/// A lifetime like `30d` or `12h`, from 1 hour to 3650 days.
+pub fn parse_ttl(raw: &str, field: &str) -> Result<Duration, AppError> {
+    let t = raw.trim();
+    let bad = || {
+        AppError::invalid(
+            field,
+            format!("{field} is a lifetime like 30d or 12h (1h to 3650d)."),
+        )
+    };
+    let (num, unit) = t.split_at(t.len().saturating_sub(1));
+    let n: i64 = num.parse().map_err(|_| bad())?;
+    let d = match unit {
+        "d" => Duration::days(n),
+        "h" => Duration::hours(n),
+        _ => return Err(bad()),
+    };
+    if d < Duration::hours(1) || d > Duration::days(3650) {
+        return Err(bad());
+    }
+    Ok(d)
+}
+
+/// A time-sortable message id: the publish time in milliseconds in base 36 (9 digits,
+/// good until the year 5188), then 8 random base-36 digits.
+pub fn message_id(now: DateTime<Utc>) -> String {
+    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut ms = now.timestamp_millis().max(0) as u64;
+    let mut time = [b'0'; 9];
+    for slot in time.iter_mut().rev() {
+        *slot = DIGITS[(ms % 36) as usize];
+        ms /= 36;
+    }
+    let mut rnd = [0u8; 8];
+    getrandom::fill(&mut rnd).unwrap_or_default();
+    let suffix: String = rnd
+        .iter()
+        .map(|b| DIGITS[(*b as usize) % 36] as char)
+        .collect();
+    format!("{}{suffix}", String::from_utf8_lossy(&time))
+}
+
+/// Faults tests switch on to simulate a crash at a precise point.
+#[derive(Default)]
+pub struct Faults {
+    /// When non-zero, a publish "crashes" after delivering this many batches.
+    pub crash_after_batches: AtomicUsize,
+}
+
+/// The inbox's settings and its fault switches (tests only).
+#[derive(Clone)]
+pub struct Inbox {
+    pub store: Store,
+    pub settings_days: i64,
+    pub faults: Arc<Faults>,
+}
+
+impl Inbox {
+    pub fn new(store: Store, settings_days: i64) -> Inbox {
+        Inbox {
+            store,
+            settings_days,
+            faults: Arc::default(),
+        }
+    }
+
+    fn keep_until(&self, now: DateTime<Utc>) -> i64 {
+        (now + Duration::days(self.settings_days)).timestamp()
+    }
+
+    /// Creates or replaces a tenant's settings.
+    pub async fn put_tenant(
+        &self,
+        tenant: &str,
+        body: &Value,
+        now: DateTime<Utc>,
+    ) -> Result<TenantSettings, AppError> {
+        let tenant = key(tenant, "tenant")?;
+        let f = Fields::of(body, "")?;
+        let ttl = f.opt_str("ttl", 16)?.unwrap_or_else(|| "30d".into());
+        parse_ttl(&ttl, "ttl")?;
+        let s = TenantSettings {
+            pk: store::tenant_pk(&tenant),
+            sk: SETTINGS_SK.into(),
+            kind: "TS".into(),
+            title: f.opt_str("title", 200)?.unwrap_or_else(|| tenant.clone()),
+            ttl,
+            tenant_key: tenant.clone(),
+            updated_at: iso_ms(now),
+            expiredat: self.keep_until(now),
+        };
+        store::put_config(&self.store, &tenant, &s, self.keep_until(now)).await?;
+        Ok(s)
+    }
+
+    /// Creates or replaces an inbox's configuration.
+    pub async fn put_inbox(
+        &self,
+        tenant: &str,
+        inbox: &str,
+        body: &Value,
+        now: DateTime<Utc>,
+    ) -> Result<InboxConfig, AppError> {
+        let tenant = key(tenant, "tenant")?;
+        let inbox = key(inbox, "inbox")?;
+        let f = Fields::of(body, "")?;
+        let mut ttl = BTreeMap::new();
+        if let Some(v) = body.get("ttl").filter(|v| !v.is_null()) {
+            let map = v.as_object().ok_or_else(|| {
+                AppError::invalid("ttl", "ttl is an object like {\"default\": \"30d\"}.")
+            })?;
+            for (k, v) in map {
+                let field = format!("ttl.{k}");
+                if k != "default" {
+                    key(k, &field)?;
+                }
+                let s = v.as_str().ok_or_else(|| {
+                    AppError::invalid(&field, format!("{field} is a lifetime like 7d."))
+                })?;
+                parse_ttl(s, &field)?;
+                ttl.insert(k.clone(), s.trim().to_string());
+            }
+        }
+        ttl.entry("default".into()).or_insert_with(|| "30d".into());
+        let c = InboxConfig {
+            pk: store::tenant_pk(&tenant),
+            sk: store::inbox_sk(&inbox),
+            kind: "IC".into(),
+            title: f.opt_str("title", 200)?.unwrap_or_else(|| inbox.clone()),
+            description: f.opt_str("description", 1000)?.unwrap_or_default(),
+            ttl,
+            tenant_key: tenant.clone(),
+            inbox_key: inbox,
+            updated_at: iso_ms(now),
+            expiredat: self.keep_until(now),
+        };
+        store::put_config(&self.store, &tenant, &c, self.keep_until(now)).await?;
+        Ok(c)
+    }
+
+    pub async fn tenant(&self, tenant: &str) -> Result<Option<TenantSettings>, AppError> {
+        let tenant = key(tenant, "tenant")?;
+        Ok(store::get(&self.store, &store::tenant_pk(&tenant), SETTINGS_SK).await?)
+    }
+
+    pub async fn inbox(&self, tenant: &str, inbox: &str) -> Result<Option<InboxConfig>, AppError> {
+        let tenant = key(tenant, "tenant")?;
+        let inbox = key(inbox, "inbox")?;
+        Ok(store::get(
+            &self.store,
+            &store::tenant_pk(&tenant),
+            &store::inbox_sk(&inbox),
+        )
+        .await?)
+    }
+
+    /// How long a message of `category` lives in this inbox: its type's TTL, else the
+    /// inbox default, else the tenant's, else 30 days.
+    pub async fn lifetime(
+        &self,
+        tenant: &str,
+        inbox: &str,
+        category: Option<&str>,
+    ) -> Result<Duration, AppError> {
+        if let Some(c) = self.inbox(tenant, inbox).await? {
+            let t = category
+                .and_then(|cat| c.ttl.get(cat))
+                .or_else(|| c.ttl.get("default"));
+            if let Some(t) = t {
+                return parse_ttl(t, "ttl");
+            }
+        }
+        if let Some(s) = self.tenant(tenant).await? {
+            return parse_ttl(&s.ttl, "ttl");
+        }
+        Ok(Duration::days(30))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_and_lifetimes() {
+        assert_eq!(key(" acme ", "tenant").unwrap(), "acme");
+        for bad in ["", "a#b", "$public", "*", &"x".repeat(129), "a b"] {
+            assert!(key(bad, "tenant").is_err(), "{bad:?}");
+        }
+        assert_eq!(parse_ttl("7d", "t").unwrap(), Duration::days(7));
+        assert_eq!(parse_ttl("12h", "t").unwrap(), Duration::hours(12));
+        for bad in ["0d", "7", "d", "3651d", "1.5d", "7w"] {
+            assert!(parse_ttl(bad, "t").is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn message_ids_sort_by_time() {
+        let t = Utc::now();
+        let a = message_id(t);
+        let b = message_id(t + Duration::milliseconds(1));
+        let c = message_id(t + Duration::days(400));
+        assert_eq!(a.len(), 17);
+        assert!(a < b && b < c, "{a} {b} {c}");
+    }
+}

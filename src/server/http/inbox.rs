@@ -1,0 +1,168 @@
+//! The inbox API for apps (design doc 3): tenants and inboxes, publishing (with a required
+//! `Idempotency-Key`), feeds, counts, and reads.
+
+use axum::body::Body;
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::StatusCode;
+use axum::middleware::from_fn_with_state;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::api::{read_body, ApiAuth};
+use super::idempotency::{self, ClaimedKey};
+use super::problem::Problem;
+use crate::server::domain::fields::parse_json;
+use crate::server::domain::inbox::feed::{Marked, PAGE_SIZE};
+use crate::server::domain::inbox::publish::Publish;
+use crate::server::state::AppState;
+
+const READ: &str = "inbox:read";
+const WRITE: &str = "inbox:write";
+const BODY_LIMIT: usize = 256 * 1024;
+const BASE: &str = "/api/v1/inbox/tenants/{tenant}";
+
+pub fn routes(state: &AppState) -> Router<AppState> {
+    let user = format!("{BASE}/inboxes/{{inbox}}/users/{{uid}}");
+    Router::new()
+        .route(BASE, put(put_tenant))
+        .route(&format!("{BASE}/inboxes/{{inbox}}"), put(put_inbox))
+        .route(
+            &format!("{BASE}/inboxes/{{inbox}}/messages"),
+            post(publish).route_layer(from_fn_with_state(state.clone(), idempotency::require_key)),
+        )
+        .route(&format!("{user}/feed"), get(feed))
+        .route(&format!("{user}/counts"), get(counts))
+        .route(
+            &format!("{user}/messages/{{message_id}}/read"),
+            post(mark_read)
+                .route_layer(from_fn_with_state(state.clone(), idempotency::optional_key)),
+        )
+        .route(
+            &format!("{user}/read-all"),
+            post(mark_all)
+                .route_layer(from_fn_with_state(state.clone(), idempotency::optional_key)),
+        )
+}
+
+async fn put_tenant(
+    State(state): State<AppState>,
+    auth: ApiAuth,
+    Path(tenant): Path<String>,
+    body: Body,
+) -> Result<Response, Problem> {
+    auth.require(WRITE)?;
+    let v = parse_json(&read_body(body, BODY_LIMIT).await?)?;
+    let s = state
+        .inbox
+        .put_tenant(&tenant, &v, state.clock.now())
+        .await?;
+    Ok(Json(json!({"tenant": s.tenant_key, "title": s.title, "ttl": s.ttl})).into_response())
+}
+
+async fn put_inbox(
+    State(state): State<AppState>,
+    auth: ApiAuth,
+    Path((tenant, inbox)): Path<(String, String)>,
+    body: Body,
+) -> Result<Response, Problem> {
+    auth.require(WRITE)?;
+    let v = parse_json(&read_body(body, BODY_LIMIT).await?)?;
+    let c = state
+        .inbox
+        .put_inbox(&tenant, &inbox, &v, state.clock.now())
+        .await?;
+    Ok(Json(
+        json!({"inbox": c.inbox_key, "title": c.title, "description": c.description, "ttl": c.ttl}),
+    )
+    .into_response())
+}
+
+/// Publishes once per `Idempotency-Key`: a retry after a crash finishes the same message.
+async fn publish(
+    State(state): State<AppState>,
+    auth: ApiAuth,
+    Extension(ClaimedKey(job)): Extension<ClaimedKey>,
+    Path((tenant, inbox)): Path<(String, String)>,
+    body: Body,
+) -> Result<Response, Problem> {
+    let who = auth.require(WRITE)?;
+    let v = parse_json(&read_body(body, BODY_LIMIT).await?)?;
+    let p = Publish::parse(&v, &format!("api:{}", who.name))?;
+    let done = state
+        .inbox
+        .publish(&tenant, &inbox, &p, &job, state.clock.now())
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({
+            "message_id": done.message_id,
+            "recipients": done.recipients,
+            "audience": if p.uids.is_some() { "users" } else { "everyone" },
+        })),
+    )
+        .into_response())
+}
+
+#[derive(Deserialize)]
+struct Cursor {
+    cursor: Option<String>,
+}
+
+async fn feed(
+    State(state): State<AppState>,
+    auth: ApiAuth,
+    Path((tenant, inbox, uid)): Path<(String, String, String)>,
+    Query(q): Query<Cursor>,
+) -> Result<Response, Problem> {
+    auth.require(READ)?;
+    let page = state
+        .inbox
+        .feed(
+            &tenant,
+            &inbox,
+            &uid,
+            q.cursor.as_deref(),
+            PAGE_SIZE,
+            state.clock.now(),
+        )
+        .await?;
+    Ok(Json(page).into_response())
+}
+
+async fn counts(
+    State(state): State<AppState>,
+    auth: ApiAuth,
+    Path((tenant, inbox, uid)): Path<(String, String, String)>,
+) -> Result<Response, Problem> {
+    auth.require(READ)?;
+    Ok(Json(state.inbox.counts(&tenant, &inbox, &uid).await?).into_response())
+}
+
+async fn mark_read(
+    State(state): State<AppState>,
+    auth: ApiAuth,
+    Path((tenant, inbox, uid, id)): Path<(String, String, String, String)>,
+) -> Result<Response, Problem> {
+    auth.require(WRITE)?;
+    let m = state
+        .inbox
+        .mark_read(&tenant, &inbox, &uid, &id, state.clock.now())
+        .await?;
+    Ok(Json(json!({"read": true, "already": m == Marked::Already})).into_response())
+}
+
+async fn mark_all(
+    State(state): State<AppState>,
+    auth: ApiAuth,
+    Path((tenant, inbox, uid)): Path<(String, String, String)>,
+) -> Result<Response, Problem> {
+    auth.require(WRITE)?;
+    let n = state
+        .inbox
+        .mark_all_read(&tenant, &inbox, &uid, state.clock.now())
+        .await?;
+    Ok(Json(json!({ "marked": n as u64 })).into_response())
+}
