@@ -318,10 +318,14 @@ pub async fn seed(
     Ok(())
 }
 
-/// `[#####-----] 500/1000 conversations` on stderr, redrawn in place.
+/// `[#####-----] 500/1000 conversations` on stderr, redrawn in place at each percent.
 pub fn progress_bar(total: usize, what: &'static str) -> impl Fn(usize) + Send + Sync + 'static {
     move |done: usize| {
         use std::io::Write;
+        let percent = |d: usize| (d * 100).checked_div(total).unwrap_or(100);
+        if done != total && done > 1 && percent(done) == percent(done - 1) {
+            return;
+        }
         let width = 30;
         let filled = (done * width)
             .checked_div(total)

@@ -6,6 +6,7 @@
 mod conversations;
 mod engine;
 mod events;
+mod inbox;
 
 use std::time::Duration;
 
@@ -55,7 +56,7 @@ impl Series {
 pub struct Options {
     /// Calls per series.
     pub n: usize,
-    /// Parts to run (`engine`, `events`, `conversations`); empty: all.
+    /// Parts to run (`engine`, `events`, `inbox`, `conversations`); empty: all.
     pub only: Vec<String>,
     /// Conversation counts the search latency is measured at.
     pub conversation_sizes: Vec<usize>,
@@ -95,6 +96,10 @@ pub async fn run(opts: &Options) -> Result<(), String> {
     if wants("events") {
         let rows = events::bench_events(&store, &config, opts.n).await?;
         report.insert("events".into(), Value::Array(rows));
+    }
+    if wants("inbox") {
+        let rows = inbox::bench_inbox(&store, opts.n, 1000).await?;
+        report.insert("inbox".into(), Value::Array(rows));
     }
     if wants("conversations") {
         let v = conversations::bench_conversations(&store, &opts.conversation_sizes).await?;

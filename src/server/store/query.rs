@@ -165,12 +165,13 @@ pub async fn page(
     let mut found: Vec<Item> = Vec::new();
     // Where to resume when the calls ran out before the page filled.
     let mut resume: Option<Item> = None;
+    // A filter may skip items: read what the page still needs, then four times more on
+    // each call that comes back short.
+    let mut limit = (size + 1) as i32;
     for call in 0..MAX_CALLS {
-        let limit = if built.filter.is_some() {
-            500
-        } else {
-            (size + 1 - found.len()) as i32
-        };
+        if built.filter.is_none() {
+            limit = (size + 1 - found.len()) as i32;
+        }
         let out = store
             .client()
             .query()
@@ -197,6 +198,7 @@ pub async fn page(
         } else {
             exclusive = last;
         }
+        limit = (limit * 4).min(1000);
     }
     let more = found.len() > size || resume.is_some();
     found.truncate(size);

@@ -1,0 +1,74 @@
+import { APIRequestContext, expect, Page, test } from '@playwright/test';
+import { randomBytes } from 'node:crypto';
+import { apiKey, jsEnabled, ready, signIn } from './helpers';
+
+const auth = () => ({ Authorization: `Bearer ${apiKey()}` });
+
+async function setUp(request: APIRequestContext, tenant: string) {
+  const t = await request.put(`/api/v1/inbox/tenants/${tenant}`, { headers: auth(), data: { title: 'E2E Co', ttl: '30d' } });
+  expect(t.status(), await t.text()).toBe(200);
+  const i = await request.put(`/api/v1/inbox/tenants/${tenant}/inboxes/news`, {
+    headers: auth(),
+    data: { title: 'News', description: 'Product news', ttl: { default: '30d', billing: '7d' } },
+  });
+  expect(i.status(), await i.text()).toBe(200);
+}
+
+async function compose(page: Page, fields: { users?: string; category?: string; title: string; body: string }) {
+  const form = page.getByRole('form', { name: 'Compose' });
+  if (fields.users) {
+    await form.getByLabel('These users').check();
+    await form.getByLabel('User ids (one per line or comma-separated)').fill(fields.users);
+  } else {
+    await form.getByLabel('Everyone').check();
+  }
+  await form.getByLabel('Category').fill(fields.category ?? '');
+  await form.getByLabel('Title').fill(fields.title);
+  await form.getByLabel('Message').fill(fields.body);
+  await form.getByRole('button', { name: 'Preview' }).click();
+  await ready(page);
+  await expect(page.getByTestId('preview')).toContainText(fields.title);
+}
+
+test.describe('inbox', () => {
+  test('compose and publish to everyone and to two users; a user reads one and the unread count drops; a double-click publishes once', async ({ page, request }) => {
+    const r = randomBytes(3).toString('hex');
+    const tenant = `e2e-${r}`;
+    await setUp(request, tenant);
+    await signIn(page, 'operator', `/inbox?tenant=${tenant}&inbox=news`);
+    await expect(page.getByRole('heading', { name: 'Inbox News' })).toBeVisible();
+
+    await compose(page, { title: `Maintenance ${r}`, body: 'Tonight from 22:00.' });
+    await page.getByRole('button', { name: 'Publish' }).click();
+    await ready(page);
+    const published = page.getByRole('table', { name: 'Published messages' }).getByTestId('publication');
+    await expect(published.filter({ hasText: `Maintenance ${r}` })).toHaveCount(1);
+
+    await compose(page, { users: `ann-${r}, bob-${r}`, category: 'billing', title: `Invoice ${r}`, body: 'Your invoice is ready.' });
+    await page.getByRole('button', { name: 'Publish' }).dblclick();
+    await ready(page);
+    await expect(published.filter({ hasText: `Invoice ${r}` })).toHaveCount(1);
+    await expect(published.filter({ hasText: `Invoice ${r}` })).toContainText('2 users');
+    if (jsEnabled()) await page.waitForTimeout(500);
+    await page.reload();
+    await ready(page);
+    await expect(published.filter({ hasText: `Invoice ${r}` })).toHaveCount(1);
+
+    await page.getByLabel('User id', { exact: true }).fill(`ann-${r}`);
+    await page.getByRole('button', { name: 'View as user' }).click();
+    await ready(page);
+    const items = page.getByRole('list', { name: 'Feed' }).getByTestId('feed-item');
+    await expect(items).toHaveCount(2);
+    await expect(page.getByTestId('count-unread')).toHaveText('2');
+    const invoice = items.filter({ hasText: `Invoice ${r}` });
+    await invoice.getByRole('button', { name: 'Mark read' }).click();
+    await ready(page);
+    await expect(page.getByTestId('count-unread')).toHaveText('1');
+    await expect(page.getByTestId('count-read')).toHaveText('1');
+    await expect(items.filter({ hasText: `Invoice ${r}` }).getByTestId('read-state')).toHaveText('read');
+
+    // Bob's copy is still unread: receipts are per user.
+    const bob = await request.get(`/api/v1/inbox/tenants/${tenant}/inboxes/news/users/bob-${r}/counts`, { headers: auth() });
+    expect((await bob.json()).unread).toBe(2);
+  });
+});

@@ -1,0 +1,125 @@
+//! Inbox: a user's first feed page with 1,000 messages of their own and 1,000 public ones,
+//! and mark-read, each next to the bare DynamoDB work it builds on.
+
+use std::time::Instant;
+
+use chrono::Utc;
+use serde_json::Value;
+
+use super::{print_rows, Series};
+use crate::server::domain::inbox::publish::Publish;
+use crate::server::domain::inbox::Inbox;
+use crate::server::store::inbox as store;
+use crate::server::store::Store;
+
+const T: &str = "bench";
+const I: &str = "news";
+const UID: &str = "reader";
+
+fn message(n: usize, everyone: bool) -> Result<Publish, String> {
+    Publish::build(
+        (!everyone).then(|| vec![UID.to_string()]),
+        None,
+        Some(
+            if n.is_multiple_of(2) {
+                "billing"
+            } else {
+                "news"
+            }
+            .into(),
+        ),
+        format!("Message {n}"),
+        "A short body for the benchmark.".into(),
+        None,
+        None,
+        "bench",
+        None,
+    )
+    .map_err(|e| e.to_string())
+}
+
+pub async fn bench_inbox(store: &Store, n: usize, per_side: usize) -> Result<Vec<Value>, String> {
+    let inbox = Inbox::new(store.clone(), 365);
+    let bar = crate::server::seed::progress_bar(2 * per_side, "inbox messages published");
+    for i in 0..2 * per_side {
+        let p = message(i, i % 2 == 1)?;
+        inbox
+            .publish(T, I, &p, &format!("bench-{i}"), Utc::now())
+            .await
+            .map_err(|e| e.to_string())?;
+        bar(i + 1);
+    }
+    let user_pk = store::user_pk(T, UID, I);
+
+    // First page: the bare query of one partition against the merged feed of two.
+    let mut bare = Series::new("inbox: one partition, 20 items (baseline)");
+    let mut feed = Series::new("inbox: merged feed first page (20 of 2,000)");
+    for _ in 0..n.min(200) {
+        let r0 = store.requests().total();
+        let t = Instant::now();
+        store::list::<Value>(
+            store,
+            &user_pk,
+            "m#",
+            crate::server::store::query::Start::First,
+            20,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        bare.add(t.elapsed(), store.requests().total() - r0);
+        let r0 = store.requests().total();
+        let t = Instant::now();
+        let page = inbox
+            .feed(T, I, UID, None, 20, Utc::now())
+            .await
+            .map_err(|e| e.to_string())?;
+        feed.add(t.elapsed(), store.requests().total() - r0);
+        if page.items.len() != 20 {
+            return Err(format!("expected a full page, got {}", page.items.len()));
+        }
+    }
+    let feed_rows = print_rows("inbox feed", &[bare, feed]);
+
+    // Reads: a plain `SET readat` against the counted, once-only mark.
+    let (mine, _) = store::messages(store, &user_pk, None, 0, per_side)
+        .await
+        .map_err(|e| e.to_string())?;
+    let marks = mine.len().min(n);
+    let mut plain = Series::new("inbox: plain SET readat (baseline)");
+    let mut counted = Series::new("inbox: mark read (once, with counters)");
+    for m in mine.iter().take(marks) {
+        let r0 = store.requests().total();
+        let t = Instant::now();
+        store
+            .client()
+            .update_item()
+            .table_name(store.table(crate::server::store::schema::INBOX.base))
+            .key(
+                "pk",
+                aws_sdk_dynamodb::types::AttributeValue::S(m.pk.clone()),
+            )
+            .key(
+                "sk",
+                aws_sdk_dynamodb::types::AttributeValue::S(format!("bench-{}", m.sk)),
+            )
+            .update_expression("SET readat = :r")
+            .expression_attribute_values(
+                ":r",
+                aws_sdk_dynamodb::types::AttributeValue::N("1".into()),
+            )
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        plain.add(t.elapsed(), store.requests().total() - r0);
+        let r0 = store.requests().total();
+        let t = Instant::now();
+        inbox
+            .mark_read(T, I, UID, &m.id, Utc::now())
+            .await
+            .map_err(|e| e.to_string())?;
+        counted.add(t.elapsed(), store.requests().total() - r0);
+    }
+    let mut rows = feed_rows;
+    rows.extend(print_rows("inbox mark read", &[plain, counted]));
+    Ok(rows)
+}
