@@ -14,6 +14,9 @@ pub enum AppError {
     Unauthenticated,
     #[error("Your role does not allow this.")]
     Forbidden,
+    /// Not allowed, for the reason given.
+    #[error("{0}")]
+    Refused(String),
     #[error("Not found.")]
     NotFound,
     /// Someone else changed the thing first; the message says what it is now.
@@ -47,7 +50,7 @@ impl AppError {
         match self {
             AppError::Invalid { .. } => 400,
             AppError::Unauthenticated => 401,
-            AppError::Forbidden => 403,
+            AppError::Forbidden | AppError::Refused(_) => 403,
             AppError::NotFound => 404,
             AppError::Conflict(_) => 409,
             AppError::InProgress { .. } => 409,

@@ -19,6 +19,20 @@ const ALIASES: &[(&str, &str)] = &[
     ("DYNAMODB_ENDPOINT", "dynamodb.endpoint"),
     ("AWS_REGION", "dynamodb.region"),
     ("IDEMPOTENCY_SECRET", "idempotency.secret"),
+    // Design doc 5's own names.
+    ("ENABLE_IDEMPOTENCY", "measurements.enable_idempotency"),
+    ("IDEMPOTENCY_TTL_DAYS", "measurements.idempotency_ttl_days"),
+    ("ENABLE_ORDERING", "measurements.enable_ordering"),
+    (
+        "ORDERING_GRACE_PERIOD_SECONDS",
+        "measurements.ordering_grace_period_seconds",
+    ),
+    ("AUDIT_TTL_DAYS", "measurements.audit_ttl_days"),
+    ("BATCH_FAIL_FAST", "measurements.batch_fail_fast"),
+    (
+        "ALLOW_TIMESTAMP_OVERRIDE",
+        "measurements.allow_timestamp_override",
+    ),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -177,6 +191,29 @@ pub struct EventsSection {
     pub rules: Vec<Rule>,
 }
 
+/// Measurements (design doc 5), with the doc's variables.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasurementsSection {
+    pub enable_idempotency: bool,
+    /// How long a measurement id is remembered (`IDEMP#` records).
+    pub idempotency_ttl_days: i64,
+    pub enable_ordering: bool,
+    /// How far behind the last accepted timestamp a measurement may be (clock skew).
+    pub ordering_grace_period_seconds: i64,
+    /// How long every attempt's audit record lives.
+    pub audit_ttl_days: i64,
+    /// In a batch, stop a user's remaining items at their first ordering violation.
+    pub batch_fail_fast: bool,
+    /// Whether `X-Force-Override: true` (with the `measurements:admin` scope) may store an
+    /// older measurement.
+    pub allow_timestamp_override: bool,
+    /// How long accepted measurements are kept.
+    pub measurement_ttl_days: i64,
+    /// Alert when more than this share of attempts are duplicates.
+    pub alert_duplicate_max_pct: f64,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
@@ -211,6 +248,7 @@ struct RawConfig {
     auth: AuthSection,
     idempotency: IdempotencySection,
     events: EventsSection,
+    measurements: MeasurementsSection,
 }
 
 impl Default for RawConfig {
@@ -264,6 +302,17 @@ impl Default for RawConfig {
                 order_flow_max_attempts: 3,
                 rules: Vec::new(),
             },
+            measurements: MeasurementsSection {
+                enable_idempotency: true,
+                idempotency_ttl_days: 7,
+                enable_ordering: true,
+                ordering_grace_period_seconds: 300,
+                audit_ttl_days: 30,
+                batch_fail_fast: false,
+                allow_timestamp_override: false,
+                measurement_ttl_days: 365,
+                alert_duplicate_max_pct: 10.0,
+            },
         }
     }
 }
@@ -280,6 +329,7 @@ pub struct Config {
     pub auth: AuthSection,
     pub idempotency: IdempotencySection,
     pub events: EventsSection,
+    pub measurements: MeasurementsSection,
     /// Where the settings came from, for the start-up log.
     pub source: String,
 }
@@ -434,6 +484,7 @@ impl Config {
         }
         validate_idempotency(&raw.idempotency, env)?;
         validate_events(&raw.events)?;
+        validate_measurements(&raw.measurements)?;
         Ok(Config {
             env,
             site_addr,
@@ -447,6 +498,7 @@ impl Config {
             auth: raw.auth,
             idempotency: raw.idempotency,
             events: raw.events,
+            measurements: raw.measurements,
             source,
         })
     }
@@ -539,6 +591,44 @@ fn validate_idempotency(i: &IdempotencySection, env: Environment) -> Result<(), 
         return Err(ConfigError::new(
             "idempotency.alert_min_requests",
             "must not be negative",
+        ));
+    }
+    Ok(())
+}
+
+fn validate_measurements(m: &MeasurementsSection) -> Result<(), ConfigError> {
+    for (key, v, lo, hi) in [
+        (
+            "measurements.idempotency_ttl_days",
+            m.idempotency_ttl_days,
+            1,
+            365,
+        ),
+        (
+            "measurements.ordering_grace_period_seconds",
+            m.ordering_grace_period_seconds,
+            0,
+            86_400,
+        ),
+        ("measurements.audit_ttl_days", m.audit_ttl_days, 1, 3650),
+        (
+            "measurements.measurement_ttl_days",
+            m.measurement_ttl_days,
+            1,
+            3650,
+        ),
+    ] {
+        if !(lo..=hi).contains(&v) {
+            return Err(ConfigError::new(
+                key,
+                format!("must be between {lo} and {hi}"),
+            ));
+        }
+    }
+    if !(0.0..=100.0).contains(&m.alert_duplicate_max_pct) {
+        return Err(ConfigError::new(
+            "measurements.alert_duplicate_max_pct",
+            "must be between 0 and 100",
         ));
     }
     Ok(())

@@ -29,6 +29,7 @@ pub fn app(state: AppState) -> Router {
         .route("/login", post(login::login))
         .route("/logout", post(login::logout))
         .merge(api::routes(&state))
+        .merge(crate::server::http::measurements::pages())
         .leptos_routes(&state, routes, move || shell(leptos_options.clone()))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(middleware::from_fn(mw::server_fn_status))

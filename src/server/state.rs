@@ -10,6 +10,7 @@ use crate::server::domain::conversations::reference::Refs;
 use crate::server::domain::idempotency::{Engine, Secret};
 use crate::server::domain::inbox::Inbox;
 use crate::server::domain::ingest::Ingest;
+use crate::server::domain::measurements::Measurements;
 use crate::server::store::Store;
 
 /// Everything a request handler needs. Cheap to clone.
@@ -27,6 +28,8 @@ pub struct AppState {
     pub refs: Refs,
     /// Publishing, feeds and reads (design doc 3).
     pub inbox: Inbox,
+    /// Idempotent, ordered measurements (design doc 5).
+    pub measurements: Measurements,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -52,6 +55,7 @@ impl AppState {
         );
         let refs = Refs::new(&idempotency);
         let inbox = Inbox::new(store.clone(), config.ttl.settings_days);
+        let measurements = Measurements::new(store.clone(), config.measurements.clone());
         let config = Arc::new(config);
         // `serve` checks the webhook settings before it gets here, with a readable error.
         let ingest = Ingest::new(store.clone(), clock.clone(), config.clone())
@@ -62,6 +66,7 @@ impl AppState {
             ingest,
             refs,
             inbox,
+            measurements,
             store,
             config,
             clock,

@@ -10,3 +10,4 @@ mod helpers;
 mod idempotency;
 mod inbox;
 mod kill_switches;
+mod measurements;

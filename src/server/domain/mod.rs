@@ -11,5 +11,6 @@ pub mod idempotency_health;
 pub mod inbox;
 pub mod ingest;
 pub mod kill_switches;
+pub mod measurements;
 pub mod redact;
 pub mod sessions;

@@ -74,6 +74,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .route("/api/v1/events", axum::routing::post(post_event))
         .merge(super::conversations::routes(state))
         .merge(super::inbox::routes(state))
+        .merge(super::measurements::routes(state))
         .fallback(not_found)
 }
 

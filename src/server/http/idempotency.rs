@@ -18,6 +18,8 @@ use crate::server::domain::sessions::resolve_api_key;
 use crate::server::state::AppState;
 
 pub const HEADER: &str = "idempotency-key";
+/// Design doc 5's name for the same header; answers echo it back.
+pub const X_HEADER: &str = "x-idempotency-key";
 
 /// The claimed key of the request being handled (its HMAC hash), for handlers.
 #[derive(Clone, Debug)]
@@ -63,7 +65,9 @@ async fn handle(
         Ok(None) => return next.run(req).await,
         Err(e) => return Problem::from(e).into_response(),
     };
-    let key = match req.headers().get(HEADER).map(|v| v.to_str()) {
+    let echo = req.headers().get(X_HEADER).cloned();
+    let sent = req.headers().get(HEADER).or(echo.as_ref());
+    let key = match sent.map(|v| v.to_str()) {
         None if required => {
             return Problem::invalid(
                 "Idempotency-Key",
@@ -120,7 +124,7 @@ async fn handle(
     let engine = state.idempotency.clone();
     let ticket = match engine.begin(&call).await {
         Err(e) => return Problem::from(e).into_response(),
-        Ok(Begin::Replayed(stored)) => return replay(stored),
+        Ok(Begin::Replayed(stored)) => return echoed(replay(stored), echo),
         Ok(Begin::InProgress { retry_after }) => {
             let secs = retry_after.as_secs().max(1);
             return Problem::new(
@@ -187,7 +191,15 @@ async fn handle(
     if let Err(e) = result {
         tracing::warn!(error = %e, "could not record the idempotent result");
     }
-    Response::from_parts(res_parts, Body::from(res_bytes))
+    echoed(Response::from_parts(res_parts, Body::from(res_bytes)), echo)
+}
+
+/// Answers carry `X-Idempotency-Key` back when the request sent it.
+fn echoed(mut res: Response, key: Option<HeaderValue>) -> Response {
+    if let Some(k) = key {
+        res.headers_mut().insert(X_HEADER, k);
+    }
+    res
 }
 
 fn replay(stored: Stored) -> Response {

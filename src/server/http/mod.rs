@@ -5,5 +5,6 @@ pub mod conversations;
 pub mod idempotency;
 pub mod inbox;
 pub mod login;
+pub mod measurements;
 pub mod middleware;
 pub mod problem;

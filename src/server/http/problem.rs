@@ -79,7 +79,7 @@ impl From<AppError> for Problem {
         match e {
             AppError::Invalid { field, .. } => Problem::invalid(&field, detail),
             AppError::Unauthenticated => Problem::unauthorized(&detail),
-            AppError::Forbidden => Problem::forbidden(detail),
+            AppError::Forbidden | AppError::Refused(_) => Problem::forbidden(detail),
             AppError::NotFound => Problem::new(status, "not-found", "Not found", detail),
             AppError::Conflict(_) => Problem::new(status, "conflict", "Conflict", detail),
             AppError::InProgress { retry_after_secs } => {

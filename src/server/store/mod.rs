@@ -11,6 +11,7 @@ pub mod inbox;
 pub mod inbox_stream;
 pub(crate) mod items;
 pub mod login_attempts;
+pub mod measurements;
 pub mod mw;
 pub mod query;
 pub mod schema;

@@ -292,6 +292,24 @@ pub const INBOX: TableSpec = TableSpec {
     stream: true,
 };
 
+pub const MEASUREMENTS_BY_OUTCOME: &str = "outcome-index";
+
+/// Design doc 5: measurements, their idempotency and ordering records, and the audit of
+/// every attempt (sparse `outcome-index`: audit records only, by outcome and time).
+pub const MEASUREMENTS: TableSpec = TableSpec {
+    base: "measurements",
+    pk: s("PK"),
+    sk: Some(s("SK")),
+    gsis: &[IndexSpec {
+        name: MEASUREMENTS_BY_OUTCOME,
+        pk: s("audit_outcome"),
+        sk: Some(s("SK")),
+    }],
+    lsis: &[],
+    ttl_attr: "ttl",
+    stream: false,
+};
+
 pub const ALL: &[&TableSpec] = &[
     &SETTINGS,
     &MW_IDEMPOTENCY,
@@ -305,6 +323,7 @@ pub const ALL: &[&TableSpec] = &[
     &IDEMPOTENCY_STATS,
     &CONVERSATIONS,
     &INBOX,
+    &MEASUREMENTS,
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]

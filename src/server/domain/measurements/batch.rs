@@ -1,0 +1,178 @@
+//! Batches (design doc 5, step 7): grouped by user, each user's items in timestamp order,
+//! one status per item; with `BATCH_FAIL_FAST` a user's remaining items stop at their
+//! first ordering violation and are reported (and audited) as skipped.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::payload::{parse, Submission};
+use super::{Attempt, Context, Measurements, Outcome};
+use crate::model::AppError;
+
+pub const MAX_BATCH: usize = 500;
+
+/// What became of one item, at its index in the request.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ItemStatus {
+    pub index: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measurement_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
+    /// accepted, override, duplicate, conflict, out_of_order, invalid, skipped
+    pub status: String,
+    pub http_status: u16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload_diff: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_accepted: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Report {
+    pub items: Vec<ItemStatus>,
+    pub summary: BTreeMap<String, usize>,
+}
+
+fn status_of(index: usize, s: &Submission, outcome: Result<Outcome, AppError>) -> ItemStatus {
+    let mut st = ItemStatus {
+        index,
+        measurement_id: Some(s.measurement_id.clone()),
+        user_id: Some(s.user_id.clone()),
+        ..ItemStatus::default()
+    };
+    match outcome {
+        Ok(o) => {
+            st.status = o.name().to_string();
+            match o {
+                Outcome::Accepted { result, .. } => {
+                    st.http_status = 201;
+                    st.result = Some(result);
+                }
+                Outcome::Duplicate { result } => {
+                    st.http_status = 200;
+                    st.result = Some(result);
+                }
+                Outcome::Conflict { original, diff } => {
+                    st.http_status = 409;
+                    st.result = Some(original);
+                    st.payload_diff = Some(diff);
+                }
+                Outcome::OutOfOrder { last_accepted, .. } => {
+                    st.http_status = 422;
+                    st.last_accepted = Some(last_accepted);
+                }
+            }
+        }
+        Err(e) => {
+            st.status = "invalid".into();
+            st.http_status = e.status();
+            st.field = e.field().map(str::to_string);
+            st.detail = Some(e.to_string());
+        }
+    }
+    st
+}
+
+impl Measurements {
+    /// Processes a batch. Users run side by side; each user's items one after another.
+    pub async fn batch(
+        &self,
+        items: &[Value],
+        ctx: &Context,
+        now: DateTime<Utc>,
+    ) -> Result<Report, AppError> {
+        let mut statuses: Vec<ItemStatus> = Vec::with_capacity(items.len());
+        let mut by_user: BTreeMap<String, Vec<(usize, Submission)>> = BTreeMap::new();
+        for (i, v) in items.iter().enumerate() {
+            match parse(v, now) {
+                Ok(s) => by_user.entry(s.user_id.clone()).or_default().push((i, s)),
+                Err(e) => {
+                    self.record_invalid(v, &e, ctx, now).await?;
+                    statuses.push(ItemStatus {
+                        index: i,
+                        status: "invalid".into(),
+                        http_status: 400,
+                        field: e.field().map(str::to_string),
+                        detail: Some(e.to_string()),
+                        ..ItemStatus::default()
+                    });
+                }
+            }
+        }
+        let mut tasks = tokio::task::JoinSet::new();
+        for (_, mut list) in by_user {
+            list.sort_by(|a, b| a.1.timestamp.cmp(&b.1.timestamp).then(a.0.cmp(&b.0)));
+            let (me, ctx) = (self.clone(), ctx.clone());
+            tasks.spawn(async move { me.user_batch(list, &ctx, now).await });
+        }
+        while let Some(done) = tasks.join_next().await {
+            statuses.extend(done.map_err(|e| crate::server::errors::internal(&e))??);
+        }
+        statuses.sort_by_key(|s| s.index);
+        let mut summary = BTreeMap::new();
+        for s in &statuses {
+            *summary.entry(s.status.clone()).or_insert(0) += 1;
+        }
+        Ok(Report {
+            items: statuses,
+            summary,
+        })
+    }
+
+    async fn user_batch(
+        &self,
+        list: Vec<(usize, Submission)>,
+        ctx: &Context,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<ItemStatus>, AppError> {
+        let mut out = Vec::with_capacity(list.len());
+        let mut stopped = false;
+        for (i, s) in list {
+            if stopped {
+                let reason =
+                    "skipped: an earlier item of this user broke the ordering (BATCH_FAIL_FAST)";
+                self.record(
+                    Attempt {
+                        user: &s.user_id,
+                        measurement_id: &s.measurement_id,
+                        action: "skipped",
+                        reason: reason.into(),
+                        payload: Some(s.payload()),
+                    },
+                    ctx,
+                    now,
+                )
+                .await?;
+                out.push(ItemStatus {
+                    index: i,
+                    measurement_id: Some(s.measurement_id.clone()),
+                    user_id: Some(s.user_id.clone()),
+                    status: "skipped".into(),
+                    http_status: 424,
+                    detail: Some(reason.into()),
+                    ..ItemStatus::default()
+                });
+                continue;
+            }
+            let outcome = self.submit(&s, ctx, now).await;
+            if let Err(e @ (AppError::Internal { .. } | AppError::InProgress { .. })) = &outcome {
+                return Err(e.clone());
+            }
+            if matches!(outcome, Ok(Outcome::OutOfOrder { .. })) && self.settings.batch_fail_fast {
+                stopped = true;
+            }
+            out.push(status_of(i, &s, outcome));
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,293 @@
+//! The measurements API (design doc 5): one measurement or a batch, idempotent per
+//! measurement id and per request (`X-Idempotency-Key`), ordered per user, every attempt
+//! audited. Also the console's CSV export of the attempt audit.
+
+use axum::body::Body;
+use axum::extract::{Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::from_fn_with_state;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::api::{read_body, ApiAuth};
+use super::idempotency;
+use super::problem::Problem;
+use crate::model::auth::{CurrentUser, Role};
+use crate::model::AppError;
+use crate::server::domain::fields::parse_json;
+use crate::server::domain::measurements::batch::MAX_BATCH;
+use crate::server::domain::measurements::payload::parse;
+use crate::server::domain::measurements::{Context, Outcome};
+use crate::server::ids::random_hex;
+use crate::server::state::AppState;
+use crate::server::store::measurements as store;
+use crate::server::store::query::Start;
+
+const WRITE: &str = "measurements:write";
+const ADMIN: &str = "measurements:admin";
+
+pub fn routes(state: &AppState) -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/measurements", post(one))
+        .route("/api/v1/measurements/batch", post(many))
+        .route_layer(from_fn_with_state(state.clone(), idempotency::optional_key))
+}
+
+/// The console's CSV export (signed-in staff; pages' guard checks the session).
+pub fn pages() -> Router<AppState> {
+    Router::new().route("/measurements/audit.csv", get(audit_csv))
+}
+
+fn context(auth: &ApiAuth, headers: &HeaderMap) -> Result<Context, Problem> {
+    let correlation_id = match headers.get("x-correlation-id").map(|v| v.to_str()) {
+        None => random_hex(8),
+        Some(Ok(c)) if (1..=64).contains(&c.len()) && c.chars().all(|c| c.is_ascii_graphic()) => {
+            c.to_string()
+        }
+        Some(_) => {
+            return Err(Problem::invalid(
+                "X-Correlation-Id",
+                "X-Correlation-Id is 1 to 64 visible ASCII characters.",
+            ))
+        }
+    };
+    let force_override = match headers.get("x-force-override").map(|v| v.to_str()) {
+        None => false,
+        Some(Ok(v)) if v.eq_ignore_ascii_case("true") => true,
+        Some(Ok(v)) if v.eq_ignore_ascii_case("false") => false,
+        Some(_) => {
+            return Err(Problem::invalid(
+                "X-Force-Override",
+                "X-Force-Override is true or false.",
+            ))
+        }
+    };
+    Ok(Context {
+        correlation_id,
+        force_override,
+        admin: auth.0.has_scope(ADMIN),
+    })
+}
+
+/// Headers every answer carries: the correlation id, and a warning without a request key.
+fn decorate(mut res: Response, ctx: &Context, headers: &HeaderMap) -> Response {
+    if let Ok(v) = HeaderValue::from_str(&ctx.correlation_id) {
+        res.headers_mut().insert("x-correlation-id", v);
+    }
+    if !headers.contains_key(idempotency::HEADER) && !headers.contains_key(idempotency::X_HEADER) {
+        res.headers_mut().insert(
+            header::WARNING,
+            HeaderValue::from_static(
+                "199 - \"No X-Idempotency-Key: a retried request is deduplicated by measurement_id only\"",
+            ),
+        );
+    }
+    res
+}
+
+fn answer(outcome: Outcome, user: &str) -> Response {
+    match outcome {
+        Outcome::Accepted { result, .. } => (StatusCode::CREATED, Json(result)).into_response(),
+        Outcome::Duplicate { result } => {
+            let mut res = (StatusCode::OK, Json(result.clone())).into_response();
+            if let Some(Ok(v)) = result["measurement_id"].as_str().map(HeaderValue::from_str) {
+                res.headers_mut().insert("x-duplicate-of", v);
+            }
+            res
+        }
+        Outcome::Conflict { original, diff } => Problem::new(
+            StatusCode::CONFLICT,
+            "duplicate-measurement",
+            "Duplicate measurement",
+            "Measurement already exists with different payload",
+        )
+        .with("error", "DuplicateMeasurement")
+        .with("message", "Measurement already exists with different payload")
+        .with("measurement_id", original["measurement_id"].clone())
+        .with("original_result", original)
+        .with("payload_diff", diff)
+        .with(
+            "resolution",
+            "Send a new measurement_id for a new measurement, or the original payload to get the original result.",
+        )
+        .into_response(),
+        Outcome::OutOfOrder {
+            last_accepted,
+            submitted,
+        } => Problem::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "out-of-order-timestamp",
+            "Out-of-order timestamp",
+            "Timestamp older than last accepted",
+        )
+        .with("error", "OutOfOrderTimestamp")
+        .with("message", "Timestamp older than last accepted")
+        .with("last_accepted", last_accepted)
+        .with("submitted", submitted)
+        .with("user_id", user)
+        .into_response(),
+    }
+}
+
+async fn one(
+    State(state): State<AppState>,
+    auth: ApiAuth,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Problem> {
+    auth.require(WRITE)?;
+    let ctx = context(&auth, &headers)?;
+    let now = state.clock.now();
+    let m = &state.measurements;
+    let v = read_body(body, 64 * 1024).await?;
+    let v = match parse_json(&v) {
+        Ok(v) => v,
+        Err(e) => {
+            m.record_invalid(&Value::Null, &e, &ctx, now).await?;
+            return Err(e.into());
+        }
+    };
+    let s = match parse(&v, now) {
+        Ok(s) => s,
+        Err(e) => {
+            m.record_invalid(&v, &e, &ctx, now).await?;
+            return Ok(decorate(Problem::from(e).into_response(), &ctx, &headers));
+        }
+    };
+    let outcome = m.submit(&s, &ctx, now).await?;
+    tracing::info!(outcome = outcome.name(), correlation = %ctx.correlation_id, "measurement");
+    Ok(decorate(answer(outcome, &s.user_id), &ctx, &headers))
+}
+
+async fn many(
+    State(state): State<AppState>,
+    auth: ApiAuth,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Problem> {
+    auth.require(WRITE)?;
+    let ctx = context(&auth, &headers)?;
+    let v = parse_json(&read_body(body, 1024 * 1024).await?)?;
+    let items = v
+        .get("measurements")
+        .and_then(Value::as_array)
+        .ok_or_else(|| Problem::invalid("measurements", "measurements is a list."))?;
+    if items.is_empty() {
+        return Err(Problem::invalid("measurements", "measurements is empty."));
+    }
+    if items.len() > MAX_BATCH {
+        return Err(Problem::from(AppError::TooLarge(format!(
+            "A batch holds at most {MAX_BATCH} measurements; this one has {}.",
+            items.len()
+        )))
+        .with("limit", MAX_BATCH));
+    }
+    let report = state
+        .measurements
+        .batch(items, &ctx, state.clock.now())
+        .await?;
+    tracing::info!(items = items.len(), correlation = %ctx.correlation_id, "measurement batch");
+    Ok(decorate(
+        Json(json!(report)).into_response(),
+        &ctx,
+        &headers,
+    ))
+}
+
+#[derive(Deserialize)]
+struct CsvQuery {
+    user: Option<String>,
+    outcome: Option<String>,
+}
+
+fn csv_field(s: &str) -> String {
+    // Quote everything; neutralize spreadsheet formulas.
+    let s = if s.starts_with(['=', '+', '-', '@']) {
+        format!("'{s}")
+    } else {
+        s.to_string()
+    };
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
+/// Up to 10,000 audit records of one user or one outcome as CSV.
+async fn audit_csv(
+    State(state): State<AppState>,
+    Query(q): Query<CsvQuery>,
+    req: Request,
+) -> Result<Response, Problem> {
+    let allowed = req
+        .extensions()
+        .get::<CurrentUser>()
+        .is_some_and(|u| u.role.allows(Role::Viewer));
+    if !allowed {
+        return Err(Problem::from(AppError::Unauthenticated));
+    }
+    let user = q.user.unwrap_or_default();
+    let outcome = q.outcome.unwrap_or_default();
+    if !outcome.is_empty() && !store::OUTCOMES.contains(&outcome.as_str()) {
+        return Err(Problem::invalid("outcome", "Unknown outcome."));
+    }
+    let mut rows = vec![
+        "at,user_id,measurement_id,action,reason,weight_kg,timestamp,unit,source,correlation_id"
+            .to_string(),
+    ];
+    let mut cursor: Option<String> = None;
+    while rows.len() <= 10_000 {
+        let start = cursor.as_deref().map_or(Start::First, Start::After);
+        let (items, next, _) = if !user.is_empty() {
+            store::audits_of_user(&state.store, &user, start, 500).await?
+        } else if !outcome.is_empty() {
+            store::audits_by_outcome(&state.store, &outcome, start, 500).await?
+        } else {
+            return Err(Problem::invalid("user", "Give a user or an outcome."));
+        };
+        for a in items
+            .iter()
+            .filter(|a| outcome.is_empty() || a.action == outcome)
+        {
+            let p = a.payload.clone().unwrap_or_default();
+            rows.push(
+                [
+                    &a.at,
+                    &a.user_id,
+                    &a.measurement_id,
+                    &a.action,
+                    &a.reason,
+                    &p.weight_kg,
+                    &p.timestamp,
+                    &p.unit,
+                    &p.source,
+                    &a.correlation_id,
+                ]
+                .iter()
+                .map(|f| csv_field(f))
+                .collect::<Vec<_>>()
+                .join(","),
+            );
+        }
+        match next {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    let name = if user.is_empty() { outcome } else { user };
+    let disposition = format!(
+        "attachment; filename=\"measurement-audit-{}.csv\"",
+        name.chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+            .collect::<String>()
+    );
+    let mut res = (StatusCode::OK, rows.join("\n") + "\n").into_response();
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/csv; charset=utf-8"),
+    );
+    if let Ok(v) = HeaderValue::from_str(&disposition) {
+        res.headers_mut().insert(header::CONTENT_DISPOSITION, v);
+    }
+    Ok(res)
+}

@@ -1,0 +1,591 @@
+//! Measurements (design doc 5) against DynamoDB Local: every case of the doc's test list
+//! and the edge cases around it.
+
+use chrono::{DateTime, Duration, SecondsFormat, Utc};
+use serde_json::{json, Value};
+
+use crate::helpers::{spawn_app, spawn_app_with, Answer, TestApp};
+use ops_console::server::store::measurements as store;
+use ops_console::server::store::query::Start;
+
+/// Now, to the second (the API takes timestamps to the second here).
+fn now() -> DateTime<Utc> {
+    DateTime::from_timestamp(Utc::now().timestamp(), 0).unwrap()
+}
+
+fn ts(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+fn body(id: &str, user: &str, weight: f64, unit: &str, at: DateTime<Utc>) -> Value {
+    json!({"measurement_id": id, "user_id": user, "weight": weight, "unit": unit,
+           "timestamp": ts(at), "source": "Scale-X"})
+}
+
+async fn post(
+    app: &TestApp,
+    key: &str,
+    path: &str,
+    body: &Value,
+    headers: &[(&str, &str)],
+) -> Answer {
+    let mut req = axum::http::Request::post(path)
+        .header("host", "localhost")
+        .header("authorization", format!("Bearer {key}"))
+        .header("content-type", "application/json");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    app.send(req.body(axum::body::Body::from(body.to_string())).unwrap())
+        .await
+}
+
+async fn one(app: &TestApp, key: &str, b: &Value) -> Answer {
+    post(app, key, "/api/v1/measurements", b, &[]).await
+}
+
+async fn writer(app: &TestApp) -> String {
+    app.api_key(&["measurements:write"]).await
+}
+
+async fn audits(app: &TestApp, user: &str) -> Vec<store::AuditItem> {
+    store::audits_of_user(&app.store, user, Start::First, 500)
+        .await
+        .unwrap()
+        .0
+}
+
+async fn stored(app: &TestApp, user: &str) -> Vec<store::MeasurementItem> {
+    store::measurements_of_user(&app.store, user, 500)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_same_measurement_twice_answers_the_original_result() {
+    let app = spawn_app().await;
+    let key = writer(&app).await;
+    let t0 = now() - Duration::hours(1);
+    let first = one(&app, &key, &body("m-1", "u1", 70.0, "kg", t0)).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    assert!(first.headers.contains_key("x-correlation-id"));
+    assert!(
+        first.headers.contains_key("warning"),
+        "no request key: warned"
+    );
+    let again = one(&app, &key, &body("m-1", "u1", 70.0, "kg", t0)).await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    assert_eq!(again.headers["x-duplicate-of"], "m-1");
+    assert_eq!(again.json(), first.json(), "the original result again");
+    assert_eq!(stored(&app, "u1").await.len(), 1);
+    let actions: Vec<String> = audits(&app, "u1")
+        .await
+        .iter()
+        .map(|a| a.action.clone())
+        .collect();
+    assert_eq!(actions.iter().filter(|a| *a == "accepted").count(), 1);
+    assert_eq!(actions.iter().filter(|a| *a == "duplicate").count(), 1);
+}
+
+#[tokio::test]
+async fn the_same_id_with_another_payload_is_a_409_with_the_difference() {
+    let app = spawn_app().await;
+    let key = writer(&app).await;
+    let t0 = now() - Duration::hours(1);
+    assert_eq!(
+        one(&app, &key, &body("m-1", "u1", 70.0, "kg", t0))
+            .await
+            .status,
+        201
+    );
+    let c = one(&app, &key, &body("m-1", "u1", 71.5, "kg", t0)).await;
+    assert_eq!(c.status, 409, "{}", c.body);
+    let v = c.json();
+    assert_eq!(v["error"], "DuplicateMeasurement");
+    assert_eq!(v["measurement_id"], "m-1");
+    assert_eq!(v["original_result"]["weight_kg"], 70.0);
+    assert_eq!(
+        v["payload_diff"]["weight_kg"],
+        json!({"original": "70.00", "submitted": "71.50"})
+    );
+    assert!(v["payload_diff"].get("timestamp").is_none());
+    let s = stored(&app, "u1").await;
+    assert_eq!((s.len(), s[0].weight_kg), (1, 70.0), "nothing overwritten");
+    assert!(audits(&app, "u1")
+        .await
+        .iter()
+        .any(|a| a.action == "conflict" && a.reason.contains("weight_kg")));
+}
+
+#[tokio::test]
+async fn older_than_the_grace_period_is_a_422_and_skew_inside_it_is_accepted() {
+    let app = spawn_app().await;
+    let key = writer(&app).await;
+    let t0 = now() - Duration::hours(1);
+    assert_eq!(
+        one(&app, &key, &body("m-0", "u1", 70.0, "kg", t0))
+            .await
+            .status,
+        201
+    );
+    let late = one(
+        &app,
+        &key,
+        &body("m-1", "u1", 70.1, "kg", t0 - Duration::minutes(10)),
+    )
+    .await;
+    assert_eq!(late.status, 422, "{}", late.body);
+    let v = late.json();
+    assert_eq!(v["error"], "OutOfOrderTimestamp");
+    assert_eq!(v["user_id"], "u1");
+    assert_eq!(
+        v["last_accepted"],
+        t0.to_rfc3339_opts(SecondsFormat::Millis, true)
+    );
+    assert_eq!(
+        v["submitted"],
+        (t0 - Duration::minutes(10)).to_rfc3339_opts(SecondsFormat::Millis, true)
+    );
+    // Four minutes behind: inside the 300 s grace period.
+    let skew = one(
+        &app,
+        &key,
+        &body("m-2", "u1", 70.2, "kg", t0 - Duration::minutes(4)),
+    )
+    .await;
+    assert_eq!(skew.status, 201, "{}", skew.body);
+    // It did not move the last accepted time back: six minutes behind t0 is still late.
+    assert_eq!(
+        one(
+            &app,
+            &key,
+            &body("m-3", "u1", 70.3, "kg", t0 - Duration::minutes(6))
+        )
+        .await
+        .status,
+        422
+    );
+    // Equal timestamps, different ids: both stored.
+    assert_eq!(
+        one(&app, &key, &body("m-4", "u1", 70.4, "kg", t0))
+            .await
+            .status,
+        201
+    );
+    assert_eq!(stored(&app, "u1").await.len(), 3);
+    // Another user has an order of their own.
+    assert_eq!(
+        one(
+            &app,
+            &key,
+            &body("m-1", "u2", 80.0, "kg", t0 - Duration::days(1))
+        )
+        .await
+        .status,
+        201
+    );
+}
+
+#[tokio::test]
+async fn concurrent_submissions_for_one_user_keep_the_order() {
+    let app = spawn_app().await;
+    let key = writer(&app).await;
+    let t0 = now() - Duration::days(1);
+    let mut tasks = tokio::task::JoinSet::new();
+    // Interleaved so that late ones race early ones: 0, 19, 1, 18, ...
+    let order: Vec<i64> = (0..10).flat_map(|i| [i, 19 - i]).collect();
+    for i in order {
+        let (app, key) = (app.clone(), key.clone());
+        tasks.spawn(async move {
+            let b = body(
+                &format!("c-{i}"),
+                "u1",
+                70.0 + i as f64 / 10.0,
+                "kg",
+                t0 + Duration::minutes(10 * i),
+            );
+            (i, one(&app, &key, &b).await.status.as_u16())
+        });
+    }
+    let mut accepted = 0;
+    let mut late = 0;
+    while let Some(r) = tasks.join_next().await {
+        let (i, status) = r.unwrap();
+        match status {
+            201 => accepted += 1,
+            422 => late += 1,
+            other => panic!("c-{i}: {other}"),
+        }
+        if i == 19 {
+            assert_eq!(status, 201, "the newest can never be out of order");
+        }
+    }
+    assert_eq!(accepted + late, 20);
+    let mut s = stored(&app, "u1").await;
+    assert_eq!(s.len(), accepted);
+    s.sort_by_key(|m| m.seq);
+    let grace = Duration::seconds(300);
+    let mut newest: Option<DateTime<Utc>> = None;
+    for m in &s {
+        let t = DateTime::parse_from_rfc3339(&m.timestamp)
+            .unwrap()
+            .with_timezone(&Utc);
+        if let Some(n) = newest {
+            assert!(t >= n - grace, "{} accepted after {n}", m.timestamp);
+        }
+        newest = Some(newest.map_or(t, |n| n.max(t)));
+    }
+    let seqs: Vec<i64> = s.iter().map(|m| m.seq).collect();
+    assert_eq!(
+        seqs,
+        (1..=accepted as i64).collect::<Vec<_>>(),
+        "one acceptance at a time"
+    );
+}
+
+#[tokio::test]
+async fn batches_go_in_timestamp_order_per_user_with_and_without_fail_fast() {
+    for fail_fast in [false, true] {
+        let app = spawn_app_with(|c| c.measurements.batch_fail_fast = fail_fast).await;
+        let key = writer(&app).await;
+        let t0 = now() - Duration::days(2);
+        assert_eq!(
+            one(
+                &app,
+                &key,
+                &body("b-0", "bea", 60.0, "kg", t0 + Duration::hours(5))
+            )
+            .await
+            .status,
+            201
+        );
+        let items = json!({"measurements": [
+            body("a-2", "ann", 70.2, "kg", t0 + Duration::hours(2)),
+            body("b-1", "bea", 60.1, "kg", t0 + Duration::hours(1)),
+            body("a-1", "ann", 70.1, "kg", t0 + Duration::hours(1)),
+            {"measurement_id": "x", "user_id": "ann", "weight": "heavy", "unit": "kg", "timestamp": ts(t0), "source": "s"},
+            body("b-2", "bea", 60.2, "kg", t0 + Duration::hours(6)),
+            body("a-3", "ann", 70.3, "kg", t0 + Duration::hours(3)),
+        ]});
+        let r = post(&app, &key, "/api/v1/measurements/batch", &items, &[]).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let v = r.json();
+        let status: Vec<&str> = v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["status"].as_str().unwrap())
+            .collect();
+        let b2 = if fail_fast { "skipped" } else { "accepted" };
+        assert_eq!(
+            status,
+            vec![
+                "accepted",
+                "out_of_order",
+                "accepted",
+                "invalid",
+                b2,
+                "accepted"
+            ],
+            "fail_fast={fail_fast}"
+        );
+        assert_eq!(v["items"][3]["field"], "weight");
+        assert_eq!(
+            v["items"][1]["last_accepted"],
+            (t0 + Duration::hours(5)).to_rfc3339_opts(SecondsFormat::Millis, true)
+        );
+        let ann: Vec<i64> = stored(&app, "ann").await.iter().map(|m| m.seq).collect();
+        assert_eq!(ann, vec![1, 2, 3], "ann's items were taken oldest first");
+        assert_eq!(v["summary"]["accepted"], if fail_fast { 3 } else { 4 });
+        if fail_fast {
+            assert!(audits(&app, "bea")
+                .await
+                .iter()
+                .any(|a| a.action == "skipped" && a.measurement_id == "b-2"));
+        }
+    }
+    let app = spawn_app().await;
+    let key = writer(&app).await;
+    let t0 = now() - Duration::days(2);
+    let big: Vec<Value> = (0..501)
+        .map(|i| body(&format!("m{i}"), "u", 70.0, "kg", t0))
+        .collect();
+    let r = post(
+        &app,
+        &key,
+        "/api/v1/measurements/batch",
+        &json!({"measurements": big}),
+        &[],
+    )
+    .await;
+    assert_eq!(r.status, 413);
+}
+
+#[tokio::test]
+async fn a_request_key_replays_its_answer_and_refuses_another_body() {
+    let app = spawn_app().await;
+    let key = writer(&app).await;
+    let t0 = now() - Duration::hours(1);
+    let b = body("k-1", "u1", 70.0, "kg", t0);
+    let first = post(
+        &app,
+        &key,
+        "/api/v1/measurements",
+        &b,
+        &[("x-idempotency-key", "req-1")],
+    )
+    .await;
+    assert_eq!(first.status, 201);
+    assert_eq!(first.headers["x-idempotency-key"], "req-1");
+    assert!(!first.headers.contains_key("warning"));
+    let again = post(
+        &app,
+        &key,
+        "/api/v1/measurements",
+        &b,
+        &[("x-idempotency-key", "req-1")],
+    )
+    .await;
+    assert_eq!(again.status, 201, "the stored answer, status and all");
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    assert_eq!(again.headers["x-idempotency-key"], "req-1");
+    assert_eq!(again.json()["measurement_id"], "k-1");
+    let other = body("k-2", "u1", 70.0, "kg", t0);
+    let reused = post(
+        &app,
+        &key,
+        "/api/v1/measurements",
+        &other,
+        &[("x-idempotency-key", "req-1")],
+    )
+    .await;
+    assert_eq!(reused.status, 422);
+    assert_eq!(stored(&app, "u1").await.len(), 1);
+}
+
+#[tokio::test]
+async fn idempotency_records_expire_and_audits_carry_their_ttl() {
+    let app = spawn_app().await;
+    let key = writer(&app).await;
+    let t0 = now();
+    assert_eq!(
+        one(&app, &key, &body("e-1", "u1", 70.0, "kg", t0))
+            .await
+            .status,
+        201
+    );
+    assert_eq!(
+        one(&app, &key, &body("e-1", "u1", 70.0, "kg", t0))
+            .await
+            .status,
+        200
+    );
+    app.clock.advance(Duration::days(8));
+    // Past IDEMPOTENCY_TTL_DAYS (7) the id is forgotten: the same payload is new again.
+    let later = one(&app, &key, &body("e-1", "u1", 70.0, "kg", t0)).await;
+    assert_eq!(later.status, 201, "{}", later.body);
+    assert_eq!(later.json()["seq"], 2);
+    let a = &audits(&app, "u1").await[0];
+    let at = DateTime::parse_from_rfc3339(&a.at).unwrap().timestamp();
+    assert_eq!(a.ttl - at, 30 * 86_400, "AUDIT_TTL_DAYS");
+}
+
+#[tokio::test]
+async fn pounds_and_float_noise_normalize_to_the_same_payload() {
+    let app = spawn_app().await;
+    let key = writer(&app).await;
+    let t0 = now() - Duration::hours(1);
+    assert_eq!(
+        one(&app, &key, &body("w-1", "u1", 70.0, "kg", t0))
+            .await
+            .status,
+        201
+    );
+    assert_eq!(
+        one(&app, &key, &body("w-1", "u1", 154.32, "lb", t0))
+            .await
+            .status,
+        200,
+        "154.32 lb = 70.00 kg"
+    );
+    assert_eq!(
+        one(&app, &key, &body("w-1", "u1", 70_000.0, "G", t0))
+            .await
+            .status,
+        200,
+        "units are case-insensitive"
+    );
+    assert_eq!(
+        one(&app, &key, &body("w-2", "u1", 70.004, "kg", t0))
+            .await
+            .status,
+        201
+    );
+    assert_eq!(
+        one(&app, &key, &body("w-2", "u1", 70.0 + 0.004, "kg", t0))
+            .await
+            .status,
+        200
+    );
+    let c = one(&app, &key, &body("w-2", "u1", 70.006, "kg", t0)).await;
+    assert_eq!(c.status, 409, "70.01 is another weight");
+}
+
+#[tokio::test]
+async fn overrides_need_the_admin_scope_and_the_setting() {
+    let t0 = now() - Duration::hours(2);
+    let app = spawn_app().await;
+    let admin = app
+        .api_key(&["measurements:write", "measurements:admin"])
+        .await;
+    assert_eq!(
+        one(&app, &admin, &body("o-0", "u1", 70.0, "kg", t0))
+            .await
+            .status,
+        201
+    );
+    let h = [("x-force-override", "true")];
+    let old = body("o-1", "u1", 69.0, "kg", t0 - Duration::days(3));
+    let off = post(&app, &admin, "/api/v1/measurements", &old, &h).await;
+    assert_eq!(
+        off.status, 403,
+        "ALLOW_TIMESTAMP_OVERRIDE is off: {}",
+        off.body
+    );
+
+    let app = spawn_app_with(|c| c.measurements.allow_timestamp_override = true).await;
+    let admin = app
+        .api_key(&["measurements:write", "measurements:admin"])
+        .await;
+    let plain = writer(&app).await;
+    assert_eq!(
+        one(&app, &admin, &body("o-0", "u1", 70.0, "kg", t0))
+            .await
+            .status,
+        201
+    );
+    assert_eq!(
+        post(&app, &plain, "/api/v1/measurements", &old, &h)
+            .await
+            .status,
+        403
+    );
+    assert_eq!(
+        one(&app, &admin, &old).await.status,
+        422,
+        "no header: no override"
+    );
+    let ok = post(&app, &admin, "/api/v1/measurements", &old, &h).await;
+    assert_eq!(ok.status, 201, "{}", ok.body);
+    assert_eq!(ok.json()["status"], "override");
+    let s = stored(&app, "u1").await;
+    assert!(s
+        .iter()
+        .any(|m| m.measurement_id == "o-1" && m.overridden && m.seq == 0));
+    assert!(audits(&app, "u1")
+        .await
+        .iter()
+        .any(|a| a.action == "override" && a.measurement_id == "o-1"));
+    // The last accepted time did not move back.
+    assert_eq!(
+        one(
+            &app,
+            &plain,
+            &body("o-2", "u1", 70.0, "kg", t0 - Duration::hours(1))
+        )
+        .await
+        .status,
+        422
+    );
+}
+
+#[tokio::test]
+async fn invalid_bodies_are_a_400_naming_the_field_and_only_audited() {
+    let app = spawn_app().await;
+    let key = writer(&app).await;
+    let now = now();
+    let good = body("i-1", "uinv", 70.0, "kg", now - Duration::hours(1));
+    let with = |f: &dyn Fn(&mut Value)| {
+        let mut v = good.clone();
+        f(&mut v);
+        v
+    };
+    let cases: Vec<(Value, &str)> = vec![
+        (
+            with(&|v| {
+                v.as_object_mut().unwrap().remove("measurement_id");
+            }),
+            "measurement_id",
+        ),
+        (
+            with(&|v| v["measurement_id"] = json!("a#b")),
+            "measurement_id",
+        ),
+        (with(&|v| v["measurement_id"] = json!(7)), "measurement_id"),
+        (
+            with(&|v| {
+                v.as_object_mut().unwrap().remove("user_id");
+            }),
+            "user_id",
+        ),
+        (
+            with(&|v| {
+                v.as_object_mut().unwrap().remove("weight");
+            }),
+            "weight",
+        ),
+        (with(&|v| v["weight"] = json!("70")), "weight"),
+        (with(&|v| v["weight"] = json!(-1)), "weight"),
+        (with(&|v| v["weight"] = json!(0)), "weight"),
+        (with(&|v| v["weight"] = json!(5000)), "weight"),
+        (with(&|v| v["unit"] = json!("stone")), "unit"),
+        (
+            with(&|v| {
+                v.as_object_mut().unwrap().remove("unit");
+            }),
+            "unit",
+        ),
+        (
+            with(&|v| {
+                v.as_object_mut().unwrap().remove("timestamp");
+            }),
+            "timestamp",
+        ),
+        (with(&|v| v["timestamp"] = json!("yesterday")), "timestamp"),
+        (
+            with(&|v| v["timestamp"] = json!("2025-09-15T10:00:00")),
+            "timestamp",
+        ),
+        (
+            with(&|v| v["timestamp"] = json!(ts(now + Duration::hours(3)))),
+            "timestamp",
+        ),
+        (
+            with(&|v| {
+                v.as_object_mut().unwrap().remove("source");
+            }),
+            "source",
+        ),
+        (with(&|v| v["source"] = json!("  ")), "source"),
+        (json!([good.clone()]), "body"),
+    ];
+    assert!(cases.len() >= 15);
+    for (b, field) in &cases {
+        let a = one(&app, &key, b).await;
+        assert_eq!(a.status, 400, "{field}: {}", a.body);
+        assert_eq!(a.json()["field"], *field, "{}", a.body);
+    }
+    let raw = app.post_json("/api/v1/measurements", &key, "{oops").await;
+    assert_eq!(raw.status, 400);
+    assert!(stored(&app, "uinv").await.is_empty(), "no measurement");
+    let mine = audits(&app, "uinv").await;
+    assert!(
+        mine.len() >= 12 && mine.iter().all(|a| a.action == "invalid"),
+        "{}",
+        mine.len()
+    );
+    let (order, idemp) = store::read_state(&app.store, "uinv", "i-1").await.unwrap();
+    assert!(order.is_none() && idemp.is_none());
+    let outsider = app.api_key(&["inbox:write"]).await;
+    assert_eq!(one(&app, &outsider, &good).await.status, 403);
+}
