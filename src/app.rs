@@ -14,9 +14,10 @@ use crate::ui::pages::events::{ConversationStatePage, EventsPage};
 use crate::ui::pages::idempotency::{IdempotencyKeyPage, IdempotencyPage};
 use crate::ui::pages::inbox::InboxPageView;
 use crate::ui::pages::inbox_user::InboxUserPage;
+use crate::ui::pages::measurements::MeasurementsPage;
 use crate::ui::pages::{
-    kill_switches::KillSwitchesPage, login::LoginPage, not_built::NotBuiltPage,
-    not_found::NotFound, overview::OverviewPage, users::UsersPage,
+    kill_switches::KillSwitchesPage, login::LoginPage, not_found::NotFound, overview::OverviewPage,
+    users::UsersPage,
 };
 
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -63,7 +64,7 @@ pub fn App() -> impl IntoView {
                     <Route ssr=SsrMode::Async path=path!("inbox/user") view=InboxUserPage />
                     <Route ssr=SsrMode::Async path=path!("idempotency") view=IdempotencyPage />
                     <Route ssr=SsrMode::Async path=path!("idempotency/key") view=IdempotencyKeyPage />
-                    <Route ssr=SsrMode::Async path=path!("measurements") view=|| view! { <NotBuiltPage page="measurements" /> } />
+                    <Route ssr=SsrMode::Async path=path!("measurements") view=MeasurementsPage />
                     <Route ssr=SsrMode::Async path=path!("users") view=UsersPage />
                 </ParentRoute>
             </Routes>

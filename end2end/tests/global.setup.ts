@@ -26,7 +26,7 @@ setup('create the users the tests sign in as', async () => {
   // A machine client for the scripted API calls.
   users.apiKey = execFileSync(
     bin,
-    ['apikey', 'create', `e2e-bot-${randomBytes(3).toString('hex')}`, '--scopes', 'switches:write,switches:read,events:write,conversations:write,conversations:read,inbox:write,inbox:read'],
+    ['apikey', 'create', `e2e-bot-${randomBytes(3).toString('hex')}`, '--scopes', 'switches:write,switches:read,events:write,conversations:write,conversations:read,inbox:write,inbox:read,measurements:write'],
     { cwd: root, env },
   )
     .toString()

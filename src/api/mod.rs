@@ -5,6 +5,7 @@ pub mod conversations;
 pub mod events;
 pub mod idempotency;
 pub mod inbox;
+pub mod measurements;
 pub mod shell;
 pub mod switches;
 pub mod users;

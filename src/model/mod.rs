@@ -6,6 +6,7 @@ mod error;
 pub mod events;
 pub mod idempotency;
 pub mod inbox;
+pub mod measurements;
 pub mod switches;
 
 pub use error::AppError;

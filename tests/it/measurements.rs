@@ -49,7 +49,7 @@ async fn writer(app: &TestApp) -> String {
 }
 
 async fn audits(app: &TestApp, user: &str) -> Vec<store::AuditItem> {
-    store::audits_of_user(&app.store, user, Start::First, 500)
+    store::audits_of_user(&app.store, user, None, Start::First, 500)
         .await
         .unwrap()
         .0

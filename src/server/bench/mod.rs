@@ -7,6 +7,7 @@ mod conversations;
 mod engine;
 mod events;
 mod inbox;
+mod measurements;
 
 use std::time::Duration;
 
@@ -56,7 +57,7 @@ impl Series {
 pub struct Options {
     /// Calls per series.
     pub n: usize,
-    /// Parts to run (`engine`, `events`, `inbox`, `conversations`); empty: all.
+    /// Parts to run (`engine`, `events`, `measurements`, `inbox`, `conversations`); empty: all.
     pub only: Vec<String>,
     /// Conversation counts the search latency is measured at.
     pub conversation_sizes: Vec<usize>,
@@ -96,6 +97,10 @@ pub async fn run(opts: &Options) -> Result<(), String> {
     if wants("events") {
         let rows = events::bench_events(&store, &config, opts.n).await?;
         report.insert("events".into(), Value::Array(rows));
+    }
+    if wants("measurements") {
+        let rows = measurements::bench_measurements(&store, &config, opts.n).await?;
+        report.insert("measurements".into(), Value::Array(rows));
     }
     if wants("inbox") {
         let rows = inbox::bench_inbox(&store, opts.n, 1000).await?;

@@ -239,7 +239,7 @@ async fn audit_csv(
     while rows.len() <= 10_000 {
         let start = cursor.as_deref().map_or(Start::First, Start::After);
         let (items, next, _) = if !user.is_empty() {
-            store::audits_of_user(&state.store, &user, start, 500).await?
+            store::audits_of_user(&state.store, &user, None, start, 500).await?
         } else if !outcome.is_empty() {
             store::audits_by_outcome(&state.store, &outcome, start, 500).await?
         } else {

@@ -339,10 +339,11 @@ pub async fn record_attempt(
     Ok(())
 }
 
-/// A user's audit records, newest first.
+/// A user's audit records (of one outcome, or all), newest first.
 pub async fn audits_of_user(
     store: &Store,
     user: &str,
+    outcome: Option<&str>,
     start: Start<'_>,
     size: usize,
 ) -> Result<(Vec<AuditItem>, Option<String>, Option<String>), StoreError> {
@@ -351,7 +352,9 @@ pub async fn audits_of_user(
         index: None,
         pk: ("PK", s(user_pk(user))),
         sk: Some(("SK", Cond::BeginsWith("AUDIT#".into()))),
-        filters: vec![],
+        filters: outcome
+            .map(|o| vec![("action", Cond::Eq(s(o)))])
+            .unwrap_or_default(),
         ascending: false,
         key_attrs: vec!["PK", "SK"],
         projection: None,

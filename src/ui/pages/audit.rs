@@ -6,9 +6,11 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::events::list_audit;
+use crate::api::measurements::list_measurement_attempts;
 use crate::model::events::AuditRow;
 use crate::ui::components::alert::ErrorBox;
 use crate::ui::pages::events::{conversation_href, enc};
+use crate::ui::pages::measurements::AttemptsSection;
 
 #[component]
 pub fn AuditTable(rows: Vec<AuditRow>) -> impl IntoView {
@@ -100,6 +102,42 @@ pub fn AuditPage() -> impl IntoView {
                         view! { <AuditTable rows=page.rows /> {more} }.into_any()
                     }
                     Err(error) => view! { <div class="mt-4"><ErrorBox error /></div> }.into_any(),
+                }
+            })}
+        </Transition>
+        <MeasurementAttempts />
+    }
+}
+
+/// Measurement attempts (design doc 5) by user or by outcome, with their CSV export.
+#[component]
+fn MeasurementAttempts() -> impl IntoView {
+    let query = use_query_map();
+    let get = move |k: &str| query.read().get(k).unwrap_or_default();
+    let page = Resource::new(
+        move || {
+            (
+                get("m_user"),
+                get("m_outcome"),
+                query.read().get("m_cursor"),
+            )
+        },
+        |(u, o, c)| list_measurement_attempts(u, o, c),
+    );
+    view! {
+        <h2 class="mt-10 text-lg font-semibold">"Measurement attempts"</h2>
+        <form method="get" action="/audit" class="mt-2 flex flex-wrap items-end gap-2 text-sm">
+            <label><span class="block text-slate-600">"User id"</span><input name="m_user" value=move || get("m_user") class="w-40 rounded border border-slate-300 px-2 py-1" /></label>
+            <label><span class="block text-slate-600">"Outcome"</span><input name="m_outcome" value=move || get("m_outcome") placeholder="out_of_order, conflict…" class="w-40 rounded border border-slate-300 px-2 py-1" /></label>
+            <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-white">"Show attempts"</button>
+        </form>
+        <Transition fallback=|| view! { <p class="mt-2 text-slate-500">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                let (user, outcome) = (get("m_user"), get("m_outcome"));
+                let base = format!("/audit?m_user={}&m_outcome={}", enc(&user), enc(&outcome));
+                match page.await {
+                    Ok(p) => view! { <AttemptsSection page=p user outcome base cursor_param="m_cursor" /> }.into_any(),
+                    Err(error) => view! { <div class="mt-2"><ErrorBox error /></div> }.into_any(),
                 }
             })}
         </Transition>

@@ -101,7 +101,7 @@ pub fn IdempotencyPage() -> impl IntoView {
 }
 
 #[component]
-fn ScopeCard(s: ScopeHealth) -> impl IntoView {
+pub fn ScopeCard(s: ScopeHealth) -> impl IntoView {
     let ScopeHealth {
         scope,
         totals,

@@ -7,7 +7,7 @@ pub mod inbox;
 pub mod inbox_user;
 pub mod kill_switches;
 pub mod login;
-pub mod not_built;
+pub mod measurements;
 pub mod not_found;
 pub mod overview;
 pub mod users;

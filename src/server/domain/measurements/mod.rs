@@ -5,6 +5,7 @@
 
 pub mod batch;
 pub mod payload;
+pub mod views;
 
 use std::sync::Arc;
 
@@ -183,8 +184,11 @@ impl Measurements {
         }
         let grace = Duration::seconds(cfg.ordering_grace_period_seconds);
         for _ in 0..20 {
-            let (order, idemp) =
-                store::read_state(&self.store, &s.user_id, &s.measurement_id).await?;
+            let (order, idemp) = if cfg.enable_idempotency || cfg.enable_ordering {
+                store::read_state(&self.store, &s.user_id, &s.measurement_id).await?
+            } else {
+                (None, None)
+            };
             let idemp = idemp.filter(|i| cfg.enable_idempotency && i.ttl > now.timestamp());
             if let Some(first) = idemp {
                 return self

@@ -1,0 +1,67 @@
+use leptos::prelude::*;
+
+use crate::model::measurements::{AttemptPage, MeasurementsView};
+use crate::model::AppError;
+
+/// A user's series and attempts, the rates over `window` (`24h`, `7d`), and the measurement
+/// endpoints' idempotency health.
+#[server]
+pub async fn load_measurements(
+    user: String,
+    outcome: String,
+    cursor: Option<String>,
+    window: String,
+) -> Result<MeasurementsView, AppError> {
+    use crate::model::auth::Role;
+    use crate::server::ctx;
+    use crate::server::domain::{idempotency_health, measurements::views};
+    ctx::require(Role::Viewer)?;
+    let state = ctx::state()?;
+    let now = state.clock.now();
+    let user = user.trim().to_string();
+    let (points, rejected) = if user.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        views::series(&state.store, &user).await?
+    };
+    let attempts = views::attempts(&state.store, &user, &outcome, cursor.as_deref()).await?;
+    let settings = &state.measurements.settings;
+    let rates = views::rates(&state.store, &window, settings.alert_duplicate_max_pct, now).await?;
+    if let Err(e) = state.idempotency.flush_stats().await {
+        tracing::warn!(error = %e, "could not write idempotency counters before reading them");
+    }
+    let health = idempotency_health::load(
+        &state.store,
+        state.idempotency.settings(),
+        &rates.window,
+        now,
+    )
+    .await?;
+    Ok(MeasurementsView {
+        user,
+        points,
+        rejected,
+        attempts,
+        rates,
+        idempotency: health
+            .scopes
+            .into_iter()
+            .filter(|s| s.scope.contains("/api/v1/measurements"))
+            .collect(),
+    })
+}
+
+/// Measurement attempts of one user or one outcome, for the Audit page.
+#[server]
+pub async fn list_measurement_attempts(
+    user: String,
+    outcome: String,
+    cursor: Option<String>,
+) -> Result<AttemptPage, AppError> {
+    use crate::model::auth::Role;
+    use crate::server::ctx;
+    use crate::server::domain::measurements::views;
+    ctx::require(Role::Viewer)?;
+    let state = ctx::state()?;
+    views::attempts(&state.store, &user, &outcome, cursor.as_deref()).await
+}

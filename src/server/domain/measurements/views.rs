@@ -1,0 +1,144 @@
+//! What the console reads of measurements: a user's series and attempts, attempts by
+//! outcome, and the hourly rates with their alert.
+
+use chrono::{DateTime, Duration, Utc};
+
+use crate::model::measurements::{AttemptPage, AttemptRow, Point, RateHour, Rates, Rejected};
+use crate::model::AppError;
+use crate::server::store::measurements::{self as store, AuditItem, OUTCOMES};
+use crate::server::store::query::Start;
+use crate::server::store::Store;
+
+fn row(a: AuditItem) -> AttemptRow {
+    let p = a.payload.unwrap_or_default();
+    AttemptRow {
+        at: a.at,
+        user_id: a.user_id,
+        measurement_id: a.measurement_id,
+        action: a.action,
+        reason: a.reason,
+        weight_kg: p.weight_kg,
+        timestamp: p.timestamp,
+        source: p.source,
+        correlation_id: a.correlation_id,
+    }
+}
+
+/// Attempts of one user (any outcome, or one), or of one outcome across users.
+pub async fn attempts(
+    store: &Store,
+    user: &str,
+    outcome: &str,
+    cursor: Option<&str>,
+) -> Result<AttemptPage, AppError> {
+    let (user, outcome) = (user.trim(), outcome.trim());
+    if !outcome.is_empty() && !OUTCOMES.contains(&outcome) {
+        return Err(AppError::invalid("outcome", "Unknown outcome."));
+    }
+    let start = cursor
+        .filter(|c| !c.is_empty())
+        .map_or(Start::First, Start::After);
+    let (items, next, _) = if !user.is_empty() {
+        let filter = (!outcome.is_empty()).then_some(outcome);
+        store::audits_of_user(store, user, filter, start, 25).await?
+    } else if !outcome.is_empty() {
+        store::audits_by_outcome(store, outcome, start, 25).await?
+    } else {
+        return Ok(AttemptPage::default());
+    };
+    Ok(AttemptPage {
+        rows: items.into_iter().map(row).collect(),
+        next,
+    })
+}
+
+/// A user's newest measurements and the rejected attempts among their newest audits.
+pub async fn series(store: &Store, user: &str) -> Result<(Vec<Point>, Vec<Rejected>), AppError> {
+    let points = store::measurements_of_user(store, user, 200)
+        .await?
+        .into_iter()
+        .map(|m| Point {
+            timestamp: m.timestamp,
+            weight_kg: m.weight_kg,
+            overridden: m.overridden,
+        })
+        .collect();
+    let (recent, _, _) = store::audits_of_user(store, user, None, Start::First, 200).await?;
+    let rejected = recent
+        .into_iter()
+        .filter(|a| matches!(a.action.as_str(), "out_of_order" | "conflict" | "skipped"))
+        .filter_map(|a| {
+            let p = a.payload?;
+            Some(Rejected {
+                timestamp: p.timestamp,
+                weight_kg: p.weight_kg.parse().ok()?,
+                action: a.action,
+            })
+        })
+        .collect();
+    Ok((points, rejected))
+}
+
+fn pct(part: u64, whole: u64) -> Option<f64> {
+    (whole > 0).then(|| part as f64 * 100.0 / whole as f64)
+}
+
+/// Hourly counts over `24h` or `7d`, every hour present, and the duplicate alert (judged
+/// from 20 attempts in the window).
+pub async fn rates(
+    store: &Store,
+    window: &str,
+    alert_duplicate_max_pct: f64,
+    now: DateTime<Utc>,
+) -> Result<Rates, AppError> {
+    let hours = match window {
+        "7d" => 7 * 24,
+        _ => 24,
+    };
+    let hour = |t: DateTime<Utc>| t.format("%Y-%m-%dT%H").to_string();
+    let from = now - Duration::hours(hours - 1);
+    let found = store::stats(store, &hour(from), &hour(now)).await?;
+    let mut series = Vec::with_capacity(hours as usize);
+    let mut totals = RateHour::default();
+    for i in 0..hours {
+        let h = hour(from + Duration::hours(i));
+        let c = found
+            .iter()
+            .find(|(k, _)| *k == h)
+            .map(|(_, c)| c.clone())
+            .unwrap_or_default();
+        let get = |k: &str| c.get(k).copied().unwrap_or(0).max(0) as u64;
+        let r = RateHour {
+            hour: h,
+            attempts: get("attempts"),
+            accepted: get("accepted"),
+            duplicate: get("duplicate"),
+            conflict: get("conflict"),
+            out_of_order: get("out_of_order"),
+            invalid: get("invalid"),
+            overrides: get("override"),
+            skipped: get("skipped"),
+        };
+        totals.attempts += r.attempts;
+        totals.accepted += r.accepted;
+        totals.duplicate += r.duplicate;
+        totals.conflict += r.conflict;
+        totals.out_of_order += r.out_of_order;
+        totals.invalid += r.invalid;
+        totals.overrides += r.overrides;
+        totals.skipped += r.skipped;
+        series.push(r);
+    }
+    let duplicate_pct = pct(totals.duplicate, totals.attempts);
+    Ok(Rates {
+        window: if hours == 24 { "24h" } else { "7d" }.into(),
+        duplicate_pct,
+        out_of_order_pct: pct(totals.out_of_order, totals.attempts),
+        override_pct: pct(totals.overrides, totals.attempts),
+        alert_duplicate_max_pct,
+        duplicate_breached: totals.attempts >= 20
+            && duplicate_pct.is_some_and(|p| p > alert_duplicate_max_pct),
+        totals,
+        series,
+    })
+}

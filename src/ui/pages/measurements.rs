@@ -1,0 +1,314 @@
+//! Measurements (design doc 5): a user's weight over time with the rejected attempts
+//! marked, every attempt with its outcome and reason (CSV too), and the duplicate,
+//! out-of-order and override rates next to the endpoints' idempotency health.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+use crate::api::measurements::load_measurements;
+use crate::model::measurements::{AttemptPage, MeasurementsView, Point, Rates, Rejected};
+use crate::ui::components::alert::ErrorBox;
+use crate::ui::pages::events::enc;
+use crate::ui::pages::idempotency::ScopeCard;
+
+const OUTCOMES: [&str; 7] = [
+    "accepted",
+    "duplicate",
+    "conflict",
+    "out_of_order",
+    "invalid",
+    "override",
+    "skipped",
+];
+
+fn pct(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.1} %")).unwrap_or_else(|| "–".into())
+}
+
+#[component]
+pub fn MeasurementsPage() -> impl IntoView {
+    let query = use_query_map();
+    let q = move |k: &'static str| query.read().get(k).unwrap_or_default();
+    let data = Resource::new(
+        move || {
+            (
+                q("user"),
+                q("outcome"),
+                query.read().get("cursor"),
+                q("window"),
+            )
+        },
+        |(u, o, c, w)| load_measurements(u, o, c, w),
+    );
+    let input = "mt-1 rounded border border-slate-300 px-2 py-1 text-sm";
+    view! {
+        <Title text="Measurements" />
+        <h1 class="text-2xl font-semibold">"Measurements"</h1>
+        <p class="mt-1 text-sm text-slate-600">"Each measurement id is stored once and each user's timestamps only move forward; every attempt is audited."</p>
+        <form method="get" action="/measurements" class="mt-4 flex flex-wrap items-end gap-3 text-sm">
+            <label>"User id"<input name="user" value=move || q("user") class=input /></label>
+            <label>"Outcome"
+                <select name="outcome" class=input>
+                    {move || {
+                        let current = q("outcome");
+                        std::iter::once("").chain(OUTCOMES).map(|o| view! {
+                            <option value=o selected=current == o>{if o.is_empty() { "any" } else { o }}</option>
+                        }).collect_view()
+                    }}
+                </select>
+            </label>
+            <label>"Window"
+                <select name="window" class=input>
+                    {move || {
+                        let w = q("window");
+                        view! {
+                            <option value="24h" selected=w != "7d">"24 hours"</option>
+                            <option value="7d" selected=w == "7d">"7 days"</option>
+                        }
+                    }}
+                </select>
+            </label>
+            <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-white">"Show"</button>
+        </form>
+        <Transition fallback=|| view! { <p class="mt-4 text-slate-500">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match data.await {
+                    Ok(v) => view! { <Body v outcome=q("outcome") /> }.into_any(),
+                    Err(error) => view! { <div class="mt-4"><ErrorBox error /></div> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn Body(v: MeasurementsView, outcome: String) -> impl IntoView {
+    let MeasurementsView {
+        user,
+        points,
+        rejected,
+        attempts,
+        rates,
+        idempotency,
+    } = v;
+    let chart = (!user.is_empty()).then(|| view! { <Series points rejected /> }.into_any());
+    let base = format!(
+        "/measurements?user={}&outcome={}&window={}",
+        enc(&user),
+        enc(&outcome),
+        enc(&rates.window)
+    );
+    view! {
+        <RateTiles rates=rates.clone() />
+        {idempotency.into_iter().map(|s| view! { <ScopeCard s /> }).collect_view()}
+        {chart}
+        <AttemptsSection page=attempts user=user.clone() outcome base />
+    }
+}
+
+#[component]
+fn RateTiles(rates: Rates) -> impl IntoView {
+    let tile = |label: &'static str, value: Option<f64>, breached: bool, testid: &'static str| {
+        let class = if breached {
+            "rounded border border-red-300 bg-red-50 p-3 text-red-800"
+        } else {
+            "rounded border border-slate-200 bg-white p-3"
+        };
+        view! {
+            <div class=class data-testid=testid data-breached=breached.to_string()>
+                <div class="text-xs uppercase tracking-wide">{label}</div>
+                <div class="text-2xl font-semibold">{pct(value)}</div>
+            </div>
+        }
+    };
+    let rule = format!(
+        "Alert when duplicates exceed {:.0} % of at least 20 attempts.",
+        rates.alert_duplicate_max_pct
+    );
+    let max = rates
+        .series
+        .iter()
+        .map(|h| h.attempts)
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let n = rates.series.len().max(1) as f64;
+    let (w, h) = (720.0, 100.0);
+    let bw = w / n;
+    let bars = rates
+        .series
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let bar = |v: u64, class: &'static str| {
+                let bh = v as f64 / max * (h - 8.0);
+                view! { <rect x=format!("{:.1}", i as f64 * bw) y=format!("{:.1}", h - bh) width=format!("{:.1}", (bw - 1.0).max(0.5)) height=format!("{bh:.1}") class=class /> }
+            };
+            view! {
+                <g>
+                    <title>{format!("{} UTC: {} attempts, {} duplicates, {} out of order, {} overrides", r.hour, r.attempts, r.duplicate, r.out_of_order, r.overrides)}</title>
+                    {bar(r.attempts, "fill-slate-300")}
+                    {bar(r.duplicate, "fill-amber-500")}
+                    {bar(r.out_of_order, "fill-red-500")}
+                    {bar(r.overrides, "fill-violet-500")}
+                </g>
+            }
+        })
+        .collect_view();
+    view! {
+        <section class="mt-6" aria-label="Rates">
+            <h2 class="text-lg font-semibold">{format!("Rates, last {}", rates.window)}</h2>
+            <div class="mt-2 grid grid-cols-1 gap-3 sm:grid-cols-4">
+                <div class="rounded border border-slate-200 bg-white p-3">
+                    <div class="text-xs uppercase tracking-wide">"Attempts"</div>
+                    <div class="text-2xl font-semibold" data-testid="attempts">{rates.totals.attempts}</div>
+                </div>
+                {tile("Duplicates", rates.duplicate_pct, rates.duplicate_breached, "rate-duplicate")}
+                {tile("Out of order", rates.out_of_order_pct, false, "rate-out-of-order")}
+                {tile("Overrides", rates.override_pct, false, "rate-override")}
+            </div>
+            <p class="mt-1 text-xs text-slate-500">{rule}</p>
+            <svg viewBox=format!("0 0 {w} {h}") class="mt-2 h-24 w-full" role="img" aria-label="Attempts per hour">{bars}</svg>
+            <p class="text-xs text-slate-500">"attempts (grey), duplicates (amber), out of order (red), overrides (violet) per hour"</p>
+        </section>
+    }
+}
+
+fn parse_ms(ts: &str) -> Option<i64> {
+    chrono::DateTime::parse_from_rfc3339(ts)
+        .ok()
+        .map(|t| t.timestamp_millis())
+}
+
+/// Weight over time: accepted measurements as a line with dots, rejected attempts as red
+/// crosses where they would have been.
+#[component]
+fn Series(points: Vec<Point>, rejected: Vec<Rejected>) -> impl IntoView {
+    if points.is_empty() && rejected.is_empty() {
+        return view! { <p class="mt-6 text-sm text-slate-500" data-testid="no-series">"No measurements for this user."</p> }.into_any();
+    }
+    let times: Vec<i64> = points
+        .iter()
+        .map(|p| &p.timestamp)
+        .chain(rejected.iter().map(|r| &r.timestamp))
+        .filter_map(|t| parse_ms(t))
+        .collect();
+    let weights: Vec<f64> = points
+        .iter()
+        .map(|p| p.weight_kg)
+        .chain(rejected.iter().map(|r| r.weight_kg))
+        .collect();
+    let (t0, t1) = (
+        times.iter().min().copied().unwrap_or(0),
+        times.iter().max().copied().unwrap_or(1),
+    );
+    let (w0, w1) = weights
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), w| (a.min(*w), b.max(*w)));
+    let (w0, w1) = if w1 - w0 < 1.0 {
+        (w0 - 1.0, w1 + 1.0)
+    } else {
+        (w0, w1)
+    };
+    let (w, h, pad) = (720.0, 200.0, 20.0);
+    let x = move |t: i64| pad + (t - t0) as f64 / ((t1 - t0).max(1) as f64) * (w - 2.0 * pad);
+    let y = move |kg: f64| h - pad - (kg - w0) / (w1 - w0) * (h - 2.0 * pad);
+    let line = points
+        .iter()
+        .filter_map(|p| {
+            parse_ms(&p.timestamp).map(|t| format!("{:.1},{:.1}", x(t), y(p.weight_kg)))
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    let dots = points
+        .iter()
+        .filter_map(|p| {
+            let t = parse_ms(&p.timestamp)?;
+            let class = if p.overridden { "fill-violet-600" } else { "fill-sky-700" };
+            Some(view! { <circle cx=format!("{:.1}", x(t)) cy=format!("{:.1}", y(p.weight_kg)) r="3" class=class><title>{format!("{} · {:.2} kg", p.timestamp, p.weight_kg)}</title></circle> })
+        })
+        .collect_view();
+    let crosses = rejected
+        .iter()
+        .filter_map(|r| {
+            let (cx, cy) = (x(parse_ms(&r.timestamp)?), y(r.weight_kg));
+            Some(view! {
+                <g class="stroke-red-600" stroke-width="2" data-testid="rejected-mark">
+                    <title>{format!("{}: {} · {:.2} kg", r.action, r.timestamp, r.weight_kg)}</title>
+                    <line x1=format!("{:.1}", cx - 4.0) y1=format!("{:.1}", cy - 4.0) x2=format!("{:.1}", cx + 4.0) y2=format!("{:.1}", cy + 4.0) />
+                    <line x1=format!("{:.1}", cx - 4.0) y1=format!("{:.1}", cy + 4.0) x2=format!("{:.1}", cx + 4.0) y2=format!("{:.1}", cy - 4.0) />
+                </g>
+            })
+        })
+        .collect_view();
+    view! {
+        <figure class="mt-6 rounded-lg border border-slate-200 bg-white p-4">
+            <svg viewBox=format!("0 0 {w} {h}") class="h-56 w-full" role="img" aria-label="Weight over time" data-testid="series">
+                <polyline points=line fill="none" class="stroke-sky-400" stroke-width="1.5" />
+                {dots}
+                {crosses}
+            </svg>
+            <figcaption class="mt-1 flex justify-between text-xs text-slate-500">
+                <span>{format!("{w0:.1} – {w1:.1} kg")}</span>
+                <span>{format!("{} accepted (blue; overrides violet), {} rejected (red ×)", points.len(), rejected.len())}</span>
+            </figcaption>
+        </figure>
+    }
+    .into_any()
+}
+
+/// The attempts table with its CSV export and paging; also on the Audit page.
+#[component]
+pub fn AttemptsSection(
+    page: AttemptPage,
+    user: String,
+    outcome: String,
+    base: String,
+    #[prop(default = "cursor")] cursor_param: &'static str,
+) -> impl IntoView {
+    if user.is_empty() && outcome.is_empty() {
+        return view! { <p class="mt-6 text-sm text-slate-500">"Choose a user or an outcome to see attempts."</p> }.into_any();
+    }
+    let csv = format!(
+        "/measurements/audit.csv?user={}&outcome={}",
+        enc(&user),
+        enc(&outcome)
+    );
+    let rows = page
+        .rows
+        .into_iter()
+        .map(|r| {
+            let bad = !matches!(r.action.as_str(), "accepted" | "duplicate" | "override");
+            view! {
+                <tr class="border-t border-slate-100 align-top" data-testid="attempt-row">
+                    <td class="py-1 text-xs whitespace-nowrap">{r.at}</td>
+                    <td class="py-1 font-mono text-xs">{r.user_id}</td>
+                    <td class="py-1 font-mono text-xs">{r.measurement_id}</td>
+                    <td class=if bad { "py-1 font-medium text-red-700" } else { "py-1" } data-testid="attempt-action">{r.action}</td>
+                    <td class="py-1 text-xs">{r.reason}</td>
+                    <td class="py-1 text-right">{r.weight_kg}</td>
+                    <td class="py-1 text-xs">{r.timestamp}</td>
+                    <td class="py-1 font-mono text-xs">{r.correlation_id}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let more = page.next.map(|c| view! { <a class="text-sky-800 underline" href=format!("{base}&{cursor_param}={}", enc(&c))>"Older"</a> });
+    view! {
+        <section class="mt-6" aria-label="Attempts">
+            <div class="flex items-baseline justify-between">
+                <h2 class="text-lg font-semibold">"Attempts"</h2>
+                <a class="text-sm text-sky-800 underline" href=csv rel="external" download>"Export CSV"</a>
+            </div>
+            <table class="mt-2 w-full text-left text-sm" aria-label="Measurement attempts">
+                <thead class="text-xs uppercase text-slate-500">
+                    <tr><th>"When"</th><th>"User"</th><th>"Measurement"</th><th>"Outcome"</th><th>"Reason"</th><th class="text-right">"kg"</th><th>"Timestamp"</th><th>"Correlation"</th></tr>
+                </thead>
+                <tbody>{rows}</tbody>
+            </table>
+            <div class="mt-2 text-sm">{more}</div>
+        </section>
+    }
+    .into_any()
+}
