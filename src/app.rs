@@ -7,6 +7,7 @@ use leptos_router::path;
 use leptos_router::SsrMode;
 
 use crate::ui::layout::Layout;
+use crate::ui::pages::api_doc::ApiDocPage;
 use crate::ui::pages::audit::AuditPage;
 use crate::ui::pages::conversation::ConversationPage;
 use crate::ui::pages::conversations::ConversationsPage;
@@ -66,6 +67,7 @@ pub fn App() -> impl IntoView {
                     <Route ssr=SsrMode::Async path=path!("idempotency/key") view=IdempotencyKeyPage />
                     <Route ssr=SsrMode::Async path=path!("measurements") view=MeasurementsPage />
                     <Route ssr=SsrMode::Async path=path!("users") view=UsersPage />
+                    <Route ssr=SsrMode::Async path=path!("api") view=ApiDocPage />
                 </ParentRoute>
             </Routes>
         </Router>

@@ -1,6 +1,7 @@
 //! Server functions: thin. Each takes the app state, checks the caller, parses input into
 //! domain types, calls the domain, and maps the error.
 
+pub mod api_doc;
 pub mod conversations;
 pub mod events;
 pub mod idempotency;

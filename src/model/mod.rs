@@ -1,5 +1,6 @@
 //! Types shared by the UI and the server functions. Everything here compiles to wasm.
 
+pub mod api_doc;
 pub mod auth;
 pub mod conversations;
 mod error;

@@ -17,6 +17,7 @@ ops-console: keeps a support-automation middleware exactly-once and under contro
 Usage:
   ops-console [serve]                       start the console (default)
   ops-console bootstrap                     create every table (idempotent), enable TTL
+  ops-console openapi                       print the REST API's OpenAPI 3.1 document
   ops-console sweep                         delete expired idempotency keys and inbox items
                                             (DynamoDB Local has no TTL deleter)
   ops-console verify inbox                  recount every inbox partition; exit 1 on counter drift
@@ -98,6 +99,11 @@ pub async fn run(raw: Vec<String>) -> ExitCode {
     let result = match (args.word(0), args.word(1)) {
         (None | Some("serve"), _) => startup::serve(config).await.map_err(err),
         (Some("bootstrap"), _) => bootstrap(&config).await,
+        (Some("openapi"), _) => {
+            let doc = crate::server::http::openapi::document();
+            println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+            Ok(())
+        }
         (Some("sweep"), _) => sweep(&config).await,
         (Some("verify"), Some("inbox")) => verify_inbox(&config).await,
         (Some("bench"), _) => bench(&args).await,

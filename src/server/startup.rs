@@ -26,6 +26,7 @@ pub fn app(state: AppState) -> Router {
     let leptos_options = state.leptos.clone();
     Router::new()
         .route("/healthz", get(healthz))
+        .route("/api/openapi.json", get(openapi_json))
         .route("/login", post(login::login))
         .route("/logout", post(login::logout))
         .merge(api::routes(&state))
@@ -40,7 +41,22 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
-async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
+/// The REST API's OpenAPI 3.1 document (no sign-in needed: it holds no data).
+async fn openapi_json() -> impl IntoResponse {
+    Json(crate::server::http::openapi::document())
+}
+
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "console",
+    responses(
+        (status = 200, description = "DynamoDB answers", body = crate::server::http::openapi::Health),
+        (status = 503, description = "DynamoDB does not answer", body = crate::server::http::openapi::Health)
+    ),
+    security(())
+)]
+pub(crate) async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
     match tokio::time::timeout(Duration::from_secs(3), state.store.ping()).await {
         Ok(Ok(())) => (
             StatusCode::OK,

@@ -18,6 +18,7 @@ const NAV: &[(&str, &str, Role)] = &[
     ("/inbox", "Inbox", Role::Viewer),
     ("/idempotency", "Idempotency", Role::Viewer),
     ("/measurements", "Measurements", Role::Viewer),
+    ("/api", "API", Role::Viewer),
     ("/users", "Users", Role::Admin),
 ];
 

@@ -11,3 +11,4 @@ mod idempotency;
 mod inbox;
 mod kill_switches;
 mod measurements;
+mod security;

@@ -11,6 +11,7 @@ use axum::{Json, Router};
 use serde_json::json;
 
 use super::idempotency;
+use super::openapi::{Event, EventAnswer, ProblemResponse, SwitchChange, Switches, WhoAmI};
 use super::problem::Problem;
 use crate::model::switches::Switch;
 use crate::server::domain::kill_switches::{change, ChangeRequest, Ttls};
@@ -94,10 +95,26 @@ pub async fn read_body(body: axum::body::Body, limit: usize) -> Result<Bytes, Pr
 /// The helpdesk webhook's body limit.
 pub const EVENT_BODY_LIMIT: usize = 256 * 1024;
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/events",
+    tag = "events",
+    request_body(content = Event, content_type = "application/json"),
+    responses(
+        (status = 200, description = "Processed now, or a duplicate delivery", body = EventAnswer),
+        (status = 400, response = ProblemResponse),
+        (status = 401, response = ProblemResponse),
+        (status = 403, response = ProblemResponse),
+        (status = 409, response = ProblemResponse),
+        (status = 413, response = ProblemResponse),
+        (status = 503, response = ProblemResponse)
+    ),
+    security(("api_key" = ["events:write"])),
+)]
 /// The helpdesk posts each customer message here (scope `events:write`). It is processed
 /// before the answer: 200 means it is durably recorded; a duplicate delivery answers 200
 /// with `"duplicate": true` and does nothing else.
-async fn post_event(
+pub(crate) async fn post_event(
     State(state): State<AppState>,
     auth: ApiAuth,
     body: axum::body::Body,
@@ -152,12 +169,36 @@ async fn post_event(
     }
 }
 
-async fn whoami(auth: ApiAuth) -> Json<serde_json::Value> {
+#[utoipa::path(
+    get,
+    path = "/api/v1/whoami",
+    tag = "console",
+    responses(
+        (status = 200, description = "OK", body = WhoAmI),
+        (status = 401, response = ProblemResponse)
+    ),
+    security(("api_key" = [])),
+)]
+pub(crate) async fn whoami(auth: ApiAuth) -> Json<serde_json::Value> {
     Json(json!({"name": auth.0.name, "scopes": auth.0.scopes}))
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/kill-switches",
+    tag = "console",
+    responses(
+        (status = 200, description = "OK", body = Switches),
+        (status = 401, response = ProblemResponse),
+        (status = 403, response = ProblemResponse)
+    ),
+    security(("api_key" = ["switches:read"])),
+)]
 /// The middleware's workers read the switches before acting (design doc 1, section 3).
-async fn kill_switches(State(state): State<AppState>, auth: ApiAuth) -> Result<Response, Problem> {
+pub(crate) async fn kill_switches(
+    State(state): State<AppState>,
+    auth: ApiAuth,
+) -> Result<Response, Problem> {
     auth.require("switches:read")?;
     let s = switches::load(&state.store, state.clock.now()).await?;
     Ok(Json(json!({
@@ -168,10 +209,29 @@ async fn kill_switches(State(state): State<AppState>, auth: ApiAuth) -> Result<R
     .into_response())
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/kill-switches",
+    tag = "console",
+    request_body(content = SwitchChange, content_type = "application/json"),
+    params(
+        ("Idempotency-Key" = String, Header, description = "Required: a unique value per request, sent again unchanged on retry")
+    ),
+    responses(
+        (status = 200, description = "OK", body = Switches),
+        (status = 400, response = ProblemResponse),
+        (status = 401, response = ProblemResponse),
+        (status = 403, response = ProblemResponse),
+        (status = 409, response = ProblemResponse),
+        (status = 413, response = ProblemResponse),
+        (status = 422, response = ProblemResponse)
+    ),
+    security(("api_key" = ["switches:write"])),
+)]
 /// Incident tooling may flip a switch too (scope `switches:write`), with the same rules as
 /// the console: a reason, a confirmation for the risky directions, the version it saw, and
 /// an `Idempotency-Key`.
-async fn change_kill_switch(
+pub(crate) async fn change_kill_switch(
     State(state): State<AppState>,
     auth: ApiAuth,
     body: Bytes,

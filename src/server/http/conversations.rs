@@ -14,6 +14,10 @@ use serde_json::json;
 
 use super::api::{read_body, ApiAuth};
 use super::idempotency;
+use super::openapi::{
+    Appended, ContextObject, Conversation, ConversationChanges, Created, Lookup as LookupDoc,
+    NewMessage, ProblemResponse, Updated,
+};
 use super::problem::Problem;
 use crate::server::domain::conversations::context::{CONTEXT_BODY_LIMIT, MESSAGE_BODY_LIMIT};
 use crate::server::domain::conversations::search::recipient;
@@ -41,7 +45,27 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .route_layer(from_fn_with_state(state.clone(), idempotency::optional_key))
 }
 
-async fn create(
+#[utoipa::path(
+    post,
+    path = "/api/v1/conversations",
+    tag = "conversations",
+    request_body(content = ContextObject, content_type = "application/json"),
+    params(
+        ("Idempotency-Key" = Option<String>, Header, description = "Makes a retry of this request return the first answer")
+    ),
+    responses(
+        (status = 201, description = "Created", body = Created),
+        (status = 200, description = "It existed with the same content", body = Created),
+        (status = 400, response = ProblemResponse),
+        (status = 401, response = ProblemResponse),
+        (status = 403, response = ProblemResponse),
+        (status = 409, response = ProblemResponse),
+        (status = 413, response = ProblemResponse),
+        (status = 422, response = ProblemResponse)
+    ),
+    security(("api_key" = ["conversations:write"])),
+)]
+pub(crate) async fn create(
     State(state): State<AppState>,
     auth: ApiAuth,
     body: Body,
@@ -69,7 +93,24 @@ async fn create(
         .into_response())
 }
 
-async fn read(
+#[utoipa::path(
+    get,
+    path = "/api/v1/conversations/{primary_channel}/{conversation_id}",
+    tag = "conversations",
+    params(
+        ("primary_channel" = String, Path),
+        ("conversation_id" = String, Path)
+    ),
+    responses(
+        (status = 200, description = "OK", body = Conversation),
+        (status = 400, response = ProblemResponse),
+        (status = 401, response = ProblemResponse),
+        (status = 403, response = ProblemResponse),
+        (status = 404, response = ProblemResponse)
+    ),
+    security(("api_key" = ["conversations:read"])),
+)]
+pub(crate) async fn read(
     State(state): State<AppState>,
     auth: ApiAuth,
     Path((pc, id)): Path<(String, String)>,
@@ -87,7 +128,30 @@ async fn read(
     Ok(Json(v).into_response())
 }
 
-async fn append(
+#[utoipa::path(
+    post,
+    path = "/api/v1/conversations/{primary_channel}/{conversation_id}/messages",
+    tag = "conversations",
+    request_body(content = NewMessage, content_type = "application/json"),
+    params(
+        ("primary_channel" = String, Path),
+        ("conversation_id" = String, Path),
+        ("Idempotency-Key" = Option<String>, Header, description = "Makes a retry of this request return the first answer")
+    ),
+    responses(
+        (status = 201, description = "Created", body = Appended),
+        (status = 200, description = "This entry id was appended before", body = Appended),
+        (status = 400, response = ProblemResponse),
+        (status = 401, response = ProblemResponse),
+        (status = 403, response = ProblemResponse),
+        (status = 404, response = ProblemResponse),
+        (status = 409, response = ProblemResponse),
+        (status = 413, response = ProblemResponse),
+        (status = 422, response = ProblemResponse)
+    ),
+    security(("api_key" = ["conversations:write"])),
+)]
+pub(crate) async fn append(
     State(state): State<AppState>,
     auth: ApiAuth,
     Path((pc, id)): Path<(String, String)>,
@@ -108,7 +172,29 @@ async fn append(
     }
 }
 
-async fn update(
+#[utoipa::path(
+    patch,
+    path = "/api/v1/conversations/{primary_channel}/{conversation_id}",
+    tag = "conversations",
+    request_body(content = ConversationChanges, content_type = "application/json"),
+    params(
+        ("primary_channel" = String, Path),
+        ("conversation_id" = String, Path),
+        ("Idempotency-Key" = Option<String>, Header, description = "Makes a retry of this request return the first answer")
+    ),
+    responses(
+        (status = 200, description = "OK", body = Updated),
+        (status = 400, response = ProblemResponse),
+        (status = 401, response = ProblemResponse),
+        (status = 403, response = ProblemResponse),
+        (status = 404, response = ProblemResponse),
+        (status = 409, response = ProblemResponse),
+        (status = 413, response = ProblemResponse),
+        (status = 422, response = ProblemResponse)
+    ),
+    security(("api_key" = ["conversations:write"])),
+)]
+pub(crate) async fn update(
     State(state): State<AppState>,
     auth: ApiAuth,
     Path((pc, id)): Path<(String, String)>,
@@ -129,15 +215,32 @@ async fn update(
 }
 
 #[derive(Deserialize)]
-struct Lookup {
+pub(crate) struct Lookup {
     channel: Option<String>,
     company_number: Option<String>,
     recipient: Option<String>,
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/conversations/lookup",
+    tag = "conversations",
+    params(
+        ("channel" = String, Query, description = "whatsapp, sms or email"),
+        ("company_number" = String, Query),
+        ("recipient" = String, Query)
+    ),
+    responses(
+        (status = 200, description = "OK", body = LookupDoc),
+        (status = 400, response = ProblemResponse),
+        (status = 401, response = ProblemResponse),
+        (status = 403, response = ProblemResponse)
+    ),
+    security(("api_key" = ["conversations:read"])),
+)]
 /// Reply linking: the conversations a company's sending number (or address) has with a
 /// recipient, newest index order first page.
-async fn lookup(
+pub(crate) async fn lookup(
     State(state): State<AppState>,
     auth: ApiAuth,
     Query(q): Query<Lookup>,

@@ -13,6 +13,10 @@ use serde_json::json;
 
 use super::api::{read_body, ApiAuth};
 use super::idempotency::{self, ClaimedKey};
+use super::openapi::{
+    Counts, Feed, InboxSaved, InboxSettings, ProblemResponse, PublishAnswer, PublishRequest,
+    ReadAllAnswer, ReadAnswer, TenantSaved, TenantSettings,
+};
 use super::problem::Problem;
 use crate::server::domain::fields::parse_json;
 use crate::server::domain::inbox::feed::{Marked, PAGE_SIZE};
@@ -47,7 +51,25 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         )
 }
 
-async fn put_tenant(
+#[utoipa::path(
+    put,
+    path = "/api/v1/inbox/tenants/{tenant}",
+    tag = "inbox",
+    request_body(content = TenantSettings, content_type = "application/json"),
+    params(
+        ("tenant" = String, Path)
+    ),
+    responses(
+        (status = 200, description = "OK", body = TenantSaved),
+        (status = 400, response = ProblemResponse),
+        (status = 401, response = ProblemResponse),
+        (status = 403, response = ProblemResponse),
+        (status = 404, response = ProblemResponse),
+        (status = 413, response = ProblemResponse)
+    ),
+    security(("api_key" = ["inbox:write"])),
+)]
+pub(crate) async fn put_tenant(
     State(state): State<AppState>,
     auth: ApiAuth,
     Path(tenant): Path<String>,
@@ -62,7 +84,26 @@ async fn put_tenant(
     Ok(Json(json!({"tenant": s.tenant_key, "title": s.title, "ttl": s.ttl})).into_response())
 }
 
-async fn put_inbox(
+#[utoipa::path(
+    put,
+    path = "/api/v1/inbox/tenants/{tenant}/inboxes/{inbox}",
+    tag = "inbox",
+    request_body(content = InboxSettings, content_type = "application/json"),
+    params(
+        ("tenant" = String, Path),
+        ("inbox" = String, Path)
+    ),
+    responses(
+        (status = 200, description = "OK", body = InboxSaved),
+        (status = 400, response = ProblemResponse),
+        (status = 401, response = ProblemResponse),
+        (status = 403, response = ProblemResponse),
+        (status = 404, response = ProblemResponse),
+        (status = 413, response = ProblemResponse)
+    ),
+    security(("api_key" = ["inbox:write"])),
+)]
+pub(crate) async fn put_inbox(
     State(state): State<AppState>,
     auth: ApiAuth,
     Path((tenant, inbox)): Path<(String, String)>,
@@ -80,8 +121,30 @@ async fn put_inbox(
     .into_response())
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/inbox/tenants/{tenant}/inboxes/{inbox}/messages",
+    tag = "inbox",
+    request_body(content = PublishRequest, content_type = "application/json"),
+    params(
+        ("tenant" = String, Path),
+        ("inbox" = String, Path),
+        ("Idempotency-Key" = String, Header, description = "Required: a unique value per request, sent again unchanged on retry")
+    ),
+    responses(
+        (status = 201, description = "Created", body = PublishAnswer),
+        (status = 400, response = ProblemResponse),
+        (status = 401, response = ProblemResponse),
+        (status = 403, response = ProblemResponse),
+        (status = 404, response = ProblemResponse),
+        (status = 409, response = ProblemResponse),
+        (status = 413, response = ProblemResponse),
+        (status = 422, response = ProblemResponse)
+    ),
+    security(("api_key" = ["inbox:write"])),
+)]
 /// Publishes once per `Idempotency-Key`: a retry after a crash finishes the same message.
-async fn publish(
+pub(crate) async fn publish(
     State(state): State<AppState>,
     auth: ApiAuth,
     Extension(ClaimedKey(job)): Extension<ClaimedKey>,
@@ -107,11 +170,30 @@ async fn publish(
 }
 
 #[derive(Deserialize)]
-struct Cursor {
+pub(crate) struct Cursor {
     cursor: Option<String>,
 }
 
-async fn feed(
+#[utoipa::path(
+    get,
+    path = "/api/v1/inbox/tenants/{tenant}/inboxes/{inbox}/users/{uid}/feed",
+    tag = "inbox",
+    params(
+        ("tenant" = String, Path),
+        ("inbox" = String, Path),
+        ("uid" = String, Path),
+        ("cursor" = Option<String>, Query)
+    ),
+    responses(
+        (status = 200, description = "OK", body = Feed),
+        (status = 400, response = ProblemResponse),
+        (status = 401, response = ProblemResponse),
+        (status = 403, response = ProblemResponse),
+        (status = 404, response = ProblemResponse)
+    ),
+    security(("api_key" = ["inbox:read"])),
+)]
+pub(crate) async fn feed(
     State(state): State<AppState>,
     auth: ApiAuth,
     Path((tenant, inbox, uid)): Path<(String, String, String)>,
@@ -132,7 +214,25 @@ async fn feed(
     Ok(Json(page).into_response())
 }
 
-async fn counts(
+#[utoipa::path(
+    get,
+    path = "/api/v1/inbox/tenants/{tenant}/inboxes/{inbox}/users/{uid}/counts",
+    tag = "inbox",
+    params(
+        ("tenant" = String, Path),
+        ("inbox" = String, Path),
+        ("uid" = String, Path)
+    ),
+    responses(
+        (status = 200, description = "OK", body = Counts),
+        (status = 400, response = ProblemResponse),
+        (status = 401, response = ProblemResponse),
+        (status = 403, response = ProblemResponse),
+        (status = 404, response = ProblemResponse)
+    ),
+    security(("api_key" = ["inbox:read"])),
+)]
+pub(crate) async fn counts(
     State(state): State<AppState>,
     auth: ApiAuth,
     Path((tenant, inbox, uid)): Path<(String, String, String)>,
@@ -141,7 +241,30 @@ async fn counts(
     Ok(Json(state.inbox.counts(&tenant, &inbox, &uid).await?).into_response())
 }
 
-async fn mark_read(
+#[utoipa::path(
+    post,
+    path = "/api/v1/inbox/tenants/{tenant}/inboxes/{inbox}/users/{uid}/messages/{message_id}/read",
+    tag = "inbox",
+    params(
+        ("tenant" = String, Path),
+        ("inbox" = String, Path),
+        ("uid" = String, Path),
+        ("message_id" = String, Path),
+        ("Idempotency-Key" = Option<String>, Header, description = "Makes a retry of this request return the first answer")
+    ),
+    responses(
+        (status = 200, description = "OK", body = ReadAnswer),
+        (status = 400, response = ProblemResponse),
+        (status = 401, response = ProblemResponse),
+        (status = 403, response = ProblemResponse),
+        (status = 404, response = ProblemResponse),
+        (status = 409, response = ProblemResponse),
+        (status = 413, response = ProblemResponse),
+        (status = 422, response = ProblemResponse)
+    ),
+    security(("api_key" = ["inbox:write"])),
+)]
+pub(crate) async fn mark_read(
     State(state): State<AppState>,
     auth: ApiAuth,
     Path((tenant, inbox, uid, id)): Path<(String, String, String, String)>,
@@ -154,7 +277,29 @@ async fn mark_read(
     Ok(Json(json!({"read": true, "already": m == Marked::Already})).into_response())
 }
 
-async fn mark_all(
+#[utoipa::path(
+    post,
+    path = "/api/v1/inbox/tenants/{tenant}/inboxes/{inbox}/users/{uid}/read-all",
+    tag = "inbox",
+    params(
+        ("tenant" = String, Path),
+        ("inbox" = String, Path),
+        ("uid" = String, Path),
+        ("Idempotency-Key" = Option<String>, Header, description = "Makes a retry of this request return the first answer")
+    ),
+    responses(
+        (status = 200, description = "OK", body = ReadAllAnswer),
+        (status = 400, response = ProblemResponse),
+        (status = 401, response = ProblemResponse),
+        (status = 403, response = ProblemResponse),
+        (status = 404, response = ProblemResponse),
+        (status = 409, response = ProblemResponse),
+        (status = 413, response = ProblemResponse),
+        (status = 422, response = ProblemResponse)
+    ),
+    security(("api_key" = ["inbox:write"])),
+)]
+pub(crate) async fn mark_all(
     State(state): State<AppState>,
     auth: ApiAuth,
     Path((tenant, inbox, uid)): Path<(String, String, String)>,

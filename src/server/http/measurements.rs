@@ -14,6 +14,9 @@ use serde_json::{json, Value};
 
 use super::api::{read_body, ApiAuth};
 use super::idempotency;
+use super::openapi::{
+    BatchReport, Measurement, MeasurementBatch, MeasurementResult, ProblemResponse,
+};
 use super::problem::Problem;
 use crate::model::auth::{CurrentUser, Role};
 use crate::model::AppError;
@@ -132,7 +135,29 @@ fn answer(outcome: Outcome, user: &str) -> Response {
     }
 }
 
-async fn one(
+#[utoipa::path(
+    post,
+    path = "/api/v1/measurements",
+    tag = "measurements",
+    request_body(content = Measurement, content_type = "application/json"),
+    params(
+        ("X-Idempotency-Key" = Option<String>, Header, description = "Request-level idempotency (24 h); echoed back"),
+        ("X-Correlation-Id" = Option<String>, Header),
+        ("X-Force-Override" = Option<String>, Header, description = "true: store an older measurement (measurements:admin, ALLOW_TIMESTAMP_OVERRIDE)")
+    ),
+    responses(
+        (status = 201, description = "Created", body = MeasurementResult),
+        (status = 200, description = "The same measurement again: the first answer (X-Duplicate-Of)", body = MeasurementResult),
+        (status = 400, response = ProblemResponse),
+        (status = 401, response = ProblemResponse),
+        (status = 403, response = ProblemResponse),
+        (status = 409, response = ProblemResponse),
+        (status = 413, response = ProblemResponse),
+        (status = 422, response = ProblemResponse)
+    ),
+    security(("api_key" = ["measurements:write"])),
+)]
+pub(crate) async fn one(
     State(state): State<AppState>,
     auth: ApiAuth,
     headers: HeaderMap,
@@ -162,7 +187,27 @@ async fn one(
     Ok(decorate(answer(outcome, &s.user_id), &ctx, &headers))
 }
 
-async fn many(
+#[utoipa::path(
+    post,
+    path = "/api/v1/measurements/batch",
+    tag = "measurements",
+    request_body(content = MeasurementBatch, content_type = "application/json"),
+    params(
+        ("X-Idempotency-Key" = Option<String>, Header),
+        ("X-Correlation-Id" = Option<String>, Header)
+    ),
+    responses(
+        (status = 200, description = "OK", body = BatchReport),
+        (status = 400, response = ProblemResponse),
+        (status = 401, response = ProblemResponse),
+        (status = 403, response = ProblemResponse),
+        (status = 409, response = ProblemResponse),
+        (status = 413, response = ProblemResponse),
+        (status = 422, response = ProblemResponse)
+    ),
+    security(("api_key" = ["measurements:write"])),
+)]
+pub(crate) async fn many(
     State(state): State<AppState>,
     auth: ApiAuth,
     headers: HeaderMap,

@@ -7,4 +7,5 @@ pub mod inbox;
 pub mod login;
 pub mod measurements;
 pub mod middleware;
+pub mod openapi;
 pub mod problem;

@@ -1,3 +1,4 @@
+pub mod api_doc;
 pub mod audit;
 pub mod conversation;
 pub mod conversations;
