@@ -20,12 +20,16 @@ export CARGO_TERM_COLOR ?= never
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_UPDATED := target/.apt-updated
 
-.PHONY: help run test tools system-tools rust-tools node-tools \
-        check lint unit e2e build build-release bench wasm-size clean-data
+.PHONY: help run test tools system-tools rust-tools node-tools python-tools \
+        check lint unit e2e fuzz fuzz-short chaos chaos-short scan-logs \
+        build build-release bench wasm-size clean-data
 
 help:
-	@echo "make run   - build and start the console (http://127.0.0.1:3000)"
-	@echo "make test  - install what is missing and run every test"
+	@echo "make run    - build and start the console (http://127.0.0.1:3000)"
+	@echo "make test   - install what is missing and run every test"
+	@echo "make bench  - every part against its bare DynamoDB work, one table (release build)"
+	@echo "make chaos  - kill DynamoDB Local and the console under load for a minute, then check"
+	@echo "make fuzz   - schemathesis against the OpenAPI document, 50 examples per operation"
 
 # --- tools ------------------------------------------------------------------
 
@@ -59,6 +63,15 @@ node_modules/.installed: package.json package-lock.json
 	npm install --no-audit --no-fund
 	@touch $@
 
+# schemathesis, pinned, in a virtualenv of the project's.
+SCHEMATHESIS_VERSION := 4.32.5
+python-tools: .venv/.installed
+
+.venv/.installed:
+	python3 -m venv .venv
+	.venv/bin/pip install --quiet --disable-pip-version-check schemathesis==$(SCHEMATHESIS_VERSION)
+	@touch $@
+
 # --- run --------------------------------------------------------------------
 
 build-release: tools
@@ -69,7 +82,7 @@ run: build-release
 
 # --- test -------------------------------------------------------------------
 
-test: tools check lint unit e2e
+test: tools check lint unit e2e fuzz-short chaos-short scan-logs
 	@echo "all tests passed"
 
 check:
@@ -89,12 +102,31 @@ build: tools
 # Browser tests: Playwright in Debian's Chromium against the debug build, on a fresh
 # embedded DynamoDB Local (port 3100, data in target/e2e-data).
 e2e: build
-	rm -rf target/e2e-data end2end/test-results
+	rm -rf target/e2e-data end2end/test-results target/test-logs/e2e.log
 	npx playwright test --config end2end/playwright.config.ts
 
-# Not part of `make test`: the engine against the bare write, on its own DynamoDB Local.
+# The REST API against its own OpenAPI document: no 5xx, nothing the document does not allow.
+fuzz: build python-tools
+	scripts/fuzz 50
+
+fuzz-short: build python-tools
+	scripts/fuzz 10
+
+# Clients retrying with the same keys while DynamoDB Local and the console are killed.
+chaos: build
+	RUST_LOG=warn ./target/debug/ops-console chaos --seconds 60 --clients 6
+
+chaos-short: build
+	RUST_LOG=warn ./target/debug/ops-console chaos --seconds 25 --clients 4
+
+# No email, phone or secret in any log the run wrote.
+scan-logs:
+	scripts/scan-logs target/test-logs/*.log target/fuzz-data/console.log target/chaos/console.log
+
+# Not part of `make test`: every part against its bare DynamoDB work, on its own DynamoDB
+# Local; the figures also go to target/bench/report.json.
 bench: build-release
-	./target/release/ops-console bench --n 400
+	RUST_LOG=warn ./target/release/ops-console bench --n 400
 
 wasm-size: build-release
 	@f=target/site/pkg/ops-console.wasm; \
@@ -103,4 +135,4 @@ wasm-size: build-release
 	echo "css: $$(stat -c %s $$c) bytes, $$(gzip -9 -c $$c | wc -c) gzip"
 
 clean-data:
-	rm -rf .data target/e2e-data
+	rm -rf .data target/e2e-data target/fuzz-data target/chaos target/test-logs

@@ -48,6 +48,8 @@ export default defineConfig({
       LEPTOS_SITE_ROOT: 'target/site',
       // The tests make their own data.
       OPS_APP_DEMO_DATA: 'false',
+      // Scanned after the run: no email, phone or secret may be in it.
+      LOG_FILE: 'target/test-logs/e2e.log',
     },
   },
 });

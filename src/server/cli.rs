@@ -25,6 +25,8 @@ Usage:
                                             write N demo conversations (default 200)
   ops-console bench [--n N] [--only PARTS] [--sizes 10000,100000]
                                             each part against the bare DynamoDB work, side by side
+  ops-console chaos [--seconds N] [--clients N] [--seed S]
+                                            kill DynamoDB Local and the console under load, check
   ops-console user add NAME --role ROLE [--password-stdin]
   ops-console user set-role NAME ROLE --reason TEXT
   ops-console user disable NAME --reason TEXT
@@ -107,6 +109,7 @@ pub async fn run(raw: Vec<String>) -> ExitCode {
         (Some("sweep"), _) => sweep(&config).await,
         (Some("verify"), Some("inbox")) => verify_inbox(&config).await,
         (Some("bench"), _) => bench(&args).await,
+        (Some("chaos"), _) => return chaos(&args).await,
         (Some("seed"), Some("conversations")) => seed_conversations(&config, &args).await,
         (Some("user"), Some(cmd)) => user(&config, cmd, &args).await,
         (Some("apikey"), Some("create")) => apikey(&config, &args).await,
@@ -234,6 +237,29 @@ async fn bench(args: &Args) -> Result<(), CliError> {
         },
     };
     crate::server::bench::run(&opts).await.map_err(err)
+}
+
+/// `chaos [--seconds N] [--clients N] [--seed S]`: exit 1 when a check failed.
+async fn chaos(args: &Args) -> ExitCode {
+    let num = |flag: &str, default: u64| {
+        args.flag(flag)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let opts = crate::server::chaos::Options {
+        seconds: num("seconds", 60),
+        clients: num("clients", 4) as usize,
+        seed: num("seed", 1),
+        dir: std::path::PathBuf::from("target/chaos"),
+    };
+    match crate::server::chaos::run(&opts).await {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("ops-console chaos: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// Demo conversations through the same calls the API makes, with a progress bar.

@@ -1,6 +1,7 @@
 //! Everything that runs only on the server.
 
 pub mod bench;
+pub mod chaos;
 pub mod cli;
 pub mod clock;
 pub mod config;

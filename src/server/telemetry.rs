@@ -1,10 +1,36 @@
-//! Logs: `tracing`, filtered by `RUST_LOG`, as JSON lines when `LOG_FORMAT=json`.
-//! Nothing personal is ever passed to a log call; free text goes through `redact` first.
+//! Logs: `tracing`, filtered by `RUST_LOG`, as JSON lines when `LOG_FORMAT=json`, to stderr
+//! or appended to the file `LOG_FILE` names. Nothing personal is ever passed to a log call;
+//! free text goes through `redact` first.
 
+use std::fs::File;
+use std::sync::Arc;
+
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::EnvFilter;
 
 const DEFAULT_FILTER: &str =
     "info,aws_config=warn,aws_smithy_runtime=warn,aws_sdk_dynamodb=warn,hyper=warn,tower_http=warn";
+
+fn writer() -> BoxMakeWriter {
+    let file = std::env::var("LOG_FILE").ok().and_then(|path| {
+        if let Some(dir) = std::path::Path::new(&path).parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| eprintln!("LOG_FILE {path}: {e}; logging to stderr"))
+            .ok()
+    });
+    match file {
+        Some(f) => {
+            let f: Arc<File> = Arc::new(f);
+            BoxMakeWriter::new(move || f.clone())
+        }
+        None => BoxMakeWriter::new(std::io::stderr),
+    }
+}
 
 pub fn init() {
     let filter =
@@ -12,7 +38,8 @@ pub fn init() {
     let json = std::env::var("LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_ansi(std::env::var_os("LOG_FILE").is_none())
+        .with_writer(writer());
     // A second init (tests) keeps the first subscriber.
     let _ = if json {
         builder.json().try_init()

@@ -8,6 +8,7 @@ mod engine;
 mod events;
 mod inbox;
 mod measurements;
+mod pages;
 
 use std::time::Duration;
 
@@ -57,7 +58,8 @@ impl Series {
 pub struct Options {
     /// Calls per series.
     pub n: usize,
-    /// Parts to run (`engine`, `events`, `measurements`, `inbox`, `conversations`); empty: all.
+    /// Parts to run (`engine`, `events`, `measurements`, `inbox`, `conversations`,
+    /// `pages`); empty: all.
     pub only: Vec<String>,
     /// Conversation counts the search latency is measured at.
     pub conversation_sizes: Vec<usize>,
@@ -110,6 +112,12 @@ pub async fn run(opts: &Options) -> Result<(), String> {
         let v = conversations::bench_conversations(&store, &opts.conversation_sizes).await?;
         report.insert("conversations".into(), v);
     }
+    if wants("pages") {
+        report.insert("page_weight".into(), pages::weight());
+        let rows = pages::render(&store, &config, opts.n / 10).await?;
+        report.insert("pages".into(), Value::Array(rows));
+    }
+    summary(&report);
     std::fs::create_dir_all("target/bench").map_err(|e| e.to_string())?;
     std::fs::write(
         "target/bench/report.json",
@@ -119,6 +127,56 @@ pub async fn run(opts: &Options) -> Result<(), String> {
     println!("\nwritten to target/bench/report.json");
     local.stop();
     Ok(())
+}
+
+/// The headline figures of every part in one table, each a ratio to the baseline measured
+/// next to it in this run.
+fn summary(report: &Map<String, Value>) {
+    let row = |part: &str, i: usize| -> Option<(String, f64, f64, f64)> {
+        let r = report.get(part)?.get(i)?;
+        Some((
+            r["series"].as_str()?.to_string(),
+            r["p50_ms"].as_f64()?,
+            r["p50_ratio_vs_baseline"].as_f64()?,
+            r["dynamodb_requests_per_call"].as_f64()?,
+        ))
+    };
+    let picks = [
+        ("idempotency_engine", 1),
+        ("idempotency_engine", 2),
+        ("events", 1),
+        ("events", 2),
+        ("measurements", 2),
+        ("measurements", 3),
+        ("inbox", 1),
+        ("inbox", 3),
+    ];
+    println!();
+    println!(
+        "{:<52} {:>9} {:>14} {:>10}",
+        "summary (each against its baseline in this run)", "p50 ms", "p50 vs base", "req/call"
+    );
+    for (part, i) in picks {
+        if let Some((name, p50, ratio, reqs)) = row(part, i) {
+            println!("{name:<52} {p50:>9.2} {ratio:>13.2}x {reqs:>10.2}");
+        }
+    }
+    if let Some(Value::Array(rows)) = report.get("conversations") {
+        for r in rows {
+            if let (Some(name), Some(ratio)) = (
+                r["search"].as_str(),
+                r["ratio_largest_vs_smallest"].as_f64(),
+            ) {
+                println!(
+                    "{:<52} {:>9} {:>13.2}x {:>10}",
+                    format!("conversations: {name} (largest vs smallest)"),
+                    "",
+                    ratio,
+                    ""
+                );
+            }
+        }
+    }
 }
 
 /// One unconditional `PutItem` of a serializable item.

@@ -410,7 +410,7 @@ impl Modify for BearerKeys {
         super::measurements::many,
         crate::server::startup::healthz,
     ),
-    components(responses(ProblemResponse)),
+    components(schemas(ProblemDoc), responses(ProblemResponse)),
     modifiers(&BearerKeys),
     tags(
         (name = "console", description = "Who you are, health, kill switches"),

@@ -114,3 +114,29 @@ pub fn value_size(v: &AttributeValue) -> usize {
 pub fn item_size(item: &std::collections::HashMap<String, AttributeValue>) -> usize {
     item.iter().map(|(k, v)| k.len() + value_size(v)).sum()
 }
+
+/// Every item of one table, as JSON (a Scan: for operator tools and the chaos harness's
+/// checks, never for a page).
+pub async fn scan_json(store: &Store, base: &str) -> Result<Vec<serde_json::Value>, StoreError> {
+    let table = store.table(base);
+    let mut out = Vec::new();
+    let mut start = None;
+    loop {
+        let page = store
+            .client()
+            .scan()
+            .table_name(&table)
+            .consistent_read(true)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(StoreError::request("Scan"))?;
+        for item in page.items.unwrap_or_default() {
+            out.push(serde_dynamo::from_item(item).map_err(|e| StoreError::corrupt(&table, e))?);
+        }
+        match page.last_evaluated_key.filter(|k| !k.is_empty()) {
+            Some(k) => start = Some(k),
+            None => return Ok(out),
+        }
+    }
+}

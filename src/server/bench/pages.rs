@@ -1,0 +1,139 @@
+//! The console's weight (release wasm and CSS, raw and gzip) and the time to render each
+//! page on the server, signed in as an admin, through the real router.
+
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::http::{header, Request};
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+use super::Series;
+use crate::model::auth::Role;
+use crate::server::clock::Clock;
+use crate::server::config::Config;
+use crate::server::domain::accounts::add_user;
+use crate::server::domain::idempotency::Secret;
+use crate::server::domain::sessions::login;
+use crate::server::ids::random_hex;
+use crate::server::state::AppState;
+use crate::server::store::Store;
+
+const PAGES: &[&str] = &[
+    "/",
+    "/kill-switches",
+    "/events",
+    "/conversations?company=ci-acme-001",
+    "/audit",
+    "/inbox",
+    "/idempotency",
+    "/measurements?user=bench-full",
+    "/users",
+    "/api",
+];
+
+fn gzip_len(path: &str) -> Option<u64> {
+    let out = std::process::Command::new("gzip")
+        .args(["-9", "-c", path])
+        .output()
+        .ok()?;
+    out.status.success().then_some(out.stdout.len() as u64)
+}
+
+/// Sizes of the release assets cargo-leptos wrote (`make build-release` first).
+pub fn weight() -> Value {
+    let file = |name: &str| {
+        let path = format!("target/site/pkg/{name}");
+        let raw = std::fs::metadata(&path).ok().map(|m| m.len());
+        json!({"file": path, "bytes": raw, "gzip_bytes": raw.and(gzip_len(&path))})
+    };
+    let w = json!({"wasm": file("ops-console.wasm"), "css": file("ops-console.css"), "js": file("ops-console.js")});
+    println!();
+    println!(
+        "{:<44} {:>12} {:>12}",
+        "page weight (release)", "bytes", "gzip"
+    );
+    for k in ["wasm", "css", "js"] {
+        println!(
+            "{:<44} {:>12} {:>12}",
+            w[k]["file"].as_str().unwrap_or_default(),
+            w[k]["bytes"],
+            w[k]["gzip_bytes"]
+        );
+    }
+    w
+}
+
+pub async fn render(store: &Store, config: &Config, n: usize) -> Result<Vec<Value>, String> {
+    let now = chrono::Utc::now();
+    let state = AppState::new(
+        config.clone(),
+        store.clone(),
+        Clock::default(),
+        Secret::new(random_hex(32).into_bytes()),
+    );
+    let password = random_hex(12);
+    add_user(
+        store,
+        "bench-admin",
+        Role::Admin,
+        &password,
+        "bench",
+        &state.account_ttls(),
+        now,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let (session, _) = login(
+        store,
+        &config.auth,
+        config.ttl.user_inactive_days,
+        "bench-admin",
+        &password,
+        now,
+    )
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| format!("{e:?}"))?;
+    let app = crate::server::startup::app(state);
+    println!();
+    println!(
+        "{:<44} {:>9} {:>9} {:>10} {:>10}",
+        "server-rendered page (admin)", "p50 ms", "p99 ms", "KiB", "requests"
+    );
+    let mut rows = Vec::new();
+    for page in PAGES {
+        let mut s = Series::new(page);
+        let mut size = 0;
+        for _ in 0..n.clamp(5, 50) {
+            let req = Request::get(*page)
+                .header(header::HOST, "localhost")
+                .header(header::COOKIE, format!("ops_session={session}"))
+                .body(Body::empty())
+                .map_err(|e| e.to_string())?;
+            let r0 = store.requests().total();
+            let t = Instant::now();
+            let res = app.clone().oneshot(req).await.map_err(|e| e.to_string())?;
+            let status = res.status();
+            let body = axum::body::to_bytes(res.into_body(), 8 << 20)
+                .await
+                .map_err(|e| e.to_string())?;
+            s.add(t.elapsed(), store.requests().total() - r0);
+            if !status.is_success() {
+                return Err(format!("{page}: {status}"));
+            }
+            size = body.len();
+        }
+        let reqs = s.requests as f64 / s.samples.len().max(1) as f64;
+        println!(
+            "{:<44} {:>9.2} {:>9.2} {:>10.1} {:>10.1}",
+            page,
+            s.pct(0.5),
+            s.pct(0.99),
+            size as f64 / 1024.0,
+            reqs
+        );
+        rows.push(json!({"page": page, "p50_ms": s.pct(0.5), "p99_ms": s.pct(0.99), "html_bytes": size, "dynamodb_requests": reqs}));
+    }
+    Ok(rows)
+}

@@ -1,0 +1,208 @@
+//! What must hold after the storm.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::clients::Acked;
+use super::procs::Receiver;
+use crate::server::domain::inbox::verify::verify;
+use crate::server::store::inbox::{self as inbox, MessageItem};
+use crate::server::store::items::scan_json;
+use crate::server::store::schema::{MEASUREMENTS, MW_AUDIT_ACTIONS, MW_IDEMPOTENCY, SETTINGS};
+use crate::server::store::Store;
+
+#[derive(Debug, Default)]
+pub struct Found {
+    pub violations: Vec<String>,
+    pub applied: usize,
+    pub resent: usize,
+    pub receiver_requests: u64,
+}
+
+fn s<'a>(v: &'a Value, k: &str) -> &'a str {
+    v[k].as_str().unwrap_or_default()
+}
+
+pub async fn check(store: &Store, acked: &[Acked], receiver: &Receiver) -> Result<Found, String> {
+    let err = |e: crate::server::store::StoreError| e.to_string();
+    let mut f = Found::default();
+    let mw = scan_json(store, MW_IDEMPOTENCY.base).await.map_err(err)?;
+    let audits = scan_json(store, MW_AUDIT_ACTIONS.base).await.map_err(err)?;
+    let meas = scan_json(store, MEASUREMENTS.base).await.map_err(err)?;
+
+    // 1. Every acknowledged request is stored.
+    let events: BTreeMap<&str, &Value> = mw
+        .iter()
+        .filter(|v| v["kind"] == "event")
+        .map(|v| (s(v, "event_id"), v))
+        .collect();
+    let stored_meas: BTreeSet<(String, String)> = meas
+        .iter()
+        .filter(|v| s(v, "SK").starts_with("MEAS#"))
+        .map(|v| {
+            (
+                s(v, "user_id").to_string(),
+                s(v, "measurement_id").to_string(),
+            )
+        })
+        .collect();
+    for a in acked {
+        match a {
+            Acked::Event { key } => match events.get(key.as_str()) {
+                Some(e) if e["status"] == "processed" => {}
+                Some(e) => f
+                    .violations
+                    .push(format!("acknowledged event {key} is {}", e["status"])),
+                None => f
+                    .violations
+                    .push(format!("acknowledged event {key} is not stored")),
+            },
+            Acked::Publish { id, uids } => {
+                let pks: Vec<String> = match uids {
+                    None => vec![inbox::public_pk("chaos", "news")],
+                    Some(u) => u
+                        .iter()
+                        .map(|u| inbox::user_pk("chaos", u, "news"))
+                        .collect(),
+                };
+                for pk in pks {
+                    let got: Option<MessageItem> = inbox::get(store, &pk, &inbox::message_sk(id))
+                        .await
+                        .map_err(err)?;
+                    if got.is_none() {
+                        f.violations
+                            .push(format!("acknowledged publish {id} missing in {pk}"));
+                    }
+                }
+            }
+            Acked::Measurement { user, id } => {
+                if !stored_meas.contains(&(user.clone(), id.clone())) {
+                    f.violations.push(format!(
+                        "acknowledged measurement {user}/{id} is not stored"
+                    ));
+                }
+            }
+            Acked::Flip => {}
+        }
+    }
+
+    // 2. Side effects: applied once each at the receiver, and each one a recorded action.
+    let actions: BTreeMap<&str, &Value> = mw
+        .iter()
+        .filter(|v| v["kind"] == "action")
+        .map(|v| (s(v, "event_id"), v))
+        .collect();
+    let seen = receiver.seen.lock().map(|m| m.clone()).unwrap_or_default();
+    f.receiver_requests = receiver.requests.load(std::sync::atomic::Ordering::Relaxed);
+    f.applied = seen.len();
+    f.resent = seen.values().map(|n| (*n as usize).saturating_sub(1)).sum();
+    for key in seen.keys() {
+        if !actions.contains_key(key.as_str()) {
+            f.violations.push(format!(
+                "the receiver got {key}, which no action record has"
+            ));
+        }
+    }
+    for (key, a) in &actions {
+        if a["status"] == "delivered" && !seen.contains_key(*key) {
+            f.violations.push(format!(
+                "{key} is recorded delivered but never reached the receiver"
+            ));
+        }
+    }
+
+    // 3. Every audit record has its action, and every action its audit record.
+    let by_key: BTreeMap<&str, Vec<&Value>> = audits.iter().fold(BTreeMap::new(), |mut m, a| {
+        m.entry(s(a, "idempotency_key")).or_default().push(a);
+        m
+    });
+    for (key, e) in &events {
+        if e["status"] != "processed" {
+            continue;
+        }
+        let decisions = by_key.get(key).map_or(0, |v| {
+            v.iter().filter(|a| a["action_type"] == "decision").count()
+        });
+        if decisions != 1 {
+            f.violations
+                .push(format!("event {key} has {decisions} decision audits"));
+        }
+    }
+    for (key, a) in &actions {
+        let want = match a["status"].as_str() {
+            Some("delivered") => "success",
+            Some("queued") => "queued",
+            Some("rejected") => "fail: receiver refused",
+            _ => continue,
+        };
+        let audited = by_key
+            .get(key)
+            .is_some_and(|v| v.iter().any(|x| s(x, "result").starts_with(want)));
+        if !audited {
+            f.violations.push(format!(
+                "action {key} ({}) has no audit record",
+                a["status"]
+            ));
+        }
+    }
+    for a in &audits {
+        let t = s(a, "action_type");
+        let key = s(a, "idempotency_key");
+        let result = s(a, "result");
+        match t {
+            "decision" if !events.contains_key(key) => f
+                .violations
+                .push(format!("decision audit without its event {key}")),
+            "route" | "tag" | "assign" | "auto_reply" | "escalate"
+                if !result.starts_with("suppressed") && !actions.contains_key(key) =>
+            {
+                f.violations
+                    .push(format!("{t} audit without its action {key}"))
+            }
+            _ => {}
+        }
+    }
+    let switch_audits = audits
+        .iter()
+        .filter(|a| a["action_type"] == "kill_switch_change")
+        .count() as u64;
+    let settings = scan_json(store, SETTINGS.base).await.map_err(err)?;
+    let version = settings
+        .iter()
+        .find(|v| v["pk"] == "kill_switches")
+        .and_then(|v| v["version"].as_u64())
+        .unwrap_or(0);
+    let flips = acked.iter().filter(|a| matches!(a, Acked::Flip)).count() as u64;
+    if switch_audits != version || version < flips {
+        f.violations.push(format!(
+            "kill switches at version {version} with {switch_audits} change audits and {flips} acknowledged flips"
+        ));
+    }
+    let accepted: BTreeSet<(String, String)> = meas
+        .iter()
+        .filter(|v| matches!(s(v, "action"), "accepted" | "override"))
+        .map(|v| {
+            (
+                s(v, "user_id").to_string(),
+                s(v, "measurement_id").to_string(),
+            )
+        })
+        .collect();
+    for m in stored_meas.symmetric_difference(&accepted) {
+        f.violations.push(format!(
+            "measurement {}/{}: stored and accepted audits disagree",
+            m.0, m.1
+        ));
+    }
+
+    // 4. Inbox counters agree with a recount.
+    let (drift, _) = verify(store).await.map_err(err)?;
+    for d in drift {
+        f.violations.push(format!(
+            "inbox counter drift: {} [{}] {} counted {} stored {}",
+            d.pk, d.category, d.field, d.counted, d.stored
+        ));
+    }
+    Ok(f)
+}

@@ -1,0 +1,259 @@
+//! The clients: each sends events, publishes, measurements and kill-switch flips, and
+//! retries any request that got no final answer with the same keys and body, as a careful
+//! client would. What came back 2xx is acknowledged: it must be stored.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use chrono::{Duration as Span, Utc};
+use http_body_util::{BodyExt, Full};
+use hyper::{Method, Request};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{json, Value};
+use tokio::time::Instant;
+
+use crate::server::ids::random_hex;
+use crate::server::seed::Rng;
+
+/// What a 2xx answer promised.
+#[derive(Clone, Debug)]
+pub enum Acked {
+    Event {
+        key: String,
+    },
+    Publish {
+        id: String,
+        uids: Option<Vec<String>>,
+    },
+    Measurement {
+        user: String,
+        id: String,
+    },
+    Flip,
+}
+
+#[derive(Default)]
+pub struct Tally {
+    pub requests: AtomicU64,
+    pub retries: AtomicU64,
+    pub operations: AtomicU64,
+    pub unanswered: AtomicU64,
+}
+
+#[derive(Clone)]
+pub struct Http {
+    client: Client<HttpConnector, Full<Bytes>>,
+    base: String,
+    key: String,
+    tally: Arc<Tally>,
+}
+
+const TEXTS: &[&str] = &[
+    "Where is my order? It has not arrived",
+    "I would like a refund please",
+    "Please cancel my order",
+    "hello, a quick question",
+    "I dispute the charge on my card, chargeback",
+    "my order number is 123456",
+];
+
+impl Http {
+    pub fn new(port: u16, key: String, tally: Arc<Tally>) -> Http {
+        Http {
+            client: Client::builder(TokioExecutor::new()).build_http(),
+            base: format!("http://127.0.0.1:{port}"),
+            key,
+            tally,
+        }
+    }
+
+    async fn once(
+        &self,
+        method: Method,
+        path: &str,
+        body: &Value,
+        idem: Option<&str>,
+    ) -> Result<(u16, Value), String> {
+        self.tally.requests.fetch_add(1, Ordering::Relaxed);
+        let mut req = Request::builder()
+            .method(method.clone())
+            .uri(format!("{}{path}", self.base))
+            .header("authorization", format!("Bearer {}", self.key))
+            .header("content-type", "application/json");
+        if let Some(k) = idem {
+            req = req.header("idempotency-key", k);
+        }
+        let bytes = if method == Method::GET {
+            Bytes::new()
+        } else {
+            Bytes::from(body.to_string())
+        };
+        let req = req.body(Full::new(bytes)).map_err(|e| e.to_string())?;
+        let res = tokio::time::timeout(Duration::from_secs(15), self.client.request(req))
+            .await
+            .map_err(|_| "timeout".to_string())?
+            .map_err(|e| e.to_string())?;
+        let status = res.status().as_u16();
+        let body = res
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        Ok((status, serde_json::from_slice(&body).unwrap_or(Value::Null)))
+    }
+
+    /// Sends until a final answer (anything but no answer, 5xx, or 409 "in progress"), or
+    /// until `give_up`.
+    async fn until_final(
+        &self,
+        method: Method,
+        path: &str,
+        body: &Value,
+        idem: Option<&str>,
+        give_up: Instant,
+    ) -> Option<(u16, Value)> {
+        let mut pause = 100u64;
+        loop {
+            match self.once(method.clone(), path, body, idem).await {
+                Ok((s, v))
+                    if s < 500
+                        && !(s == 409
+                            && v["type"]
+                                .as_str()
+                                .is_some_and(|t| t.ends_with("in-progress"))) =>
+                {
+                    return Some((s, v))
+                }
+                _ if Instant::now() >= give_up => {
+                    self.tally.unanswered.fetch_add(1, Ordering::Relaxed);
+                    return None;
+                }
+                _ => {
+                    self.tally.retries.fetch_add(1, Ordering::Relaxed);
+                    tokio::time::sleep(Duration::from_millis(pause)).await;
+                    pause = (pause * 2).min(1000);
+                }
+            }
+        }
+    }
+}
+
+/// One client's run: operations until `stop`, retries until `give_up`.
+pub async fn client(
+    http: Http,
+    id: usize,
+    seed: u64,
+    stop: Instant,
+    give_up: Instant,
+) -> Result<Vec<Acked>, String> {
+    let mut rng = Rng::new(seed ^ ((id as u64 + 1) * 0x9E37));
+    let mut acked = Vec::new();
+    let start = Utc::now() - Span::days(1);
+    let mut n = 0i64;
+    while Instant::now() < stop {
+        n += 1;
+        http.tally.operations.fetch_add(1, Ordering::Relaxed);
+        let roll = rng.below(100);
+        if roll < 40 {
+            let conversation = format!("chaos-conv-{}", rng.below(8));
+            let message = format!("c{id}-m{n}");
+            let body = json!({"conversation_id": conversation, "message_id": message, "created_at": Utc::now().to_rfc3339(),
+                              "channel": "email", "text": rng.pick(TEXTS), "customer": {"id": format!("cust-{id}")}});
+            if let Some((s, v)) = http
+                .until_final(Method::POST, "/api/v1/events", &body, None, give_up)
+                .await
+            {
+                if s == 200 {
+                    let key = v["event_key"].as_str().unwrap_or_default().to_string();
+                    acked.push(Acked::Event { key });
+                } else {
+                    return Err(format!("event {message}: unexpected {s} {v}"));
+                }
+            }
+        } else if roll < 60 {
+            let everyone = rng.below(5) == 0;
+            let uids: Option<Vec<String>> =
+                (!everyone).then(|| (0..1 + rng.below(60)).map(|u| format!("u{u}")).collect());
+            let audience = match &uids {
+                None => json!({"kind": "everyone"}),
+                Some(u) => json!({"kind": "users", "uids": u}),
+            };
+            let category = *rng.pick(&["billing", "news", "ops"]);
+            let body = json!({"audience": audience, "category": category, "title": format!("Chaos {id}-{n}"), "body": "Under fire."});
+            let key = random_hex(12);
+            if let Some((s, v)) = http
+                .until_final(
+                    Method::POST,
+                    "/api/v1/inbox/tenants/chaos/inboxes/news/messages",
+                    &body,
+                    Some(&key),
+                    give_up,
+                )
+                .await
+            {
+                if s == 201 {
+                    acked.push(Acked::Publish {
+                        id: v["message_id"].as_str().unwrap_or_default().to_string(),
+                        uids,
+                    });
+                } else {
+                    return Err(format!("publish: unexpected {s} {v}"));
+                }
+            }
+        } else if roll < 90 {
+            let user = format!("chaos-u{id}");
+            let mid = format!("c{id}-w{n}");
+            let at = start + Span::minutes(n);
+            let body = json!({"measurement_id": mid, "user_id": user, "weight": 70.0 + (n % 30) as f64 / 10.0,
+                              "unit": "kg", "timestamp": at.to_rfc3339(), "source": "chaos"});
+            if let Some((s, v)) = http
+                .until_final(Method::POST, "/api/v1/measurements", &body, None, give_up)
+                .await
+            {
+                if s == 201 || s == 200 {
+                    acked.push(Acked::Measurement { user, id: mid });
+                } else {
+                    return Err(format!("measurement {mid}: unexpected {s} {v}"));
+                }
+            }
+        } else {
+            let Some((200, now)) = http
+                .until_final(
+                    Method::GET,
+                    "/api/v1/kill-switches",
+                    &Value::Null,
+                    None,
+                    give_up,
+                )
+                .await
+            else {
+                continue;
+            };
+            let switch = *rng.pick(&["safe_mode", "automation_enabled"]);
+            let body = json!({"switch": switch, "enable": !now[switch].as_bool().unwrap_or(false),
+                              "expected_version": now["version"], "reason": "chaos flip", "confirm": true});
+            let key = random_hex(12);
+            match http
+                .until_final(
+                    Method::POST,
+                    "/api/v1/kill-switches",
+                    &body,
+                    Some(&key),
+                    give_up,
+                )
+                .await
+            {
+                Some((200, _)) => acked.push(Acked::Flip),
+                // Someone else changed it first: a final answer, nothing applied.
+                Some((409, _)) | None => {}
+                Some((s, v)) => return Err(format!("flip: unexpected {s} {v}")),
+            }
+        }
+    }
+    Ok(acked)
+}
