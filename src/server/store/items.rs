@@ -140,3 +140,51 @@ pub async fn scan_json(store: &Store, base: &str) -> Result<Vec<serde_json::Valu
         }
     }
 }
+
+pub type Item = std::collections::HashMap<String, AttributeValue>;
+
+/// Strongly consistent reads of up to 100 keys of one table in one request (more when
+/// DynamoDB hands some back unprocessed). Items come back in no particular order.
+pub async fn batch_get(
+    store: &Store,
+    base: &str,
+    keys: Vec<Item>,
+) -> Result<Vec<Item>, StoreError> {
+    use aws_sdk_dynamodb::types::KeysAndAttributes;
+    let table = store.table(base);
+    let mut found = Vec::new();
+    for chunk in keys.chunks(100) {
+        let mut request = std::collections::HashMap::from([(
+            table.clone(),
+            KeysAndAttributes::builder()
+                .set_keys(Some(chunk.to_vec()))
+                .consistent_read(true)
+                .build()
+                .map_err(|e| StoreError::corrupt(&table, e))?,
+        )]);
+        for attempt in 0..10u64 {
+            let out = store
+                .client()
+                .batch_get_item()
+                .set_request_items(Some(request.clone()))
+                .send()
+                .await
+                .map_err(StoreError::request("BatchGetItem"))?;
+            found.extend(out.responses.unwrap_or_default().into_values().flatten());
+            match out.unprocessed_keys.filter(|u| !u.is_empty()) {
+                Some(left) if attempt < 9 => {
+                    request = left;
+                    tokio::time::sleep(std::time::Duration::from_millis(5 << attempt)).await;
+                }
+                Some(_) => {
+                    return Err(StoreError::corrupt(
+                        &table,
+                        "reads kept coming back unprocessed",
+                    ))
+                }
+                None => break,
+            }
+        }
+    }
+    Ok(found)
+}

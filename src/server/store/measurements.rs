@@ -9,8 +9,7 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, KeysAndAttributes, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
-    Update,
+    AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 use serde::{Deserialize, Serialize};
 
@@ -193,37 +192,16 @@ pub async fn read_state(
     let pk = user_pk(user);
     let key = |sk: String| HashMap::from([("PK".to_string(), s(&pk)), ("SK".to_string(), s(sk))]);
     let keys = vec![key("ORDER".into()), key(format!("IDEMP#{measurement_id}"))];
-    let mut request = HashMap::from([(
-        table(store),
-        KeysAndAttributes::builder()
-            .set_keys(Some(keys))
-            .consistent_read(true)
-            .build()
-            .map_err(|e| StoreError::corrupt("measurement read", e))?,
-    )]);
     let (mut order, mut idemp) = (None, None);
-    for _ in 0..10 {
-        let out = store
-            .client()
-            .batch_get_item()
-            .set_request_items(Some(request.clone()))
-            .send()
-            .await
-            .map_err(StoreError::request("BatchGetItem"))?;
-        for item in out.responses.unwrap_or_default().into_values().flatten() {
-            match item
-                .get("SK")
-                .and_then(|v| v.as_s().ok())
-                .map(String::as_str)
-            {
-                Some("ORDER") => order = Some(from_item(store, item)?),
-                Some(_) => idemp = Some(from_item(store, item)?),
-                None => {}
-            }
-        }
-        match out.unprocessed_keys.filter(|u| !u.is_empty()) {
-            Some(left) => request = left,
-            None => break,
+    for item in super::items::batch_get(store, MEASUREMENTS.base, keys).await? {
+        match item
+            .get("SK")
+            .and_then(|v| v.as_s().ok())
+            .map(String::as_str)
+        {
+            Some("ORDER") => order = Some(from_item(store, item)?),
+            Some(_) => idemp = Some(from_item(store, item)?),
+            None => {}
         }
     }
     Ok((order, idemp))

@@ -231,9 +231,14 @@ pub async fn page(
     Ok(page)
 }
 
-/// How many items match, reading at most a few 1 MB pages. `exact` is false when it
-/// stopped before the end.
-pub async fn count(store: &Store, spec: &Spec, max_calls: usize) -> Result<Count, StoreError> {
+/// How many items match, in at most `max_calls` reads of at most `per_call` items each
+/// (and 1 MB). `exact` is false when it stopped before the end.
+pub async fn count(
+    store: &Store,
+    spec: &Spec,
+    max_calls: usize,
+    per_call: Option<i32>,
+) -> Result<Count, StoreError> {
     let built = spec.build();
     let mut n = 0u64;
     let mut exclusive = None;
@@ -248,6 +253,7 @@ pub async fn count(store: &Store, spec: &Spec, max_calls: usize) -> Result<Count
             .set_expression_attribute_names(Some(built.names.clone()))
             .set_expression_attribute_values(Some(built.values.clone()))
             .select(Select::Count)
+            .set_limit(per_call)
             .set_exclusive_start_key(exclusive.take())
             .send()
             .await

@@ -140,7 +140,7 @@ pub async fn search_page(
                 ..
             }
     );
-    let count = store::count(store, &s.partition, &s.filters, if narrow { 4 } else { 1 }).await?;
+    let count = store::count(store, &s.partition, &s.filters, narrow).await?;
     Ok(SearchPage {
         searched: true,
         rows: found.rows.iter().map(|c| row(c, refs)).collect(),

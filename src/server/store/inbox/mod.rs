@@ -18,12 +18,13 @@
 
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, KeysAndAttributes, Put, TransactWriteItem, Update,
-};
+use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+mod writes;
+
+pub use writes::*;
 
 use super::items::{n, s};
 use super::query::{self, Cond, Spec, Start};
@@ -248,342 +249,6 @@ pub async fn get<T: serde::de::DeserializeOwned>(
     out.item.map(|i| decode(store, i)).transpose()
 }
 
-/// Writes a settings-like item (tenant settings, inbox config) and registers the tenant.
-pub async fn put_config<T: Serialize>(
-    store: &Store,
-    tenant: &str,
-    v: &T,
-    keep_until: i64,
-) -> Result<(), StoreError> {
-    let registry = HashMap::from([
-        ("pk".to_string(), s(REGISTRY_PK)),
-        ("sk".to_string(), s(tenant)),
-        ("kind".to_string(), s("TR")),
-        ("expiredat".to_string(), n(keep_until)),
-    ]);
-    store
-        .client()
-        .transact_write_items()
-        .transact_items(put(store, item(store, v)?, None)?)
-        .transact_items(put(store, registry, None)?)
-        .send()
-        .await
-        .map_err(StoreError::request("TransactWriteItems"))?;
-    Ok(())
-}
-
-fn put(
-    store: &Store,
-    item: HashMap<String, AttributeValue>,
-    condition: Option<&str>,
-) -> Result<TransactWriteItem, StoreError> {
-    let p = Put::builder()
-        .table_name(table(store))
-        .set_item(Some(item))
-        .set_condition_expression(condition.map(str::to_string))
-        .build()
-        .map_err(|e| StoreError::corrupt("inbox put", e))?;
-    Ok(TransactWriteItem::builder().put(p).build())
-}
-
-/// How much a change moves the counters.
-#[derive(Clone, Copy, Debug)]
-pub struct Delta {
-    pub published: i64,
-    pub read: i64,
-}
-
-/// `ADD published :p, read :r` on a stats item, creating it with its kind if needed.
-pub(crate) fn bump(
-    store: &Store,
-    pk: &str,
-    category: &str,
-    d: Delta,
-    keep_until: i64,
-) -> Result<TransactWriteItem, StoreError> {
-    let mut adds = Vec::new();
-    let mut u = Update::builder()
-        .table_name(table(store))
-        .key("pk", s(pk))
-        .key("sk", s(stats_sk(category)))
-        .expression_attribute_values(":k", s("US"))
-        .expression_attribute_values(":e", n(keep_until));
-    if d.published != 0 {
-        adds.push("published :p");
-        u = u.expression_attribute_values(":p", n(d.published));
-    }
-    if d.read != 0 {
-        adds.push("#r :r");
-        u = u
-            .expression_attribute_names("#r", "read")
-            .expression_attribute_values(":r", n(d.read));
-    }
-    let u = u
-        .update_expression(format!(
-            "ADD {} SET kind = :k, expiredat = :e",
-            adds.join(", ")
-        ))
-        .build()
-        .map_err(|e| StoreError::corrupt("inbox stats", e))?;
-    Ok(TransactWriteItem::builder().update(u).build())
-}
-
-/// The stats updates for one message (or read) in `pk`: `c#*` and its category's.
-pub(crate) fn bumps(
-    store: &Store,
-    pk: &str,
-    category: Option<&str>,
-    d: Delta,
-    keep_until: i64,
-) -> Result<Vec<TransactWriteItem>, StoreError> {
-    let mut out = vec![bump(store, pk, ALL, d, keep_until)?];
-    if let Some(c) = category {
-        out.push(bump(store, pk, c, d, keep_until)?);
-    }
-    Ok(out)
-}
-
-pub enum JobStart {
-    New,
-    /// A publish with this key started before: resume with its message id.
-    Resume(Job),
-}
-
-/// Records the job and its publication together, unless the job exists.
-pub async fn start_job(
-    store: &Store,
-    tenant: &str,
-    job: &Job,
-    publication: &Publication,
-) -> Result<JobStart, StoreError> {
-    let result = store
-        .client()
-        .transact_write_items()
-        .transact_items(put(
-            store,
-            item(store, job)?,
-            Some("attribute_not_exists(pk)"),
-        )?)
-        .transact_items(put(store, item(store, publication)?, None)?)
-        .send()
-        .await;
-    match result {
-        Ok(_) => Ok(JobStart::New),
-        Err(e) => {
-            let e = e.into_service_error();
-            if reasons(&e).first().map(String::as_str) == Some("ConditionalCheckFailed") {
-                let found: Job = get(store, &tenant_pk(tenant), &job.sk)
-                    .await?
-                    .ok_or_else(|| StoreError::corrupt(&table(store), "job vanished"))?;
-                Ok(JobStart::Resume(found))
-            } else {
-                Err(StoreError::service("TransactWriteItems", &e))
-            }
-        }
-    }
-}
-
-/// The cancellation reason of each action of a cancelled transaction (`None` when it
-/// would have succeeded).
-pub(crate) fn reasons(e: &TransactWriteItemsError) -> Vec<String> {
-    match e {
-        TransactWriteItemsError::TransactionCanceledException(c) => c
-            .cancellation_reasons()
-            .iter()
-            .map(|r| r.code().unwrap_or("None").to_string())
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-pub enum Written {
-    Done,
-    /// Some actions' conditions failed (their indexes); nothing was written.
-    Refused(Vec<usize>),
-    /// Another transaction held an item: try again.
-    Conflict,
-}
-
-/// Runs one transaction and says how it ended.
-pub(crate) async fn transact(
-    store: &Store,
-    actions: Vec<TransactWriteItem>,
-) -> Result<Written, StoreError> {
-    let result = store
-        .client()
-        .transact_write_items()
-        .set_transact_items(Some(actions))
-        .send()
-        .await;
-    let e = match result {
-        Ok(_) => return Ok(Written::Done),
-        Err(e) => e.into_service_error(),
-    };
-    let codes = reasons(&e);
-    if codes.iter().any(|c| c == "TransactionConflict") {
-        return Ok(Written::Conflict);
-    }
-    if !codes.is_empty()
-        && codes
-            .iter()
-            .all(|c| c == "None" || c == "ConditionalCheckFailed")
-    {
-        return Ok(Written::Refused(
-            codes
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| *c == "ConditionalCheckFailed")
-                .map(|(i, _)| i)
-                .collect(),
-        ));
-    }
-    Err(StoreError::service("TransactWriteItems", &e))
-}
-
-/// The actions that deliver one message copy and count it.
-pub fn deliver(
-    store: &Store,
-    m: &MessageItem,
-    keep_until: i64,
-) -> Result<Vec<TransactWriteItem>, StoreError> {
-    let mut out = vec![put(
-        store,
-        item(store, m)?,
-        Some("attribute_not_exists(pk)"),
-    )?];
-    let d = Delta {
-        published: 1,
-        read: 0,
-    };
-    out.extend(bumps(
-        store,
-        &m.pk,
-        m.taxonomy.category.as_deref(),
-        d,
-        keep_until,
-    )?);
-    Ok(out)
-}
-
-pub async fn finish_publication(
-    store: &Store,
-    tenant: &str,
-    inbox: &str,
-    id: &str,
-) -> Result<(), StoreError> {
-    store
-        .client()
-        .update_item()
-        .table_name(table(store))
-        .key("pk", s(tenant_pk(tenant)))
-        .key("sk", s(publication_sk(inbox, id)))
-        .update_expression("SET #st = :p")
-        .condition_expression("attribute_exists(pk)")
-        .expression_attribute_names("#st", "status")
-        .expression_attribute_values(":p", s("published"))
-        .send()
-        .await
-        .map_err(StoreError::request("UpdateItem"))?;
-    Ok(())
-}
-
-/// Marks a user message read: `readat` only if absent, with the counters, in one
-/// transaction.
-pub fn mark_user_message(
-    store: &Store,
-    m: &MessageItem,
-    tenant: &str,
-    now_ms: i64,
-    keep_until: i64,
-) -> Result<Vec<TransactWriteItem>, StoreError> {
-    let now_s = now_ms / 1000;
-    let set = Update::builder()
-        .table_name(table(store))
-        .key("pk", s(&m.pk))
-        .key("sk", s(&m.sk))
-        .update_expression("SET readat = :now")
-        .condition_expression(
-            "attribute_exists(pk) AND attribute_not_exists(readat) AND expiredat > :s",
-        )
-        .expression_attribute_values(":now", n(now_ms))
-        .expression_attribute_values(":s", n(now_s))
-        .build()
-        .map_err(|e| StoreError::corrupt("inbox read", e))?;
-    let mut out = vec![TransactWriteItem::builder().update(set).build()];
-    let d = Delta {
-        published: 0,
-        read: 1,
-    };
-    out.extend(bumps(
-        store,
-        &m.pk,
-        m.taxonomy.category.as_deref(),
-        d,
-        keep_until,
-    )?);
-    out.push(count_publication_read(store, tenant, &m.inbox_key, &m.id)?);
-    Ok(out)
-}
-
-/// Marks a public message read for one user: their receipt only if absent, with the
-/// counters, in one transaction (and only while the message lives).
-pub fn mark_public_message(
-    store: &Store,
-    m: &MessageItem,
-    receipt: &Receipt,
-    tenant: &str,
-    keep_until: i64,
-) -> Result<Vec<TransactWriteItem>, StoreError> {
-    let live = ConditionCheck::builder()
-        .table_name(table(store))
-        .key("pk", s(&m.pk))
-        .key("sk", s(&m.sk))
-        .condition_expression("attribute_exists(pk) AND expiredat > :s")
-        .expression_attribute_values(":s", n(receipt.readat / 1000))
-        .build()
-        .map_err(|e| StoreError::corrupt("inbox read", e))?;
-    let mut out = vec![
-        put(
-            store,
-            item(store, receipt)?,
-            Some("attribute_not_exists(pk)"),
-        )?,
-        TransactWriteItem::builder().condition_check(live).build(),
-    ];
-    let d = Delta {
-        published: 0,
-        read: 1,
-    };
-    out.extend(bumps(
-        store,
-        &receipt.pk,
-        receipt.taxonomy.category.as_deref(),
-        d,
-        keep_until,
-    )?);
-    out.push(count_publication_read(store, tenant, &m.inbox_key, &m.id)?);
-    Ok(out)
-}
-
-fn count_publication_read(
-    store: &Store,
-    tenant: &str,
-    inbox: &str,
-    id: &str,
-) -> Result<TransactWriteItem, StoreError> {
-    let u = Update::builder()
-        .table_name(table(store))
-        .key("pk", s(tenant_pk(tenant)))
-        .key("sk", s(publication_sk(inbox, id)))
-        .update_expression("ADD #r :one")
-        .condition_expression("attribute_exists(pk)")
-        .expression_attribute_names("#r", "read")
-        .expression_attribute_values(":one", n(1))
-        .build()
-        .map_err(|e| StoreError::corrupt("inbox publication", e))?;
-    Ok(TransactWriteItem::builder().update(u).build())
-}
-
 /// Live messages (at `now_s`) of one partition, newest first, strictly older than
 /// `before` (a message id); and whether there are more.
 pub async fn messages(
@@ -624,45 +289,21 @@ pub async fn receipts(
     user_pk: &str,
     ids: &[String],
 ) -> Result<Vec<String>, StoreError> {
-    let mut found = Vec::new();
-    for chunk in ids.chunks(100) {
-        let keys = chunk
-            .iter()
-            .map(|id| {
-                HashMap::from([
-                    ("pk".to_string(), s(user_pk)),
-                    ("sk".to_string(), s(message_sk(id))),
-                ])
-            })
-            .collect();
-        let mut request = HashMap::from([(
-            table(store),
-            KeysAndAttributes::builder()
-                .set_keys(Some(keys))
-                .consistent_read(true)
-                .build()
-                .map_err(|e| StoreError::corrupt("inbox receipts", e))?,
-        )]);
-        for _ in 0..10 {
-            let out = store
-                .client()
-                .batch_get_item()
-                .set_request_items(Some(request.clone()))
-                .send()
-                .await
-                .map_err(StoreError::request("BatchGetItem"))?;
-            for item in out.responses.unwrap_or_default().into_values().flatten() {
-                if let Some(AttributeValue::S(sk)) = item.get("sk") {
-                    found.push(sk.trim_start_matches("m#").to_string());
-                }
-            }
-            match out.unprocessed_keys.filter(|u| !u.is_empty()) {
-                Some(left) => request = left,
-                None => break,
-            }
-        }
-    }
-    Ok(found)
+    let keys = ids
+        .iter()
+        .map(|id| {
+            HashMap::from([
+                ("pk".to_string(), s(user_pk)),
+                ("sk".to_string(), s(message_sk(id))),
+            ])
+        })
+        .collect();
+    Ok(super::items::batch_get(store, INBOX.base, keys)
+        .await?
+        .iter()
+        .filter_map(|item| item.get("sk").and_then(|v| v.as_s().ok()))
+        .map(|sk| sk.trim_start_matches("m#").to_string())
+        .collect())
 }
 
 /// Every stats item of a partition (`c#*` and each category).
@@ -734,4 +375,26 @@ pub async fn tenants(store: &Store) -> Result<Vec<String>, StoreError> {
 /// A JSON view of any inbox item (for `verify` and the stream consumer).
 pub fn as_json(item: &HashMap<String, AttributeValue>) -> Value {
     serde_dynamo::from_item(item.clone()).unwrap_or(Value::Null)
+}
+
+/// The benchmark's baseline for a read: a bare `SET readat` on one item, without the
+/// condition, the counters or the transaction a real read has.
+pub async fn set_readat_unguarded(
+    store: &Store,
+    pk: &str,
+    sk: &str,
+    ms: i64,
+) -> Result<(), StoreError> {
+    store
+        .client()
+        .update_item()
+        .table_name(table(store))
+        .key("pk", s(pk))
+        .key("sk", s(sk))
+        .update_expression("SET readat = :r")
+        .expression_attribute_values(":r", n(ms))
+        .send()
+        .await
+        .map_err(StoreError::request("UpdateItem"))?;
+    Ok(())
 }

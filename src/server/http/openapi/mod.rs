@@ -1,0 +1,188 @@
+//! The REST API as an OpenAPI 3.1 document, generated from the handlers' `#[utoipa::path]`
+//! attributes and the types below (served at `/api/openapi.json`). Each operation's
+//! security requirement names the scope it needs: the security test reads them from here.
+
+mod schemas;
+
+pub use schemas::*;
+
+use serde_json::Value;
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+struct BearerKeys;
+
+impl Modify for BearerKeys {
+    fn modify(&self, api: &mut utoipa::openapi::OpenApi) {
+        let components = api.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+        );
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "ops-console",
+        description = "The REST API of ops-console for machine clients: the helpdesk webhook, channel processors, apps reading inbox feeds, devices posting measurements. Bearer API keys with scopes (the scope each operation needs is its security requirement); errors are application/problem+json; every write is idempotent.",
+        version = "1"
+    ),
+    paths(
+        crate::server::http::api::whoami,
+        crate::server::http::api::kill_switches,
+        crate::server::http::api::change_kill_switch,
+        crate::server::http::api::post_event,
+        crate::server::http::conversations::create,
+        crate::server::http::conversations::lookup,
+        crate::server::http::conversations::read,
+        crate::server::http::conversations::update,
+        crate::server::http::conversations::append,
+        crate::server::http::inbox::put_tenant,
+        crate::server::http::inbox::put_inbox,
+        crate::server::http::inbox::publish,
+        crate::server::http::inbox::feed,
+        crate::server::http::inbox::counts,
+        crate::server::http::inbox::mark_read,
+        crate::server::http::inbox::mark_all,
+        crate::server::http::measurements::one,
+        crate::server::http::measurements::many,
+        crate::server::startup::healthz,
+    ),
+    components(schemas(ProblemDoc), responses(ProblemResponse)),
+    modifiers(&BearerKeys),
+    tags(
+        (name = "console", description = "Who you are, health, kill switches"),
+        (name = "events", description = "The helpdesk webhook (design doc 1)"),
+        (name = "conversations", description = "Conversations (design doc 2)"),
+        (name = "inbox", description = "Inbox (design doc 3)"),
+        (name = "measurements", description = "Measurements (design doc 5)"),
+    )
+)]
+pub struct ApiDoc;
+
+/// The document as JSON.
+pub fn document() -> Value {
+    serde_json::to_value(ApiDoc::openapi()).unwrap_or(Value::Null)
+}
+
+fn type_name(schema: &Value) -> String {
+    if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
+        return r.rsplit('/').next().unwrap_or(r).to_string();
+    }
+    let base = match schema.get("type") {
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(" | "),
+        _ => "object".into(),
+    };
+    match schema.get("items") {
+        Some(items) => format!("{base} of {}", type_name(items)),
+        None => base,
+    }
+}
+
+/// The document read into what the API page shows.
+pub fn summary() -> crate::model::api_doc::ApiDoc {
+    use crate::model::api_doc::{ApiDoc, Field, Operation, Schema};
+    let doc = document();
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let mut operations = Vec::new();
+    for (path, ops) in doc["paths"].as_object().into_iter().flatten() {
+        for (method, op) in ops.as_object().into_iter().flatten() {
+            let scope = op["security"].as_array().and_then(|reqs| {
+                let first = reqs.first()?;
+                let scopes = first.get("api_key")?.as_array()?;
+                Some(
+                    scopes
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                )
+            });
+            let params = op["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|p| Field {
+                    name: format!("{} ({})", text(&p["name"]), text(&p["in"])),
+                    ty: type_name(&p["schema"]),
+                    required: p["required"].as_bool().unwrap_or(false),
+                    description: text(&p["description"]),
+                })
+                .collect();
+            let body = op["requestBody"]["content"]["application/json"]
+                .get("schema")
+                .map(type_name);
+            let responses = op["responses"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(code, r)| {
+                    let desc = if r.get("$ref").is_some() {
+                        "problem+json".to_string()
+                    } else {
+                        let schema = r["content"]["application/json"].get("schema");
+                        format!(
+                            "{} {}",
+                            text(&r["description"]),
+                            schema.map(type_name).unwrap_or_default()
+                        )
+                    };
+                    (code.clone(), desc.trim().to_string())
+                })
+                .collect();
+            operations.push(Operation {
+                method: method.to_uppercase(),
+                path: path.clone(),
+                tag: op["tags"][0].as_str().unwrap_or_default().to_string(),
+                description: text(&op["description"]),
+                scope,
+                params,
+                body,
+                responses,
+            });
+        }
+    }
+    operations.sort_by(|a, b| (&a.tag, &a.path, &a.method).cmp(&(&b.tag, &b.path, &b.method)));
+    let schemas = doc["components"]["schemas"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(name, s)| {
+            let required: Vec<&str> = s["required"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            Schema {
+                name: name.clone(),
+                description: text(&s["description"]),
+                fields: s["properties"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(f, v)| Field {
+                        name: f.clone(),
+                        ty: type_name(v),
+                        required: required.contains(&f.as_str()),
+                        description: text(&v["description"]),
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    ApiDoc {
+        title: text(&doc["info"]["title"]),
+        version: text(&doc["info"]["version"]),
+        description: text(&doc["info"]["description"]),
+        operations,
+        schemas,
+    }
+}
