@@ -55,13 +55,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
     ),
     responses(
         (status = 201, description = "Created", body = Created),
-        (status = 200, description = "It existed with the same content", body = Created),
-        (status = 400, response = ProblemResponse),
-        (status = 401, response = ProblemResponse),
-        (status = 403, response = ProblemResponse),
-        (status = 409, response = ProblemResponse),
-        (status = 413, response = ProblemResponse),
-        (status = 422, response = ProblemResponse)
+        (status = 200, description = "It existed with the same content", body = Created)
     ),
     security(("api_key" = ["conversations:write"])),
 )]
@@ -103,9 +97,6 @@ pub(crate) async fn create(
     ),
     responses(
         (status = 200, description = "OK", body = Conversation),
-        (status = 400, response = ProblemResponse),
-        (status = 401, response = ProblemResponse),
-        (status = 403, response = ProblemResponse),
         (status = 404, response = ProblemResponse)
     ),
     security(("api_key" = ["conversations:read"])),
@@ -141,13 +132,7 @@ pub(crate) async fn read(
     responses(
         (status = 201, description = "Created", body = Appended),
         (status = 200, description = "This entry id was appended before", body = Appended),
-        (status = 400, response = ProblemResponse),
-        (status = 401, response = ProblemResponse),
-        (status = 403, response = ProblemResponse),
-        (status = 404, response = ProblemResponse),
-        (status = 409, response = ProblemResponse),
-        (status = 413, response = ProblemResponse),
-        (status = 422, response = ProblemResponse)
+        (status = 404, response = ProblemResponse)
     ),
     security(("api_key" = ["conversations:write"])),
 )]
@@ -184,13 +169,7 @@ pub(crate) async fn append(
     ),
     responses(
         (status = 200, description = "OK", body = Updated),
-        (status = 400, response = ProblemResponse),
-        (status = 401, response = ProblemResponse),
-        (status = 403, response = ProblemResponse),
-        (status = 404, response = ProblemResponse),
-        (status = 409, response = ProblemResponse),
-        (status = 413, response = ProblemResponse),
-        (status = 422, response = ProblemResponse)
+        (status = 404, response = ProblemResponse)
     ),
     security(("api_key" = ["conversations:write"])),
 )]
@@ -231,10 +210,7 @@ pub(crate) struct Lookup {
         ("recipient" = String, Query)
     ),
     responses(
-        (status = 200, description = "OK", body = LookupDoc),
-        (status = 400, response = ProblemResponse),
-        (status = 401, response = ProblemResponse),
-        (status = 403, response = ProblemResponse)
+        (status = 200, description = "OK", body = LookupDoc)
     ),
     security(("api_key" = ["conversations:read"])),
 )]

@@ -61,11 +61,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
     ),
     responses(
         (status = 200, description = "OK", body = TenantSaved),
-        (status = 400, response = ProblemResponse),
-        (status = 401, response = ProblemResponse),
-        (status = 403, response = ProblemResponse),
-        (status = 404, response = ProblemResponse),
-        (status = 413, response = ProblemResponse)
+        (status = 404, response = ProblemResponse)
     ),
     security(("api_key" = ["inbox:write"])),
 )]
@@ -95,11 +91,7 @@ pub(crate) async fn put_tenant(
     ),
     responses(
         (status = 200, description = "OK", body = InboxSaved),
-        (status = 400, response = ProblemResponse),
-        (status = 401, response = ProblemResponse),
-        (status = 403, response = ProblemResponse),
-        (status = 404, response = ProblemResponse),
-        (status = 413, response = ProblemResponse)
+        (status = 404, response = ProblemResponse)
     ),
     security(("api_key" = ["inbox:write"])),
 )]
@@ -133,13 +125,7 @@ pub(crate) async fn put_inbox(
     ),
     responses(
         (status = 201, description = "Created", body = PublishAnswer),
-        (status = 400, response = ProblemResponse),
-        (status = 401, response = ProblemResponse),
-        (status = 403, response = ProblemResponse),
-        (status = 404, response = ProblemResponse),
-        (status = 409, response = ProblemResponse),
-        (status = 413, response = ProblemResponse),
-        (status = 422, response = ProblemResponse)
+        (status = 404, response = ProblemResponse)
     ),
     security(("api_key" = ["inbox:write"])),
 )]
@@ -186,9 +172,6 @@ pub(crate) struct Cursor {
     ),
     responses(
         (status = 200, description = "OK", body = Feed),
-        (status = 400, response = ProblemResponse),
-        (status = 401, response = ProblemResponse),
-        (status = 403, response = ProblemResponse),
         (status = 404, response = ProblemResponse)
     ),
     security(("api_key" = ["inbox:read"])),
@@ -225,9 +208,6 @@ pub(crate) async fn feed(
     ),
     responses(
         (status = 200, description = "OK", body = Counts),
-        (status = 400, response = ProblemResponse),
-        (status = 401, response = ProblemResponse),
-        (status = 403, response = ProblemResponse),
         (status = 404, response = ProblemResponse)
     ),
     security(("api_key" = ["inbox:read"])),
@@ -254,13 +234,7 @@ pub(crate) async fn counts(
     ),
     responses(
         (status = 200, description = "OK", body = ReadAnswer),
-        (status = 400, response = ProblemResponse),
-        (status = 401, response = ProblemResponse),
-        (status = 403, response = ProblemResponse),
-        (status = 404, response = ProblemResponse),
-        (status = 409, response = ProblemResponse),
-        (status = 413, response = ProblemResponse),
-        (status = 422, response = ProblemResponse)
+        (status = 404, response = ProblemResponse)
     ),
     security(("api_key" = ["inbox:write"])),
 )]
@@ -289,13 +263,7 @@ pub(crate) async fn mark_read(
     ),
     responses(
         (status = 200, description = "OK", body = ReadAllAnswer),
-        (status = 400, response = ProblemResponse),
-        (status = 401, response = ProblemResponse),
-        (status = 403, response = ProblemResponse),
-        (status = 404, response = ProblemResponse),
-        (status = 409, response = ProblemResponse),
-        (status = 413, response = ProblemResponse),
-        (status = 422, response = ProblemResponse)
+        (status = 404, response = ProblemResponse)
     ),
     security(("api_key" = ["inbox:write"])),
 )]

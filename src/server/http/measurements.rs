@@ -14,9 +14,7 @@ use serde_json::{json, Value};
 
 use super::api::{read_body, ApiAuth};
 use super::idempotency;
-use super::openapi::{
-    BatchReport, Measurement, MeasurementBatch, MeasurementResult, ProblemResponse,
-};
+use super::openapi::{BatchReport, Measurement, MeasurementBatch, MeasurementResult};
 use super::problem::Problem;
 use crate::model::auth::{CurrentUser, Role};
 use crate::model::AppError;
@@ -147,13 +145,7 @@ fn answer(outcome: Outcome, user: &str) -> Response {
     ),
     responses(
         (status = 201, description = "Created", body = MeasurementResult),
-        (status = 200, description = "The same measurement again: the first answer (X-Duplicate-Of)", body = MeasurementResult),
-        (status = 400, response = ProblemResponse),
-        (status = 401, response = ProblemResponse),
-        (status = 403, response = ProblemResponse),
-        (status = 409, response = ProblemResponse),
-        (status = 413, response = ProblemResponse),
-        (status = 422, response = ProblemResponse)
+        (status = 200, description = "The same measurement again: the first answer (X-Duplicate-Of)", body = MeasurementResult)
     ),
     security(("api_key" = ["measurements:write"])),
 )]
@@ -197,13 +189,7 @@ pub(crate) async fn one(
         ("X-Correlation-Id" = Option<String>, Header)
     ),
     responses(
-        (status = 200, description = "OK", body = BatchReport),
-        (status = 400, response = ProblemResponse),
-        (status = 401, response = ProblemResponse),
-        (status = 403, response = ProblemResponse),
-        (status = 409, response = ProblemResponse),
-        (status = 413, response = ProblemResponse),
-        (status = 422, response = ProblemResponse)
+        (status = 200, description = "OK", body = BatchReport)
     ),
     security(("api_key" = ["measurements:write"])),
 )]

@@ -7,8 +7,12 @@ mod schemas;
 pub use schemas::*;
 
 use serde_json::Value;
+use utoipa::openapi::path::Operation;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::openapi::{Ref, RefOr};
 use utoipa::{Modify, OpenApi};
+
+use super::idempotency;
 
 struct BearerKeys;
 
@@ -19,6 +23,68 @@ impl Modify for BearerKeys {
             "api_key",
             SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
         );
+    }
+}
+
+/// The problems an operation can answer because of the layers in front of its handler, so
+/// the handlers' attributes list only their own: 401 for every keyed operation, 403 where it
+/// needs a scope, 400 where it takes input, 413 for writes (the body limit), 409 and 422
+/// where it takes an `Idempotency-Key` (still running; reused with another request).
+struct LayerProblems;
+
+impl LayerProblems {
+    fn add(op: &mut Operation, write: bool) {
+        let Some(scopes) = op
+            .security
+            .as_ref()
+            .and_then(|reqs| reqs.first())
+            .and_then(|req| serde_json::to_value(req).ok())
+            .and_then(|req| req.get("api_key").cloned())
+        else {
+            return;
+        };
+        let params = op.parameters.as_deref().unwrap_or_default();
+        let keyed = params.iter().any(|p| {
+            p.name.eq_ignore_ascii_case(idempotency::HEADER)
+                || p.name.eq_ignore_ascii_case(idempotency::X_HEADER)
+        });
+        let mut codes = vec!["401"];
+        if scopes.as_array().is_some_and(|s| !s.is_empty()) {
+            codes.push("403");
+        }
+        if !params.is_empty() || op.request_body.is_some() {
+            codes.push("400");
+        }
+        if write {
+            codes.push("413");
+        }
+        if keyed {
+            codes.extend(["409", "422"]);
+        }
+        for code in codes {
+            op.responses
+                .responses
+                .entry(code.to_string())
+                .or_insert_with(|| RefOr::Ref(Ref::from_response_name("ProblemResponse")));
+        }
+    }
+}
+
+impl Modify for LayerProblems {
+    fn modify(&self, api: &mut utoipa::openapi::OpenApi) {
+        for item in api.paths.paths.values_mut() {
+            let ops = [
+                (item.get.as_mut(), false),
+                (item.post.as_mut(), true),
+                (item.put.as_mut(), true),
+                (item.patch.as_mut(), true),
+            ];
+            for (op, write) in ops {
+                if let Some(op) = op {
+                    Self::add(op, write);
+                }
+            }
+        }
     }
 }
 
@@ -51,7 +117,7 @@ impl Modify for BearerKeys {
         crate::server::startup::healthz,
     ),
     components(schemas(ProblemDoc), responses(ProblemResponse)),
-    modifiers(&BearerKeys),
+    modifiers(&BearerKeys, &LayerProblems),
     tags(
         (name = "console", description = "Who you are, health, kill switches"),
         (name = "events", description = "The helpdesk webhook (design doc 1)"),
