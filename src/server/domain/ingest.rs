@@ -25,7 +25,7 @@ use crate::server::ids::random_hex;
 use crate::server::outbound::{DeliveryError, Webhook};
 use crate::server::store::audit::AuditItem;
 use crate::server::store::mw::{
-    self, ActionEnd, ActionRecord, DecisionRecord, DecisionWrite, EventRecord, Put1, CLAIMED,
+    self, ActionEnd, ActionRecord, Claim, DecisionRecord, DecisionWrite, EventRecord, CLAIMED,
     DECIDED, DELIVERED, PROCESSED, PROCESSING, QUEUED, REJECTED, RETRY,
 };
 use crate::server::store::{switches, Store, StoreError};
@@ -169,18 +169,18 @@ impl Ingest {
             created_sk: format!("{created}#{key}"),
         };
         let rec = match mw::put_claim(&self.store, &fresh, now.timestamp()).await? {
-            Put1::Claimed => fresh,
-            Put1::Exists(old) if old.status == PROCESSED => {
+            Claim::Won => fresh,
+            Claim::Exists(old) if old.status == PROCESSED => {
                 mw::count_duplicate(&self.store, &key).await?;
                 tracing::info!(event = %key, "duplicate event");
                 return Ok(Outcome::Duplicate { record: old });
             }
-            Put1::Exists(old) if old.lease_until_ms > now.timestamp_millis() => {
+            Claim::Exists(old) if old.lease_until_ms > now.timestamp_millis() => {
                 return Err(IngestError::InProgress {
                     retry_after: retry_after(old.lease_until_ms, now),
                 })
             }
-            Put1::Exists(old) => {
+            Claim::Exists(old) => {
                 let lease = now.timestamp_millis() + self.lease_ms();
                 match mw::take_over::<EventRecord>(
                     &self.store,
@@ -367,18 +367,18 @@ impl Ingest {
             outbox_sk: None,
         };
         let mine = match mw::put_claim(&self.store, &fresh, now.timestamp()).await? {
-            Put1::Claimed => fresh,
-            Put1::Exists(old) if matches!(&old.status[..], DELIVERED | QUEUED | REJECTED) => {
+            Claim::Won => fresh,
+            Claim::Exists(old) if matches!(&old.status[..], DELIVERED | QUEUED | REJECTED) => {
                 return Ok(outcome(format!("already {}", old.status)));
             }
-            Put1::Exists(old)
+            Claim::Exists(old)
                 if old.status == CLAIMED && old.lease_until_ms > now.timestamp_millis() =>
             {
                 return Err(IngestError::InProgress {
                     retry_after: retry_after(old.lease_until_ms, now),
                 });
             }
-            Put1::Exists(old) => {
+            Claim::Exists(old) => {
                 match mw::take_over::<ActionRecord>(
                     &self.store,
                     &action.key,

@@ -8,12 +8,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use serde::{Deserialize, Serialize};
 
-use super::items::{n, s};
+pub use super::items::Claim;
+use super::items::{self, n, s};
 use super::schema::{IDEMPOTENCY_KEYS, IDEMPOTENCY_STATS, IDEMPOTENCY_WATCH_INDEX};
 use super::{cursor, Store, StoreError};
 
@@ -65,44 +65,17 @@ impl KeyItem {
     }
 }
 
-pub enum Claim {
-    Won,
-    /// The live item that was already there.
-    Exists(Box<KeyItem>),
-}
-
 fn decode(item: HashMap<String, AttributeValue>, table: &str) -> Result<KeyItem, StoreError> {
-    serde_dynamo::from_item(item).map_err(|e| StoreError::corrupt(table, e))
+    items::decode(item, table)
 }
 
 /// Writes a fresh `started` claim unless a live item holds the key.
-pub async fn claim(store: &Store, item: &KeyItem, now_secs: i64) -> Result<Claim, StoreError> {
-    let table = store.table(IDEMPOTENCY_KEYS.base);
-    let av = serde_dynamo::to_item(item).map_err(|e| StoreError::corrupt(&table, e))?;
-    let result = store
-        .client()
-        .put_item()
-        .table_name(&table)
-        .set_item(Some(av))
-        // An expired item counts as absent even before TTL deletes it.
-        .condition_expression("attribute_not_exists(id) OR expires_at <= :now")
-        .expression_attribute_values(":now", n(now_secs))
-        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-        .send()
-        .await;
-    match result {
-        Ok(_) => Ok(Claim::Won),
-        Err(e) => match e.into_service_error() {
-            PutItemError::ConditionalCheckFailedException(ccf) => match ccf.item {
-                Some(old) => Ok(Claim::Exists(Box::new(decode(old, &table)?))),
-                None => Err(StoreError::Request {
-                    op: "PutItem",
-                    detail: "conditional check failed without the existing item".into(),
-                }),
-            },
-            other => Err(StoreError::service("PutItem", &other)),
-        },
-    }
+pub async fn claim(
+    store: &Store,
+    item: &KeyItem,
+    now_secs: i64,
+) -> Result<Claim<KeyItem>, StoreError> {
+    items::claim(store, IDEMPOTENCY_KEYS.base, "id", item, now_secs).await
 }
 
 /// The result of a conditional update: the item after it, or the item that was there

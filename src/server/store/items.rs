@@ -1,7 +1,9 @@
 //! Small shared helpers for single-item reads and writes.
 
+use std::collections::HashMap;
+
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -38,8 +40,46 @@ pub async fn get<T: DeserializeOwned>(
         .transpose()
 }
 
-/// Writes `item` unless one with the same key is already there and not yet expired.
-/// Returns false when it was there.
+/// Decodes an item read from `table`.
+pub fn decode<T: DeserializeOwned>(
+    item: HashMap<String, AttributeValue>,
+    table: &str,
+) -> Result<T, StoreError> {
+    serde_dynamo::from_item(item).map_err(|e| StoreError::corrupt(table, e))
+}
+
+/// The outcome of a claim.
+pub enum Claim<T> {
+    /// The key was free (or its item had expired): it is ours now.
+    Won,
+    /// A live item holds the key; this is it, read by the failed write itself.
+    Exists(Box<T>),
+}
+
+/// One conditional `PutItem`: writes `item` unless a live item (`expires_at` not yet past)
+/// holds its key attribute `key`. The failed write hands back the item that stopped it
+/// (`ReturnValuesOnConditionCheckFailure = ALL_OLD`), so a duplicate costs exactly this one
+/// request and no extra read.
+pub async fn claim<T: Serialize + DeserializeOwned>(
+    store: &Store,
+    base: &str,
+    key: &str,
+    item: &T,
+    now_s: i64,
+) -> Result<Claim<T>, StoreError> {
+    let table = store.table(base);
+    match put_unless_live(store, &table, key, item, now_s).await? {
+        None => Ok(Claim::Won),
+        Some(old) if !old.is_empty() => Ok(Claim::Exists(Box::new(decode(old, &table)?))),
+        Some(_) => Err(StoreError::Request {
+            op: "PutItem",
+            detail: "conditional check failed without the existing item".into(),
+        }),
+    }
+}
+
+/// Writes `item` unless a live item with the same key is already there. Returns false when
+/// it was there.
 pub async fn put_if_absent<T: Serialize>(
     store: &Store,
     base: &str,
@@ -48,21 +88,38 @@ pub async fn put_if_absent<T: Serialize>(
     now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
     let table = store.table(base);
-    let av = serde_dynamo::to_item(item).map_err(|e| StoreError::corrupt(&table, e))?;
+    Ok(put_unless_live(store, &table, key, item, now.timestamp())
+        .await?
+        .is_none())
+}
+
+/// `None` when written, else the item that stopped the write.
+async fn put_unless_live<T: Serialize>(
+    store: &Store,
+    table: &str,
+    key: &str,
+    item: &T,
+    now_s: i64,
+) -> Result<Option<HashMap<String, AttributeValue>>, StoreError> {
+    let av = serde_dynamo::to_item(item).map_err(|e| StoreError::corrupt(table, e))?;
     let result = store
         .client()
         .put_item()
-        .table_name(&table)
+        .table_name(table)
         .set_item(Some(av))
+        // An expired item counts as absent even before TTL deletes it.
         .condition_expression("attribute_not_exists(#k) OR expires_at <= :now")
         .expression_attribute_names("#k", key)
-        .expression_attribute_values(":now", n(now.timestamp()))
+        .expression_attribute_values(":now", n(now_s))
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
         .send()
         .await;
     match result {
-        Ok(_) => Ok(true),
+        Ok(_) => Ok(None),
         Err(e) => match e.into_service_error() {
-            PutItemError::ConditionalCheckFailedException(_) => Ok(false),
+            PutItemError::ConditionalCheckFailedException(ccf) => {
+                Ok(Some(ccf.item.unwrap_or_default()))
+            }
             other => Err(StoreError::service("PutItem", &other)),
         },
     }

@@ -7,24 +7,20 @@
 //! worker that lost its claim (it was slow, its lease ran out, another took over) can
 //! never overwrite what the new owner did.
 
-use std::collections::HashMap;
-
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{
-    AttributeValue, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
-    Update,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValue, TransactWriteItem, Update};
 use serde::{Deserialize, Serialize};
 
 use super::audit::{self, AuditItem};
-use super::items::{n, s};
-use super::schema::{
-    EVENTS_BY_CONVERSATION_INDEX, EVENTS_BY_DAY_INDEX, MW_CONVERSATION_STATE, MW_IDEMPOTENCY,
-    OUTBOX_INDEX,
-};
-use super::{cursor, Store, StoreError};
+pub use super::items::Claim;
+use super::items::{self, decode, n, s};
+use super::schema::{MW_CONVERSATION_STATE, MW_IDEMPOTENCY};
+use super::{Store, StoreError};
+
+mod reads;
+pub use reads::*;
 
 pub const PROCESSING: &str = "processing";
 pub const DECIDED: &str = "decided";
@@ -167,62 +163,14 @@ pub struct ConversationState {
     pub events_seen: i64,
 }
 
-fn decode<T: serde::de::DeserializeOwned>(
-    item: HashMap<String, AttributeValue>,
-    table: &str,
-) -> Result<T, StoreError> {
-    serde_dynamo::from_item(item).map_err(|e| StoreError::corrupt(table, e))
-}
-
-/// The record under a key, whatever its kind.
-pub async fn get_event(store: &Store, key: &str) -> Result<Option<EventRecord>, StoreError> {
-    super::items::get(store, MW_IDEMPOTENCY.base, "event_id", key).await
-}
-
-pub async fn get_action(store: &Store, key: &str) -> Result<Option<ActionRecord>, StoreError> {
-    super::items::get(store, MW_IDEMPOTENCY.base, "event_id", key).await
-}
-
-/// The outcome of putting a claim.
-pub enum Put1<T> {
-    /// The key was free (or its record had expired): it is ours now.
-    Claimed,
-    /// A live record is there; this is it, read by the failed write itself.
-    Exists(Box<T>),
-}
-
-/// One conditional `PutItem`: claims the key unless a live record holds it. A duplicate
-/// costs exactly this one request, the failed write returning the record that stopped it.
+/// Claims the key unless a live record holds it: one conditional `PutItem`, a duplicate
+/// costing exactly this one request (see [`items::claim`]).
 pub async fn put_claim<T: Serialize + serde::de::DeserializeOwned>(
     store: &Store,
     record: &T,
     now_s: i64,
-) -> Result<Put1<T>, StoreError> {
-    let table = store.table(MW_IDEMPOTENCY.base);
-    let item = serde_dynamo::to_item(record).map_err(|e| StoreError::corrupt(&table, e))?;
-    let result = store
-        .client()
-        .put_item()
-        .table_name(&table)
-        .set_item(Some(item))
-        .condition_expression("attribute_not_exists(event_id) OR expires_at <= :now")
-        .expression_attribute_values(":now", n(now_s))
-        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-        .send()
-        .await;
-    match result {
-        Ok(_) => Ok(Put1::Claimed),
-        Err(e) => match e.into_service_error() {
-            PutItemError::ConditionalCheckFailedException(ccf) => match ccf.item {
-                Some(old) if !old.is_empty() => Ok(Put1::Exists(Box::new(decode(old, &table)?))),
-                _ => Err(StoreError::Request {
-                    op: "PutItem",
-                    detail: "conditional check failed without the existing item".into(),
-                }),
-            },
-            other => Err(StoreError::service("PutItem", &other)),
-        },
-    }
+) -> Result<Claim<T>, StoreError> {
+    items::claim(store, MW_IDEMPOTENCY.base, "event_id", record, now_s).await
 }
 
 /// Takes over a claim whose owner is gone (its lease ran out) or that asked to be retried:
@@ -533,184 +481,5 @@ pub async fn audit_once(store: &Store, record: &AuditItem) -> Result<bool, Store
             PutItemError::ConditionalCheckFailedException(_) => Ok(false),
             other => Err(StoreError::service("PutItem", &other)),
         },
-    }
-}
-
-/// A conversation's state (strongly consistent), or an empty one at version 0.
-pub async fn get_state(
-    store: &Store,
-    conversation_id: &str,
-) -> Result<ConversationState, StoreError> {
-    let found: Option<ConversationState> = super::items::get(
-        store,
-        MW_CONVERSATION_STATE.base,
-        "conversation_id",
-        conversation_id,
-    )
-    .await?;
-    Ok(found.unwrap_or_else(|| ConversationState {
-        conversation_id: conversation_id.to_string(),
-        ..ConversationState::default()
-    }))
-}
-
-pub struct Page<T> {
-    pub items: Vec<T>,
-    pub next_cursor: Option<String>,
-}
-
-async fn query_index<T: serde::de::DeserializeOwned>(
-    store: &Store,
-    index: &str,
-    pk_name: &str,
-    pk: &str,
-    key_names: &[&str],
-    cursor: Option<&str>,
-    limit: i32,
-) -> Result<Page<T>, StoreError> {
-    let table = store.table(MW_IDEMPOTENCY.base);
-    let start = cursor.map(|c| cursor::decode(c, key_names)).transpose()?;
-    let out = store
-        .client()
-        .query()
-        .table_name(&table)
-        .index_name(index)
-        .key_condition_expression("#pk = :pk")
-        .expression_attribute_names("#pk", pk_name)
-        .expression_attribute_values(":pk", s(pk))
-        .scan_index_forward(false)
-        .limit(limit)
-        .set_exclusive_start_key(start)
-        .send()
-        .await
-        .map_err(StoreError::request("Query"))?;
-    let items = out
-        .items
-        .unwrap_or_default()
-        .into_iter()
-        .map(|i| decode(i, &table))
-        .collect::<Result<Vec<T>, _>>()?;
-    Ok(Page {
-        items,
-        next_cursor: cursor::next(out.last_evaluated_key.as_ref()),
-    })
-}
-
-/// Events of one day, newest first.
-pub async fn events_of_day(
-    store: &Store,
-    day: &str,
-    cursor: Option<&str>,
-    limit: i32,
-) -> Result<Page<EventRecord>, StoreError> {
-    query_index(
-        store,
-        EVENTS_BY_DAY_INDEX,
-        "event_day",
-        day,
-        &["event_id", "event_day", "created_sk"],
-        cursor,
-        limit,
-    )
-    .await
-}
-
-/// One conversation's events, newest first.
-pub async fn events_of_conversation(
-    store: &Store,
-    conversation_id: &str,
-    cursor: Option<&str>,
-    limit: i32,
-) -> Result<Page<EventRecord>, StoreError> {
-    query_index(
-        store,
-        EVENTS_BY_CONVERSATION_INDEX,
-        "conversation_id",
-        conversation_id,
-        &["event_id", "conversation_id", "created_sk"],
-        cursor,
-        limit,
-    )
-    .await
-}
-
-/// Side effects waiting in the outbox, newest first.
-pub async fn outbox(
-    store: &Store,
-    cursor: Option<&str>,
-    limit: i32,
-) -> Result<Page<ActionRecord>, StoreError> {
-    query_index(
-        store,
-        OUTBOX_INDEX,
-        "outbox",
-        "pending",
-        &["event_id", "outbox", "outbox_sk"],
-        cursor,
-        limit,
-    )
-    .await
-}
-
-/// Events received since `from_sk` (a `created_sk` lower bound) on `day`: how many, and
-/// how many duplicate deliveries they had.
-pub async fn count_events_since(
-    store: &Store,
-    day: &str,
-    from_sk: &str,
-) -> Result<(u64, u64), StoreError> {
-    let table = store.table(MW_IDEMPOTENCY.base);
-    let (mut events, mut duplicates) = (0u64, 0u64);
-    let mut start = None;
-    loop {
-        let out = store
-            .client()
-            .query()
-            .table_name(&table)
-            .index_name(EVENTS_BY_DAY_INDEX)
-            .key_condition_expression("event_day = :d AND created_sk >= :from")
-            .expression_attribute_values(":d", s(day))
-            .expression_attribute_values(":from", s(from_sk))
-            .projection_expression("duplicates")
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .map_err(StoreError::request("Query"))?;
-        for item in out.items.unwrap_or_default() {
-            events += 1;
-            if let Some(AttributeValue::N(d)) = item.get("duplicates") {
-                duplicates += d.parse::<u64>().unwrap_or(0);
-            }
-        }
-        match out.last_evaluated_key {
-            Some(k) if !k.is_empty() => start = Some(k),
-            _ => return Ok((events, duplicates)),
-        }
-    }
-}
-
-/// Side effects waiting in the outbox.
-pub async fn count_outbox(store: &Store) -> Result<u64, StoreError> {
-    let table = store.table(MW_IDEMPOTENCY.base);
-    let mut total = 0u64;
-    let mut start = None;
-    loop {
-        let out = store
-            .client()
-            .query()
-            .table_name(&table)
-            .index_name(OUTBOX_INDEX)
-            .key_condition_expression("outbox = :p")
-            .expression_attribute_values(":p", s("pending"))
-            .select(aws_sdk_dynamodb::types::Select::Count)
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .map_err(StoreError::request("Query"))?;
-        total += out.count.max(0) as u64;
-        match out.last_evaluated_key {
-            Some(k) if !k.is_empty() => start = Some(k),
-            _ => return Ok(total),
-        }
     }
 }
