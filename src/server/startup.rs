@@ -38,6 +38,7 @@ pub fn app(state: AppState) -> Router {
         .layer(middleware::from_fn(mw::guard_pages))
         .layer(middleware::from_fn_with_state(state.clone(), mw::session))
         .layer(middleware::from_fn(mw::same_origin))
+        .layer(middleware::from_fn(mw::contain_panics))
         .with_state(state)
 }
 

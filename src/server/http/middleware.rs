@@ -168,6 +168,23 @@ pub fn url_encode(s: &str) -> String {
     out
 }
 
+/// A handler that panics answers 500 problem+json instead of dropping the connection
+/// (which a client cannot tell from a lost answer). The panic itself is logged by the hook
+/// `telemetry::init` installs.
+pub async fn contain_panics(req: Request, next: Next) -> Response {
+    match tokio::spawn(next.run(req)).await {
+        Ok(res) => res,
+        Err(e) => {
+            let cause = if e.is_panic() {
+                "a handler panicked"
+            } else {
+                "a handler was cancelled"
+            };
+            super::problem::Problem::from(crate::server::errors::internal(&cause)).into_response()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,5 +228,31 @@ mod tests {
         let h = headers(&[("cookie", "a=1; ops_session=abc; b=2")]);
         assert_eq!(session_cookie(&h).as_deref(), Some("abc"));
         assert_eq!(session_cookie(&headers(&[("cookie", "a=1")])), None);
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_answers_500_problem_json() {
+        use axum::routing::get;
+        use tower::ServiceExt;
+        async fn boom() -> &'static str {
+            panic!("input was someone@example.com")
+        }
+        let app = axum::Router::new()
+            .route("/boom", get(boom))
+            .route("/fine", get(|| async { "fine" }))
+            .layer(axum::middleware::from_fn(contain_panics));
+        let req = |path: &str| Request::builder().uri(path).body(Body::empty()).unwrap();
+        let res = app.clone().oneshot(req("/boom")).await.unwrap();
+        assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(
+            res.headers()[header::CONTENT_TYPE],
+            "application/problem+json"
+        );
+        let body = axum::body::to_bytes(res.into_body(), 4096).await.unwrap();
+        let body = String::from_utf8_lossy(&body);
+        assert!(body.contains("\"reference\""), "{body}");
+        assert!(!body.contains("example.com"), "{body}");
+        let res = app.oneshot(req("/fine")).await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
     }
 }

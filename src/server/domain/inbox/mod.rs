@@ -51,17 +51,17 @@ pub fn parse_ttl(raw: &str, field: &str) -> Result<Duration, AppError> {
             format!("{field} is a lifetime like 30d or 12h (1h to 3650d)."),
         )
     };
-    let (num, unit) = t.split_at(t.len().saturating_sub(1));
-    let n: i64 = num.parse().map_err(|_| bad())?;
-    let d = match unit {
-        "d" => Duration::days(n),
-        "h" => Duration::hours(n),
+    let (num, hours_per_unit) = match (t.strip_suffix('d'), t.strip_suffix('h')) {
+        (Some(num), _) => (num, 24),
+        (_, Some(num)) => (num, 1),
         _ => return Err(bad()),
     };
-    if d < Duration::hours(1) || d > Duration::days(3650) {
-        return Err(bad());
-    }
-    Ok(d)
+    let n: i64 = num.parse().map_err(|_| bad())?;
+    let hours = n
+        .checked_mul(hours_per_unit)
+        .filter(|h| (1..=3650 * 24).contains(h))
+        .ok_or_else(bad)?;
+    Ok(Duration::hours(hours))
 }
 
 /// A time-sortable message id: the publish time in milliseconds in base 36 (9 digits,
@@ -232,8 +232,24 @@ mod tests {
         }
         assert_eq!(parse_ttl("7d", "t").unwrap(), Duration::days(7));
         assert_eq!(parse_ttl("12h", "t").unwrap(), Duration::hours(12));
-        for bad in ["0d", "7", "d", "3651d", "1.5d", "7w"] {
+        assert_eq!(parse_ttl("3650d", "t").unwrap(), Duration::days(3650));
+        // Found by the fuzzer: a multi-byte last character, and numbers past any duration.
+        for bad in [
+            "0d",
+            "7",
+            "d",
+            "3651d",
+            "1.5d",
+            "7w",
+            "7\u{20d39}",
+            "\u{80}",
+            "",
+            "-1h",
+        ] {
             assert!(parse_ttl(bad, "t").is_err(), "{bad}");
+        }
+        for huge in [i64::MAX.to_string() + "d", i64::MIN.to_string() + "h"] {
+            assert!(parse_ttl(&huge, "t").is_err(), "{huge}");
         }
     }
 
