@@ -187,6 +187,7 @@ pub async fn bootstrap(store: &Store) -> Result<(), StartError> {
 
 /// `ops-console serve`.
 pub async fn serve(config: Config) -> Result<(), StartError> {
+    crate::server::telemetry::withhold_panic_messages();
     crate::server::outbound::Webhook::from_config(&config.events).map_err(StartError::Other)?;
     let db = connect(&config, false).await?;
     let endpoint_path = endpoint_file(&config);

@@ -46,7 +46,11 @@ pub fn init() {
     } else {
         builder.try_init()
     };
-    // A panic's message can quote the input that caused it: log where it happened only.
+}
+
+/// For the server: a panic's message can quote the input that caused it, so only where it
+/// happened is logged. (The CLI's tools keep the default hook and its message.)
+pub fn withhold_panic_messages() {
     std::panic::set_hook(Box::new(|info| {
         let at = info
             .location()

@@ -169,8 +169,8 @@ pub fn url_encode(s: &str) -> String {
 }
 
 /// A handler that panics answers 500 problem+json instead of dropping the connection
-/// (which a client cannot tell from a lost answer). The panic itself is logged by the hook
-/// `telemetry::init` installs.
+/// (which a client cannot tell from a lost answer). The server's panic hook logs where
+/// (`telemetry::withhold_panic_messages`).
 pub async fn contain_panics(req: Request, next: Next) -> Response {
     match tokio::spawn(next.run(req)).await {
         Ok(res) => res,
