@@ -18,6 +18,7 @@ pub struct Found {
     pub applied: usize,
     pub resent: usize,
     pub receiver_requests: u64,
+    pub receiver_refused: u64,
 }
 
 fn s<'a>(v: &'a Value, k: &str) -> &'a str {
@@ -95,6 +96,7 @@ pub async fn check(store: &Store, acked: &[Acked], receiver: &Receiver) -> Resul
         .collect();
     let seen = receiver.seen.lock().map(|m| m.clone()).unwrap_or_default();
     f.receiver_requests = receiver.requests.load(std::sync::atomic::Ordering::Relaxed);
+    f.receiver_refused = receiver.refused.load(std::sync::atomic::Ordering::Relaxed);
     f.applied = seen.len();
     f.resent = seen.values().map(|n| (*n as usize).saturating_sub(1)).sum();
     for key in seen.keys() {

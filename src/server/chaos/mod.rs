@@ -165,8 +165,8 @@ pub async fn run(opts: &Options) -> Result<bool, String> {
         faults.dynamodb, faults.console
     );
     println!(
-        "  side effects: {} applied at the receiver from {} requests ({} re-sent with the same key and dropped)",
-        found.applied, found.receiver_requests, found.resent
+        "  side effects: {} applied at the receiver from {} requests ({} refused by it with 503 and retried, {} re-sent with the same key and dropped)",
+        found.applied, found.receiver_requests, found.receiver_refused, found.resent
     );
     for e in &client_errors {
         println!("  VIOLATION (client): {e}");

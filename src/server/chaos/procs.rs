@@ -152,12 +152,15 @@ impl Drop for Console {
 #[derive(Default)]
 pub struct Receiver {
     pub requests: AtomicU64,
+    /// Answered 503 on purpose (the console must retry them).
+    pub refused: AtomicU64,
     pub seen: Mutex<HashMap<String, u32>>,
 }
 
 pub async fn hook(State(r): State<Arc<Receiver>>, headers: HeaderMap) -> StatusCode {
     let n = r.requests.fetch_add(1, Ordering::SeqCst);
     if n % 37 == 36 {
+        r.refused.fetch_add(1, Ordering::SeqCst);
         return StatusCode::SERVICE_UNAVAILABLE;
     }
     let key = headers
