@@ -4,9 +4,14 @@
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use serde_json::{json, Value};
 
+use aws_sdk_dynamodb::types::AttributeValue;
+
 use crate::helpers::{spawn_app, spawn_app_with, Answer, TestApp};
+use ops_console::server::domain::measurements::payload::parse;
+use ops_console::server::domain::measurements::{Context, Measurements};
 use ops_console::server::store::measurements as store;
 use ops_console::server::store::query::Start;
+use ops_console::server::store::schema::MEASUREMENTS;
 
 /// Now, to the second (the API takes timestamps to the second here).
 fn now() -> DateTime<Utc> {
@@ -588,4 +593,93 @@ async fn invalid_bodies_are_a_400_naming_the_field_and_only_audited() {
     assert!(order.is_none() && idemp.is_none());
     let outsider = app.api_key(&["inbox:write"]).await;
     assert_eq!(one(&app, &outsider, &good).await.status, 403);
+}
+
+async fn submit_to(m: &Measurements, app: &TestApp, id: &str, at: DateTime<Utc>) -> &'static str {
+    let ctx = Context {
+        correlation_id: "two-consoles".into(),
+        force_override: false,
+        admin: false,
+    };
+    let s = parse(&body(id, "u2", 70.0, "kg", at), app.clock.now()).unwrap();
+    m.submit(&s, &ctx, app.clock.now()).await.unwrap().name()
+}
+
+/// Two console processes on one table, each with its own copy of the user's ordering
+/// state: a copy spares the read before the transaction, and never decides against the
+/// database (stale, it fails the version condition; "behind", it is read again).
+#[tokio::test]
+async fn two_consoles_keep_one_order_and_an_in_order_measurement_costs_one_request() {
+    let app = spawn_app().await;
+    let settings = app.state.config.measurements.clone();
+    let a = Measurements::new(app.store.clone(), settings.clone());
+    let b = Measurements::new(app.store.clone(), settings);
+    let t0 = now() - Duration::hours(3);
+    let cost = |before: u64| app.store.requests().total() - before;
+
+    let r = app.store.requests().total();
+    assert_eq!(submit_to(&a, &app, "x1", t0).await, "accepted");
+    assert_eq!(
+        cost(r),
+        2,
+        "first of a user: the state is read, then one transaction"
+    );
+    let r = app.store.requests().total();
+    assert_eq!(
+        submit_to(&a, &app, "x2", t0 + Duration::minutes(1)).await,
+        "accepted"
+    );
+    assert_eq!(cost(r), 1, "next in order: one transaction, no read");
+
+    // The other console moves the order on; a's copy is stale now.
+    assert_eq!(
+        submit_to(&b, &app, "x3", t0 + Duration::hours(2)).await,
+        "accepted"
+    );
+    let r = app.store.requests().total();
+    let late = submit_to(&a, &app, "x4", t0 + Duration::minutes(10)).await;
+    assert_eq!(
+        late, "out_of_order",
+        "judged on the database's state, not a's copy"
+    );
+    assert_eq!(
+        cost(r),
+        3,
+        "the failed transaction, the read, the attempt's audit"
+    );
+    assert_eq!(
+        submit_to(&a, &app, "x5", t0 + Duration::hours(2)).await,
+        "accepted"
+    );
+    // A repeat through the copy: the transaction's condition finds the first answer.
+    let r = app.store.requests().total();
+    assert_eq!(
+        submit_to(&a, &app, "x5", t0 + Duration::hours(2)).await,
+        "duplicate"
+    );
+    assert_eq!(
+        cost(r),
+        2,
+        "the refused transaction, then the attempt's audit"
+    );
+
+    // The state gone (as TTL removes it): a's copy says "behind", the database does not.
+    app.store
+        .client()
+        .delete_item()
+        .table_name(app.store.table(MEASUREMENTS.base))
+        .key("PK", AttributeValue::S(store::user_pk("u2")))
+        .key("SK", AttributeValue::S("ORDER".into()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(submit_to(&a, &app, "x6", t0).await, "accepted");
+
+    let ids: Vec<String> = stored(&app, "u2")
+        .await
+        .into_iter()
+        .map(|m| m.measurement_id)
+        .collect();
+    assert_eq!(ids.len(), 5, "{ids:?}");
+    assert!(!ids.contains(&"x4".to_string()));
 }

@@ -7,7 +7,8 @@ pub mod batch;
 pub mod payload;
 pub mod views;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Value};
@@ -85,7 +86,16 @@ impl Submission {
 pub struct Measurements {
     store: Store,
     pub settings: Arc<MeasurementsSection>,
+    /// Each user's ordering state as this process last wrote it, so an acceptance can be a
+    /// single transaction conditioned on it instead of a read and a transaction. DynamoDB
+    /// stays the source of truth (design doc 5, risk 3): a stale entry fails the
+    /// transaction's version condition and the state is read again; a rejection is never
+    /// decided from this copy.
+    orders: Arc<Mutex<HashMap<String, OrderItem>>>,
 }
+
+/// Users whose ordering state is kept; past this the copy starts again empty.
+const ORDER_CACHE_USERS: usize = 10_000;
 
 fn hour(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%dT%H").to_string()
@@ -96,6 +106,35 @@ impl Measurements {
         Measurements {
             store,
             settings: Arc::new(settings),
+            orders: Arc::default(),
+        }
+    }
+
+    fn cached_order(&self, user: &str, now: DateTime<Utc>) -> Option<OrderItem> {
+        let orders = self.orders.lock().ok()?;
+        orders
+            .get(user)
+            .filter(|o| o.ttl > now.timestamp())
+            .cloned()
+    }
+
+    fn remember_order(&self, user: &str, order: Option<OrderItem>) {
+        let Ok(mut orders) = self.orders.lock() else {
+            return;
+        };
+        match order {
+            Some(o) => {
+                if orders.len() >= ORDER_CACHE_USERS && !orders.contains_key(user) {
+                    orders.clear();
+                }
+                let newer = orders.get(user).is_none_or(|had| had.version < o.version);
+                if newer {
+                    orders.insert(user.to_string(), o);
+                }
+            }
+            None => {
+                orders.remove(user);
+            }
         }
     }
 
@@ -183,11 +222,21 @@ impl Measurements {
             }
         }
         let grace = Duration::seconds(cfg.ordering_grace_period_seconds);
+        // Ordering state from this process's copy first: the transaction's conditions then
+        // check both the measurement id and the version, with no read before it.
+        let mut cached = cfg
+            .enable_ordering
+            .then(|| self.cached_order(&s.user_id, now))
+            .flatten();
         for _ in 0..20 {
-            let (order, idemp) = if cfg.enable_idempotency || cfg.enable_ordering {
-                store::read_state(&self.store, &s.user_id, &s.measurement_id).await?
-            } else {
-                (None, None)
+            let from_cache = cached.is_some();
+            let (order, idemp) = match cached.take() {
+                Some(o) => (Some(o), None),
+                // Without ordering, the transaction's condition finds a repeat by itself.
+                None if cfg.enable_ordering => {
+                    store::read_state(&self.store, &s.user_id, &s.measurement_id).await?
+                }
+                None => (None, None),
             };
             let idemp = idemp.filter(|i| cfg.enable_idempotency && i.ttl > now.timestamp());
             if let Some(first) = idemp {
@@ -201,6 +250,11 @@ impl Measurements {
                 .and_then(|o| DateTime::parse_from_rfc3339(&o.last_accepted).ok())
                 .map(|t| t.with_timezone(&Utc));
             let behind = last.is_some_and(|l| s.timestamp < l - grace);
+            if behind && from_cache {
+                // Judged from the database only.
+                self.remember_order(&s.user_id, None);
+                continue;
+            }
             let overriding = behind && ctx.force_override;
             if behind && !overriding {
                 let last = last.map(iso).unwrap_or_default();
@@ -284,16 +338,21 @@ impl Measurements {
             };
             match store::accept(&self.store, &acceptance).await? {
                 Accepted::Done => {
+                    if moves_order {
+                        self.remember_order(&s.user_id, Some(new_order));
+                    }
                     return Ok(Outcome::Accepted {
                         result,
                         overridden: overriding,
-                    })
+                    });
                 }
                 Accepted::Exists(first) => {
                     return self
                         .answer_repeat(s, &first, &payload, &payload_hash, ctx, now)
                         .await
                 }
+                // Our copy was behind: read the state (no wait, nobody is in the way).
+                Accepted::OrderMoved if from_cache => self.remember_order(&s.user_id, None),
                 Accepted::OrderMoved | Accepted::Busy => {
                     tokio::time::sleep(std::time::Duration::from_millis(
                         2 + u64::from_str_radix(&random_hex(1), 16).unwrap_or(0) % 10,
