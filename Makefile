@@ -75,7 +75,7 @@ python-tools: .venv/.installed
 # --- run --------------------------------------------------------------------
 
 build-release: tools
-	cargo leptos build --release
+	cargo leptos build --release --precompress
 
 run: build-release
 	LEPTOS_SITE_ROOT=target/site ./target/release/ops-console serve

@@ -40,25 +40,29 @@ fn gzip_len(path: &str) -> Option<u64> {
     out.status.success().then_some(out.stdout.len() as u64)
 }
 
-/// Sizes of the release assets cargo-leptos wrote (`make build-release` first).
+/// Sizes of the release assets cargo-leptos wrote (`make build-release` first), and of the
+/// Brotli copy it precompressed, which is what a browser downloads.
 pub fn weight() -> Value {
     let file = |name: &str| {
         let path = format!("target/site/pkg/{name}");
-        let raw = std::fs::metadata(&path).ok().map(|m| m.len());
-        json!({"file": path, "bytes": raw, "gzip_bytes": raw.and(gzip_len(&path))})
+        let len = |p: &str| std::fs::metadata(p).ok().map(|m| m.len());
+        let raw = len(&path);
+        json!({"file": path, "bytes": raw, "gzip_bytes": raw.and(gzip_len(&path)),
+               "served_br_bytes": len(&format!("{path}.br"))})
     };
     let w = json!({"wasm": file("ops-console.wasm"), "css": file("ops-console.css"), "js": file("ops-console.js")});
     println!();
     println!(
-        "{:<44} {:>12} {:>12}",
-        "page weight (release)", "bytes", "gzip"
+        "{:<44} {:>12} {:>12} {:>12}",
+        "page weight (release)", "bytes", "gzip -9", "served (br)"
     );
     for k in ["wasm", "css", "js"] {
         println!(
-            "{:<44} {:>12} {:>12}",
+            "{:<44} {:>12} {:>12} {:>12}",
             w[k]["file"].as_str().unwrap_or_default(),
-            w[k]["bytes"],
-            w[k]["gzip_bytes"]
+            w[k]["bytes"].to_string(),
+            w[k]["gzip_bytes"].to_string(),
+            w[k]["served_br_bytes"].to_string()
         );
     }
     w
