@@ -21,14 +21,14 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_UPDATED := target/.apt-updated
 
 .PHONY: help run test tools system-tools rust-tools node-tools python-tools \
-        check lint unit e2e fuzz fuzz-short chaos chaos-short scan-logs \
+        check lint unit e2e fuzz fuzz-short harness chaos chaos-short scan-logs \
         build build-release bench wasm-size clean-data
 
 help:
 	@echo "make run    - build and start the console (http://127.0.0.1:3000)"
 	@echo "make test   - install what is missing and run every test"
 	@echo "make bench  - every part against its bare DynamoDB work, one table (release build)"
-	@echo "make chaos  - kill DynamoDB Local and the console under load for a minute, then check"
+	@echo "make chaos  - two consoles under load through a faulty DynamoDB for a minute, then check"
 	@echo "make fuzz   - schemathesis against the OpenAPI document, 50 examples per operation"
 
 # --- tools ------------------------------------------------------------------
@@ -89,12 +89,13 @@ check:
 	cargo fmt --all -- --check
 
 lint:
-	cargo clippy --features ssr --all-targets -- -D warnings
+	cargo clippy --workspace --features ssr --all-targets -- -D warnings
 	cargo clippy --lib --features hydrate --target wasm32-unknown-unknown -- -D warnings
 
-# Unit tests and the storage/HTTP tests, on a DynamoDB Local the test binary starts.
+# Unit tests and the storage/HTTP tests, on a DynamoDB Local the test binary starts (the
+# DynamoDB-semantics tests put the dynamodb-faults proxy in front of it); the proxy's own.
 unit:
-	cargo test --features ssr
+	cargo test --workspace --features ssr
 
 build: tools
 	cargo leptos build
@@ -112,21 +113,28 @@ fuzz: build python-tools
 fuzz-short: build python-tools
 	scripts/fuzz 10
 
-# Clients retrying with the same keys while DynamoDB Local and the console are killed.
-chaos: build
-	RUST_LOG=warn ./target/debug/ops-console chaos --seconds 60 --clients 6
+# The test harness (benchmarks, chaos run, DynamoDB proxy): its own binary, not the product's.
+harness: tools
+	cargo build -p ops-harness
 
-chaos-short: build
-	RUST_LOG=warn ./target/debug/ops-console chaos --seconds 25 --clients 4
+# Two consoles behind retrying clients, through a DynamoDB that fails as AWS's does
+# (conflicts, throttles, 500s, resets, lost answers, outages, empty stream pages, shard
+# splits), consoles killed at random; then every promise is checked.
+chaos: build harness
+	RUST_LOG=warn ./target/debug/ops-harness chaos --seconds 60 --clients 6 --consoles 2
+
+chaos-short: build harness
+	RUST_LOG=warn ./target/debug/ops-harness chaos --seconds 25 --clients 4 --consoles 2
 
 # No email, phone or secret in any log the run wrote.
 scan-logs:
-	scripts/scan-logs target/test-logs/*.log target/fuzz-data/console.log target/chaos/console.log
+	scripts/scan-logs target/test-logs/*.log target/fuzz-data/console.log target/chaos/console-*.log
 
 # Not part of `make test`: every part against its bare DynamoDB work, on its own DynamoDB
 # Local; the figures also go to target/bench/report.json.
 bench: build-release
-	RUST_LOG=warn ./target/release/ops-console bench --n 400
+	cargo build --release -p ops-harness
+	RUST_LOG=warn ./target/release/ops-harness bench --n 400
 
 wasm-size: build-release
 	@f=target/site/pkg/ops-console.wasm; \

@@ -27,6 +27,9 @@ pub enum AppError {
     InProgress { retry_after_secs: u64 },
     #[error("Too many attempts. Try again later.")]
     TooManyRequests,
+    /// The database is busy or out of reach for a moment; the same request later will do.
+    #[error("The service is busy right now; try again in {retry_after_secs} s.")]
+    Unavailable { retry_after_secs: u64 },
     /// The request, or what it would make, is larger than allowed; the message says how.
     #[error("{0}")]
     TooLarge(String),
@@ -55,6 +58,7 @@ impl AppError {
             AppError::Conflict(_) => 409,
             AppError::InProgress { .. } => 409,
             AppError::TooManyRequests => 429,
+            AppError::Unavailable { .. } => 503,
             AppError::TooLarge(_) => 413,
             AppError::Internal { .. } => 500,
             AppError::ServerFn(e) => match e {

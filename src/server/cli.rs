@@ -23,10 +23,6 @@ Usage:
   ops-console verify inbox                  recount every inbox partition; exit 1 on counter drift
   ops-console seed conversations [--count N] [--seed S]
                                             write N demo conversations (default 200)
-  ops-console bench [--n N] [--only PARTS] [--sizes 10000,100000]
-                                            each part against the bare DynamoDB work, side by side
-  ops-console chaos [--seconds N] [--clients N] [--seed S]
-                                            kill DynamoDB Local and the console under load, check
   ops-console user add NAME --role ROLE [--password-stdin]
   ops-console user set-role NAME ROLE --reason TEXT
   ops-console user disable NAME --reason TEXT
@@ -108,8 +104,6 @@ pub async fn run(raw: Vec<String>) -> ExitCode {
         }
         (Some("sweep"), _) => sweep(&config).await,
         (Some("verify"), Some("inbox")) => verify_inbox(&config).await,
-        (Some("bench"), _) => bench(&args).await,
-        (Some("chaos"), _) => return chaos(&args).await,
         (Some("seed"), Some("conversations")) => seed_conversations(&config, &args).await,
         (Some("user"), Some(cmd)) => user(&config, cmd, &args).await,
         (Some("apikey"), Some("create")) => apikey(&config, &args).await,
@@ -190,9 +184,10 @@ async fn sweep(config: &Config) -> Result<(), CliError> {
 /// Recounts every inbox partition; drift is an error (exit 1).
 async fn verify_inbox(config: &Config) -> Result<(), CliError> {
     let db = database(config).await?;
-    let (drift, items) = crate::server::domain::inbox::verify::verify(&db.store)
-        .await
-        .map_err(err)?;
+    let (drift, items) =
+        crate::server::domain::inbox::verify::verify(&db.store, chrono::Utc::now().timestamp())
+            .await
+            .map_err(err)?;
     for d in &drift {
         println!(
             "drift: {} [{}] {}: counted {}, counter says {}",
@@ -207,58 +202,6 @@ async fn verify_inbox(config: &Config) -> Result<(), CliError> {
             "{} counter(s) disagree with a recount",
             drift.len()
         )))
-    }
-}
-
-/// `bench [--n N] [--only engine,events,conversations] [--sizes 10000,100000]`.
-async fn bench(args: &Args) -> Result<(), CliError> {
-    let list = |flag: &str| -> Vec<String> {
-        args.flag(flag)
-            .unwrap_or("")
-            .split(',')
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect()
-    };
-    let sizes = list("sizes")
-        .iter()
-        .map(|s| {
-            s.parse()
-                .map_err(|_| err("--sizes is a list of whole numbers"))
-        })
-        .collect::<Result<Vec<usize>, _>>()?;
-    let opts = crate::server::bench::Options {
-        n: args.flag("n").and_then(|n| n.parse().ok()).unwrap_or(400),
-        only: list("only"),
-        conversation_sizes: if sizes.is_empty() {
-            vec![10_000, 100_000]
-        } else {
-            sizes
-        },
-    };
-    crate::server::bench::run(&opts).await.map_err(err)
-}
-
-/// `chaos [--seconds N] [--clients N] [--seed S]`: exit 1 when a check failed.
-async fn chaos(args: &Args) -> ExitCode {
-    let num = |flag: &str, default: u64| {
-        args.flag(flag)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
-    let opts = crate::server::chaos::Options {
-        seconds: num("seconds", 60),
-        clients: num("clients", 4) as usize,
-        seed: num("seed", 1),
-        dir: std::path::PathBuf::from("target/chaos"),
-    };
-    match crate::server::chaos::run(&opts).await {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("ops-console chaos: {e}");
-            ExitCode::from(2)
-        }
     }
 }
 

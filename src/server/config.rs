@@ -191,6 +191,17 @@ pub struct EventsSection {
     pub rules: Vec<Rule>,
 }
 
+/// The inbox (design doc 3): its stream consumer.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InboxSection {
+    /// A console reading a stream shard holds it this long between renewals; a shard whose
+    /// reader died is taken over by another console after it.
+    pub stream_lease_seconds: i64,
+    /// Pause between reads of a shard that had nothing new.
+    pub stream_poll_ms: i64,
+}
+
 /// Measurements (design doc 5), with the doc's variables.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -248,6 +259,7 @@ struct RawConfig {
     auth: AuthSection,
     idempotency: IdempotencySection,
     events: EventsSection,
+    inbox: InboxSection,
     measurements: MeasurementsSection,
 }
 
@@ -302,6 +314,10 @@ impl Default for RawConfig {
                 order_flow_max_attempts: 3,
                 rules: Vec::new(),
             },
+            inbox: InboxSection {
+                stream_lease_seconds: 30,
+                stream_poll_ms: 1000,
+            },
             measurements: MeasurementsSection {
                 enable_idempotency: true,
                 idempotency_ttl_days: 7,
@@ -329,6 +345,7 @@ pub struct Config {
     pub auth: AuthSection,
     pub idempotency: IdempotencySection,
     pub events: EventsSection,
+    pub inbox: InboxSection,
     pub measurements: MeasurementsSection,
     /// Where the settings came from, for the start-up log.
     pub source: String,
@@ -485,6 +502,22 @@ impl Config {
         validate_idempotency(&raw.idempotency, env)?;
         validate_events(&raw.events)?;
         validate_measurements(&raw.measurements)?;
+        for (key, v, lo, hi) in [
+            (
+                "inbox.stream_lease_seconds",
+                raw.inbox.stream_lease_seconds,
+                1,
+                3600,
+            ),
+            ("inbox.stream_poll_ms", raw.inbox.stream_poll_ms, 10, 60_000),
+        ] {
+            if !(lo..=hi).contains(&v) {
+                return Err(ConfigError::new(
+                    key,
+                    format!("must be between {lo} and {hi}"),
+                ));
+            }
+        }
         Ok(Config {
             env,
             site_addr,
@@ -498,6 +531,7 @@ impl Config {
             auth: raw.auth,
             idempotency: raw.idempotency,
             events: raw.events,
+            inbox: raw.inbox,
             measurements: raw.measurements,
             source,
         })

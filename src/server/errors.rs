@@ -19,6 +19,12 @@ impl From<StoreError> for AppError {
                 "cursor",
                 "This page link is not valid any more; start again from the first page.",
             ),
+            StoreError::Busy { op, cause, detail } => {
+                tracing::warn!(op, cause = cause.as_str(), %detail, "DynamoDB busy; answered 503");
+                AppError::Unavailable {
+                    retry_after_secs: 1,
+                }
+            }
             other => internal(&other),
         }
     }

@@ -1,7 +1,5 @@
 //! Everything that runs only on the server.
 
-pub mod bench;
-pub mod chaos;
 pub mod cli;
 pub mod clock;
 pub mod config;

@@ -199,7 +199,7 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
         .map_err(|e| StartError::Other(format!("idempotency secret: {e}")))?;
     let state = AppState::new(config, db.store.clone(), clock.clone(), secret);
     let flusher = spawn_stats_flusher(state.idempotency.clone());
-    let consumer = spawn_inbox_consumer(db.store.clone());
+    let consumer = spawn_inbox_consumer(db.store.clone(), &state.config);
     if state.config.env == Environment::Dev {
         let created = accounts::ensure_first_admin(&db.store, &state.account_ttls(), clock.now())
             .await
@@ -270,14 +270,21 @@ fn spawn_demo_seed(state: &AppState) {
 
 const DEMO_CONVERSATIONS: usize = 200;
 
-/// Reads the inbox's stream every two seconds and brings counters down for removed
-/// messages and receipts (exactly once each, whatever the stream repeats).
-fn spawn_inbox_consumer(store: Store) -> tokio::task::JoinHandle<()> {
+/// Reads the inbox's stream and brings counters down for removed messages and receipts
+/// (exactly once each, whatever the stream repeats), sharing the shards with every other
+/// console through leases in DynamoDB.
+fn spawn_inbox_consumer(store: Store, config: &Config) -> tokio::task::JoinHandle<()> {
+    let owner = format!(
+        "console-{}-{}",
+        std::process::id(),
+        crate::server::ids::random_hex(4)
+    );
+    let lease = Duration::from_secs(config.inbox.stream_lease_seconds.max(1) as u64);
+    let poll = Duration::from_millis(config.inbox.stream_poll_ms.max(10) as u64);
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(2));
+        let mut consumer = crate::server::store::inbox_stream::Consumer::new(store, &owner, lease);
         loop {
-            tick.tick().await;
-            match crate::server::store::inbox_stream::consume(&store).await {
+            match consumer.round().await {
                 Ok(r) if r.counted + r.repeated > 0 => {
                     tracing::info!(
                         counted = r.counted,
@@ -288,6 +295,7 @@ fn spawn_inbox_consumer(store: Store) -> tokio::task::JoinHandle<()> {
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "inbox stream: will retry"),
             }
+            tokio::time::sleep(poll).await;
         }
     })
 }

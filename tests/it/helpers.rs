@@ -96,8 +96,49 @@ pub async fn spawn_app() -> TestApp {
 
 /// An app whose settings `tweak` changes first (a webhook URL, a shorter lease, ...).
 pub async fn spawn_app_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
+    spawn_app_on(&endpoint(), tweak).await
+}
+
+/// A DynamoDB that fails as AWS's does, in front of this run's DynamoDB Local; no faults
+/// until the test switches them on.
+pub async fn faulty_dynamodb() -> dynamodb_faults::Proxy {
     init_logs();
-    let endpoint = endpoint();
+    dynamodb_faults::Proxy::start(&endpoint(), dynamodb_faults::Faults::default(), 7)
+        .await
+        .expect("the proxy starts")
+}
+
+/// An app whose store goes through `proxy`; `direct` is the same tables without it (to
+/// set up and check what is really stored).
+pub async fn spawn_app_via(
+    proxy: &dynamodb_faults::Proxy,
+    tweak: impl FnOnce(&mut Config),
+) -> (TestApp, Store) {
+    let app = spawn_app_on(&proxy.endpoint(), tweak).await;
+    let direct = Store::connect(Connection {
+        endpoint: Some(&endpoint()),
+        region: &app.state.config.dynamodb.region,
+        table_prefix: &app.state.config.dynamodb.table_prefix,
+        env: app.state.config.env.as_str(),
+    })
+    .await;
+    (app, direct)
+}
+
+/// Another store on the tables of `app`, through `endpoint` (a second console's).
+pub async fn store_for(app: &TestApp, endpoint: &str) -> Store {
+    Store::connect(Connection {
+        endpoint: Some(endpoint),
+        region: &app.state.config.dynamodb.region,
+        table_prefix: &app.state.config.dynamodb.table_prefix,
+        env: app.state.config.env.as_str(),
+    })
+    .await
+}
+
+async fn spawn_app_on(endpoint: &str, tweak: impl FnOnce(&mut Config)) -> TestApp {
+    init_logs();
+    let endpoint = endpoint.to_string();
     let prefix = format!("t{}_", random_hex(6));
     let mut config = Config::for_tests(&endpoint, &prefix);
     tweak(&mut config);

@@ -59,7 +59,9 @@ async fn stats(app: &TestApp, uid: &str, category: &str) -> (i64, i64) {
 }
 
 async fn no_drift(app: &TestApp) {
-    let (drift, items) = verify(&app.store).await.unwrap();
+    let (drift, items) = verify(&app.store, app.clock.now().timestamp())
+        .await
+        .unwrap();
     assert!(items > 0);
     assert!(drift.is_empty(), "drift: {drift:?}");
 }

@@ -5,6 +5,7 @@ mod accounts;
 mod bootstrap;
 mod conversation_search;
 mod conversations;
+mod dynamodb_semantics;
 mod events;
 mod helpers;
 mod idempotency;

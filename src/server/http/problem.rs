@@ -87,6 +87,11 @@ impl From<AppError> for Problem {
                     .header(header::RETRY_AFTER, &retry_after_secs.to_string())
                     .with("retry_after", retry_after_secs)
             }
+            AppError::Unavailable { retry_after_secs } => {
+                Problem::new(status, "unavailable", "Service unavailable", detail)
+                    .header(header::RETRY_AFTER, &retry_after_secs.to_string())
+                    .with("retry_after", retry_after_secs)
+            }
             AppError::TooManyRequests => {
                 Problem::new(status, "too-many-requests", "Too many requests", detail)
             }

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, Put};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
@@ -124,18 +125,28 @@ fn page(
 }
 
 /// Writes one audit record on its own (when there is no other write to pair it with).
+/// Its id is unique to this record, so finding it already there means an earlier attempt
+/// of this write was applied (its answer was lost): done, not an error.
 pub async fn put(store: &Store, item: &AuditItem) -> Result<(), StoreError> {
     let p = put_once(store, item)?;
-    store
-        .client()
-        .put_item()
-        .table_name(p.table_name())
-        .set_item(Some(p.item().clone()))
-        .condition_expression("attribute_not_exists(ts_action_id)")
-        .send()
-        .await
-        .map_err(StoreError::request("PutItem"))?;
-    Ok(())
+    super::tx::retrying(|| async {
+        let result = store
+            .client()
+            .put_item()
+            .table_name(p.table_name())
+            .set_item(Some(p.item().clone()))
+            .condition_expression("attribute_not_exists(ts_action_id)")
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) => match e.into_service_error() {
+                PutItemError::ConditionalCheckFailedException(_) => Ok(()),
+                other => Err(StoreError::service("PutItem", &other)),
+            },
+        }
+    })
+    .await
 }
 
 /// Newest first, one action type across every partition (the by-type index).

@@ -85,6 +85,10 @@ pub enum Guarded {
     Lost(Option<Box<KeyItem>>),
 }
 
+/// A conditional update of one key. `applied` recognises the item this very update
+/// leaves behind: when the condition fails on such an item, an earlier attempt of this
+/// update was applied and only its answer was lost (the SDK resends requests whose answer
+/// does not come), so it counts as done.
 async fn guarded_update(
     store: &Store,
     id: &str,
@@ -92,6 +96,7 @@ async fn guarded_update(
     condition: &str,
     values: Vec<(&str, AttributeValue)>,
     names: Vec<(&str, &str)>,
+    applied: impl Fn(&KeyItem) -> bool,
 ) -> Result<Guarded, StoreError> {
     let table = store.table(IDEMPOTENCY_KEYS.base);
     let mut req = store
@@ -109,21 +114,34 @@ async fn guarded_update(
     for (k, v) in names {
         req = req.expression_attribute_names(k, v);
     }
-    match req.send().await {
-        Ok(out) => Ok(Guarded::Done(Box::new(decode(
-            out.attributes.unwrap_or_default(),
-            &table,
-        )?))),
-        Err(e) => match e.into_service_error() {
-            UpdateItemError::ConditionalCheckFailedException(ccf) => Ok(Guarded::Lost(
-                ccf.item
-                    .filter(|i| !i.is_empty())
-                    .map(|i| decode(i, &table).map(Box::new))
-                    .transpose()?,
-            )),
-            other => Err(StoreError::service("UpdateItem", &other)),
-        },
-    }
+    let table = &table;
+    let applied = &applied;
+    super::tx::retrying(|| {
+        let req = req.clone();
+        async move {
+            match req.send().await {
+                Ok(out) => Ok(Guarded::Done(Box::new(decode(
+                    out.attributes.unwrap_or_default(),
+                    table,
+                )?))),
+                Err(e) => match e.into_service_error() {
+                    UpdateItemError::ConditionalCheckFailedException(ccf) => {
+                        let found = ccf
+                            .item
+                            .filter(|i| !i.is_empty())
+                            .map(|i| decode(i, table).map(Box::new))
+                            .transpose()?;
+                        Ok(match found {
+                            Some(item) if applied(&item) => Guarded::Done(item),
+                            other => Guarded::Lost(other),
+                        })
+                    }
+                    other => Err(StoreError::service("UpdateItem", &other)),
+                },
+            }
+        }
+    })
+    .await
 }
 
 /// A new claim on an existing item: a stale `started` one (takeover) or a `failed` one
@@ -158,6 +176,7 @@ pub async fn reclaim(store: &Store, r: &Reclaim<'_>) -> Result<Guarded, StoreErr
             (":seen_status", s(r.seen_status)),
         ],
         vec![("#status", "status")],
+        |item| item.claim_nonce == r.new_nonce && item.status == STARTED,
     )
     .await
 }
@@ -214,6 +233,11 @@ pub async fn finish(store: &Store, f: &Finish<'_>) -> Result<Guarded, StoreError
         "claim_nonce = :mine AND #status = :started",
         values,
         vec![("#status", "status")],
+        |item| {
+            item.claim_nonce == f.nonce
+                && item.status == if f.succeeded { SUCCEEDED } else { FAILED }
+                && item.completed_at == Some(f.now_ms)
+        },
     )
     .await
 }

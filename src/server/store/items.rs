@@ -94,6 +94,11 @@ pub async fn put_if_absent<T: Serialize>(
 }
 
 /// `None` when written, else the item that stopped the write.
+///
+/// A condition failing on an item exactly like the one we are writing means an earlier
+/// attempt of this very write was applied and its answer lost (the SDK sends a request
+/// again when the answer does not come): that counts as written. Each claim carries a
+/// fresh nonce, so no other writer's item can be equal to ours.
 async fn put_unless_live<T: Serialize>(
     store: &Store,
     table: &str,
@@ -101,39 +106,45 @@ async fn put_unless_live<T: Serialize>(
     item: &T,
     now_s: i64,
 ) -> Result<Option<HashMap<String, AttributeValue>>, StoreError> {
-    let av = serde_dynamo::to_item(item).map_err(|e| StoreError::corrupt(table, e))?;
-    let result = store
+    let av: Item = serde_dynamo::to_item(item).map_err(|e| StoreError::corrupt(table, e))?;
+    let req = store
         .client()
         .put_item()
         .table_name(table)
-        .set_item(Some(av))
+        .set_item(Some(av.clone()))
         // An expired item counts as absent even before TTL deletes it.
         .condition_expression("attribute_not_exists(#k) OR expires_at <= :now")
         .expression_attribute_names("#k", key)
         .expression_attribute_values(":now", n(now_s))
-        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-        .send()
-        .await;
-    match result {
-        Ok(_) => Ok(None),
-        Err(e) => match e.into_service_error() {
-            PutItemError::ConditionalCheckFailedException(ccf) => {
-                Ok(Some(ccf.item.unwrap_or_default()))
-            }
-            other => Err(StoreError::service("PutItem", &other)),
-        },
-    }
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+    super::tx::retrying(|| async {
+        match req.clone().send().await {
+            Ok(_) => Ok(None),
+            Err(e) => match e.into_service_error() {
+                PutItemError::ConditionalCheckFailedException(ccf) => {
+                    let old = ccf.item.unwrap_or_default();
+                    Ok((old != av).then_some(old))
+                }
+                other => Err(StoreError::service("PutItem", &other)),
+            },
+        }
+    })
+    .await
 }
 
 pub async fn delete(store: &Store, base: &str, key: &str, value: &str) -> Result<(), StoreError> {
-    store
+    let req = store
         .client()
         .delete_item()
         .table_name(store.table(base))
-        .key(key, s(value))
-        .send()
-        .await
-        .map_err(StoreError::request("DeleteItem"))?;
+        .key(key, s(value));
+    super::tx::retrying(|| async {
+        req.clone()
+            .send()
+            .await
+            .map_err(StoreError::request("DeleteItem"))
+    })
+    .await?;
     Ok(())
 }
 

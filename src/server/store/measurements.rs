@@ -2,12 +2,19 @@
 //! (`USER#<id>` / `MEAS#<timestamp>#<measurement_id>`), their idempotency records
 //! (`IDEMP#<measurement_id>`), the ordering state (`ORDER`), and an audit record of every
 //! attempt (`AUDIT#<time>#<attempt_id>`, also in the sparse `outcome-index`); hourly
-//! counters under `STATS`. An acceptance writes its idempotency record, the moved ordering
-//! state, the measurement, its audit and the counters in one transaction.
+//! counters in `STATS_SHARDS` shards (`STATS#<n>` / `<hour>`). An acceptance writes its
+//! idempotency record, the moved ordering state, the measurement, its audit and one
+//! counter shard in one transaction.
+//!
+//! Why shards: every attempt of every user counts, and on AWS one counter item written by
+//! all of them would be a conflict magnet (a transaction is cancelled when another holds
+//! one of its items) and a throttled hot item. Each transaction counts in a shard picked
+//! at random, so concurrent users rarely meet, and the hour's total is the sum of the
+//! shards: exact, because each count is written in the transaction that records the
+//! attempt.
 
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
@@ -16,7 +23,20 @@ use serde::{Deserialize, Serialize};
 use super::items::{n, s};
 use super::query::{self, Cond, Spec, Start};
 use super::schema::{MEASUREMENTS, MEASUREMENTS_BY_OUTCOME};
+use super::tx::{self, Outcome};
 use super::{Store, StoreError};
+
+/// How many items the hourly counters are spread over.
+pub const STATS_SHARDS: u32 = 16;
+
+pub fn stats_pk(shard: u32) -> String {
+    format!("STATS#{shard:02}")
+}
+
+fn random_shard() -> u32 {
+    let mut b = [0u8; 4];
+    getrandom::fill(&mut b).map_or(0, |_| u32::from_le_bytes(b) % STATS_SHARDS)
+}
 
 pub const OUTCOMES: &[&str] = &[
     "accepted",
@@ -171,7 +191,7 @@ fn count(
 ) -> Result<TransactWriteItem, StoreError> {
     let u = Update::builder()
         .table_name(table(store))
-        .key("PK", s("STATS"))
+        .key("PK", s(stats_pk(random_shard())))
         .key("SK", s(hour))
         .update_expression("ADD attempts :one, #o :one SET #t = :keep")
         .expression_attribute_names("#o", outcome)
@@ -227,8 +247,6 @@ pub enum Accepted {
     Exists(Box<IdempItem>),
     /// Another acceptance moved the ordering state: read it again.
     OrderMoved,
-    /// Another transaction held an item: try again.
-    Busy,
 }
 
 pub async fn accept(store: &Store, a: &Acceptance<'_>) -> Result<Accepted, StoreError> {
@@ -264,39 +282,20 @@ pub async fn accept(store: &Store, a: &Acceptance<'_>) -> Result<Accepted, Store
     actions.push(put(store, to_item(store, a.measurement)?, None)?);
     actions.push(put(store, to_item(store, a.audit)?, None)?);
     actions.push(count(store, a.hour, &a.audit.action, a.keep_until)?);
-    let result = store
-        .client()
-        .transact_write_items()
-        .set_transact_items(Some(actions))
-        .send()
-        .await;
-    let e = match result {
-        Ok(_) => return Ok(Accepted::Done),
-        Err(e) => e.into_service_error(),
-    };
-    let TransactWriteItemsError::TransactionCanceledException(c) = &e else {
-        return Err(StoreError::service("TransactWriteItems", &e));
-    };
-    let reasons = c.cancellation_reasons();
-    let failed = |i: Option<usize>| {
-        i.and_then(|i| reasons.get(i))
-            .filter(|r| r.code() == Some("ConditionalCheckFailed"))
-    };
-    if let Some(r) = failed(idemp_at) {
-        if let Some(item) = r.item.clone() {
-            return Ok(Accepted::Exists(Box::new(from_item(store, item)?)));
-        }
+    let outcome = tx::transact(store, actions).await?;
+    if let Some(Some(item)) = idemp_at.and_then(|i| outcome.refused_at(i)) {
+        return Ok(Accepted::Exists(Box::new(from_item(store, item.clone())?)));
     }
-    if failed(order_at).is_some() {
+    if order_at.and_then(|i| outcome.refused_at(i)).is_some() {
         return Ok(Accepted::OrderMoved);
     }
-    if reasons
-        .iter()
-        .any(|r| r.code() == Some("TransactionConflict"))
-    {
-        return Ok(Accepted::Busy);
+    match outcome {
+        Outcome::Done => Ok(Accepted::Done),
+        Outcome::Refused(r) => Err(StoreError::corrupt(
+            &table(store),
+            format!("acceptance refused by an unconditioned action: {r:?}"),
+        )),
     }
-    Err(StoreError::service("TransactWriteItems", &e))
 }
 
 /// An attempt that stored nothing else: its audit record and the counters.
@@ -306,15 +305,17 @@ pub async fn record_attempt(
     hour: &str,
     keep_until: i64,
 ) -> Result<(), StoreError> {
-    store
-        .client()
-        .transact_write_items()
-        .transact_items(put(store, to_item(store, audit)?, None)?)
-        .transact_items(count(store, hour, &audit.action, keep_until)?)
-        .send()
-        .await
-        .map_err(StoreError::request("TransactWriteItems"))?;
-    Ok(())
+    let actions = vec![
+        put(store, to_item(store, audit)?, None)?,
+        count(store, hour, &audit.action, keep_until)?,
+    ];
+    match tx::transact(store, actions).await? {
+        Outcome::Done => Ok(()),
+        Outcome::Refused(r) => Err(StoreError::corrupt(
+            &table(store),
+            format!("attempt audit refused: {r:?}"),
+        )),
+    }
 }
 
 /// A user's audit records (of one outcome, or all), newest first.
@@ -397,9 +398,29 @@ pub async fn measurements_of_user(
     Ok(items)
 }
 
-/// Hourly counters between two hours (`YYYY-MM-DDTHH`), inclusive.
+/// Hourly counters between two hours (`YYYY-MM-DDTHH`), inclusive: every shard read
+/// (in parallel) and summed.
 pub async fn stats(
     store: &Store,
+    from_hour: &str,
+    to_hour: &str,
+) -> Result<Vec<(String, HashMap<String, i64>)>, StoreError> {
+    let reads = (0..STATS_SHARDS).map(|shard| stats_shard(store, shard, from_hour, to_hour));
+    let mut total: std::collections::BTreeMap<String, HashMap<String, i64>> = Default::default();
+    for shard in futures_util::future::try_join_all(reads).await? {
+        for (hour, counts) in shard {
+            let sum = total.entry(hour).or_default();
+            for (k, v) in counts {
+                *sum.entry(k).or_default() += v;
+            }
+        }
+    }
+    Ok(total.into_iter().collect())
+}
+
+async fn stats_shard(
+    store: &Store,
+    shard: u32,
     from_hour: &str,
     to_hour: &str,
 ) -> Result<Vec<(String, HashMap<String, i64>)>, StoreError> {
@@ -408,7 +429,7 @@ pub async fn stats(
         .query()
         .table_name(table(store))
         .key_condition_expression("PK = :pk AND SK BETWEEN :a AND :b")
-        .expression_attribute_values(":pk", s("STATS"))
+        .expression_attribute_values(":pk", s(stats_pk(shard)))
         .expression_attribute_values(":a", s(from_hour))
         .expression_attribute_values(":b", s(to_hour))
         .send()
@@ -422,6 +443,7 @@ pub async fn stats(
             let hour = item.get("SK")?.as_s().ok()?.clone();
             let counts = item
                 .iter()
+                .filter(|(k, _)| k.as_str() != "ttl")
                 .filter_map(|(k, v)| Some((k.clone(), v.as_n().ok()?.parse().ok()?)))
                 .collect();
             Some((hour, counts))

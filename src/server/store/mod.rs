@@ -6,10 +6,11 @@ pub mod audit;
 pub mod conversations;
 mod counter;
 pub mod cursor;
+mod error;
 pub mod idempotency;
 pub mod inbox;
 pub mod inbox_stream;
-pub(crate) mod items;
+pub mod items;
 pub mod login_attempts;
 pub mod measurements;
 pub mod mw;
@@ -17,16 +18,17 @@ pub mod query;
 pub mod schema;
 pub mod sessions;
 pub mod switches;
+pub mod tx;
 pub mod users;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::config::{Credentials, Region};
-use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::Client;
 
 pub use counter::RequestCounter;
+pub use error::{Busy, StoreError};
 
 /// Table names are `<prefix><name>-<env>`: the environment suffix keeps dev, staging and
 /// prod apart; the prefix lets tests run side by side on one DynamoDB.
@@ -55,46 +57,6 @@ pub struct Store {
     streams: aws_sdk_dynamodbstreams::Client,
     names: TableNames,
     requests: Arc<RequestCounter>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("DynamoDB {op} failed: {detail}")]
-    Request { op: &'static str, detail: String },
-    #[error("an item in {table} does not have the shape we write: {detail}")]
-    Corrupt { table: String, detail: String },
-    #[error("the cursor is not one this page handed out")]
-    BadCursor,
-    #[error("table {table} exists with a different key schema: {detail}")]
-    Schema { table: String, detail: String },
-}
-
-impl StoreError {
-    pub(crate) fn request<E, R>(op: &'static str) -> impl FnOnce(SdkError<E, R>) -> StoreError
-    where
-        E: std::error::Error + 'static,
-        R: std::fmt::Debug,
-    {
-        move |e| StoreError::Request {
-            op,
-            detail: DisplayErrorContext(&e).to_string(),
-        }
-    }
-
-    /// A service error DynamoDB answered that the caller has no use for.
-    pub(crate) fn service(op: &'static str, e: &(impl std::error::Error + 'static)) -> StoreError {
-        StoreError::Request {
-            op,
-            detail: DisplayErrorContext(e).to_string(),
-        }
-    }
-
-    pub(crate) fn corrupt(table: &str, e: impl std::fmt::Display) -> StoreError {
-        StoreError::Corrupt {
-            table: table.to_string(),
-            detail: e.to_string(),
-        }
-    }
 }
 
 /// How to reach DynamoDB.

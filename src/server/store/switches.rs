@@ -2,9 +2,7 @@
 //! its audit record in one transaction.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
-use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
 };
@@ -13,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::audit::{self, AuditItem};
 use super::schema::SETTINGS;
+use super::tx;
 use super::{Store, StoreError};
 use crate::model::switches::{KillSwitches, SwitchState};
 
@@ -146,46 +145,32 @@ pub async fn commit(
     let put = put.build().map_err(|e| StoreError::corrupt(&table, e))?;
     let audit_put = audit::put_once(store, audit_item)?;
 
-    // Two transactions on one item at once: DynamoDB cancels one with TransactionConflict.
-    // Retrying is safe (the condition still guards the version) and turns it into either
-    // success or a plain stale answer.
-    let mut backoff = Duration::from_millis(20);
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        let result = store
-            .client()
-            .transact_write_items()
-            .transact_items(TransactWriteItem::builder().put(put.clone()).build())
-            .transact_items(TransactWriteItem::builder().put(audit_put.clone()).build())
-            .send()
-            .await;
-        let err = match result {
-            Ok(_) => return Ok(Commit::Done),
-            Err(e) => e,
-        };
-        let service = err.into_service_error();
-        let TransactWriteItemsError::TransactionCanceledException(cancel) = &service else {
-            return Err(StoreError::service("TransactWriteItems", &service));
-        };
-        let reasons = cancel.cancellation_reasons();
-        let code = |i: usize| reasons.get(i).and_then(|r| r.code()).unwrap_or("None");
-        if code(0) == "ConditionalCheckFailed" {
-            let current = match reasons[0].item() {
-                Some(old) if !old.is_empty() => decode(old.clone(), now, &table)?,
-                _ => load(store, now).await?,
+    let actions = vec![
+        TransactWriteItem::builder().put(put).build(),
+        TransactWriteItem::builder().put(audit_put).build(),
+    ];
+    // Conflicts (two admins at once) and throttles are retried by `transact`; what is left
+    // is done, or refused by a condition.
+    let outcome = tx::transact(store, actions).await?;
+    match (outcome.refused_at(0), outcome.refused_at(1)) {
+        (None, None) => Ok(Commit::Done),
+        (Some(found), _) => {
+            let current = match found {
+                Some(old) => decode(old.clone(), now, &table)?,
+                None => load(store, now).await?,
             };
-            return Ok(Commit::Stale(current));
+            // Exactly our change, stored: an earlier attempt of it was applied and only
+            // its answer was lost.
+            if current == *next {
+                Ok(Commit::Done)
+            } else {
+                Ok(Commit::Stale(current))
+            }
         }
-        let conflict = (0..2).any(|i| code(i) == "TransactionConflict");
-        if !conflict || attempt >= 8 {
-            return Err(StoreError::Request {
-                op: "TransactWriteItems",
-                detail: format!("cancelled: {} / {}", code(0), code(1)),
-            });
-        }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_millis(500));
+        (None, Some(_)) => Err(StoreError::Request {
+            op: "TransactWriteItems",
+            detail: "the change's audit record id is already taken".into(),
+        }),
     }
 }
 

@@ -1,7 +1,6 @@
 //! `users-<env>`: console users. Changes that can take admin rights away are serialized
 //! through a version item, so two admins demoting each other cannot leave none.
 
-use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -9,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::audit::{self, AuditItem};
 use super::items::{self, n, s};
 use super::schema::{SETTINGS, USERS};
+use super::tx;
 use super::{Store, StoreError};
 use crate::model::auth::{Role, UserSummary};
 
@@ -260,36 +260,10 @@ enum TxOutcome {
 }
 
 async fn transact(store: &Store, parts: Vec<TransactWriteItem>) -> Result<TxOutcome, StoreError> {
-    let result = store
-        .client()
-        .transact_write_items()
-        .set_transact_items(Some(parts))
-        .send()
-        .await;
-    match result {
-        Ok(_) => Ok(TxOutcome::Done),
-        Err(e) => match e.into_service_error() {
-            TransactWriteItemsError::TransactionCanceledException(c) => {
-                let reasons = c.cancellation_reasons();
-                match reasons
-                    .iter()
-                    .position(|r| r.code() == Some("ConditionalCheckFailed"))
-                {
-                    Some(i) => Ok(TxOutcome::ConditionFailed(i)),
-                    // A concurrent transaction on the same items: the caller re-reads.
-                    None if reasons
-                        .iter()
-                        .any(|r| r.code() == Some("TransactionConflict")) =>
-                    {
-                        Ok(TxOutcome::ConditionFailed(usize::MAX))
-                    }
-                    None => Err(StoreError::Request {
-                        op: "TransactWriteItems",
-                        detail: format!("{c}"),
-                    }),
-                }
-            }
-            other => Err(StoreError::service("TransactWriteItems", &other)),
-        },
-    }
+    Ok(match tx::transact(store, parts).await? {
+        tx::Outcome::Done => TxOutcome::Done,
+        tx::Outcome::Refused(r) => {
+            TxOutcome::ConditionFailed(r.iter().map(|(i, _)| *i).min().unwrap_or(0))
+        }
+    })
 }

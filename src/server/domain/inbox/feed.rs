@@ -3,7 +3,6 @@
 //! however concurrently it is sent.
 
 use std::collections::BTreeMap;
-use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, Duration, Utc};
 
@@ -168,8 +167,7 @@ impl Inbox {
         let user_pk = store::user_pk(&tenant, &uid, &inbox);
         let sk = store::message_sk(&id);
         let keep = (now + Duration::days(KEEP_DAYS)).timestamp();
-        let mut pause = 2u64;
-        for _ in 0..60 {
+        for _ in 0..5 {
             let now_ms = now.timestamp_millis();
             let actions = match store::get::<serde_json::Value>(&self.store, &user_pk, &sk).await? {
                 // An expired message is gone for its reader, read or not.
@@ -217,13 +215,6 @@ impl Inbox {
                 Written::Done => return Ok(Marked::Now),
                 // Someone marked it first (or it expired): read again to tell which.
                 Written::Refused(_) => continue,
-                Written::Conflict => {
-                    let jitter = u64::from_str_radix(&crate::server::ids::random_hex(1), 16)
-                        .unwrap_or(0)
-                        % 8;
-                    tokio::time::sleep(StdDuration::from_millis(pause + jitter)).await;
-                    pause = (pause * 2).min(100);
-                }
             }
         }
         Err(AppError::InProgress {

@@ -6,7 +6,6 @@
 //! out of the batch instead of receiving it twice.
 
 use std::sync::atomic::Ordering;
-use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
@@ -236,7 +235,6 @@ impl Inbox {
             title: p.title.clone(),
             status: "publishing".into(),
             created_at: iso_ms(now),
-            read: 0,
             expiredat: expires + 86_400,
         };
         let (id, resumed, received) =
@@ -324,8 +322,7 @@ impl Inbox {
     /// there already (an earlier, interrupted publish wrote them) leave the batch.
     async fn deliver_batch(&self, chunk: &[MessageItem], keep: i64) -> Result<(), AppError> {
         let mut pending: Vec<&MessageItem> = chunk.iter().collect();
-        let mut pause = 5u64;
-        for _ in 0..30 {
+        for _ in 0..chunk.len() + 1 {
             if pending.is_empty() {
                 return Ok(());
             }
@@ -344,10 +341,6 @@ impl Inbox {
                         .filter(|(_, s)| !idx.contains(s))
                         .map(|(m, _)| m)
                         .collect();
-                }
-                Written::Conflict => {
-                    tokio::time::sleep(StdDuration::from_millis(pause)).await;
-                    pause = (pause * 2).min(200);
                 }
             }
         }

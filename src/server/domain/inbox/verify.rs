@@ -27,10 +27,35 @@ fn add(t: &mut Tally, pk: &str, category: Option<&str>, published: i64, read: i6
     }
 }
 
-/// Every counter that disagrees with a recount, and how many items were read.
-pub async fn verify(store: &Store) -> Result<(Vec<Drift>, usize), StoreError> {
+/// `(tenant, inbox)` of a user or public partition key (`t#<tenant>U#<uid>#<inbox>`).
+fn tenant_inbox(pk: &str) -> Option<(&str, &str)> {
+    let rest = pk.strip_prefix("t#")?;
+    let at = rest.find("U#").or_else(|| rest.find("G#"))?;
+    Some((&rest[..at], rest.rsplit('#').next()?))
+}
+
+/// `(tenant, inbox, message id)` of a publication's read-counter shard
+/// (`t#<tenant>R#<inbox>#<id>#<shard>`).
+fn read_shard_owner(pk: &str) -> Option<(String, String, String)> {
+    let rest = pk.strip_prefix("t#")?;
+    let (tenant, rest) = rest.split_once("R#")?;
+    let mut parts = rest.split('#');
+    let inbox = parts.next()?;
+    let id = parts.next()?;
+    Some((tenant.to_string(), inbox.to_string(), id.to_string()))
+}
+
+type Key3 = (String, String, String);
+
+/// Every counter that disagrees with a recount, and how many items were read. A
+/// publication's read count is checked while its messages live (their receipts expire
+/// with them; the count stays as a record of the publication).
+pub async fn verify(store: &Store, now_s: i64) -> Result<(Vec<Drift>, usize), StoreError> {
     let mut counted = Tally::new();
     let mut stored = Tally::new();
+    let mut reads_counted: BTreeMap<Key3, i64> = BTreeMap::new();
+    let mut reads_stored: BTreeMap<Key3, i64> = BTreeMap::new();
+    let mut live_publications: Vec<Key3> = Vec::new();
     let mut items = 0;
     let mut start = None;
     loop {
@@ -44,8 +69,33 @@ pub async fn verify(store: &Store) -> Result<(Vec<Drift>, usize), StoreError> {
                     let read =
                         v["uid"] != PUBLIC_UID && v.get("readat").is_some_and(|r| !r.is_null());
                     add(&mut counted, pk, cat, 1, i64::from(read));
+                    if read {
+                        count_read(&mut reads_counted, pk, v);
+                    }
                 }
-                Some("RR") => add(&mut counted, pk, cat, 0, 1),
+                Some("RR") => {
+                    add(&mut counted, pk, cat, 0, 1);
+                    count_read(&mut reads_counted, pk, v);
+                }
+                Some("PR") => {
+                    if let Some(k) = read_shard_owner(pk) {
+                        *reads_stored.entry(k).or_default() += v["read"].as_i64().unwrap_or(0);
+                    }
+                }
+                Some("PB") => {
+                    let live = v["expiredat"].as_i64().unwrap_or(0) - 86_400 > now_s;
+                    let sk = v["sk"].as_str().unwrap_or_default();
+                    let tenant = pk.trim_start_matches("t#");
+                    if let (true, Some(rest)) = (live, sk.strip_prefix("pub#")) {
+                        if let Some((inbox, id)) = rest.split_once('#') {
+                            live_publications.push((
+                                tenant.to_string(),
+                                inbox.to_string(),
+                                id.to_string(),
+                            ));
+                        }
+                    }
+                }
                 Some("US") => {
                     let c = v["sk"]
                         .as_str()
@@ -85,5 +135,47 @@ pub async fn verify(store: &Store) -> Result<(Vec<Drift>, usize), StoreError> {
             }
         }
     }
+    for k in live_publications {
+        let c = reads_counted.get(&k).copied().unwrap_or(0);
+        let s = reads_stored.get(&k).copied().unwrap_or(0);
+        if c != s {
+            drift.push(Drift {
+                pk: format!("t#{}", k.0),
+                category: format!("{}#{}", k.1, k.2),
+                field: "publication reads",
+                counted: c,
+                stored: s,
+            });
+        }
+    }
     Ok((drift, items))
+}
+
+/// One read of the message whose copy or receipt `v` is, in partition `pk`.
+fn count_read(reads: &mut BTreeMap<Key3, i64>, pk: &str, v: &serde_json::Value) {
+    let id = v["sk"]
+        .as_str()
+        .unwrap_or_default()
+        .trim_start_matches("m#");
+    if let Some((tenant, inbox)) = tenant_inbox(pk) {
+        *reads
+            .entry((tenant.to_string(), inbox.to_string(), id.to_string()))
+            .or_default() += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_name_their_tenant_inbox_and_message() {
+        assert_eq!(tenant_inbox("t#acmeU#u1#news"), Some(("acme", "news")));
+        assert_eq!(tenant_inbox("t#xUU#u1#news"), Some(("xU", "news")));
+        assert_eq!(tenant_inbox("t#acmeG#$public#news"), Some(("acme", "news")));
+        assert_eq!(
+            read_shard_owner("t#acmeR#news#0mwt1#07"),
+            Some(("acme".into(), "news".into(), "0mwt1".into()))
+        );
+    }
 }

@@ -80,9 +80,18 @@ pub async fn page(
         20,
     )
     .await?;
+    let keys: Vec<(String, String)> = pubs
+        .iter()
+        .map(|p| (p.inbox_key.clone(), p.id.clone()))
+        .collect();
+    let reads = store::read_counts(&inbox.store, &tenant, &keys).await?;
     page.publications = pubs
         .into_iter()
         .map(|p| PublicationRow {
+            read: reads
+                .get(&(p.inbox_key.clone(), p.id.clone()))
+                .copied()
+                .unwrap_or(0),
             id: p.id,
             title: p.title,
             audience: p.label,
@@ -90,7 +99,6 @@ pub async fn page(
             category: p.category,
             status: p.status,
             created_at: p.created_at,
-            read: p.read,
         })
         .collect();
     page.publications_next = next;

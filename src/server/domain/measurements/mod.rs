@@ -346,6 +346,17 @@ impl Measurements {
                         overridden: overriding,
                     });
                 }
+                // Our own record, exactly: this very acceptance was applied before and only
+                // its answer was lost (the helper resent it after its token window).
+                Accepted::Exists(first) if *first == idemp_item => {
+                    if moves_order {
+                        self.remember_order(&s.user_id, Some(new_order));
+                    }
+                    return Ok(Outcome::Accepted {
+                        result,
+                        overridden: overriding,
+                    });
+                }
                 Accepted::Exists(first) => {
                     return self
                         .answer_repeat(s, &first, &payload, &payload_hash, ctx, now)
@@ -353,7 +364,7 @@ impl Measurements {
                 }
                 // Our copy was behind: read the state (no wait, nobody is in the way).
                 Accepted::OrderMoved if from_cache => self.remember_order(&s.user_id, None),
-                Accepted::OrderMoved | Accepted::Busy => {
+                Accepted::OrderMoved => {
                     tokio::time::sleep(std::time::Duration::from_millis(
                         2 + u64::from_str_radix(&random_hex(1), 16).unwrap_or(0) % 10,
                     ))

@@ -10,8 +10,8 @@
 //! | stats             | either partition                    | `c#*`, `c#<category>`| US   |
 //! | read receipt      | the user's partition                | `m#<message_id>`     | RR   |
 //!
-//! Ours besides: publications (`t#<tenant>` / `pub#<inbox>#<message_id>`, kind PB, with
-//! per-message read counts), publish jobs (`t#<tenant>` / `job#<key>`, kind PJ, so a
+//! Ours besides: publications (`t#<tenant>` / `pub#<inbox>#<message_id>`, kind PB), their
+//! read counters (`t#<tenant>R#<inbox>#<message_id>#<shard>` / `r`, kind PR), publish jobs (`t#<tenant>` / `job#<key>`, kind PJ, so a
 //! publish that stopped half-way resumes with the same message id), the tenant registry
 //! (`tenants` / `<tenant>`, kind TR), and what the stream consumer keeps (`x#…` removals
 //! already counted; stream positions are in the settings table).
@@ -67,6 +67,16 @@ pub fn job_sk(key: &str) -> String {
 }
 pub fn removal_pk(pk: &str) -> String {
     format!("x#{pk}")
+}
+
+/// How many counter items a publication's reads are spread over.
+pub const READ_SHARDS: u32 = 16;
+pub const READ_SHARD_SK: &str = "r";
+
+/// One shard of a publication's read counter (kind PR): its own partition, so the readers
+/// of one broadcast spread over `READ_SHARDS` partitions.
+pub fn read_shard_pk(tenant: &str, inbox: &str, id: &str, shard: u32) -> String {
+    format!("t#{tenant}R#{inbox}#{id}#{shard:02}")
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -200,8 +210,6 @@ pub struct Publication {
     /// `publishing` until every recipient has it, then `published`.
     pub status: String,
     pub created_at: String,
-    #[serde(default)]
-    pub read: i64,
     pub expiredat: i64,
 }
 
@@ -351,6 +359,41 @@ pub async fn list<T: serde::de::DeserializeOwned>(
         .map(|i| decode(store, i))
         .collect::<Result<_, _>>()?;
     Ok((items, page.next, page.prev))
+}
+
+/// The read counts of publications (`(inbox, message id)`), each the sum of its shards:
+/// one `BatchGetItem` per 100 shards.
+pub async fn read_counts(
+    store: &Store,
+    tenant: &str,
+    publications: &[(String, String)],
+) -> Result<HashMap<(String, String), i64>, StoreError> {
+    let mut keys = Vec::new();
+    let mut owner = HashMap::new();
+    for (inbox, id) in publications {
+        for shard in 0..READ_SHARDS {
+            let pk = read_shard_pk(tenant, inbox, id, shard);
+            owner.insert(pk.clone(), (inbox.clone(), id.clone()));
+            keys.push(HashMap::from([
+                ("pk".to_string(), s(pk)),
+                ("sk".to_string(), s(READ_SHARD_SK)),
+            ]));
+        }
+    }
+    let mut counts: HashMap<(String, String), i64> =
+        publications.iter().map(|p| (p.clone(), 0)).collect();
+    for item in super::items::batch_get(store, INBOX.base, keys).await? {
+        let pk = item.get("pk").and_then(|v| v.as_s().ok());
+        let read = item
+            .get("read")
+            .and_then(|v| v.as_n().ok())
+            .and_then(|n| n.parse::<i64>().ok())
+            .unwrap_or(0);
+        if let Some(p) = pk.and_then(|pk| owner.get(pk)) {
+            *counts.entry(p.clone()).or_default() += read;
+        }
+    }
+    Ok(counts)
 }
 
 /// The tenants that have settings or inboxes.

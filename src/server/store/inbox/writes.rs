@@ -3,15 +3,15 @@
 
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 use serde::Serialize;
 
 use super::{
-    get, item, publication_sk, stats_sk, table, tenant_pk, Job, MessageItem, Publication, Receipt,
-    ALL, REGISTRY_PK,
+    get, item, publication_sk, read_shard_pk, stats_sk, table, tenant_pk, Job, MessageItem,
+    Publication, Receipt, ALL, READ_SHARDS, READ_SHARD_SK, REGISTRY_PK,
 };
 use crate::server::store::items::{n, s};
+use crate::server::store::tx::{self, Outcome};
 use crate::server::store::{Store, StoreError};
 
 /// Writes a settings-like item (tenant settings, inbox config) and registers the tenant.
@@ -27,14 +27,11 @@ pub async fn put_config<T: Serialize>(
         ("kind".to_string(), s("TR")),
         ("expiredat".to_string(), n(keep_until)),
     ]);
-    store
-        .client()
-        .transact_write_items()
-        .transact_items(put(store, item(store, v)?, None)?)
-        .transact_items(put(store, registry, None)?)
-        .send()
-        .await
-        .map_err(StoreError::request("TransactWriteItems"))?;
+    let actions = vec![
+        put(store, item(store, v)?, None)?,
+        put(store, registry, None)?,
+    ];
+    tx::transact(store, actions).await?;
     Ok(())
 }
 
@@ -122,43 +119,18 @@ pub async fn start_job(
     job: &Job,
     publication: &Publication,
 ) -> Result<JobStart, StoreError> {
-    let result = store
-        .client()
-        .transact_write_items()
-        .transact_items(put(
-            store,
-            item(store, job)?,
-            Some("attribute_not_exists(pk)"),
-        )?)
-        .transact_items(put(store, item(store, publication)?, None)?)
-        .send()
-        .await;
-    match result {
-        Ok(_) => Ok(JobStart::New),
-        Err(e) => {
-            let e = e.into_service_error();
-            if reasons(&e).first().map(String::as_str) == Some("ConditionalCheckFailed") {
-                let found: Job = get(store, &tenant_pk(tenant), &job.sk)
-                    .await?
-                    .ok_or_else(|| StoreError::corrupt(&table(store), "job vanished"))?;
-                Ok(JobStart::Resume(found))
-            } else {
-                Err(StoreError::service("TransactWriteItems", &e))
-            }
+    let actions = vec![
+        put(store, item(store, job)?, Some("attribute_not_exists(pk)"))?,
+        put(store, item(store, publication)?, None)?,
+    ];
+    match tx::transact(store, actions).await? {
+        Outcome::Done => Ok(JobStart::New),
+        Outcome::Refused(_) => {
+            let found: Job = get(store, &tenant_pk(tenant), &job.sk)
+                .await?
+                .ok_or_else(|| StoreError::corrupt(&table(store), "job vanished"))?;
+            Ok(JobStart::Resume(found))
         }
-    }
-}
-
-/// The cancellation reason of each action of a cancelled transaction (`None` when it
-/// would have succeeded).
-pub(crate) fn reasons(e: &TransactWriteItemsError) -> Vec<String> {
-    match e {
-        TransactWriteItemsError::TransactionCanceledException(c) => c
-            .cancellation_reasons()
-            .iter()
-            .map(|r| r.code().unwrap_or("None").to_string())
-            .collect(),
-        _ => Vec::new(),
     }
 }
 
@@ -166,44 +138,18 @@ pub enum Written {
     Done,
     /// Some actions' conditions failed (their indexes); nothing was written.
     Refused(Vec<usize>),
-    /// Another transaction held an item: try again.
-    Conflict,
 }
 
-/// Runs one transaction and says how it ended.
+/// Runs one transaction (conflicts and throttles retried by [`tx::transact`]) and says
+/// how it ended.
 pub(crate) async fn transact(
     store: &Store,
     actions: Vec<TransactWriteItem>,
 ) -> Result<Written, StoreError> {
-    let result = store
-        .client()
-        .transact_write_items()
-        .set_transact_items(Some(actions))
-        .send()
-        .await;
-    let e = match result {
-        Ok(_) => return Ok(Written::Done),
-        Err(e) => e.into_service_error(),
-    };
-    let codes = reasons(&e);
-    if codes.iter().any(|c| c == "TransactionConflict") {
-        return Ok(Written::Conflict);
-    }
-    if !codes.is_empty()
-        && codes
-            .iter()
-            .all(|c| c == "None" || c == "ConditionalCheckFailed")
-    {
-        return Ok(Written::Refused(
-            codes
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| *c == "ConditionalCheckFailed")
-                .map(|(i, _)| i)
-                .collect(),
-        ));
-    }
-    Err(StoreError::service("TransactWriteItems", &e))
+    Ok(match tx::transact(store, actions).await? {
+        Outcome::Done => Written::Done,
+        Outcome::Refused(r) => Written::Refused(r.into_iter().map(|(i, _)| i).collect()),
+    })
 }
 
 /// The actions that deliver one message copy and count it.
@@ -237,7 +183,7 @@ pub async fn finish_publication(
     inbox: &str,
     id: &str,
 ) -> Result<(), StoreError> {
-    store
+    let req = store
         .client()
         .update_item()
         .table_name(table(store))
@@ -246,10 +192,14 @@ pub async fn finish_publication(
         .update_expression("SET #st = :p")
         .condition_expression("attribute_exists(pk)")
         .expression_attribute_names("#st", "status")
-        .expression_attribute_values(":p", s("published"))
-        .send()
-        .await
-        .map_err(StoreError::request("UpdateItem"))?;
+        .expression_attribute_values(":p", s("published"));
+    tx::retrying(|| async {
+        req.clone()
+            .send()
+            .await
+            .map_err(StoreError::request("UpdateItem"))
+    })
+    .await?;
     Ok(())
 }
 
@@ -287,12 +237,18 @@ pub fn mark_user_message(
         d,
         keep_until,
     )?);
-    out.push(count_publication_read(store, tenant, &m.inbox_key, &m.id)?);
+    out.push(count_publication_read(store, tenant, m)?);
     Ok(out)
 }
 
 /// Marks a public message read for one user: their receipt only if absent, with the
-/// counters, in one transaction (and only while the message lives).
+/// counters, in one transaction.
+///
+/// The public message itself is not part of the transaction (the caller has just read
+/// it, live): every reader of a broadcast would otherwise hold that one item, and on AWS
+/// concurrent readers would cancel each other (`TransactionConflict`). A message that
+/// expires between that read and this write leaves a receipt that expires with it; the
+/// stream consumer then counts both removals, so the counters stay exact.
 pub fn mark_public_message(
     store: &Store,
     m: &MessageItem,
@@ -300,22 +256,11 @@ pub fn mark_public_message(
     tenant: &str,
     keep_until: i64,
 ) -> Result<Vec<TransactWriteItem>, StoreError> {
-    let live = ConditionCheck::builder()
-        .table_name(table(store))
-        .key("pk", s(&m.pk))
-        .key("sk", s(&m.sk))
-        .condition_expression("attribute_exists(pk) AND expiredat > :s")
-        .expression_attribute_values(":s", n(receipt.readat / 1000))
-        .build()
-        .map_err(|e| StoreError::corrupt("inbox read", e))?;
-    let mut out = vec![
-        put(
-            store,
-            item(store, receipt)?,
-            Some("attribute_not_exists(pk)"),
-        )?,
-        TransactWriteItem::builder().condition_check(live).build(),
-    ];
+    let mut out = vec![put(
+        store,
+        item(store, receipt)?,
+        Some("attribute_not_exists(pk)"),
+    )?];
     let d = Delta {
         published: 0,
         read: 1,
@@ -327,24 +272,30 @@ pub fn mark_public_message(
         d,
         keep_until,
     )?);
-    out.push(count_publication_read(store, tenant, &m.inbox_key, &m.id)?);
+    out.push(count_publication_read(store, tenant, m)?);
     Ok(out)
 }
 
+/// One read of a publication, counted in one of its [`READ_SHARDS`] counter items (each
+/// its own partition), picked at random: the readers of one broadcast, all at once, then
+/// rarely write the same item. The count is the sum of the shards.
 fn count_publication_read(
     store: &Store,
     tenant: &str,
-    inbox: &str,
-    id: &str,
+    m: &MessageItem,
 ) -> Result<TransactWriteItem, StoreError> {
+    let mut b = [0u8; 4];
+    let shard = getrandom::fill(&mut b).map_or(0, |_| u32::from_le_bytes(b) % READ_SHARDS);
     let u = Update::builder()
         .table_name(table(store))
-        .key("pk", s(tenant_pk(tenant)))
-        .key("sk", s(publication_sk(inbox, id)))
-        .update_expression("ADD #r :one")
-        .condition_expression("attribute_exists(pk)")
+        .key("pk", s(read_shard_pk(tenant, &m.inbox_key, &m.id, shard)))
+        .key("sk", s(READ_SHARD_SK))
+        .update_expression("ADD #r :one SET kind = :k, expiredat = :e")
         .expression_attribute_names("#r", "read")
         .expression_attribute_values(":one", n(1))
+        .expression_attribute_values(":k", s("PR"))
+        // Lives as long as the publication it counts for.
+        .expression_attribute_values(":e", n(m.expiredat + 86_400))
         .build()
         .map_err(|e| StoreError::corrupt("inbox publication", e))?;
     Ok(TransactWriteItem::builder().update(u).build())

@@ -8,15 +8,18 @@
 //! never overwrite what the new owner did.
 
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValue, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
+    Update,
+};
 use serde::{Deserialize, Serialize};
 
 use super::audit::{self, AuditItem};
 pub use super::items::Claim;
 use super::items::{self, decode, n, s};
 use super::schema::{MW_CONVERSATION_STATE, MW_IDEMPOTENCY};
+use super::tx;
 use super::{Store, StoreError};
 
 mod reads;
@@ -196,42 +199,58 @@ pub async fn take_over<T: serde::de::DeserializeOwned>(
         .expression_attribute_values(":lease", n(lease_until_ms))
         .expression_attribute_values(":one", n(1))
         .expression_attribute_values(":seen", s(seen_nonce))
-        .return_values(ReturnValue::AllNew);
+        .return_values(ReturnValue::AllNew)
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
     for (i, (name, value)) in extra_set.iter().enumerate() {
         update = update.replacen(" ADD", &format!(", #x{i} = :x{i} ADD"), 1);
         req = req
             .expression_attribute_names(format!("#x{i}"), *name)
             .expression_attribute_values(format!(":x{i}"), value.clone());
     }
-    match req.update_expression(update).send().await {
-        Ok(out) => Ok(Some(decode(out.attributes.unwrap_or_default(), &table)?)),
-        Err(e) => match e.into_service_error() {
-            UpdateItemError::ConditionalCheckFailedException(_) => Ok(None),
-            other => Err(StoreError::service("UpdateItem", &other)),
-        },
-    }
+    let req = req.update_expression(update);
+    tx::retrying(|| async {
+        match req.clone().send().await {
+            Ok(out) => Ok(Some(decode(out.attributes.unwrap_or_default(), &table)?)),
+            Err(e) => match e.into_service_error() {
+                UpdateItemError::ConditionalCheckFailedException(ccf) => {
+                    // Our own earlier attempt won and only its answer was lost.
+                    let old = ccf.item.unwrap_or_default();
+                    let ours = old.get("claim_nonce").and_then(|v| v.as_s().ok())
+                        == Some(&new_nonce.to_string());
+                    if ours {
+                        Ok(Some(decode(old, &table)?))
+                    } else {
+                        Ok(None)
+                    }
+                }
+                other => Err(StoreError::service("UpdateItem", &other)),
+            },
+        }
+    })
+    .await
 }
 
 /// Counts one more delivery of an already processed event.
 pub async fn count_duplicate(store: &Store, key: &str) -> Result<(), StoreError> {
-    let result = store
+    let req = store
         .client()
         .update_item()
         .table_name(store.table(MW_IDEMPOTENCY.base))
         .key("event_id", s(key))
         .update_expression("ADD duplicates :one")
         .condition_expression("attribute_exists(event_id)")
-        .expression_attribute_values(":one", n(1))
-        .send()
-        .await;
-    match result {
-        Ok(_) => Ok(()),
-        // Expired and removed meanwhile: nothing left to count on.
-        Err(e) => match e.into_service_error() {
-            UpdateItemError::ConditionalCheckFailedException(_) => Ok(()),
-            other => Err(StoreError::service("UpdateItem", &other)),
-        },
-    }
+        .expression_attribute_values(":one", n(1));
+    tx::retrying(|| async {
+        match req.clone().send().await {
+            Ok(_) => Ok(()),
+            // Expired and removed meanwhile: nothing left to count on.
+            Err(e) => match e.into_service_error() {
+                UpdateItemError::ConditionalCheckFailedException(_) => Ok(()),
+                other => Err(StoreError::service("UpdateItem", &other)),
+            },
+        }
+    })
+    .await
 }
 
 /// How recording a decision ended.
@@ -307,39 +326,22 @@ pub async fn record_decision(
     .build()
     .map_err(|e| StoreError::corrupt(&states, e))?;
     let audit_put = audit::put_once(store, audit_record)?;
-    let result = store
-        .client()
-        .transact_write_items()
-        .transact_items(TransactWriteItem::builder().update(update).build())
-        .transact_items(TransactWriteItem::builder().put(put).build())
-        .transact_items(TransactWriteItem::builder().put(audit_put).build())
-        .send()
-        .await;
-    let err = match result {
-        Ok(_) => return Ok(DecisionWrite::Done),
-        Err(e) => e.into_service_error(),
-    };
-    let TransactWriteItemsError::TransactionCanceledException(cancel) = &err else {
-        return Err(StoreError::service("TransactWriteItems", &err));
-    };
-    let code = |i: usize| {
-        cancel
-            .cancellation_reasons()
-            .get(i)
-            .and_then(|r| r.code())
-            .unwrap_or("None")
-            .to_string()
-    };
-    if code(0) == "ConditionalCheckFailed" {
+    let actions = vec![
+        TransactWriteItem::builder().update(update).build(),
+        TransactWriteItem::builder().put(put).build(),
+        TransactWriteItem::builder().put(audit_put).build(),
+    ];
+    let outcome = tx::transact(store, actions).await?;
+    if outcome.refused_at(0).is_some() {
         Ok(DecisionWrite::LostClaim)
-    } else if code(1) == "ConditionalCheckFailed"
-        || code(0) == "TransactionConflict"
-        || code(1) == "TransactionConflict"
-        || code(2) == "TransactionConflict"
-    {
+    } else if outcome.refused_at(2).is_some() {
+        // Still our claim, and the decision's audit (its id derived from the event) is
+        // there: this very decision was written before and only its answer was lost.
+        Ok(DecisionWrite::Done)
+    } else if outcome.refused_at(1).is_some() {
         Ok(DecisionWrite::StaleState)
     } else {
-        Err(StoreError::service("TransactWriteItems", &err))
+        Ok(DecisionWrite::Done)
     }
 }
 
@@ -350,7 +352,7 @@ pub async fn finish_event(
     nonce: &str,
     now_iso: &str,
 ) -> Result<bool, StoreError> {
-    let result = store
+    let req = store
         .client()
         .update_item()
         .table_name(store.table(MW_IDEMPOTENCY.base))
@@ -361,22 +363,24 @@ pub async fn finish_event(
         .expression_attribute_values(":done", s(PROCESSED))
         .expression_attribute_values(":now", s(now_iso))
         .expression_attribute_values(":zero", n(0))
-        .expression_attribute_values(":nonce", s(nonce))
-        .send()
-        .await;
-    match result {
-        Ok(_) => Ok(true),
-        Err(e) => match e.into_service_error() {
-            UpdateItemError::ConditionalCheckFailedException(_) => Ok(false),
-            other => Err(StoreError::service("UpdateItem", &other)),
-        },
-    }
+        .expression_attribute_values(":nonce", s(nonce));
+    // Conditioned on the nonce only, so writing it again after a lost answer is harmless.
+    tx::retrying(|| async {
+        match req.clone().send().await {
+            Ok(_) => Ok(true),
+            Err(e) => match e.into_service_error() {
+                UpdateItemError::ConditionalCheckFailedException(_) => Ok(false),
+                other => Err(StoreError::service("UpdateItem", &other)),
+            },
+        }
+    })
+    .await
 }
 
 /// Gives the event back so the next delivery takes it over at once (a side effect could
 /// not be delivered and is worth retrying).
 pub async fn release_event(store: &Store, key: &str, nonce: &str) -> Result<(), StoreError> {
-    let result = store
+    let req = store
         .client()
         .update_item()
         .table_name(store.table(MW_IDEMPOTENCY.base))
@@ -384,16 +388,17 @@ pub async fn release_event(store: &Store, key: &str, nonce: &str) -> Result<(), 
         .update_expression("SET lease_until_ms = :zero")
         .condition_expression("claim_nonce = :nonce")
         .expression_attribute_values(":zero", n(0))
-        .expression_attribute_values(":nonce", s(nonce))
-        .send()
-        .await;
-    match result {
-        Ok(_) => Ok(()),
-        Err(e) => match e.into_service_error() {
-            UpdateItemError::ConditionalCheckFailedException(_) => Ok(()),
-            other => Err(StoreError::service("UpdateItem", &other)),
-        },
-    }
+        .expression_attribute_values(":nonce", s(nonce));
+    tx::retrying(|| async {
+        match req.clone().send().await {
+            Ok(_) => Ok(()),
+            Err(e) => match e.into_service_error() {
+                UpdateItemError::ConditionalCheckFailedException(_) => Ok(()),
+                other => Err(StoreError::service("UpdateItem", &other)),
+            },
+        }
+    })
+    .await
 }
 
 /// How a side effect ended, written with its audit record in one transaction.
@@ -440,46 +445,33 @@ pub async fn finish_action(
     };
     let update = update.build().map_err(|e| StoreError::corrupt(&table, e))?;
     let audit_put = audit::put_once(store, audit_record)?;
-    let result = store
-        .client()
-        .transact_write_items()
-        .transact_items(TransactWriteItem::builder().update(update).build())
-        .transact_items(TransactWriteItem::builder().put(audit_put).build())
-        .send()
-        .await;
-    let err = match result {
-        Ok(_) => return Ok(true),
-        Err(e) => e.into_service_error(),
-    };
-    if let TransactWriteItemsError::TransactionCanceledException(cancel) = &err {
-        let first = cancel
-            .cancellation_reasons()
-            .first()
-            .and_then(|r| r.code())
-            .unwrap_or("None");
-        if first == "ConditionalCheckFailed" {
-            return Ok(false);
-        }
-    }
-    Err(StoreError::service("TransactWriteItems", &err))
+    let actions = vec![
+        TransactWriteItem::builder().update(update).build(),
+        TransactWriteItem::builder().put(audit_put).build(),
+    ];
+    let outcome = tx::transact(store, actions).await?;
+    // Refused by the audit record alone (its id is this claim's own): this very end was
+    // recorded before and only its answer was lost.
+    Ok(outcome.refused_at(0).is_none())
 }
 
 /// Writes an audit record unless it is already there (a retry of the same step).
 pub async fn audit_once(store: &Store, record: &AuditItem) -> Result<bool, StoreError> {
     let p = audit::put_once(store, record)?;
-    let result = store
+    let req = store
         .client()
         .put_item()
         .table_name(p.table_name())
         .set_item(Some(p.item().clone()))
-        .condition_expression("attribute_not_exists(ts_action_id)")
-        .send()
-        .await;
-    match result {
-        Ok(_) => Ok(true),
-        Err(e) => match e.into_service_error() {
-            PutItemError::ConditionalCheckFailedException(_) => Ok(false),
-            other => Err(StoreError::service("PutItem", &other)),
-        },
-    }
+        .condition_expression("attribute_not_exists(ts_action_id)");
+    tx::retrying(|| async {
+        match req.clone().send().await {
+            Ok(_) => Ok(true),
+            Err(e) => match e.into_service_error() {
+                PutItemError::ConditionalCheckFailedException(_) => Ok(false),
+                other => Err(StoreError::service("PutItem", &other)),
+            },
+        }
+    })
+    .await
 }

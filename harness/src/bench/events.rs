@@ -5,10 +5,10 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::{plain_put, print_rows, Series};
-use crate::server::clock::Clock;
-use crate::server::config::Config;
-use crate::server::store::audit::AuditItem;
-use crate::server::store::{schema, Store};
+use ops_console::server::clock::Clock;
+use ops_console::server::config::Config;
+use ops_console::server::store::audit::AuditItem;
+use ops_console::server::store::{schema, Store};
 
 /// Event ingestion: a new event and its duplicate against the same items written plainly
 /// (event record, conversation state, decision audit, one side effect and its audit: what a
@@ -18,12 +18,12 @@ pub async fn bench_events(
     config: &Config,
     n: usize,
 ) -> Result<Vec<serde_json::Value>, String> {
-    use crate::model::switches::Switch;
-    use crate::server::domain::events::parse;
-    use crate::server::domain::ingest::{Ingest, Outcome as IngestOutcome};
-    use crate::server::domain::kill_switches::{change, ChangeRequest, Ttls};
-    use crate::server::store::mw::{ActionRecord, ConversationState, EventRecord};
-    use crate::server::store::schema::{MW_CONVERSATION_STATE, MW_IDEMPOTENCY};
+    use ops_console::model::switches::Switch;
+    use ops_console::server::domain::events::parse;
+    use ops_console::server::domain::ingest::{Ingest, Outcome as IngestOutcome};
+    use ops_console::server::domain::kill_switches::{change, ChangeRequest, Ttls};
+    use ops_console::server::store::mw::{ActionRecord, ConversationState, EventRecord};
+    use ops_console::server::store::schema::{MW_CONVERSATION_STATE, MW_IDEMPOTENCY};
 
     let clock = Clock::default();
     let ingest = Ingest::new(
@@ -31,7 +31,7 @@ pub async fn bench_events(
         clock.clone(),
         std::sync::Arc::new(config.clone()),
     )?;
-    let current = crate::server::store::switches::load(store, clock.now())
+    let current = ops_console::server::store::switches::load(store, clock.now())
         .await
         .map_err(|e| e.to_string())?;
     let req = ChangeRequest {

@@ -5,12 +5,12 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::{print_rows, Series};
-use crate::server::clock::Clock;
-use crate::server::config::Config;
-use crate::server::domain::idempotency::{Call, Engine, KeyInputs, Outcome, Secret};
-use crate::server::ids::random_hex;
-use crate::server::store::audit::{self, AuditItem};
-use crate::server::store::Store;
+use ops_console::server::clock::Clock;
+use ops_console::server::config::Config;
+use ops_console::server::domain::idempotency::{Call, Engine, KeyInputs, Outcome, Secret};
+use ops_console::server::ids::random_hex;
+use ops_console::server::store::audit::{self, AuditItem};
+use ops_console::server::store::Store;
 
 /// The bare operation: one audit record written once (a conditional put), as the
 /// middleware's side effects are.

@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use crate::server::config::Config;
-use crate::server::dynamo_local::{self, DynamoLocal};
-use crate::server::ids::random_hex;
-use crate::server::store::{schema, Connection, Store};
+use ops_console::server::config::Config;
+use ops_console::server::dynamo_local::{self, DynamoLocal};
+use ops_console::server::ids::random_hex;
+use ops_console::server::store::{schema, Connection, Store};
 
 pub(crate) struct Series {
     pub name: &'static str,

@@ -6,11 +6,13 @@ use serde_json::Value;
 
 use super::clients::Acked;
 use super::procs::Receiver;
-use crate::server::domain::inbox::verify::verify;
-use crate::server::store::inbox::{self as inbox, MessageItem};
-use crate::server::store::items::scan_json;
-use crate::server::store::schema::{MEASUREMENTS, MW_AUDIT_ACTIONS, MW_IDEMPOTENCY, SETTINGS};
-use crate::server::store::Store;
+use ops_console::server::domain::inbox::verify::verify;
+use ops_console::server::store::inbox::{self as inbox, MessageItem};
+use ops_console::server::store::items::scan_json;
+use ops_console::server::store::schema::{
+    INBOX, MEASUREMENTS, MW_AUDIT_ACTIONS, MW_IDEMPOTENCY, SETTINGS,
+};
+use ops_console::server::store::Store;
 
 #[derive(Debug, Default)]
 pub struct Found {
@@ -19,6 +21,10 @@ pub struct Found {
     pub resent: usize,
     pub receiver_requests: u64,
     pub receiver_refused: u64,
+    /// Acknowledged requests not found stored.
+    pub lost: usize,
+    /// Effects found twice (two decisions of one event, two messages of one publish).
+    pub duplicate_effects: usize,
 }
 
 fn s<'a>(v: &'a Value, k: &str) -> &'a str {
@@ -26,7 +32,7 @@ fn s<'a>(v: &'a Value, k: &str) -> &'a str {
 }
 
 pub async fn check(store: &Store, acked: &[Acked], receiver: &Receiver) -> Result<Found, String> {
-    let err = |e: crate::server::store::StoreError| e.to_string();
+    let err = |e: ops_console::server::store::StoreError| e.to_string();
     let mut f = Found::default();
     let mw = scan_json(store, MW_IDEMPOTENCY.base).await.map_err(err)?;
     let audits = scan_json(store, MW_AUDIT_ACTIONS.base).await.map_err(err)?;
@@ -59,7 +65,25 @@ pub async fn check(store: &Store, acked: &[Acked], receiver: &Receiver) -> Resul
                     .violations
                     .push(format!("acknowledged event {key} is not stored")),
             },
-            Acked::Publish { id, uids } => {
+            Acked::Publish {
+                id,
+                short_lived: true,
+                ..
+            } => {
+                // Its copies are gone (expired); its publication outlives them by a day.
+                let pb: Option<serde_json::Value> = inbox::get(
+                    store,
+                    &inbox::tenant_pk("chaos"),
+                    &inbox::publication_sk("news", id),
+                )
+                .await
+                .map_err(err)?;
+                if pb.is_none() {
+                    f.violations
+                        .push(format!("acknowledged publish {id} has no publication"));
+                }
+            }
+            Acked::Publish { id, uids, .. } => {
                 let pks: Vec<String> = match uids {
                     None => vec![inbox::public_pk("chaos", "news")],
                     Some(u) => u
@@ -87,6 +111,8 @@ pub async fn check(store: &Store, acked: &[Acked], receiver: &Receiver) -> Resul
             Acked::Flip => {}
         }
     }
+
+    f.lost = f.violations.len();
 
     // 2. Side effects: applied once each at the receiver, and each one a recorded action.
     let actions: BTreeMap<&str, &Value> = mw
@@ -126,6 +152,9 @@ pub async fn check(store: &Store, acked: &[Acked], receiver: &Receiver) -> Resul
         let decisions = by_key.get(key).map_or(0, |v| {
             v.iter().filter(|a| a["action_type"] == "decision").count()
         });
+        if decisions > 1 {
+            f.duplicate_effects += decisions - 1;
+        }
         if decisions != 1 {
             f.violations
                 .push(format!("event {key} has {decisions} decision audits"));
@@ -198,8 +227,33 @@ pub async fn check(store: &Store, acked: &[Acked], receiver: &Receiver) -> Resul
         ));
     }
 
-    // 4. Inbox counters agree with a recount.
-    let (drift, _) = verify(store).await.map_err(err)?;
+    // 4. One publish key, one message: every publication belongs to exactly one job.
+    let inbox_items = scan_json(store, INBOX.base).await.map_err(err)?;
+    let job_ids: Vec<&str> = inbox_items
+        .iter()
+        .filter(|v| v["kind"] == "PJ")
+        .map(|v| s(v, "message_id"))
+        .collect();
+    let pub_ids: BTreeSet<&str> = inbox_items
+        .iter()
+        .filter(|v| v["kind"] == "PB")
+        .map(|v| s(v, "id"))
+        .collect();
+    let distinct_jobs: BTreeSet<&str> = job_ids.iter().copied().collect();
+    if distinct_jobs.len() != job_ids.len() || distinct_jobs != pub_ids {
+        f.violations.push(format!(
+            "publishes: {} jobs for {} message ids, {} publications",
+            job_ids.len(),
+            distinct_jobs.len(),
+            pub_ids.len()
+        ));
+    }
+    f.duplicate_effects = job_ids.len() - distinct_jobs.len();
+
+    // 5. Inbox counters agree with a recount.
+    let (drift, _) = verify(store, chrono::Utc::now().timestamp())
+        .await
+        .map_err(err)?;
     for d in drift {
         f.violations.push(format!(
             "inbox counter drift: {} [{}] {} counted {} stored {}",

@@ -7,10 +7,10 @@ use chrono::Utc;
 use serde_json::Value;
 
 use super::{print_rows, Series};
-use crate::server::domain::inbox::publish::Publish;
-use crate::server::domain::inbox::Inbox;
-use crate::server::store::inbox as store;
-use crate::server::store::Store;
+use ops_console::server::domain::inbox::publish::Publish;
+use ops_console::server::domain::inbox::Inbox;
+use ops_console::server::store::inbox as store;
+use ops_console::server::store::Store;
 
 const T: &str = "bench";
 const I: &str = "news";
@@ -40,7 +40,7 @@ fn message(n: usize, everyone: bool) -> Result<Publish, String> {
 
 pub async fn bench_inbox(store: &Store, n: usize, per_side: usize) -> Result<Vec<Value>, String> {
     let inbox = Inbox::new(store.clone(), 365);
-    let bar = crate::server::seed::progress_bar(2 * per_side, "inbox messages published");
+    let bar = ops_console::server::seed::progress_bar(2 * per_side, "inbox messages published");
     for i in 0..2 * per_side {
         let p = message(i, i % 2 == 1)?;
         inbox
@@ -61,7 +61,7 @@ pub async fn bench_inbox(store: &Store, n: usize, per_side: usize) -> Result<Vec
             store,
             &user_pk,
             "m#",
-            crate::server::store::query::Start::First,
+            ops_console::server::store::query::Start::First,
             20,
         )
         .await

@@ -1,5 +1,6 @@
-//! The processes the harness kills and brings back: DynamoDB Local (on disk, same port and
-//! directory every time) and the console (a child `ops-console serve`), plus the webhook
+//! The processes of a chaos run: DynamoDB Local (never killed: it is the stand-in for
+//! AWS's storage, which does not lose acknowledged writes; outages are the proxy's), the
+//! consoles (child `ops-console serve` processes, killed and restarted), and the webhook
 //! receiver that counts side effects by their `Idempotency-Key`.
 
 use std::collections::HashMap;
@@ -13,9 +14,6 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 
-use crate::server::dynamo_local::{self, DynamoLocal};
-use crate::server::store::Store;
-
 pub fn free_port() -> Result<u16, String> {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -23,59 +21,33 @@ pub fn free_port() -> Result<u16, String> {
         .map_err(|e| format!("no free port: {e}"))
 }
 
-pub struct Db {
-    pub port: u16,
-    pub dir: PathBuf,
-    local: Option<DynamoLocal>,
-}
-
-impl Db {
-    pub fn new(port: u16, dir: PathBuf) -> Db {
-        Db {
-            port,
-            dir,
-            local: None,
-        }
-    }
-
-    pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    pub async fn start(&mut self, store: &Store) -> Result<(), String> {
-        let local = DynamoLocal::start(dynamo_local::Options {
-            jar: None,
-            data_dir: Some(self.dir.clone()),
-            port: Some(self.port),
-            log_file: Some(self.dir.join("dynamodb-local.log")),
-        })
-        .map_err(|e| e.to_string())?;
-        self.local = Some(local);
-        store
-            .wait_until_reachable(Duration::from_secs(60))
-            .await
-            .map_err(|e| format!("DynamoDB Local did not come back: {e}"))
-    }
-
-    /// SIGKILL: no shutdown, whatever was in flight is cut.
-    pub fn kill(&mut self) {
-        if let Some(l) = self.local.take() {
-            l.kill();
-        }
+/// The product binary, built beside this one.
+pub fn console_binary() -> Result<PathBuf, String> {
+    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    let exe = me.with_file_name("ops-console");
+    if exe.exists() {
+        Ok(exe)
+    } else {
+        Err(format!(
+            "{} not found: build the console first (cargo leptos build)",
+            exe.display()
+        ))
     }
 }
 
 pub struct Console {
     pub port: u16,
+    exe: PathBuf,
     env: Vec<(String, String)>,
     log: PathBuf,
     child: Option<Child>,
 }
 
 impl Console {
-    pub fn new(port: u16, env: Vec<(String, String)>, log: PathBuf) -> Console {
+    pub fn new(exe: PathBuf, port: u16, env: Vec<(String, String)>, log: PathBuf) -> Console {
         Console {
             port,
+            exe,
             env,
             log,
             child: None,
@@ -84,14 +56,13 @@ impl Console {
 
     pub fn start(&mut self) -> Result<(), String> {
         use std::os::unix::process::CommandExt;
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&self.log)
             .map_err(|e| e.to_string())?;
         let err = log.try_clone().map_err(|e| e.to_string())?;
-        let mut cmd = Command::new(exe);
+        let mut cmd = Command::new(&self.exe);
         cmd.arg("serve")
             .envs(self.env.iter().cloned())
             .stdin(Stdio::null())

@@ -7,12 +7,12 @@ use chrono::{Duration, Utc};
 use serde_json::{json, Value};
 
 use super::{plain_put, print_rows, Series};
-use crate::server::config::Config;
-use crate::server::domain::measurements::payload::parse;
-use crate::server::domain::measurements::{Context, Measurements, Outcome};
-use crate::server::store::measurements::MeasurementItem;
-use crate::server::store::schema::MEASUREMENTS;
-use crate::server::store::Store;
+use ops_console::server::config::Config;
+use ops_console::server::domain::measurements::payload::parse;
+use ops_console::server::domain::measurements::{Context, Measurements, Outcome};
+use ops_console::server::store::measurements::MeasurementItem;
+use ops_console::server::store::schema::MEASUREMENTS;
+use ops_console::server::store::Store;
 
 pub async fn bench_measurements(
     store: &Store,

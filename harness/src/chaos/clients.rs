@@ -1,6 +1,7 @@
-//! The clients: each sends events, publishes, measurements and kill-switch flips, and
-//! retries any request that got no final answer with the same keys and body, as a careful
-//! client would. What came back 2xx is acknowledged: it must be stored.
+//! The clients: each sends events, publishes, measurements and kill-switch flips to one of
+//! the consoles (picked per attempt, as a load balancer would), and retries any request
+//! that got no final answer with the same keys and body, as a careful client would. What
+//! came back 2xx is acknowledged: it must be stored.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -16,8 +17,8 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use crate::server::ids::random_hex;
-use crate::server::seed::Rng;
+use ops_console::server::ids::random_hex;
+use ops_console::server::seed::Rng;
 
 /// What a 2xx answer promised.
 #[derive(Clone, Debug)]
@@ -28,6 +29,8 @@ pub enum Acked {
     Publish {
         id: String,
         uids: Option<Vec<String>>,
+        /// `ops` messages live an hour: the expiry phase removes them as TTL would.
+        short_lived: bool,
     },
     Measurement {
         user: String,
@@ -42,12 +45,18 @@ pub struct Tally {
     pub retries: AtomicU64,
     pub operations: AtomicU64,
     pub unanswered: AtomicU64,
+    /// 5xx answers, and those of them without `Retry-After`.
+    pub server_errors: AtomicU64,
+    pub without_retry_after: AtomicU64,
+    /// The first few 5xx answers without `Retry-After`, for the report.
+    pub bad_answers: std::sync::Mutex<Vec<String>>,
 }
 
 #[derive(Clone)]
 pub struct Http {
     client: Client<HttpConnector, Full<Bytes>>,
-    base: String,
+    ports: Vec<u16>,
+    next: Arc<AtomicU64>,
     key: String,
     tally: Arc<Tally>,
 }
@@ -62,13 +71,23 @@ const TEXTS: &[&str] = &[
 ];
 
 impl Http {
-    pub fn new(port: u16, key: String, tally: Arc<Tally>) -> Http {
+    pub fn new(ports: Vec<u16>, key: String, tally: Arc<Tally>, first: u64) -> Http {
         Http {
             client: Client::builder(TokioExecutor::new()).build_http(),
-            base: format!("http://127.0.0.1:{port}"),
+            ports,
+            next: Arc::new(AtomicU64::new(first)),
             key,
             tally,
         }
+    }
+
+    /// The console this attempt goes to: round robin, like a load balancer.
+    fn base(&self) -> String {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) as usize % self.ports.len().max(1);
+        format!(
+            "http://127.0.0.1:{}",
+            self.ports.get(i).copied().unwrap_or(0)
+        )
     }
 
     async fn once(
@@ -81,7 +100,7 @@ impl Http {
         self.tally.requests.fetch_add(1, Ordering::Relaxed);
         let mut req = Request::builder()
             .method(method.clone())
-            .uri(format!("{}{path}", self.base))
+            .uri(format!("{}{path}", self.base()))
             .header("authorization", format!("Bearer {}", self.key))
             .header("content-type", "application/json");
         if let Some(k) = idem {
@@ -98,6 +117,19 @@ impl Http {
             .map_err(|_| "timeout".to_string())?
             .map_err(|e| e.to_string())?;
         let status = res.status().as_u16();
+        if status >= 500 {
+            self.tally.server_errors.fetch_add(1, Ordering::Relaxed);
+            if !res.headers().contains_key("retry-after") {
+                self.tally
+                    .without_retry_after
+                    .fetch_add(1, Ordering::Relaxed);
+                if let Ok(mut bad) = self.tally.bad_answers.lock() {
+                    if bad.len() < 5 {
+                        bad.push(format!("{method} {path}: {status}"));
+                    }
+                }
+            }
+        }
         let body = res
             .into_body()
             .collect()
@@ -109,7 +141,7 @@ impl Http {
 
     /// Sends until a final answer (anything but no answer, 5xx, or 409 "in progress"), or
     /// until `give_up`.
-    async fn until_final(
+    pub async fn until_final(
         &self,
         method: Method,
         path: &str,
@@ -200,6 +232,7 @@ pub async fn client(
                     acked.push(Acked::Publish {
                         id: v["message_id"].as_str().unwrap_or_default().to_string(),
                         uids,
+                        short_lived: category == "ops",
                     });
                 } else {
                     return Err(format!("publish: unexpected {s} {v}"));

@@ -9,15 +9,15 @@ use serde_json::{json, Value};
 use tower::ServiceExt;
 
 use super::Series;
-use crate::model::auth::Role;
-use crate::server::clock::Clock;
-use crate::server::config::Config;
-use crate::server::domain::accounts::add_user;
-use crate::server::domain::idempotency::Secret;
-use crate::server::domain::sessions::login;
-use crate::server::ids::random_hex;
-use crate::server::state::AppState;
-use crate::server::store::Store;
+use ops_console::model::auth::Role;
+use ops_console::server::clock::Clock;
+use ops_console::server::config::Config;
+use ops_console::server::domain::accounts::add_user;
+use ops_console::server::domain::idempotency::Secret;
+use ops_console::server::domain::sessions::login;
+use ops_console::server::ids::random_hex;
+use ops_console::server::state::AppState;
+use ops_console::server::store::Store;
 
 const PAGES: &[&str] = &[
     "/",
@@ -99,7 +99,7 @@ pub async fn render(store: &Store, config: &Config, n: usize) -> Result<Vec<Valu
     .await
     .map_err(|e| e.to_string())?
     .map_err(|e| format!("{e:?}"))?;
-    let app = crate::server::startup::app(state);
+    let app = ops_console::server::startup::app(state);
     println!();
     println!(
         "{:<44} {:>9} {:>9} {:>10} {:>10}",

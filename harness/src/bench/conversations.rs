@@ -7,11 +7,11 @@ use chrono::Utc;
 use serde_json::{json, Value};
 
 use super::Series;
-use crate::server::domain::conversations::context;
-use crate::server::seed::{self, Plan};
-use crate::server::store::conversations::{self as store, Conversation, Filters, Partition};
-use crate::server::store::query::Start;
-use crate::server::store::Store;
+use ops_console::server::domain::conversations::context;
+use ops_console::server::seed::{self, Plan};
+use ops_console::server::store::conversations::{self as store, Conversation, Filters, Partition};
+use ops_console::server::store::query::Start;
+use ops_console::server::store::Store;
 
 const REPEAT: usize = 40;
 

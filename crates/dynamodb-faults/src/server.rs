@@ -1,0 +1,596 @@
+//! The proxy's listener, its connections (each one can be reset on purpose), and the
+//! handling of one request.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header::{HeaderMap, HeaderValue};
+use hyper::{Request, StatusCode};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use serde_json::{json, Value};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Notify};
+
+use crate::errors::{self, json_answer, Answer};
+use crate::items::{self, TokenSeen};
+use crate::streams;
+use crate::{Faults, Kind, Outage, Report, Shared};
+
+/// A running proxy. Dropping it stops it.
+pub struct Proxy {
+    shared: Arc<Shared>,
+    port: u16,
+    outage: watch::Sender<Outage>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+struct Ctx {
+    shared: Arc<Shared>,
+    upstream: String,
+    client: Client<HttpConnector, Full<Bytes>>,
+    outage: watch::Receiver<Outage>,
+    conns: Mutex<HashMap<u64, Arc<Notify>>>,
+    next_id: AtomicU64,
+}
+
+impl Proxy {
+    /// A proxy on a free port of 127.0.0.1 in front of `upstream` (`http://host:port`).
+    pub async fn start(upstream: &str, faults: Faults, seed: u64) -> io::Result<Proxy> {
+        Proxy::start_on(0, upstream, faults, seed).await
+    }
+
+    pub async fn start_on(
+        port: u16,
+        upstream: &str,
+        faults: Faults,
+        seed: u64,
+    ) -> io::Result<Proxy> {
+        let listener = TcpListener::bind(("127.0.0.1", port)).await?;
+        let port = listener.local_addr()?.port();
+        let (tx, rx) = watch::channel(faults.outage);
+        let shared = Shared::new(faults, seed);
+        let ctx = Arc::new(Ctx {
+            shared: shared.clone(),
+            upstream: upstream.trim_end_matches('/').to_string(),
+            client: Client::builder(TokioExecutor::new()).build_http(),
+            outage: rx,
+            conns: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(0),
+        });
+        let task = tokio::spawn(accept_loop(ctx, listener, port));
+        Ok(Proxy {
+            shared,
+            port,
+            outage: tx,
+            task,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn faults(&self) -> Faults {
+        self.shared.faults()
+    }
+
+    pub fn set(&self, faults: Faults) {
+        let outage = faults.outage;
+        if let Ok(mut f) = self.shared.faults.lock() {
+            *f = faults;
+        }
+        self.outage.send_replace(outage);
+    }
+
+    pub fn update(&self, change: impl FnOnce(&mut Faults)) {
+        let mut f = self.faults();
+        change(&mut f);
+        self.set(f);
+    }
+
+    pub fn report(&self) -> Report {
+        self.shared.report()
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn accept_loop(ctx: Arc<Ctx>, listener: TcpListener, port: u16) {
+    let mut outage = ctx.outage.clone();
+    let mut listener = Some(listener);
+    loop {
+        let current = *outage.borrow_and_update();
+        if current == Outage::Refuse {
+            // Refused: nothing listens, and whatever was open is reset.
+            listener = None;
+            let open: Vec<Arc<Notify>> = ctx
+                .conns
+                .lock()
+                .map(|c| c.values().cloned().collect())
+                .unwrap_or_default();
+            for kill in open {
+                ctx.shared.counters.add(Kind::OutageRefused);
+                kill.notify_one();
+            }
+            if outage.changed().await.is_err() {
+                return;
+            }
+            continue;
+        }
+        let l = match listener.take() {
+            Some(l) => l,
+            None => match TcpListener::bind(("127.0.0.1", port)).await {
+                Ok(l) => l,
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        tokio::select! {
+            accepted = l.accept() => {
+                if let Ok((stream, _)) = accepted {
+                    let _ = stream.set_nodelay(true);
+                    tokio::spawn(serve(ctx.clone(), stream));
+                }
+                listener = Some(l);
+            }
+            changed = outage.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                listener = Some(l);
+            }
+        }
+    }
+}
+
+/// Makes the next close of `fd` send a reset instead of a normal close.
+fn reset_on_close(fd: i32) {
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: setsockopt on a descriptor this connection still owns, with a correctly
+    // sized option value.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            &linger as *const libc::linger as *const libc::c_void,
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        );
+    }
+}
+
+async fn serve(ctx: Arc<Ctx>, stream: TcpStream) {
+    let fd = stream.as_raw_fd();
+    let id = ctx.next_id.fetch_add(1, Ordering::Relaxed);
+    let kill = Arc::new(Notify::new());
+    if let Ok(mut c) = ctx.conns.lock() {
+        c.insert(id, kill.clone());
+    }
+    let service = {
+        let ctx = ctx.clone();
+        let kill = kill.clone();
+        hyper::service::service_fn(move |req| {
+            let ctx = ctx.clone();
+            let kill = kill.clone();
+            async move { Ok::<_, Infallible>(handle(&ctx, &kill, req).await) }
+        })
+    };
+    let conn = hyper::server::conn::http1::Builder::new()
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(stream), service);
+    let mut conn = Box::pin(conn);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        _ = kill.notified() => {
+            reset_on_close(fd);
+        }
+    }
+    drop(conn);
+    if let Ok(mut c) = ctx.conns.lock() {
+        c.remove(&id);
+    }
+}
+
+/// Resets the connection instead of answering.
+async fn reset(kill: &Notify) -> Answer {
+    kill.notify_one();
+    std::future::pending::<()>().await;
+    unreachable!("a reset connection answers nothing")
+}
+
+fn is_data_op(op: &str) -> bool {
+    matches!(
+        op,
+        "GetItem"
+            | "PutItem"
+            | "UpdateItem"
+            | "DeleteItem"
+            | "Query"
+            | "Scan"
+            | "BatchGetItem"
+            | "BatchWriteItem"
+            | "TransactWriteItems"
+            | "TransactGetItems"
+    )
+}
+
+async fn handle(ctx: &Ctx, kill: &Notify, req: Request<Incoming>) -> Answer {
+    let shared = &ctx.shared;
+    shared.counters.requests.fetch_add(1, Ordering::Relaxed);
+    let (parts, body) = req.into_parts();
+    let Ok(body) = body.collect().await.map(|b| b.to_bytes()) else {
+        return reset(kill).await;
+    };
+    let target = parts
+        .headers
+        .get("x-amz-target")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let (service, op) = target.split_once('.').unwrap_or(("", ""));
+    if std::env::var_os("DYNAMODB_FAULTS_TRACE").is_some() {
+        eprintln!(
+            "dynamodb-faults: {target} {}",
+            String::from_utf8_lossy(&body[..body.len().min(200)])
+        );
+    }
+    let faults = shared.faults();
+
+    match faults.outage {
+        Outage::Refuse => {
+            shared.counters.add(Kind::OutageRefused);
+            return reset(kill).await;
+        }
+        Outage::Hang => {
+            shared.counters.add(Kind::OutageHung);
+            let mut outage = ctx.outage.clone();
+            while *outage.borrow_and_update() == Outage::Hang {
+                if outage.changed().await.is_err() {
+                    break;
+                }
+            }
+            return reset(kill).await;
+        }
+        Outage::None => {}
+    }
+    if shared.roll(faults.reset_rate) {
+        shared.counters.add(Kind::Reset);
+        return reset(kill).await;
+    }
+    if shared.roll(faults.internal_error_rate) {
+        shared.counters.add(Kind::InternalError);
+        return errors::internal_error();
+    }
+    if is_data_op(op) && shared.roll(faults.throttle_rate) {
+        shared.counters.add(Kind::Throttle);
+        return if shared.roll(0.5) {
+            errors::throttling()
+        } else {
+            errors::throughput_exceeded()
+        };
+    }
+    let json: Option<Value> = serde_json::from_slice(&body).ok();
+    let Some(json) = json else {
+        return forward_or_reset(ctx, kill, &parts.headers, &parts.uri, body).await;
+    };
+    if service.starts_with("DynamoDBStreams") {
+        return stream_request(ctx, kill, &parts.headers, &parts.uri, op, json, &faults).await;
+    }
+    let writes = items::writes(op, &json);
+    if writes.is_empty() {
+        return forward_or_reset(ctx, kill, &parts.headers, &parts.uri, body).await;
+    }
+    write_request(ctx, kill, &parts, op, &json, body, &writes, &faults).await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn write_request(
+    ctx: &Ctx,
+    kill: &Notify,
+    parts: &hyper::http::request::Parts,
+    op: &str,
+    json: &Value,
+    body: Bytes,
+    writes: &[items::Write],
+    faults: &Faults,
+) -> Answer {
+    let shared = &ctx.shared;
+    let transaction = op == "TransactWriteItems";
+    if transaction {
+        match shared.tokens.check(json) {
+            TokenSeen::Replay => {
+                shared.counters.add(Kind::TokenReplay);
+                return json_answer(StatusCode::OK, &json!({}));
+            }
+            TokenSeen::Mismatch => return errors::idempotent_parameter_mismatch(),
+            TokenSeen::New => {}
+        }
+    }
+    let mut ids = Vec::with_capacity(writes.len());
+    for w in writes {
+        let names = match shared.schemas.get(&w.table) {
+            Some(n) => n,
+            None => {
+                learn_schema(ctx, &parts.headers, &w.table).await;
+                match shared.schemas.get(&w.table) {
+                    Some(n) => n,
+                    // No such table: DynamoDB Local gives the right error.
+                    None => {
+                        return forward_or_reset(ctx, kill, &parts.headers, &parts.uri, body).await
+                    }
+                }
+            }
+        };
+        ids.push(items::identity(w, &names));
+    }
+    if transaction && shared.roll(faults.conflict_rate) {
+        shared.counters.add(Kind::RandomConflict);
+        let at = shared.between(0, ids.len() as u64 - 1) as usize;
+        return cancelled_at(ids.len(), &[at], "TransactionConflict");
+    }
+    let owner = ctx.next_id.fetch_add(1, Ordering::Relaxed);
+    let held = if faults.conflicts && transaction {
+        match shared.holds.hold(&ids, owner) {
+            Ok(h) => Some(h),
+            Err(busy) => {
+                shared.counters.add(Kind::Conflict);
+                return cancelled_at(ids.len(), &busy, "TransactionConflict");
+            }
+        }
+    } else {
+        if faults.conflicts && !shared.holds.busy(&ids).is_empty() {
+            shared.counters.add(Kind::Conflict);
+            return errors::transaction_conflict();
+        }
+        None
+    };
+    // Batch writes are not throttled as a whole: DynamoDB hands them back unprocessed.
+    if op != "BatchWriteItem" {
+        let over = shared.limiter.admit(&ids, faults.item_writes_per_s);
+        if !over.is_empty() {
+            shared.counters.add(Kind::HotItem);
+            return if transaction {
+                cancelled_at(ids.len(), &over, "ThrottlingError")
+            } else {
+                errors::throughput_exceeded()
+            };
+        }
+    }
+    shared
+        .counters
+        .writes
+        .fetch_add(ids.len() as u64, Ordering::Relaxed);
+    if held.is_some() {
+        let (lo, hi) = faults.hold_ms;
+        let ms = shared.between(lo, hi);
+        if ms > 0 {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+    }
+    let Some(answer) = forward(ctx, &parts.headers, &parts.uri, body).await else {
+        drop(held);
+        return reset(kill).await;
+    };
+    if transaction && answer.status() == StatusCode::OK {
+        shared.tokens.succeeded(json);
+    }
+    drop(held);
+    if answer.status() == StatusCode::OK && shared.roll(faults.lost_answer_rate) {
+        shared.counters.add(Kind::LostAnswer);
+        if faults.lost_answer_hang_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(faults.lost_answer_hang_ms)).await;
+        }
+        return reset(kill).await;
+    }
+    answer
+}
+
+fn cancelled_at(n: usize, at: &[usize], code: &str) -> Answer {
+    let codes: Vec<&str> = (0..n)
+        .map(|i| if at.contains(&i) { code } else { "None" })
+        .collect();
+    errors::cancelled(&codes)
+}
+
+/// Asks DynamoDB for a table's key schema, with the credentials of the request at hand
+/// (DynamoDB Local keeps one database per access key and region).
+async fn learn_schema(ctx: &Ctx, headers: &HeaderMap, table: &str) {
+    let mut h = HeaderMap::new();
+    for name in ["authorization", "x-amz-date", "x-amz-security-token"] {
+        if let Some(v) = headers.get(name) {
+            h.insert(name, v.clone());
+        }
+    }
+    h.insert(
+        "x-amz-target",
+        HeaderValue::from_static("DynamoDB_20120810.DescribeTable"),
+    );
+    h.insert(
+        "content-type",
+        HeaderValue::from_static("application/x-amz-json-1.0"),
+    );
+    let body = Bytes::from(json!({ "TableName": table }).to_string());
+    let uri: hyper::Uri = "/".parse().unwrap_or_default();
+    if let Some(answer) = forward(ctx, &h, &uri, body).await {
+        if answer.status() == StatusCode::OK {
+            let Ok(b) = answer.into_body().collect().await;
+            if let Ok(v) = serde_json::from_slice::<Value>(&b.to_bytes()) {
+                ctx.shared.schemas.learn(table, &v);
+            }
+        }
+    }
+}
+
+async fn forward(ctx: &Ctx, headers: &HeaderMap, uri: &hyper::Uri, body: Bytes) -> Option<Answer> {
+    let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+    let mut req = Request::builder()
+        .method("POST")
+        .uri(format!("{}{path}", ctx.upstream));
+    for (name, value) in headers {
+        if name != "host" && name != "content-length" {
+            req = req.header(name, value);
+        }
+    }
+    let req = req.body(Full::new(body)).ok()?;
+    let res = ctx.client.request(req).await.ok()?;
+    let (parts, body) = res.into_parts();
+    let bytes = body.collect().await.ok()?.to_bytes();
+    Some(hyper::Response::from_parts(parts, Full::new(bytes)))
+}
+
+async fn forward_or_reset(
+    ctx: &Ctx,
+    kill: &Notify,
+    headers: &HeaderMap,
+    uri: &hyper::Uri,
+    body: Bytes,
+) -> Answer {
+    match forward(ctx, headers, uri, body).await {
+        Some(a) => a,
+        None => reset(kill).await,
+    }
+}
+
+/// Forwards a request with a rewritten body and returns the answer's JSON (when 200).
+async fn forward_json(
+    ctx: &Ctx,
+    kill: &Notify,
+    headers: &HeaderMap,
+    uri: &hyper::Uri,
+    body: &Value,
+) -> Result<Value, Answer> {
+    let answer = match forward(ctx, headers, uri, Bytes::from(body.to_string())).await {
+        Some(a) => a,
+        None => return Err(reset(kill).await),
+    };
+    if answer.status() != StatusCode::OK {
+        return Err(answer);
+    }
+    let bytes = match answer.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => return Err(reset(kill).await),
+    };
+    serde_json::from_slice(&bytes).map_err(|_| errors::internal_error())
+}
+
+async fn stream_request(
+    ctx: &Ctx,
+    kill: &Notify,
+    headers: &HeaderMap,
+    uri: &hyper::Uri,
+    op: &str,
+    mut body: Value,
+    faults: &Faults,
+) -> Answer {
+    let shared = &ctx.shared;
+    match op {
+        "DescribeStream" => {
+            if let Some(start) = body["ExclusiveStartShardId"].as_str() {
+                body["ExclusiveStartShardId"] = json!(streams::parse_shard(start).real);
+            }
+            match forward_json(ctx, kill, headers, uri, &body).await {
+                Ok(answer) => json_answer(StatusCode::OK, &shared.streams.describe(answer)),
+                Err(a) => a,
+            }
+        }
+        "GetShardIterator" => {
+            let asked = body["ShardId"].as_str().unwrap_or_default().to_string();
+            let v = streams::parse_shard(&asked);
+            let split = shared.streams.split_point(&v.real);
+            let kind = body["ShardIteratorType"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let mut last = match kind.as_str() {
+                "AFTER_SEQUENCE_NUMBER" => body["SequenceNumber"].as_str().map(str::to_string),
+                _ => None,
+            };
+            body["ShardId"] = json!(v.real);
+            match (v.child, &split) {
+                (Some(_), Some(at)) if kind == "TRIM_HORIZON" => {
+                    body["ShardIteratorType"] = json!("AFTER_SEQUENCE_NUMBER");
+                    body["SequenceNumber"] = json!(at);
+                }
+                (None, Some(at)) if kind == "LATEST" => last = Some(at.clone()),
+                _ => {}
+            }
+            match forward_json(ctx, kill, headers, uri, &body).await {
+                Ok(answer) => {
+                    let real = answer["ShardIterator"].as_str().unwrap_or_default();
+                    json_answer(
+                        StatusCode::OK,
+                        &json!({"ShardIterator": streams::wrap(&asked, last.as_deref(), real)}),
+                    )
+                }
+                Err(a) => a,
+            }
+        }
+        "GetRecords" => {
+            let it = body["ShardIterator"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let Some(w) = streams::unwrap(&it) else {
+                return match forward_json(ctx, kill, headers, uri, &body).await {
+                    Ok(a) => json_answer(StatusCode::OK, &a),
+                    Err(a) => a,
+                };
+            };
+            if shared.roll(faults.empty_page_rate) {
+                shared.counters.add(Kind::EmptyPage);
+                return json_answer(
+                    StatusCode::OK,
+                    &json!({"Records": [], "NextShardIterator": it}),
+                );
+            }
+            body["ShardIterator"] = json!(w.real);
+            let page = match forward_json(ctx, kill, headers, uri, &body).await {
+                Ok(p) => p,
+                Err(a) => return a,
+            };
+            let v = streams::parse_shard(&w.shard);
+            if v.child.is_none() {
+                let records = page["Records"].as_array().cloned().unwrap_or_default();
+                if shared
+                    .streams
+                    .observe(&v.real, &records, faults.split_after_records)
+                {
+                    shared.counters.add(Kind::ShardSplit);
+                }
+            }
+            let (records, next) = shared.streams.page(&w, &page);
+            let mut answer = json!({ "Records": records });
+            if let Some(n) = next {
+                answer["NextShardIterator"] = json!(n);
+            }
+            json_answer(StatusCode::OK, &answer)
+        }
+        _ => match forward_json(ctx, kill, headers, uri, &body).await {
+            Ok(a) => json_answer(StatusCode::OK, &a),
+            Err(a) => a,
+        },
+    }
+}

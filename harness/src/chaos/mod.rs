@@ -1,0 +1,436 @@
+//! `ops-harness chaos`: several consoles on one set of tables, reached through a DynamoDB
+//! that fails the way AWS's does (the `dynamodb-faults` proxy: transaction conflicts,
+//! throttles, 500s, resets, lost answers, empty stream pages, shard splits, outages), while
+//! clients that retry with the same keys send events, publishes, measurements and
+//! kill-switch flips, and consoles are killed at random. Then the promises are checked
+//! against DynamoDB directly: every acknowledged request is stored, no effect happened
+//! twice, every 5xx carried `Retry-After`, inbox counters match a recount (after removals
+//! the consoles' stream consumers had to count through the faulty stream), and every audit
+//! record has its action and every action its audit record.
+
+mod checks;
+mod clients;
+mod hot;
+mod procs;
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dynamodb_faults::{Faults, Outage, Proxy};
+use tokio::time::Instant;
+
+use clients::{Acked, Http, Tally};
+use ops_console::server::config::Config;
+use ops_console::server::domain::sessions::{create_api_key, SCOPES};
+use ops_console::server::dynamo_local::{self, DynamoLocal};
+use ops_console::server::seed::Rng;
+use ops_console::server::store::{schema, Connection, Store};
+use procs::{free_port, Console, Receiver};
+
+pub struct Options {
+    pub seconds: u64,
+    pub clients: usize,
+    pub consoles: usize,
+    pub seed: u64,
+    pub dir: PathBuf,
+}
+
+/// The faults switched on for the whole run (outages and kills come on top).
+pub fn steady_faults() -> Faults {
+    Faults {
+        conflicts: true,
+        hold_ms: (2, 8),
+        conflict_rate: 0.02,
+        throttle_rate: 0.02,
+        item_writes_per_s: 0,
+        internal_error_rate: 0.01,
+        reset_rate: 0.01,
+        lost_answer_rate: 0.03,
+        lost_answer_hang_ms: 0,
+        empty_page_rate: 0.3,
+        split_after_records: 200,
+        outage: Outage::None,
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Disruptions {
+    pub console_kills: u32,
+    pub refused_outages: u32,
+    pub hung_outages: u32,
+}
+
+const SECRET: &str = "chaos-idempotency-secret-0123456789abcdef";
+
+fn console_env(
+    proxy: &Proxy,
+    port: u16,
+    hook_port: u16,
+    dir: &std::path::Path,
+) -> Vec<(String, String)> {
+    vec![
+        ("OPS_DYNAMODB_ENDPOINT", proxy.endpoint()),
+        ("OPS_APP_SITE_ADDR", format!("127.0.0.1:{port}")),
+        ("OPS_APP_DATA_DIR", dir.display().to_string()),
+        ("OPS_APP_DEMO_DATA", "false".into()),
+        // Every console must hash keys with the same secret, or a retry that lands on
+        // another console would not find its key.
+        ("IDEMPOTENCY_SECRET", SECRET.into()),
+        (
+            "OPS_EVENTS_WEBHOOK_URL",
+            format!("http://127.0.0.1:{hook_port}/hook"),
+        ),
+        ("OPS_EVENTS_WEBHOOK_BACKOFF_MS", "50".into()),
+        ("OPS_EVENTS_LEASE_SECONDS", "3".into()),
+        ("OPS_IDEMPOTENCY_STALE_SECONDS", "3".into()),
+        ("OPS_INBOX_STREAM_LEASE_SECONDS", "3".into()),
+        ("RUST_LOG", "warn".into()),
+        ("LEPTOS_SITE_ROOT", "target/site".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+async fn connect(endpoint: &str, config: &Config) -> Store {
+    Store::connect(Connection {
+        endpoint: Some(endpoint),
+        region: &config.dynamodb.region,
+        table_prefix: "",
+        env: config.env.as_str(),
+    })
+    .await
+}
+
+/// The tenant and inbox the publishes go to: messages of category `ops` live an hour,
+/// so that the expiry phase can remove them as DynamoDB's TTL would.
+async fn prepare_inbox(store: &Store) -> Result<(), String> {
+    let inbox = ops_console::server::domain::inbox::Inbox::new(store.clone(), 365);
+    let now = chrono::Utc::now();
+    inbox
+        .put_tenant(
+            "chaos",
+            &serde_json::json!({"title": "Chaos", "ttl": "30d"}),
+            now,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    let body = serde_json::json!({"title": "News", "ttl": {"default": "30d", "ops": "1h"}});
+    inbox
+        .put_inbox("chaos", "news", &body, now)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// Runs the harness; `Ok(true)` when every check held.
+pub async fn run(opts: &Options) -> Result<bool, String> {
+    let _ = std::fs::remove_dir_all(&opts.dir);
+    std::fs::create_dir_all(&opts.dir).map_err(|e| e.to_string())?;
+    let exe = procs::console_binary()?;
+    let local = DynamoLocal::start(dynamo_local::Options {
+        jar: None,
+        data_dir: None,
+        port: None,
+        log_file: Some(opts.dir.join("dynamodb-local.log")),
+    })
+    .map_err(|e| e.to_string())?;
+    let config = Config::for_tests(&local.endpoint(), "");
+    // The harness reads and checks DynamoDB directly; only the consoles go through the proxy.
+    let store = connect(&local.endpoint(), &config).await;
+    store
+        .wait_until_reachable(Duration::from_secs(60))
+        .await
+        .map_err(|e| e.to_string())?;
+    schema::bootstrap(&store).await.map_err(|e| e.to_string())?;
+    let scopes: Vec<String> = SCOPES.iter().map(|s| s.to_string()).collect();
+    let key = create_api_key(&store, "chaos", &scopes, 1, "chaos", 1, chrono::Utc::now())
+        .await
+        .map_err(|e| e.to_string())?;
+    prepare_inbox(&store).await?;
+
+    let proxy = Proxy::start(&local.endpoint(), Faults::default(), opts.seed)
+        .await
+        .map_err(|e| format!("proxy: {e}"))?;
+    let receiver = Arc::new(Receiver::default());
+    let hook_port = procs::start_receiver(receiver.clone()).await?;
+    let mut consoles = Vec::new();
+    for i in 0..opts.consoles.max(1) {
+        let port = free_port()?;
+        let env = console_env(
+            &proxy,
+            port,
+            hook_port,
+            &opts.dir.join(format!("console-{i}")),
+        );
+        let log = opts.dir.join(format!("console-{i}.log"));
+        let mut c = Console::new(exe.clone(), port, env, log);
+        c.start()?;
+        consoles.push(c);
+    }
+    for c in &consoles {
+        if !c.healthy(Duration::from_secs(60)).await {
+            return Err("a console did not start (see target/chaos/console-*.log)".into());
+        }
+    }
+    let hot_http = Http::new(
+        consoles.iter().map(|c| c.port).collect(),
+        key.clone(),
+        Arc::new(Tally::default()),
+        0,
+    );
+    let hot_run = hot::run(&proxy, &hot_http).await;
+    print_hot(&hot_run);
+    proxy.set(steady_faults());
+
+    let started = Instant::now();
+    let stop = started + Duration::from_secs(opts.seconds);
+    let give_up = stop + Duration::from_secs(120);
+    let tally = Arc::new(Tally::default());
+    let ports: Vec<u16> = consoles.iter().map(|c| c.port).collect();
+    let mut tasks = tokio::task::JoinSet::new();
+    for id in 0..opts.clients {
+        let http = Http::new(ports.clone(), key.clone(), tally.clone(), id as u64);
+        tasks.spawn(clients::client(http, id, opts.seed, stop, give_up));
+    }
+
+    let mut rng = Rng::new(opts.seed);
+    let mut hits = Disruptions::default();
+    while Instant::now() + Duration::from_millis(1500) < stop {
+        tokio::time::sleep(Duration::from_millis(1500 + rng.below(3000))).await;
+        disrupt(&mut rng, &proxy, &mut consoles, &mut hits).await?;
+    }
+
+    let mut acked: Vec<Acked> = Vec::new();
+    let mut client_errors = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        match done.map_err(|e| e.to_string())? {
+            Ok(a) => acked.extend(a),
+            Err(e) => client_errors.push(e),
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+
+    // Expiry: remove the short-lived messages as DynamoDB's TTL would, while the faults
+    // and the kills go on; the consoles' stream consumers must count every removal once.
+    let removed = expire(&store, &proxy, &mut rng, &mut consoles, &mut hits).await?;
+    proxy.set(Faults::default());
+    let report = proxy.report();
+    let settled = settle(&store).await;
+    for c in consoles.iter_mut() {
+        c.stop(true);
+    }
+
+    let found = checks::check(&store, &acked, &receiver).await?;
+    print_report(
+        opts, elapsed, &tally, &acked, &hits, &report, removed, &found,
+    );
+    let mut violations: Vec<String> = client_errors
+        .into_iter()
+        .map(|e| format!("client: {e}"))
+        .collect();
+    violations.extend(found.violations.iter().cloned());
+    if let Err(e) = settled {
+        violations.push(e);
+    }
+    if hot_run.throttled > 0 {
+        violations.push(format!(
+            "the hot-item run was throttled {} times",
+            hot_run.throttled
+        ));
+    }
+    violations.extend(
+        hot_run
+            .failures
+            .iter()
+            .map(|f| format!("hot-item run: {f}")),
+    );
+    let missing = tally.without_retry_after.load(Ordering::Relaxed);
+    if missing > 0 {
+        let examples = tally
+            .bad_answers
+            .lock()
+            .map(|b| b.join("; "))
+            .unwrap_or_default();
+        violations.push(format!(
+            "{missing} 5xx answers without Retry-After ({examples})"
+        ));
+    }
+    for v in &violations {
+        println!("  VIOLATION: {v}");
+    }
+    let ok = violations.is_empty();
+    println!(
+        "  {}",
+        if ok {
+            "every check held"
+        } else {
+            "checks FAILED"
+        }
+    );
+    Ok(ok)
+}
+
+/// One disruption: a console killed (and restarted), or DynamoDB unreachable for a while
+/// (connections refused, or requests left unanswered).
+async fn disrupt(
+    rng: &mut Rng,
+    proxy: &Proxy,
+    consoles: &mut [Console],
+    hits: &mut Disruptions,
+) -> Result<(), String> {
+    let down = Duration::from_millis(300 + rng.below(1700));
+    match rng.below(10) {
+        0..=5 => {
+            let i = rng.below(consoles.len() as u64) as usize;
+            let c = &mut consoles[i];
+            c.stop(false);
+            hits.console_kills += 1;
+            tokio::time::sleep(down.min(Duration::from_millis(1500))).await;
+            c.start()?;
+            if !c.healthy(Duration::from_secs(60)).await {
+                return Err("a console did not come back".into());
+            }
+        }
+        n => {
+            let outage = if n < 8 { Outage::Refuse } else { Outage::Hang };
+            match outage {
+                Outage::Refuse => hits.refused_outages += 1,
+                _ => hits.hung_outages += 1,
+            }
+            proxy.update(|f| f.outage = outage);
+            tokio::time::sleep(down).await;
+            proxy.update(|f| f.outage = Outage::None);
+        }
+    }
+    Ok(())
+}
+
+/// Deletes every expired inbox item as of two hours from now (the `ops` messages), page by
+/// page, with disruptions in between. Returns how many items it removed.
+async fn expire(
+    store: &Store,
+    proxy: &Proxy,
+    rng: &mut Rng,
+    consoles: &mut [Console],
+    hits: &mut Disruptions,
+) -> Result<usize, String> {
+    let later = chrono::Utc::now().timestamp() + 2 * 3600;
+    let mut start = None;
+    let mut removed = 0;
+    loop {
+        let (_, deleted, next) =
+            ops_console::server::store::inbox_stream::sweep_page(store, later, start)
+                .await
+                .map_err(|e| e.to_string())?;
+        removed += deleted;
+        if rng.below(3) == 0 {
+            disrupt(rng, proxy, consoles, hits).await?;
+        }
+        match next {
+            Some(n) => start = Some(n),
+            None => break,
+        }
+    }
+    // A few more seconds of faults while the consumers read the removals.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    disrupt(rng, proxy, consoles, hits).await?;
+    Ok(removed)
+}
+
+/// Waits until the consoles' stream consumers have counted every removal (the inbox
+/// counters agree with a recount), for up to a minute.
+async fn settle(store: &Store) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (drift, _) = ops_console::server::domain::inbox::verify::verify(
+            store,
+            chrono::Utc::now().timestamp(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        if drift.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "inbox counters still disagree with a recount a minute after the run ({} counters)",
+                drift.len()
+            ));
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+fn print_hot(run: &hot::HotRun) {
+    println!(
+        "hot-item run: {} users' measurements (one a second each) and {} readers of one broadcast, {} writes/s per item allowed",
+        hot::USERS,
+        hot::USERS,
+        hot::ITEM_WRITES_PER_S
+    );
+    println!(
+        "  {} requests, throttled {} times; most-written item: {}",
+        run.requests,
+        run.throttled,
+        match &run.hottest {
+            Some((item, n)) => format!("{item} at {n} writes/s"),
+            None => "none".into(),
+        }
+    );
+}
+
+#[allow(clippy::too_many_arguments)]
+fn print_report(
+    opts: &Options,
+    elapsed: f64,
+    tally: &Tally,
+    acked: &[Acked],
+    hits: &Disruptions,
+    report: &dynamodb_faults::Report,
+    removed: usize,
+    found: &checks::Found,
+) {
+    let count = |f: fn(&Acked) -> bool| acked.iter().filter(|a| f(a)).count();
+    let requests = tally.requests.load(Ordering::Relaxed);
+    println!(
+        "chaos: {:.0} s, {} consoles, {} clients, seed {}",
+        elapsed, opts.consoles, opts.clients, opts.seed
+    );
+    println!(
+        "  load held: {} requests ({:.0}/s), {} retries, {} operations",
+        requests,
+        requests as f64 / elapsed.max(1.0),
+        tally.retries.load(Ordering::Relaxed),
+        tally.operations.load(Ordering::Relaxed)
+    );
+    println!(
+        "  acknowledged: {} events, {} publishes, {} measurements, {} flips; {} gave up unanswered",
+        count(|a| matches!(a, Acked::Event { .. })),
+        count(|a| matches!(a, Acked::Publish { .. })),
+        count(|a| matches!(a, Acked::Measurement { .. })),
+        count(|a| matches!(a, Acked::Flip)),
+        tally.unanswered.load(Ordering::Relaxed)
+    );
+    println!(
+        "  5xx answers: {} ({} without Retry-After)",
+        tally.server_errors.load(Ordering::Relaxed),
+        tally.without_retry_after.load(Ordering::Relaxed)
+    );
+    println!(
+        "  disruptions: {} console kills, {} DynamoDB outages refusing connections, {} leaving requests unanswered",
+        hits.console_kills, hits.refused_outages, hits.hung_outages
+    );
+    println!(
+        "  acknowledged requests lost: {}; duplicate effects: {}",
+        found.lost, found.duplicate_effects
+    );
+    println!("  DynamoDB through the proxy: {report}");
+    println!("  expiry: {removed} inbox items removed as TTL would; counted down by the consoles' stream consumers");
+    println!(
+        "  side effects: {} applied at the receiver from {} requests ({} refused by it with 503 and retried, {} re-sent with the same key and dropped)",
+        found.applied, found.receiver_requests, found.receiver_refused, found.resent
+    );
+}

@@ -1,0 +1,134 @@
+//! What went wrong talking to DynamoDB, classified by what the caller can do about it.
+//! AWS answers "not now" in three ways that a retry later fixes (a throttle, a transaction
+//! holding the item, a 5xx or a lost connection); those become [`StoreError::Busy`], which
+//! the API answers with 503 and `Retry-After`. Everything else is a bug or bad data.
+
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+
+/// Why DynamoDB could not do it now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Busy {
+    /// Over a partition's, an item's or the table's rate.
+    Throttled,
+    /// Another transaction held one of the items.
+    Conflict,
+    /// No answer, or a 5xx. For a write this is ambiguous: it may have been applied.
+    Unreachable,
+}
+
+impl Busy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Busy::Throttled => "throttled",
+            Busy::Conflict => "conflict",
+            Busy::Unreachable => "unreachable",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("DynamoDB {op} could not be done now ({}): {detail}", cause.as_str())]
+    Busy {
+        op: &'static str,
+        cause: Busy,
+        detail: String,
+    },
+    #[error("DynamoDB {op} failed: {detail}")]
+    Request { op: &'static str, detail: String },
+    #[error("an item in {table} does not have the shape we write: {detail}")]
+    Corrupt { table: String, detail: String },
+    #[error("the cursor is not one this page handed out")]
+    BadCursor,
+    #[error("table {table} exists with a different key schema: {detail}")]
+    Schema { table: String, detail: String },
+}
+
+/// Error codes DynamoDB (and the AWS SDKs) use for "over the rate".
+const THROTTLED: &[&str] = &[
+    "ThrottlingException",
+    "ProvisionedThroughputExceededException",
+    "RequestLimitExceeded",
+    "LimitExceededException",
+    "Throttling",
+];
+
+/// Error codes for "a transaction is in the way".
+const CONFLICT: &[&str] = &[
+    "TransactionConflictException",
+    "TransactionInProgressException",
+];
+
+/// Error codes for DynamoDB's own failures.
+const SERVER: &[&str] = &[
+    "InternalServerError",
+    "ServiceUnavailable",
+    "InternalFailure",
+];
+
+/// What a service error's code says, if it says "not now".
+pub(crate) fn busy_code(code: Option<&str>) -> Option<Busy> {
+    match code {
+        Some(c) if THROTTLED.contains(&c) => Some(Busy::Throttled),
+        Some(c) if CONFLICT.contains(&c) => Some(Busy::Conflict),
+        Some(c) if SERVER.contains(&c) => Some(Busy::Unreachable),
+        // An error without a code is one the service never answered (a timeout, a reset
+        // connection, a response that could not be read).
+        None => Some(Busy::Unreachable),
+        Some(_) => None,
+    }
+}
+
+impl StoreError {
+    /// Maps a failed request, sorting "not now" from the rest.
+    pub(crate) fn request<E, R>(op: &'static str) -> impl FnOnce(SdkError<E, R>) -> StoreError
+    where
+        E: std::error::Error + ProvideErrorMetadata + 'static,
+        R: std::fmt::Debug,
+    {
+        move |e| {
+            let detail = DisplayErrorContext(&e).to_string();
+            let cause = match &e {
+                SdkError::ServiceError(s) => busy_code(s.err().code()),
+                SdkError::ConstructionFailure(_) => None,
+                _ => Some(Busy::Unreachable),
+            };
+            match cause {
+                Some(cause) => StoreError::Busy { op, cause, detail },
+                None => StoreError::Request { op, detail },
+            }
+        }
+    }
+
+    /// A service error (after `into_service_error`) the caller had no use for.
+    pub(crate) fn service(
+        op: &'static str,
+        e: &(impl std::error::Error + ProvideErrorMetadata + 'static),
+    ) -> StoreError {
+        let detail = DisplayErrorContext(e).to_string();
+        match busy_code(e.code()) {
+            Some(cause) => StoreError::Busy { op, cause, detail },
+            None => StoreError::Request { op, detail },
+        }
+    }
+
+    pub(crate) fn corrupt(table: &str, e: impl std::fmt::Display) -> StoreError {
+        StoreError::Corrupt {
+            table: table.to_string(),
+            detail: e.to_string(),
+        }
+    }
+
+    /// "Not now" of this kind.
+    pub fn busy(&self) -> Option<Busy> {
+        match self {
+            StoreError::Busy { cause, .. } => Some(*cause),
+            _ => None,
+        }
+    }
+
+    /// A throttle or a conflict: DynamoDB did nothing, so doing it again is safe.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self.busy(), Some(Busy::Throttled | Busy::Conflict))
+    }
+}
