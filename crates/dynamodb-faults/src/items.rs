@@ -237,3 +237,45 @@ impl Tokens {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_transaction_names_each_item_whichever_way_it_writes_it() {
+        let body = json!({"TransactItems": [
+            {"Put": {"TableName": "t", "Item": {"pk": {"S": "a"}, "v": {"N": "1"}}}},
+            {"Update": {"TableName": "t", "Key": {"pk": {"S": "a"}}}},
+            {"ConditionCheck": {"TableName": "u", "Key": {"pk": {"S": "b"}}}},
+        ]});
+        let names = vec!["pk".to_string()];
+        let ids: Vec<String> = writes("TransactWriteItems", &body)
+            .iter()
+            .map(|w| identity(w, &names))
+            .collect();
+        assert_eq!(
+            ids[0], ids[1],
+            "a Put and an Update of one item are one item"
+        );
+        assert_ne!(ids[1], ids[2]);
+        let holds = Holds::default();
+        let held = holds.hold(&ids[..1], 1).unwrap();
+        assert_eq!(holds.hold(&ids[1..], 2).err(), Some(vec![0]));
+        drop(held);
+        assert!(holds.hold(&ids[1..], 2).is_ok());
+    }
+
+    #[test]
+    fn a_token_that_succeeded_answers_again_without_writing() {
+        let tokens = Tokens::default();
+        let body =
+            json!({"ClientRequestToken": "t1", "TransactItems": [{"Put": {"TableName": "t"}}]});
+        assert!(matches!(tokens.check(&body), TokenSeen::New));
+        tokens.succeeded(&body);
+        assert!(matches!(tokens.check(&body), TokenSeen::Replay));
+        let other = json!({"ClientRequestToken": "t1", "TransactItems": []});
+        assert!(matches!(tokens.check(&other), TokenSeen::Mismatch));
+    }
+}

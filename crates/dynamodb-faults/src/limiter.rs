@@ -78,3 +78,29 @@ impl Limiter {
         self.0.lock().ok()?.hottest.clone()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_item_past_its_rate_is_throttled_and_a_throttled_write_takes_no_capacity() {
+        let l = Limiter::default();
+        let hot = vec!["t|pk=1".to_string()];
+        assert!(l.admit(&hot, 2).is_empty());
+        assert!(l.admit(&hot, 2).is_empty());
+        assert_eq!(l.admit(&hot, 2), vec![0]);
+        let both = vec!["t|pk=2".to_string(), "t|pk=1".to_string()];
+        assert_eq!(
+            l.admit(&both, 2),
+            vec![1],
+            "the cold item is fine, the hot one is not"
+        );
+        assert!(
+            l.admit(&both[..1], 2).is_empty(),
+            "the refused request took nothing"
+        );
+        assert_eq!(l.hottest().map(|h| h.1), Some(4), "attempts within the second, throttled ones too");
+        assert!(l.admit(&hot, 0).is_empty(), "0: no limit");
+    }
+}

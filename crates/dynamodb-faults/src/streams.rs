@@ -191,3 +191,71 @@ impl Streams {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(seq: &str, key: &str) -> Value {
+        json!({"eventName": "REMOVE", "dynamodb": {"SequenceNumber": seq, "Keys": {"pk": {"S": key}}}})
+    }
+
+    #[test]
+    fn sequence_numbers_compare_as_numbers() {
+        assert!(seq_cmp("000123", "99").is_gt());
+        assert!(seq_cmp("10", "9").is_gt());
+        assert!(seq_cmp("0010", "10").is_eq());
+    }
+
+    #[test]
+    fn iterators_keep_real_ones_with_bars_in_them() {
+        let w = wrap("shard-1", Some("42"), "arn:x|001|abc");
+        let u = unwrap(&w).unwrap();
+        assert_eq!(
+            (u.shard.as_str(), u.last.as_deref(), u.real.as_str()),
+            ("shard-1", Some("42"), "arn:x|001|abc")
+        );
+        assert!(
+            unwrap("arn:x|001").is_none(),
+            "a real iterator passes as it is"
+        );
+        let c = parse_shard("shard-1-c1");
+        assert_eq!((c.real.as_str(), c.child), ("shard-1", Some(1)));
+        assert_eq!(parse_shard("shard-1").child, None);
+    }
+
+    #[test]
+    fn a_split_parent_ends_at_its_split_point_and_the_children_share_the_rest() {
+        let s = Streams::default();
+        assert!(!s.observe("sh", &[record("1", "a"), record("2", "b")], 3));
+        assert!(
+            s.observe("sh", &[record("3", "c")], 3),
+            "splits at the third record"
+        );
+        assert!(!s.observe("sh", &[record("4", "d")], 3), "once");
+        let page = json!({"Records": [record("3", "c"), record("4", "d"), record("5", "e")], "NextShardIterator": "real-next"});
+        let parent = unwrap(&wrap("sh", Some("2"), "real")).unwrap();
+        let (mine, next) = s.page(&parent, &page);
+        assert_eq!(mine.len(), 1, "only what came before the split");
+        assert!(next.is_none(), "closed once read past its end");
+        let mut seen = 0;
+        for i in 0..CHILDREN {
+            let child = unwrap(&wrap(&child_id("sh", i), Some("3"), "real")).unwrap();
+            let (mine, next) = s.page(&child, &page);
+            assert!(next.is_some());
+            seen += mine.len();
+        }
+        assert_eq!(
+            seen, 3,
+            "each record in exactly one child (the child's reader starts after the split)"
+        );
+        let described = s.describe(json!({"StreamDescription": {"Shards": [{"ShardId": "sh", "SequenceNumberRange": {"StartingSequenceNumber": "1"}}]}}));
+        let shards = described["StreamDescription"]["Shards"].as_array().unwrap();
+        assert_eq!(shards.len(), 3);
+        assert_eq!(
+            shards[0]["SequenceNumberRange"]["EndingSequenceNumber"],
+            "3"
+        );
+        assert_eq!(shards[1]["ParentShardId"], "sh");
+    }
+}
