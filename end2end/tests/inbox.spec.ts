@@ -25,9 +25,16 @@ async function compose(page: Page, fields: { users?: string; category?: string; 
   await form.getByLabel('Category').fill(fields.category ?? '');
   await form.getByLabel('Title').fill(fields.title);
   await form.getByLabel('Message').fill(fields.body);
-  await form.getByRole('button', { name: 'Preview' }).click();
+  await form.getByRole('button', { name: /Preview/ }).click();
   await ready(page);
   await expect(page.getByTestId('preview')).toContainText(fields.title);
+}
+
+/** Starts a new message after a receipt. */
+async function newMessage(page: Page) {
+  await page.getByRole('link', { name: 'New message' }).click();
+  await ready(page);
+  await expect(page.getByRole('form', { name: 'Compose' })).toBeVisible();
 }
 
 test.describe('inbox', () => {
@@ -44,6 +51,8 @@ test.describe('inbox', () => {
     const published = page.getByRole('table', { name: 'Published messages' }).getByTestId('publication');
     await expect(published.filter({ hasText: `Maintenance ${r}` })).toHaveCount(1);
 
+    await expect(page.getByTestId('receipt')).toContainText(`Maintenance ${r}`);
+    await newMessage(page);
     await compose(page, { users: `ann-${r}, bob-${r}`, category: 'billing', title: `Invoice ${r}`, body: 'Your invoice is ready.' });
     await page.getByRole('button', { name: 'Publish' }).dblclick();
     await ready(page);
@@ -53,6 +62,7 @@ test.describe('inbox', () => {
     await page.reload();
     await ready(page);
     await expect(published.filter({ hasText: `Invoice ${r}` })).toHaveCount(1);
+    await expect(page.getByTestId('receipt')).toContainText('2 recipient(s)');
 
     await page.getByLabel('User id', { exact: true }).fill(`ann-${r}`);
     await page.getByRole('button', { name: 'View as user' }).click();
@@ -70,5 +80,56 @@ test.describe('inbox', () => {
     // Bob's copy is still unread: receipts are per user.
     const bob = await request.get(`/api/v1/inbox/tenants/${tenant}/inboxes/news/users/bob-${r}/counts`, { headers: auth() });
     expect((await bob.json()).unread).toBe(2);
+  });
+
+  test('a published message shows its receipt, and clicking Publish again (a second tab, a back button) publishes nothing more', async ({ page, context, request }) => {
+    const r = randomBytes(3).toString('hex');
+    const tenant = `e2e-${r}`;
+    await setUp(request, tenant);
+    await signIn(page, 'operator', `/inbox?tenant=${tenant}&inbox=news`);
+    await compose(page, { title: `Once ${r}`, body: 'Only once, please.' });
+    // The compose form posts: nothing of the message is in the URL.
+    expect(page.url()).not.toContain('Only');
+    expect(page.url()).not.toContain(`Once`);
+    const previewUrl = page.url();
+    // A second tab with the same preview, as an impatient person would open.
+    const second = await context.newPage();
+    await second.goto(previewUrl);
+    await ready(second);
+    await page.getByRole('button', { name: 'Publish' }).click();
+    await ready(page);
+    await expect(page.getByTestId('receipt')).toContainText(`Once ${r}`);
+    await expect(page.getByRole('button', { name: 'Publish' })).toHaveCount(0);
+    await second.getByRole('button', { name: 'Publish' }).click();
+    await ready(second);
+    await expect(second.getByTestId('receipt')).toContainText(`Once ${r}`);
+    const published = page.getByRole('table', { name: 'Published messages' }).getByTestId('publication');
+    await page.reload();
+    await ready(page);
+    await expect(published.filter({ hasText: `Once ${r}` })).toHaveCount(1);
+    const feed = await request.get(`/api/v1/inbox/tenants/${tenant}/inboxes/news/users/someone/feed`, { headers: auth() });
+    const items = (await feed.json()).items.filter((i: { title: string }) => i.title === `Once ${r}`);
+    expect(items.length).toBe(1);
+    await second.close();
+  });
+
+  test('editing an inbox shows and keeps its stored lifetimes', async ({ page, request }) => {
+    const r = randomBytes(3).toString('hex');
+    const tenant = `e2e-${r}`;
+    await setUp(request, tenant);
+    const seven = await request.put(`/api/v1/inbox/tenants/${tenant}/inboxes/news`, {
+      headers: auth(),
+      data: { title: 'News', description: 'Product news', ttl: { default: '7d', billing: '2d' } },
+    });
+    expect(seven.status()).toBe(200);
+    await signIn(page, 'operator', `/inbox?tenant=${tenant}&inbox=news`);
+    const edit = page.locator('details', { hasText: 'New inbox or edit this one…' });
+    await edit.locator('summary').click();
+    await expect(edit.getByLabel('Default lifetime')).toHaveValue('7d');
+    await expect(edit.getByLabel('Lifetimes per type')).toHaveValue('billing=2d');
+    await edit.getByLabel('Title').fill(`News ${r}`);
+    await edit.getByRole('button', { name: 'Save inbox' }).click();
+    await ready(page);
+    await expect(page.getByText(`news · billing=2d, default=7d`)).toBeVisible();
   });
 });

@@ -27,6 +27,9 @@ pub async fn search_conversations(query: SearchQuery) -> Result<SearchPage, AppE
         after,
         before,
     } = query;
+    // The page's links carry the recipient as a reference (a phone or an email is not
+    // for URLs); a recipient typed into the URL works too.
+    let recipient = state.refs.resolve(&recipient);
     let form = Form {
         recipient,
         company,
@@ -45,7 +48,13 @@ pub async fn search_conversations(query: SearchQuery) -> Result<SearchPage, AppE
         (None, Some(b)) => Start::Before(b),
         (None, None) => Start::First,
     };
-    view::search_page(&state.store, &state.refs, &form, start).await
+    let mut page = view::search_page(&state.store, &state.refs, &form, start).await?;
+    if !form.recipient.trim().is_empty() {
+        page.recipient = Some(crate::server::domain::redact::conversation_id(
+            &form.recipient,
+        ));
+    }
+    Ok(page)
 }
 
 /// One conversation, as the signed-in user's role may see it.

@@ -16,6 +16,7 @@ pub async fn list_events(
     let cursor = cursor.filter(|c| !c.is_empty());
     event_views::events(
         &state.store,
+        &state.refs,
         conversation.trim(),
         cursor.as_deref(),
         state.clock.now(),
@@ -30,7 +31,7 @@ pub async fn conversation_state(conversation: String) -> Result<StateView, AppEr
     use crate::server::{ctx, domain::event_views};
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
-    event_views::state_view(&state.store, conversation.trim()).await
+    event_views::state_view(&state.store, &state.refs, conversation.trim()).await
 }
 
 /// Audit records by conversation, by action type, or by day (and time range), newest
@@ -56,7 +57,14 @@ pub async fn list_audit(
         from: from.trim(),
         to: to.trim(),
     };
-    event_views::audit(&state.store, &filter, cursor.as_deref(), state.clock.now()).await
+    event_views::audit(
+        &state.store,
+        &state.refs,
+        &filter,
+        cursor.as_deref(),
+        state.clock.now(),
+    )
+    .await
 }
 
 #[server]
@@ -65,7 +73,7 @@ pub async fn list_outbox() -> Result<Vec<OutboxRow>, AppError> {
     use crate::server::{ctx, domain::event_views};
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
-    event_views::outbox(&state.store).await
+    event_views::outbox(&state.store, &state.refs).await
 }
 
 #[server]

@@ -8,6 +8,7 @@ pub async fn load_inbox_page(
     tenant: String,
     inbox: String,
     cursor: Option<String>,
+    draft: Option<String>,
 ) -> Result<InboxPage, AppError> {
     use crate::model::auth::Role;
     use crate::server::{ctx, domain::inbox::views};
@@ -15,6 +16,20 @@ pub async fn load_inbox_page(
     let state = ctx::state()?;
     let mut page = views::page(&state.inbox, &tenant, &inbox, cursor.as_deref()).await?;
     page.can_write = user.role.allows(Role::Operator);
+    if let (true, Some(key), Some(t)) = (
+        page.can_write,
+        draft.filter(|d| !d.is_empty()),
+        &page.tenant,
+    ) {
+        page.draft = views::draft(&state.inbox, &user.name, t, &key, state.clock.now()).await?;
+        // The message in progress keeps its key until the person starts a new one.
+        if key.len() >= 16 && key.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            page.form_key = key;
+        }
+    }
+    for p in &mut page.publications {
+        p.audience = crate::server::domain::redact::for_role(user.role, &p.audience);
+    }
     Ok(page)
 }
 
@@ -75,16 +90,70 @@ pub async fn save_inbox(
     Ok(c.inbox_key)
 }
 
-/// Publishes the compose form once per form key (a double click publishes once).
+/// Keeps the compose form as a draft (checked as a publish would be) and shows its
+/// preview: the page's URL names the draft, never its content.
 #[server]
-pub async fn publish_message(p: PublishForm) -> Result<String, AppError> {
+pub async fn save_draft(p: PublishForm) -> Result<(), AppError> {
     use crate::model::auth::Role;
+    use crate::server::{ctx, domain::inbox::views};
+    let user = ctx::require(Role::Operator)?;
+    let state = ctx::state()?;
+    views::save_draft(&state.inbox, &user.name, &p, state.clock.now()).await?;
+    leptos_axum::redirect(&draft_url(&p.tenant, &p.inbox, &p.idempotency_key));
+    Ok(())
+}
+
+#[cfg(feature = "ssr")]
+fn draft_url(tenant: &str, inbox: &str, key: &str) -> String {
+    use crate::server::http::middleware::url_encode;
+    format!(
+        "/inbox?tenant={}&inbox={}&draft={}",
+        url_encode(tenant.trim()),
+        url_encode(inbox.trim()),
+        url_encode(key.trim())
+    )
+}
+
+/// Publishes a draft, once: its key is the idempotency key, so a double click, a second
+/// tab or a refresh answers with the first publish. The page then shows the receipt.
+#[server]
+pub async fn publish_message(
+    tenant: String,
+    inbox: String,
+    draft: String,
+) -> Result<String, AppError> {
+    use crate::model::auth::Role;
+    use crate::model::inbox::Receipt;
     use crate::server::ctx;
     use crate::server::domain::idempotency::KeyInputs;
     use crate::server::domain::inbox::views;
     use crate::server::forms::{self, Submission};
     let user = ctx::require(Role::Operator)?;
     let state = ctx::state()?;
+    let now = state.clock.now();
+    let found = views::draft(&state.inbox, &user.name, &tenant, &draft, now)
+        .await?
+        .ok_or_else(|| {
+            AppError::invalid(
+                "draft",
+                "This message is no longer here (drafts are kept for a day). Start a new message.",
+            )
+        })?;
+    let p = found.form;
+    if p.inbox.trim() != inbox.trim() {
+        return Err(AppError::invalid(
+            "inbox",
+            "This message was written for another inbox.",
+        ));
+    }
+    let url = draft_url(&p.tenant, &p.inbox, &p.idempotency_key);
+    if let Some(r) = found.receipt {
+        leptos_axum::redirect(&url);
+        return Ok(format!(
+            "Published {} to {} recipient(s).",
+            r.message_id, r.recipients
+        ));
+    }
     let publish = views::parse_form(&p, &user.name)?;
     let sub = Submission {
         actor: &user.name,
@@ -100,7 +169,6 @@ pub async fn publish_message(p: PublishForm) -> Result<String, AppError> {
             .text("cta", publish.cta_uri.as_deref().unwrap_or_default())
             .id("ttl", publish.ttl.clone().unwrap_or_default()),
     };
-    let now = state.clock.now();
     let done = forms::once(&state, sub, |attempt| {
         let (state, p, publish) = (&state, &p, &publish);
         async move {
@@ -108,15 +176,29 @@ pub async fn publish_message(p: PublishForm) -> Result<String, AppError> {
                 .inbox
                 .publish(&p.tenant, &p.inbox, publish, &attempt.key_hash, now)
                 .await?;
-            Ok(serde_json::json!({"ok": true, "data": {"message_id": out.message_id, "recipients": out.recipients}}))
+            Ok(serde_json::json!({"ok": true, "data": {
+                "message_id": out.message_id,
+                "recipients": out.recipients,
+                "published_at": now.to_rfc3339(),
+            }}))
         }
     })
     .await?;
     let data = done.data.unwrap_or_default();
+    let receipt = Receipt {
+        message_id: data["message_id"].as_str().unwrap_or_default().to_string(),
+        recipients: data["recipients"].as_i64().unwrap_or(0),
+        published_at: data["published_at"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+    };
+    views::draft_published(&state.inbox, &user.name, &p, &receipt).await?;
+    tracing::info!(actor = %user.name, message = %receipt.message_id, "published from the console");
+    leptos_axum::redirect(&url);
     Ok(format!(
         "Published {} to {} recipient(s).",
-        data["message_id"].as_str().unwrap_or("the message"),
-        data["recipients"]
+        receipt.message_id, receipt.recipients
     ))
 }
 

@@ -15,7 +15,7 @@ pub async fn load_measurements(
     use crate::model::auth::Role;
     use crate::server::ctx;
     use crate::server::domain::{idempotency_health, measurements::views};
-    ctx::require(Role::Viewer)?;
+    let me = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let now = state.clock.now();
     let user = user.trim().to_string();
@@ -24,7 +24,10 @@ pub async fn load_measurements(
     } else {
         views::series(&state.store, &user).await?
     };
-    let attempts = views::attempts(&state.store, &user, &outcome, cursor.as_deref()).await?;
+    let attempts = views::for_role(
+        views::attempts(&state.store, &user, &outcome, cursor.as_deref()).await?,
+        me.role,
+    );
     let settings = &state.measurements.settings;
     let rates = views::rates(&state.store, &window, settings.alert_duplicate_max_pct, now).await?;
     if let Err(e) = state.idempotency.flush_stats().await {
@@ -61,7 +64,8 @@ pub async fn list_measurement_attempts(
     use crate::model::auth::Role;
     use crate::server::ctx;
     use crate::server::domain::measurements::views;
-    ctx::require(Role::Viewer)?;
+    let me = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
-    views::attempts(&state.store, &user, &outcome, cursor.as_deref()).await
+    let page = views::attempts(&state.store, &user, &outcome, cursor.as_deref()).await?;
+    Ok(views::for_role(page, me.role))
 }

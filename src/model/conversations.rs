@@ -51,6 +51,9 @@ pub struct SearchPage {
     /// How many match, when that was cheap to learn; `exact` false means "at least".
     pub count: Option<u64>,
     pub count_exact: bool,
+    /// The recipient searched for, masked.
+    #[serde(default)]
+    pub recipient: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

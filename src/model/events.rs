@@ -5,7 +5,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EventRow {
     pub event_key: String,
+    /// Masked: a conversation id can carry the recipient's phone or email.
     pub conversation_id: String,
+    /// The conversation's link reference (no personal data in URLs).
+    pub conversation_ref: String,
     pub message_id: Option<String>,
     pub channel: String,
     pub created_at: String,
@@ -24,9 +27,27 @@ pub struct EventPage {
     pub next_cursor: Option<String>,
 }
 
+/// Every action type an audit record can have, with what people call it.
+pub const ACTION_TYPES: &[(&str, &str)] = &[
+    ("decision", "Decision"),
+    ("route", "Route"),
+    ("tag", "Tag"),
+    ("assign", "Assign"),
+    ("auto_reply", "Auto-reply"),
+    ("escalate", "Escalate"),
+    ("kill_switch_change", "Kill switch change"),
+    ("reveal_contact", "Contact revealed"),
+    ("user_change", "User change"),
+    ("api_key_created", "API key created"),
+    ("idempotency_key_expired", "Idempotency key expired"),
+];
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AuditRow {
+    /// Masked, or `system#…` for console-level records.
     pub conversation_id: String,
+    /// The link reference of the conversation; `None` for console-level records.
+    pub conversation_ref: Option<String>,
     pub at: String,
     pub action_type: String,
     pub payload: String,
@@ -39,12 +60,17 @@ pub struct AuditRow {
 pub struct AuditRows {
     pub rows: Vec<AuditRow>,
     pub next_cursor: Option<String>,
+    /// The conversation the rows are filtered by, masked, when they are.
+    #[serde(default)]
+    pub conversation: Option<String>,
 }
 
 /// Table B as the page shows it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StateView {
+    /// Masked.
     pub conversation_id: String,
+    pub conversation_ref: String,
     pub exists: bool,
     pub version: i64,
     pub updated_at: String,
@@ -66,6 +92,7 @@ pub struct OutboxRow {
     pub action_type: String,
     pub target: String,
     pub conversation_id: String,
+    pub conversation_ref: String,
     pub queued_at: String,
 }
 

@@ -41,6 +41,12 @@ pub struct InboxSummary {
     pub description: String,
     /// `default=30d, billing=7d`.
     pub ttl: String,
+    /// The stored default lifetime (empty: the tenant's), as the edit form shows it.
+    #[serde(default)]
+    pub default_ttl: String,
+    /// The stored lifetimes per message type, `billing=7d, promo=2d`.
+    #[serde(default)]
+    pub type_ttls: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -68,8 +74,28 @@ pub struct InboxPage {
     pub publications: Vec<PublicationRow>,
     pub publications_next: Option<String>,
     pub can_write: bool,
-    /// A fresh idempotency key for the publish form.
+    /// A fresh key for a new message: it becomes the draft's key, and the publish's
+    /// idempotency key, for as long as the person works on that message.
     pub form_key: String,
+    /// The message being composed (the page's `draft`), if it is this user's.
+    #[serde(default)]
+    pub draft: Option<Draft>,
+}
+
+/// A message being composed: kept on the server (never in the URL), published at most
+/// once under its key.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Draft {
+    pub form: PublishForm,
+    /// Set once it was published: what the receipt shows instead of the form.
+    pub receipt: Option<Receipt>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Receipt {
+    pub message_id: String,
+    pub recipients: i64,
+    pub published_at: String,
 }
 
 /// The compose form: what to publish, where, to whom.
@@ -86,6 +112,7 @@ pub struct PublishForm {
     pub body: String,
     pub cta_uri: String,
     pub ttl: String,
+    /// The draft's key: also the publish's idempotency key.
     pub idempotency_key: String,
 }
 

@@ -29,6 +29,7 @@ pub fn app(state: AppState) -> Router {
         .route("/api/openapi.json", get(openapi_json))
         .route("/login", post(login::login))
         .route("/logout", post(login::logout))
+        .route("/find", post(crate::server::http::find::find))
         .merge(api::routes(&state))
         .merge(crate::server::http::measurements::pages())
         .leptos_routes(&state, routes, move || shell(leptos_options.clone()))

@@ -186,6 +186,11 @@ fn server_functions() -> Vec<Entry> {
         (
             PublishMessage::PATH,
             o,
+            vec![("tenant", "acme"), ("inbox", "news"), ("draft", key)],
+        ),
+        (
+            SaveDraft::PATH,
+            o,
             vec![
                 ("p[tenant]", "acme"),
                 ("p[inbox]", "news"),

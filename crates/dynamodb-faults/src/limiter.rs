@@ -100,7 +100,11 @@ mod tests {
             l.admit(&both[..1], 2).is_empty(),
             "the refused request took nothing"
         );
-        assert_eq!(l.hottest().map(|h| h.1), Some(4), "attempts within the second, throttled ones too");
+        assert_eq!(
+            l.hottest().map(|h| h.1),
+            Some(4),
+            "attempts within the second, throttled ones too"
+        );
         assert!(l.admit(&hot, 0).is_empty(), "0: no limit");
     }
 }

@@ -3,25 +3,38 @@
 use chrono::{DateTime, Duration, NaiveDate, SecondsFormat, Utc};
 
 use crate::model::events::{
-    AuditRow, AuditRows, EventPage, EventRow, EventStats, OutboxRow, StateView,
+    AuditRow, AuditRows, EventPage, EventRow, EventStats, OutboxRow, StateView, ACTION_TYPES,
 };
 use crate::model::AppError;
+use crate::server::domain::conversations::reference::Refs;
+use crate::server::domain::redact;
 use crate::server::store::audit::{self, AuditItem};
 use crate::server::store::mw::{self, EventRecord};
+use crate::server::store::query::Start;
 use crate::server::store::Store;
 
 const PAGE: i32 = 50;
 
-fn row(r: EventRecord) -> EventRow {
+/// `text` (a key, a payload) with the conversation id it embeds masked, and anything else
+/// personal redacted: event and action keys are built from conversation ids.
+fn masked_in(text: &str, conversation_id: &str) -> String {
+    if conversation_id.is_empty() {
+        return redact::redact(text);
+    }
+    redact::redact(&text.replace(conversation_id, &redact::conversation_id(conversation_id)))
+}
+
+fn row(r: EventRecord, refs: &Refs) -> EventRow {
     let team = r
         .decision
         .as_deref()
         .and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok())
         .and_then(|d| d.get("team").and_then(|t| t.as_str()).map(str::to_string));
     EventRow {
-        event_key: r.event_id,
-        conversation_id: r.conversation_id,
-        message_id: r.source_message_id,
+        event_key: masked_in(&r.event_id, &r.conversation_id),
+        conversation_ref: refs.of_id(&r.conversation_id),
+        conversation_id: redact::conversation_id(&r.conversation_id),
+        message_id: r.source_message_id.map(|m| redact::redact(&m)),
         channel: r.channel,
         created_at: r.created_at,
         status: r.status,
@@ -35,16 +48,16 @@ fn row(r: EventRecord) -> EventRow {
 }
 
 fn check_conversation(id: &str) -> Result<(), AppError> {
-    let ok = id.len() <= 128
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '@' | '+' | '/'));
+    let ok = id.len() <= 512
+        && id.chars().all(|c| {
+            c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '@' | '+' | '/' | '#' | ':')
+        });
     if ok {
         Ok(())
     } else {
         Err(AppError::invalid(
             "conversation",
-            "A conversation id is up to 128 letters, digits, '_', '-', '.', '@', '+' or '/'.",
+            "A conversation id is up to 512 letters, digits, '_', '-', '.', '@', '+', '/', '#' or ':'.",
         ))
     }
 }
@@ -52,15 +65,17 @@ fn check_conversation(id: &str) -> Result<(), AppError> {
 /// A cursor for the recent list also says which day it is in: `<day>:<key cursor>`.
 pub async fn events(
     store: &Store,
+    refs: &Refs,
     conversation: &str,
     cursor: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<EventPage, AppError> {
+    let conversation = &refs.resolve(conversation);
     check_conversation(conversation)?;
     if !conversation.is_empty() {
         let page = mw::events_of_conversation(store, conversation, cursor, PAGE).await?;
         return Ok(EventPage {
-            events: page.items.into_iter().map(row).collect(),
+            events: page.items.into_iter().map(|r| row(r, refs)).collect(),
             next_cursor: page.next_cursor,
         });
     }
@@ -82,7 +97,7 @@ pub async fn events(
         None => None,
     };
     Ok(EventPage {
-        events: page.items.into_iter().map(row).collect(),
+        events: page.items.into_iter().map(|r| row(r, refs)).collect(),
         next_cursor,
     })
 }
@@ -94,14 +109,20 @@ fn bad_cursor() -> AppError {
     )
 }
 
-pub async fn state_view(store: &Store, conversation: &str) -> Result<StateView, AppError> {
+pub async fn state_view(
+    store: &Store,
+    refs: &Refs,
+    conversation: &str,
+) -> Result<StateView, AppError> {
+    let conversation = &refs.resolve(conversation);
     check_conversation(conversation)?;
     if conversation.is_empty() {
         return Err(AppError::invalid("conversation", "Give a conversation id."));
     }
     let s = mw::get_state(store, conversation).await?;
     Ok(StateView {
-        conversation_id: s.conversation_id,
+        conversation_id: redact::conversation_id(conversation),
+        conversation_ref: refs.of_id(conversation),
         exists: s.version > 0,
         version: s.version,
         updated_at: s.updated_at,
@@ -134,16 +155,27 @@ pub struct AuditFilter<'a> {
     pub to: &'a str,
 }
 
-fn audit_row(a: AuditItem) -> AuditRow {
+fn audit_row(a: AuditItem, refs: &Refs) -> AuditRow {
+    let system = a.conversation_id.starts_with("system#");
+    let raw_id = if system {
+        String::new()
+    } else {
+        a.conversation_id.clone()
+    };
     AuditRow {
+        conversation_ref: (!system).then(|| refs.of_id(&a.conversation_id)),
         at: a
             .at()
             .map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true))
             .unwrap_or_default(),
-        conversation_id: a.conversation_id,
+        conversation_id: if system {
+            a.conversation_id
+        } else {
+            redact::conversation_id(&a.conversation_id)
+        },
         action_type: a.action_type,
-        payload: a.action_payload_redacted,
-        idempotency_key: a.idempotency_key,
+        payload: masked_in(&a.action_payload_redacted, &raw_id),
+        idempotency_key: masked_in(&a.idempotency_key, &raw_id),
         result: a.result,
         actor: a.actor,
     }
@@ -165,65 +197,77 @@ fn time_of(day: &str, hhmm: &str, field: &str, end: bool) -> Result<String, AppE
 
 pub async fn audit(
     store: &Store,
+    refs: &Refs,
     f: &AuditFilter<'_>,
     cursor: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<AuditRows, AppError> {
-    check_conversation(f.conversation)?;
-    let page = if !f.conversation.is_empty() {
-        audit::list_partition(store, f.conversation, cursor, PAGE).await?
-    } else if !f.action_type.is_empty() {
-        if f.action_type.len() > 64
-            || !f
-                .action_type
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_')
-        {
-            return Err(AppError::invalid("action_type", "Not an action type."));
-        }
-        audit::list_by_type(store, f.action_type, cursor, PAGE).await?
+    let conversation = refs.resolve(f.conversation);
+    check_conversation(&conversation)?;
+    let action_type = f.action_type;
+    if !action_type.is_empty() && !ACTION_TYPES.iter().any(|(t, _)| *t == action_type) {
+        let known: Vec<&str> = ACTION_TYPES.iter().map(|(t, _)| *t).collect();
+        return Err(AppError::invalid(
+            "action_type",
+            format!(
+                "There is no action type \"{}\". Known types: {}.",
+                action_type.chars().take(64).collect::<String>(),
+                known.join(", ")
+            ),
+        ));
+    }
+    // A day is needed for a time range, and is the partition when nothing else is given.
+    let day = if f.day.is_empty() {
+        let needs_day = (conversation.is_empty() && action_type.is_empty())
+            || !f.from.is_empty()
+            || !f.to.is_empty();
+        needs_day.then(|| now.format("%Y-%m-%d").to_string())
     } else {
-        let day = if f.day.is_empty() {
-            now.format("%Y-%m-%d").to_string()
-        } else {
-            NaiveDate::parse_from_str(f.day, "%Y-%m-%d")
-                .map_err(|_| AppError::invalid("day", "A day is YYYY-MM-DD."))?;
-            f.day.to_string()
-        };
-        let between = match (f.from.is_empty(), f.to.is_empty()) {
-            (true, true) => None,
-            _ => {
-                let from = if f.from.is_empty() { "00:00" } else { f.from };
-                let to = if f.to.is_empty() { "23:59" } else { f.to };
-                let (from, to) = (
-                    time_of(&day, from, "from", false)?,
-                    time_of(&day, to, "to", true)?,
-                );
-                if from > to {
-                    return Err(AppError::invalid("to", "The range ends before it starts."));
-                }
-                Some((from, to))
-            }
-        };
-        let between_ref = between.as_ref().map(|(a, b)| (a.as_str(), b.as_str()));
-        audit::list_by_day(store, &day, between_ref, cursor, PAGE).await?
+        NaiveDate::parse_from_str(f.day, "%Y-%m-%d")
+            .map_err(|_| AppError::invalid("day", "A day is YYYY-MM-DD."))?;
+        Some(f.day.to_string())
     };
+    let between = match (&day, f.from.is_empty(), f.to.is_empty()) {
+        (Some(day), false, _) | (Some(day), _, false) => {
+            let from = if f.from.is_empty() { "00:00" } else { f.from };
+            let to = if f.to.is_empty() { "23:59" } else { f.to };
+            let (from, to) = (
+                time_of(day, from, "from", false)?,
+                time_of(day, to, "to", true)?,
+            );
+            if from > to {
+                return Err(AppError::invalid("to", "The range ends before it starts."));
+            }
+            Some((from, to))
+        }
+        _ => None,
+    };
+    let q = audit::AuditQuery {
+        partition: (!conversation.is_empty()).then_some(conversation.as_str()),
+        action_type: (!action_type.is_empty()).then_some(action_type),
+        day: day.as_deref(),
+        between: between.as_ref().map(|(a, b)| (a.as_str(), b.as_str())),
+    };
+    let start = cursor.map_or(Start::First, Start::After);
+    let (items, next_cursor) = audit::list(store, &q, start, PAGE as usize).await?;
     Ok(AuditRows {
-        rows: page.items.into_iter().map(audit_row).collect(),
-        next_cursor: page.next_cursor,
+        rows: items.into_iter().map(|a| audit_row(a, refs)).collect(),
+        next_cursor,
+        conversation: (!conversation.is_empty()).then(|| redact::conversation_id(&conversation)),
     })
 }
 
-pub async fn outbox(store: &Store) -> Result<Vec<OutboxRow>, AppError> {
+pub async fn outbox(store: &Store, refs: &Refs) -> Result<Vec<OutboxRow>, AppError> {
     let page = mw::outbox(store, None, PAGE).await?;
     Ok(page
         .items
         .into_iter()
         .map(|a| OutboxRow {
-            action_key: a.event_id,
             action_type: a.action_type,
             target: a.target,
-            conversation_id: a.conversation_id,
+            action_key: masked_in(&a.event_id, &a.conversation_id),
+            conversation_ref: refs.of_id(&a.conversation_id),
+            conversation_id: redact::conversation_id(&a.conversation_id),
             queued_at: a.updated_at,
         })
         .collect())

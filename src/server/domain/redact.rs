@@ -97,6 +97,37 @@ pub fn order_number(text: &str) -> Option<String> {
         .find(|candidate| digit_count(candidate) >= 3)
 }
 
+/// A conversation id as anyone but an admin who revealed it may see it. Ids of the
+/// conversations table end with the recipient's handle (`company#project#request#handle`,
+/// the handle a phone number, or an email with `@` written `.at.`): the handle is masked
+/// like a phone or an email; the rest, and any other id, is redacted like free text.
+pub fn conversation_id(id: &str) -> String {
+    match id.rsplit_once('#') {
+        Some((head, handle)) if head.matches('#').count() >= 2 => {
+            let masked = if handle.contains('@') || handle.contains(".at.") {
+                "***@***".to_string()
+            } else if digit_count(handle) >= 7 {
+                format!("***-***-{}", last4(handle))
+            } else {
+                redact(handle)
+            };
+            format!("{}#{masked}", redact(head))
+        }
+        _ => redact(id),
+    }
+}
+
+/// Free text or an identifier as `role` may see it: viewers see no personal data, so
+/// what could be a phone number or an email (a user id, a reason, a label) is redacted
+/// for them; operators and admins work with it as it is.
+pub fn for_role(role: crate::model::auth::Role, text: &str) -> String {
+    if role.allows(crate::model::auth::Role::Operator) {
+        text.to_string()
+    } else {
+        redact(text)
+    }
+}
+
 /// The last 4 letters or digits of an identifier.
 pub fn last4_of(id: &str) -> String {
     last4(id)
@@ -114,6 +145,29 @@ pub fn excerpt(text: &str, max_chars: usize) -> String {
             .take(max_chars.saturating_sub(1))
             .collect();
         format!("{cut}…")
+    }
+}
+
+#[cfg(test)]
+mod conversation_id_tests {
+    use super::conversation_id;
+
+    #[test]
+    fn the_recipient_handle_of_a_conversation_id_is_masked() {
+        assert_eq!(
+            conversation_id("ci-acme-001#p1#req7x000001#15551234567"),
+            "ci-acme-001#p1#req7x000001#***-***-4567"
+        );
+        assert_eq!(
+            conversation_id("ci-acme-001#p1#req7#jane.doe.at.example.com"),
+            "ci-acme-001#p1#req7#***@***"
+        );
+        assert_eq!(conversation_id("helpdesk-conv-42"), "helpdesk-conv-42");
+        assert_eq!(
+            conversation_id("wa:+1 555 123 4567"),
+            "wa:***-***-4567",
+            "other ids are redacted like text"
+        );
     }
 }
 

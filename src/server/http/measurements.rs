@@ -250,13 +250,15 @@ async fn audit_csv(
     Query(q): Query<CsvQuery>,
     req: Request,
 ) -> Result<Response, Problem> {
-    let allowed = req
+    let Some(role) = req
         .extensions()
         .get::<CurrentUser>()
-        .is_some_and(|u| u.role.allows(Role::Viewer));
-    if !allowed {
+        .map(|u| u.role)
+        .filter(|r| r.allows(Role::Viewer))
+    else {
         return Err(Problem::from(AppError::Unauthenticated));
-    }
+    };
+    let shown = |s: &str| crate::server::domain::redact::for_role(role, s);
     let user = q.user.unwrap_or_default();
     let outcome = q.outcome.unwrap_or_default();
     if !outcome.is_empty() && !store::OUTCOMES.contains(&outcome.as_str()) {
@@ -281,13 +283,14 @@ async fn audit_csv(
             .filter(|a| outcome.is_empty() || a.action == outcome)
         {
             let p = a.payload.clone().unwrap_or_default();
+            let (user_id, reason) = (shown(&a.user_id), shown(&a.reason));
             rows.push(
                 [
                     &a.at,
-                    &a.user_id,
+                    &user_id,
                     &a.measurement_id,
                     &a.action,
-                    &a.reason,
+                    &reason,
                     &p.weight_kg,
                     &p.timestamp,
                     &p.unit,
@@ -305,7 +308,11 @@ async fn audit_csv(
             None => break,
         }
     }
-    let name = if user.is_empty() { outcome } else { user };
+    let name = if user.is_empty() {
+        outcome
+    } else {
+        shown(&user)
+    };
     let disposition = format!(
         "attachment; filename=\"measurement-audit-{}.csv\"",
         name.chars()

@@ -2,6 +2,7 @@
 
 pub mod api;
 pub mod conversations;
+pub mod find;
 pub mod idempotency;
 pub mod inbox;
 pub mod login;

@@ -149,64 +149,74 @@ pub async fn put(store: &Store, item: &AuditItem) -> Result<(), StoreError> {
     .await
 }
 
-/// Newest first, one action type across every partition (the by-type index).
-pub async fn list_by_type(
-    store: &Store,
-    action_type: &str,
-    cursor: Option<&str>,
-    limit: i32,
-) -> Result<AuditPage, StoreError> {
-    let table = store.table(MW_AUDIT_ACTIONS.base);
-    let start = cursor
-        .map(|c| cursor::decode(c, &["conversation_id", "ts_action_id", "action_type"]))
-        .transpose()?;
-    let out = store
-        .client()
-        .query()
-        .table_name(&table)
-        .index_name(super::schema::AUDIT_BY_TYPE_INDEX)
-        .key_condition_expression("action_type = :t")
-        .expression_attribute_values(":t", AttributeValue::S(action_type.to_string()))
-        .scan_index_forward(false)
-        .limit(limit)
-        .set_exclusive_start_key(start)
-        .send()
-        .await
-        .map_err(StoreError::request("Query"))?;
-    page(&table, out.items, out.last_evaluated_key.as_ref())
+/// Which audit records to list: at most one of `partition`, then `action_type`, then `day`
+/// picks the partition (of the table or of an index); the others narrow it.
+#[derive(Clone, Debug, Default)]
+pub struct AuditQuery<'a> {
+    pub partition: Option<&'a str>,
+    pub action_type: Option<&'a str>,
+    pub day: Option<&'a str>,
+    /// RFC 3339 bounds on the record's time (both inclusive).
+    pub between: Option<(&'a str, &'a str)>,
 }
 
-/// Newest first, one day, optionally only between two RFC 3339 times (the by-day index).
-pub async fn list_by_day(
+/// Newest first, every filter applied together: one `Query` of the narrowest partition,
+/// with the time range on the sort key and the rest as filters.
+pub async fn list(
     store: &Store,
-    day: &str,
-    between: Option<(&str, &str)>,
-    cursor: Option<&str>,
-    limit: i32,
-) -> Result<AuditPage, StoreError> {
+    q: &AuditQuery<'_>,
+    start: super::query::Start<'_>,
+    size: usize,
+) -> Result<(Vec<AuditItem>, Option<String>), StoreError> {
+    use super::query::{Cond, Spec};
     let table = store.table(MW_AUDIT_ACTIONS.base);
-    let start = cursor
-        .map(|c| cursor::decode(c, &["conversation_id", "ts_action_id", "audit_day"]))
-        .transpose()?;
-    let mut req = store
-        .client()
-        .query()
-        .table_name(&table)
-        .index_name(super::schema::AUDIT_BY_DAY_INDEX)
-        .expression_attribute_values(":d", AttributeValue::S(day.to_string()))
-        .scan_index_forward(false)
-        .limit(limit)
-        .set_exclusive_start_key(start);
-    req = match between {
-        Some((from, to)) => req
-            .key_condition_expression("audit_day = :d AND ts_action_id BETWEEN :from AND :to")
-            .expression_attribute_values(":from", AttributeValue::S(from.to_string()))
-            // Every id at `to` sorts below `to` + '~'.
-            .expression_attribute_values(":to", AttributeValue::S(format!("{to}~"))),
-        None => req.key_condition_expression("audit_day = :d"),
+    let s = |v: &str| AttributeValue::S(v.to_string());
+    let range = q
+        .between
+        // Every id at `to` sorts below `to` + '~'.
+        .map(|(from, to)| Cond::Between(s(from), s(&format!("{to}~"))))
+        .or_else(|| q.day.map(|d| Cond::BeginsWith(d.to_string())));
+    let mut filters = Vec::new();
+    let (index, pk, key_attrs) = if let Some(p) = q.partition {
+        if let Some(t) = q.action_type {
+            filters.push(("action_type", Cond::Eq(s(t))));
+        }
+        (
+            None,
+            ("conversation_id", s(p)),
+            vec!["conversation_id", "ts_action_id"],
+        )
+    } else if let Some(t) = q.action_type {
+        (
+            Some(super::schema::AUDIT_BY_TYPE_INDEX),
+            ("action_type", s(t)),
+            vec!["conversation_id", "ts_action_id", "action_type"],
+        )
+    } else {
+        let day = q.day.unwrap_or_default();
+        (
+            Some(super::schema::AUDIT_BY_DAY_INDEX),
+            ("audit_day", s(day)),
+            vec!["conversation_id", "ts_action_id", "audit_day"],
+        )
     };
-    let out = req.send().await.map_err(StoreError::request("Query"))?;
-    page(&table, out.items, out.last_evaluated_key.as_ref())
+    let spec = Spec {
+        table: table.clone(),
+        index,
+        pk,
+        sk: range.map(|r| ("ts_action_id", r)),
+        filters,
+        ascending: false,
+        key_attrs,
+        projection: None,
+    };
+    let page = super::query::page(store, &spec, start, size).await?;
+    let items = page
+        .items
+        .into_iter()
+        .map(|i| serde_dynamo::from_item(i).map_err(|e| StoreError::corrupt(&table, e)))
+        .collect::<Result<Vec<AuditItem>, _>>()?;
+    Ok((items, page.next))
 }
 
 /// How many of one day's records have a result starting with `prefix`.

@@ -7,9 +7,9 @@ use leptos_router::hooks::use_query_map;
 
 use crate::api::events::list_audit;
 use crate::api::measurements::list_measurement_attempts;
-use crate::model::events::AuditRow;
+use crate::model::events::{AuditRow, ACTION_TYPES};
 use crate::ui::components::alert::ErrorBox;
-use crate::ui::pages::events::{conversation_href, enc};
+use crate::ui::pages::events::{conversation_href, enc, is_reference};
 use crate::ui::pages::measurements::AttemptsSection;
 
 #[component]
@@ -21,7 +21,7 @@ pub fn AuditTable(rows: Vec<AuditRow>) -> impl IntoView {
         .into_iter()
         .map(|r| {
             let suppressed = r.result.starts_with("suppressed");
-            let conversation = (!r.conversation_id.starts_with("system#")).then(|| conversation_href(&r.conversation_id));
+            let conversation = r.conversation_ref.as_deref().map(conversation_href);
             view! {
                 <tr class="border-t border-slate-100 align-top" data-testid="audit-row">
                     <td class="py-1 text-xs">{r.at}</td>
@@ -75,17 +75,46 @@ pub fn AuditPage() -> impl IntoView {
             </label>
         }
     };
+    let conversation_value = move || {
+        let c = get("conversation");
+        if is_reference(&c) {
+            String::new()
+        } else {
+            c
+        }
+    };
+    let types = move || {
+        let current = get("action_type");
+        ACTION_TYPES
+            .iter()
+            .map(|(value, label)| view! { <option value=*value selected=current == *value>{*label}</option> })
+            .collect_view()
+    };
     view! {
         <Title text="Audit" />
         <h1 class="text-2xl font-semibold">"Audit"</h1>
-        <p class="mt-1 text-sm text-slate-600">"By conversation, by action type, or by day (UTC) and time range; newest first."</p>
-        <form method="get" action="/audit" class="mt-4 flex flex-wrap items-end gap-2">
-            {field("conversation", "Conversation", "id")}
-            {field("action_type", "Action type", "route, tag, decision…")}
+        <p class="mt-1 text-sm text-slate-600">"By conversation, action type, day (UTC) and time range, in any combination; newest first."</p>
+        // Posted, not a GET: a conversation id can carry a phone number or an email.
+        <form method="post" action="/find" class="mt-4 flex flex-wrap items-end gap-2">
+            <input type="hidden" name="page" value="audit" />
+            // The conversation on screen stays the filter's until another one is typed.
+            <input type="hidden" name="conversation_ref" value=move || { let c = get("conversation"); if is_reference(&c) { c } else { String::new() } } />
+            <label class="text-sm">
+                <span class="block text-slate-600">"Conversation"</span>
+                <input name="conversation" placeholder="id" value=conversation_value class="w-40 rounded border border-slate-300 px-2 py-1 text-sm" />
+            </label>
+            <label class="text-sm">
+                <span class="block text-slate-600">"Action type"</span>
+                <select name="action_type" class="rounded border border-slate-300 px-2 py-1 text-sm">
+                    <option value="">"any"</option>
+                    {types}
+                </select>
+            </label>
             {field("day", "Day", "YYYY-MM-DD")}
             {field("from", "From", "HH:MM")}
             {field("to", "To", "HH:MM")}
             <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-sm text-white">"Show"</button>
+            <a href="/audit" class="px-2 py-1.5 text-sm text-sky-800 underline">"Clear"</a>
         </form>
         <Transition fallback=|| view! { <p class="mt-4 text-slate-500">"Loading…"</p> }>
             {move || Suspend::new(async move {
@@ -99,7 +128,10 @@ pub fn AuditPage() -> impl IntoView {
                             );
                             view! { <a class="mt-2 inline-block text-sm text-sky-800 underline" href=href>"Older"</a> }
                         });
-                        view! { <AuditTable rows=page.rows /> {more} }.into_any()
+                        let filtered = page.conversation.clone().map(|c| view! {
+                            <p class="mt-3 text-sm text-slate-600" data-testid="audit-conversation">"Conversation "<span class="font-mono">{c}</span></p>
+                        });
+                        view! { {filtered} <AuditTable rows=page.rows /> {more} }.into_any()
                     }
                     Err(error) => view! { <div class="mt-4"><ErrorBox error /></div> }.into_any(),
                 }

@@ -9,7 +9,7 @@ use leptos_router::hooks::use_query_map;
 use crate::api::conversations::search_conversations;
 use crate::model::conversations::{ConversationRow, SearchPage, SearchQuery};
 use crate::ui::components::alert::ErrorBox;
-use crate::ui::pages::events::enc;
+use crate::ui::pages::events::{enc, is_reference};
 
 /// The search form's fields, in the order of the query string.
 const FIELDS: [&str; 9] = [
@@ -90,9 +90,14 @@ pub fn ConversationsPage() -> impl IntoView {
         <p class="mt-1 text-sm text-slate-600">
             "Find conversations by recipient, by company and project, or by the company's sending number. Phones, emails and names are masked."
         </p>
-        <form method="get" action="/conversations" class="mt-4 grid grid-cols-2 gap-3 rounded-lg border border-slate-200 bg-white p-4 text-sm md:grid-cols-4">
+        // Posted, not a GET: a recipient is a phone number or an email, which must not end up
+        // in the URL or in the page's links (the server answers with a reference instead).
+        <form method="post" action="/find" class="mt-4 grid grid-cols-2 gap-3 rounded-lg border border-slate-200 bg-white p-4 text-sm md:grid-cols-4">
+            <input type="hidden" name="page" value="conversations" />
+            // The recipient on screen stays the search's until another one is typed.
+            <input type="hidden" name="recipient_ref" value=move || { let r = field("recipient")(); if is_reference(&r) { r } else { String::new() } } />
             <label class="col-span-2">"Recipient phone or email"
-                <input name="recipient" value=field("recipient") class=input placeholder="+447123456789 or jane@example.com" />
+                <input name="recipient" value=move || { let r = field("recipient")(); if is_reference(&r) { String::new() } else { r } } class=input placeholder="+447123456789 or jane@example.com" />
             </label>
             <label>"Company"<input name="company" value=field("company") class=input placeholder="ci-aaa-001" /></label>
             <label>"Project"<input name="project" value=field("project") class=input placeholder="pi-aaa-001" /></label>
@@ -159,6 +164,7 @@ fn Results(page: SearchPage, base: String) -> impl IntoView {
     });
     view! {
         <p class="mt-4 text-xs text-slate-500" data-testid="search-meta">
+            {page.recipient.clone().map(|r| format!("Recipient {r} · "))}
             {count.unwrap_or_default()}" · answered by "<span class="font-mono">{page.index}</span>
         </p>
         <table class="mt-2 w-full text-left text-sm" aria-label="Conversations">

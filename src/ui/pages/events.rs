@@ -21,8 +21,16 @@ pub fn enc(s: &str) -> String {
         .collect()
 }
 
-pub fn conversation_href(id: &str) -> String {
-    format!("/events/conversation?id={}", enc(id))
+/// A conversation's page, by its link reference (never its id: ids can carry a phone
+/// number or an email, and URLs end up in histories and logs).
+pub fn conversation_href(reference: &str) -> String {
+    format!("/events/conversation?id={}", enc(reference))
+}
+
+/// Whether a filter value is a link reference the server made (long lower-case hex), in
+/// which case the form shows it empty rather than as a string of hex.
+pub fn is_reference(value: &str) -> bool {
+    value.len() >= 38 && value.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 #[component]
@@ -40,10 +48,13 @@ pub fn EventsPage() -> impl IntoView {
         <p class="mt-1 text-sm text-slate-600">
             "Every message the helpdesk delivered, newest first, with the decision taken. Message text is never stored."
         </p>
-        <form method="get" action="/events" class="mt-4 flex items-end gap-2">
+        // Posted, not a GET: what a person types here can be a phone number.
+        <form method="post" action="/find" class="mt-4 flex items-end gap-2">
+            <input type="hidden" name="page" value="events" />
+            <input type="hidden" name="conversation_ref" value=move || { let c = conversation(); if is_reference(&c) { c } else { String::new() } } />
             <label class="text-sm">
                 <span class="block text-slate-600">"Conversation"</span>
-                <input name="conversation" value=conversation class="rounded border border-slate-300 px-2 py-1 font-mono text-sm" />
+                <input name="conversation" value=move || { let c = conversation(); if is_reference(&c) { String::new() } else { c } } class="rounded border border-slate-300 px-2 py-1 font-mono text-sm" />
             </label>
             <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-sm text-white">"Filter"</button>
             <a href="/events" class="px-2 py-1.5 text-sm text-sky-800 underline">"All"</a>
@@ -86,7 +97,7 @@ fn EventTable(page: EventPage, conversation: String) -> impl IntoView {
             view! {
                 <tr class="border-t border-slate-100" data-testid="event-row">
                     <td class="py-1 text-xs">{e.created_at.clone()}</td>
-                    <td class="py-1 font-mono text-xs"><a class="text-sky-800 underline" href=conversation_href(&e.conversation_id)>{e.conversation_id.clone()}</a></td>
+                    <td class="py-1 font-mono text-xs"><a class="text-sky-800 underline" href=conversation_href(&e.conversation_ref)>{e.conversation_id.clone()}</a></td>
                     <td class="py-1 font-mono text-xs">{e.message_id.clone().unwrap_or_else(|| "(hash)".into())}</td>
                     <td class="py-1">{e.channel.clone()}</td>
                     <td class="py-1">{e.mode.clone()}{e.safe_mode.then_some(" · safe mode")}</td>
@@ -129,7 +140,7 @@ fn OutboxTable(rows: Vec<OutboxRow>) -> impl IntoView {
                 <td class="py-1 text-xs">{r.queued_at}</td>
                 <td class="py-1">{r.action_type}</td>
                 <td class="py-1">{r.target}</td>
-                <td class="py-1 font-mono text-xs"><a class="text-sky-800 underline" href=conversation_href(&r.conversation_id)>{r.conversation_id.clone()}</a></td>
+                <td class="py-1 font-mono text-xs"><a class="text-sky-800 underline" href=conversation_href(&r.conversation_ref)>{r.conversation_id.clone()}</a></td>
                 <td class="py-1 font-mono text-xs">{r.action_key}</td>
             </tr>
         })
@@ -166,11 +177,13 @@ pub fn ConversationStatePage() -> impl IntoView {
     view! {
         <Title text="Conversation state" />
         <a href="/events" class="text-sm text-sky-800 underline">"← Events"</a>
-        <h1 class="mt-2 text-2xl font-semibold">"Conversation "<span class="font-mono">{id}</span></h1>
         <Transition fallback=|| view! { <p class="mt-4 text-slate-500">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match state.await {
-                    Ok(s) => view! { <StateCard s /> }.into_any(),
+                    Ok(s) => view! {
+                        <h1 class="mt-2 text-2xl font-semibold">"Conversation "<span class="font-mono" data-testid="conversation-id">{s.conversation_id.clone()}</span></h1>
+                        <StateCard s />
+                    }.into_any(),
                     Err(error) => view! { <div class="mt-4"><ErrorBox error /></div> }.into_any(),
                 }
             })}

@@ -6,8 +6,8 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::inbox::{load_inbox_page, PublishMessage, SaveInbox, SaveTenant};
-use crate::model::inbox::{InboxPage, PublicationRow};
+use crate::api::inbox::{load_inbox_page, PublishMessage, SaveDraft, SaveInbox, SaveTenant};
+use crate::model::inbox::{Draft, InboxPage, PublicationRow, PublishForm};
 use crate::ui::components::alert::{ActionResult, ErrorBox};
 use crate::ui::pages::events::enc;
 
@@ -20,6 +20,7 @@ pub fn InboxPageView() -> impl IntoView {
     let q = move |k: &'static str| query.read().get(k).unwrap_or_default();
     let save_tenant = ServerAction::<SaveTenant>::new();
     let save_inbox = ServerAction::<SaveInbox>::new();
+    let save_draft = ServerAction::<SaveDraft>::new();
     let publish = ServerAction::<PublishMessage>::new();
     let data = Resource::new(
         move || {
@@ -27,10 +28,14 @@ pub fn InboxPageView() -> impl IntoView {
                 q("tenant"),
                 q("inbox"),
                 query.read().get("cursor"),
-                save_tenant.version().get() + save_inbox.version().get() + publish.version().get(),
+                query.read().get("draft"),
+                save_tenant.version().get()
+                    + save_inbox.version().get()
+                    + save_draft.version().get()
+                    + publish.version().get(),
             )
         },
-        |(t, i, c, _)| load_inbox_page(t, i, c),
+        |(t, i, c, d, _)| load_inbox_page(t, i, c, d),
     );
     view! {
         <Title text="Inbox" />
@@ -39,12 +44,13 @@ pub fn InboxPageView() -> impl IntoView {
         <div class="mt-3 space-y-2">
             <ActionResult value=move || save_tenant.value().get() success=|t: &String| format!("Tenant {t} saved.") />
             <ActionResult value=move || save_inbox.value().get() success=|i: &String| format!("Inbox {i} saved.") />
+            <ActionResult value=move || save_draft.value().get() success=|_: &()| "Preview updated.".to_string() />
             <ActionResult value=move || publish.value().get() success=|m: &String| m.clone() />
         </div>
         <Transition fallback=|| view! { <p class="mt-4 text-slate-500">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match data.await {
-                    Ok(page) => view! { <Rooms page save_tenant save_inbox publish /> }.into_any(),
+                    Ok(page) => view! { <Rooms page save_tenant save_inbox save_draft publish /> }.into_any(),
                     Err(error) => view! { <div class="mt-4"><ErrorBox error /></div> }.into_any(),
                 }
             })}
@@ -57,6 +63,7 @@ fn Rooms(
     page: InboxPage,
     save_tenant: ServerAction<SaveTenant>,
     save_inbox: ServerAction<SaveInbox>,
+    save_draft: ServerAction<SaveDraft>,
     publish: ServerAction<PublishMessage>,
 ) -> impl IntoView {
     let tenant = page.tenant.clone().unwrap_or_default();
@@ -98,16 +105,9 @@ fn Rooms(
         let tenant_key = t.clone();
         let form = page.can_write.then(|| {
             let current = page.inbox.clone();
-            let types = current
-                .as_ref()
-                .map(|c| {
-                    c.ttl
-                        .split(", ")
-                        .filter(|p| !p.starts_with("default="))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                })
-                .unwrap_or_default();
+            // What is stored, so saving another change keeps it.
+            let default_ttl = current.as_ref().map(|c| c.default_ttl.clone()).unwrap_or_default();
+            let types = current.as_ref().map(|c| c.type_ttls.clone()).unwrap_or_default();
             view! {
                 <details class="mt-3 rounded border border-slate-200 bg-slate-50 p-3 text-sm">
                     <summary class="cursor-pointer font-medium text-sky-800">"New inbox or edit this one…"</summary>
@@ -116,7 +116,7 @@ fn Rooms(
                         <label>"Inbox key"<input name="inbox" value=current.as_ref().map(|c| c.key.clone()).unwrap_or_default() class=INPUT /></label>
                         <label>"Title"<input name="title" value=current.as_ref().map(|c| c.title.clone()).unwrap_or_default() class=INPUT /></label>
                         <label class="col-span-2">"Description"<input name="description" value=current.as_ref().map(|c| c.description.clone()).unwrap_or_default() class=INPUT /></label>
-                        <label>"Default lifetime"<input name="ttl" value="30d" class=INPUT /></label>
+                        <label>"Default lifetime"<input name="ttl" value=default_ttl placeholder="the tenant's" class=INPUT /></label>
                         <label>"Lifetimes per type"<input name="ttl_types" value=types placeholder="billing=7d, promo=2d" class=INPUT /></label>
                         <div><button type="submit" class=BUTTON>"Save inbox"</button></div>
                     </ActionForm>
@@ -133,7 +133,7 @@ fn Rooms(
         .into_any()
     });
     let chosen = page.inbox.clone().zip(page.tenant.clone()).map(|(i, t)| {
-        view! { <InboxRoom tenant=t inbox=i.key.clone() title=i.title.clone() page=page.clone() publish /> }.into_any()
+        view! { <InboxRoom tenant=t inbox=i.key.clone() title=i.title.clone() page=page.clone() save_draft publish /> }.into_any()
     });
     view! {
         <section class="mt-4">
@@ -152,64 +152,29 @@ fn InboxRoom(
     inbox: String,
     title: String,
     page: InboxPage,
+    save_draft: ServerAction<SaveDraft>,
     publish: ServerAction<PublishMessage>,
 ) -> impl IntoView {
-    let query = use_query_map();
-    let q = move |k: &str| query.read_untracked().get(k).unwrap_or_default();
-    let previewing = !q("title").is_empty() || !q("body").is_empty();
-    let compose = page.can_write.then(|| {
-        let everyone = q("audience") != "users";
-        view! {
-            <form method="get" action="/inbox" class="mt-2 grid grid-cols-2 gap-2 rounded-lg border border-slate-200 bg-white p-4 text-sm" aria-label="Compose">
-                <input type="hidden" name="tenant" value=tenant.clone() />
-                <input type="hidden" name="inbox" value=inbox.clone() />
-                <fieldset class="col-span-2 flex gap-4">
-                    <legend class="sr-only">"Audience"</legend>
-                    <label><input type="radio" name="audience" value="everyone" checked=everyone />" Everyone"</label>
-                    <label><input type="radio" name="audience" value="users" checked=!everyone />" These users"</label>
-                </fieldset>
-                <label class="col-span-2">"User ids (one per line or comma-separated)"<textarea name="uids" rows="2" class=INPUT>{q("uids")}</textarea></label>
-                <label>"Category"<input name="category" value=q("category") class=INPUT /></label>
-                <label>"Lifetime (empty: the inbox's)"<input name="ttl" value=q("ttl") placeholder="7d" class=INPUT /></label>
-                <label class="col-span-2">"Title"<input name="title" value=q("title") class=INPUT /></label>
-                <label class="col-span-2">"Message"<textarea name="body" rows="3" class=INPUT>{q("body")}</textarea></label>
-                <label class="col-span-2">"Link (optional, http or https)"<input name="cta_uri" value=q("cta_uri") class=INPUT /></label>
-                <div><button type="submit" class=BUTTON>"Preview"</button></div>
-            </form>
+    let new_message = format!("/inbox?tenant={}&inbox={}", enc(&tenant), enc(&inbox));
+    let compose = page.can_write.then(|| match &page.draft {
+        Some(Draft { form, receipt: Some(r) }) => {
+            view! { <PublishReceipt form=form.clone() receipt=r.clone() new_message=new_message.clone() /> }.into_any()
         }
-        .into_any()
-    });
-    let preview = (previewing && page.can_write).then(|| {
-        let fields = [
-            ("tenant", tenant.clone()),
-            ("inbox", inbox.clone()),
-            ("audience", if q("audience") == "users" { "users".into() } else { "everyone".into() }),
-            ("uids", q("uids")),
-            ("category", q("category")),
-            ("title", q("title")),
-            ("body", q("body")),
-            ("cta_uri", q("cta_uri")),
-            ("ttl", q("ttl")),
-            ("idempotency_key", page.form_key.clone()),
-        ];
-        let audience = if q("audience") == "users" {
-            format!("to users: {}", q("uids"))
-        } else {
-            "to everyone".into()
-        };
-        view! {
-            <div class="mt-3 rounded-lg border-2 border-sky-300 bg-sky-50 p-4" data-testid="preview">
-                <p class="text-xs uppercase text-sky-700">{format!("Preview · {audience}")}{(!q("category").is_empty()).then(|| format!(" · {}", q("category")))}</p>
-                <h3 class="mt-1 font-semibold">{q("title")}</h3>
-                <p class="mt-1 whitespace-pre-wrap text-sm">{q("body")}</p>
-                {(!q("cta_uri").is_empty()).then(|| view! { <p class="mt-1 text-sm text-sky-800 underline">{q("cta_uri")}</p> })}
-                <ActionForm action=publish attr:class="mt-3">
-                    {fields.into_iter().map(|(k, v)| view! { <input type="hidden" name=format!("p[{k}]") value=v /> }).collect_view()}
-                    <button type="submit" class=BUTTON>"Publish"</button>
-                </ActionForm>
-            </div>
+        Some(Draft { form, receipt: None }) => view! {
+            <ComposeForm form=form.clone() save_draft />
+            <Preview form=form.clone() publish new_message=new_message.clone() />
         }
-        .into_any()
+        .into_any(),
+        None => {
+            let fresh = PublishForm {
+                tenant: tenant.clone(),
+                inbox: inbox.clone(),
+                audience: "everyone".into(),
+                idempotency_key: page.form_key.clone(),
+                ..PublishForm::default()
+            };
+            view! { <ComposeForm form=fresh save_draft /> }.into_any()
+        }
     });
     let user_form = view! {
         <form method="get" action="/inbox/user" class="mt-2 flex items-end gap-2 text-sm">
@@ -228,13 +193,121 @@ fn InboxRoom(
             <h2 class="text-lg font-semibold">{format!("Inbox {title}")}</h2>
             <h3 class="mt-4 font-medium">"Compose"</h3>
             {compose}
-            {preview}
             <h3 class="mt-6 font-medium">"View as a user"</h3>
             {user_form}
             <h3 class="mt-6 font-medium">"Published"</h3>
             <Publications rows=page.publications.clone() />
             {more}
         </section>
+    }
+}
+
+/// The message being written. Posted (never a GET: a message and its recipients do not
+/// belong in a URL) and kept as a draft under the form's key; the page then previews it.
+#[component]
+fn ComposeForm(form: PublishForm, save_draft: ServerAction<SaveDraft>) -> impl IntoView {
+    let everyone = form.audience != "users";
+    let started = !form.body.is_empty() || !form.title.is_empty();
+    let field = |name: &'static str, value: String| {
+        view! { <input type="hidden" name=format!("p[{name}]") value=value /> }
+    };
+    view! {
+        <ActionForm action=save_draft attr:class="mt-2 grid grid-cols-2 gap-2 rounded-lg border border-slate-200 bg-white p-4 text-sm" attr:aria-label="Compose">
+            {field("tenant", form.tenant.clone())}
+            {field("inbox", form.inbox.clone())}
+            {field("idempotency_key", form.idempotency_key.clone())}
+            <fieldset class="col-span-2 flex gap-4">
+                <legend class="sr-only">"Audience"</legend>
+                <label><input type="radio" name="p[audience]" value="everyone" checked=everyone />" Everyone"</label>
+                <label><input type="radio" name="p[audience]" value="users" checked=!everyone />" These users"</label>
+            </fieldset>
+            <label class="col-span-2">"User ids (one per line or comma-separated)"<textarea name="p[uids]" rows="2" class=INPUT>{form.uids.clone()}</textarea></label>
+            <label>"Category"<input name="p[category]" value=form.category.clone() class=INPUT /></label>
+            <label>"Lifetime (empty: the inbox's)"<input name="p[ttl]" value=form.ttl.clone() placeholder="7d" class=INPUT /></label>
+            <label class="col-span-2">"Title"<input name="p[title]" value=form.title.clone() class=INPUT /></label>
+            <label class="col-span-2">"Message"<textarea name="p[body]" rows="3" class=INPUT>{form.body.clone()}</textarea></label>
+            <label class="col-span-2">"Link (optional, http or https)"<input name="p[cta_uri]" value=form.cta_uri.clone() class=INPUT /></label>
+            <div><button type="submit" class=BUTTON>{if started { "Update preview" } else { "Preview" }}</button></div>
+        </ActionForm>
+    }
+}
+
+fn audience_label(form: &PublishForm) -> String {
+    if form.audience == "users" {
+        format!(
+            "to users: {}",
+            form.uids
+                .split([',', '\n'])
+                .map(str::trim)
+                .filter(|u| !u.is_empty())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    } else {
+        "to everyone".into()
+    }
+}
+
+#[component]
+fn Preview(
+    form: PublishForm,
+    publish: ServerAction<PublishMessage>,
+    new_message: String,
+) -> impl IntoView {
+    let audience = audience_label(&form);
+    let category = (!form.category.is_empty()).then(|| format!(" · {}", form.category));
+    view! {
+        <div class="mt-3 rounded-lg border-2 border-sky-300 bg-sky-50 p-4" data-testid="preview">
+            <p class="text-xs uppercase text-sky-700">{format!("Preview · {audience}")}{category}</p>
+            <h3 class="mt-1 font-semibold">{form.title.clone()}</h3>
+            <p class="mt-1 whitespace-pre-wrap text-sm">{form.body.clone()}</p>
+            {(!form.cta_uri.is_empty()).then(|| view! { <p class="mt-1 text-sm text-sky-800 underline">{form.cta_uri.clone()}</p> })}
+            <ActionForm action=publish attr:class="mt-3 flex items-center gap-3">
+                <input type="hidden" name="tenant" value=form.tenant.clone() />
+                <input type="hidden" name="inbox" value=form.inbox.clone() />
+                <input type="hidden" name="draft" value=form.idempotency_key.clone() />
+                <button type="submit" class=BUTTON>"Publish"</button>
+                <a class="text-sm text-sky-800 underline" href=new_message>"Discard and start a new message"</a>
+            </ActionForm>
+        </div>
+    }
+}
+
+/// What was sent, to whom and when, in place of the form: publishing again takes a new
+/// message.
+#[component]
+fn PublishReceipt(
+    form: PublishForm,
+    receipt: crate::model::inbox::Receipt,
+    new_message: String,
+) -> impl IntoView {
+    let view_as = (form.audience == "users")
+        .then(|| {
+            form.uids
+                .split([',', '\n', ' '])
+                .map(str::trim)
+                .find(|u| !u.is_empty())
+                .map(str::to_string)
+        })
+        .flatten()
+        .map(|uid| {
+            format!(
+                "/inbox/user?tenant={}&inbox={}&uid={}",
+                enc(&form.tenant),
+                enc(&form.inbox),
+                enc(&uid)
+            )
+        });
+    view! {
+        <div class="mt-2 rounded-lg border-2 border-emerald-300 bg-emerald-50 p-4 text-sm" role="status" data-testid="receipt">
+            <p class="font-semibold text-emerald-900">"Published"</p>
+            <p class="mt-1">{format!("\u{201c}{}\u{201d} {} · {} recipient(s)", form.title, audience_label(&form), receipt.recipients)}</p>
+            <p class="mt-1 text-xs text-emerald-800">{format!("At {} · message {}", receipt.published_at, receipt.message_id)}</p>
+            <p class="mt-3 flex gap-4">
+                <a class="rounded bg-slate-900 px-3 py-1.5 text-white" href=new_message>"New message"</a>
+                {view_as.map(|href| view! { <a class="self-center text-sky-800 underline" href=href>"See it as its first recipient"</a> })}
+            </p>
+        </div>
     }
 }
 

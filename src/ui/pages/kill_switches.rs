@@ -59,26 +59,34 @@ fn SwitchCards(view: KillSwitchesView, change: ServerAction<ChangeKillSwitch>) -
         can_change,
         form_key,
     } = view;
-    let cards = Switch::ALL
+    // Keyed by the version: after a change the cards are built anew, so the form that was
+    // used comes back closed and empty (an error keeps what was typed).
+    let items: Vec<(Switch, u64)> = Switch::ALL
         .into_iter()
-        .map(|switch| {
-            let state = switches.get(switch).clone();
-            let version = switches.version;
-            let last = match (&state.changed_by, &state.changed_at) {
-                (Some(by), Some(at)) => format!(
-                    "Last changed by {by} at {}: “{}”",
-                    when(at),
-                    state.reason.clone().unwrap_or_default()
-                ),
-                _ => "Never changed: this is the safe default.".to_string(),
-            };
-            let target = !state.enabled;
-            let verb = format!("Turn {} {}", switch.label().to_lowercase(), if target { "on" } else { "off" });
-            let reason_id = format!("reason-{}", switch.key());
-            let confirm_id = format!("confirm-{}", switch.key());
-            let alarming_when_on = switch == Switch::AutomationEnabled;
-            let form_key = form_key.clone();
-            let form = can_change.then(|| {
+        .map(|s| (s, switches.version))
+        .collect();
+    let card = move |(switch, _): (Switch, u64)| {
+        let state = switches.get(switch).clone();
+        let version = switches.version;
+        let last = match (&state.changed_by, &state.changed_at) {
+            (Some(by), Some(at)) => format!(
+                "Last changed by {by} at {}: “{}”",
+                when(at),
+                state.reason.clone().unwrap_or_default()
+            ),
+            _ => "Never changed: this is the safe default.".to_string(),
+        };
+        let target = !state.enabled;
+        let verb = format!(
+            "Turn {} {}",
+            switch.label().to_lowercase(),
+            if target { "on" } else { "off" }
+        );
+        let reason_id = format!("reason-{}", switch.key());
+        let confirm_id = format!("confirm-{}", switch.key());
+        let alarming_when_on = switch == Switch::AutomationEnabled;
+        let form_key = form_key.clone();
+        let form = can_change.then(|| {
                 let needs_confirm = switch.needs_confirmation(target);
                 view! {
                     <details class="mt-4 rounded border border-slate-200 bg-slate-50 p-3">
@@ -122,25 +130,26 @@ fn SwitchCards(view: KillSwitchesView, change: ServerAction<ChangeKillSwitch>) -
                     </details>
                 }
             });
-            view! {
-                <section
-                    class="rounded-lg border border-slate-200 bg-white p-5 shadow-sm"
-                    aria-label=switch.label()
-                    data-testid=format!("switch-{}", switch.key())
-                >
-                    <div class="flex items-center justify-between">
-                        <h2 class="text-lg font-semibold">{switch.label()}</h2>
-                        <OnOff on=state.enabled alarming_when_on />
-                    </div>
-                    <p class="mt-2 text-sm text-slate-700">{switch.describe(state.enabled)}</p>
-                    <p class="mt-1 text-xs text-slate-500" data-testid="last-change">{last}</p>
-                    {form}
-                </section>
-            }
-        })
-        .collect_view();
+        view! {
+            <section
+                class="rounded-lg border border-slate-200 bg-white p-5 shadow-sm"
+                aria-label=switch.label()
+                data-testid=format!("switch-{}", switch.key())
+            >
+                <div class="flex items-center justify-between">
+                    <h2 class="text-lg font-semibold">{switch.label()}</h2>
+                    <OnOff on=state.enabled alarming_when_on />
+                </div>
+                <p class="mt-2 text-sm text-slate-700">{switch.describe(state.enabled)}</p>
+                <p class="mt-1 text-xs text-slate-500" data-testid="last-change">{last}</p>
+                {form}
+            </section>
+        }
+    };
     view! {
-        <div class="mt-4 grid gap-4 md:grid-cols-2">{cards}</div>
+        <div class="mt-4 grid gap-4 md:grid-cols-2">
+            <For each=move || items.clone() key=|(s, v)| (s.key(), *v) children=card />
+        </div>
         {(!can_change)
             .then(|| {
                 view! {

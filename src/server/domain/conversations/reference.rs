@@ -49,6 +49,21 @@ impl Refs {
         hex(&all)
     }
 
+    /// A link reference for a conversation id alone (the middleware's conversations, and
+    /// audit partitions): the same encryption, with no channel.
+    pub fn of_id(&self, conversation_id: &str) -> String {
+        self.encode("", conversation_id)
+    }
+
+    /// The conversation id a page was given: a reference this server made (what every link
+    /// carries), or an id a person typed.
+    pub fn resolve(&self, given: &str) -> String {
+        match self.decode(given.trim()) {
+            Some((_, id)) => id,
+            None => given.trim().to_string(),
+        }
+    }
+
     /// The table key of a reference, if it is one this server made.
     pub fn decode(&self, reference: &str) -> Option<(String, String)> {
         if !reference.len().is_multiple_of(2)

@@ -100,7 +100,7 @@ fn pretty(map: &Option<Map<String, Value>>, reveal: bool) -> Option<String> {
 pub fn row(c: &Conversation, refs: &Refs) -> ConversationRow {
     ConversationRow {
         r: refs.encode(&c.primary_channel, &c.conversation_id),
-        conversation_id: redact(&c.conversation_id),
+        conversation_id: crate::server::domain::redact::conversation_id(&c.conversation_id),
         recipient: mask_contact(&c.primary_channel),
         name: masked_name(c),
         company: c
@@ -149,6 +149,7 @@ pub async fn search_page(
         index: found.index.to_string(),
         count: Some(count.n),
         count_exact: count.exact,
+        recipient: None,
     })
 }
 
@@ -181,7 +182,8 @@ pub async fn detail(
         .await?;
     let show_text = role.allows(Role::Operator);
     let state = mw::get_state(store, &c.conversation_id).await?;
-    let id_is_plain = redact(&c.conversation_id) == c.conversation_id;
+    let masked_id = crate::server::domain::redact::conversation_id(&c.conversation_id);
+    let id_is_plain = masked_id == c.conversation_id;
     let messages = c
         .messages
         .iter()
@@ -207,7 +209,7 @@ pub async fn detail(
         conversation_id: if revealed {
             c.conversation_id.clone()
         } else {
-            redact(&c.conversation_id)
+            masked_id
         },
         company: c
             .company_name

@@ -9,17 +9,108 @@ use crate::server::store::inbox::{self as store, InboxConfig, Publication};
 use crate::server::store::query::Start;
 
 fn summary(c: &InboxConfig) -> InboxSummary {
+    let pairs = |keep: &dyn Fn(&str) -> bool| {
+        c.ttl
+            .iter()
+            .filter(|(k, _)| keep(k))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     InboxSummary {
         key: c.inbox_key.clone(),
         title: c.title.clone(),
         description: c.description.clone(),
-        ttl: c
-            .ttl
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(", "),
+        ttl: pairs(&|_| true),
+        default_ttl: c.ttl.get("default").cloned().unwrap_or_default(),
+        type_ttls: pairs(&|k| k != "default"),
     }
+}
+
+/// How long a draft is kept.
+const DRAFT_DAYS: i64 = 1;
+
+fn check_draft_key(key: &str) -> Result<(), AppError> {
+    let ok = (16..=128).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_alphanumeric());
+    if ok {
+        Ok(())
+    } else {
+        Err(AppError::invalid(
+            "idempotency_key",
+            "This message form is out of date. Start a new message.",
+        ))
+    }
+}
+
+/// Keeps what `owner` composed under its key (checked as a publish would be, so the
+/// preview shows what is wrong). A draft already published is not changed.
+pub async fn save_draft(
+    inbox: &Inbox,
+    owner: &str,
+    form: &PublishForm,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), AppError> {
+    check_draft_key(&form.idempotency_key)?;
+    parse_form(form, owner)?;
+    let tenant = key(&form.tenant, "tenant")?;
+    let item = store::DraftItem {
+        pk: store::tenant_pk(&tenant),
+        sk: store::draft_sk(owner, &form.idempotency_key),
+        kind: "DR".into(),
+        form: form.clone(),
+        receipt: None,
+        expiredat: (now + chrono::Duration::days(DRAFT_DAYS)).timestamp(),
+    };
+    if !store::put_draft(&inbox.store, &item).await? {
+        return Err(AppError::Conflict(
+            "This message was published already; start a new message to send another.".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// `owner`'s draft under `key`, if there is one (another user's is never shown).
+pub async fn draft(
+    inbox: &Inbox,
+    owner: &str,
+    tenant: &str,
+    draft_key: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Option<crate::model::inbox::Draft>, AppError> {
+    if check_draft_key(draft_key).is_err() {
+        return Ok(None);
+    }
+    let tenant = key(tenant, "tenant")?;
+    let found: Option<store::DraftItem> = store::get(
+        &inbox.store,
+        &store::tenant_pk(&tenant),
+        &store::draft_sk(owner, draft_key),
+    )
+    .await?;
+    Ok(found
+        .filter(|d| d.expiredat > now.timestamp())
+        .map(|d| crate::model::inbox::Draft {
+            form: d.form,
+            receipt: d.receipt,
+        }))
+}
+
+/// Records that the draft was published (what its receipt shows).
+pub async fn draft_published(
+    inbox: &Inbox,
+    owner: &str,
+    form: &PublishForm,
+    receipt: &crate::model::inbox::Receipt,
+) -> Result<(), AppError> {
+    let tenant = key(&form.tenant, "tenant")?;
+    store::set_draft_receipt(
+        &inbox.store,
+        &store::tenant_pk(&tenant),
+        &store::draft_sk(owner, &form.idempotency_key),
+        receipt,
+    )
+    .await?;
+    Ok(())
 }
 
 /// The tenants; the chosen tenant's settings and inboxes; the chosen inbox's publications.
@@ -66,6 +157,8 @@ pub async fn page(
                 title: ik.clone(),
                 description: "(no configuration yet: defaults apply)".into(),
                 ttl: "default=30d".into(),
+                default_ttl: String::new(),
+                type_ttls: String::new(),
             }),
     );
     let start = match cursor.filter(|c| !c.is_empty()) {

@@ -24,6 +24,16 @@ fn row(a: AuditItem) -> AttemptRow {
     }
 }
 
+/// What `role` may see of a page of attempts (viewers: user ids and reasons redacted).
+pub fn for_role(mut page: AttemptPage, role: crate::model::auth::Role) -> AttemptPage {
+    use crate::server::domain::redact;
+    for r in &mut page.rows {
+        r.user_id = redact::for_role(role, &r.user_id);
+        r.reason = redact::for_role(role, &r.reason);
+    }
+    page
+}
+
 /// Attempts of one user (any outcome, or one), or of one outcome across users.
 pub async fn attempts(
     store: &Store,

@@ -213,6 +213,74 @@ pub struct Publication {
     pub expiredat: i64,
 }
 
+/// A message someone is composing in the console (kind DR): kept for a day, published at
+/// most once (its key is the publish's idempotency key).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DraftItem {
+    pub pk: String,
+    pub sk: String,
+    pub kind: String,
+    pub form: crate::model::inbox::PublishForm,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<crate::model::inbox::Receipt>,
+    pub expiredat: i64,
+}
+
+pub fn draft_sk(owner: &str, key: &str) -> String {
+    format!("draft#{owner}#{key}")
+}
+
+/// Writes a draft unless it was published. False: it was.
+pub async fn put_draft(store: &Store, d: &DraftItem) -> Result<bool, StoreError> {
+    let req = store
+        .client()
+        .put_item()
+        .table_name(table(store))
+        .set_item(Some(item(store, d)?))
+        .condition_expression("attribute_not_exists(receipt)");
+    super::tx::retrying(|| async {
+        match req.clone().send().await {
+            Ok(_) => Ok(true),
+            Err(e) => match e.into_service_error() {
+                aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(_) => Ok(false),
+                other => Err(StoreError::service("PutItem", &other)),
+            },
+        }
+    })
+    .await
+}
+
+/// Notes the receipt of a published draft (writing it again changes nothing).
+pub async fn set_draft_receipt(
+    store: &Store,
+    pk: &str,
+    sk: &str,
+    receipt: &crate::model::inbox::Receipt,
+) -> Result<(), StoreError> {
+    let value = serde_dynamo::to_attribute_value(receipt)
+        .map_err(|e| StoreError::corrupt(&table(store), e))?;
+    let req = store
+        .client()
+        .update_item()
+        .table_name(table(store))
+        .key("pk", s(pk))
+        .key("sk", s(sk))
+        .update_expression("SET receipt = :r")
+        .condition_expression("attribute_exists(pk)")
+        .expression_attribute_values(":r", value);
+    super::tx::retrying(|| async {
+        match req.clone().send().await {
+            Ok(_) => Ok(()),
+            // The draft expired meanwhile: the publish stands, the receipt has nowhere to go.
+            Err(e) => match e.into_service_error() {
+                aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(_) => Ok(()),
+                other => Err(StoreError::service("UpdateItem", &other)),
+            },
+        }
+    })
+    .await
+}
+
 /// A publish job (kind PJ): the message id a publish request got.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Job {

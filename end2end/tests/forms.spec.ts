@@ -1,0 +1,88 @@
+import { APIRequestContext, expect, test } from '@playwright/test';
+import { randomBytes } from 'node:crypto';
+import { apiKey, ready, signIn, unique, user } from './helpers';
+
+const auth = () => ({ Authorization: `Bearer ${apiKey()}` });
+
+/** An id of letters only (digits would look like a phone number and be masked). */
+function letters(n: number): string {
+  return randomBytes(n)
+    .toString('hex')
+    .replace(/[0-9]/g, (c) => 'ghijklmnop'[Number(c)]);
+}
+
+async function postEvent(request: APIRequestContext, conversation: string, message: string, text: string) {
+  const res = await request.post('/api/v1/events', {
+    headers: auth(),
+    data: { conversation_id: conversation, message_id: message, created_at: new Date().toISOString(), channel: 'email', text },
+  });
+  expect(res.status(), await res.text()).toBe(200);
+}
+
+test.describe('forms', () => {
+  test('after a kill-switch change the form is closed and its reason gone; flipping back starts empty', async ({ page }) => {
+    await signIn(page, 'admin', '/kill-switches');
+    const card = page.getByTestId('switch-safe_mode');
+    const badge = card.locator('span', { hasText: /^(ON|OFF)$/ });
+    for (let round = 0; round < 2; round++) {
+      const before = (await badge.innerText()).trim();
+      const verb = before === 'ON' ? 'off' : 'on';
+      const reason = unique(`e2e reset ${round}`);
+      await card.locator('summary').click();
+      const box = card.getByLabel(`Reason for turning safe mode ${verb}`);
+      await expect(box).toHaveValue('');
+      await box.fill(reason);
+      if (verb === 'off') await card.getByLabel(/I confirm/).check();
+      await card.getByRole('button', { name: `Turn safe mode ${verb}` }).click();
+      await ready(page);
+      await expect(badge).toHaveText(before === 'ON' ? 'OFF' : 'ON');
+      await expect(card.locator('details')).not.toHaveAttribute('open', '');
+      await expect(card.locator('textarea')).toHaveValue('');
+    }
+  });
+
+  test('after disabling and enabling a user the reason boxes are empty again', async ({ page }) => {
+    await signIn(page, 'admin', '/users');
+    const operator = user('operator').name;
+    const row = page.getByTestId(`user-${operator}`);
+    const reason = row.getByLabel(`Reason to disable ${operator}`);
+    await reason.fill(unique('e2e leave'));
+    await row.getByRole('button', { name: 'Disable' }).click();
+    await ready(page);
+    await expect(row).toContainText('disabled');
+    const again = row.getByLabel(`Reason to enable ${operator}`);
+    await expect(again).toHaveValue('');
+    await again.fill(unique('e2e back'));
+    await row.getByRole('button', { name: 'Enable' }).click();
+    await ready(page);
+    await expect(row).toContainText('active');
+    await expect(row.getByLabel(`Reason to disable ${operator}`)).toHaveValue('');
+  });
+
+  test('audit filters apply together, and an unknown action type says so', async ({ page, request }) => {
+    const a = `e2e-a-${letters(4)}`;
+    const b = `e2e-b-${letters(4)}`;
+    await postEvent(request, a, `${a}-1`, 'I would like a refund please');
+    await postEvent(request, b, `${b}-1`, 'I would like a refund please');
+    await signIn(page, 'viewer', '/audit');
+    await page.getByLabel('Conversation').fill(a);
+    await page.getByLabel('Action type').selectOption('decision');
+    await page.getByRole('button', { name: 'Show', exact: true }).click();
+    await ready(page);
+    const rows = page.getByTestId('audit-row');
+    await expect(rows).toHaveCount(1);
+    await expect(rows.first().getByTestId('audit-action')).toHaveText('decision');
+    await expect(rows.first()).toContainText(a);
+    // The conversation stays chosen while the action type changes.
+    await page.getByLabel('Action type').selectOption('route');
+    await page.getByRole('button', { name: 'Show', exact: true }).click();
+    await ready(page);
+    for (const action of await rows.getByTestId('audit-action').allTextContents()) expect(action).toBe('route');
+    for (const text of await rows.allTextContents()) expect(text).toContain(a);
+    await expect(rows).not.toHaveCount(0);
+
+    await page.goto('/audit?action_type=nonsense');
+    await ready(page);
+    await expect(page.getByRole('alert')).toContainText('There is no action type "nonsense"');
+  });
+});
