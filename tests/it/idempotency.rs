@@ -188,12 +188,14 @@ async fn a_stale_claim_is_taken_over_by_exactly_one_racer_and_the_old_owner_cann
     let theirs = Stored {
         status: None,
         json: r#"{"ok":true,"data":"winner"}"#.into(),
+        headers: None,
     };
     engine.succeed(&winner, &theirs).await.unwrap().unwrap();
     // The original owner finishes late: refused, and told what stands.
     let late = Stored {
         status: None,
         json: r#"{"ok":true,"data":"late"}"#.into(),
+        headers: None,
     };
     let refused = engine.succeed(&original, &late).await.unwrap();
     assert_eq!(refused, Err(Some(theirs.clone())));

@@ -569,3 +569,48 @@ async fn keys_with_a_hash_or_out_of_bounds_are_refused() {
     let want = (app.clock.now() + Duration::days(7)).timestamp();
     assert!((m.expiredat - want).abs() <= 2, "{} vs {want}", m.expiredat);
 }
+
+#[tokio::test]
+async fn stats_records_name_their_tenant_inbox_and_user_as_the_design_lists() {
+    let app = spawn_app().await;
+    let inbox = app.state.inbox.clone();
+    inbox
+        .publish(
+            T,
+            I,
+            &to_users(vec!["zoe".into()], Some("billing"), None),
+            "stats-1",
+            app.clock.now(),
+        )
+        .await
+        .unwrap();
+    inbox
+        .publish(
+            T,
+            I,
+            &to_everyone("all", None, None),
+            "stats-2",
+            app.clock.now(),
+        )
+        .await
+        .unwrap();
+    for (pk, uid) in [
+        (store::user_pk(T, "zoe", I), "zoe"),
+        (store::public_pk(T, I), "$public"),
+    ] {
+        for category in ["*", "billing"] {
+            let Some(s) = store::get::<Stats>(&app.store, &pk, &store::stats_sk(category))
+                .await
+                .unwrap()
+            else {
+                assert!(uid == "$public" && category == "billing", "{pk} {category}");
+                continue;
+            };
+            assert_eq!(
+                (s.tenant_key.as_str(), s.inbox_key.as_str(), s.uid.as_str()),
+                (T, I, uid),
+                "{pk} {category}"
+            );
+        }
+    }
+}

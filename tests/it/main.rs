@@ -11,5 +11,7 @@ mod helpers;
 mod idempotency;
 mod inbox;
 mod kill_switches;
+mod limits;
 mod measurements;
+mod replay;
 mod security;

@@ -151,6 +151,17 @@ async fn older_than_the_grace_period_is_a_422_and_skew_inside_it_is_accepted() {
         v["submitted"],
         (t0 - Duration::minutes(10)).to_rfc3339_opts(SecondsFormat::Millis, true)
     );
+    // When to resubmit from (the last accepted minus the grace period), and the override.
+    assert_eq!(
+        v["accepted_from"],
+        (t0 - Duration::minutes(5)).to_rfc3339_opts(SecondsFormat::Millis, true)
+    );
+    assert!(v["resolution"]
+        .as_str()
+        .unwrap()
+        .contains("X-Force-Override: true"));
+    assert_eq!(v["override"]["allowed"], false);
+    assert_eq!(v["override"]["scope"], "measurements:admin");
     // Four minutes behind: inside the 300 s grace period.
     let skew = one(
         &app,
@@ -302,6 +313,20 @@ async fn batches_go_in_timestamp_order_per_user_with_and_without_fail_fast() {
         let ann: Vec<i64> = stored(&app, "ann").await.iter().map(|m| m.seq).collect();
         assert_eq!(ann, vec![1, 2, 3], "ann's items were taken oldest first");
         assert_eq!(v["summary"]["accepted"], if fail_fast { 3 } else { 4 });
+        // What to send again, in order: the skipped item (the out-of-order one needs a
+        // newer timestamp or an override, the invalid one a fix).
+        let retry: Vec<u64> = v["retry_order"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i.as_u64().unwrap())
+            .collect();
+        assert_eq!(retry, if fail_fast { vec![4] } else { vec![] });
+        assert_eq!(
+            v["items"][1]["accepted_from"],
+            (t0 + Duration::hours(5) - Duration::minutes(5))
+                .to_rfc3339_opts(SecondsFormat::Millis, true)
+        );
         if fail_fast {
             assert!(audits(&app, "bea")
                 .await

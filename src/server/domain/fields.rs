@@ -136,12 +136,15 @@ impl<'a> Fields<'a> {
         match self.present(field) {
             None => Ok(None),
             Some(Value::Object(m)) => {
-                if Value::Object(m.clone()).to_string().len() > max_bytes {
+                let whole = Value::Object(m.clone());
+                if whole.to_string().len() > max_bytes {
                     return Err(AppError::invalid(
                         &name,
                         format!("{name} is at most {} KiB.", max_bytes / 1024),
                     ));
                 }
+                // Stored as one attribute: within DynamoDB's nesting and number limits.
+                super::limits::attribute(&name, &whole)?;
                 Ok(Some(m.clone()))
             }
             Some(_) => Err(AppError::invalid(

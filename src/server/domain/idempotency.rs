@@ -264,18 +264,6 @@ impl SafeResponse {
     }
 }
 
-/// Removes block-listed names at any depth (for stored HTTP bodies).
-pub fn strip_blocked(v: &mut Value) {
-    match v {
-        Value::Object(m) => {
-            m.retain(|k, _| !BLOCKED.contains(&k.as_str()));
-            m.values_mut().for_each(strip_blocked);
-        }
-        Value::Array(a) => a.iter_mut().for_each(strip_blocked),
-        _ => {}
-    }
-}
-
 // --- the engine -----------------------------------------------------------------------------
 
 /// One call: who, what kind of operation, which inputs.
@@ -291,7 +279,21 @@ pub struct Call<'a> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Stored {
     pub status: Option<u16>,
+    /// The body: for the HTTP layer the answer's bytes exactly, else sanitized JSON.
     pub json: String,
+    /// The answer's own headers (HTTP layer), as a JSON list of `[name, value]`.
+    pub headers: Option<String>,
+}
+
+impl Stored {
+    /// What a succeeded key holds.
+    fn of(item: &KeyItem) -> Stored {
+        Stored {
+            status: item.response_status,
+            json: item.response_json.clone().unwrap_or_else(|| "{}".into()),
+            headers: item.response_headers.clone(),
+        }
+    }
 }
 
 /// What [`Engine::begin`] found.
@@ -441,6 +443,7 @@ impl Engine {
             claim_nonce: nonce.clone(),
             response_json: None,
             response_status: None,
+            response_headers: None,
             stop_reason: None,
             created_at: now_ms,
             updated_at: now_ms,
@@ -480,13 +483,7 @@ impl Engine {
         match existing.status.as_str() {
             SUCCEEDED => {
                 self.count(call.scope, &["requests", "replayed"]);
-                Ok(Begin::Replayed(Stored {
-                    status: existing.response_status,
-                    json: existing
-                        .response_json
-                        .clone()
-                        .unwrap_or_else(|| "{}".into()),
-                }))
+                Ok(Begin::Replayed(Stored::of(&existing)))
             }
             STARTED if existing.stale_at > now_ms => {
                 self.count(call.scope, &["requests", "in_progress"]);
@@ -515,10 +512,7 @@ impl Engine {
                     }
                     Guarded::Lost(Some(other)) if other.status == SUCCEEDED => {
                         self.count(call.scope, &["requests", "replayed"]);
-                        Ok(Begin::Replayed(Stored {
-                            status: other.response_status,
-                            json: other.response_json.clone().unwrap_or_else(|| "{}".into()),
-                        }))
+                        Ok(Begin::Replayed(Stored::of(&other)))
                     }
                     Guarded::Lost(other) => {
                         self.count(call.scope, &["requests", "in_progress"]);
@@ -566,6 +560,7 @@ impl Engine {
             succeeded,
             response_json: stored.map(|s| s.json.as_str()),
             response_status: stored.and_then(|s| s.status),
+            response_headers: stored.and_then(|s| s.headers.as_deref()),
             stop_reason,
             now_ms: self.clock.now().timestamp_millis(),
         };
@@ -578,10 +573,7 @@ impl Engine {
                     "idempotency claim was taken over before its owner finished; result not stored"
                 );
                 Ok(Err(current.and_then(|c| {
-                    (c.status == SUCCEEDED).then(|| Stored {
-                        status: c.response_status,
-                        json: c.response_json.unwrap_or_else(|| "{}".into()),
-                    })
+                    (c.status == SUCCEEDED).then(|| Stored::of(&c))
                 })))
             }
         }
@@ -595,12 +587,7 @@ impl Engine {
         let deadline = tokio::time::Instant::now() + max;
         loop {
             match store::get(&self.store, &id).await? {
-                Some(item) if item.status == SUCCEEDED => {
-                    return Ok(Some(Stored {
-                        status: item.response_status,
-                        json: item.response_json.unwrap_or_else(|| "{}".into()),
-                    }))
-                }
+                Some(item) if item.status == SUCCEEDED => return Ok(Some(Stored::of(&item))),
                 Some(item) if item.status == STARTED => {}
                 _ => return Ok(None),
             }
@@ -636,7 +623,11 @@ impl Engine {
             Ok(value) => {
                 let safe = SafeResponse::sanitize(&value);
                 let json = serde_json::to_string(&safe).unwrap_or_else(|_| "{}".into());
-                let stored = Stored { status: None, json };
+                let stored = Stored {
+                    status: None,
+                    json,
+                    headers: None,
+                };
                 match self.succeed(&ticket, &stored).await? {
                     Ok(()) => Ok(Outcome::Fresh(safe)),
                     // Taken over while running: the record's own result stands.

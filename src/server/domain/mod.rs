@@ -11,6 +11,7 @@ pub mod idempotency_health;
 pub mod inbox;
 pub mod ingest;
 pub mod kill_switches;
+pub mod limits;
 pub mod measurements;
 pub mod redact;
 pub mod sessions;

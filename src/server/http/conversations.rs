@@ -30,6 +30,14 @@ use crate::server::store::query::Start;
 const READ: &str = "conversations:read";
 const WRITE: &str = "conversations:write";
 
+/// A conversation's key from the path, within DynamoDB's key sizes (else 400).
+fn key_of_path(pc: &str, id: &str) -> Result<(), Problem> {
+    use crate::server::domain::limits;
+    limits::key_part("primary_channel", pc, limits::PRIMARY_CHANNEL_BYTES)?;
+    limits::key_part("conversation_id", id, limits::CONVERSATION_ID_BYTES)?;
+    Ok(())
+}
+
 pub fn routes(state: &AppState) -> Router<AppState> {
     Router::new()
         .route("/api/v1/conversations", post(create))
@@ -107,6 +115,7 @@ pub(crate) async fn read(
     Path((pc, id)): Path<(String, String)>,
 ) -> Result<Response, Problem> {
     auth.require(READ)?;
+    key_of_path(&pc, &id)?;
     let c = store::get(&state.store, &pc, &id)
         .await?
         .ok_or(crate::model::AppError::NotFound)?;
@@ -143,6 +152,7 @@ pub(crate) async fn append(
     body: Body,
 ) -> Result<Response, Problem> {
     auth.require(WRITE)?;
+    key_of_path(&pc, &id)?;
     let bytes = read_body(body, MESSAGE_BODY_LIMIT).await?;
     let v = parse_json(&bytes)?;
     match domain::append(&state.store, &pc, &id, &v, state.clock.now()).await? {
@@ -180,6 +190,7 @@ pub(crate) async fn update(
     body: Body,
 ) -> Result<Response, Problem> {
     auth.require(WRITE)?;
+    key_of_path(&pc, &id)?;
     let bytes = read_body(body, CONTEXT_BODY_LIMIT).await?;
     let v = parse_json(&bytes)?;
     let c = domain::update(&state.store, &pc, &id, &v, state.clock.now()).await?;

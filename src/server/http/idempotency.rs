@@ -1,19 +1,20 @@
 //! `Idempotency-Key` for the REST endpoints (IETF httpapi draft), on the engine:
-//! a replay returns the stored status and body with `Idempotent-Replayed: true`; a request
+//! a replay returns the first answer — its status, its own headers and its body byte for
+//! byte — with `Idempotent-Replayed: true`. Our own documented answers are stored whole
+//! (design doc 4's allow-list is for what an operation calling outside services returns,
+//! and applies in the engine's `run`); a request
 //! while the first is still running gets 409 with `Retry-After`; the same key with another
 //! body gets 422; endpoints that require a key answer 400 without one. Keys are scoped to
 //! the API key that sent them, so no client can read another's stored response.
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::problem::Problem;
-use crate::server::domain::idempotency::{
-    sha256_hex, strip_blocked, Begin, Call, KeyInputs, Stored,
-};
+use crate::server::domain::idempotency::{sha256_hex, Begin, Call, KeyInputs, Stored};
 use crate::server::domain::sessions::resolve_api_key;
 use crate::server::state::AppState;
 
@@ -157,9 +158,17 @@ async fn handle(
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;
     let (res_parts, res_body) = response.into_parts();
-    let res_bytes = match axum::body::to_bytes(res_body, STORED_RESPONSE_LIMIT * 16).await {
+    // Read whole: the client gets every byte, whether or not the answer can be stored.
+    let res_bytes = match axum::body::to_bytes(res_body, usize::MAX).await {
         Ok(b) => b,
-        Err(_) => Bytes::new(),
+        Err(e) => {
+            tracing::warn!(error = %e, "an answer's body could not be read");
+            let _ = engine.fail(&ticket, "unreadable_response").await;
+            return Problem::from(crate::model::AppError::Unavailable {
+                retry_after_secs: 1,
+            })
+            .into_response();
+        }
     };
     let status = res_parts.status.as_u16();
     // Errors a retry may cure leave the key retryable; everything else is the answer.
@@ -167,31 +176,53 @@ async fn handle(
     let result = if retryable {
         engine.fail(&ticket, &format!("http_{status}")).await
     } else {
-        let json = match serde_json::from_slice::<serde_json::Value>(&res_bytes) {
-            Ok(mut v) => {
-                strip_blocked(&mut v);
-                v.to_string()
+        match std::str::from_utf8(&res_bytes) {
+            Ok(body) if body.len() <= STORED_RESPONSE_LIMIT => {
+                let stored = Stored {
+                    status: Some(status),
+                    json: body.to_string(),
+                    headers: Some(answer_headers(&res_parts.headers)),
+                };
+                engine.succeed(&ticket, &stored).await
             }
-            Err(_) => "{}".into(),
-        };
-        if json.len() > STORED_RESPONSE_LIMIT {
-            engine.fail(&ticket, "response_too_large").await
-        } else {
-            engine
-                .succeed(
-                    &ticket,
-                    &Stored {
-                        status: Some(status),
-                        json,
-                    },
-                )
-                .await
+            // Too large (or not text) to keep: the next call with the key runs again.
+            _ => engine.fail(&ticket, "response_too_large").await,
         }
     };
     if let Err(e) = result {
         tracing::warn!(error = %e, "could not record the idempotent result");
     }
     echoed(Response::from_parts(res_parts, Body::from(res_bytes)), echo)
+}
+
+/// Headers of one connection or one request, not of the answer: a replay leaves them out
+/// and sets its own (`Content-Length` from the body, `Idempotent-Replayed`, the echoed
+/// `X-Idempotency-Key`).
+pub const NOT_REPLAYED: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+    "te",
+    "trailer",
+    "content-length",
+    "date",
+    "server",
+    "set-cookie",
+    "retry-after",
+    X_HEADER,
+    REPLAYED,
+];
+
+/// The answer's own headers, as stored: a JSON list of `[name, value]`, in order.
+fn answer_headers(headers: &axum::http::HeaderMap) -> String {
+    let kept: Vec<(&str, &str)> = headers
+        .iter()
+        .filter(|(name, _)| !NOT_REPLAYED.contains(&name.as_str()))
+        .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)))
+        .collect();
+    serde_json::to_string(&kept).unwrap_or_else(|_| "[]".into())
 }
 
 /// Answers carry `X-Idempotency-Key` back when the request sent it.
@@ -202,19 +233,40 @@ fn echoed(mut res: Response, key: Option<HeaderValue>) -> Response {
     res
 }
 
+/// The first answer again: its status, its headers and its body byte for byte.
 fn replay(stored: Stored) -> Response {
     let status = stored
         .status
         .and_then(|s| StatusCode::from_u16(s).ok())
         .unwrap_or(StatusCode::OK);
-    let content_type = if status.is_client_error() || status.is_server_error() {
-        "application/problem+json"
-    } else {
-        "application/json"
-    };
-    let mut res = (status, stored.json).into_response();
-    res.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    let mut res = Response::new(Body::from(stored.json));
+    *res.status_mut() = status;
+    let headers: Option<Vec<(String, String)>> = stored
+        .headers
+        .as_deref()
+        .and_then(|h| serde_json::from_str(h).ok());
+    match headers {
+        Some(list) => {
+            for (name, value) in list {
+                if let (Ok(n), Ok(v)) = (
+                    header::HeaderName::from_bytes(name.as_bytes()),
+                    HeaderValue::from_str(&value),
+                ) {
+                    res.headers_mut().append(n, v);
+                }
+            }
+        }
+        // Kept before answers kept their headers.
+        None => {
+            let content_type = if status.is_client_error() || status.is_server_error() {
+                "application/problem+json"
+            } else {
+                "application/json"
+            };
+            res.headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        }
+    }
     res.headers_mut()
         .insert(REPLAYED, HeaderValue::from_static("true"));
     res

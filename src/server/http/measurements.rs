@@ -89,7 +89,7 @@ fn decorate(mut res: Response, ctx: &Context, headers: &HeaderMap) -> Response {
     res
 }
 
-fn answer(outcome: Outcome, user: &str) -> Response {
+fn answer(outcome: Outcome, user: &str, override_allowed: bool) -> Response {
     match outcome {
         Outcome::Accepted { result, .. } => (StatusCode::CREATED, Json(result)).into_response(),
         Outcome::Duplicate { result } => {
@@ -118,6 +118,7 @@ fn answer(outcome: Outcome, user: &str) -> Response {
         Outcome::OutOfOrder {
             last_accepted,
             submitted,
+            accepted_from,
         } => Problem::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "out-of-order-timestamp",
@@ -129,6 +130,23 @@ fn answer(outcome: Outcome, user: &str) -> Response {
         .with("last_accepted", last_accepted)
         .with("submitted", submitted)
         .with("user_id", user)
+        .with("accepted_from", accepted_from.clone())
+        .with(
+            "resolution",
+            format!(
+                "Resubmit with a timestamp at or after {accepted_from} if this is a new reading, \
+                 or have an admin store it as it is with X-Force-Override: true{}.",
+                if override_allowed {
+                    " (needs an API key with measurements:admin)"
+                } else {
+                    " (turned off here: ALLOW_TIMESTAMP_OVERRIDE)"
+                }
+            ),
+        )
+        .with(
+            "override",
+            json!({"header": "X-Force-Override: true", "scope": ADMIN, "allowed": override_allowed}),
+        )
         .into_response(),
     }
 }
@@ -176,7 +194,12 @@ pub(crate) async fn one(
     };
     let outcome = m.submit(&s, &ctx, now).await?;
     tracing::info!(outcome = outcome.name(), correlation = %ctx.correlation_id, "measurement");
-    Ok(decorate(answer(outcome, &s.user_id), &ctx, &headers))
+    let override_allowed = m.settings.allow_timestamp_override;
+    Ok(decorate(
+        answer(outcome, &s.user_id, override_allowed),
+        &ctx,
+        &headers,
+    ))
 }
 
 #[utoipa::path(

@@ -37,6 +37,9 @@ pub struct KeyItem {
     pub response_json: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_status: Option<u16>,
+    /// The stored answer's headers (HTTP layer): a JSON list of `[name, value]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_headers: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
     pub created_at: i64,
@@ -163,7 +166,7 @@ pub async fn reclaim(store: &Store, r: &Reclaim<'_>) -> Result<Guarded, StoreErr
         "SET #status = :started, claim_nonce = :new, fingerprint = :fp, started_at = :now, \
          updated_at = :now, stale_at = :stale, watch = :started, watch_at = :stale \
          ADD attempt_count :one \
-         REMOVE completed_at, response_json, response_status, stop_reason",
+         REMOVE completed_at, response_json, response_status, response_headers, stop_reason",
         "claim_nonce = :seen AND #status = :seen_status",
         vec![
             (":started", s(STARTED)),
@@ -188,6 +191,7 @@ pub struct Finish<'a> {
     pub succeeded: bool,
     pub response_json: Option<&'a str>,
     pub response_status: Option<u16>,
+    pub response_headers: Option<&'a str>,
     pub stop_reason: Option<&'a str>,
     pub now_ms: i64,
 }
@@ -213,6 +217,10 @@ pub async fn finish(store: &Store, f: &Finish<'_>) -> Result<Guarded, StoreError
     if let Some(status) = f.response_status {
         set.push("response_status = :code");
         values.push((":code", n(status)));
+    }
+    if let Some(headers) = f.response_headers {
+        set.push("response_headers = :hdrs");
+        values.push((":hdrs", s(headers)));
     }
     if let Some(reason) = f.stop_reason {
         set.push("stop_reason = :reason");

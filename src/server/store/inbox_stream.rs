@@ -69,7 +69,12 @@ pub async fn count_removal(
         },
         _ => return Ok(false),
     };
-    actions.extend(inbox::bumps(store, pk, cat.as_deref(), d, keep)?);
+    let owner = inbox::Owner {
+        tenant_key: field(old, "tenant_key").unwrap_or_default(),
+        inbox_key: field(old, "inbox_key").unwrap_or_default(),
+        uid: field(old, "uid").unwrap_or_default(),
+    };
+    actions.extend(inbox::bumps(store, pk, owner, cat.as_deref(), d, keep)?);
     let marker = HashMap::from([
         ("pk".to_string(), s(inbox::removal_pk(pk))),
         ("sk".to_string(), s(sk)),

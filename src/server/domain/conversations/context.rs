@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use crate::model::AppError;
 use crate::server::domain::auth::sha256_hex;
 use crate::server::domain::fields::{e164, email, iso_ms, Fields};
+use crate::server::domain::limits;
 use crate::server::store::conversations::{Changes, Conversation, Message};
 
 pub const CHANNELS: &[&str] = &["whatsapp", "email", "sms"];
@@ -33,9 +34,12 @@ fn channel(raw: &str, name: &str) -> Result<String, AppError> {
 }
 
 /// A conversation id from the Channel Router: any printable text up to 512 characters
-/// (it contains `#` separators).
+/// and [`limits::CONVERSATION_ID_BYTES`] bytes (it is the table's sort key; it contains
+/// `#` separators).
 fn conversation_id(f: &Fields) -> Result<String, AppError> {
-    f.req_str("conversation_id", 512)
+    let id = f.req_str("conversation_id", 512)?;
+    limits::key_part("conversation_id", &id, limits::CONVERSATION_ID_BYTES)?;
+    Ok(id)
 }
 
 /// The stored conversation a Context Object describes, at `now`, living `ttl_days`.

@@ -35,12 +35,19 @@ pub struct ItemStatus {
     pub payload_diff: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_accepted: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accepted_from: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Report {
     pub items: Vec<ItemStatus>,
     pub summary: BTreeMap<String, usize>,
+    /// The items worth sending again, by index, in the order to send them: each user's
+    /// skipped or not-stored-now items oldest first (resending them in this order keeps
+    /// every user's timestamps moving forward). Out-of-order items are not in it: they need
+    /// a newer timestamp or an admin's override.
+    pub retry_order: Vec<usize>,
 }
 
 fn status_of(index: usize, s: &Submission, outcome: Result<Outcome, AppError>) -> ItemStatus {
@@ -67,14 +74,24 @@ fn status_of(index: usize, s: &Submission, outcome: Result<Outcome, AppError>) -
                     st.result = Some(original);
                     st.payload_diff = Some(diff);
                 }
-                Outcome::OutOfOrder { last_accepted, .. } => {
+                Outcome::OutOfOrder {
+                    last_accepted,
+                    accepted_from,
+                    ..
+                } => {
                     st.http_status = 422;
                     st.last_accepted = Some(last_accepted);
+                    st.accepted_from = Some(accepted_from);
                 }
             }
         }
         Err(e) => {
-            st.status = "invalid".into();
+            st.status = if e.status() == 503 {
+                "unavailable"
+            } else {
+                "invalid"
+            }
+            .into();
             st.http_status = e.status();
             st.field = e.field().map(str::to_string);
             st.detail = Some(e.to_string());
@@ -110,8 +127,10 @@ impl Measurements {
             }
         }
         let mut tasks = tokio::task::JoinSet::new();
+        let mut order_of_users = Vec::new();
         for (_, mut list) in by_user {
             list.sort_by(|a, b| a.1.timestamp.cmp(&b.1.timestamp).then(a.0.cmp(&b.0)));
+            order_of_users.extend(list.iter().map(|(i, _)| *i));
             let (me, ctx) = (self.clone(), ctx.clone());
             tasks.spawn(async move { me.user_batch(list, &ctx, now).await });
         }
@@ -123,9 +142,18 @@ impl Measurements {
         for s in &statuses {
             *summary.entry(s.status.clone()).or_insert(0) += 1;
         }
+        let retry_order = order_of_users
+            .into_iter()
+            .filter(|i| {
+                statuses
+                    .get(*i)
+                    .is_some_and(|s| matches!(s.status.as_str(), "skipped" | "unavailable"))
+            })
+            .collect();
         Ok(Report {
             items: statuses,
             summary,
+            retry_order,
         })
     }
 
@@ -136,11 +164,10 @@ impl Measurements {
         now: DateTime<Utc>,
     ) -> Result<Vec<ItemStatus>, AppError> {
         let mut out = Vec::with_capacity(list.len());
-        let mut stopped = false;
+        // Why the rest of this user's items wait, once one of them stopped the user.
+        let mut stopped: Option<&str> = None;
         for (i, s) in list {
-            if stopped {
-                let reason =
-                    "skipped: an earlier item of this user broke the ordering (BATCH_FAIL_FAST)";
+            if let Some(reason) = stopped {
                 self.record(
                     Attempt {
                         user: &s.user_id,
@@ -169,7 +196,13 @@ impl Measurements {
                 return Err(e.clone());
             }
             if matches!(outcome, Ok(Outcome::OutOfOrder { .. })) && self.settings.batch_fail_fast {
-                stopped = true;
+                stopped = Some(
+                    "skipped: an earlier item of this user broke the ordering (BATCH_FAIL_FAST)",
+                );
+            }
+            // Stored later, this one would be out of order behind the user's next items.
+            if matches!(&outcome, Err(AppError::Unavailable { .. })) {
+                stopped = Some("skipped: an earlier item of this user could not be stored now; resend in retry_order");
             }
             out.push(status_of(i, &s, outcome));
         }

@@ -34,6 +34,9 @@ pub enum Outcome {
     OutOfOrder {
         last_accepted: String,
         submitted: String,
+        /// The earliest timestamp this user's measurements are accepted with now (the last
+        /// accepted minus the grace period): when to resubmit from.
+        accepted_from: String,
     },
 }
 
@@ -257,6 +260,7 @@ impl Measurements {
             }
             let overriding = behind && ctx.force_override;
             if behind && !overriding {
+                let accepted_from = last.map(|l| iso(l - grace)).unwrap_or_default();
                 let last = last.map(iso).unwrap_or_default();
                 let reason = format!(
                     "timestamp {} is older than the last accepted {last} minus the grace period",
@@ -267,6 +271,7 @@ impl Measurements {
                 return Ok(Outcome::OutOfOrder {
                     last_accepted: last,
                     submitted: iso(s.timestamp),
+                    accepted_from,
                 });
             }
             let version = order.as_ref().map_or(0, |o| o.version);

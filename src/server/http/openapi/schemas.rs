@@ -51,6 +51,7 @@ pub struct SwitchChange {
     enable: bool,
     /// The version you read.
     expected_version: u64,
+    #[schema(max_length = 500, min_length = 1)]
     reason: String,
     /// Required to turn safe mode off or automation on.
     confirm: Option<bool>,
@@ -59,8 +60,11 @@ pub struct SwitchChange {
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub struct Customer {
+    #[schema(max_length = 254)]
     email: Option<String>,
+    #[schema(max_length = 32)]
     phone: Option<String>,
+    #[schema(max_length = 128)]
     id: Option<String>,
 }
 
@@ -68,10 +72,13 @@ pub struct Customer {
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub struct Event {
+    #[schema(max_length = 128, min_length = 1, pattern = "^[A-Za-z0-9_.@+/-]+$")]
     conversation_id: String,
+    #[schema(max_length = 128, pattern = "^[A-Za-z0-9_.@+/-]+$")]
     message_id: Option<String>,
     /// RFC 3339.
     created_at: String,
+    #[schema(max_length = 32)]
     channel: String,
     text: String,
     customer: Option<Customer>,
@@ -89,28 +96,46 @@ pub struct EventAnswer {
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub struct ContextObject {
+    #[schema(max_length = 512, min_length = 1)]
     conversation_id: String,
     /// `whatsapp`, `email` or `sms`.
+    #[schema(max_length = 16)]
     channel_method: String,
     /// E.164; required for WhatsApp and SMS.
+    #[schema(max_length = 32)]
     recipient_tel: Option<String>,
     /// Required for email.
+    #[schema(max_length = 254)]
     recipient_email: Option<String>,
+    #[schema(max_length = 128, min_length = 1)]
     company_id: String,
+    #[schema(max_length = 128, min_length = 1)]
     project_id: String,
+    #[schema(max_length = 128, min_length = 1)]
     request_id: String,
+    #[schema(max_length = 200)]
     company_name: Option<String>,
+    #[schema(max_length = 200)]
     project_name: Option<String>,
+    #[schema(max_length = 100)]
     recipient_first_name: Option<String>,
+    #[schema(max_length = 100)]
     recipient_last_name: Option<String>,
     comms_consent: Option<bool>,
     initial_request_timestamp: Option<String>,
+    #[schema(max_length = 64)]
     router_version: Option<String>,
+    /// At most 32 KiB of JSON, nested at most 31 levels of maps and lists deep; numbers are 0 or between
+    /// 1e-130 and 1e126 in size with at most 38 significant digits; no empty member names.
     project_data: Option<BTreeMap<String, Value>>,
+    /// As `project_data`.
     company_rep: Option<BTreeMap<String, Value>>,
+    /// As `project_data`.
     ai_config: Option<BTreeMap<String, Value>>,
-    /// `company_whatsapp_number`, `company_sms_number`, `company_email`, …
+    /// `company_whatsapp_number`, `company_sms_number`, `company_email`, …; limits as
+    /// `project_data`.
     channel_config: Option<BTreeMap<String, Value>>,
+    #[schema(max_items = 3)]
     allowed_channels: Option<Vec<String>>,
 }
 
@@ -142,15 +167,22 @@ pub struct Conversation {
 #[allow(dead_code)]
 pub struct ConversationChanges {
     /// processing → initial_message_sent → reply_received ⇄ response_sent → completed; any → failed.
+    #[schema(max_length = 32)]
     conversation_status: Option<String>,
     task_complete: Option<bool>,
     hand_off_to_human: Option<bool>,
+    #[schema(max_length = 1000)]
     hand_off_to_human_reason: Option<String>,
     function_call: Option<bool>,
+    #[schema(max_length = 200)]
     function_call_type: Option<String>,
+    #[schema(max_length = 200)]
     thread_id: Option<String>,
+    #[schema(max_length = 500)]
     email_id: Option<String>,
+    #[schema(minimum = 0, maximum = 86400000)]
     processing_time_ms: Option<i64>,
+    #[schema(max_length = 64)]
     processor_version: Option<String>,
 }
 
@@ -167,14 +199,21 @@ pub struct Updated {
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub struct NewMessage {
+    #[schema(max_length = 128, min_length = 1)]
     entry_id: String,
     /// `user` or `assistant`.
+    #[schema(max_length = 16)]
     role: String,
+    #[schema(max_length = 100000, min_length = 1)]
     content: String,
     message_timestamp: Option<String>,
+    #[schema(minimum = 0, maximum = 100000000)]
     ai_prompt_tokens: Option<i64>,
+    #[schema(minimum = 0, maximum = 100000000)]
     ai_completion_tokens: Option<i64>,
+    #[schema(minimum = 0, maximum = 100000000)]
     ai_total_tokens: Option<i64>,
+    #[schema(minimum = 0, maximum = 86400000)]
     processing_time_ms: Option<i64>,
 }
 
@@ -207,8 +246,10 @@ pub struct Lookup {
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub struct TenantSettings {
+    #[schema(max_length = 200)]
     title: Option<String>,
     /// A lifetime like `30d` or `12h`.
+    #[schema(max_length = 16)]
     ttl: Option<String>,
 }
 
@@ -223,7 +264,9 @@ pub struct TenantSaved {
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub struct InboxSettings {
+    #[schema(max_length = 200)]
     title: Option<String>,
+    #[schema(max_length = 1000)]
     description: Option<String>,
     /// `{"default": "30d", "<category>": "7d"}`.
     ttl: Option<BTreeMap<String, String>>,
@@ -242,8 +285,11 @@ pub struct InboxSaved {
 #[allow(dead_code)]
 pub struct Audience {
     /// `users` or `everyone`.
+    #[schema(max_length = 16)]
     kind: String,
+    #[schema(max_items = 20000)]
     uids: Option<Vec<String>>,
+    #[schema(max_length = 200)]
     label: Option<String>,
 }
 
@@ -251,12 +297,18 @@ pub struct Audience {
 #[allow(dead_code)]
 pub struct PublishRequest {
     audience: Audience,
+    #[schema(max_length = 128)]
     category: Option<String>,
+    #[schema(max_length = 200, min_length = 1)]
     title: String,
+    #[schema(max_length = 10000)]
     body: String,
     /// http(s) only.
+    #[schema(max_length = 2000)]
     cta_uri: Option<String>,
+    #[schema(max_length = 16)]
     ttl: Option<String>,
+    #[schema(max_length = 128)]
     host_system_id: Option<String>,
 }
 
@@ -315,13 +367,18 @@ pub struct ReadAllAnswer {
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub struct Measurement {
+    #[schema(max_length = 128, min_length = 1)]
     measurement_id: String,
+    #[schema(max_length = 128, min_length = 1)]
     user_id: String,
     weight: f64,
     /// `kg`, `lb` or `g`.
+    #[schema(max_length = 8)]
     unit: String,
     /// RFC 3339 with offset.
+    #[schema(max_length = 64)]
     timestamp: String,
+    #[schema(max_length = 64, min_length = 1)]
     source: String,
 }
 
@@ -342,6 +399,7 @@ pub struct MeasurementResult {
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub struct MeasurementBatch {
+    #[schema(max_items = 500)]
     measurements: Vec<Measurement>,
 }
 
@@ -349,9 +407,13 @@ pub struct MeasurementBatch {
 #[allow(dead_code)]
 pub struct BatchItem {
     index: i64,
-    /// accepted, override, duplicate, conflict, out_of_order, invalid, skipped
+    /// accepted, override, duplicate, conflict, out_of_order, invalid, skipped, unavailable
     status: String,
     http_status: u16,
+    /// out_of_order: the user's last accepted timestamp.
+    last_accepted: Option<String>,
+    /// out_of_order: the earliest timestamp accepted now (resubmit from it).
+    accepted_from: Option<String>,
 }
 
 #[derive(ToSchema)]
@@ -359,6 +421,9 @@ pub struct BatchItem {
 pub struct BatchReport {
     items: Vec<BatchItem>,
     summary: BTreeMap<String, i64>,
+    /// The items to send again, by index, in the order to send them (skipped and
+    /// unavailable ones, each user's oldest first).
+    retry_order: Vec<i64>,
 }
 
 #[derive(ToSchema)]

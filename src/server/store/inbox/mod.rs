@@ -191,6 +191,13 @@ pub struct Stats {
     pub published: i64,
     #[serde(default)]
     pub read: i64,
+    /// Whose counters these are (design doc 3's fields).
+    #[serde(default)]
+    pub tenant_key: String,
+    #[serde(default)]
+    pub inbox_key: String,
+    #[serde(default)]
+    pub uid: String,
 }
 
 /// A publication (kind PB): what was published to whom, and how many read it.

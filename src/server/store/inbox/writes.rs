@@ -56,10 +56,20 @@ pub struct Delta {
     pub read: i64,
 }
 
-/// `ADD published :p, read :r` on a stats item, creating it with its kind if needed.
+/// Whose counters a stats item holds (design doc 3 lists these on every stats record).
+#[derive(Clone, Copy, Debug)]
+pub struct Owner<'a> {
+    pub tenant_key: &'a str,
+    pub inbox_key: &'a str,
+    pub uid: &'a str,
+}
+
+/// `ADD published :p, read :r` on a stats item, creating it with its kind and owner if
+/// needed.
 pub(crate) fn bump(
     store: &Store,
     pk: &str,
+    owner: Owner<'_>,
     category: &str,
     d: Delta,
     keep_until: i64,
@@ -70,7 +80,10 @@ pub(crate) fn bump(
         .key("pk", s(pk))
         .key("sk", s(stats_sk(category)))
         .expression_attribute_values(":k", s("US"))
-        .expression_attribute_values(":e", n(keep_until));
+        .expression_attribute_values(":e", n(keep_until))
+        .expression_attribute_values(":tk", s(owner.tenant_key))
+        .expression_attribute_values(":ik", s(owner.inbox_key))
+        .expression_attribute_values(":uid", s(owner.uid));
     if d.published != 0 {
         adds.push("published :p");
         u = u.expression_attribute_values(":p", n(d.published));
@@ -83,9 +96,10 @@ pub(crate) fn bump(
     }
     let u = u
         .update_expression(format!(
-            "ADD {} SET kind = :k, expiredat = :e",
+            "ADD {} SET kind = :k, expiredat = :e, tenant_key = :tk, inbox_key = :ik, #uid = :uid",
             adds.join(", ")
         ))
+        .expression_attribute_names("#uid", "uid")
         .build()
         .map_err(|e| StoreError::corrupt("inbox stats", e))?;
     Ok(TransactWriteItem::builder().update(u).build())
@@ -95,15 +109,26 @@ pub(crate) fn bump(
 pub(crate) fn bumps(
     store: &Store,
     pk: &str,
+    owner: Owner<'_>,
     category: Option<&str>,
     d: Delta,
     keep_until: i64,
 ) -> Result<Vec<TransactWriteItem>, StoreError> {
-    let mut out = vec![bump(store, pk, ALL, d, keep_until)?];
+    let mut out = vec![bump(store, pk, owner, ALL, d, keep_until)?];
     if let Some(c) = category {
-        out.push(bump(store, pk, c, d, keep_until)?);
+        out.push(bump(store, pk, owner, c, d, keep_until)?);
     }
     Ok(out)
+}
+
+impl MessageItem {
+    pub fn owner(&self) -> Owner<'_> {
+        Owner {
+            tenant_key: &self.tenant_key,
+            inbox_key: &self.inbox_key,
+            uid: &self.uid,
+        }
+    }
 }
 
 pub enum JobStart {
@@ -170,6 +195,7 @@ pub fn deliver(
     out.extend(bumps(
         store,
         &m.pk,
+        m.owner(),
         m.taxonomy.category.as_deref(),
         d,
         keep_until,
@@ -233,6 +259,7 @@ pub fn mark_user_message(
     out.extend(bumps(
         store,
         &m.pk,
+        m.owner(),
         m.taxonomy.category.as_deref(),
         d,
         keep_until,
@@ -268,6 +295,11 @@ pub fn mark_public_message(
     out.extend(bumps(
         store,
         &receipt.pk,
+        Owner {
+            tenant_key: &receipt.tenant_key,
+            inbox_key: &receipt.inbox_key,
+            uid: &receipt.uid,
+        },
         receipt.taxonomy.category.as_deref(),
         d,
         keep_until,
