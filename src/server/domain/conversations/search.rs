@@ -131,6 +131,11 @@ pub fn parse(form: &Form) -> Result<Option<Search>, AppError> {
         Partition::Recipient(recipient(&form.recipient, "recipient")?)
     } else if !form.company.trim().is_empty() {
         let project = form.project.trim();
+        // Index keys: within DynamoDB's key sizes (ids are created at most 128 characters).
+        crate::server::domain::limits::key_part("company", form.company.trim(), 512)?;
+        if !project.is_empty() {
+            crate::server::domain::limits::key_part("project", project, 512)?;
+        }
         Partition::Company {
             company_id: form.company.trim().to_string(),
             project_id: (!project.is_empty()).then(|| project.to_string()),

@@ -42,6 +42,7 @@ pub async fn attempts(
     cursor: Option<&str>,
 ) -> Result<AttemptPage, AppError> {
     let (user, outcome) = (user.trim(), outcome.trim());
+    check_user(user)?;
     if !outcome.is_empty() && !OUTCOMES.contains(&outcome) {
         return Err(AppError::invalid("outcome", "Unknown outcome."));
     }
@@ -62,8 +63,18 @@ pub async fn attempts(
     })
 }
 
+/// A user id as typed into a page: within the ids the API takes (128 characters), so it
+/// stays within DynamoDB's key sizes.
+fn check_user(user: &str) -> Result<(), AppError> {
+    if user.chars().count() > 128 {
+        return Err(AppError::invalid("user", "A user id is at most 128 characters."));
+    }
+    Ok(())
+}
+
 /// A user's newest measurements and the rejected attempts among their newest audits.
 pub async fn series(store: &Store, user: &str) -> Result<(Vec<Point>, Vec<Rejected>), AppError> {
+    check_user(user)?;
     let points = store::measurements_of_user(store, user, 200)
         .await?
         .into_iter()
