@@ -45,7 +45,9 @@ impl Secret {
     /// kept in `<data_dir>/idempotency-secret` (created with mode 0600).
     pub fn resolve(config: &Config) -> Result<Secret, String> {
         if !config.idempotency.secret.is_empty() {
-            return Ok(Secret::new(config.idempotency.secret.as_bytes().to_vec()));
+            return Ok(Secret::new(
+                config.idempotency.secret.expose().as_bytes().to_vec(),
+            ));
         }
         if config.env != Environment::Dev {
             return Err("IDEMPOTENCY_SECRET is required outside dev".into());
@@ -81,20 +83,11 @@ fn load_or_create(path: &Path) -> Result<Secret, String> {
 
 /// HMAC-SHA256 (RFC 2104) over SHA-256.
 pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
-    const BLOCK: usize = 64;
-    let mut k = [0u8; BLOCK];
-    if key.len() > BLOCK {
-        k[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        k[..key.len()].copy_from_slice(key);
-    }
-    let mut inner = Sha256::new();
-    inner.update(k.map(|b| b ^ 0x36));
-    inner.update(message);
-    let mut outer = Sha256::new();
-    outer.update(k.map(|b| b ^ 0x5c));
-    outer.update(inner.finalize());
-    outer.finalize().into()
+    use hmac::{KeyInit, Mac};
+    // HMAC takes a key of any length; `new_from_slice` cannot fail for it.
+    let mut mac = hmac::Hmac::<Sha256>::new_from_slice(key).expect("HMAC accepts any key length");
+    mac.update(message);
+    mac.finalize().into_bytes().into()
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {

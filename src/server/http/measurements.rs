@@ -285,7 +285,10 @@ async fn audit_csv(
     let user = q.user.unwrap_or_default();
     let outcome = q.outcome.unwrap_or_default();
     if user.chars().count() > 128 {
-        return Err(Problem::invalid("user", "A user id is at most 128 characters."));
+        return Err(Problem::invalid(
+            "user",
+            "A user id is at most 128 characters.",
+        ));
     }
     if !outcome.is_empty() && !store::OUTCOMES.contains(&outcome.as_str()) {
         return Err(Problem::invalid("outcome", "Unknown outcome."));

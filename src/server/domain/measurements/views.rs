@@ -67,7 +67,10 @@ pub async fn attempts(
 /// stays within DynamoDB's key sizes.
 fn check_user(user: &str) -> Result<(), AppError> {
     if user.chars().count() > 128 {
-        return Err(AppError::invalid("user", "A user id is at most 128 characters."));
+        return Err(AppError::invalid(
+            "user",
+            "A user id is at most 128 characters.",
+        ));
     }
     Ok(())
 }

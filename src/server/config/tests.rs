@@ -1,0 +1,155 @@
+//! The settings: defaults, file, environment, and the errors that name the setting.
+
+use super::*;
+
+fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn defaults_are_valid_dev_with_embedded_dynamodb() {
+    let c = Config::from_parts(None, &env(&[]), "t".into()).unwrap();
+    assert_eq!(c.env, Environment::Dev);
+    assert!(c.wants_embedded_dynamodb());
+    assert_eq!(c.ttl.audit_days, 60);
+}
+
+#[test]
+fn environment_overrides_file() {
+    let file = "[app]\nenvironment = \"staging\"\n[ttl]\naudit_days = 10\n[idempotency]\nsecret = \"0123456789abcdef0123456789abcdef\"\n";
+    let c = Config::from_parts(
+        Some(file),
+        &env(&[("OPS_TTL_AUDIT_DAYS", "20")]),
+        "t".into(),
+    )
+    .unwrap();
+    assert_eq!(c.env, Environment::Staging);
+    assert_eq!(c.ttl.audit_days, 20);
+    assert!(!c.wants_embedded_dynamodb());
+    let c = Config::from_parts(
+        Some(file),
+        &env(&[("OPS_ENV", "prod"), ("IDEMPOTENCY_SECRET", &"s".repeat(32))]),
+        "t".into(),
+    )
+    .unwrap();
+    assert_eq!(c.env, Environment::Prod);
+}
+
+#[test]
+fn bad_settings_are_named() {
+    let err = Config::from_parts(None, &env(&[("OPS_ENV", "production")]), "t".into()).unwrap_err();
+    assert_eq!(err.key, "app.environment");
+    assert!(err.to_string().contains("production"), "{err}");
+
+    let err =
+        Config::from_parts(Some("[ttl]\naudit_days = 0\n"), &env(&[]), "t".into()).unwrap_err();
+    assert_eq!(err.key, "ttl.audit_days");
+
+    let err = Config::from_parts(Some("[dynamodb]\nendpont = \"x\"\n"), &env(&[]), "t".into())
+        .unwrap_err();
+    assert_eq!(err.key, "dynamodb.endpont");
+    assert!(err.to_string().contains("unknown setting"));
+
+    let err =
+        Config::from_parts(None, &env(&[("OPS_TTL_AUDIT_DAYS", "ten")]), "t".into()).unwrap_err();
+    assert_eq!(err.key, "ttl.audit_days");
+
+    let err = Config::from_parts(
+        None,
+        &env(&[("DYNAMODB_ENDPOINT", "localhost:8000")]),
+        "t".into(),
+    )
+    .unwrap_err();
+    assert_eq!(err.key, "dynamodb.endpoint");
+
+    let err =
+        Config::from_parts(Some("[app]\nsite_addr = 3000\n"), &env(&[]), "t".into()).unwrap_err();
+    assert_eq!(err.key, "app.site_addr");
+}
+
+#[test]
+fn idempotency_secret_is_required_outside_dev_and_never_short() {
+    let err = Config::from_parts(None, &env(&[("OPS_ENV", "staging")]), "t".into()).unwrap_err();
+    assert_eq!(err.key, "idempotency.secret");
+    assert!(err.to_string().contains("IDEMPOTENCY_SECRET"), "{err}");
+
+    let short = env(&[("OPS_ENV", "prod"), ("IDEMPOTENCY_SECRET", "too-short")]);
+    let err = Config::from_parts(None, &short, "t".into()).unwrap_err();
+    assert!(err.to_string().contains("at least 32"), "{err}");
+
+    let long = "k".repeat(32);
+    let ok = env(&[("OPS_ENV", "prod"), ("IDEMPOTENCY_SECRET", &long)]);
+    assert_eq!(
+        Config::from_parts(None, &ok, "t".into())
+            .unwrap()
+            .idempotency
+            .secret,
+        Secret::new(long)
+    );
+    // dev may leave it empty: one is generated and kept under the data directory.
+    assert!(Config::from_parts(None, &env(&[]), "t".into()).is_ok());
+}
+
+#[test]
+fn scopes_override_the_defaults() {
+    let file = "[idempotency]\nstale_seconds = 60\n\n[idempotency.scopes.\"events.ingest\"]\nstale_seconds = 30\nalert_failure_max_pct = 2.5\n";
+    let c = Config::from_parts(Some(file), &env(&[]), "t".into()).unwrap();
+    let p = c.idempotency.policy("events.ingest");
+    assert_eq!(
+        (p.stale_seconds, p.alert_failure_max_pct, p.ttl_hours),
+        (30, 2.5, 24)
+    );
+    assert_eq!(c.idempotency.policy("other").stale_seconds, 60);
+
+    let bad = "[idempotency.scopes.x]\nstale_secs = 3\n";
+    assert!(Config::from_parts(Some(bad), &env(&[]), "t".into()).is_err());
+    let bad = "[idempotency.scopes.x]\nstale_seconds = 0\n";
+    let err = Config::from_parts(Some(bad), &env(&[]), "t".into()).unwrap_err();
+    assert_eq!(err.key, "idempotency.scopes.x.stale_seconds");
+}
+
+#[test]
+fn the_settings_file_shows_the_defaults_the_code_has() {
+    // Every `# key = value` line of Leptos.toml shows a default: it must be the code's.
+    let file = include_str!("../../../Leptos.toml");
+    let defaults = toml::Table::try_from(Settings::default()).unwrap();
+    let mut section = String::new();
+    let mut checked = 0;
+    for line in file.lines() {
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name.to_string();
+            continue;
+        }
+        let Some(commented) = line.strip_prefix("# ") else {
+            continue;
+        };
+        // An example section (`# [idempotency.scopes."…"]`): its lines are not defaults.
+        if commented.starts_with('[') {
+            section.clear();
+            continue;
+        }
+        let Ok(parsed) = toml::from_str::<toml::Table>(commented) else {
+            continue;
+        };
+        let Some((key, shown)) = parsed.into_iter().next() else {
+            continue;
+        };
+        let Some(toml::Value::Table(sec)) = defaults.get(&section) else {
+            continue;
+        };
+        if let Some(code) = sec.get(&key) {
+            assert_eq!(
+                &shown, code,
+                "Leptos.toml shows {section}.{key} = {shown}, the code's default is {code}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(
+        checked >= 30,
+        "only {checked} defaults found in Leptos.toml"
+    );
+}

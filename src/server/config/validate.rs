@@ -1,0 +1,243 @@
+//! What the settings must satisfy beyond their types: ranges, URLs, names. The first
+//! problem stops the start with the setting's name.
+
+use super::sections::*;
+use super::ConfigError;
+
+fn range<T: PartialOrd + std::fmt::Display + Copy>(
+    key: &str,
+    v: T,
+    lo: T,
+    hi: T,
+) -> Result<(), ConfigError> {
+    if v < lo || v > hi {
+        return Err(ConfigError::new(
+            key,
+            format!("must be between {lo} and {hi}"),
+        ));
+    }
+    Ok(())
+}
+
+fn url_or_empty(key: &str, url: &str, empty_means: &str) -> Result<(), ConfigError> {
+    let url = url.trim();
+    if !url.is_empty() && !url.starts_with("http://") && !url.starts_with("https://") {
+        return Err(ConfigError::new(
+            key,
+            format!("expected an http:// or https:// URL, or empty {empty_means}"),
+        ));
+    }
+    Ok(())
+}
+
+pub(super) fn settings(s: &Settings) -> Result<(), ConfigError> {
+    dynamodb(&s.dynamodb)?;
+    for (key, days) in [
+        ("ttl.idempotency_days", s.ttl.idempotency_days),
+        ("ttl.conversation_state_days", s.ttl.conversation_state_days),
+        ("ttl.audit_days", s.ttl.audit_days),
+        ("ttl.settings_days", s.ttl.settings_days),
+        ("ttl.user_inactive_days", s.ttl.user_inactive_days),
+        ("ttl.api_key_days", s.ttl.api_key_days),
+        ("ttl.conversations_days", s.ttl.conversations_days),
+    ] {
+        if !(1..=3650).contains(&days) {
+            return Err(ConfigError::new(key, "must be between 1 and 3650 days"));
+        }
+    }
+    let a = &s.auth;
+    range("auth.session_idle_hours", a.session_idle_hours, 1, 168)?;
+    range("auth.session_absolute_days", a.session_absolute_days, 1, 90)?;
+    range("auth.lockout_failures", a.lockout_failures, 1, 100)?;
+    range("auth.lockout_minutes", a.lockout_minutes, 1, 1440)?;
+    idempotency(&s.idempotency, s.app.environment)?;
+    events(&s.events)?;
+    let i = &s.inbox;
+    range(
+        "inbox.stream_lease_seconds",
+        i.stream_lease_seconds,
+        1,
+        3600,
+    )?;
+    range("inbox.stream_poll_ms", i.stream_poll_ms, 10, 60_000)?;
+    measurements(&s.measurements)
+}
+
+fn dynamodb(d: &DynamoSection) -> Result<(), ConfigError> {
+    url_or_empty("dynamodb.endpoint", &d.endpoint, "")?;
+    if d.region.trim().is_empty() {
+        return Err(ConfigError::new("dynamodb.region", "must not be empty"));
+    }
+    let prefix_ok = d
+        .table_prefix
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if !prefix_ok || d.table_prefix.len() > 64 {
+        return Err(ConfigError::new(
+            "dynamodb.table_prefix",
+            "up to 64 characters of letters, digits, '_', '-' or '.'",
+        ));
+    }
+    Ok(())
+}
+
+fn idempotency(i: &IdempotencySection, env: Environment) -> Result<(), ConfigError> {
+    if i.secret.is_empty() && env != Environment::Dev {
+        return Err(ConfigError::new(
+            "idempotency.secret",
+            format!("required in {env}: set IDEMPOTENCY_SECRET to at least 32 random bytes"),
+        ));
+    }
+    if !i.secret.is_empty() && i.secret.expose().len() < 32 {
+        return Err(ConfigError::new(
+            "idempotency.secret",
+            format!(
+                "is {} bytes; it must be at least 32",
+                i.secret.expose().len()
+            ),
+        ));
+    }
+    let scopes = std::iter::once(("idempotency".to_string(), None)).chain(
+        i.scopes
+            .iter()
+            .map(|(name, o)| (format!("idempotency.scopes.{name}"), Some(o))),
+    );
+    for (path, o) in scopes {
+        let o = o.cloned().unwrap_or(ScopeOverrides {
+            ttl_hours: Some(i.ttl_hours),
+            stale_seconds: Some(i.stale_seconds),
+            alert_stale_takeover_max_pct: Some(i.alert_stale_takeover_max_pct),
+            alert_cache_hit_min_pct: Some(i.alert_cache_hit_min_pct),
+            alert_failure_max_pct: Some(i.alert_failure_max_pct),
+        });
+        if let Some(h) = o.ttl_hours {
+            range(&format!("{path}.ttl_hours"), h, 1, 24 * 90)?;
+        }
+        if let Some(s) = o.stale_seconds {
+            range(&format!("{path}.stale_seconds"), s, 1, 86_400)?;
+        }
+        for (name, pct) in [
+            (
+                "alert_stale_takeover_max_pct",
+                o.alert_stale_takeover_max_pct,
+            ),
+            ("alert_cache_hit_min_pct", o.alert_cache_hit_min_pct),
+            ("alert_failure_max_pct", o.alert_failure_max_pct),
+        ] {
+            if let Some(p) = pct {
+                range(&format!("{path}.{name}"), p, 0.0, 100.0)?;
+            }
+        }
+    }
+    range("idempotency.flush_seconds", i.flush_seconds, 1, 3600)?;
+    if i.alert_min_requests < 0 {
+        return Err(ConfigError::new(
+            "idempotency.alert_min_requests",
+            "must not be negative",
+        ));
+    }
+    Ok(())
+}
+
+fn measurements(m: &MeasurementsSection) -> Result<(), ConfigError> {
+    range(
+        "measurements.idempotency_ttl_days",
+        m.idempotency_ttl_days,
+        1,
+        365,
+    )?;
+    range(
+        "measurements.ordering_grace_period_seconds",
+        m.ordering_grace_period_seconds,
+        0,
+        86_400,
+    )?;
+    range("measurements.audit_ttl_days", m.audit_ttl_days, 1, 3650)?;
+    range(
+        "measurements.measurement_ttl_days",
+        m.measurement_ttl_days,
+        1,
+        3650,
+    )?;
+    range(
+        "measurements.alert_duplicate_max_pct",
+        m.alert_duplicate_max_pct,
+        0.0,
+        100.0,
+    )
+}
+
+fn word(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+fn events(e: &EventsSection) -> Result<(), ConfigError> {
+    url_or_empty("events.webhook_url", &e.webhook_url, "for the outbox")?;
+    range(
+        "events.webhook_timeout_ms",
+        e.webhook_timeout_ms,
+        10,
+        120_000,
+    )?;
+    range("events.webhook_max_attempts", e.webhook_max_attempts, 1, 20)?;
+    range("events.webhook_backoff_ms", e.webhook_backoff_ms, 0, 60_000)?;
+    range("events.lease_seconds", e.lease_seconds, 1, 3600)?;
+    range(
+        "events.hash_bucket_seconds",
+        e.hash_bucket_seconds,
+        1,
+        86_400,
+    )?;
+    range(
+        "events.order_flow_max_attempts",
+        e.order_flow_max_attempts,
+        1,
+        100,
+    )?;
+    for (i, r) in e.rules.iter().enumerate() {
+        rule(&format!("events.rules[{i}]"), r)?;
+    }
+    Ok(())
+}
+
+fn rule(at: &str, r: &Rule) -> Result<(), ConfigError> {
+    let key = |field: &str| format!("{at}.{field}");
+    if r.name.trim().is_empty() {
+        return Err(ConfigError::new(&key("name"), "must not be empty"));
+    }
+    if r.keywords.is_empty() || r.keywords.iter().any(|k| k.trim().is_empty()) {
+        return Err(ConfigError::new(
+            &key("keywords"),
+            "give at least one non-empty keyword",
+        ));
+    }
+    if r.intent.is_empty() != r.team.is_empty() {
+        return Err(ConfigError::new(
+            &key("team"),
+            "a rule sets intent and team together, or neither",
+        ));
+    }
+    for (field, value) in [
+        ("intent", &r.intent),
+        ("team", &r.team),
+        ("auto_reply", &r.auto_reply),
+        ("assign", &r.assign),
+    ] {
+        if !value.is_empty() && !word(value) {
+            return Err(ConfigError::new(
+                &key(field),
+                "up to 64 letters, digits, '_', '-' or '.'",
+            ));
+        }
+    }
+    if r.tags.iter().chain(&r.risk_flags).any(|t| !word(t)) {
+        return Err(ConfigError::new(
+            &key("tags"),
+            "tags and risk flags are up to 64 letters, digits, '_', '-' or '.'",
+        ));
+    }
+    range(&key("confidence"), r.confidence, 0.0, 1.0)
+}
