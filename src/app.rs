@@ -7,18 +7,18 @@ use leptos_router::path;
 use leptos_router::SsrMode;
 
 use crate::ui::layout::Layout;
-use crate::ui::pages::api_doc::ApiDocPage;
 use crate::ui::pages::audit::AuditPage;
-use crate::ui::pages::conversation::ConversationPage;
+use crate::ui::pages::conversations::detail::ConversationPage;
 use crate::ui::pages::conversations::ConversationsPage;
 use crate::ui::pages::events::{ConversationStatePage, EventsPage};
 use crate::ui::pages::idempotency::{IdempotencyKeyPage, IdempotencyPage};
+use crate::ui::pages::inbox::user::InboxUserPage;
 use crate::ui::pages::inbox::InboxPageView;
-use crate::ui::pages::inbox_user::InboxUserPage;
 use crate::ui::pages::measurements::MeasurementsPage;
+use crate::ui::pages::openapi::OpenApiPage;
 use crate::ui::pages::{
-    kill_switches::KillSwitchesPage, login::LoginPage, not_found::NotFound, overview::OverviewPage,
-    users::UsersPage,
+    accounts::AccountsPage, login::LoginPage, not_found::NotFound, overview::OverviewPage,
+    switches::SwitchesPage,
 };
 
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -55,7 +55,7 @@ pub fn App() -> impl IntoView {
                 <Route ssr=SsrMode::Async path=path!("/login") view=LoginPage />
                 <ParentRoute ssr=SsrMode::Async path=path!("") view=Layout>
                     <Route ssr=SsrMode::Async path=path!("") view=OverviewPage />
-                    <Route ssr=SsrMode::Async path=path!("kill-switches") view=KillSwitchesPage />
+                    <Route ssr=SsrMode::Async path=path!("kill-switches") view=SwitchesPage />
                     <Route ssr=SsrMode::Async path=path!("conversations") view=ConversationsPage />
                     <Route ssr=SsrMode::Async path=path!("conversations/view") view=ConversationPage />
                     <Route ssr=SsrMode::Async path=path!("events") view=EventsPage />
@@ -66,8 +66,8 @@ pub fn App() -> impl IntoView {
                     <Route ssr=SsrMode::Async path=path!("idempotency") view=IdempotencyPage />
                     <Route ssr=SsrMode::Async path=path!("idempotency/key") view=IdempotencyKeyPage />
                     <Route ssr=SsrMode::Async path=path!("measurements") view=MeasurementsPage />
-                    <Route ssr=SsrMode::Async path=path!("users") view=UsersPage />
-                    <Route ssr=SsrMode::Async path=path!("api") view=ApiDocPage />
+                    <Route ssr=SsrMode::Async path=path!("users") view=AccountsPage />
+                    <Route ssr=SsrMode::Async path=path!("api") view=OpenApiPage />
                 </ParentRoute>
             </Routes>
         </Router>

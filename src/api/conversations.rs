@@ -8,7 +8,7 @@ use crate::model::AppError;
 /// creation date; `after`/`before` are page cursors.
 #[server]
 pub async fn search_conversations(query: SearchQuery) -> Result<SearchPage, AppError> {
-    use crate::model::auth::Role;
+    use crate::model::accounts::Role;
     use crate::server::ctx;
     use crate::server::domain::conversations::{search::Form, view};
     use crate::server::store::query::Start;
@@ -60,7 +60,7 @@ pub async fn search_conversations(query: SearchQuery) -> Result<SearchPage, AppE
 /// One conversation, as the signed-in user's role may see it.
 #[server]
 pub async fn load_conversation(r: String) -> Result<ConversationDetail, AppError> {
-    use crate::model::auth::Role;
+    use crate::model::accounts::Role;
     use crate::server::ctx;
     use crate::server::domain::conversations::view;
     let user = ctx::require(Role::Viewer)?;
@@ -83,7 +83,7 @@ pub async fn reveal_contact(
     reason: String,
     idempotency_key: String,
 ) -> Result<(), AppError> {
-    use crate::model::auth::Role;
+    use crate::model::accounts::Role;
     use crate::server::ctx;
     use crate::server::domain::conversations::view::{self, Reveal};
     use crate::server::domain::idempotency::KeyInputs;

@@ -9,12 +9,12 @@ pub async fn list_events(
     conversation: String,
     cursor: Option<String>,
 ) -> Result<EventPage, AppError> {
-    use crate::model::auth::Role;
-    use crate::server::{ctx, domain::event_views};
+    use crate::model::accounts::Role;
+    use crate::server::{ctx, domain::events::views};
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let cursor = cursor.filter(|c| !c.is_empty());
-    event_views::events(
+    views::events(
         &state.store,
         &state.refs,
         conversation.trim(),
@@ -27,11 +27,11 @@ pub async fn list_events(
 /// Table B for one conversation.
 #[server]
 pub async fn conversation_state(conversation: String) -> Result<StateView, AppError> {
-    use crate::model::auth::Role;
-    use crate::server::{ctx, domain::event_views};
+    use crate::model::accounts::Role;
+    use crate::server::{ctx, domain::events::views};
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
-    event_views::state_view(&state.store, &state.refs, conversation.trim()).await
+    views::state_view(&state.store, &state.refs, conversation.trim()).await
 }
 
 /// Audit records by conversation, by action type, or by day (and time range), newest
@@ -45,19 +45,19 @@ pub async fn list_audit(
     to: String,
     cursor: Option<String>,
 ) -> Result<AuditRows, AppError> {
-    use crate::model::auth::Role;
-    use crate::server::{ctx, domain::event_views};
+    use crate::model::accounts::Role;
+    use crate::server::{ctx, domain::events::views};
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let cursor = cursor.filter(|c| !c.is_empty());
-    let filter = event_views::AuditFilter {
+    let filter = views::AuditFilter {
         conversation: conversation.trim(),
         action_type: action_type.trim(),
         day: day.trim(),
         from: from.trim(),
         to: to.trim(),
     };
-    event_views::audit(
+    views::audit(
         &state.store,
         &state.refs,
         &filter,
@@ -69,20 +69,20 @@ pub async fn list_audit(
 
 #[server]
 pub async fn list_outbox() -> Result<Vec<OutboxRow>, AppError> {
-    use crate::model::auth::Role;
-    use crate::server::{ctx, domain::event_views};
+    use crate::model::accounts::Role;
+    use crate::server::{ctx, domain::events::views};
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
-    event_views::outbox(&state.store, &state.refs).await
+    views::outbox(&state.store, &state.refs).await
 }
 
 #[server]
 pub async fn load_event_stats() -> Result<EventStats, AppError> {
-    use crate::model::auth::Role;
-    use crate::server::{ctx, domain::event_views};
+    use crate::model::accounts::Role;
+    use crate::server::{ctx, domain::events::views};
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
-    let mut stats = event_views::stats(&state.store, state.clock.now()).await?;
+    let mut stats = views::stats(&state.store, state.clock.now()).await?;
     stats.webhook = state.ingest.webhook_url();
     Ok(stats)
 }

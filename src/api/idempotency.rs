@@ -6,15 +6,15 @@ use crate::model::AppError;
 /// Per-scope rates and alerts over `window` (`24h` or `7d`).
 #[server]
 pub async fn load_idempotency_health(window: String) -> Result<Health, AppError> {
-    use crate::model::auth::Role;
-    use crate::server::{ctx, domain::idempotency_health};
+    use crate::model::accounts::Role;
+    use crate::server::{ctx, domain::idempotency::health};
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     // This process's latest counters first, so the page is current.
     if let Err(e) = state.idempotency.flush_stats().await {
         tracing::warn!(error = %e, "could not write idempotency counters before reading them");
     }
-    idempotency_health::load(
+    health::load(
         &state.store,
         state.idempotency.settings(),
         &window,
@@ -46,31 +46,31 @@ pub async fn list_idempotency_keys(
     which: String,
     cursor: Option<String>,
 ) -> Result<KeyPage, AppError> {
-    use crate::model::auth::Role;
-    use crate::server::{ctx, domain::idempotency_health};
+    use crate::model::accounts::Role;
+    use crate::server::{ctx, domain::idempotency::health};
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let cursor = cursor.filter(|c| !c.is_empty());
-    idempotency_health::list(&state.store, &which, cursor.as_deref(), state.clock.now()).await
+    health::list(&state.store, &which, cursor.as_deref(), state.clock.now()).await
 }
 
 #[server]
 pub async fn load_idempotency_key(id: String) -> Result<KeySummary, AppError> {
-    use crate::model::auth::Role;
-    use crate::server::{ctx, domain::idempotency_health};
+    use crate::model::accounts::Role;
+    use crate::server::{ctx, domain::idempotency::health};
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
-    idempotency_health::detail(&state.store, &id, state.clock.now()).await
+    health::detail(&state.store, &id, state.clock.now()).await
 }
 
 /// Admins expire a key now so a stuck operation can be run again (audited).
 #[server]
 pub async fn expire_idempotency_key(id: String, reason: String) -> Result<String, AppError> {
-    use crate::model::auth::Role;
-    use crate::server::{ctx, domain::idempotency_health, ids};
+    use crate::model::accounts::Role;
+    use crate::server::{ctx, domain::idempotency::health, ids};
     let admin = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
-    let changed = idempotency_health::expire(
+    let changed = health::expire(
         &state.store,
         &id,
         &reason,

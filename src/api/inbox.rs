@@ -10,7 +10,7 @@ pub async fn load_inbox_page(
     cursor: Option<String>,
     draft: Option<String>,
 ) -> Result<InboxPage, AppError> {
-    use crate::model::auth::Role;
+    use crate::model::accounts::Role;
     use crate::server::{ctx, domain::inbox::views};
     let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
@@ -36,14 +36,18 @@ pub async fn load_inbox_page(
 /// Creates or edits a tenant's settings (title, default message lifetime).
 #[server]
 pub async fn save_tenant(tenant: String, title: String, ttl: String) -> Result<String, AppError> {
-    use crate::model::auth::Role;
+    use crate::model::accounts::Role;
+    use crate::server::contract::inbox::TenantSettings;
     use crate::server::ctx;
     let user = ctx::require(Role::Operator)?;
     let state = ctx::state()?;
-    let body = serde_json::json!({"title": title, "ttl": ttl});
+    let body = TenantSettings {
+        title: Some(title),
+        ttl: Some(ttl),
+    };
     let s = state
         .inbox
-        .put_tenant(&tenant, &body, state.clock.now())
+        .put_tenant(&tenant, body, state.clock.now())
         .await?;
     tracing::info!(actor = %user.name, tenant = %s.tenant_key, "tenant settings saved");
     Ok(s.tenant_key)
@@ -60,11 +64,11 @@ pub async fn save_inbox(
     ttl: String,
     ttl_types: String,
 ) -> Result<String, AppError> {
-    use crate::model::auth::Role;
+    use crate::model::accounts::Role;
     use crate::server::ctx;
     let user = ctx::require(Role::Operator)?;
     let state = ctx::state()?;
-    let mut ttls = serde_json::Map::new();
+    let mut ttls = std::collections::BTreeMap::new();
     if !ttl.trim().is_empty() {
         ttls.insert("default".into(), ttl.trim().into());
     }
@@ -81,10 +85,14 @@ pub async fn save_inbox(
         })?;
         ttls.insert(k.trim().into(), v.trim().into());
     }
-    let body = serde_json::json!({"title": title, "description": description, "ttl": ttls});
+    let body = crate::server::contract::inbox::InboxSettings {
+        title: Some(title),
+        description: Some(description),
+        ttl: Some(ttls),
+    };
     let c = state
         .inbox
-        .put_inbox(&tenant, &inbox, &body, state.clock.now())
+        .put_inbox(&tenant, &inbox, body, state.clock.now())
         .await?;
     tracing::info!(actor = %user.name, tenant = %c.tenant_key, inbox = %c.inbox_key, "inbox saved");
     Ok(c.inbox_key)
@@ -94,7 +102,7 @@ pub async fn save_inbox(
 /// preview: the page's URL names the draft, never its content.
 #[server]
 pub async fn save_draft(p: PublishForm) -> Result<(), AppError> {
-    use crate::model::auth::Role;
+    use crate::model::accounts::Role;
     use crate::server::{ctx, domain::inbox::views};
     let user = ctx::require(Role::Operator)?;
     let state = ctx::state()?;
@@ -122,7 +130,7 @@ pub async fn publish_message(
     inbox: String,
     draft: String,
 ) -> Result<String, AppError> {
-    use crate::model::auth::Role;
+    use crate::model::accounts::Role;
     use crate::model::inbox::Receipt;
     use crate::server::ctx;
     use crate::server::domain::idempotency::KeyInputs;
@@ -210,7 +218,7 @@ pub async fn load_user_view(
     uid: String,
     cursor: Option<String>,
 ) -> Result<UserView, AppError> {
-    use crate::model::auth::Role;
+    use crate::model::accounts::Role;
     use crate::server::ctx;
     use crate::server::domain::inbox::feed::PAGE_SIZE;
     let user = ctx::require(Role::Viewer)?;
@@ -236,7 +244,7 @@ pub async fn mark_read(
     uid: String,
     message_id: String,
 ) -> Result<String, AppError> {
-    use crate::model::auth::Role;
+    use crate::model::accounts::Role;
     use crate::server::ctx;
     ctx::require(Role::Operator)?;
     let state = ctx::state()?;

@@ -12,9 +12,9 @@ pub async fn load_measurements(
     cursor: Option<String>,
     window: String,
 ) -> Result<MeasurementsView, AppError> {
-    use crate::model::auth::Role;
+    use crate::model::accounts::Role;
     use crate::server::ctx;
-    use crate::server::domain::{idempotency_health, measurements::views};
+    use crate::server::domain::{idempotency::health, measurements::views};
     let me = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let now = state.clock.now();
@@ -33,7 +33,7 @@ pub async fn load_measurements(
     if let Err(e) = state.idempotency.flush_stats().await {
         tracing::warn!(error = %e, "could not write idempotency counters before reading them");
     }
-    let health = idempotency_health::load(
+    let health = health::load(
         &state.store,
         state.idempotency.settings(),
         &rates.window,
@@ -61,7 +61,7 @@ pub async fn list_measurement_attempts(
     outcome: String,
     cursor: Option<String>,
 ) -> Result<AttemptPage, AppError> {
-    use crate::model::auth::Role;
+    use crate::model::accounts::Role;
     use crate::server::ctx;
     use crate::server::domain::measurements::views;
     let me = ctx::require(Role::Viewer)?;

@@ -1,12 +1,12 @@
 //! Server functions: thin. Each takes the app state, checks the caller, parses input into
 //! domain types, calls the domain, and maps the error.
 
-pub mod api_doc;
+pub mod accounts;
 pub mod conversations;
 pub mod events;
 pub mod idempotency;
 pub mod inbox;
 pub mod measurements;
+pub mod openapi;
 pub mod shell;
 pub mod switches;
-pub mod users;

@@ -1,7 +1,7 @@
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::model::auth::CurrentUser;
+use crate::model::accounts::CurrentUser;
 use crate::model::AppError;
 
 /// What the layout needs on every page.

@@ -17,7 +17,7 @@ pub struct KillSwitchesView {
 
 #[server]
 pub async fn load_kill_switches() -> Result<KillSwitchesView, AppError> {
-    use crate::model::auth::Role;
+    use crate::model::accounts::Role;
     use crate::server::{ctx, store::switches};
     let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
@@ -40,12 +40,10 @@ pub async fn change_kill_switch(
     confirm: Option<String>,
     idempotency_key: String,
 ) -> Result<KillSwitches, AppError> {
-    use crate::model::auth::Role;
+    use crate::model::accounts::Role;
     use crate::model::switches::Switch;
     use crate::server::domain::idempotency::{Call, KeyInputs, Outcome};
-    use crate::server::domain::kill_switches::{
-        change, validate, ChangeError, ChangeRequest, Ttls,
-    };
+    use crate::server::domain::switches::{change, validate, ChangeError, ChangeRequest, Ttls};
     use crate::server::store::switches as stored;
     use crate::server::{ctx, ids};
     let user = ctx::require(Role::Admin)?;
@@ -135,10 +133,10 @@ pub const SCOPE: &str = "kill_switches.change";
 
 #[server]
 pub async fn kill_switch_history(cursor: Option<String>) -> Result<HistoryPage, AppError> {
-    use crate::model::auth::Role;
-    use crate::server::{ctx, domain::kill_switches};
+    use crate::model::accounts::Role;
+    use crate::server::{ctx, domain::switches};
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let cursor = cursor.filter(|c| !c.is_empty());
-    Ok(kill_switches::history(&state.store, cursor.as_deref(), 10).await?)
+    Ok(switches::history(&state.store, cursor.as_deref(), 10).await?)
 }

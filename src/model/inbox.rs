@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FeedItem {
     pub id: String,
@@ -18,6 +19,7 @@ pub struct FeedItem {
     pub read: bool,
 }
 
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FeedPage {
     pub items: Vec<FeedItem>,
@@ -25,6 +27,7 @@ pub struct FeedPage {
     pub next: Option<String>,
 }
 
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Counts {
     pub total: i64,

@@ -3,6 +3,7 @@
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod contract;
 pub mod ctx;
 pub mod domain;
 pub mod dynamo_local;

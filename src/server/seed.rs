@@ -9,6 +9,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Value};
 
 use crate::model::AppError;
+use crate::server::contract::from_value;
 use crate::server::domain::conversations::{self as domain, Status};
 use crate::server::store::Store;
 
@@ -253,7 +254,7 @@ pub fn plan(count: usize, seed: u64, now: DateTime<Utc>) -> Vec<Plan> {
 /// Writes one planned conversation: create, then its messages and status moves, in the
 /// order a channel processor would make them.
 pub async fn apply(store: &Store, p: &Plan, ttl_days: i64) -> Result<(), AppError> {
-    domain::create(store, &p.context, p.created_at, ttl_days).await?;
+    domain::create(store, from_value(&p.context)?, p.created_at, ttl_days).await?;
     let pc = p.primary_channel();
     let id = p.str("conversation_id").to_string();
     let mut sent = p.messages.iter();
@@ -264,7 +265,7 @@ pub async fn apply(store: &Store, p: &Plan, ttl_days: i64) -> Result<(), AppErro
             Status::InitialMessageSent | Status::ResponseSent | Status::ReplyReceived
         ) {
             if let Some(m) = sent.next() {
-                domain::append(store, &pc, &id, m, at).await?;
+                domain::append(store, &pc, &id, from_value(m)?, at).await?;
             }
         }
         let last = k + 1 == p.path.len();
@@ -276,7 +277,7 @@ pub async fn apply(store: &Store, p: &Plan, ttl_days: i64) -> Result<(), AppErro
             body["hand_off_to_human"] = json!(true);
             body["hand_off_to_human_reason"] = json!("Asked to speak to a person");
         }
-        domain::update(store, &pc, &id, &body, at).await?;
+        domain::update(store, &pc, &id, from_value(&body)?, at).await?;
     }
     Ok(())
 }

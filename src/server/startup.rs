@@ -16,7 +16,7 @@ use crate::server::config::{Config, Environment};
 use crate::server::domain::accounts;
 use crate::server::domain::idempotency::{Engine, Secret};
 use crate::server::dynamo_local::{self, DynamoLocal};
-use crate::server::http::{api, login, middleware as mw};
+use crate::server::http::{self, accounts as login, middleware as mw};
 use crate::server::state::AppState;
 use crate::server::store::{schema, Connection, Store};
 
@@ -30,7 +30,7 @@ pub fn app(state: AppState) -> Router {
         .route("/login", post(login::login))
         .route("/logout", post(login::logout))
         .route("/find", post(crate::server::http::find::find))
-        .merge(api::routes(&state))
+        .merge(http::routes(&state))
         .merge(crate::server::http::measurements::pages())
         .leptos_routes(&state, routes, move || shell(leptos_options.clone()))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
@@ -48,13 +48,15 @@ async fn openapi_json() -> impl IntoResponse {
     Json(crate::server::http::openapi::document())
 }
 
+use crate::server::contract::health::Health;
+
 #[utoipa::path(
     get,
     path = "/healthz",
     tag = "console",
     responses(
-        (status = 200, description = "DynamoDB answers", body = crate::server::http::openapi::Health),
-        (status = 503, description = "DynamoDB does not answer", body = crate::server::http::openapi::Health)
+        (status = 200, description = "DynamoDB answers", body = Health),
+        (status = 503, description = "DynamoDB does not answer", body = Health)
     ),
     security(())
 )]
@@ -62,18 +64,27 @@ pub(crate) async fn healthz(State(state): State<AppState>) -> impl IntoResponse 
     match tokio::time::timeout(Duration::from_secs(3), state.store.ping()).await {
         Ok(Ok(())) => (
             StatusCode::OK,
-            Json(serde_json::json!({"status": "ok", "dynamodb": "ok"})),
+            Json(Health {
+                status: "ok",
+                dynamodb: "ok",
+            }),
         ),
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "health check: DynamoDB failed");
             (
                 StatusCode::SERVICE_UNAVAILABLE,
-                Json(serde_json::json!({"status": "unavailable", "dynamodb": "error"})),
+                Json(Health {
+                    status: "unavailable",
+                    dynamodb: "error",
+                }),
             )
         }
         Err(_) => (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(serde_json::json!({"status": "unavailable", "dynamodb": "timeout"})),
+            Json(Health {
+                status: "unavailable",
+                dynamodb: "timeout",
+            }),
         ),
     }
 }
@@ -283,7 +294,7 @@ fn spawn_inbox_consumer(store: Store, config: &Config) -> tokio::task::JoinHandl
     let lease = Duration::from_secs(config.inbox.stream_lease_seconds.max(1) as u64);
     let poll = Duration::from_millis(config.inbox.stream_poll_ms.max(10) as u64);
     tokio::spawn(async move {
-        let mut consumer = crate::server::store::inbox_stream::Consumer::new(store, &owner, lease);
+        let mut consumer = crate::server::store::inbox::stream::Consumer::new(store, &owner, lease);
         loop {
             match consumer.round().await {
                 Ok(r) if r.counted + r.repeated > 0 => {

@@ -7,9 +7,9 @@ use crate::server::clock::Clock;
 use crate::server::config::Config;
 use crate::server::domain::accounts::AccountTtls;
 use crate::server::domain::conversations::reference::Refs;
+use crate::server::domain::events::ingest::Ingest;
 use crate::server::domain::idempotency::{Engine, Secret};
 use crate::server::domain::inbox::Inbox;
-use crate::server::domain::ingest::Ingest;
 use crate::server::domain::measurements::Measurements;
 use crate::server::store::Store;
 

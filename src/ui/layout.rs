@@ -5,7 +5,7 @@ use leptos_router::components::Outlet;
 use leptos_router::hooks::use_location;
 
 use crate::api::shell::{load_shell_info, ShellInfo};
-use crate::model::auth::Role;
+use crate::model::accounts::Role;
 use crate::ui::components::badge::EnvBadge;
 
 /// (path, label, who sees it)

@@ -4,12 +4,13 @@ use axum::body::Body;
 use axum::http::{header, Request};
 use chrono::Duration;
 
+use ops_console::api::accounts::SetUserRole;
 use ops_console::api::switches::ChangeKillSwitch;
-use ops_console::api::users::SetUserRole;
-use ops_console::model::auth::Role;
+use ops_console::model::accounts::Role;
+use ops_console::server::domain::accounts::sessions::create_api_key;
 use ops_console::server::domain::accounts::{change_user, Change};
-use ops_console::server::domain::sessions::create_api_key;
-use ops_console::server::store::{audit, switches, users};
+use ops_console::server::store::accounts::users;
+use ops_console::server::store::{audit, switches};
 
 use crate::helpers::{captured_logs, form, spawn_app};
 

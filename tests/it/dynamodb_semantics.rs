@@ -356,7 +356,7 @@ async fn expire(app: &crate::helpers::TestApp, direct: &Store) -> usize {
     let mut deleted = 0;
     let mut start = None;
     loop {
-        let (_, d, next) = ops_console::server::store::inbox_stream::sweep_page(
+        let (_, d, next) = ops_console::server::store::inbox::stream::sweep_page(
             direct,
             app.clock.now().timestamp(),
             start,
@@ -386,7 +386,7 @@ async fn drift(direct: &Store) -> usize {
 
 #[tokio::test]
 async fn the_stream_consumer_reads_on_through_empty_pages() {
-    use ops_console::server::store::inbox_stream::Consumer;
+    use ops_console::server::store::inbox::stream::Consumer;
     let proxy = faulty_dynamodb().await;
     let (app, direct) = spawn_app_via(&proxy, |_| {}).await;
     let deleted = publish_and_expire(&app, &direct, 5).await;
@@ -415,7 +415,7 @@ async fn the_stream_consumer_reads_on_through_empty_pages() {
 
 #[tokio::test]
 async fn a_split_shard_is_read_to_its_end_before_its_children() {
-    use ops_console::server::store::inbox_stream::Consumer;
+    use ops_console::server::store::inbox::stream::Consumer;
     let proxy = faulty_dynamodb().await;
     let (app, direct) = spawn_app_via(&proxy, |_| {}).await;
     // The shard splits once 8 of its records have passed: the publishes' records stay in
@@ -482,7 +482,7 @@ async fn a_split_shard_is_read_to_its_end_before_its_children() {
 
 #[tokio::test]
 async fn a_shard_held_by_a_console_that_died_is_taken_over_after_its_lease() {
-    use ops_console::server::store::inbox_stream::Consumer;
+    use ops_console::server::store::inbox::stream::Consumer;
     let proxy = faulty_dynamodb().await;
     let (app, direct) = spawn_app_via(&proxy, |_| {}).await;
     let second = store_for(&app, &proxy.endpoint()).await;

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use crate::helpers::{captured_logs, spawn_app, spawn_app_with, TestApp};
 use ops_console::server::domain::events::{apply, decide, parse, Switches};
-use ops_console::server::store::mw::{self, ConversationState};
+use ops_console::server::store::events::{self as records, ConversationState};
 
 /// A webhook receiver on a real socket: counts deliveries per `Idempotency-Key`.
 #[derive(Clone, Default)]
@@ -131,7 +131,7 @@ async fn the_same_event_delivered_twenty_times_at_once_is_processed_once() {
     assert_eq!(again.status, 200);
     assert_eq!(again.json()["duplicate"], true);
 
-    let record = mw::get_event(&app.store, "evt:rp:c-20:m-1")
+    let record = records::get_event(&app.store, "evt:rp:c-20:m-1")
         .await
         .unwrap()
         .unwrap();
@@ -187,7 +187,7 @@ async fn safe_mode_delivers_nothing_and_still_records_the_decision() {
     assert!(audit
         .iter()
         .any(|(t, r)| t == "tag" && r == "suppressed: safe_mode"));
-    let state = mw::get_state(&app.store, "c-safe").await.unwrap();
+    let state = records::get_state(&app.store, "c-safe").await.unwrap();
     assert_eq!(state.last_intent.as_deref(), Some("refund_request"));
 }
 
@@ -215,7 +215,7 @@ async fn without_a_message_id_the_same_text_in_one_bucket_is_one_event() {
     );
     // Without a webhook, side effects wait in the outbox.
     assert_eq!(a.json()["actions"][0]["result"], "queued");
-    let outbox = mw::outbox(&app.store, None, 10).await.unwrap();
+    let outbox = records::outbox(&app.store, None, 10).await.unwrap();
     assert_eq!(outbox.items.len(), 2);
 }
 
@@ -238,7 +238,7 @@ async fn a_crash_after_claiming_a_side_effect_is_recovered_with_one_delivery() {
     assert_eq!(crashed.status, 503, "{}", crashed.body);
     assert_eq!(receiver.total(), 0, "died before delivering");
     // The side effect's claim is there, owned by the dead worker.
-    let claimed = mw::get_action(&app.store, "act:rp_route:c-crash:m-7")
+    let claimed = records::get_action(&app.store, "act:rp_route:c-crash:m-7")
         .await
         .unwrap()
         .unwrap();
@@ -260,7 +260,7 @@ async fn a_crash_after_claiming_a_side_effect_is_recovered_with_one_delivery() {
         "{counts:?}"
     );
     assert!(counts.values().all(|n| *n == 1), "{counts:?}");
-    let record = mw::get_event(&app.store, "evt:rp:c-crash:m-7")
+    let record = records::get_event(&app.store, "evt:rp:c-crash:m-7")
         .await
         .unwrap()
         .unwrap();
@@ -410,12 +410,12 @@ async fn a_thousand_events_with_duplicates_lose_no_state_update() {
     let mut total_duplicates = 0;
     for c in 0..50 {
         let id = format!("conv-{c}");
-        let concurrent = mw::get_state(&app.store, &id).await.unwrap();
+        let concurrent = records::get_state(&app.store, &id).await.unwrap();
         assert_eq!(concurrent.events_seen, 14, "{id}: every event counted once");
         assert_eq!(concurrent.version, 14, "{id}: one write per event");
         let alone = sequential.remove(&id).unwrap();
         assert_eq!(comparable(concurrent), comparable(alone), "{id}");
-        let page = mw::events_of_conversation(&app.store, &id, None, 100)
+        let page = records::events_of_conversation(&app.store, &id, None, 100)
             .await
             .unwrap();
         assert_eq!(page.items.len(), 14);
@@ -466,7 +466,7 @@ async fn no_text_email_or_phone_is_stored_or_logged() {
         assert!(!stored.contains(needle), "stored: {needle}");
         assert!(!logs.contains(needle), "logged: {needle}");
     }
-    let state = mw::get_state(&app.store, "c-pii").await.unwrap();
+    let state = records::get_state(&app.store, "c-pii").await.unwrap();
     assert_eq!(
         state.order_ref_last4.as_deref(),
         Some("3221"),
@@ -512,11 +512,17 @@ async fn bad_input_is_a_clear_4xx_and_writes_nothing() {
         too_big.headers.get("content-type").unwrap(),
         "application/problem+json"
     );
-    assert!(mw::get_event(&app.store, "evt:rp:c-bad:m-1")
+    assert!(records::get_event(&app.store, "evt:rp:c-bad:m-1")
         .await
         .unwrap()
         .is_none());
-    assert_eq!(mw::get_state(&app.store, "c-bad").await.unwrap().version, 0);
+    assert_eq!(
+        records::get_state(&app.store, "c-bad")
+            .await
+            .unwrap()
+            .version,
+        0
+    );
 }
 
 #[tokio::test]
@@ -537,7 +543,7 @@ async fn the_pages_show_events_state_and_audit() {
     )
     .await;
     let cookie = app
-        .session_as("vie", ops_console::model::auth::Role::Viewer)
+        .session_as("vie", ops_console::model::accounts::Role::Viewer)
         .await;
     let events = app.get("/events", Some(&cookie)).await;
     assert_eq!(events.status, 200);

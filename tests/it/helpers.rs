@@ -10,7 +10,7 @@ use axum::Router;
 use leptos::server_fn::ServerFn;
 use tower::ServiceExt;
 
-use ops_console::model::auth::Role;
+use ops_console::model::accounts::Role;
 use ops_console::server::clock::Clock;
 use ops_console::server::config::Config;
 use ops_console::server::domain::accounts;
@@ -303,7 +303,7 @@ impl TestApp {
 impl TestApp {
     /// A new API key with these scopes.
     pub async fn api_key(&self, scopes: &[&str]) -> String {
-        ops_console::server::domain::sessions::create_api_key(
+        ops_console::server::domain::accounts::sessions::create_api_key(
             &self.store,
             &format!("k-{}", random_hex(4)),
             &scopes.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
@@ -332,7 +332,7 @@ impl TestApp {
     /// Sets both kill switches, as an admin would.
     pub async fn set_switches(&self, safe_mode: bool, automation_enabled: bool) {
         use ops_console::model::switches::Switch;
-        use ops_console::server::domain::kill_switches::{change, ChangeRequest, Ttls};
+        use ops_console::server::domain::switches::{change, ChangeRequest, Ttls};
         use ops_console::server::store::switches;
         for (switch, enable) in [
             (Switch::SafeMode, safe_mode),

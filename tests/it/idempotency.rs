@@ -9,11 +9,11 @@ use axum::http::{header, Request};
 use chrono::Duration;
 use serde_json::{json, Value};
 
+use ops_console::server::domain::accounts::sessions::create_api_key;
 use ops_console::server::domain::idempotency::{
     sha256_hex, Begin, Call, Engine, KeyInputs, Outcome, Secret, Stored,
 };
-use ops_console::server::domain::kill_switches::history;
-use ops_console::server::domain::sessions::create_api_key;
+use ops_console::server::domain::switches::history;
 use ops_console::server::store::idempotency::{self as store, KeyItem};
 
 use crate::helpers::{spawn_app, Answer, TestApp};
@@ -506,7 +506,7 @@ async fn http_keys_are_private_to_the_client_that_sent_them() {
 #[tokio::test]
 async fn a_double_submitted_kill_switch_form_changes_once() {
     use ops_console::api::switches::ChangeKillSwitch;
-    use ops_console::model::auth::Role;
+    use ops_console::model::accounts::Role;
     let app = Arc::new(spawn_app().await);
     let admin = app.session_as("root", Role::Admin).await;
     let fields: &[(&str, &str)] = &[
@@ -542,8 +542,8 @@ async fn a_double_submitted_kill_switch_form_changes_once() {
 #[tokio::test]
 async fn only_admins_expire_a_key_and_the_expiry_is_audited() {
     use ops_console::api::idempotency::{ExpireIdempotencyKey, LoadIdempotencyHealth};
-    use ops_console::model::auth::Role;
-    use ops_console::server::domain::idempotency_health::{AUDIT_EXPIRED, AUDIT_PARTITION};
+    use ops_console::model::accounts::Role;
+    use ops_console::server::domain::idempotency::health::{AUDIT_EXPIRED, AUDIT_PARTITION};
     use ops_console::server::store::audit;
     let app = spawn_app().await;
     let key = inputs("stuck");

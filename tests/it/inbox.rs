@@ -10,8 +10,8 @@ use crate::helpers::{pct, spawn_app, TestApp};
 use ops_console::server::domain::inbox::feed::Marked;
 use ops_console::server::domain::inbox::publish::Publish;
 use ops_console::server::domain::inbox::verify::verify;
+use ops_console::server::store::inbox::stream;
 use ops_console::server::store::inbox::{self as store, MessageItem, Stats};
-use ops_console::server::store::inbox_stream;
 
 const T: &str = "acme";
 const I: &str = "news";
@@ -363,14 +363,14 @@ async fn expired_messages_are_hidden_and_their_removal_counts_down_once() {
     )
     .await
     .unwrap();
-    let (_, deleted, _) = inbox_stream::sweep_page(&app.store, later.timestamp(), None)
+    let (_, deleted, _) = stream::sweep_page(&app.store, later.timestamp(), None)
         .await
         .unwrap();
     assert_eq!(
         deleted, 3,
         "the user copy, the public message and Ann's receipt"
     );
-    let report = inbox_stream::consume(&app.store).await.unwrap();
+    let report = stream::consume(&app.store).await.unwrap();
     assert_eq!(report.counted, 3, "{report:?}");
     assert_eq!(stats(&app, "ann", "*").await, (0, 0));
     assert_eq!(stats(&app, "ann", "billing").await, (0, 0));
@@ -378,8 +378,8 @@ async fn expired_messages_are_hidden_and_their_removal_counts_down_once() {
     assert_eq!(stats(&app, "$public", "ops").await, (0, 0));
 
     // A consumer that lost its position reads every removal again: nothing changes.
-    inbox_stream::forget_positions(&app.store).await.unwrap();
-    let again = inbox_stream::consume(&app.store).await.unwrap();
+    stream::forget_positions(&app.store).await.unwrap();
+    let again = stream::consume(&app.store).await.unwrap();
     assert_eq!((again.counted, again.repeated), (0, 3), "{again:?}");
     assert_eq!(stats(&app, "ann", "*").await, (0, 0));
     // And one removal handed over twice counts once.
@@ -388,9 +388,7 @@ async fn expired_messages_are_hidden_and_their_removal_counts_down_once() {
         std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
     >(old_user_copy.unwrap())
     .unwrap();
-    assert!(!inbox_stream::count_removal(&app.store, &item)
-        .await
-        .unwrap());
+    assert!(!stream::count_removal(&app.store, &item).await.unwrap());
     no_drift(&app).await;
 }
 
@@ -431,10 +429,10 @@ async fn after_a_random_workload_every_counter_agrees_with_a_recount() {
     }
     no_drift(&app).await;
     app.clock.advance(Duration::hours(2));
-    inbox_stream::sweep_page(&app.store, app.clock.now().timestamp(), None)
+    stream::sweep_page(&app.store, app.clock.now().timestamp(), None)
         .await
         .unwrap();
-    inbox_stream::consume(&app.store).await.unwrap();
+    stream::consume(&app.store).await.unwrap();
     no_drift(&app).await;
     for u in &users {
         let c = inbox.counts(T, I, u).await.unwrap();

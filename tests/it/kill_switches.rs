@@ -1,12 +1,10 @@
 use std::sync::Arc;
 
 use ops_console::api::switches::ChangeKillSwitch;
-use ops_console::model::auth::Role;
+use ops_console::model::accounts::Role;
 use ops_console::model::switches::Switch;
 use ops_console::model::AppError;
-use ops_console::server::domain::kill_switches::{
-    change, history, ChangeError, ChangeRequest, Ttls,
-};
+use ops_console::server::domain::switches::{change, history, ChangeError, ChangeRequest, Ttls};
 use ops_console::server::store::audit::{self, AuditItem};
 use ops_console::server::store::switches::{self, AUDIT_ACTION, AUDIT_PARTITION};
 

@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use crate::helpers::{form, spawn_app, TestApp};
-use ops_console::model::auth::Role;
-use ops_console::server::domain::sessions::SCOPES;
+use ops_console::model::accounts::Role;
+use ops_console::server::domain::accounts::sessions::SCOPES;
 use ops_console::server::ids::random_hex;
 
 /// A value for each path parameter the API has.
@@ -111,8 +111,8 @@ type Entry = (
 
 fn server_functions() -> Vec<Entry> {
     use leptos::server_fn::ServerFn;
-    use ops_console::api::{api_doc::*, conversations::*, events::*, idempotency::*, inbox::*};
-    use ops_console::api::{measurements::*, shell::*, switches::*, users::*};
+    use ops_console::api::{accounts::*, measurements::*, shell::*, switches::*};
+    use ops_console::api::{conversations::*, events::*, idempotency::*, inbox::*, openapi::*};
     let key = "0123456789abcdef0123";
     let v = Some(Role::Viewer);
     let o = Some(Role::Operator);

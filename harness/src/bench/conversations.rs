@@ -7,6 +7,7 @@ use chrono::Utc;
 use serde_json::{json, Value};
 
 use super::Series;
+use ops_console::server::contract::from_value;
 use ops_console::server::domain::conversations::context;
 use ops_console::server::seed::{self, Plan};
 use ops_console::server::store::conversations::{self as store, Conversation, Filters, Partition};
@@ -17,13 +18,20 @@ const REPEAT: usize = 40;
 
 /// A planned conversation as it ends up stored (status, task, messages), for bulk loading.
 fn item(p: &Plan) -> Result<Conversation, String> {
-    let mut c = context::from_context(&p.context, p.created_at, 180).map_err(|e| e.to_string())?;
+    let mut c = context::from_context(
+        from_value(&p.context).map_err(|e| e.to_string())?,
+        p.created_at,
+        180,
+    )
+    .map_err(|e| e.to_string())?;
     c.conversation_status = p.status().as_str().to_string();
     c.task_complete = i64::from(p.task_complete);
     c.hand_off_to_human = p.hand_off;
     for m in &p.messages {
-        c.messages
-            .push(context::message(m, p.created_at).map_err(|e| e.to_string())?);
+        c.messages.push(
+            context::message(from_value(m).map_err(|e| e.to_string())?, p.created_at)
+                .map_err(|e| e.to_string())?,
+        );
     }
     c.message_count = c.messages.len() as i64;
     Ok(c)

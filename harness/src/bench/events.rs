@@ -19,10 +19,10 @@ pub async fn bench_events(
     n: usize,
 ) -> Result<Vec<serde_json::Value>, String> {
     use ops_console::model::switches::Switch;
+    use ops_console::server::domain::events::ingest::{Ingest, Outcome as IngestOutcome};
     use ops_console::server::domain::events::parse;
-    use ops_console::server::domain::ingest::{Ingest, Outcome as IngestOutcome};
-    use ops_console::server::domain::kill_switches::{change, ChangeRequest, Ttls};
-    use ops_console::server::store::mw::{ActionRecord, ConversationState, EventRecord};
+    use ops_console::server::domain::switches::{change, ChangeRequest, Ttls};
+    use ops_console::server::store::events::{ActionRecord, ConversationState, EventRecord};
     use ops_console::server::store::schema::{MW_CONVERSATION_STATE, MW_IDEMPOTENCY};
 
     let clock = Clock::default();

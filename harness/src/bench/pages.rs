@@ -9,12 +9,12 @@ use serde_json::{json, Value};
 use tower::ServiceExt;
 
 use super::Series;
-use ops_console::model::auth::Role;
+use ops_console::model::accounts::Role;
 use ops_console::server::clock::Clock;
 use ops_console::server::config::Config;
 use ops_console::server::domain::accounts::add_user;
+use ops_console::server::domain::accounts::sessions::login;
 use ops_console::server::domain::idempotency::Secret;
-use ops_console::server::domain::sessions::login;
 use ops_console::server::ids::random_hex;
 use ops_console::server::state::AppState;
 use ops_console::server::store::Store;

@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 use clients::{Acked, Http, Tally};
 use ops_console::server::config::Config;
-use ops_console::server::domain::sessions::{create_api_key, SCOPES};
+use ops_console::server::domain::accounts::sessions::{create_api_key, SCOPES};
 use ops_console::server::dynamo_local::{self, DynamoLocal};
 use ops_console::server::seed::Rng;
 use ops_console::server::store::{schema, Connection, Store};
@@ -107,19 +107,31 @@ async fn connect(endpoint: &str, config: &Config) -> Store {
 /// The tenant and inbox the publishes go to: messages of category `ops` live an hour,
 /// so that the expiry phase can remove them as DynamoDB's TTL would.
 async fn prepare_inbox(store: &Store) -> Result<(), String> {
+    use ops_console::server::contract::inbox::{InboxSettings, TenantSettings};
     let inbox = ops_console::server::domain::inbox::Inbox::new(store.clone(), 365);
     let now = chrono::Utc::now();
     inbox
         .put_tenant(
             "chaos",
-            &serde_json::json!({"title": "Chaos", "ttl": "30d"}),
+            TenantSettings {
+                title: Some("Chaos".into()),
+                ttl: Some("30d".into()),
+            },
             now,
         )
         .await
         .map_err(|e| e.to_string())?;
-    let body = serde_json::json!({"title": "News", "ttl": {"default": "30d", "ops": "1h"}});
+    let body = InboxSettings {
+        title: Some("News".into()),
+        description: None,
+        ttl: Some(
+            [("default", "30d"), ("ops", "1h")]
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .into(),
+        ),
+    };
     inbox
-        .put_inbox("chaos", "news", &body, now)
+        .put_inbox("chaos", "news", body, now)
         .await
         .map_err(|e| e.to_string())?;
     Ok(())
@@ -322,7 +334,7 @@ async fn expire(
     let mut removed = 0;
     loop {
         let (_, deleted, next) =
-            ops_console::server::store::inbox_stream::sweep_page(store, later, start)
+            ops_console::server::store::inbox::stream::sweep_page(store, later, start)
                 .await
                 .map_err(|e| e.to_string())?;
         removed += deleted;

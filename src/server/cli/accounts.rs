@@ -6,12 +6,12 @@ use std::io::{BufRead, IsTerminal, Write};
 use clap::Subcommand;
 
 use super::{database, err, CliError};
-use crate::model::auth::Role;
+use crate::model::accounts::Role;
 use crate::server::clock::Clock;
 use crate::server::config::Config;
+use crate::server::domain::accounts::sessions::{create_api_key, SCOPES};
 use crate::server::domain::accounts::{self, AccountTtls, Change};
-use crate::server::domain::sessions::{create_api_key, SCOPES};
-use crate::server::store::users;
+use crate::server::store::accounts::users;
 
 #[derive(Subcommand)]
 pub enum UserCommand {

@@ -42,7 +42,7 @@ pub async fn sweep(config: &Config) -> Result<(), CliError> {
     let (mut examined, mut deleted, mut pages) = (0usize, 0usize, 0usize);
     let mut start = None;
     loop {
-        let (e, d, next) = crate::server::store::inbox_stream::sweep_page(&db.store, now, start)
+        let (e, d, next) = crate::server::store::inbox::stream::sweep_page(&db.store, now, start)
             .await
             .map_err(err)?;
         examined += e;

@@ -1,200 +1,102 @@
-//! Reading fields of a JSON body with errors that name the field (`channel_config.company_email`),
-//! for every REST endpoint: bad input is a 400 that says what to fix, never a 500.
+//! Checks of single values from a request contract (`crate::server::contract`), with errors
+//! that name the field (`channel_config.company_email`): the contract's types say what
+//! shape a value has, these say what it may contain. Bad input is a 400 that says what to
+//! fix, never a 500.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Map, Value};
 
 use crate::model::AppError;
 
-/// The members of a JSON object body.
-pub fn object<'a>(v: &'a Value, path: &str) -> Result<&'a Map<String, Value>, AppError> {
-    v.as_object().ok_or_else(|| {
-        let what = if path.is_empty() { "The body" } else { path };
-        AppError::invalid(
-            if path.is_empty() { "body" } else { path },
-            format!("{what} must be a JSON object."),
-        )
-    })
+/// A trimmed text of 1 to `max` characters without control characters; blank is absent.
+pub fn text(name: &str, v: Option<String>, max: usize) -> Result<Option<String>, AppError> {
+    let Some(s) = v else { return Ok(None) };
+    let t = s.trim();
+    if t.is_empty() {
+        return Ok(None);
+    }
+    if t.chars().count() > max {
+        return Err(AppError::invalid(
+            name,
+            format!("{name} is at most {max} characters."),
+        ));
+    }
+    if t.chars().any(char::is_control) {
+        return Err(AppError::invalid(
+            name,
+            format!("{name} must not contain control characters."),
+        ));
+    }
+    Ok(Some(t.to_string()))
 }
 
-/// A body as JSON, or a 400 that says where it breaks.
-pub fn parse_json(bytes: &[u8]) -> Result<Value, AppError> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| AppError::invalid("body", format!("The body is not valid JSON: {e}.")))
+/// As [`text`], and present.
+pub fn required(name: &str, v: impl Into<Option<String>>, max: usize) -> Result<String, AppError> {
+    text(name, v.into(), max)?
+        .ok_or_else(|| AppError::invalid(name, format!("{name} is required.")))
 }
 
-fn join(path: &str, field: &str) -> String {
-    if path.is_empty() {
-        field.to_string()
-    } else {
-        format!("{path}.{field}")
+/// A whole number in `0..=max`.
+pub fn count(name: &str, v: Option<i64>, max: i64) -> Result<Option<i64>, AppError> {
+    match v {
+        Some(n) if !(0..=max).contains(&n) => Err(AppError::invalid(
+            name,
+            format!("{name} must be a whole number from 0 to {max}."),
+        )),
+        v => Ok(v),
     }
 }
 
-/// A view of one object that names its fields by their path.
-pub struct Fields<'a> {
-    map: &'a Map<String, Value>,
-    path: String,
+/// A JSON object of at most `max_bytes` serialized, stored as one attribute: within
+/// DynamoDB's nesting and number limits.
+pub fn object(
+    name: &str,
+    v: Option<Map<String, Value>>,
+    max_bytes: usize,
+) -> Result<Option<Map<String, Value>>, AppError> {
+    let Some(m) = v else { return Ok(None) };
+    let whole = Value::Object(m);
+    if whole.to_string().len() > max_bytes {
+        return Err(AppError::invalid(
+            name,
+            format!("{name} is at most {} KiB.", max_bytes / 1024),
+        ));
+    }
+    super::limits::attribute(name, &whole)?;
+    let Value::Object(m) = whole else {
+        unreachable!("built as an object above")
+    };
+    Ok(Some(m))
 }
 
-impl<'a> Fields<'a> {
-    pub fn of(v: &'a Value, path: &str) -> Result<Fields<'a>, AppError> {
-        Ok(Fields {
-            map: object(v, path)?,
-            path: path.to_string(),
-        })
+/// A list of at most `max_items` texts, each trimmed and checked by `each` (given the
+/// entry's name, `field[i]`).
+pub fn list(
+    name: &str,
+    v: Option<Vec<String>>,
+    max_items: usize,
+    each: impl Fn(&str, &str) -> Result<String, AppError>,
+) -> Result<Option<Vec<String>>, AppError> {
+    let Some(items) = v else { return Ok(None) };
+    if items.len() > max_items {
+        return Err(AppError::invalid(
+            name,
+            format!("{name} has at most {max_items} entries."),
+        ));
     }
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, s)| each(s.trim(), &format!("{name}[{i}]")))
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
 
-    pub fn name(&self, field: &str) -> String {
-        join(&self.path, field)
-    }
-
-    fn present(&self, field: &str) -> Option<&'a Value> {
-        self.map.get(field).filter(|v| !v.is_null())
-    }
-
-    pub fn has(&self, field: &str) -> bool {
-        self.present(field).is_some()
-    }
-
-    /// A trimmed string of 1 to `max` characters without control characters, if present.
-    pub fn opt_str(&self, field: &str, max: usize) -> Result<Option<String>, AppError> {
-        let name = self.name(field);
-        match self.present(field) {
-            None => Ok(None),
-            Some(Value::String(s)) => {
-                let t = s.trim();
-                if t.is_empty() {
-                    return Ok(None);
-                }
-                if t.chars().count() > max {
-                    return Err(AppError::invalid(
-                        &name,
-                        format!("{name} is at most {max} characters."),
-                    ));
-                }
-                if t.chars().any(char::is_control) {
-                    return Err(AppError::invalid(
-                        &name,
-                        format!("{name} must not contain control characters."),
-                    ));
-                }
-                Ok(Some(t.to_string()))
-            }
-            Some(_) => Err(AppError::invalid(
-                &name,
-                format!("{name} must be a string."),
-            )),
-        }
-    }
-
-    pub fn req_str(&self, field: &str, max: usize) -> Result<String, AppError> {
-        self.opt_str(field, max)?.ok_or_else(|| {
-            let name = self.name(field);
-            AppError::invalid(&name, format!("{name} is required."))
-        })
-    }
-
-    pub fn opt_bool(&self, field: &str) -> Result<Option<bool>, AppError> {
-        match self.present(field) {
-            None => Ok(None),
-            Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(_) => {
-                let name = self.name(field);
-                Err(AppError::invalid(
-                    &name,
-                    format!("{name} must be true or false."),
-                ))
-            }
-        }
-    }
-
-    /// A whole number in `0..=max`, if present.
-    pub fn opt_count(&self, field: &str, max: i64) -> Result<Option<i64>, AppError> {
-        match self.present(field) {
-            None => Ok(None),
-            Some(v) => match v.as_i64() {
-                Some(n) if (0..=max).contains(&n) => Ok(Some(n)),
-                _ => {
-                    let name = self.name(field);
-                    Err(AppError::invalid(
-                        &name,
-                        format!("{name} must be a whole number from 0 to {max}."),
-                    ))
-                }
-            },
-        }
-    }
-
-    /// A JSON object of at most `max_bytes` serialized, if present.
-    pub fn opt_object(
-        &self,
-        field: &str,
-        max_bytes: usize,
-    ) -> Result<Option<Map<String, Value>>, AppError> {
-        let name = self.name(field);
-        match self.present(field) {
-            None => Ok(None),
-            Some(Value::Object(m)) => {
-                let whole = Value::Object(m.clone());
-                if whole.to_string().len() > max_bytes {
-                    return Err(AppError::invalid(
-                        &name,
-                        format!("{name} is at most {} KiB.", max_bytes / 1024),
-                    ));
-                }
-                // Stored as one attribute: within DynamoDB's nesting and number limits.
-                super::limits::attribute(&name, &whole)?;
-                Ok(Some(m.clone()))
-            }
-            Some(_) => Err(AppError::invalid(
-                &name,
-                format!("{name} must be an object."),
-            )),
-        }
-    }
-
-    /// A list of strings, each checked by `each`, if present.
-    pub fn opt_list(
-        &self,
-        field: &str,
-        max_items: usize,
-        each: impl Fn(&str, &str) -> Result<String, AppError>,
-    ) -> Result<Option<Vec<String>>, AppError> {
-        let name = self.name(field);
-        match self.present(field) {
-            None => Ok(None),
-            Some(Value::Array(items)) => {
-                if items.len() > max_items {
-                    return Err(AppError::invalid(
-                        &name,
-                        format!("{name} has at most {max_items} entries."),
-                    ));
-                }
-                items
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| {
-                        let at = format!("{name}[{i}]");
-                        match v.as_str() {
-                            Some(s) => each(s.trim(), &at),
-                            None => Err(AppError::invalid(&at, format!("{at} must be a string."))),
-                        }
-                    })
-                    .collect::<Result<Vec<_>, _>>()
-                    .map(Some)
-            }
-            Some(_) => Err(AppError::invalid(&name, format!("{name} must be a list."))),
-        }
-    }
-
-    /// An RFC 3339 timestamp with an offset, normalized to UTC with milliseconds.
-    pub fn opt_time(&self, field: &str) -> Result<Option<DateTime<Utc>>, AppError> {
-        let Some(raw) = self.opt_str(field, 64)? else {
-            return Ok(None);
-        };
-        parse_time(&raw, &self.name(field)).map(Some)
-    }
+/// An RFC 3339 timestamp with an offset, in UTC.
+pub fn time(name: &str, v: Option<String>) -> Result<Option<DateTime<Utc>>, AppError> {
+    text(name, v, 64)?
+        .map(|raw| parse_time(&raw, name))
+        .transpose()
 }
 
 pub fn parse_time(raw: &str, name: &str) -> Result<DateTime<Utc>, AppError> {
@@ -299,12 +201,14 @@ mod tests {
     }
 
     #[test]
-    fn errors_name_the_nested_field() {
-        let v: Value = serde_json::json!({"channel_config": {"company_email": 5}});
-        let outer = Fields::of(&v, "").unwrap();
-        let inner_v = &v["channel_config"];
-        let inner = Fields::of(inner_v, &outer.name("channel_config")).unwrap();
-        let e = inner.opt_str("company_email", 10).unwrap_err();
+    fn texts_are_trimmed_bounded_and_named() {
+        assert_eq!(text("t", Some("  a ".into()), 3).unwrap(), Some("a".into()));
+        assert_eq!(text("t", Some("   ".into()), 3).unwrap(), None);
+        let e = text("channel_config.company_email", Some("abcd".into()), 3).unwrap_err();
         assert_eq!(e.field(), Some("channel_config.company_email"));
+        assert!(required("t", Some(" ".to_string()), 3).is_err());
+        assert!(text("t", Some("a\u{7}".into()), 3).is_err());
+        assert!(count("n", Some(-1), 5).is_err());
+        assert_eq!(count("n", Some(5), 5).unwrap(), Some(5));
     }
 }

@@ -120,8 +120,8 @@ pub fn conversation_id(id: &str) -> String {
 /// Free text or an identifier as `role` may see it: viewers see no personal data, so
 /// what could be a phone number or an email (a user id, a reason, a label) is redacted
 /// for them; operators and admins work with it as it is.
-pub fn for_role(role: crate::model::auth::Role, text: &str) -> String {
-    if role.allows(crate::model::auth::Role::Operator) {
+pub fn for_role(role: crate::model::accounts::Role, text: &str) -> String {
+    if role.allows(crate::model::accounts::Role::Operator) {
         text.to_string()
     } else {
         redact(text)

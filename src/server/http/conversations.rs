@@ -2,33 +2,26 @@
 //! Object, append messages, move the status, find by company number and recipient.
 //! Write responses carry no personal data (the idempotency layer keeps them).
 
-use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::json;
 
-use super::api::{read_body, ApiAuth};
+use super::extract::{ConversationsRead, ConversationsWrite, JsonBody, Scoped};
 use super::idempotency;
-use super::openapi::{
-    Appended, ContextObject, Conversation, ConversationChanges, Created, Lookup as LookupDoc,
-    NewMessage, ProblemResponse, Updated,
+use super::problem::{Problem, ProblemResponse};
+use crate::server::contract::conversations::{
+    Appended, ContextObject, Conversation, ConversationChanges, ConversationRef, Created, Lookup,
+    LookupQuery, NewMessage, Updated,
 };
-use super::problem::Problem;
 use crate::server::domain::conversations::context::{CONTEXT_BODY_LIMIT, MESSAGE_BODY_LIMIT};
 use crate::server::domain::conversations::search::recipient;
 use crate::server::domain::conversations::{self as domain, AppendOutcome, CreateOutcome};
-use crate::server::domain::fields::parse_json;
 use crate::server::state::AppState;
 use crate::server::store::conversations::{self as store, Filters, Partition};
 use crate::server::store::query::Start;
-
-const READ: &str = "conversations:read";
-const WRITE: &str = "conversations:write";
 
 /// A conversation's key from the path, within DynamoDB's key sizes (else 400).
 fn key_of_path(pc: &str, id: &str) -> Result<(), Problem> {
@@ -69,15 +62,12 @@ pub fn routes(state: &AppState) -> Router<AppState> {
 )]
 pub(crate) async fn create(
     State(state): State<AppState>,
-    auth: ApiAuth,
-    body: Body,
+    _auth: Scoped<ConversationsWrite>,
+    JsonBody(body): JsonBody<ContextObject, CONTEXT_BODY_LIMIT>,
 ) -> Result<Response, Problem> {
-    auth.require(WRITE)?;
-    let bytes = read_body(body, CONTEXT_BODY_LIMIT).await?;
-    let v = parse_json(&bytes)?;
     let now = state.clock.now();
     let ttl = state.config.ttl.conversations_days;
-    let (status, created, c) = match domain::create(&state.store, &v, now, ttl).await? {
+    let (status, created, c) = match domain::create(&state.store, body, now, ttl).await? {
         CreateOutcome::Created(c) => (StatusCode::CREATED, true, c),
         CreateOutcome::Existing(c) => (StatusCode::OK, false, c),
     };
@@ -86,11 +76,11 @@ pub(crate) async fn create(
     }
     Ok((
         status,
-        Json(json!({
-            "created": created,
-            "conversation_status": c.conversation_status,
-            "message_count": c.message_count,
-        })),
+        Json(Created {
+            created,
+            conversation_status: c.conversation_status,
+            message_count: c.message_count,
+        }),
     )
         .into_response())
 }
@@ -111,10 +101,9 @@ pub(crate) async fn create(
 )]
 pub(crate) async fn read(
     State(state): State<AppState>,
-    auth: ApiAuth,
+    _auth: Scoped<ConversationsRead>,
     Path((pc, id)): Path<(String, String)>,
 ) -> Result<Response, Problem> {
-    auth.require(READ)?;
     key_of_path(&pc, &id)?;
     let c = store::get(&state.store, &pc, &id)
         .await?
@@ -147,23 +136,27 @@ pub(crate) async fn read(
 )]
 pub(crate) async fn append(
     State(state): State<AppState>,
-    auth: ApiAuth,
+    _auth: Scoped<ConversationsWrite>,
     Path((pc, id)): Path<(String, String)>,
-    body: Body,
+    JsonBody(body): JsonBody<NewMessage, MESSAGE_BODY_LIMIT>,
 ) -> Result<Response, Problem> {
-    auth.require(WRITE)?;
     key_of_path(&pc, &id)?;
-    let bytes = read_body(body, MESSAGE_BODY_LIMIT).await?;
-    let v = parse_json(&bytes)?;
-    match domain::append(&state.store, &pc, &id, &v, state.clock.now()).await? {
+    match domain::append(&state.store, &pc, &id, body, state.clock.now()).await? {
         AppendOutcome::Added { message_count } => Ok((
             StatusCode::CREATED,
-            Json(json!({"appended": true, "message_count": message_count})),
+            Json(Appended {
+                appended: true,
+                message_count: Some(message_count),
+                duplicate: None,
+            }),
         )
             .into_response()),
-        AppendOutcome::Duplicate => {
-            Ok(Json(json!({"appended": false, "duplicate": true})).into_response())
-        }
+        AppendOutcome::Duplicate => Ok(Json(Appended {
+            appended: false,
+            message_count: None,
+            duplicate: Some(true),
+        })
+        .into_response()),
     }
 }
 
@@ -185,30 +178,20 @@ pub(crate) async fn append(
 )]
 pub(crate) async fn update(
     State(state): State<AppState>,
-    auth: ApiAuth,
+    _auth: Scoped<ConversationsWrite>,
     Path((pc, id)): Path<(String, String)>,
-    body: Body,
+    JsonBody(body): JsonBody<ConversationChanges, CONTEXT_BODY_LIMIT>,
 ) -> Result<Response, Problem> {
-    auth.require(WRITE)?;
     key_of_path(&pc, &id)?;
-    let bytes = read_body(body, CONTEXT_BODY_LIMIT).await?;
-    let v = parse_json(&bytes)?;
-    let c = domain::update(&state.store, &pc, &id, &v, state.clock.now()).await?;
-    Ok(Json(json!({
-        "conversation_status": c.conversation_status,
-        "task_complete": c.task_complete == 1,
-        "hand_off_to_human": c.hand_off_to_human,
-        "function_call": c.function_call,
-        "updated_at": c.updated_at,
-    }))
+    let c = domain::update(&state.store, &pc, &id, body, state.clock.now()).await?;
+    Ok(Json(Updated {
+        conversation_status: c.conversation_status,
+        task_complete: c.task_complete == 1,
+        hand_off_to_human: c.hand_off_to_human,
+        function_call: c.function_call,
+        updated_at: c.updated_at,
+    })
     .into_response())
-}
-
-#[derive(Deserialize)]
-pub(crate) struct Lookup {
-    channel: Option<String>,
-    company_number: Option<String>,
-    recipient: Option<String>,
 }
 
 #[utoipa::path(
@@ -221,7 +204,7 @@ pub(crate) struct Lookup {
         ("recipient" = String, Query)
     ),
     responses(
-        (status = 200, description = "OK", body = LookupDoc)
+        (status = 200, description = "OK", body = Lookup)
     ),
     security(("api_key" = ["conversations:read"])),
 )]
@@ -229,10 +212,9 @@ pub(crate) struct Lookup {
 /// recipient, newest index order first page.
 pub(crate) async fn lookup(
     State(state): State<AppState>,
-    auth: ApiAuth,
-    Query(q): Query<Lookup>,
+    _auth: Scoped<ConversationsRead>,
+    Query(q): Query<LookupQuery>,
 ) -> Result<Response, Problem> {
-    auth.require(READ)?;
     let channel = q.channel.unwrap_or_default().to_ascii_lowercase();
     if !matches!(channel.as_str(), "whatsapp" | "sms" | "email") {
         return Err(Problem::invalid(
@@ -266,16 +248,18 @@ pub(crate) async fn lookup(
     let rows: Vec<_> = found
         .rows
         .iter()
-        .map(|c| {
-            json!({
-                "primary_channel": c.primary_channel,
-                "conversation_id": c.conversation_id,
-                "conversation_status": c.conversation_status,
-                "channel_method": c.channel_method,
-                "created_at": c.created_at,
-                "updated_at": c.updated_at,
-            })
+        .map(|c| ConversationRef {
+            primary_channel: c.primary_channel.clone(),
+            conversation_id: c.conversation_id.clone(),
+            conversation_status: c.conversation_status.clone(),
+            channel_method: c.channel_method.clone(),
+            created_at: c.created_at.clone(),
+            updated_at: c.updated_at.clone(),
         })
         .collect();
-    Ok(Json(json!({"conversations": rows, "more": found.next.is_some()})).into_response())
+    Ok(Json(Lookup {
+        conversations: rows,
+        more: found.next.is_some(),
+    })
+    .into_response())
 }

@@ -10,8 +10,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Form;
 use serde::Deserialize;
 
-use crate::model::auth::CurrentUser;
+use crate::model::accounts::CurrentUser;
 use crate::server::state::AppState;
+use crate::ui::components::links::enc;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct FindForm {
@@ -50,17 +51,6 @@ pub struct FindForm {
     pub from: String,
     #[serde(default)]
     pub to: String,
-}
-
-fn enc(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 pub async fn find(

@@ -14,8 +14,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::problem::Problem;
+use crate::server::domain::accounts::sessions::resolve_api_key;
 use crate::server::domain::idempotency::{sha256_hex, Begin, Call, KeyInputs, Stored};
-use crate::server::domain::sessions::resolve_api_key;
 use crate::server::state::AppState;
 
 pub const HEADER: &str = "idempotency-key";

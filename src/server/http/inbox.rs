@@ -1,30 +1,24 @@
 //! The inbox API for apps (design doc 3): tenants and inboxes, publishing (with a required
 //! `Idempotency-Key`), feeds, counts, and reads.
 
-use axum::body::Body;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::json;
 
-use super::api::{read_body, ApiAuth};
+use super::extract::{InboxRead, InboxWrite, JsonBody, Scoped};
 use super::idempotency::{self, ClaimedKey};
-use super::openapi::{
-    Counts, Feed, InboxSaved, InboxSettings, ProblemResponse, PublishAnswer, PublishRequest,
+use super::problem::{Problem, ProblemResponse};
+use crate::server::contract::inbox::{
+    Counts, Cursor, FeedPage, InboxSaved, InboxSettings, PublishAnswer, PublishRequest,
     ReadAllAnswer, ReadAnswer, TenantSaved, TenantSettings,
 };
-use super::problem::Problem;
-use crate::server::domain::fields::parse_json;
 use crate::server::domain::inbox::feed::{Marked, PAGE_SIZE};
 use crate::server::domain::inbox::publish::Publish;
 use crate::server::state::AppState;
 
-const READ: &str = "inbox:read";
-const WRITE: &str = "inbox:write";
 const BODY_LIMIT: usize = 256 * 1024;
 const BASE: &str = "/api/v1/inbox/tenants/{tenant}";
 
@@ -67,17 +61,20 @@ pub fn routes(state: &AppState) -> Router<AppState> {
 )]
 pub(crate) async fn put_tenant(
     State(state): State<AppState>,
-    auth: ApiAuth,
+    _auth: Scoped<InboxWrite>,
     Path(tenant): Path<String>,
-    body: Body,
+    JsonBody(body): JsonBody<TenantSettings, BODY_LIMIT>,
 ) -> Result<Response, Problem> {
-    auth.require(WRITE)?;
-    let v = parse_json(&read_body(body, BODY_LIMIT).await?)?;
     let s = state
         .inbox
-        .put_tenant(&tenant, &v, state.clock.now())
+        .put_tenant(&tenant, body, state.clock.now())
         .await?;
-    Ok(Json(json!({"tenant": s.tenant_key, "title": s.title, "ttl": s.ttl})).into_response())
+    Ok(Json(TenantSaved {
+        tenant: s.tenant_key,
+        title: s.title,
+        ttl: s.ttl,
+    })
+    .into_response())
 }
 
 #[utoipa::path(
@@ -97,19 +94,20 @@ pub(crate) async fn put_tenant(
 )]
 pub(crate) async fn put_inbox(
     State(state): State<AppState>,
-    auth: ApiAuth,
+    _auth: Scoped<InboxWrite>,
     Path((tenant, inbox)): Path<(String, String)>,
-    body: Body,
+    JsonBody(body): JsonBody<InboxSettings, BODY_LIMIT>,
 ) -> Result<Response, Problem> {
-    auth.require(WRITE)?;
-    let v = parse_json(&read_body(body, BODY_LIMIT).await?)?;
     let c = state
         .inbox
-        .put_inbox(&tenant, &inbox, &v, state.clock.now())
+        .put_inbox(&tenant, &inbox, body, state.clock.now())
         .await?;
-    Ok(Json(
-        json!({"inbox": c.inbox_key, "title": c.title, "description": c.description, "ttl": c.ttl}),
-    )
+    Ok(Json(InboxSaved {
+        inbox: c.inbox_key,
+        title: c.title,
+        description: c.description,
+        ttl: c.ttl,
+    })
     .into_response())
 }
 
@@ -132,32 +130,30 @@ pub(crate) async fn put_inbox(
 /// Publishes once per `Idempotency-Key`: a retry after a crash finishes the same message.
 pub(crate) async fn publish(
     State(state): State<AppState>,
-    auth: ApiAuth,
+    auth: Scoped<InboxWrite>,
     Extension(ClaimedKey(job)): Extension<ClaimedKey>,
     Path((tenant, inbox)): Path<(String, String)>,
-    body: Body,
+    JsonBody(body): JsonBody<PublishRequest, BODY_LIMIT>,
 ) -> Result<Response, Problem> {
-    let who = auth.require(WRITE)?;
-    let v = parse_json(&read_body(body, BODY_LIMIT).await?)?;
-    let p = Publish::parse(&v, &format!("api:{}", who.name))?;
+    let p = Publish::new(body, &format!("api:{}", auth.principal.name))?;
     let done = state
         .inbox
         .publish(&tenant, &inbox, &p, &job, state.clock.now())
         .await?;
     Ok((
         StatusCode::CREATED,
-        Json(json!({
-            "message_id": done.message_id,
-            "recipients": done.recipients,
-            "audience": if p.uids.is_some() { "users" } else { "everyone" },
-        })),
+        Json(PublishAnswer {
+            message_id: done.message_id,
+            recipients: done.recipients as u64,
+            audience: if p.uids.is_some() {
+                "users"
+            } else {
+                "everyone"
+            }
+            .into(),
+        }),
     )
         .into_response())
-}
-
-#[derive(Deserialize)]
-pub(crate) struct Cursor {
-    cursor: Option<String>,
 }
 
 #[utoipa::path(
@@ -171,18 +167,17 @@ pub(crate) struct Cursor {
         ("cursor" = Option<String>, Query)
     ),
     responses(
-        (status = 200, description = "OK", body = Feed),
+        (status = 200, description = "OK", body = FeedPage),
         (status = 404, response = ProblemResponse)
     ),
     security(("api_key" = ["inbox:read"])),
 )]
 pub(crate) async fn feed(
     State(state): State<AppState>,
-    auth: ApiAuth,
+    _auth: Scoped<InboxRead>,
     Path((tenant, inbox, uid)): Path<(String, String, String)>,
     Query(q): Query<Cursor>,
 ) -> Result<Response, Problem> {
-    auth.require(READ)?;
     let page = state
         .inbox
         .feed(
@@ -214,10 +209,9 @@ pub(crate) async fn feed(
 )]
 pub(crate) async fn counts(
     State(state): State<AppState>,
-    auth: ApiAuth,
+    _auth: Scoped<InboxRead>,
     Path((tenant, inbox, uid)): Path<(String, String, String)>,
 ) -> Result<Response, Problem> {
-    auth.require(READ)?;
     Ok(Json(state.inbox.counts(&tenant, &inbox, &uid).await?).into_response())
 }
 
@@ -240,15 +234,18 @@ pub(crate) async fn counts(
 )]
 pub(crate) async fn mark_read(
     State(state): State<AppState>,
-    auth: ApiAuth,
+    _auth: Scoped<InboxWrite>,
     Path((tenant, inbox, uid, id)): Path<(String, String, String, String)>,
 ) -> Result<Response, Problem> {
-    auth.require(WRITE)?;
     let m = state
         .inbox
         .mark_read(&tenant, &inbox, &uid, &id, state.clock.now())
         .await?;
-    Ok(Json(json!({"read": true, "already": m == Marked::Already})).into_response())
+    Ok(Json(ReadAnswer {
+        read: true,
+        already: m == Marked::Already,
+    })
+    .into_response())
 }
 
 #[utoipa::path(
@@ -269,13 +266,12 @@ pub(crate) async fn mark_read(
 )]
 pub(crate) async fn mark_all(
     State(state): State<AppState>,
-    auth: ApiAuth,
+    _auth: Scoped<InboxWrite>,
     Path((tenant, inbox, uid)): Path<(String, String, String)>,
 ) -> Result<Response, Problem> {
-    auth.require(WRITE)?;
     let n = state
         .inbox
         .mark_all_read(&tenant, &inbox, &uid, state.clock.now())
         .await?;
-    Ok(Json(json!({ "marked": n as u64 })).into_response())
+    Ok(Json(ReadAllAnswer { marked: n as u64 }).into_response())
 }

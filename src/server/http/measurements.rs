@@ -2,7 +2,6 @@
 //! measurement id and per request (`X-Idempotency-Key`), ordered per user, every attempt
 //! audited. Also the console's CSV export of the attempt audit.
 
-use axum::body::Body;
 use axum::extract::{Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::from_fn_with_state;
@@ -12,13 +11,15 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::api::{read_body, ApiAuth};
+use super::extract::{read_body, JsonBody, MeasurementsWrite, Scoped};
 use super::idempotency;
-use super::openapi::{BatchReport, Measurement, MeasurementBatch, MeasurementResult};
 use super::problem::Problem;
-use crate::model::auth::{CurrentUser, Role};
+use crate::model::accounts::{CurrentUser, Role};
 use crate::model::AppError;
-use crate::server::domain::fields::parse_json;
+use crate::server::contract::from_json;
+use crate::server::contract::measurements::{
+    BatchReport, Measurement, MeasurementBatch, MeasurementResult,
+};
 use crate::server::domain::measurements::batch::MAX_BATCH;
 use crate::server::domain::measurements::payload::parse;
 use crate::server::domain::measurements::{Context, Outcome};
@@ -27,7 +28,6 @@ use crate::server::state::AppState;
 use crate::server::store::measurements as store;
 use crate::server::store::query::Start;
 
-const WRITE: &str = "measurements:write";
 const ADMIN: &str = "measurements:admin";
 
 pub fn routes(state: &AppState) -> Router<AppState> {
@@ -42,7 +42,7 @@ pub fn pages() -> Router<AppState> {
     Router::new().route("/measurements/audit.csv", get(audit_csv))
 }
 
-fn context(auth: &ApiAuth, headers: &HeaderMap) -> Result<Context, Problem> {
+fn context(auth: &Scoped<MeasurementsWrite>, headers: &HeaderMap) -> Result<Context, Problem> {
     let correlation_id = match headers.get("x-correlation-id").map(|v| v.to_str()) {
         None => random_hex(8),
         Some(Ok(c)) if (1..=64).contains(&c.len()) && c.chars().all(|c| c.is_ascii_graphic()) => {
@@ -69,7 +69,7 @@ fn context(auth: &ApiAuth, headers: &HeaderMap) -> Result<Context, Problem> {
     Ok(Context {
         correlation_id,
         force_override,
-        admin: auth.0.has_scope(ADMIN),
+        admin: auth.principal.has_scope(ADMIN),
     })
 }
 
@@ -94,7 +94,7 @@ fn answer(outcome: Outcome, user: &str, override_allowed: bool) -> Response {
         Outcome::Accepted { result, .. } => (StatusCode::CREATED, Json(result)).into_response(),
         Outcome::Duplicate { result } => {
             let mut res = (StatusCode::OK, Json(result.clone())).into_response();
-            if let Some(Ok(v)) = result["measurement_id"].as_str().map(HeaderValue::from_str) {
+            if let Ok(v) = HeaderValue::from_str(&result.measurement_id) {
                 res.headers_mut().insert("x-duplicate-of", v);
             }
             res
@@ -107,8 +107,8 @@ fn answer(outcome: Outcome, user: &str, override_allowed: bool) -> Response {
         )
         .with("error", "DuplicateMeasurement")
         .with("message", "Measurement already exists with different payload")
-        .with("measurement_id", original["measurement_id"].clone())
-        .with("original_result", original)
+        .with("measurement_id", original.measurement_id.clone())
+        .with("original_result", serde_json::to_value(&original).unwrap_or_default())
         .with("payload_diff", diff)
         .with(
             "resolution",
@@ -169,16 +169,16 @@ fn answer(outcome: Outcome, user: &str, override_allowed: bool) -> Response {
 )]
 pub(crate) async fn one(
     State(state): State<AppState>,
-    auth: ApiAuth,
+    auth: Scoped<MeasurementsWrite>,
     headers: HeaderMap,
-    body: Body,
+    body: axum::body::Body,
 ) -> Result<Response, Problem> {
-    auth.require(WRITE)?;
     let ctx = context(&auth, &headers)?;
     let now = state.clock.now();
     let m = &state.measurements;
+    // Read as JSON first: an invalid measurement is audited with what it said.
     let v = read_body(body, 64 * 1024).await?;
-    let v = match parse_json(&v) {
+    let v = match from_json::<Value>(&v) {
         Ok(v) => v,
         Err(e) => {
             m.record_invalid(&Value::Null, &e, &ctx, now).await?;
@@ -218,17 +218,12 @@ pub(crate) async fn one(
 )]
 pub(crate) async fn many(
     State(state): State<AppState>,
-    auth: ApiAuth,
+    auth: Scoped<MeasurementsWrite>,
     headers: HeaderMap,
-    body: Body,
+    JsonBody(body): JsonBody<MeasurementBatch, { 1024 * 1024 }>,
 ) -> Result<Response, Problem> {
-    auth.require(WRITE)?;
     let ctx = context(&auth, &headers)?;
-    let v = parse_json(&read_body(body, 1024 * 1024).await?)?;
-    let items = v
-        .get("measurements")
-        .and_then(Value::as_array)
-        .ok_or_else(|| Problem::invalid("measurements", "measurements is a list."))?;
+    let items = &body.measurements;
     if items.is_empty() {
         return Err(Problem::invalid("measurements", "measurements is empty."));
     }
@@ -244,11 +239,7 @@ pub(crate) async fn many(
         .batch(items, &ctx, state.clock.now())
         .await?;
     tracing::info!(items = items.len(), correlation = %ctx.correlation_id, "measurement batch");
-    Ok(decorate(
-        Json(json!(report)).into_response(),
-        &ctx,
-        &headers,
-    ))
+    Ok(decorate(Json(report).into_response(), &ctx, &headers))
 }
 
 #[derive(Deserialize)]

@@ -7,9 +7,9 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 
-use crate::model::auth::{CurrentUser, Role};
+use crate::model::accounts::{CurrentUser, Role};
 use crate::model::AppError;
-use crate::server::domain::sessions;
+use crate::server::domain::accounts::sessions;
 use crate::server::state::AppState;
 
 pub const SESSION_COOKIE: &str = "ops_session";

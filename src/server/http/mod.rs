@@ -1,12 +1,50 @@
-//! HTTP outside Leptos: the REST API, sign-in/out, health, middleware.
+//! HTTP outside Leptos: the REST API for machine clients (bearer API keys with scopes,
+//! problem+json errors), sign-in/out, the `Idempotency-Key` layer, middleware. One file
+//! per area; the router is here.
 
-pub mod api;
+pub mod accounts;
 pub mod conversations;
+pub mod events;
+pub mod extract;
 pub mod find;
 pub mod idempotency;
 pub mod inbox;
-pub mod login;
 pub mod measurements;
 pub mod middleware;
 pub mod openapi;
 pub mod problem;
+pub mod switches;
+
+use axum::http::StatusCode;
+use axum::middleware::from_fn_with_state;
+use axum::routing::{get, post};
+use axum::Router;
+
+use crate::server::state::AppState;
+use problem::Problem;
+
+/// Every REST route (`/api/v1/...`), each behind its idempotency layer where it has one.
+pub fn routes(state: &AppState) -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/whoami", get(accounts::whoami))
+        .route(
+            "/api/v1/kill-switches",
+            get(switches::kill_switches)
+                .post(switches::change_kill_switch)
+                .route_layer(from_fn_with_state(state.clone(), idempotency::require_key)),
+        )
+        .route("/api/v1/events", post(events::post_event))
+        .merge(conversations::routes(state))
+        .merge(inbox::routes(state))
+        .merge(measurements::routes(state))
+        .fallback(not_found)
+}
+
+async fn not_found() -> Problem {
+    Problem::new(
+        StatusCode::NOT_FOUND,
+        "not-found",
+        "Not found",
+        "No such endpoint.",
+    )
+}

@@ -3,6 +3,7 @@
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Map, Value};
+use utoipa::{ToResponse, ToSchema};
 
 use crate::model::AppError;
 
@@ -137,3 +138,23 @@ impl From<crate::server::store::StoreError> for Problem {
         AppError::from(e).into()
     }
 }
+
+/// `application/problem+json` (RFC 9457); `field` names the bad input.
+#[derive(ToSchema)]
+#[schema(as = Problem)]
+pub struct ProblemDoc {
+    #[schema(rename = "type")]
+    pub kind: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+    pub field: Option<String>,
+}
+
+/// Every error answer.
+#[derive(ToResponse)]
+#[response(
+    description = "A problem (RFC 9457)",
+    content_type = "application/problem+json"
+)]
+pub struct ProblemResponse(pub ProblemDoc);

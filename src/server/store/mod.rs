@@ -1,25 +1,21 @@
 //! The only module that talks to DynamoDB. Table names, key formats and condition
 //! expressions live here and nowhere else.
 
-pub mod api_keys;
+pub mod accounts;
 pub mod audit;
 pub mod conversations;
 mod counter;
 pub mod cursor;
 mod error;
+pub mod events;
 pub mod idempotency;
 pub mod inbox;
-pub mod inbox_stream;
 pub mod items;
-pub mod login_attempts;
 pub mod measurements;
-pub mod mw;
 pub mod query;
 pub mod schema;
-pub mod sessions;
 pub mod switches;
 pub mod tx;
-pub mod users;
 
 use std::sync::Arc;
 use std::time::Duration;

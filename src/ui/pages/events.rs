@@ -8,30 +8,8 @@ use leptos_router::hooks::use_query_map;
 use crate::api::events::{conversation_state, list_audit, list_events, list_outbox};
 use crate::model::events::{AuditRows, EventPage, OutboxRow, StateView};
 use crate::ui::components::alert::ErrorBox;
-use crate::ui::pages::audit::AuditTable;
-
-pub fn enc(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-/// A conversation's page, by its link reference (never its id: ids can carry a phone
-/// number or an email, and URLs end up in histories and logs).
-pub fn conversation_href(reference: &str) -> String {
-    format!("/events/conversation?id={}", enc(reference))
-}
-
-/// Whether a filter value is a link reference the server made (long lower-case hex), in
-/// which case the form shows it empty rather than as a string of hex.
-pub fn is_reference(value: &str) -> bool {
-    value.len() >= 38 && value.bytes().all(|b| b.is_ascii_hexdigit())
-}
+use crate::ui::components::audit_table::AuditTable;
+use crate::ui::components::links::{enc, is_reference, state_href};
 
 #[component]
 pub fn EventsPage() -> impl IntoView {
@@ -97,7 +75,7 @@ fn EventTable(page: EventPage, conversation: String) -> impl IntoView {
             view! {
                 <tr class="border-t border-slate-100" data-testid="event-row">
                     <td class="py-1 text-xs">{e.created_at.clone()}</td>
-                    <td class="py-1 font-mono text-xs"><a class="text-sky-800 underline" href=conversation_href(&e.conversation_ref)>{e.conversation_id.clone()}</a></td>
+                    <td class="py-1 font-mono text-xs"><a class="text-sky-800 underline" href=state_href(&e.conversation_ref)>{e.conversation_id.clone()}</a></td>
                     <td class="py-1 font-mono text-xs">{e.message_id.clone().unwrap_or_else(|| "(hash)".into())}</td>
                     <td class="py-1">{e.channel.clone()}</td>
                     <td class="py-1">{e.mode.clone()}{e.safe_mode.then_some(" · safe mode")}</td>
@@ -140,7 +118,7 @@ fn OutboxTable(rows: Vec<OutboxRow>) -> impl IntoView {
                 <td class="py-1 text-xs">{r.queued_at}</td>
                 <td class="py-1">{r.action_type}</td>
                 <td class="py-1">{r.target}</td>
-                <td class="py-1 font-mono text-xs"><a class="text-sky-800 underline" href=conversation_href(&r.conversation_ref)>{r.conversation_id.clone()}</a></td>
+                <td class="py-1 font-mono text-xs"><a class="text-sky-800 underline" href=state_href(&r.conversation_ref)>{r.conversation_id.clone()}</a></td>
                 <td class="py-1 font-mono text-xs">{r.action_key}</td>
             </tr>
         })

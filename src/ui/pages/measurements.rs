@@ -7,10 +7,11 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::measurements::load_measurements;
-use crate::model::measurements::{AttemptPage, MeasurementsView, Point, Rates, Rejected};
+use crate::model::measurements::{MeasurementsView, Point, Rates, Rejected};
 use crate::ui::components::alert::ErrorBox;
-use crate::ui::pages::events::enc;
-use crate::ui::pages::idempotency::ScopeCard;
+use crate::ui::components::attempts::AttemptsSection;
+use crate::ui::components::links::enc;
+use crate::ui::components::scope_card::{pct, ScopeCard};
 
 const OUTCOMES: [&str; 7] = [
     "accepted",
@@ -21,10 +22,6 @@ const OUTCOMES: [&str; 7] = [
     "override",
     "skipped",
 ];
-
-fn pct(v: Option<f64>) -> String {
-    v.map(|v| format!("{v:.1} %")).unwrap_or_else(|| "–".into())
-}
 
 #[component]
 pub fn MeasurementsPage() -> impl IntoView {
@@ -254,61 +251,6 @@ fn Series(points: Vec<Point>, rejected: Vec<Rejected>) -> impl IntoView {
                 <span>{format!("{} accepted (blue; overrides violet), {} rejected (red ×)", points.len(), rejected.len())}</span>
             </figcaption>
         </figure>
-    }
-    .into_any()
-}
-
-/// The attempts table with its CSV export and paging; also on the Audit page.
-#[component]
-pub fn AttemptsSection(
-    page: AttemptPage,
-    user: String,
-    outcome: String,
-    base: String,
-    #[prop(default = "cursor")] cursor_param: &'static str,
-) -> impl IntoView {
-    if user.is_empty() && outcome.is_empty() {
-        return view! { <p class="mt-6 text-sm text-slate-500">"Choose a user or an outcome to see attempts."</p> }.into_any();
-    }
-    let csv = format!(
-        "/measurements/audit.csv?user={}&outcome={}",
-        enc(&user),
-        enc(&outcome)
-    );
-    let rows = page
-        .rows
-        .into_iter()
-        .map(|r| {
-            let bad = !matches!(r.action.as_str(), "accepted" | "duplicate" | "override");
-            view! {
-                <tr class="border-t border-slate-100 align-top" data-testid="attempt-row">
-                    <td class="py-1 text-xs whitespace-nowrap">{r.at}</td>
-                    <td class="py-1 font-mono text-xs">{r.user_id}</td>
-                    <td class="py-1 font-mono text-xs">{r.measurement_id}</td>
-                    <td class=if bad { "py-1 font-medium text-red-700" } else { "py-1" } data-testid="attempt-action">{r.action}</td>
-                    <td class="py-1 text-xs">{r.reason}</td>
-                    <td class="py-1 text-right">{r.weight_kg}</td>
-                    <td class="py-1 text-xs">{r.timestamp}</td>
-                    <td class="py-1 font-mono text-xs">{r.correlation_id}</td>
-                </tr>
-            }
-        })
-        .collect_view();
-    let more = page.next.map(|c| view! { <a class="text-sky-800 underline" href=format!("{base}&{cursor_param}={}", enc(&c))>"Older"</a> });
-    view! {
-        <section class="mt-6" aria-label="Attempts">
-            <div class="flex items-baseline justify-between">
-                <h2 class="text-lg font-semibold">"Attempts"</h2>
-                <a class="text-sm text-sky-800 underline" href=csv rel="external" download>"Export CSV"</a>
-            </div>
-            <table class="mt-2 w-full text-left text-sm" aria-label="Measurement attempts">
-                <thead class="text-xs uppercase text-slate-500">
-                    <tr><th>"When"</th><th>"User"</th><th>"Measurement"</th><th>"Outcome"</th><th>"Reason"</th><th class="text-right">"kg"</th><th>"Timestamp"</th><th>"Correlation"</th></tr>
-                </thead>
-                <tbody>{rows}</tbody>
-            </table>
-            <div class="mt-2 text-sm">{more}</div>
-        </section>
     }
     .into_any()
 }

@@ -1,14 +1,12 @@
-pub mod api_doc;
+pub mod accounts;
 pub mod audit;
-pub mod conversation;
 pub mod conversations;
 pub mod events;
 pub mod idempotency;
 pub mod inbox;
-pub mod inbox_user;
-pub mod kill_switches;
 pub mod login;
 pub mod measurements;
 pub mod not_found;
+pub mod openapi;
 pub mod overview;
-pub mod users;
+pub mod switches;

@@ -8,12 +8,12 @@ pub mod search;
 pub mod view;
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 
 use crate::model::AppError;
+use crate::server::contract::conversations::{ContextObject, ConversationChanges, NewMessage};
 use crate::server::domain::fields::iso_ms;
 use crate::server::store::conversations::{
-    self as store, Appended, Conversation, Created, Updated,
+    self as store, Appended, Changes, Conversation, Created, Updated,
 };
 use crate::server::store::Store;
 
@@ -96,7 +96,7 @@ pub enum CreateOutcome {
 /// again is a no-op; the same conversation with other content is a conflict.
 pub async fn create(
     store: &Store,
-    body: &Value,
+    body: ContextObject,
     now: DateTime<Utc>,
     ttl_days: i64,
 ) -> Result<CreateOutcome, AppError> {
@@ -126,7 +126,7 @@ pub async fn append(
     store: &Store,
     primary_channel: &str,
     conversation_id: &str,
-    body: &Value,
+    body: NewMessage,
     now: DateTime<Utc>,
 ) -> Result<AppendOutcome, AppError> {
     let m = context::message(body, now)?;
@@ -147,10 +147,10 @@ pub async fn update(
     store: &Store,
     primary_channel: &str,
     conversation_id: &str,
-    body: &Value,
+    body: ConversationChanges,
     now: DateTime<Utc>,
 ) -> Result<Conversation, AppError> {
-    let changes = context::changes(body)?;
+    let changes = Changes::try_from(body)?;
     let to = changes
         .conversation_status
         .as_deref()

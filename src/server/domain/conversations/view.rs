@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::reference::Refs;
 use super::search::{self, Form};
-use crate::model::auth::Role;
+use crate::model::accounts::Role;
 use crate::model::conversations::{ConversationDetail, ConversationRow, MessageView, SearchPage};
 use crate::model::AppError;
 use crate::server::domain::redact::{last4_of, redact};
@@ -15,7 +15,7 @@ use crate::server::ids::random_hex;
 use crate::server::store::audit::{self, AuditItem};
 use crate::server::store::conversations::{self as store, Conversation, Partition};
 use crate::server::store::query::Start;
-use crate::server::store::{mw, Store};
+use crate::server::store::{events as records, Store};
 
 pub const PAGE_SIZE: usize = 25;
 pub const REVEAL: &str = "reveal_contact";
@@ -181,7 +181,7 @@ pub async fn detail(
         )
         .await?;
     let show_text = role.allows(Role::Operator);
-    let state = mw::get_state(store, &c.conversation_id).await?;
+    let state = records::get_state(store, &c.conversation_id).await?;
     let masked_id = crate::server::domain::redact::conversation_id(&c.conversation_id);
     let id_is_plain = masked_id == c.conversation_id;
     let messages = c

@@ -12,10 +12,10 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
-use serde_json::Value;
 
 use crate::model::AppError;
-use crate::server::domain::fields::{iso_ms, Fields};
+use crate::server::contract::inbox as contract;
+use crate::server::domain::fields::{self, iso_ms};
 use crate::server::store::inbox::{self as store, InboxConfig, TenantSettings, SETTINGS_SK};
 use crate::server::store::Store;
 
@@ -115,18 +115,17 @@ impl Inbox {
     pub async fn put_tenant(
         &self,
         tenant: &str,
-        body: &Value,
+        body: contract::TenantSettings,
         now: DateTime<Utc>,
     ) -> Result<TenantSettings, AppError> {
         let tenant = key(tenant, "tenant")?;
-        let f = Fields::of(body, "")?;
-        let ttl = f.opt_str("ttl", 16)?.unwrap_or_else(|| "30d".into());
+        let ttl = fields::text("ttl", body.ttl, 16)?.unwrap_or_else(|| "30d".into());
         parse_ttl(&ttl, "ttl")?;
         let s = TenantSettings {
             pk: store::tenant_pk(&tenant),
             sk: SETTINGS_SK.into(),
             kind: "TS".into(),
-            title: f.opt_str("title", 200)?.unwrap_or_else(|| tenant.clone()),
+            title: fields::text("title", body.title, 200)?.unwrap_or_else(|| tenant.clone()),
             ttl,
             tenant_key: tenant.clone(),
             updated_at: iso_ms(now),
@@ -141,36 +140,27 @@ impl Inbox {
         &self,
         tenant: &str,
         inbox: &str,
-        body: &Value,
+        body: contract::InboxSettings,
         now: DateTime<Utc>,
     ) -> Result<InboxConfig, AppError> {
         let tenant = key(tenant, "tenant")?;
         let inbox = key(inbox, "inbox")?;
-        let f = Fields::of(body, "")?;
         let mut ttl = BTreeMap::new();
-        if let Some(v) = body.get("ttl").filter(|v| !v.is_null()) {
-            let map = v.as_object().ok_or_else(|| {
-                AppError::invalid("ttl", "ttl is an object like {\"default\": \"30d\"}.")
-            })?;
-            for (k, v) in map {
-                let field = format!("ttl.{k}");
-                if k != "default" {
-                    key(k, &field)?;
-                }
-                let s = v.as_str().ok_or_else(|| {
-                    AppError::invalid(&field, format!("{field} is a lifetime like 7d."))
-                })?;
-                parse_ttl(s, &field)?;
-                ttl.insert(k.clone(), s.trim().to_string());
+        for (k, s) in body.ttl.unwrap_or_default() {
+            let field = format!("ttl.{k}");
+            if k != "default" {
+                key(&k, &field)?;
             }
+            parse_ttl(&s, &field)?;
+            ttl.insert(k, s.trim().to_string());
         }
         ttl.entry("default".into()).or_insert_with(|| "30d".into());
         let c = InboxConfig {
             pk: store::tenant_pk(&tenant),
             sk: store::inbox_sk(&inbox),
             kind: "IC".into(),
-            title: f.opt_str("title", 200)?.unwrap_or_else(|| inbox.clone()),
-            description: f.opt_str("description", 1000)?.unwrap_or_default(),
+            title: fields::text("title", body.title, 200)?.unwrap_or_else(|| inbox.clone()),
+            description: fields::text("description", body.description, 1000)?.unwrap_or_default(),
             ttl,
             tenant_key: tenant.clone(),
             inbox_key: inbox,

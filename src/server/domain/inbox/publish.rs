@@ -8,11 +8,11 @@
 use std::sync::atomic::Ordering;
 
 use chrono::{DateTime, Duration, Utc};
-use serde_json::Value;
 
 use super::{key, message_id, parse_ttl, Inbox};
 use crate::model::AppError;
-use crate::server::domain::fields::{iso_ms, Fields};
+use crate::server::contract::inbox::PublishRequest;
+use crate::server::domain::fields::{self, iso_ms};
 use crate::server::store::inbox::{
     self as store, Audience, Body, Job, JobStart, MessageItem, Publication, Taxonomy, Written,
     KEEP_DAYS, PUBLIC_UID,
@@ -86,19 +86,19 @@ pub fn uids(raw: &[String]) -> Result<Vec<String>, AppError> {
 }
 
 impl Publish {
-    /// From the API's JSON body.
-    pub fn parse(v: &Value, sender: &str) -> Result<Publish, AppError> {
-        let f = Fields::of(v, "")?;
-        let audience = v
-            .get("audience")
-            .ok_or_else(|| AppError::invalid("audience", "audience is required."))?;
-        let a = Fields::of(audience, "audience")?;
-        let uids = match a.req_str("kind", 16)?.as_str() {
+    /// From the API's request, sent by `sender`.
+    pub fn new(req: PublishRequest, sender: &str) -> Result<Publish, AppError> {
+        let audience = req.audience;
+        let uids = match fields::required("audience.kind", audience.kind, 16)?.as_str() {
             "everyone" => None,
             "users" => {
-                let list = a
-                    .opt_list("uids", MAX_RECIPIENTS * 2, |s, _| Ok(s.to_string()))?
-                    .unwrap_or_default();
+                let list = fields::list(
+                    "audience.uids",
+                    audience.uids,
+                    MAX_RECIPIENTS * 2,
+                    |s, _| Ok(s.to_string()),
+                )?
+                .unwrap_or_default();
                 Some(uids(&list)?)
             }
             _ => {
@@ -110,14 +110,14 @@ impl Publish {
         };
         Publish::build(
             uids,
-            a.opt_str("label", 200)?,
-            f.opt_str("category", 128)?,
-            f.req_str("title", 200)?,
-            body_text(v)?,
-            f.opt_str("cta_uri", 2000)?,
-            f.opt_str("ttl", 16)?,
+            fields::text("audience.label", audience.label, 200)?,
+            fields::text("category", req.category, 128)?,
+            fields::required("title", req.title, 200)?,
+            body_text(req.body)?,
+            fields::text("cta_uri", req.cta_uri, 2000)?,
+            fields::text("ttl", req.ttl, 16)?,
             sender,
-            f.opt_str("host_system_id", 128)?,
+            fields::text("host_system_id", req.host_system_id, 128)?,
         )
     }
 
@@ -159,21 +159,18 @@ impl Publish {
     }
 }
 
-fn body_text(v: &Value) -> Result<String, AppError> {
-    match v.get("body") {
-        Some(Value::String(s)) if !s.trim().is_empty() && s.chars().count() <= 10_000 => {
-            Ok(s.clone())
-        }
-        Some(Value::String(s)) if s.trim().is_empty() => {
-            Err(AppError::invalid("body", "body is required."))
-        }
-        Some(Value::String(_)) => Err(AppError::invalid(
+/// The message's text, kept as written.
+fn body_text(body: String) -> Result<String, AppError> {
+    if body.trim().is_empty() {
+        return Err(AppError::invalid("body", "body is required."));
+    }
+    if body.chars().count() > 10_000 {
+        return Err(AppError::invalid(
             "body",
             "body is at most 10000 characters.",
-        )),
-        None | Some(Value::Null) => Err(AppError::invalid("body", "body is required.")),
-        Some(_) => Err(AppError::invalid("body", "body must be a string.")),
+        ));
     }
+    Ok(body)
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::server::store::inbox::stream::scan_page;
 use crate::server::store::inbox::PUBLIC_UID;
-use crate::server::store::inbox_stream::scan_page;
 use crate::server::store::{Store, StoreError};
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,57 +5,21 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 use serde_json::Value;
 
 use super::payload::{parse, Submission};
 use super::{Attempt, Context, Measurements, Outcome};
 use crate::model::AppError;
+use crate::server::contract::measurements::{BatchItem, BatchReport};
 
 pub const MAX_BATCH: usize = 500;
 
-/// What became of one item, at its index in the request.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct ItemStatus {
-    pub index: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub measurement_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub user_id: Option<String>,
-    /// accepted, override, duplicate, conflict, out_of_order, invalid, skipped
-    pub status: String,
-    pub http_status: u16,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub field: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub result: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub payload_diff: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_accepted: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub accepted_from: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Report {
-    pub items: Vec<ItemStatus>,
-    pub summary: BTreeMap<String, usize>,
-    /// The items worth sending again, by index, in the order to send them: each user's
-    /// skipped or not-stored-now items oldest first (resending them in this order keeps
-    /// every user's timestamps moving forward). Out-of-order items are not in it: they need
-    /// a newer timestamp or an admin's override.
-    pub retry_order: Vec<usize>,
-}
-
-fn status_of(index: usize, s: &Submission, outcome: Result<Outcome, AppError>) -> ItemStatus {
-    let mut st = ItemStatus {
+fn status_of(index: usize, s: &Submission, outcome: Result<Outcome, AppError>) -> BatchItem {
+    let mut st = BatchItem {
         index,
         measurement_id: Some(s.measurement_id.clone()),
         user_id: Some(s.user_id.clone()),
-        ..ItemStatus::default()
+        ..BatchItem::default()
     };
     match outcome {
         Ok(o) => {
@@ -107,21 +71,21 @@ impl Measurements {
         items: &[Value],
         ctx: &Context,
         now: DateTime<Utc>,
-    ) -> Result<Report, AppError> {
-        let mut statuses: Vec<ItemStatus> = Vec::with_capacity(items.len());
+    ) -> Result<BatchReport, AppError> {
+        let mut statuses: Vec<BatchItem> = Vec::with_capacity(items.len());
         let mut by_user: BTreeMap<String, Vec<(usize, Submission)>> = BTreeMap::new();
         for (i, v) in items.iter().enumerate() {
             match parse(v, now) {
                 Ok(s) => by_user.entry(s.user_id.clone()).or_default().push((i, s)),
                 Err(e) => {
                     self.record_invalid(v, &e, ctx, now).await?;
-                    statuses.push(ItemStatus {
+                    statuses.push(BatchItem {
                         index: i,
                         status: "invalid".into(),
                         http_status: 400,
                         field: e.field().map(str::to_string),
                         detail: Some(e.to_string()),
-                        ..ItemStatus::default()
+                        ..BatchItem::default()
                     });
                 }
             }
@@ -150,7 +114,7 @@ impl Measurements {
                     .is_some_and(|s| matches!(s.status.as_str(), "skipped" | "unavailable"))
             })
             .collect();
-        Ok(Report {
+        Ok(BatchReport {
             items: statuses,
             summary,
             retry_order,
@@ -162,7 +126,7 @@ impl Measurements {
         list: Vec<(usize, Submission)>,
         ctx: &Context,
         now: DateTime<Utc>,
-    ) -> Result<Vec<ItemStatus>, AppError> {
+    ) -> Result<Vec<BatchItem>, AppError> {
         let mut out = Vec::with_capacity(list.len());
         // Why the rest of this user's items wait, once one of them stopped the user.
         let mut stopped: Option<&str> = None;
@@ -180,14 +144,14 @@ impl Measurements {
                     now,
                 )
                 .await?;
-                out.push(ItemStatus {
+                out.push(BatchItem {
                     index: i,
                     measurement_id: Some(s.measurement_id.clone()),
                     user_id: Some(s.user_id.clone()),
                     status: "skipped".into(),
                     http_status: 424,
                     detail: Some(reason.into()),
-                    ..ItemStatus::default()
+                    ..BatchItem::default()
                 });
                 continue;
             }

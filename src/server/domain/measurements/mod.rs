@@ -11,10 +11,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Duration, Utc};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::model::AppError;
 use crate::server::config::MeasurementsSection;
+use crate::server::contract::measurements::{MeasurementResult, Stored};
 use crate::server::ids::random_hex;
 use crate::server::store::measurements::{
     self as store, Acceptance, Accepted, AuditItem, IdempItem, MeasurementItem, OrderItem, Payload,
@@ -26,11 +27,17 @@ use payload::{diff, hash, iso, Submission};
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
     /// Stored now (an override too: `overridden`).
-    Accepted { result: Value, overridden: bool },
+    Accepted {
+        result: MeasurementResult,
+        overridden: bool,
+    },
     /// Stored before with the same payload: the first answer.
-    Duplicate { result: Value },
+    Duplicate { result: MeasurementResult },
     /// Stored before with another payload.
-    Conflict { original: Value, diff: Value },
+    Conflict {
+        original: MeasurementResult,
+        diff: Value,
+    },
     OutOfOrder {
         last_accepted: String,
         submitted: String,
@@ -289,23 +296,28 @@ impl Measurements {
                 ttl: (now + Duration::days(cfg.measurement_ttl_days)).timestamp(),
             };
             let seq = if moves_order { version + 1 } else { 0 };
-            let result = json!({
-                "measurement_id": s.measurement_id,
-                "user_id": s.user_id,
-                "status": if overriding { "override" } else { "accepted" },
-                "weight_kg": payload.weight_kg.parse::<f64>().unwrap_or(0.0),
-                "timestamp": payload.timestamp,
-                "source": payload.source,
-                "seq": seq,
-                "correlation_id": ctx.correlation_id,
-            });
+            let result = MeasurementResult {
+                correlation_id: ctx.correlation_id.clone(),
+                measurement_id: s.measurement_id.clone(),
+                seq,
+                source: payload.source.clone(),
+                status: if overriding {
+                    Stored::Override
+                } else {
+                    Stored::Accepted
+                },
+                timestamp: payload.timestamp.clone(),
+                user_id: s.user_id.clone(),
+                weight_kg: payload.weight_kg.parse::<f64>().unwrap_or(0.0),
+            };
             let idemp_item = IdempItem {
                 pk: store::user_pk(&s.user_id),
                 sk: format!("IDEMP#{}", s.measurement_id),
                 measurement_id: s.measurement_id.clone(),
                 payload_hash: payload_hash.clone(),
                 payload: payload.clone(),
-                result: result.to_string(),
+                result: serde_json::to_string(&result)
+                    .map_err(|e| crate::server::errors::internal(&e))?,
                 processed_at: iso(now),
                 ttl: (now + Duration::days(cfg.idempotency_ttl_days)).timestamp(),
             };
@@ -392,7 +404,7 @@ impl Measurements {
         ctx: &Context,
         now: DateTime<Utc>,
     ) -> Result<Outcome, AppError> {
-        let original: Value =
+        let original: MeasurementResult =
             serde_json::from_str(&first.result).map_err(|e| crate::server::errors::internal(&e))?;
         if first.payload_hash == payload_hash {
             let attempt = s.attempt(

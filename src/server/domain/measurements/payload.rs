@@ -7,8 +7,9 @@ use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use serde_json::{json, Map, Value};
 
 use crate::model::AppError;
-use crate::server::domain::auth::sha256_hex;
-use crate::server::domain::fields::{parse_time, Fields};
+use crate::server::contract::{self, measurements::Measurement};
+use crate::server::domain::accounts::passwords::sha256_hex;
+use crate::server::domain::fields::{self, parse_time};
 use crate::server::store::measurements::Payload;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -24,8 +25,8 @@ pub struct Submission {
 
 const KG_PER_LB: f64 = 0.453_592_37;
 
-fn id(f: &Fields, field: &str) -> Result<String, AppError> {
-    let v = f.req_str(field, 128)?;
+fn id(field: &str, raw: String) -> Result<String, AppError> {
+    let v = fields::required(field, raw, 128)?;
     if v.contains('#') || v.chars().any(char::is_whitespace) {
         return Err(AppError::invalid(
             field,
@@ -35,49 +36,49 @@ fn id(f: &Fields, field: &str) -> Result<String, AppError> {
     Ok(v)
 }
 
-/// Reads one measurement. `now` bounds how far in the future a timestamp may be.
+/// Reads one measurement from JSON (a single body, or one item of a batch).
 pub fn parse(v: &Value, now: DateTime<Utc>) -> Result<Submission, AppError> {
-    let f = Fields::of(v, "")?;
-    let measurement_id = id(&f, "measurement_id")?;
-    let user_id = id(&f, "user_id")?;
-    let weight = match v.get("weight") {
-        None | Some(Value::Null) => return Err(AppError::invalid("weight", "weight is required.")),
-        Some(w) => w
-            .as_f64()
-            .filter(|w| w.is_finite())
-            .ok_or_else(|| AppError::invalid("weight", "weight must be a number."))?,
-    };
-    let unit = f.req_str("unit", 8)?.to_ascii_lowercase();
-    if !matches!(unit.as_str(), "kg" | "lb" | "g") {
-        return Err(AppError::invalid("unit", "unit is kg, lb or g."));
+    Submission::new(contract::from_value(v)?, now)
+}
+
+impl Submission {
+    /// Checks one measurement. `now` bounds how far in the future a timestamp may be.
+    pub fn new(m: Measurement, now: DateTime<Utc>) -> Result<Submission, AppError> {
+        let measurement_id = id("measurement_id", m.measurement_id)?;
+        let user_id = id("user_id", m.user_id)?;
+        if !m.weight.is_finite() {
+            return Err(AppError::invalid("weight", "weight must be a number."));
+        }
+        let unit = fields::required("unit", m.unit, 8)?.to_ascii_lowercase();
+        if !matches!(unit.as_str(), "kg" | "lb" | "g") {
+            return Err(AppError::invalid("unit", "unit is kg, lb or g."));
+        }
+        let kg = to_kg(m.weight, &unit);
+        if !(kg > 0.0 && kg <= 1000.0) {
+            return Err(AppError::invalid(
+                "weight",
+                "weight must be more than 0 and at most 1000 kg.",
+            ));
+        }
+        let raw_time = fields::required("timestamp", m.timestamp, 64)?;
+        let timestamp = parse_time(&raw_time, "timestamp")?;
+        if timestamp > now + Duration::hours(1) {
+            return Err(AppError::invalid(
+                "timestamp",
+                "timestamp is more than an hour in the future; check the device clock.",
+            ));
+        }
+        // Control characters are refused by `required`.
+        let source = fields::required("source", m.source, 64)?.to_lowercase();
+        Ok(Submission {
+            measurement_id,
+            user_id,
+            weight: m.weight,
+            unit,
+            timestamp,
+            source,
+        })
     }
-    let kg = to_kg(weight, &unit);
-    if !(kg > 0.0 && kg <= 1000.0) {
-        return Err(AppError::invalid(
-            "weight",
-            "weight must be more than 0 and at most 1000 kg.",
-        ));
-    }
-    let raw_time = f.req_str("timestamp", 64)?;
-    let timestamp = parse_time(&raw_time, "timestamp")?;
-    if timestamp > now + Duration::hours(1) {
-        return Err(AppError::invalid(
-            "timestamp",
-            "timestamp is more than an hour in the future; check the device clock.",
-        ));
-    }
-    let source = f.req_str("source", 64)?.to_lowercase();
-    if source.chars().any(|c| c.is_control()) {
-        return Err(AppError::invalid("source", "source must be plain text."));
-    }
-    Ok(Submission {
-        measurement_id,
-        user_id,
-        weight,
-        unit,
-        timestamp,
-        source,
-    })
 }
 
 fn to_kg(weight: f64, unit: &str) -> f64 {

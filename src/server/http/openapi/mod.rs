@@ -2,10 +2,6 @@
 //! attributes and the types below (served at `/api/openapi.json`). Each operation's
 //! security requirement names the scope it needs: the security test reads them from here.
 
-mod schemas;
-
-pub use schemas::*;
-
 use serde_json::Value;
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
@@ -13,6 +9,7 @@ use utoipa::openapi::{Ref, RefOr};
 use utoipa::{Modify, OpenApi};
 
 use super::idempotency;
+use super::problem::{ProblemDoc, ProblemResponse};
 
 struct BearerKeys;
 
@@ -96,10 +93,10 @@ impl Modify for LayerProblems {
         version = "1"
     ),
     paths(
-        crate::server::http::api::whoami,
-        crate::server::http::api::kill_switches,
-        crate::server::http::api::change_kill_switch,
-        crate::server::http::api::post_event,
+        crate::server::http::accounts::whoami,
+        crate::server::http::switches::kill_switches,
+        crate::server::http::switches::change_kill_switch,
+        crate::server::http::events::post_event,
         crate::server::http::conversations::create,
         crate::server::http::conversations::lookup,
         crate::server::http::conversations::read,
@@ -153,8 +150,8 @@ fn type_name(schema: &Value) -> String {
 }
 
 /// The document read into what the API page shows.
-pub fn summary() -> crate::model::api_doc::ApiDoc {
-    use crate::model::api_doc::{ApiDoc, Field, Operation, Schema};
+pub fn summary() -> crate::model::openapi::ApiDoc {
+    use crate::model::openapi::{ApiDoc, Field, Operation, Schema};
     let doc = document();
     let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
     let mut operations = Vec::new();

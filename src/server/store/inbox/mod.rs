@@ -22,6 +22,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub mod stream;
 mod writes;
 
 pub use writes::*;

@@ -1,0 +1,11 @@
+//! `/api/v1/whoami`.
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// The API key a request was made with.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct WhoAmI {
+    pub name: String,
+    pub scopes: Vec<String>,
+}

@@ -1,0 +1,301 @@
+//! Read models for the Events, conversation and Audit pages, and Overview's figures.
+
+use chrono::{DateTime, Duration, NaiveDate, SecondsFormat, Utc};
+
+use crate::model::events::{
+    AuditRow, AuditRows, EventPage, EventRow, EventStats, OutboxRow, StateView, ACTION_TYPES,
+};
+use crate::model::AppError;
+use crate::server::domain::conversations::reference::Refs;
+use crate::server::domain::redact;
+use crate::server::store::audit::{self, AuditItem};
+use crate::server::store::events::{self as records, EventRecord};
+use crate::server::store::query::Start;
+use crate::server::store::Store;
+
+const PAGE: i32 = 50;
+
+/// `text` (a key, a payload) with the conversation id it embeds masked, and anything else
+/// personal redacted: event and action keys are built from conversation ids.
+fn masked_in(text: &str, conversation_id: &str) -> String {
+    if conversation_id.is_empty() {
+        return redact::redact(text);
+    }
+    redact::redact(&text.replace(conversation_id, &redact::conversation_id(conversation_id)))
+}
+
+fn row(r: EventRecord, refs: &Refs) -> EventRow {
+    let team = r
+        .decision
+        .as_deref()
+        .and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+        .and_then(|d| d.get("team").and_then(|t| t.as_str()).map(str::to_string));
+    EventRow {
+        event_key: masked_in(&r.event_id, &r.conversation_id),
+        conversation_ref: refs.of_id(&r.conversation_id),
+        conversation_id: redact::conversation_id(&r.conversation_id),
+        message_id: r.source_message_id.map(|m| redact::redact(&m)),
+        channel: r.channel,
+        created_at: r.created_at,
+        status: r.status,
+        mode: r.mode,
+        safe_mode: r.safe_mode,
+        intent: r.intent,
+        team,
+        duplicates: r.duplicates,
+        attempts: r.attempts,
+    }
+}
+
+fn check_conversation(id: &str) -> Result<(), AppError> {
+    let ok = id.len() <= 512
+        && id.chars().all(|c| {
+            c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '@' | '+' | '/' | '#' | ':')
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(AppError::invalid(
+            "conversation",
+            "A conversation id is up to 512 letters, digits, '_', '-', '.', '@', '+', '/', '#' or ':'.",
+        ))
+    }
+}
+
+/// A cursor for the recent list also says which day it is in: `<day>:<key cursor>`.
+pub async fn events(
+    store: &Store,
+    refs: &Refs,
+    conversation: &str,
+    cursor: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<EventPage, AppError> {
+    let conversation = &refs.resolve(conversation);
+    check_conversation(conversation)?;
+    if !conversation.is_empty() {
+        let page = records::events_of_conversation(store, conversation, cursor, PAGE).await?;
+        return Ok(EventPage {
+            events: page.items.into_iter().map(|r| row(r, refs)).collect(),
+            next_cursor: page.next_cursor,
+        });
+    }
+    let today = now.format("%Y-%m-%d").to_string();
+    let (day, inner) = match cursor {
+        None => (today.clone(), None),
+        Some(c) => {
+            let (d, rest) = c.split_once(':').ok_or(bad_cursor())?;
+            NaiveDate::parse_from_str(d, "%Y-%m-%d").map_err(|_| bad_cursor())?;
+            (d.to_string(), (!rest.is_empty()).then_some(rest))
+        }
+    };
+    let page = records::events_of_day(store, &day, inner, PAGE).await?;
+    let yesterday = (now - Duration::days(1)).format("%Y-%m-%d").to_string();
+    // Today runs out: go on with yesterday (two days are "recent").
+    let next_cursor = match page.next_cursor {
+        Some(c) => Some(format!("{day}:{c}")),
+        None if day == today => Some(format!("{yesterday}:")),
+        None => None,
+    };
+    Ok(EventPage {
+        events: page.items.into_iter().map(|r| row(r, refs)).collect(),
+        next_cursor,
+    })
+}
+
+fn bad_cursor() -> AppError {
+    AppError::invalid(
+        "cursor",
+        "This page link is not valid any more; start again from the first page.",
+    )
+}
+
+pub async fn state_view(
+    store: &Store,
+    refs: &Refs,
+    conversation: &str,
+) -> Result<StateView, AppError> {
+    let conversation = &refs.resolve(conversation);
+    check_conversation(conversation)?;
+    if conversation.is_empty() {
+        return Err(AppError::invalid("conversation", "Give a conversation id."));
+    }
+    let s = records::get_state(store, conversation).await?;
+    Ok(StateView {
+        conversation_id: redact::conversation_id(conversation),
+        conversation_ref: refs.of_id(conversation),
+        exists: s.version > 0,
+        version: s.version,
+        updated_at: s.updated_at,
+        last_intent: s.last_intent,
+        last_routed_team: s.last_routed_team,
+        last_routing_confidence: s.last_routing_confidence,
+        last_processed_message_id: s.last_processed_message_id,
+        risk_flags: s.risk_flags,
+        pending_flow: s.pending_flow.map(|f| {
+            format!(
+                "{} (asked {}, {} message(s))",
+                f.flow_type, f.requested_at, f.attempts
+            )
+        }),
+        last_auto_reply: s
+            .last_auto_reply
+            .map(|r| format!("{} at {}", r.reply_type, r.sent_at)),
+        auto_replies_sent: s.auto_replies_sent,
+        order_ref_last4: s.order_ref_last4.map(|l| format!("***{l}")),
+        events_seen: s.events_seen,
+    })
+}
+
+pub struct AuditFilter<'a> {
+    pub conversation: &'a str,
+    pub action_type: &'a str,
+    pub day: &'a str,
+    /// `HH:MM` within `day`.
+    pub from: &'a str,
+    pub to: &'a str,
+}
+
+fn audit_row(a: AuditItem, refs: &Refs) -> AuditRow {
+    let system = a.conversation_id.starts_with("system#");
+    let raw_id = if system {
+        String::new()
+    } else {
+        a.conversation_id.clone()
+    };
+    AuditRow {
+        conversation_ref: (!system).then(|| refs.of_id(&a.conversation_id)),
+        at: a
+            .at()
+            .map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true))
+            .unwrap_or_default(),
+        conversation_id: if system {
+            a.conversation_id
+        } else {
+            redact::conversation_id(&a.conversation_id)
+        },
+        action_type: a.action_type,
+        payload: masked_in(&a.action_payload_redacted, &raw_id),
+        idempotency_key: masked_in(&a.idempotency_key, &raw_id),
+        result: a.result,
+        actor: a.actor,
+    }
+}
+
+fn time_of(day: &str, hhmm: &str, field: &str, end: bool) -> Result<String, AppError> {
+    let t = chrono::NaiveTime::parse_from_str(hhmm, "%H:%M")
+        .map_err(|_| AppError::invalid(field, "A time is HH:MM."))?;
+    let d = NaiveDate::parse_from_str(day, "%Y-%m-%d")
+        .map_err(|_| AppError::invalid("day", "A day is YYYY-MM-DD."))?;
+    let at = d.and_time(t).and_utc()
+        + if end {
+            Duration::seconds(59)
+        } else {
+            Duration::zero()
+        };
+    Ok(at.to_rfc3339_opts(SecondsFormat::Secs, true))
+}
+
+pub async fn audit(
+    store: &Store,
+    refs: &Refs,
+    f: &AuditFilter<'_>,
+    cursor: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<AuditRows, AppError> {
+    let conversation = refs.resolve(f.conversation);
+    check_conversation(&conversation)?;
+    let action_type = f.action_type;
+    if !action_type.is_empty() && !ACTION_TYPES.iter().any(|(t, _)| *t == action_type) {
+        let known: Vec<&str> = ACTION_TYPES.iter().map(|(t, _)| *t).collect();
+        return Err(AppError::invalid(
+            "action_type",
+            format!(
+                "There is no action type \"{}\". Known types: {}.",
+                action_type.chars().take(64).collect::<String>(),
+                known.join(", ")
+            ),
+        ));
+    }
+    // A day is needed for a time range, and is the partition when nothing else is given.
+    let day = if f.day.is_empty() {
+        let needs_day = (conversation.is_empty() && action_type.is_empty())
+            || !f.from.is_empty()
+            || !f.to.is_empty();
+        needs_day.then(|| now.format("%Y-%m-%d").to_string())
+    } else {
+        NaiveDate::parse_from_str(f.day, "%Y-%m-%d")
+            .map_err(|_| AppError::invalid("day", "A day is YYYY-MM-DD."))?;
+        Some(f.day.to_string())
+    };
+    let between = match (&day, f.from.is_empty(), f.to.is_empty()) {
+        (Some(day), false, _) | (Some(day), _, false) => {
+            let from = if f.from.is_empty() { "00:00" } else { f.from };
+            let to = if f.to.is_empty() { "23:59" } else { f.to };
+            let (from, to) = (
+                time_of(day, from, "from", false)?,
+                time_of(day, to, "to", true)?,
+            );
+            if from > to {
+                return Err(AppError::invalid("to", "The range ends before it starts."));
+            }
+            Some((from, to))
+        }
+        _ => None,
+    };
+    let q = audit::AuditQuery {
+        partition: (!conversation.is_empty()).then_some(conversation.as_str()),
+        action_type: (!action_type.is_empty()).then_some(action_type),
+        day: day.as_deref(),
+        between: between.as_ref().map(|(a, b)| (a.as_str(), b.as_str())),
+    };
+    let start = cursor.map_or(Start::First, Start::After);
+    let (items, next_cursor) = audit::list(store, &q, start, PAGE as usize).await?;
+    Ok(AuditRows {
+        rows: items.into_iter().map(|a| audit_row(a, refs)).collect(),
+        next_cursor,
+        conversation: (!conversation.is_empty()).then(|| redact::conversation_id(&conversation)),
+    })
+}
+
+pub async fn outbox(store: &Store, refs: &Refs) -> Result<Vec<OutboxRow>, AppError> {
+    let page = records::outbox(store, None, PAGE).await?;
+    Ok(page
+        .items
+        .into_iter()
+        .map(|a| OutboxRow {
+            action_type: a.action_type,
+            target: a.target,
+            action_key: masked_in(&a.event_id, &a.conversation_id),
+            conversation_ref: refs.of_id(&a.conversation_id),
+            conversation_id: redact::conversation_id(&a.conversation_id),
+            queued_at: a.updated_at,
+        })
+        .collect())
+}
+
+pub async fn stats(store: &Store, now: DateTime<Utc>) -> Result<EventStats, AppError> {
+    let from = now - Duration::hours(1);
+    let from_sk = from.to_rfc3339_opts(SecondsFormat::Millis, true);
+    let mut days = vec![now.format("%Y-%m-%d").to_string()];
+    let earlier = from.format("%Y-%m-%d").to_string();
+    if earlier != days[0] {
+        days.push(earlier);
+    }
+    let (mut events, mut duplicates) = (0, 0);
+    for day in &days {
+        let (e, d) = records::count_events_since(store, day, &from_sk).await?;
+        events += e;
+        duplicates += d;
+    }
+    let deliveries = events + duplicates;
+    Ok(EventStats {
+        events_last_hour: events,
+        per_minute: events as f64 / 60.0,
+        deliveries_last_hour: deliveries,
+        duplicates_last_hour: duplicates,
+        duplicate_rate_pct: (deliveries > 0).then(|| duplicates as f64 * 100.0 / deliveries as f64),
+        suppressed_today: audit::count_day_results(store, &days[0], "suppressed").await?,
+        outbox_pending: records::count_outbox(store).await?,
+        webhook: None,
+    })
+}

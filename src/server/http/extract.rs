@@ -1,0 +1,137 @@
+//! What every REST handler takes from a request: the caller (a bearer API key with its
+//! scopes) and a body of bounded size.
+
+use std::marker::PhantomData;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{header, StatusCode};
+
+use serde::de::DeserializeOwned;
+
+use super::problem::Problem;
+use crate::server::domain::accounts::sessions::{resolve_api_key, ApiPrincipal};
+use crate::server::state::AppState;
+
+/// The caller of a REST endpoint, from `Authorization: Bearer <key>`.
+pub struct ApiAuth(pub ApiPrincipal);
+
+impl ApiAuth {
+    /// 403 unless the key carries `scope`.
+    pub fn require(&self, scope: &str) -> Result<&ApiPrincipal, Problem> {
+        if self.0.has_scope(scope) {
+            Ok(&self.0)
+        } else {
+            Err(
+                Problem::forbidden(format!("This API key lacks the scope {scope}."))
+                    .with("required_scope", scope),
+            )
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for ApiAuth {
+    type Rejection = Problem;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        // The idempotency layer has already resolved it.
+        if let Some(principal) = parts.extensions.get::<ApiPrincipal>() {
+            return Ok(ApiAuth(principal.clone()));
+        }
+        let key = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim)
+            .ok_or_else(|| {
+                Problem::unauthorized("Send an API key: Authorization: Bearer <key>.")
+            })?;
+        match resolve_api_key(&state.store, key, state.clock.now()).await? {
+            Some(principal) => Ok(ApiAuth(principal)),
+            None => Err(Problem::unauthorized("This API key is not valid.")),
+        }
+    }
+}
+
+/// A scope an endpoint requires (see [`Scoped`]).
+pub trait Scope: Send + Sync + 'static {
+    const NAME: &'static str;
+}
+
+macro_rules! scopes {
+    ($($ty:ident = $name:literal),* $(,)?) => {
+        $(
+            #[doc = concat!("The scope `", $name, "`.")]
+            pub struct $ty;
+            impl Scope for $ty {
+                const NAME: &'static str = $name;
+            }
+        )*
+    };
+}
+
+scopes!(
+    EventsWrite = "events:write",
+    SwitchesRead = "switches:read",
+    SwitchesWrite = "switches:write",
+    ConversationsRead = "conversations:read",
+    ConversationsWrite = "conversations:write",
+    InboxRead = "inbox:read",
+    InboxWrite = "inbox:write",
+    MeasurementsWrite = "measurements:write",
+);
+
+/// The caller of a REST endpoint holding the scope `S`: 401 without a valid key, 403
+/// without the scope, before the body is read (a caller without the right learns nothing
+/// about what its body lacks).
+pub struct Scoped<S: Scope> {
+    pub principal: ApiPrincipal,
+    scope: PhantomData<S>,
+}
+
+impl<S: Scope> FromRequestParts<AppState> for Scoped<S> {
+    type Rejection = Problem;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let auth = ApiAuth::from_request_parts(parts, state).await?;
+        auth.require(S::NAME)?;
+        Ok(Scoped {
+            principal: auth.0,
+            scope: PhantomData,
+        })
+    }
+}
+
+/// A request body of at most `limit` bytes, or 413 problem+json.
+pub async fn read_body(body: axum::body::Body, limit: usize) -> Result<Bytes, Problem> {
+    axum::body::to_bytes(body, limit).await.map_err(|_| {
+        Problem::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload-too-large",
+            "Payload too large",
+            format!("The body is at most {} KiB.", limit / 1024),
+        )
+        .with("limit_bytes", limit)
+    })
+}
+
+/// A JSON body of at most `LIMIT` bytes (else 413), parsed into `T` (else a 400 that names
+/// the field, from its path in the body).
+pub struct JsonBody<T, const LIMIT: usize = { 256 * 1024 }>(pub T);
+
+impl<T: DeserializeOwned, const LIMIT: usize> FromRequest<AppState> for JsonBody<T, LIMIT> {
+    type Rejection = Problem;
+
+    async fn from_request(req: Request, _state: &AppState) -> Result<Self, Self::Rejection> {
+        let bytes = read_body(req.into_body(), LIMIT).await?;
+        Ok(JsonBody(crate::server::contract::from_json(&bytes)?))
+    }
+}

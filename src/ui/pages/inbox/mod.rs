@@ -1,0 +1,347 @@
+//! Inbox (design doc 3): tenants and inboxes, compose with a preview, and what was
+//! published with its read counts.
+
+pub mod user;
+
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+use crate::api::inbox::{load_inbox_page, PublishMessage, SaveDraft, SaveInbox, SaveTenant};
+use crate::model::inbox::{Draft, InboxPage, PublicationRow, PublishForm};
+use crate::ui::components::alert::{ActionResult, ErrorBox};
+use crate::ui::components::links::enc;
+
+const INPUT: &str = "mt-1 w-full rounded border border-slate-300 px-2 py-1 text-sm";
+const BUTTON: &str = "rounded bg-slate-900 px-3 py-1.5 text-sm text-white";
+
+#[component]
+pub fn InboxPageView() -> impl IntoView {
+    let query = use_query_map();
+    let q = move |k: &'static str| query.read().get(k).unwrap_or_default();
+    let save_tenant = ServerAction::<SaveTenant>::new();
+    let save_inbox = ServerAction::<SaveInbox>::new();
+    let save_draft = ServerAction::<SaveDraft>::new();
+    let publish = ServerAction::<PublishMessage>::new();
+    let data = Resource::new(
+        move || {
+            (
+                q("tenant"),
+                q("inbox"),
+                query.read().get("cursor"),
+                query.read().get("draft"),
+                save_tenant.version().get()
+                    + save_inbox.version().get()
+                    + save_draft.version().get()
+                    + publish.version().get(),
+            )
+        },
+        |(t, i, c, d, _)| load_inbox_page(t, i, c, d),
+    );
+    view! {
+        <Title text="Inbox" />
+        <h1 class="text-2xl font-semibold">"Inbox"</h1>
+        <p class="mt-1 text-sm text-slate-600">"Messages for apps' users: to a list of users or to everyone, with exact read counts."</p>
+        <div class="mt-3 space-y-2">
+            <ActionResult value=move || save_tenant.value().get() success=|t: &String| format!("Tenant {t} saved.") />
+            <ActionResult value=move || save_inbox.value().get() success=|i: &String| format!("Inbox {i} saved.") />
+            <ActionResult value=move || save_draft.value().get() success=|_: &()| "Preview updated.".to_string() />
+            <ActionResult value=move || publish.value().get() success=|m: &String| m.clone() />
+        </div>
+        <Transition fallback=|| view! { <p class="mt-4 text-slate-500">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match data.await {
+                    Ok(page) => view! { <Rooms page save_tenant save_inbox save_draft publish /> }.into_any(),
+                    Err(error) => view! { <div class="mt-4"><ErrorBox error /></div> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn Rooms(
+    page: InboxPage,
+    save_tenant: ServerAction<SaveTenant>,
+    save_inbox: ServerAction<SaveInbox>,
+    save_draft: ServerAction<SaveDraft>,
+    publish: ServerAction<PublishMessage>,
+) -> impl IntoView {
+    let tenant = page.tenant.clone().unwrap_or_default();
+    let tenants = page
+        .tenants
+        .iter()
+        .map(|t| {
+            let chosen = Some(t) == page.tenant.as_ref();
+            let class = if chosen { "font-semibold text-slate-900" } else { "text-sky-800 underline" };
+            view! { <li><a class=class href=format!("/inbox?tenant={}", enc(t))>{t.clone()}</a></li> }
+        })
+        .collect_view();
+    let (tenant_title, tenant_ttl) = (page.tenant_title.clone(), page.tenant_ttl.clone());
+    let tenant_form = page.can_write.then(move || view! {
+        <details class="mt-3 rounded border border-slate-200 bg-slate-50 p-3 text-sm">
+            <summary class="cursor-pointer font-medium text-sky-800">"New tenant or edit settings…"</summary>
+            <ActionForm action=save_tenant attr:class="mt-2 grid grid-cols-3 gap-2">
+                <label>"Tenant key"<input name="tenant" value=tenant.clone() class=INPUT /></label>
+                <label>"Title"<input name="title" value=tenant_title.clone().unwrap_or_default() class=INPUT /></label>
+                <label>"Message lifetime"<input name="ttl" value=tenant_ttl.clone().unwrap_or_else(|| "30d".into()) class=INPUT /></label>
+                <div><button type="submit" class=BUTTON>"Save tenant"</button></div>
+            </ActionForm>
+        </details>
+    }.into_any());
+    let inboxes = page.tenant.clone().map(|t| {
+        let list = page
+            .inboxes
+            .iter()
+            .map(|i| {
+                let href = format!("/inbox?tenant={}&inbox={}", enc(&t), enc(&i.key));
+                view! {
+                    <li class="py-1">
+                        <a class="text-sky-800 underline" href=href>{i.title.clone()}</a>
+                        <span class="ml-2 font-mono text-xs text-slate-500">{format!("{} · {}", i.key, i.ttl)}</span>
+                    </li>
+                }
+            })
+            .collect_view();
+        let tenant_key = t.clone();
+        let form = page.can_write.then(|| {
+            let current = page.inbox.clone();
+            // What is stored, so saving another change keeps it.
+            let default_ttl = current.as_ref().map(|c| c.default_ttl.clone()).unwrap_or_default();
+            let types = current.as_ref().map(|c| c.type_ttls.clone()).unwrap_or_default();
+            view! {
+                <details class="mt-3 rounded border border-slate-200 bg-slate-50 p-3 text-sm">
+                    <summary class="cursor-pointer font-medium text-sky-800">"New inbox or edit this one…"</summary>
+                    <ActionForm action=save_inbox attr:class="mt-2 grid grid-cols-2 gap-2">
+                        <input type="hidden" name="tenant" value=tenant_key.clone() />
+                        <label>"Inbox key"<input name="inbox" value=current.as_ref().map(|c| c.key.clone()).unwrap_or_default() class=INPUT /></label>
+                        <label>"Title"<input name="title" value=current.as_ref().map(|c| c.title.clone()).unwrap_or_default() class=INPUT /></label>
+                        <label class="col-span-2">"Description"<input name="description" value=current.as_ref().map(|c| c.description.clone()).unwrap_or_default() class=INPUT /></label>
+                        <label>"Default lifetime"<input name="ttl" value=default_ttl placeholder="the tenant's" class=INPUT /></label>
+                        <label>"Lifetimes per type"<input name="ttl_types" value=types placeholder="billing=7d, promo=2d" class=INPUT /></label>
+                        <div><button type="submit" class=BUTTON>"Save inbox"</button></div>
+                    </ActionForm>
+                </details>
+            }
+        });
+        view! {
+            <section class="mt-6">
+                <h2 class="text-lg font-semibold">{format!("Inboxes of {t}")}</h2>
+                <ul class="mt-1 text-sm">{list}</ul>
+                {form}
+            </section>
+        }
+        .into_any()
+    });
+    let chosen = page.inbox.clone().zip(page.tenant.clone()).map(|(i, t)| {
+        view! { <InboxRoom tenant=t inbox=i.key.clone() title=i.title.clone() page=page.clone() save_draft publish /> }.into_any()
+    });
+    view! {
+        <section class="mt-4">
+            <h2 class="text-lg font-semibold">"Tenants"</h2>
+            <ul class="mt-1 flex flex-wrap gap-4 text-sm" aria-label="Tenants">{tenants}</ul>
+            {tenant_form}
+        </section>
+        {inboxes}
+        {chosen}
+    }
+}
+
+#[component]
+fn InboxRoom(
+    tenant: String,
+    inbox: String,
+    title: String,
+    page: InboxPage,
+    save_draft: ServerAction<SaveDraft>,
+    publish: ServerAction<PublishMessage>,
+) -> impl IntoView {
+    let new_message = format!("/inbox?tenant={}&inbox={}", enc(&tenant), enc(&inbox));
+    let compose = page.can_write.then(|| match &page.draft {
+        Some(Draft { form, receipt: Some(r) }) => {
+            view! { <PublishReceipt form=form.clone() receipt=r.clone() new_message=new_message.clone() /> }.into_any()
+        }
+        Some(Draft { form, receipt: None }) => view! {
+            <ComposeForm form=form.clone() save_draft />
+            <Preview form=form.clone() publish new_message=new_message.clone() />
+        }
+        .into_any(),
+        None => {
+            let fresh = PublishForm {
+                tenant: tenant.clone(),
+                inbox: inbox.clone(),
+                audience: "everyone".into(),
+                idempotency_key: page.form_key.clone(),
+                ..PublishForm::default()
+            };
+            view! { <ComposeForm form=fresh save_draft /> }.into_any()
+        }
+    });
+    let user_form = view! {
+        <form method="get" action="/inbox/user" class="mt-2 flex items-end gap-2 text-sm">
+            <input type="hidden" name="tenant" value=tenant.clone() />
+            <input type="hidden" name="inbox" value=inbox.clone() />
+            <label>"User id"<input name="uid" class=INPUT /></label>
+            <button type="submit" class=BUTTON>"View as user"</button>
+        </form>
+    }
+    .into_any();
+    let more = page.publications_next.clone().map(|c| {
+        view! { <a class="text-sm text-sky-800 underline" href=format!("/inbox?tenant={}&inbox={}&cursor={}", enc(&tenant), enc(&inbox), enc(&c))>"Older"</a> }
+    });
+    view! {
+        <section class="mt-8">
+            <h2 class="text-lg font-semibold">{format!("Inbox {title}")}</h2>
+            <h3 class="mt-4 font-medium">"Compose"</h3>
+            {compose}
+            <h3 class="mt-6 font-medium">"View as a user"</h3>
+            {user_form}
+            <h3 class="mt-6 font-medium">"Published"</h3>
+            <Publications rows=page.publications.clone() />
+            {more}
+        </section>
+    }
+}
+
+/// The message being written. Posted (never a GET: a message and its recipients do not
+/// belong in a URL) and kept as a draft under the form's key; the page then previews it.
+#[component]
+fn ComposeForm(form: PublishForm, save_draft: ServerAction<SaveDraft>) -> impl IntoView {
+    let everyone = form.audience != "users";
+    let started = !form.body.is_empty() || !form.title.is_empty();
+    let field = |name: &'static str, value: String| {
+        view! { <input type="hidden" name=format!("p[{name}]") value=value /> }
+    };
+    view! {
+        <ActionForm action=save_draft attr:class="mt-2 grid grid-cols-2 gap-2 rounded-lg border border-slate-200 bg-white p-4 text-sm" attr:aria-label="Compose">
+            {field("tenant", form.tenant.clone())}
+            {field("inbox", form.inbox.clone())}
+            {field("idempotency_key", form.idempotency_key.clone())}
+            <fieldset class="col-span-2 flex gap-4">
+                <legend class="sr-only">"Audience"</legend>
+                <label><input type="radio" name="p[audience]" value="everyone" checked=everyone />" Everyone"</label>
+                <label><input type="radio" name="p[audience]" value="users" checked=!everyone />" These users"</label>
+            </fieldset>
+            <label class="col-span-2">"User ids (one per line or comma-separated)"<textarea name="p[uids]" rows="2" class=INPUT>{form.uids.clone()}</textarea></label>
+            <label>"Category"<input name="p[category]" value=form.category.clone() class=INPUT /></label>
+            <label>"Lifetime (empty: the inbox's)"<input name="p[ttl]" value=form.ttl.clone() placeholder="7d" class=INPUT /></label>
+            <label class="col-span-2">"Title"<input name="p[title]" value=form.title.clone() class=INPUT /></label>
+            <label class="col-span-2">"Message"<textarea name="p[body]" rows="3" class=INPUT>{form.body.clone()}</textarea></label>
+            <label class="col-span-2">"Link (optional, http or https)"<input name="p[cta_uri]" value=form.cta_uri.clone() class=INPUT /></label>
+            <div><button type="submit" class=BUTTON>{if started { "Update preview" } else { "Preview" }}</button></div>
+        </ActionForm>
+    }
+}
+
+fn audience_label(form: &PublishForm) -> String {
+    if form.audience == "users" {
+        format!(
+            "to users: {}",
+            form.uids
+                .split([',', '\n'])
+                .map(str::trim)
+                .filter(|u| !u.is_empty())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    } else {
+        "to everyone".into()
+    }
+}
+
+#[component]
+fn Preview(
+    form: PublishForm,
+    publish: ServerAction<PublishMessage>,
+    new_message: String,
+) -> impl IntoView {
+    let audience = audience_label(&form);
+    let category = (!form.category.is_empty()).then(|| format!(" · {}", form.category));
+    view! {
+        <div class="mt-3 rounded-lg border-2 border-sky-300 bg-sky-50 p-4" data-testid="preview">
+            <p class="text-xs uppercase text-sky-700">{format!("Preview · {audience}")}{category}</p>
+            <h3 class="mt-1 font-semibold">{form.title.clone()}</h3>
+            <p class="mt-1 whitespace-pre-wrap text-sm">{form.body.clone()}</p>
+            {(!form.cta_uri.is_empty()).then(|| view! { <p class="mt-1 text-sm text-sky-800 underline">{form.cta_uri.clone()}</p> })}
+            <ActionForm action=publish attr:class="mt-3 flex items-center gap-3">
+                <input type="hidden" name="tenant" value=form.tenant.clone() />
+                <input type="hidden" name="inbox" value=form.inbox.clone() />
+                <input type="hidden" name="draft" value=form.idempotency_key.clone() />
+                <button type="submit" class=BUTTON>"Publish"</button>
+                <a class="text-sm text-sky-800 underline" href=new_message>"Discard and start a new message"</a>
+            </ActionForm>
+        </div>
+    }
+}
+
+/// What was sent, to whom and when, in place of the form: publishing again takes a new
+/// message.
+#[component]
+fn PublishReceipt(
+    form: PublishForm,
+    receipt: crate::model::inbox::Receipt,
+    new_message: String,
+) -> impl IntoView {
+    let view_as = (form.audience == "users")
+        .then(|| {
+            form.uids
+                .split([',', '\n', ' '])
+                .map(str::trim)
+                .find(|u| !u.is_empty())
+                .map(str::to_string)
+        })
+        .flatten()
+        .map(|uid| {
+            format!(
+                "/inbox/user?tenant={}&inbox={}&uid={}",
+                enc(&form.tenant),
+                enc(&form.inbox),
+                enc(&uid)
+            )
+        });
+    view! {
+        <div class="mt-2 rounded-lg border-2 border-emerald-300 bg-emerald-50 p-4 text-sm" role="status" data-testid="receipt">
+            <p class="font-semibold text-emerald-900">"Published"</p>
+            <p class="mt-1">{format!("\u{201c}{}\u{201d} {} · {} recipient(s)", form.title, audience_label(&form), receipt.recipients)}</p>
+            <p class="mt-1 text-xs text-emerald-800">{format!("At {} · message {}", receipt.published_at, receipt.message_id)}</p>
+            <p class="mt-3 flex gap-4">
+                <a class="rounded bg-slate-900 px-3 py-1.5 text-white" href=new_message>"New message"</a>
+                {view_as.map(|href| view! { <a class="self-center text-sky-800 underline" href=href>"See it as its first recipient"</a> })}
+            </p>
+        </div>
+    }
+}
+
+#[component]
+fn Publications(rows: Vec<PublicationRow>) -> impl IntoView {
+    if rows.is_empty() {
+        return view! { <p class="text-sm text-slate-500">"Nothing published here yet."</p> }
+            .into_any();
+    }
+    let rows = rows
+        .into_iter()
+        .map(|r| {
+            view! {
+                <tr class="border-t border-slate-100" data-testid="publication">
+                    <td class="py-1 text-xs">{r.created_at}</td>
+                    <td class="py-1">{r.title}</td>
+                    <td class="py-1">{r.audience}</td>
+                    <td class="py-1">{r.category.unwrap_or_default()}</td>
+                    <td class="py-1 text-right">{r.recipients}</td>
+                    <td class="py-1 text-right" data-testid="reads">{r.read}</td>
+                    <td class="py-1">{r.status}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <table class="mt-2 w-full text-left text-sm" aria-label="Published messages">
+            <thead class="text-xs uppercase text-slate-500">
+                <tr><th>"Published"</th><th>"Title"</th><th>"Audience"</th><th>"Category"</th><th class="text-right">"Recipients"</th><th class="text-right">"Reads"</th><th>"Status"</th></tr>
+            </thead>
+            <tbody>{rows}</tbody>
+        </table>
+    }
+    .into_any()
+}
