@@ -3,11 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::IntoResponse;
-use axum::routing::{get, post};
-use axum::{middleware, Json, Router};
+use axum::{middleware, Router};
 use leptos_axum::{generate_route_list, LeptosRoutes};
 
 use crate::app::{shell, App};
@@ -16,7 +12,7 @@ use crate::server::config::{Config, Environment};
 use crate::server::domain::accounts;
 use crate::server::domain::idempotency::{Engine, Secret};
 use crate::server::dynamo_local::{self, DynamoLocal};
-use crate::server::http::{self, accounts as login, middleware as mw};
+use crate::server::http::{self, middleware as mw};
 use crate::server::state::AppState;
 use crate::server::store::{schema, Connection, Store};
 
@@ -25,13 +21,7 @@ pub fn app(state: AppState) -> Router {
     let routes = generate_route_list(App);
     let leptos_options = state.leptos.clone();
     Router::new()
-        .route("/healthz", get(healthz))
-        .route("/api/openapi.json", get(openapi_json))
-        .route("/login", post(login::login))
-        .route("/logout", post(login::logout))
-        .route("/find", post(crate::server::http::find::find))
         .merge(http::routes(&state))
-        .merge(crate::server::http::measurements::pages())
         .leptos_routes(&state, routes, move || shell(leptos_options.clone()))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(middleware::from_fn(mw::server_fn_status))
@@ -41,52 +31,6 @@ pub fn app(state: AppState) -> Router {
         .layer(middleware::from_fn(mw::same_origin))
         .layer(middleware::from_fn(mw::contain_panics))
         .with_state(state)
-}
-
-/// The REST API's OpenAPI 3.1 document (no sign-in needed: it holds no data).
-async fn openapi_json() -> impl IntoResponse {
-    Json(crate::server::http::openapi::document())
-}
-
-use crate::server::contract::health::Health;
-
-#[utoipa::path(
-    get,
-    path = "/healthz",
-    tag = "console",
-    responses(
-        (status = 200, description = "DynamoDB answers", body = Health),
-        (status = 503, description = "DynamoDB does not answer", body = Health)
-    ),
-    security(())
-)]
-pub(crate) async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
-    match tokio::time::timeout(Duration::from_secs(3), state.store.ping()).await {
-        Ok(Ok(())) => (
-            StatusCode::OK,
-            Json(Health {
-                status: "ok",
-                dynamodb: "ok",
-            }),
-        ),
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "health check: DynamoDB failed");
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                Json(Health {
-                    status: "unavailable",
-                    dynamodb: "error",
-                }),
-            )
-        }
-        Err(_) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(Health {
-                status: "unavailable",
-                dynamodb: "timeout",
-            }),
-        ),
-    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -7,6 +7,7 @@ pub mod conversations;
 pub mod events;
 pub mod extract;
 pub mod find;
+pub mod health;
 pub mod idempotency;
 pub mod inbox;
 pub mod measurements;
@@ -23,9 +24,17 @@ use axum::Router;
 use crate::server::state::AppState;
 use problem::Problem;
 
-/// Every REST route (`/api/v1/...`), each behind its idempotency layer where it has one.
+/// Every route outside Leptos: health, the OpenAPI document, sign-in/out, the console's
+/// searches and CSV export, and the REST API (`/api/v1/...`), each behind its idempotency
+/// layer where it has one.
 pub fn routes(state: &AppState) -> Router<AppState> {
     Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/api/openapi.json", get(openapi::serve))
+        .route("/login", post(accounts::login))
+        .route("/logout", post(accounts::logout))
+        .route("/find", post(find::find))
+        .merge(measurements::pages())
         .route("/api/v1/whoami", get(accounts::whoami))
         .route(
             "/api/v1/kill-switches",
@@ -37,7 +46,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(conversations::routes(state))
         .merge(inbox::routes(state))
         .merge(measurements::routes(state))
-        .fallback(not_found)
+        .route("/api/v1/{*rest}", axum::routing::any(not_found))
 }
 
 async fn not_found() -> Problem {

@@ -111,7 +111,7 @@ impl Modify for LayerProblems {
         crate::server::http::inbox::mark_all,
         crate::server::http::measurements::one,
         crate::server::http::measurements::many,
-        crate::server::startup::healthz,
+        crate::server::http::health::healthz,
     ),
     components(schemas(ProblemDoc), responses(ProblemResponse)),
     modifiers(&BearerKeys, &LayerProblems),
@@ -124,6 +124,11 @@ impl Modify for LayerProblems {
     )
 )]
 pub struct ApiDoc;
+
+/// `GET /api/openapi.json` (no sign-in needed: it holds no data).
+pub(crate) async fn serve() -> axum::Json<Value> {
+    axum::Json(document())
+}
 
 /// The document as JSON.
 pub fn document() -> Value {
