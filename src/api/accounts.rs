@@ -6,10 +6,10 @@ use crate::model::AppError;
 #[server]
 pub async fn list_users() -> Result<Vec<UserSummary>, AppError> {
     use crate::model::accounts::Role;
-    use crate::server::{ctx, store::accounts::users};
+    use crate::server::ctx;
     ctx::require(Role::Admin)?;
     let state = ctx::state()?;
-    let all = users::list(&state.store, state.clock.now()).await?;
+    let all = state.accounts.users().await?;
     Ok(all.iter().map(|u| u.summary()).collect())
 }
 
@@ -18,20 +18,14 @@ pub async fn list_users() -> Result<Vec<UserSummary>, AppError> {
 pub async fn set_user_role(name: String, role: String, reason: String) -> Result<String, AppError> {
     use crate::model::accounts::Role;
     use crate::server::ctx;
-    use crate::server::domain::accounts::{change_user, Change};
+    use crate::server::domain::accounts::Change;
     let admin = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
     let role = Role::parse(&role)?;
-    change_user(
-        &state.store,
-        &name,
-        Change::SetRole(role),
-        &reason,
-        &admin.name,
-        &state.account_ttls(),
-        state.clock.now(),
-    )
-    .await?;
+    state
+        .accounts
+        .change_user(&name, Change::SetRole(role), &reason, &admin.name)
+        .await?;
     Ok(format!("{name} is now {role}."))
 }
 
@@ -44,7 +38,7 @@ pub async fn set_user_disabled(
 ) -> Result<String, AppError> {
     use crate::model::accounts::Role;
     use crate::server::ctx;
-    use crate::server::domain::accounts::{change_user, Change};
+    use crate::server::domain::accounts::Change;
     let admin = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
     let (change, done) = match disabled.as_str() {
@@ -52,15 +46,9 @@ pub async fn set_user_disabled(
         "false" => (Change::Enable, "enabled"),
         _ => return Err(AppError::invalid("disabled", "Expected true or false.")),
     };
-    change_user(
-        &state.store,
-        &name,
-        change,
-        &reason,
-        &admin.name,
-        &state.account_ttls(),
-        state.clock.now(),
-    )
-    .await?;
+    state
+        .accounts
+        .change_user(&name, change, &reason, &admin.name)
+        .await?;
     Ok(format!("{name} is {done}."))
 }

@@ -10,7 +10,7 @@ use crate::model::AppError;
 pub async fn search_conversations(query: SearchQuery) -> Result<SearchPage, AppError> {
     use crate::model::accounts::Role;
     use crate::server::ctx;
-    use crate::server::domain::conversations::{search::Form, view};
+    use crate::server::domain::conversations::search::Form;
     use crate::server::store::query::Start;
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
@@ -48,7 +48,10 @@ pub async fn search_conversations(query: SearchQuery) -> Result<SearchPage, AppE
         (None, Some(b)) => Start::Before(b),
         (None, None) => Start::First,
     };
-    let mut page = view::search_page(&state.store, &state.refs, &form, start).await?;
+    let mut page = state
+        .conversations
+        .search_page(&state.refs, &form, start)
+        .await?;
     if !form.recipient.trim().is_empty() {
         page.recipient = Some(crate::server::domain::redact::conversation_id(
             &form.recipient,
@@ -62,18 +65,13 @@ pub async fn search_conversations(query: SearchQuery) -> Result<SearchPage, AppE
 pub async fn load_conversation(r: String) -> Result<ConversationDetail, AppError> {
     use crate::model::accounts::Role;
     use crate::server::ctx;
-    use crate::server::domain::conversations::view;
     let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
-    view::detail(
-        &state.store,
-        &state.refs,
-        &r,
-        &user.name,
-        user.role,
-        state.clock.now(),
-    )
-    .await
+    let now = state.clock.now();
+    state
+        .conversations
+        .detail(&state.refs, &r, &user.name, user.role, now)
+        .await
 }
 
 /// An admin reveals a conversation's contact details, with a reason (audited).
@@ -109,14 +107,7 @@ pub async fn reveal_contact(
                 admin,
                 idempotency_key: &attempt.key_hash,
             };
-            view::reveal(
-                &state.store,
-                &state.refs,
-                &req,
-                state.config.ttl.audit_days,
-                now,
-            )
-            .await?;
+            state.conversations.reveal(&state.refs, &req, now).await?;
             tracing::info!(actor = %admin, "contact details revealed");
             Ok(serde_json::json!({"ok": true}))
         }

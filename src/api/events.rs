@@ -10,28 +10,27 @@ pub async fn list_events(
     cursor: Option<String>,
 ) -> Result<EventPage, AppError> {
     use crate::model::accounts::Role;
-    use crate::server::{ctx, domain::events::views};
+    use crate::server::ctx;
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let cursor = cursor.filter(|c| !c.is_empty());
-    views::events(
-        &state.store,
-        &state.refs,
-        conversation.trim(),
-        cursor.as_deref(),
-        state.clock.now(),
-    )
-    .await
+    state
+        .events
+        .list(&state.refs, conversation.trim(), cursor.as_deref())
+        .await
 }
 
 /// Table B for one conversation.
 #[server]
 pub async fn conversation_state(conversation: String) -> Result<StateView, AppError> {
     use crate::model::accounts::Role;
-    use crate::server::{ctx, domain::events::views};
+    use crate::server::ctx;
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
-    views::state_view(&state.store, &state.refs, conversation.trim()).await
+    state
+        .events
+        .conversation_state(&state.refs, conversation.trim())
+        .await
 }
 
 /// Audit records by conversation, by action type, or by day (and time range), newest
@@ -57,32 +56,28 @@ pub async fn list_audit(
         from: from.trim(),
         to: to.trim(),
     };
-    views::audit(
-        &state.store,
-        &state.refs,
-        &filter,
-        cursor.as_deref(),
-        state.clock.now(),
-    )
-    .await
+    state
+        .events
+        .audit_rows(&state.refs, &filter, cursor.as_deref())
+        .await
 }
 
+/// Side effects waiting in the outbox.
 #[server]
 pub async fn list_outbox() -> Result<Vec<OutboxRow>, AppError> {
     use crate::model::accounts::Role;
-    use crate::server::{ctx, domain::events::views};
+    use crate::server::ctx;
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
-    views::outbox(&state.store, &state.refs).await
+    state.events.outbox(&state.refs).await
 }
 
+/// Overview's event figures.
 #[server]
 pub async fn load_event_stats() -> Result<EventStats, AppError> {
     use crate::model::accounts::Role;
-    use crate::server::{ctx, domain::events::views};
+    use crate::server::ctx;
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
-    let mut stats = views::stats(&state.store, state.clock.now()).await?;
-    stats.webhook = state.ingest.webhook_url();
-    Ok(stats)
+    state.events.stats().await
 }

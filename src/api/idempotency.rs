@@ -7,20 +7,10 @@ use crate::model::AppError;
 #[server]
 pub async fn load_idempotency_health(window: String) -> Result<Health, AppError> {
     use crate::model::accounts::Role;
-    use crate::server::{ctx, domain::idempotency::health};
+    use crate::server::ctx;
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
-    // This process's latest counters first, so the page is current.
-    if let Err(e) = state.idempotency.flush_stats().await {
-        tracing::warn!(error = %e, "could not write idempotency counters before reading them");
-    }
-    health::load(
-        &state.store,
-        state.idempotency.settings(),
-        &window,
-        state.clock.now(),
-    )
-    .await
+    state.idempotency.health(&window).await
 }
 
 /// Breached alerts of the last 24 h, for Overview: (scope, alert).
@@ -47,39 +37,36 @@ pub async fn list_idempotency_keys(
     cursor: Option<String>,
 ) -> Result<KeyPage, AppError> {
     use crate::model::accounts::Role;
-    use crate::server::{ctx, domain::idempotency::health};
+    use crate::server::ctx;
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let cursor = cursor.filter(|c| !c.is_empty());
-    health::list(&state.store, &which, cursor.as_deref(), state.clock.now()).await
+    state
+        .idempotency
+        .watched_keys(&which, cursor.as_deref())
+        .await
 }
 
 #[server]
 pub async fn load_idempotency_key(id: String) -> Result<KeySummary, AppError> {
     use crate::model::accounts::Role;
-    use crate::server::{ctx, domain::idempotency::health};
+    use crate::server::ctx;
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
-    health::detail(&state.store, &id, state.clock.now()).await
+    state.idempotency.key_summary(&id).await
 }
 
-/// Admins expire a key now so a stuck operation can be run again (audited).
+/// Admins expire a key so a stuck operation can be run again (audited).
 #[server]
 pub async fn expire_idempotency_key(id: String, reason: String) -> Result<String, AppError> {
     use crate::model::accounts::Role;
-    use crate::server::{ctx, domain::idempotency::health, ids};
+    use crate::server::ctx;
     let admin = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
-    let changed = health::expire(
-        &state.store,
-        &id,
-        &reason,
-        &admin.name,
-        state.config.ttl.audit_days,
-        state.clock.now(),
-        &ids::random_hex(8),
-    )
-    .await?;
+    let changed = state
+        .idempotency
+        .expire_key(&id, &reason, &admin.name, state.config.ttl.audit_days)
+        .await?;
     tracing::info!(actor = %admin.name, changed, "idempotency key expired by an admin");
     Ok(if changed {
         "Expired: the next request with this key runs the operation again.".into()

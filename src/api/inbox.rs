@@ -11,17 +11,20 @@ pub async fn load_inbox_page(
     draft: Option<String>,
 ) -> Result<InboxPage, AppError> {
     use crate::model::accounts::Role;
-    use crate::server::{ctx, domain::inbox::views};
+    use crate::server::ctx;
     let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
-    let mut page = views::page(&state.inbox, &tenant, &inbox, cursor.as_deref()).await?;
+    let mut page = state.inbox.page(&tenant, &inbox, cursor.as_deref()).await?;
     page.can_write = user.role.allows(Role::Operator);
     if let (true, Some(key), Some(t)) = (
         page.can_write,
         draft.filter(|d| !d.is_empty()),
         &page.tenant,
     ) {
-        page.draft = views::draft(&state.inbox, &user.name, t, &key, state.clock.now()).await?;
+        page.draft = state
+            .inbox
+            .draft(&user.name, t, &key, state.clock.now())
+            .await?;
         // The message in progress keeps its key until the person starts a new one.
         if key.len() >= 16 && key.bytes().all(|b| b.is_ascii_alphanumeric()) {
             page.form_key = key;
@@ -103,10 +106,13 @@ pub async fn save_inbox(
 #[server]
 pub async fn save_draft(p: PublishForm) -> Result<(), AppError> {
     use crate::model::accounts::Role;
-    use crate::server::{ctx, domain::inbox::views};
+    use crate::server::ctx;
     let user = ctx::require(Role::Operator)?;
     let state = ctx::state()?;
-    views::save_draft(&state.inbox, &user.name, &p, state.clock.now()).await?;
+    state
+        .inbox
+        .save_draft(&user.name, &p, state.clock.now())
+        .await?;
     leptos_axum::redirect(&draft_url(&p.tenant, &p.inbox, &p.idempotency_key));
     Ok(())
 }
@@ -131,83 +137,51 @@ pub async fn publish_message(
     draft: String,
 ) -> Result<String, AppError> {
     use crate::model::accounts::Role;
-    use crate::model::inbox::Receipt;
     use crate::server::ctx;
-    use crate::server::domain::idempotency::KeyInputs;
-    use crate::server::domain::inbox::views;
-    use crate::server::forms::{self, Submission};
+    use crate::server::domain::inbox::drafts::{self, ToPublish};
     let user = ctx::require(Role::Operator)?;
     let state = ctx::state()?;
     let now = state.clock.now();
-    let found = views::draft(&state.inbox, &user.name, &tenant, &draft, now)
-        .await?
-        .ok_or_else(|| {
-            AppError::invalid(
-                "draft",
-                "This message is no longer here (drafts are kept for a day). Start a new message.",
-            )
-        })?;
-    let p = found.form;
-    if p.inbox.trim() != inbox.trim() {
-        return Err(AppError::invalid(
-            "inbox",
-            "This message was written for another inbox.",
-        ));
-    }
-    let url = draft_url(&p.tenant, &p.inbox, &p.idempotency_key);
-    if let Some(r) = found.receipt {
-        leptos_axum::redirect(&url);
-        return Ok(format!(
-            "Published {} to {} recipient(s).",
-            r.message_id, r.recipients
-        ));
-    }
-    let publish = views::parse_form(&p, &user.name)?;
-    let sub = Submission {
-        actor: &user.name,
-        scope: "inbox.publish",
-        form_key: &p.idempotency_key,
-        values: KeyInputs::new()
-            .id("tenant", p.tenant.trim())
-            .id("inbox", p.inbox.trim())
-            .text("audience", &format!("{:?}", publish.uids))
-            .id("category", publish.category.clone().unwrap_or_default())
-            .text("title", &publish.title)
-            .text("body", &publish.body)
-            .text("cta", publish.cta_uri.as_deref().unwrap_or_default())
-            .id("ttl", publish.ttl.clone().unwrap_or_default()),
-    };
-    let done = forms::once(&state, sub, |attempt| {
-        let (state, p, publish) = (&state, &p, &publish);
-        async move {
-            let out = state
-                .inbox
-                .publish(&p.tenant, &p.inbox, publish, &attempt.key_hash, now)
-                .await?;
-            Ok(serde_json::json!({"ok": true, "data": {
-                "message_id": out.message_id,
-                "recipients": out.recipients,
-                "published_at": now.to_rfc3339(),
-            }}))
+    let ready = state
+        .inbox
+        .draft_to_publish(&user.name, &tenant, &inbox, &draft, now);
+    let (form, receipt) = match ready.await? {
+        ToPublish::Published(form, receipt) => (form, receipt),
+        ToPublish::Ready(form, publish) => {
+            let receipt = publish_once(&state, &user.name, &form, &publish, now).await?;
+            (form, receipt)
         }
-    })
-    .await?;
-    let data = done.data.unwrap_or_default();
-    let receipt = Receipt {
-        message_id: data["message_id"].as_str().unwrap_or_default().to_string(),
-        recipients: data["recipients"].as_i64().unwrap_or(0),
-        published_at: data["published_at"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
     };
-    views::draft_published(&state.inbox, &user.name, &p, &receipt).await?;
-    tracing::info!(actor = %user.name, message = %receipt.message_id, "published from the console");
-    leptos_axum::redirect(&url);
-    Ok(format!(
-        "Published {} to {} recipient(s).",
-        receipt.message_id, receipt.recipients
-    ))
+    leptos_axum::redirect(&draft_url(&form.tenant, &form.inbox, &form.idempotency_key));
+    Ok(drafts::published_text(&receipt))
+}
+
+/// Publishes a draft through the idempotency engine, as every console form is (its key
+/// is the form's), then notes the receipt on the draft.
+#[cfg(feature = "ssr")]
+async fn publish_once(
+    state: &crate::server::state::AppState,
+    actor: &str,
+    form: &PublishForm,
+    publish: &crate::server::domain::inbox::publish::Publish,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<crate::model::inbox::Receipt, AppError> {
+    use crate::server::domain::inbox::drafts::{self, PUBLISH_SCOPE};
+    use crate::server::forms::{self, Submission};
+    let sub = Submission {
+        actor,
+        scope: PUBLISH_SCOPE,
+        form_key: &form.idempotency_key,
+        values: drafts::publish_values(form, publish),
+    };
+    let inbox = &state.inbox;
+    let done = forms::once(state, sub, move |attempt| {
+        inbox.publish_form(form, publish, attempt.key_hash, now)
+    });
+    let receipt = drafts::receipt(done.await?.data);
+    inbox.draft_published(actor, form, &receipt).await?;
+    tracing::info!(actor = %actor, message = %receipt.message_id, "published from the console");
+    Ok(receipt)
 }
 
 /// The feed and counts a user sees.

@@ -14,7 +14,7 @@ pub async fn load_measurements(
 ) -> Result<MeasurementsView, AppError> {
     use crate::model::accounts::Role;
     use crate::server::ctx;
-    use crate::server::domain::{idempotency::health, measurements::views};
+    use crate::server::domain::measurements::views;
     let me = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let now = state.clock.now();
@@ -30,16 +30,7 @@ pub async fn load_measurements(
     );
     let settings = &state.measurements.settings;
     let rates = views::rates(&state.store, &window, settings.alert_duplicate_max_pct, now).await?;
-    if let Err(e) = state.idempotency.flush_stats().await {
-        tracing::warn!(error = %e, "could not write idempotency counters before reading them");
-    }
-    let health = health::load(
-        &state.store,
-        state.idempotency.settings(),
-        &rates.window,
-        now,
-    )
-    .await?;
+    let health = state.idempotency.health(&rates.window).await?;
     Ok(MeasurementsView {
         user,
         points,

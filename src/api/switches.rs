@@ -18,12 +18,11 @@ pub struct KillSwitchesView {
 #[server]
 pub async fn load_kill_switches() -> Result<KillSwitchesView, AppError> {
     use crate::model::accounts::Role;
-    use crate::server::{ctx, store::switches};
+    use crate::server::ctx;
     let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
-    let switches = switches::load(&state.store, state.clock.now()).await?;
     Ok(KillSwitchesView {
-        switches,
+        switches: state.switches.load().await?,
         can_change: user.role.allows(Role::Admin),
         form_key: crate::server::ids::random_hex(16),
     })
@@ -41,102 +40,29 @@ pub async fn change_kill_switch(
     idempotency_key: String,
 ) -> Result<KillSwitches, AppError> {
     use crate::model::accounts::Role;
-    use crate::model::switches::Switch;
-    use crate::server::domain::idempotency::{Call, KeyInputs, Outcome};
-    use crate::server::domain::switches::{change, validate, ChangeError, ChangeRequest, Ttls};
-    use crate::server::store::switches as stored;
-    use crate::server::{ctx, ids};
+    use crate::server::ctx;
+    use crate::server::domain::switches::ChangeRequest;
     let user = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
-    let req = ChangeRequest {
-        switch: Switch::parse(&switch)?,
-        enable: match enable.as_str() {
-            "true" => true,
-            "false" => false,
-            _ => return Err(AppError::invalid("enable", "Expected true or false.")),
-        },
+    let req = ChangeRequest::from_form(
+        &switch,
+        &enable,
         expected_version,
         reason,
-        confirmed: confirm.is_some_and(|c| !c.is_empty()),
-    };
-    let ttls = Ttls {
-        audit_days: state.config.ttl.audit_days,
-        settings_days: state.config.ttl.settings_days,
-    };
-    // Bad input is answered before the key is claimed: fixing it and resubmitting the same
-    // form is a new attempt, not a replay.
-    validate(&req)?;
-    let form_key = idempotency_key.trim();
-    if !(16..=128).contains(&form_key.len()) {
-        return Err(AppError::invalid(
-            "idempotency_key",
-            "This form is out of date. Reload the page and try again.",
-        ));
-    }
-    let inputs = KeyInputs::new()
-        .id("form_key", form_key)
-        .id("actor", &user.name);
-    let fingerprint = KeyInputs::new()
-        .id("switch", req.switch.key())
-        .flag("enable", req.enable)
-        .num("expected_version", req.expected_version as i64)
-        .text("reason", &req.reason)
-        .flag("confirmed", req.confirmed)
-        .fingerprint();
-    let call = Call {
-        tenant: "console",
-        scope: SCOPE,
-        inputs: &inputs,
-        fingerprint: Some(fingerprint),
-    };
-    let now = state.clock.now();
-    let outcome = state
-        .idempotency
-        .run(&call, |attempt| {
-            let (store, req, actor) = (&state.store, &req, &user.name);
-            async move {
-                let action_id = ids::random_hex(8);
-                let next = change(store, req, actor, &attempt.key_hash, &ttls, now, &action_id)
-                    .await?;
-                tracing::info!(actor = %actor, switch = req.switch.key(), enabled = req.enable, version = next.version, "kill switch changed");
-                Ok::<_, ChangeError>(serde_json::json!({"ok": true, "data": {"version": next.version}}))
-            }
-        })
-        .await?;
-    match outcome {
-        Outcome::Fresh(_) | Outcome::Replayed(_) => {
-            Ok(stored::load(&state.store, state.clock.now()).await?)
-        }
-        // A double click: the first submission is still running; answer with its result.
-        Outcome::InProgress { retry_after } => {
-            let waited = state
-                .idempotency
-                .wait(&call, std::time::Duration::from_secs(5))
-                .await?;
-            match waited {
-                Some(_) => Ok(stored::load(&state.store, state.clock.now()).await?),
-                None => Err(AppError::InProgress {
-                    retry_after_secs: retry_after.as_secs().max(1),
-                }),
-            }
-        }
-        Outcome::Failed(e) => Err(e.into()),
-        Outcome::Mismatch => Err(AppError::Conflict(
-            "This form was already submitted with other values. Reload the page and try again."
-                .into(),
-        )),
-    }
+        confirm.as_deref(),
+    )?;
+    state
+        .switches
+        .change_once(&state.idempotency, &req, &idempotency_key, &user.name)
+        .await
 }
-
-/// The idempotency scope of kill-switch changes from the console.
-pub const SCOPE: &str = "kill_switches.change";
 
 #[server]
 pub async fn kill_switch_history(cursor: Option<String>) -> Result<HistoryPage, AppError> {
     use crate::model::accounts::Role;
-    use crate::server::{ctx, domain::switches};
+    use crate::server::ctx;
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let cursor = cursor.filter(|c| !c.is_empty());
-    Ok(switches::history(&state.store, cursor.as_deref(), 10).await?)
+    Ok(state.switches.history(cursor.as_deref(), 10).await?)
 }

@@ -44,72 +44,19 @@ pub struct DynamoLocal {
 impl DynamoLocal {
     pub fn start(opts: Options) -> Result<DynamoLocal, LocalError> {
         let jar = find_jar(opts.jar.as_deref())?;
-        let lib = jar
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join("DynamoDBLocal_lib");
         let port = match opts.port {
             Some(p) => p,
             None => free_port().map_err(LocalError::Port)?,
         };
-        let mut cmd = Command::new("java");
-        cmd.arg(format!("-Djava.library.path={}", lib.display()))
-            .arg("-Xmx512m")
-            .arg("-jar")
-            .arg(&jar)
-            .args(["-port", &port.to_string(), "-disableTelemetry"]);
-        match &opts.data_dir {
-            Some(dir) => {
-                std::fs::create_dir_all(dir)
-                    .map_err(|e| LocalError::DataDir(dir.display().to_string(), e))?;
-                cmd.arg("-dbPath").arg(dir).arg("-sharedDb");
-            }
-            None => {
-                cmd.arg("-inMemory");
-            }
-        }
-        let (out, err) = match &opts.log_file {
-            Some(path) => {
-                let f = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .map_err(|e| LocalError::DataDir(path.display().to_string(), e))?;
-                let f2 = f
-                    .try_clone()
-                    .map_err(|e| LocalError::DataDir(path.display().to_string(), e))?;
-                (Stdio::from(f), Stdio::from(f2))
-            }
-            None => (Stdio::null(), Stdio::null()),
-        };
+        let mut cmd = java_command(&jar, port, opts.data_dir.as_deref())?;
+        let (out, err) = output(opts.log_file.as_deref())?;
         cmd.stdin(Stdio::null()).stdout(out).stderr(err);
         die_with_parent(&mut cmd);
-
-        // The death signal follows the thread that forked the child, so the child is
-        // forked by a thread that lives exactly as long as the child does.
-        let (started_tx, started_rx) = mpsc::channel();
-        let (exited_tx, exited_rx) = mpsc::channel();
-        std::thread::Builder::new()
-            .name("dynamodb-local".into())
-            .spawn(move || match cmd.spawn() {
-                Ok(mut child) => {
-                    let _ = started_tx.send(Ok(child.id()));
-                    let _ = child.wait();
-                    let _ = exited_tx.send(());
-                }
-                Err(e) => {
-                    let _ = started_tx.send(Err(e));
-                }
-            })
-            .map_err(LocalError::Spawn)?;
-        let pid = started_rx
-            .recv()
-            .map_err(|_| LocalError::Spawn(io::Error::other("launcher thread ended")))?
-            .map_err(LocalError::Spawn)?;
+        let (pid, exited) = spawn_watched(cmd)?;
         Ok(DynamoLocal {
             pid,
             port,
-            exited: Mutex::new(exited_rx),
+            exited: Mutex::new(exited),
         })
     }
 
@@ -159,6 +106,73 @@ fn signal(pid: u32, sig: libc::c_int) {
             libc::kill(pid, sig);
         }
     }
+}
+
+/// Java running the jar on `port`, in memory or with its data in `data_dir`.
+fn java_command(jar: &Path, port: u16, data_dir: Option<&Path>) -> Result<Command, LocalError> {
+    let lib = jar
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join("DynamoDBLocal_lib");
+    let mut cmd = Command::new("java");
+    cmd.arg(format!("-Djava.library.path={}", lib.display()))
+        .arg("-Xmx512m")
+        .arg("-jar")
+        .arg(jar)
+        .args(["-port", &port.to_string(), "-disableTelemetry"]);
+    match data_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| LocalError::DataDir(dir.display().to_string(), e))?;
+            cmd.arg("-dbPath").arg(dir).arg("-sharedDb");
+        }
+        None => {
+            cmd.arg("-inMemory");
+        }
+    }
+    Ok(cmd)
+}
+
+/// Java's stdout and stderr: appended to `log_file`, or discarded.
+fn output(log_file: Option<&Path>) -> Result<(Stdio, Stdio), LocalError> {
+    let Some(path) = log_file else {
+        return Ok((Stdio::null(), Stdio::null()));
+    };
+    let failed = |e| LocalError::DataDir(path.display().to_string(), e);
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(failed)?;
+    let f2 = f.try_clone().map_err(failed)?;
+    Ok((Stdio::from(f), Stdio::from(f2)))
+}
+
+/// Spawns `cmd`; returns the child's pid and a channel that hears when it has exited.
+///
+/// The death signal follows the thread that forked the child, so the child is forked by a
+/// thread that lives exactly as long as the child does.
+fn spawn_watched(mut cmd: Command) -> Result<(u32, mpsc::Receiver<()>), LocalError> {
+    let (started_tx, started_rx) = mpsc::channel();
+    let (exited_tx, exited_rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("dynamodb-local".into())
+        .spawn(move || match cmd.spawn() {
+            Ok(mut child) => {
+                let _ = started_tx.send(Ok(child.id()));
+                let _ = child.wait();
+                let _ = exited_tx.send(());
+            }
+            Err(e) => {
+                let _ = started_tx.send(Err(e));
+            }
+        })
+        .map_err(LocalError::Spawn)?;
+    let pid = started_rx
+        .recv()
+        .map_err(|_| LocalError::Spawn(io::Error::other("launcher thread ended")))?
+        .map_err(LocalError::Spawn)?;
+    Ok((pid, exited_rx))
 }
 
 fn die_with_parent(cmd: &mut Command) {

@@ -9,7 +9,6 @@ use leptos_axum::{generate_route_list, LeptosRoutes};
 use crate::app::{shell, App};
 use crate::server::clock::Clock;
 use crate::server::config::{Config, Environment};
-use crate::server::domain::accounts;
 use crate::server::domain::idempotency::{Engine, Secret};
 use crate::server::dynamo_local::{self, DynamoLocal};
 use crate::server::http::{self, middleware as mw};
@@ -157,7 +156,9 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
     let flusher = spawn_stats_flusher(state.idempotency.clone());
     let consumer = spawn_inbox_consumer(db.store.clone(), &state.config);
     if state.config.env == Environment::Dev {
-        let created = accounts::ensure_first_admin(&db.store, &state.account_ttls(), clock.now())
+        let created = state
+            .accounts
+            .ensure_first_admin()
             .await
             .map_err(|e| StartError::Other(format!("creating the first admin failed: {e}")))?;
         if let Some(password) = created {
@@ -202,7 +203,7 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
 /// says it was done), in the background so the console answers at once.
 fn spawn_demo_seed(state: &AppState) {
     let store = state.store.clone();
-    let ttl_days = state.config.ttl.conversations_days;
+    let conversations = state.conversations.clone();
     let now = state.clock.now();
     tokio::spawn(async move {
         match crate::server::store::switches::mark_once(&store, "demo#conversations", now).await {
@@ -214,7 +215,7 @@ fn spawn_demo_seed(state: &AppState) {
             }
         }
         let plans = crate::server::seed::plan(DEMO_CONVERSATIONS, 7, now);
-        match crate::server::seed::seed(&store, plans, ttl_days, |_| {}).await {
+        match crate::server::seed::seed(&conversations, plans, |_| {}).await {
             Ok(()) => tracing::info!(
                 count = DEMO_CONVERSATIONS,
                 "demo data: seeded conversations (company ci-acme-001 and others)"

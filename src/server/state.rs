@@ -5,12 +5,14 @@ use leptos::config::LeptosOptions;
 
 use crate::server::clock::Clock;
 use crate::server::config::Config;
-use crate::server::domain::accounts::AccountTtls;
+use crate::server::domain::accounts::{AccountTtls, Accounts};
 use crate::server::domain::conversations::reference::Refs;
-use crate::server::domain::events::ingest::Ingest;
+use crate::server::domain::conversations::Conversations;
+use crate::server::domain::events::Events;
 use crate::server::domain::idempotency::{Engine, Secret};
 use crate::server::domain::inbox::Inbox;
 use crate::server::domain::measurements::Measurements;
+use crate::server::domain::switches::{self, Switches};
 use crate::server::store::Store;
 
 /// Everything a request handler needs. Cheap to clone.
@@ -22,10 +24,16 @@ pub struct AppState {
     pub clock: Clock,
     /// The idempotency engine every write path goes through.
     pub idempotency: Engine,
-    /// The helpdesk event pipeline (design doc 1).
-    pub ingest: Ingest,
+    /// The kill switches: reads, changes with their audit record, history.
+    pub switches: Switches,
+    /// Users, sessions and API keys.
+    pub accounts: Accounts,
+    /// Helpdesk events: the webhook's pipeline and the console's reads (docs/events.md).
+    pub events: Events,
     /// Opaque conversation links (no phone or email in URLs).
     pub refs: Refs,
+    /// Conversations: the channel processors' writes and the console's reads.
+    pub conversations: Conversations,
     /// Publishing, feeds and reads (design doc 3).
     pub inbox: Inbox,
     /// Idempotent, ordered measurements (design doc 5).
@@ -54,30 +62,37 @@ impl AppState {
             config.idempotency.clone(),
         );
         let refs = Refs::new(&idempotency);
+        let switches = Switches::new(
+            store.clone(),
+            clock.clone(),
+            switches::Ttls::from(&config.ttl),
+        );
+        let accounts = Accounts::new(
+            store.clone(),
+            clock.clone(),
+            AccountTtls::from(&config.ttl),
+            config.auth.clone(),
+        );
+        let conversations = Conversations::new(store.clone(), &config.ttl);
         let inbox = Inbox::new(store.clone(), config.ttl.settings_days);
         let measurements = Measurements::new(store.clone(), config.measurements.clone());
         let config = Arc::new(config);
         // `serve` checks the webhook settings before it gets here, with a readable error.
-        let ingest = Ingest::new(store.clone(), clock.clone(), config.clone())
+        let events = Events::new(store.clone(), clock.clone(), config.clone())
             .unwrap_or_else(|e| panic!("invalid events settings: {e}"));
         AppState {
             leptos,
             idempotency,
-            ingest,
+            switches,
+            accounts,
+            events,
             refs,
+            conversations,
             inbox,
             measurements,
             store,
             config,
             clock,
-        }
-    }
-
-    pub fn account_ttls(&self) -> AccountTtls {
-        AccountTtls {
-            user_inactive_days: self.config.ttl.user_inactive_days,
-            audit_days: self.config.ttl.audit_days,
-            settings_days: self.config.ttl.settings_days,
         }
     }
 }

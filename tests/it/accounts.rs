@@ -7,8 +7,7 @@ use chrono::Duration;
 use ops_console::api::accounts::SetUserRole;
 use ops_console::api::switches::ChangeKillSwitch;
 use ops_console::model::accounts::Role;
-use ops_console::server::domain::accounts::sessions::create_api_key;
-use ops_console::server::domain::accounts::{change_user, Change};
+use ops_console::server::domain::accounts::Change;
 use ops_console::server::store::accounts::users;
 use ops_console::server::store::{audit, switches};
 
@@ -217,26 +216,10 @@ async fn the_last_admin_cannot_be_demoted_even_in_a_race() {
 
     // Two admins demote each other at the same time: one must stay admin.
     app.add_user("second", Role::Admin).await;
-    let ttls = app.state.account_ttls();
+    let accounts = &app.state.accounts;
     let (a, b) = tokio::join!(
-        change_user(
-            &app.store,
-            "root",
-            Change::SetRole(Role::Viewer),
-            "swap",
-            "second",
-            &ttls,
-            app.clock.now()
-        ),
-        change_user(
-            &app.store,
-            "second",
-            Change::SetRole(Role::Viewer),
-            "swap",
-            "root",
-            &ttls,
-            app.clock.now()
-        ),
+        accounts.change_user("root", Change::SetRole(Role::Viewer), "swap", "second"),
+        accounts.change_user("second", Change::SetRole(Role::Viewer), "swap", "root"),
     );
     assert!(
         a.is_ok() != b.is_ok(),
@@ -263,29 +246,15 @@ async fn the_last_admin_cannot_be_demoted_even_in_a_race() {
 #[tokio::test]
 async fn api_keys_need_the_right_scope() {
     let app = spawn_app().await;
-    let now = app.clock.now();
-    let reader = create_api_key(
-        &app.store,
-        "worker",
-        &["switches:read".into()],
-        30,
-        "test",
-        60,
-        now,
-    )
-    .await
-    .unwrap();
-    let other = create_api_key(
-        &app.store,
-        "events",
-        &["events:write".into()],
-        30,
-        "test",
-        60,
-        now,
-    )
-    .await
-    .unwrap();
+    let accounts = &app.state.accounts;
+    let reader = accounts
+        .create_api_key("worker", &["switches:read".into()], 30, "test")
+        .await
+        .unwrap();
+    let other = accounts
+        .create_api_key("events", &["events:write".into()], 30, "test")
+        .await
+        .unwrap();
     let get = |key: Option<String>| {
         let mut req = Request::get("/api/v1/kill-switches").header(header::HOST, "localhost");
         if let Some(k) = key {
@@ -323,17 +292,12 @@ async fn no_password_session_id_or_api_key_reaches_the_logs() {
     app.call::<ChangeKillSwitch>(TURN_OFF, Some(&session)).await;
     app.post_form("/logout", String::new(), Some(&session))
         .await;
-    let key = create_api_key(
-        &app.store,
-        "log-test",
-        &["switches:read".into()],
-        1,
-        "test",
-        60,
-        app.clock.now(),
-    )
-    .await
-    .unwrap();
+    let key = app
+        .state
+        .accounts
+        .create_api_key("log-test", &["switches:read".into()], 1, "test")
+        .await
+        .unwrap();
     app.send(
         Request::get("/api/v1/kill-switches")
             .header(header::AUTHORIZATION, format!("Bearer {key}"))

@@ -17,7 +17,7 @@ use ops_console::server::store::Store;
 fn sort_key(index: &str, c: &Conversation) -> String {
     match index {
         "created-at-index" => c.created_at.clone(),
-        "conversation-status-index" => c.conversation_status.clone(),
+        "conversation-status-index" => c.conversation_status.as_str().to_string(),
         "channel-method-index" => c.channel_method.clone(),
         "task-complete-index" => c.task_complete.to_string(),
         "company-id-project-id-index" => c.project_id.clone(),
@@ -161,7 +161,7 @@ async fn every_search_returns_what_a_brute_force_filter_of_the_seed_returns() {
     let app = spawn_app().await;
     let now = Utc::now();
     let plans = seed::plan(2_000, 42, now);
-    seed::seed(&app.store, plans.clone(), 180, |_| {})
+    seed::seed(&app.state.conversations, plans.clone(), |_| {})
         .await
         .expect("seeded");
     let scans_before = app.store.requests().get("Scan");

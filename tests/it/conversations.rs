@@ -1,4 +1,4 @@
-//! The conversations API and pages (design doc 2) against DynamoDB Local.
+//! The conversations API and pages (docs/conversations.md) against DynamoDB Local.
 
 use serde_json::{json, Value};
 
@@ -64,7 +64,7 @@ async fn creating_twice_is_idempotent_and_other_content_conflicts() {
 
     let stored = store::get(&app.store, TEL, id).await.unwrap().unwrap();
     assert_eq!(stored.project_id, "pi-t-001", "nothing overwritten");
-    assert_eq!(stored.conversation_status, "processing");
+    assert_eq!(stored.conversation_status.as_str(), "processing");
     assert_eq!(stored.task_complete, 0);
     assert!(stored.comms_consent);
     assert!(!stored.function_call && !stored.hand_off_to_human);
@@ -78,8 +78,8 @@ async fn creating_twice_is_idempotent_and_other_content_conflicts() {
     assert_eq!(stored.gsi_company_email, None);
     assert_eq!(stored.gsi_company_sms_number, None);
 
-    // The attribute types of the design: task_complete a Number, comms_consent a Bool,
-    // messages a List.
+    // The attribute types docs/data-model.md gives: task_complete a Number, comms_consent a
+    // Bool, messages a List; the status the same string the API took.
     let raw = app
         .store
         .client()
@@ -102,6 +102,7 @@ async fn creating_twice_is_idempotent_and_other_content_conflicts() {
     assert!(raw["comms_consent"].is_bool());
     assert!(raw["messages"].is_l());
     assert!(raw["ttl"].is_n());
+    assert_eq!(raw["conversation_status"].as_s().unwrap(), "processing");
 }
 
 #[tokio::test]

@@ -110,6 +110,8 @@ async fn conflicts_past_the_budget_are_busy_and_the_api_answers_503_with_retry_a
     let proxy = faulty_dynamodb().await;
     let (app, direct) = spawn_app_via(&proxy, |_| {}).await;
     let store = app.store.clone();
+    // The key is made first: making one is a transaction too.
+    let key = app.api_key(&["switches:write", "switches:read"]).await;
     proxy.update(|f| f.conflict_rate = 1.0);
     let err = tx::transact(&store, vec![bump(&store, "w")])
         .await
@@ -128,7 +130,6 @@ async fn conflicts_past_the_budget_are_busy_and_the_api_answers_503_with_retry_a
 
     // A kill-switch change through the API: 503 + Retry-After while every transaction
     // conflicts, then the same request (same key) goes through once.
-    let key = app.api_key(&["switches:write", "switches:read"]).await;
     let body = json!({"switch": "automation_enabled", "enable": true, "expected_version": 0,
                       "reason": "rollout", "confirm": true})
     .to_string();

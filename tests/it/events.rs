@@ -135,7 +135,7 @@ async fn the_same_event_delivered_twenty_times_at_once_is_processed_once() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(record.status, "processed");
+    assert_eq!(record.status.as_str(), "processed");
     let dups = statuses.get("duplicate").copied().unwrap_or(0) as i64 + 1;
     assert_eq!(
         record.duplicates, dups,
@@ -230,7 +230,7 @@ async fn a_crash_after_claiming_a_side_effect_is_recovered_with_one_delivery() {
         "Where is my order? It has not arrived",
     );
     app.state
-        .ingest
+        .events
         .faults
         .crash_after_action_claim
         .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -242,7 +242,7 @@ async fn a_crash_after_claiming_a_side_effect_is_recovered_with_one_delivery() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(claimed.status, "claimed");
+    assert_eq!(claimed.status.as_str(), "claimed");
 
     // The helpdesk redelivers at once: the dead worker's lease still holds.
     let early = post_event(&app, &key, &body).await;

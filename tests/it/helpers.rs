@@ -13,7 +13,6 @@ use tower::ServiceExt;
 use ops_console::model::accounts::Role;
 use ops_console::server::clock::Clock;
 use ops_console::server::config::Config;
-use ops_console::server::domain::accounts;
 use ops_console::server::domain::idempotency::Secret;
 use ops_console::server::dynamo_local::{self, DynamoLocal};
 use ops_console::server::ids::random_hex;
@@ -267,17 +266,11 @@ impl TestApp {
     /// Creates a user with a random password; returns the password.
     pub async fn add_user(&self, name: &str, role: Role) -> String {
         let password = format!("pw-{}", random_hex(10));
-        accounts::add_user(
-            &self.store,
-            name,
-            role,
-            &password,
-            "test",
-            &self.state.account_ttls(),
-            self.clock.now(),
-        )
-        .await
-        .expect("user added");
+        self.state
+            .accounts
+            .add_user(name, role, &password, "test")
+            .await
+            .expect("user added");
         password
     }
 
@@ -303,17 +296,12 @@ impl TestApp {
 impl TestApp {
     /// A new API key with these scopes.
     pub async fn api_key(&self, scopes: &[&str]) -> String {
-        ops_console::server::domain::accounts::sessions::create_api_key(
-            &self.store,
-            &format!("k-{}", random_hex(4)),
-            &scopes.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-            30,
-            "test",
-            60,
-            self.clock.now(),
-        )
-        .await
-        .expect("api key")
+        let scopes: Vec<String> = scopes.iter().map(|s| s.to_string()).collect();
+        self.state
+            .accounts
+            .create_api_key(&format!("k-{}", random_hex(4)), &scopes, 30, "test")
+            .await
+            .expect("api key")
     }
 
     /// A JSON POST as a machine client sends it.
@@ -332,13 +320,12 @@ impl TestApp {
     /// Sets both kill switches, as an admin would.
     pub async fn set_switches(&self, safe_mode: bool, automation_enabled: bool) {
         use ops_console::model::switches::Switch;
-        use ops_console::server::domain::switches::{change, ChangeRequest, Ttls};
-        use ops_console::server::store::switches;
+        use ops_console::server::domain::switches::{ChangeRequest, Origin};
         for (switch, enable) in [
             (Switch::SafeMode, safe_mode),
             (Switch::AutomationEnabled, automation_enabled),
         ] {
-            let current = switches::load(&self.store, self.clock.now()).await.unwrap();
+            let current = self.state.switches.load().await.unwrap();
             if current.get(switch).enabled == enable {
                 continue;
             }
@@ -349,12 +336,15 @@ impl TestApp {
                 reason: "test setup".into(),
                 confirmed: true,
             };
-            let ttls = Ttls {
-                audit_days: 60,
-                settings_days: 365,
-            };
             let id = random_hex(8);
-            change(&self.store, &req, "test", &id, &ttls, self.clock.now(), &id)
+            let origin = Origin {
+                actor: "test",
+                idempotency_key: &id,
+                action_id: &id,
+            };
+            self.state
+                .switches
+                .change(&req, &origin)
                 .await
                 .expect("switch changed");
         }

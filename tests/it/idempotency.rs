@@ -9,11 +9,9 @@ use axum::http::{header, Request};
 use chrono::Duration;
 use serde_json::{json, Value};
 
-use ops_console::server::domain::accounts::sessions::create_api_key;
 use ops_console::server::domain::idempotency::{
     sha256_hex, Begin, Call, Engine, KeyInputs, Outcome, Secret, Stored,
 };
-use ops_console::server::domain::switches::history;
 use ops_console::server::store::idempotency::{self as store, KeyItem};
 
 use crate::helpers::{spawn_app, Answer, TestApp};
@@ -393,17 +391,12 @@ fn turn_off(version: u64) -> Value {
 }
 
 async fn writer_key(app: &TestApp, name: &str) -> String {
-    create_api_key(
-        &app.store,
-        name,
-        &["switches:write".into(), "switches:read".into()],
-        30,
-        "test",
-        60,
-        app.clock.now(),
-    )
-    .await
-    .unwrap()
+    let scopes = ["switches:write".into(), "switches:read".into()];
+    app.state
+        .accounts
+        .create_api_key(name, &scopes, 30, "test")
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -414,7 +407,10 @@ async fn http_needs_a_key_replays_it_and_refuses_it_for_another_body() {
     let missing = post_switch(&app, &key, None, &turn_off(0)).await;
     assert_eq!(missing.status, 400, "{}", missing.body);
     assert_eq!(missing.json()["field"], "Idempotency-Key");
-    assert!(history(&app.store, None, 10)
+    assert!(app
+        .state
+        .switches
+        .history(None, 10)
         .await
         .unwrap()
         .entries
@@ -429,7 +425,7 @@ async fn http_needs_a_key_replays_it_and_refuses_it_for_another_body() {
     assert_eq!(again.status, 200, "{}", again.body);
     assert_eq!(again.headers["idempotent-replayed"], "true");
     assert_eq!(again.json(), first.json());
-    let h = history(&app.store, None, 10).await.unwrap();
+    let h = app.state.switches.history(None, 10).await.unwrap();
     assert_eq!(h.entries.len(), 1, "the retry changed nothing");
     assert_eq!(h.entries[0].actor, "api:incident-bot");
 
@@ -475,7 +471,10 @@ async fn http_a_request_while_the_first_runs_gets_409_with_retry_after() {
         .parse()
         .unwrap();
     assert!(retry >= 1);
-    assert!(history(&app.store, None, 10)
+    assert!(app
+        .state
+        .switches
+        .history(None, 10)
         .await
         .unwrap()
         .entries
@@ -534,7 +533,7 @@ async fn a_double_submitted_kill_switch_form_changes_once() {
         "a refresh re-posting the form: {}",
         again.body
     );
-    let h = history(&app.store, None, 10).await.unwrap();
+    let h = app.state.switches.history(None, 10).await.unwrap();
     assert_eq!(h.entries.len(), 1, "one change, one audit record");
     assert_eq!(h.entries[0].version, 1);
 }

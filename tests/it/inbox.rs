@@ -1,4 +1,4 @@
-//! The inbox (design doc 3) against DynamoDB Local: publishing, feeds, reads, counters,
+//! The inbox (docs/inbox.md) against DynamoDB Local: publishing, feeds, reads, counters,
 //! expiry through the stream consumer, and the recount.
 
 use std::sync::atomic::Ordering;

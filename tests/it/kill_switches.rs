@@ -4,16 +4,21 @@ use ops_console::api::switches::ChangeKillSwitch;
 use ops_console::model::accounts::Role;
 use ops_console::model::switches::Switch;
 use ops_console::model::AppError;
-use ops_console::server::domain::switches::{change, history, ChangeError, ChangeRequest, Ttls};
+use ops_console::server::domain::switches::{ChangeError, ChangeRequest, Origin, Switches, Ttls};
 use ops_console::server::store::audit::{self, AuditItem};
 use ops_console::server::store::switches::{self, AUDIT_ACTION, AUDIT_PARTITION};
 
-use crate::helpers::spawn_app;
+use crate::helpers::{spawn_app, TestApp};
 
 const TTLS: Ttls = Ttls {
     audit_days: 60,
     settings_days: 365,
 };
+
+/// The switches of `app`, with this file's lifetimes.
+fn service(app: &TestApp) -> Switches {
+    Switches::new(app.store.clone(), app.clock.clone(), TTLS)
+}
 
 fn turn_safe_mode_off(version: u64, reason: &str) -> ChangeRequest {
     ChangeRequest {
@@ -29,17 +34,15 @@ fn turn_safe_mode_off(version: u64, reason: &str) -> ChangeRequest {
 async fn a_change_writes_the_switch_and_its_audit_record_together() {
     let app = spawn_app().await;
     let now = app.clock.now();
-    let next = change(
-        &app.store,
-        &turn_safe_mode_off(0, "go live"),
-        "alice",
-        "k1",
-        &TTLS,
-        now,
-        "a1",
-    )
-    .await
-    .unwrap();
+    let origin = Origin {
+        actor: "alice",
+        idempotency_key: "k1",
+        action_id: "a1",
+    };
+    let next = service(&app)
+        .change_at(&turn_safe_mode_off(0, "go live"), &origin, now)
+        .await
+        .unwrap();
     assert_eq!(next.version, 1);
 
     let stored = switches::load(&app.store, app.clock.now()).await.unwrap();
@@ -47,7 +50,7 @@ async fn a_change_writes_the_switch_and_its_audit_record_together() {
     assert_eq!(stored.safe_mode.changed_by.as_deref(), Some("alice"));
     assert_eq!(stored.safe_mode.reason.as_deref(), Some("go live"));
 
-    let h = history(&app.store, None, 10).await.unwrap();
+    let h = service(&app).history(None, 10).await.unwrap();
     assert_eq!(h.entries.len(), 1);
     let e = &h.entries[0];
     assert_eq!(
@@ -68,7 +71,12 @@ async fn a_change_writes_the_switch_and_its_audit_record_together() {
     audit::put(&app.store, &blocker).await.unwrap();
     let mut back_on = turn_safe_mode_off(1, "rollback");
     back_on.enable = true;
-    let result = change(&app.store, &back_on, "bob", "k2", &TTLS, at, "dup").await;
+    let origin = Origin {
+        actor: "bob",
+        idempotency_key: "k2",
+        action_id: "dup",
+    };
+    let result = service(&app).change_at(&back_on, &origin, at).await;
     assert!(result.is_err(), "the transaction fails as a whole");
     let stored = switches::load(&app.store, app.clock.now()).await.unwrap();
     assert_eq!(stored.version, 1, "switch untouched when its audit fails");
@@ -84,16 +92,14 @@ async fn twenty_changes_from_one_stale_view_make_exactly_one_success() {
         tasks.push(tokio::spawn(async move {
             let id = format!("a{i}");
             let who = format!("user{i}");
-            change(
-                &app.store,
-                &turn_safe_mode_off(0, "race"),
-                &who,
-                &id,
-                &TTLS,
-                app.clock.now(),
-                &id,
-            )
-            .await
+            let origin = Origin {
+                actor: &who,
+                idempotency_key: &id,
+                action_id: &id,
+            };
+            service(&app)
+                .change(&turn_safe_mode_off(0, "race"), &origin)
+                .await
         }));
     }
     let mut ok = 0;
@@ -111,7 +117,7 @@ async fn twenty_changes_from_one_stale_view_make_exactly_one_success() {
     assert_eq!((ok, conflicts), (1, 19));
     let stored = switches::load(&app.store, app.clock.now()).await.unwrap();
     assert_eq!(stored.version, 1);
-    let h = history(&app.store, None, 50).await.unwrap();
+    let h = service(&app).history(None, 50).await.unwrap();
     assert_eq!(h.entries.len(), 1, "exactly one audit record");
     assert_eq!(
         Some(h.entries[0].actor.clone()),
@@ -146,7 +152,8 @@ async fn a_change_without_a_reason_is_refused_and_writes_nothing() {
     let stored = switches::load(&app.store, app.clock.now()).await.unwrap();
     assert_eq!(stored.version, 0);
     assert!(stored.safe_mode.enabled);
-    assert!(history(&app.store, None, 10)
+    assert!(service(&app)
+        .history(None, 10)
         .await
         .unwrap()
         .entries
@@ -183,7 +190,7 @@ async fn a_change_without_a_reason_is_refused_and_writes_nothing() {
         )
         .await;
     assert_eq!(answer.status, 200, "{}", answer.body);
-    let h = history(&app.store, None, 10).await.unwrap();
+    let h = service(&app).history(None, 10).await.unwrap();
     assert_eq!(h.entries[0].actor, "root");
 }
 
@@ -191,10 +198,14 @@ async fn a_change_without_a_reason_is_refused_and_writes_nothing() {
 async fn reasons_are_redacted_before_they_are_stored() {
     let app = spawn_app().await;
     let req = turn_safe_mode_off(0, "customer jane@example.com called from +1 415 555 0100");
-    change(&app.store, &req, "alice", "k", &TTLS, app.clock.now(), "a")
-        .await
-        .unwrap();
-    let h = history(&app.store, None, 10).await.unwrap();
+    let switches = service(&app);
+    let origin = Origin {
+        actor: "alice",
+        idempotency_key: "k",
+        action_id: "a",
+    };
+    switches.change(&req, &origin).await.unwrap();
+    let h = switches.history(None, 10).await.unwrap();
     assert_eq!(
         h.entries[0].reason,
         "customer ***@*** called from ***-***-0100"

@@ -1,5 +1,5 @@
-//! Measurements (design doc 5) against DynamoDB Local: every case of the doc's test list
-//! and the edge cases around it.
+//! Measurements (docs/measurements.md) against DynamoDB Local: every case of the doc's
+//! test list and the edge cases around it.
 
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use serde_json::{json, Value};
@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use crate::helpers::{spawn_app, spawn_app_with, Answer, TestApp};
 use ops_console::server::domain::measurements::payload::parse;
 use ops_console::server::domain::measurements::{Context, Measurements};
-use ops_console::server::store::measurements as store;
+use ops_console::server::store::measurements::{self as store, Action};
 use ops_console::server::store::query::Start;
 use ops_console::server::store::schema::MEASUREMENTS;
 
@@ -83,13 +83,15 @@ async fn the_same_measurement_twice_answers_the_original_result() {
     assert_eq!(again.headers["x-duplicate-of"], "m-1");
     assert_eq!(again.json(), first.json(), "the original result again");
     assert_eq!(stored(&app, "u1").await.len(), 1);
-    let actions: Vec<String> = audits(&app, "u1")
-        .await
-        .iter()
-        .map(|a| a.action.clone())
-        .collect();
-    assert_eq!(actions.iter().filter(|a| *a == "accepted").count(), 1);
-    assert_eq!(actions.iter().filter(|a| *a == "duplicate").count(), 1);
+    let actions: Vec<Action> = audits(&app, "u1").await.iter().map(|a| a.action).collect();
+    assert_eq!(
+        actions.iter().filter(|a| **a == Action::Accepted).count(),
+        1
+    );
+    assert_eq!(
+        actions.iter().filter(|a| **a == Action::Duplicate).count(),
+        1
+    );
 }
 
 #[tokio::test]
@@ -119,7 +121,7 @@ async fn the_same_id_with_another_payload_is_a_409_with_the_difference() {
     assert!(audits(&app, "u1")
         .await
         .iter()
-        .any(|a| a.action == "conflict" && a.reason.contains("weight_kg")));
+        .any(|a| a.action == Action::Conflict && a.reason.contains("weight_kg")));
 }
 
 #[tokio::test]
@@ -331,7 +333,7 @@ async fn batches_go_in_timestamp_order_per_user_with_and_without_fail_fast() {
             assert!(audits(&app, "bea")
                 .await
                 .iter()
-                .any(|a| a.action == "skipped" && a.measurement_id == "b-2"));
+                .any(|a| a.action == Action::Skipped && a.measurement_id == "b-2"));
         }
     }
     let app = spawn_app().await;
@@ -515,7 +517,7 @@ async fn overrides_need_the_admin_scope_and_the_setting() {
     assert!(audits(&app, "u1")
         .await
         .iter()
-        .any(|a| a.action == "override" && a.measurement_id == "o-1"));
+        .any(|a| a.action == Action::Override && a.measurement_id == "o-1"));
     // The last accepted time did not move back.
     assert_eq!(
         one(
@@ -610,7 +612,7 @@ async fn invalid_bodies_are_a_400_naming_the_field_and_only_audited() {
     assert!(stored(&app, "uinv").await.is_empty(), "no measurement");
     let mine = audits(&app, "uinv").await;
     assert!(
-        mine.len() >= 12 && mine.iter().all(|a| a.action == "invalid"),
+        mine.len() >= 12 && mine.iter().all(|a| a.action == Action::Invalid),
         "{}",
         mine.len()
     );

@@ -24,7 +24,7 @@ fn item(p: &Plan) -> Result<Conversation, String> {
         180,
     )
     .map_err(|e| e.to_string())?;
-    c.conversation_status = p.status().as_str().to_string();
+    c.conversation_status = p.status();
     c.task_complete = i64::from(p.task_complete);
     c.hand_off_to_human = p.hand_off;
     for m in &p.messages {

@@ -19,21 +19,26 @@ pub async fn bench_events(
     n: usize,
 ) -> Result<Vec<serde_json::Value>, String> {
     use ops_console::model::switches::Switch;
-    use ops_console::server::domain::events::ingest::{Ingest, Outcome as IngestOutcome};
-    use ops_console::server::domain::events::parse;
-    use ops_console::server::domain::switches::{change, ChangeRequest, Ttls};
-    use ops_console::server::store::events::{ActionRecord, ConversationState, EventRecord};
+    use ops_console::server::domain::events::{parse, Events, Outcome as IngestOutcome};
+    use ops_console::server::domain::switches::{ChangeRequest, Origin, Switches, Ttls};
+    use ops_console::server::store::events::{
+        ActionRecord, ActionStatus, ActionType, ConversationState, EventRecord, EventStatus, Mode,
+        RecordKind,
+    };
     use ops_console::server::store::schema::{MW_CONVERSATION_STATE, MW_IDEMPOTENCY};
 
     let clock = Clock::default();
-    let ingest = Ingest::new(
+    let events = Events::new(
         store.clone(),
         clock.clone(),
         std::sync::Arc::new(config.clone()),
     )?;
-    let current = ops_console::server::store::switches::load(store, clock.now())
-        .await
-        .map_err(|e| e.to_string())?;
+    let ttls = Ttls {
+        audit_days: 1,
+        settings_days: 1,
+    };
+    let switches = Switches::new(store.clone(), clock.clone(), ttls);
+    let current = switches.load().await.map_err(|e| e.to_string())?;
     let req = ChangeRequest {
         switch: Switch::SafeMode,
         enable: false,
@@ -41,11 +46,13 @@ pub async fn bench_events(
         reason: "benchmark".into(),
         confirmed: true,
     };
-    let ttls = Ttls {
-        audit_days: 1,
-        settings_days: 1,
+    let origin = Origin {
+        actor: "bench",
+        idempotency_key: "bench",
+        action_id: "bench",
     };
-    change(store, &req, "bench", "bench", &ttls, clock.now(), "bench")
+    switches
+        .change(&req, &origin)
         .await
         .map_err(|e| format!("{e:?}"))?;
 
@@ -69,9 +76,9 @@ pub async fn bench_events(
         let t = Instant::now();
         let record = EventRecord {
             event_id: format!("plain:{i}"),
-            kind: "event".into(),
-            status: "processed".into(),
-            mode: "route_only".into(),
+            kind: RecordKind::Event,
+            status: EventStatus::Processed,
+            mode: Mode::RouteOnly,
             conversation_id: ev.conversation_id.clone(),
             created_at: now.to_rfc3339(),
             last_processed_at: now.to_rfc3339(),
@@ -105,12 +112,12 @@ pub async fn bench_events(
         plain_put(store, schema::MW_AUDIT_ACTIONS.base, &audit_item).await?;
         let action = ActionRecord {
             event_id: format!("plain-act:{i}"),
-            kind: "action".into(),
-            action_type: "route".into(),
+            kind: RecordKind::Action,
+            action_type: ActionType::Route,
             target: "support".into(),
             conversation_id: "plain".into(),
             source_event: format!("plain:{i}"),
-            status: "queued".into(),
+            status: ActionStatus::Queued,
             result: None,
             created_at: now.to_rfc3339(),
             updated_at: now.to_rfc3339(),
@@ -129,7 +136,7 @@ pub async fn bench_events(
 
         let r0 = store.requests().total();
         let t = Instant::now();
-        let out = ingest
+        let out = events
             .ingest(&ev, "bench")
             .await
             .map_err(|e| e.to_string())?;
@@ -141,7 +148,7 @@ pub async fn bench_events(
 
         let r0 = store.requests().total();
         let t = Instant::now();
-        let out = ingest
+        let out = events
             .ingest(&ev, "bench")
             .await
             .map_err(|e| e.to_string())?;

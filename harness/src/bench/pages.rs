@@ -12,8 +12,6 @@ use super::Series;
 use ops_console::model::accounts::Role;
 use ops_console::server::clock::Clock;
 use ops_console::server::config::Config;
-use ops_console::server::domain::accounts::add_user;
-use ops_console::server::domain::accounts::sessions::login;
 use ops_console::server::domain::idempotency::Secret;
 use ops_console::server::ids::random_hex;
 use ops_console::server::state::AppState;
@@ -69,7 +67,6 @@ pub fn weight() -> Value {
 }
 
 pub async fn render(store: &Store, config: &Config, n: usize) -> Result<Vec<Value>, String> {
-    let now = chrono::Utc::now();
     let state = AppState::new(
         config.clone(),
         store.clone(),
@@ -77,28 +74,17 @@ pub async fn render(store: &Store, config: &Config, n: usize) -> Result<Vec<Valu
         Secret::new(random_hex(32).into_bytes()),
     );
     let password = random_hex(12);
-    add_user(
-        store,
-        "bench-admin",
-        Role::Admin,
-        &password,
-        "bench",
-        &state.account_ttls(),
-        now,
-    )
-    .await
-    .map_err(|e| e.to_string())?;
-    let (session, _) = login(
-        store,
-        &config.auth,
-        config.ttl.user_inactive_days,
-        "bench-admin",
-        &password,
-        now,
-    )
-    .await
-    .map_err(|e| e.to_string())?
-    .map_err(|e| format!("{e:?}"))?;
+    state
+        .accounts
+        .add_user("bench-admin", Role::Admin, &password, "bench")
+        .await
+        .map_err(|e| e.to_string())?;
+    let (session, _) = state
+        .accounts
+        .login("bench-admin", &password)
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("{e:?}"))?;
     let app = ops_console::server::startup::app(state);
     println!();
     println!(

@@ -22,8 +22,10 @@ use dynamodb_faults::{Faults, Outage, Proxy};
 use tokio::time::Instant;
 
 use clients::{Acked, Http, Tally};
+use ops_console::server::clock::Clock;
 use ops_console::server::config::Config;
-use ops_console::server::domain::accounts::sessions::{create_api_key, SCOPES};
+use ops_console::server::domain::accounts::api_keys::SCOPES;
+use ops_console::server::domain::accounts::{AccountTtls, Accounts};
 use ops_console::server::dynamo_local::{self, DynamoLocal};
 use ops_console::server::seed::Rng;
 use ops_console::server::store::{schema, Connection, Store};
@@ -158,7 +160,13 @@ pub async fn run(opts: &Options) -> Result<bool, String> {
         .map_err(|e| e.to_string())?;
     schema::bootstrap(&store).await.map_err(|e| e.to_string())?;
     let scopes: Vec<String> = SCOPES.iter().map(|s| s.to_string()).collect();
-    let key = create_api_key(&store, "chaos", &scopes, 1, "chaos", 1, chrono::Utc::now())
+    let ttls = AccountTtls {
+        audit_days: 1,
+        ..AccountTtls::from(&config.ttl)
+    };
+    let accounts = Accounts::new(store.clone(), Clock::default(), ttls, config.auth.clone());
+    let key = accounts
+        .create_api_key("chaos", &scopes, 1, "chaos")
         .await
         .map_err(|e| e.to_string())?;
     prepare_inbox(&store).await?;

@@ -9,9 +9,9 @@ use super::{database, err, CliError};
 use crate::model::accounts::Role;
 use crate::server::clock::Clock;
 use crate::server::config::Config;
-use crate::server::domain::accounts::sessions::{create_api_key, SCOPES};
-use crate::server::domain::accounts::{self, AccountTtls, Change};
-use crate::server::store::accounts::users;
+use crate::server::domain::accounts::api_keys::SCOPES;
+use crate::server::domain::accounts::{AccountTtls, Accounts, Change};
+use crate::server::startup::Database;
 
 #[derive(Subcommand)]
 pub enum UserCommand {
@@ -73,12 +73,15 @@ fn parse_role(raw: &str) -> Result<Role, String> {
     Role::parse(raw).map_err(|e| e.to_string())
 }
 
-fn ttls(config: &Config) -> AccountTtls {
-    AccountTtls {
-        user_inactive_days: config.ttl.user_inactive_days,
-        audit_days: config.ttl.audit_days,
-        settings_days: config.ttl.settings_days,
-    }
+/// The accounts service over the CLI's connection (keep `db` alive while it is used: it
+/// may own the embedded DynamoDB Local).
+fn accounts(db: &Database, config: &Config) -> Accounts {
+    Accounts::new(
+        db.store.clone(),
+        Clock::default(),
+        AccountTtls::from(&config.ttl),
+        config.auth.clone(),
+    )
 }
 
 fn actor() -> String {
@@ -89,53 +92,23 @@ fn actor() -> String {
 }
 
 pub async fn user(config: &Config, command: UserCommand) -> Result<(), CliError> {
-    let now = Clock::default().now();
-    let change = |name: String, change: Change, reason: String| async move {
-        let db = database(config).await?;
-        accounts::change_user(
-            &db.store,
-            &name,
-            change,
-            &reason,
-            &actor(),
-            &ttls(config),
-            now,
-        )
-        .await
-        .map_err(err)
-    };
     match command {
         UserCommand::Add {
             name,
             role,
             password_stdin,
-        } => {
-            let password = read_password(password_stdin)?;
-            let db = database(config).await?;
-            accounts::add_user(
-                &db.store,
-                &name,
-                role,
-                &password,
-                &actor(),
-                &ttls(config),
-                now,
-            )
-            .await
-            .map_err(err)?;
-            println!("added {name} ({role})");
-        }
+        } => add(config, &name, role, password_stdin).await,
         UserCommand::SetRole { name, role, reason } => {
-            change(name.clone(), Change::SetRole(role), reason).await?;
-            println!("{name} is now {role}");
+            let done = format!("{name} is now {role}");
+            change(config, &name, Change::SetRole(role), &reason, &done).await
         }
         UserCommand::Disable { name, reason } => {
-            change(name.clone(), Change::Disable, reason).await?;
-            println!("{name} disabled");
+            let done = format!("{name} disabled");
+            change(config, &name, Change::Disable, &reason, &done).await
         }
         UserCommand::Enable { name, reason } => {
-            change(name.clone(), Change::Enable, reason).await?;
-            println!("{name} enabled");
+            let done = format!("{name} enabled");
+            change(config, &name, Change::Enable, &reason, &done).await
         }
         UserCommand::ResetPassword {
             name,
@@ -143,17 +116,52 @@ pub async fn user(config: &Config, command: UserCommand) -> Result<(), CliError>
             reason,
         } => {
             let password = read_password(password_stdin)?;
-            change(name.clone(), Change::ResetPassword(password), reason).await?;
-            println!("password of {name} changed; their sessions have ended");
+            let done = format!("password of {name} changed; their sessions have ended");
+            change(
+                config,
+                &name,
+                Change::ResetPassword(password),
+                &reason,
+                &done,
+            )
+            .await
         }
-        UserCommand::List => list(config, now).await?,
+        UserCommand::List => list(config).await,
     }
+}
+
+/// `user add`: the password is read before DynamoDB is started or reached.
+async fn add(config: &Config, name: &str, role: Role, from_stdin: bool) -> Result<(), CliError> {
+    let password = read_password(from_stdin)?;
+    let db = database(config).await?;
+    accounts(&db, config)
+        .add_user(name, role, &password, &actor())
+        .await
+        .map_err(err)?;
+    println!("added {name} ({role})");
     Ok(())
 }
 
-async fn list(config: &Config, now: chrono::DateTime<chrono::Utc>) -> Result<(), CliError> {
+/// A change to an existing user, audited with `reason`; prints `done` once it is stored.
+async fn change(
+    config: &Config,
+    name: &str,
+    change: Change,
+    reason: &str,
+    done: &str,
+) -> Result<(), CliError> {
     let db = database(config).await?;
-    for u in users::list(&db.store, now).await.map_err(err)? {
+    accounts(&db, config)
+        .change_user(name, change, reason, &actor())
+        .await
+        .map_err(err)?;
+    println!("{done}");
+    Ok(())
+}
+
+async fn list(config: &Config) -> Result<(), CliError> {
+    let db = database(config).await?;
+    for u in accounts(&db, config).users().await.map_err(err)? {
         let last = u
             .last_login_at
             .map(|t| t.to_rfc3339())
@@ -178,18 +186,10 @@ pub async fn apikey(config: &Config, command: ApiKeyCommand) -> Result<(), CliEr
         .collect();
     let days = days.unwrap_or(config.ttl.api_key_days);
     let db = database(config).await?;
-    let now = Clock::default().now();
-    let key = create_api_key(
-        &db.store,
-        &name,
-        &scopes,
-        days,
-        &actor(),
-        config.ttl.audit_days,
-        now,
-    )
-    .await
-    .map_err(|e| err(format!("{e} (scopes: {})", SCOPES.join(", "))))?;
+    let key = accounts(&db, config)
+        .create_api_key(&name, &scopes, days, &actor())
+        .await
+        .map_err(|e| err(format!("{e} (scopes: {})", SCOPES.join(", "))))?;
     // The only time the key is shown.
     println!("{key}");
     eprintln!(

@@ -86,14 +86,15 @@ pub async fn verify_inbox(config: &Config) -> Result<(), CliError> {
 
 /// Demo conversations through the same calls the API makes, with a progress bar.
 pub async fn seed_conversations(config: &Config, count: usize, seed_: u64) -> Result<(), CliError> {
+    use crate::server::domain::conversations::Conversations;
     use crate::server::seed;
     let db = database(config).await?;
     schema::bootstrap(&db.store).await.map_err(err)?;
     let plans = seed::plan(count, seed_, Clock::default().now());
+    let conversations = Conversations::new(db.store.clone(), &config.ttl);
     seed::seed(
-        &db.store,
+        &conversations,
         plans,
-        config.ttl.conversations_days,
         seed::progress_bar(count, "conversations"),
     )
     .await

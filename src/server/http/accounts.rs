@@ -12,7 +12,7 @@ use super::extract::ApiAuth;
 use super::middleware::{session_cookie, url_encode, SESSION_COOKIE};
 use crate::server::config::Environment;
 use crate::server::contract::accounts::WhoAmI;
-use crate::server::domain::accounts::sessions::{self, LoginError};
+use crate::server::domain::accounts::sessions::LoginError;
 use crate::server::state::AppState;
 
 #[derive(Deserialize)]
@@ -62,17 +62,7 @@ pub async fn login(State(state): State<AppState>, Form(form): Form<LoginForm>) -
     if form.name.trim().is_empty() || form.password.is_empty() {
         return back_to_login("missing", &form.next);
     }
-    let now = state.clock.now();
-    let result = sessions::login(
-        &state.store,
-        &state.config.auth,
-        state.config.ttl.user_inactive_days,
-        &form.name,
-        &form.password,
-        now,
-    )
-    .await;
-    match result {
+    match state.accounts.login(&form.name, &form.password).await {
         Ok(Ok((id, _user))) => {
             let max_age = state.config.auth.session_absolute_days * 24 * 3600;
             let mut res = Redirect::to(safe_next(&form.next)).into_response();
@@ -89,7 +79,7 @@ pub async fn login(State(state): State<AppState>, Form(form): Form<LoginForm>) -
 pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Some(id) = session_cookie(&headers) {
         // A failed delete leaves a session that still expires on its own; the cookie goes.
-        let _ = sessions::logout(&state.store, &id).await;
+        let _ = state.accounts.logout(&id).await;
     }
     let mut res = Redirect::to("/login").into_response();
     res.headers_mut()

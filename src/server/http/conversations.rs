@@ -1,5 +1,5 @@
-//! The conversations API for channel processors (design doc 2): create from a Context
-//! Object, append messages, move the status, find by company number and recipient.
+//! The conversations API for channel processors (docs/conversations.md): create from a
+//! Context Object, append messages, move the status, find by company number and recipient.
 //! Write responses carry no personal data (the idempotency layer keeps them).
 
 use axum::extract::{Path, Query, State};
@@ -17,11 +17,8 @@ use crate::server::contract::conversations::{
     LookupQuery, NewMessage, Updated,
 };
 use crate::server::domain::conversations::context::{CONTEXT_BODY_LIMIT, MESSAGE_BODY_LIMIT};
-use crate::server::domain::conversations::search::recipient;
-use crate::server::domain::conversations::{self as domain, AppendOutcome, CreateOutcome};
+use crate::server::domain::conversations::{search, AppendOutcome, CreateOutcome};
 use crate::server::state::AppState;
-use crate::server::store::conversations::{self as store, Filters, Partition};
-use crate::server::store::query::Start;
 
 /// A conversation's key from the path, within DynamoDB's key sizes (else 400).
 fn key_of_path(pc: &str, id: &str) -> Result<(), Problem> {
@@ -66,8 +63,7 @@ pub(crate) async fn create(
     JsonBody(body): JsonBody<ContextObject, CONTEXT_BODY_LIMIT>,
 ) -> Result<Response, Problem> {
     let now = state.clock.now();
-    let ttl = state.config.ttl.conversations_days;
-    let (status, created, c) = match domain::create(&state.store, body, now, ttl).await? {
+    let (status, created, c) = match state.conversations.create(body, now).await? {
         CreateOutcome::Created(c) => (StatusCode::CREATED, true, c),
         CreateOutcome::Existing(c) => (StatusCode::OK, false, c),
     };
@@ -78,7 +74,7 @@ pub(crate) async fn create(
         status,
         Json(Created {
             created,
-            conversation_status: c.conversation_status,
+            conversation_status: c.conversation_status.as_str().to_string(),
             message_count: c.message_count,
         }),
     )
@@ -105,12 +101,10 @@ pub(crate) async fn read(
     Path((pc, id)): Path<(String, String)>,
 ) -> Result<Response, Problem> {
     key_of_path(&pc, &id)?;
-    let c = store::get(&state.store, &pc, &id)
-        .await?
-        .ok_or(crate::model::AppError::NotFound)?;
+    let c = state.conversations.get(&pc, &id).await?;
     let mut v = serde_json::to_value(&c).unwrap_or_default();
     if let Some(m) = v.as_object_mut() {
-        // Ours, not the design's.
+        // Our own bookkeeping, not attributes the Channel Router knows.
         m.remove("context_sha256");
         m.remove("item_bytes");
     }
@@ -141,7 +135,11 @@ pub(crate) async fn append(
     JsonBody(body): JsonBody<NewMessage, MESSAGE_BODY_LIMIT>,
 ) -> Result<Response, Problem> {
     key_of_path(&pc, &id)?;
-    match domain::append(&state.store, &pc, &id, body, state.clock.now()).await? {
+    match state
+        .conversations
+        .append(&pc, &id, body, state.clock.now())
+        .await?
+    {
         AppendOutcome::Added { message_count } => Ok((
             StatusCode::CREATED,
             Json(Appended {
@@ -183,9 +181,12 @@ pub(crate) async fn update(
     JsonBody(body): JsonBody<ConversationChanges, CONTEXT_BODY_LIMIT>,
 ) -> Result<Response, Problem> {
     key_of_path(&pc, &id)?;
-    let c = domain::update(&state.store, &pc, &id, body, state.clock.now()).await?;
+    let c = state
+        .conversations
+        .update(&pc, &id, body, state.clock.now())
+        .await?;
     Ok(Json(Updated {
-        conversation_status: c.conversation_status,
+        conversation_status: c.conversation_status.as_str().to_string(),
         task_complete: c.task_complete == 1,
         hand_off_to_human: c.hand_off_to_human,
         function_call: c.function_call,
@@ -215,43 +216,15 @@ pub(crate) async fn lookup(
     _auth: Scoped<ConversationsRead>,
     Query(q): Query<LookupQuery>,
 ) -> Result<Response, Problem> {
-    let channel = q.channel.unwrap_or_default().to_ascii_lowercase();
-    if !matches!(channel.as_str(), "whatsapp" | "sms" | "email") {
-        return Err(Problem::invalid(
-            "channel",
-            "channel is whatsapp, sms or email.",
-        ));
-    }
-    let number = q
-        .company_number
-        .filter(|n| !n.trim().is_empty())
-        .ok_or_else(|| Problem::invalid("company_number", "company_number is required."))?;
-    let number = recipient(&number, "company_number")?;
-    let who = q
-        .recipient
-        .filter(|r| !r.trim().is_empty())
-        .ok_or_else(|| Problem::invalid("recipient", "recipient is required."))?;
-    let who = recipient(&who, "recipient")?;
-    let partition = Partition::CompanyNumber {
-        channel,
-        number,
-        recipient: Some(who),
-    };
-    let found = store::search(
-        &state.store,
-        &partition,
-        &Filters::default(),
-        Start::First,
-        25,
-    )
-    .await?;
+    let partition = search::lookup(q)?;
+    let found = state.conversations.lookup(&partition).await?;
     let rows: Vec<_> = found
         .rows
         .iter()
         .map(|c| ConversationRef {
             primary_channel: c.primary_channel.clone(),
             conversation_id: c.conversation_id.clone(),
-            conversation_status: c.conversation_status.clone(),
+            conversation_status: c.conversation_status.as_str().to_string(),
             channel_method: c.channel_method.clone(),
             created_at: c.created_at.clone(),
             updated_at: c.updated_at.clone(),

@@ -6,9 +6,9 @@ use axum::Json;
 
 use super::extract::{EventsWrite, JsonBody, Scoped};
 use super::problem::{Problem, ProblemResponse};
+use crate::model::AppError;
 use crate::server::contract::events::{Event, EventAnswer, PlannedEffect};
-use crate::server::domain::events::ingest::{IngestError, Outcome};
-use crate::server::domain::events::Incoming;
+use crate::server::domain::events::{ActionOutcome, Incoming, IngestError, Outcome};
 use crate::server::state::AppState;
 
 /// The helpdesk webhook's body limit.
@@ -34,65 +34,78 @@ pub(crate) async fn post_event(
     auth: Scoped<EventsWrite>,
     JsonBody(body): JsonBody<Event, EVENT_BODY_LIMIT>,
 ) -> Result<Json<EventAnswer>, Problem> {
-    let principal = &auth.principal;
     let incoming = Incoming::try_from(body)?;
-    let actor = format!("api:{}", principal.name);
-    match state.ingest.ingest(&incoming, &actor).await {
-        Ok(Outcome::Processed {
-            record,
-            decision,
-            actions,
-        }) => Ok(Json(EventAnswer {
-            event_key: record.event_id,
-            duplicate: false,
-            status: record.status,
-            mode: Some(decision.mode),
-            safe_mode: Some(record.safe_mode),
-            intent: Some(decision.intent),
-            team: Some(decision.team),
-            confidence: Some(decision.confidence),
-            tags: Some(decision.tags),
-            risk_flags: Some(decision.risk_flags),
-            actions: Some(
-                actions
-                    .into_iter()
-                    .map(|a| PlannedEffect {
-                        action_type: a.action_type,
-                        target: a.target,
-                        key: a.key,
-                        result: a.result,
-                    })
-                    .collect(),
-            ),
-        })),
-        Ok(Outcome::Duplicate { record }) => Ok(Json(EventAnswer {
-            event_key: record.event_id,
-            duplicate: true,
-            status: record.status,
-            intent: record.intent,
-            mode: None,
-            safe_mode: None,
-            team: None,
-            confidence: None,
-            tags: None,
-            risk_flags: None,
-            actions: None,
-        })),
-        Err(IngestError::InProgress { retry_after }) => {
-            Err(Problem::from(crate::model::AppError::InProgress {
-                retry_after_secs: retry_after as u64,
-            }))
+    let actor = format!("api:{}", auth.principal.name);
+    let outcome = state.events.ingest(&incoming, &actor).await?;
+    Ok(Json(EventAnswer::from(outcome)))
+}
+
+impl From<Outcome> for EventAnswer {
+    /// A first delivery answers with the whole decision; a duplicate with the record only.
+    fn from(outcome: Outcome) -> EventAnswer {
+        match outcome {
+            Outcome::Processed {
+                record,
+                decision,
+                actions,
+            } => EventAnswer {
+                event_key: record.event_id,
+                duplicate: false,
+                status: record.status.as_str().to_string(),
+                mode: Some(decision.mode.as_str().to_string()),
+                safe_mode: Some(record.safe_mode),
+                intent: Some(decision.intent),
+                team: Some(decision.team),
+                confidence: Some(decision.confidence),
+                tags: Some(decision.tags),
+                risk_flags: Some(decision.risk_flags),
+                actions: Some(actions.into_iter().map(PlannedEffect::from).collect()),
+            },
+            Outcome::Duplicate { record } => EventAnswer {
+                event_key: record.event_id,
+                duplicate: true,
+                status: record.status.as_str().to_string(),
+                intent: record.intent,
+                mode: None,
+                safe_mode: None,
+                team: None,
+                confidence: None,
+                tags: None,
+                risk_flags: None,
+                actions: None,
+            },
         }
-        Err(e @ (IngestError::DeliveryFailed(_) | IngestError::SimulatedCrash)) => {
-            Err(Problem::new(
+    }
+}
+
+impl From<ActionOutcome> for PlannedEffect {
+    fn from(a: ActionOutcome) -> PlannedEffect {
+        PlannedEffect {
+            action_type: a.action_type.as_str().to_string(),
+            target: a.target,
+            key: a.key,
+            result: a.result,
+        }
+    }
+}
+
+impl From<IngestError> for Problem {
+    /// Busy: 409 with `Retry-After`; a side effect that could not be delivered (or a
+    /// simulated crash): 503, retry in 5 s.
+    fn from(e: IngestError) -> Problem {
+        match e {
+            IngestError::InProgress { retry_after } => Problem::from(AppError::InProgress {
+                retry_after_secs: retry_after as u64,
+            }),
+            e @ (IngestError::DeliveryFailed(_) | IngestError::SimulatedCrash) => Problem::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "retry-later",
                 "Retry later",
                 e.to_string(),
             )
             .header(header::RETRY_AFTER, "5")
-            .with("retry_after", 5))
+            .with("retry_after", 5),
+            IngestError::Store(e) => e.into(),
         }
-        Err(IngestError::Store(e)) => Err(e.into()),
     }
 }

@@ -11,7 +11,7 @@ use axum::http::{header, StatusCode};
 use serde::de::DeserializeOwned;
 
 use super::problem::Problem;
-use crate::server::domain::accounts::sessions::{resolve_api_key, ApiPrincipal};
+use crate::server::domain::accounts::api_keys::ApiPrincipal;
 use crate::server::state::AppState;
 
 /// The caller of a REST endpoint, from `Authorization: Bearer <key>`.
@@ -51,7 +51,7 @@ impl FromRequestParts<AppState> for ApiAuth {
             .ok_or_else(|| {
                 Problem::unauthorized("Send an API key: Authorization: Bearer <key>.")
             })?;
-        match resolve_api_key(&state.store, key, state.clock.now()).await? {
+        match state.accounts.resolve_api_key(key).await? {
             Some(principal) => Ok(ApiAuth(principal)),
             None => Err(Problem::unauthorized("This API key is not valid.")),
         }

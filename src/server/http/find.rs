@@ -53,19 +53,22 @@ pub struct FindForm {
     pub to: String,
 }
 
+/// Redirects to the page the form names with what was typed as link references. Not signed
+/// in: to the sign-in page.
 pub async fn find(
     State(state): State<AppState>,
     user: Option<axum::Extension<CurrentUser>>,
     Form(f): Form<FindForm>,
 ) -> Response {
     if user.is_none() {
-        return (StatusCode::SEE_OTHER, [(header::LOCATION, "/login")]).into_response();
+        return see_other("/login".to_string());
     }
     let page = match f.page.as_str() {
         "events" => "events",
         "conversations" => "conversations",
         _ => "audit",
     };
+    // A typed conversation id or recipient, as the reference of its id.
     let reference = |typed: &str| {
         let typed = typed.trim();
         if typed.is_empty() {
@@ -74,51 +77,76 @@ pub async fn find(
             state.refs.of_id(&state.refs.resolve(typed))
         }
     };
-    let mut query = Vec::new();
-    if page == "conversations" {
-        query.extend([
-            (
-                "recipient",
-                if f.recipient.trim().is_empty() {
-                    f.recipient_ref.trim().to_string()
-                } else {
-                    reference(&f.recipient)
-                },
-            ),
-            ("company", f.company.trim().to_string()),
-            ("project", f.project.trim().to_string()),
-            ("company_number", f.company_number.trim().to_string()),
-            ("channel", f.channel.trim().to_string()),
-            ("status", f.status.trim().to_string()),
-            ("task", f.task.trim().to_string()),
-            ("from", f.from.trim().to_string()),
-            ("to", f.to.trim().to_string()),
-        ]);
+    let query = match page {
+        "conversations" => conversations_query(&f, reference),
+        "events" => vec![("conversation", conversation(&f, reference))],
+        _ => {
+            let mut q = vec![("conversation", conversation(&f, reference))];
+            q.extend(audit_filters(&f));
+            q
+        }
+    };
+    see_other(location(page, query))
+}
+
+fn see_other(location: String) -> Response {
+    (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response()
+}
+
+/// The Conversations page's search: the recipient as a reference (the one on screen when
+/// the box was left empty), the rest as typed.
+fn conversations_query(
+    f: &FindForm,
+    reference: impl Fn(&str) -> String,
+) -> Vec<(&'static str, String)> {
+    let recipient = if f.recipient.trim().is_empty() {
+        f.recipient_ref.trim().to_string()
     } else {
-        let conversation = if f.conversation.trim().is_empty() {
-            f.conversation_ref.trim().to_string()
-        } else {
-            reference(&f.conversation)
-        };
-        query.push(("conversation", conversation));
+        reference(&f.recipient)
+    };
+    vec![
+        ("recipient", recipient),
+        ("company", f.company.trim().to_string()),
+        ("project", f.project.trim().to_string()),
+        ("company_number", f.company_number.trim().to_string()),
+        ("channel", f.channel.trim().to_string()),
+        ("status", f.status.trim().to_string()),
+        ("task", f.task.trim().to_string()),
+        ("from", f.from.trim().to_string()),
+        ("to", f.to.trim().to_string()),
+    ]
+}
+
+/// The Events and Audit pages' conversation filter, as a reference (the one on screen
+/// when the box was left empty).
+fn conversation(f: &FindForm, reference: impl Fn(&str) -> String) -> String {
+    if f.conversation.trim().is_empty() {
+        f.conversation_ref.trim().to_string()
+    } else {
+        reference(&f.conversation)
     }
-    if page == "audit" {
-        query.extend([
-            ("action_type", f.action_type.trim().to_string()),
-            ("day", f.day.trim().to_string()),
-            ("from", f.from.trim().to_string()),
-            ("to", f.to.trim().to_string()),
-        ]);
-    }
+}
+
+/// The Audit page's other filters, as typed.
+fn audit_filters(f: &FindForm) -> [(&'static str, String); 4] {
+    [
+        ("action_type", f.action_type.trim().to_string()),
+        ("day", f.day.trim().to_string()),
+        ("from", f.from.trim().to_string()),
+        ("to", f.to.trim().to_string()),
+    ]
+}
+
+/// `/{page}` with the non-empty parameters of `query`, URL-encoded.
+fn location(page: &str, query: Vec<(&'static str, String)>) -> String {
     let qs: Vec<String> = query
         .into_iter()
         .filter(|(_, v)| !v.is_empty())
         .map(|(k, v)| format!("{k}={}", enc(&v)))
         .collect();
-    let location = if qs.is_empty() {
+    if qs.is_empty() {
         format!("/{page}")
     } else {
         format!("/{page}?{}", qs.join("&"))
-    };
-    (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response()
+    }
 }

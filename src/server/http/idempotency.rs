@@ -1,25 +1,28 @@
 //! `Idempotency-Key` for the REST endpoints (IETF httpapi draft), on the engine:
 //! a replay returns the first answer — its status, its own headers and its body byte for
 //! byte — with `Idempotent-Replayed: true`. Our own documented answers are stored whole
-//! (design doc 4's allow-list is for what an operation calling outside services returns,
-//! and applies in the engine's `run`); a request
-//! while the first is still running gets 409 with `Retry-After`; the same key with another
-//! body gets 422; endpoints that require a key answer 400 without one. Keys are scoped to
-//! the API key that sent them, so no client can read another's stored response.
+//! (the allow-list of docs/idempotency.md, "What is stored", is for what an operation
+//! calling outside services returns, and applies in the engine's `run`); a request while
+//! the first is still running gets 409 with `Retry-After`; the same key with another body
+//! gets 422; endpoints that require a key answer 400 without one. Keys are scoped to the
+//! API key that sent them, so no client can read another's stored response.
 
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::problem::Problem;
-use crate::server::domain::accounts::sessions::resolve_api_key;
-use crate::server::domain::idempotency::{sha256_hex, Begin, Call, KeyInputs, Stored};
+use crate::server::domain::idempotency::{
+    sha256_hex, Begin, Call, Engine, KeyInputs, Stored, Ticket,
+};
 use crate::server::state::AppState;
 
 pub const HEADER: &str = "idempotency-key";
-/// Design doc 5's name for the same header; answers echo it back.
+/// The measurements clients' name for the same header (docs/measurements.md, "Request
+/// keys"); answers echo it back.
 pub const X_HEADER: &str = "x-idempotency-key";
 
 /// The claimed key of the request being handled (its HMAC hash), for handlers.
@@ -61,120 +64,162 @@ async fn handle(
     let Some(token) = bearer(&req) else {
         return next.run(req).await;
     };
-    let principal = match resolve_api_key(&state.store, &token, state.clock.now()).await {
+    let principal = match state.accounts.resolve_api_key(&token).await {
         Ok(Some(p)) => p,
         Ok(None) => return next.run(req).await,
         Err(e) => return Problem::from(e).into_response(),
     };
     let echo = req.headers().get(X_HEADER).cloned();
-    let sent = req.headers().get(HEADER).or(echo.as_ref());
-    let key = match sent.map(|v| v.to_str()) {
-        None if required => {
-            return Problem::invalid(
-                "Idempotency-Key",
-                "This endpoint needs an Idempotency-Key header: a unique value per request, \
-                 sent again unchanged when the request is retried.",
-            )
-            .into_response()
-        }
-        None => {
+    let key = match sent_key(&req, echo.as_ref(), required) {
+        Ok(Some(key)) => key,
+        Ok(None) => {
             let (mut parts, body) = req.into_parts();
             parts.extensions.insert(principal);
             return next.run(Request::from_parts(parts, body)).await;
         }
-        Some(Ok(k)) if (1..=255).contains(&k.trim().len()) => k.trim().to_string(),
-        Some(_) => {
-            return Problem::invalid(
-                "Idempotency-Key",
-                "The Idempotency-Key header must be 1 to 255 visible ASCII characters.",
-            )
-            .into_response()
-        }
+        Err(refused) => return refused.into_response(),
     };
-
     let (mut parts, body) = req.into_parts();
     let bytes = match axum::body::to_bytes(body, BODY_LIMIT).await {
         Ok(b) => b,
-        Err(_) => {
-            return Problem::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "payload-too-large",
-                "Payload too large",
-                format!("The body is larger than {} KiB.", BODY_LIMIT / 1024),
-            )
-            .into_response()
-        }
+        Err(_) => return too_large(),
     };
-    let route = parts
-        .extensions
-        .get::<MatchedPath>()
-        .map(|m| m.as_str().to_string())
-        .unwrap_or_else(|| parts.uri.path().to_string());
-    let scope = format!("http:{} {}", parts.method, route);
-    let inputs = KeyInputs::new()
-        .id("principal", sha256_hex(token.as_bytes()))
-        .id("key", key.as_str());
-    let mut request_digest = format!("{} {}\n", parts.method, parts.uri).into_bytes();
-    request_digest.extend_from_slice(&bytes);
-    let call = Call {
-        tenant: "api",
-        scope: &scope,
-        inputs: &inputs,
-        fingerprint: Some(sha256_hex(&request_digest)),
-    };
-    let engine = state.idempotency.clone();
-    let ticket = match engine.begin(&call).await {
+    let keyed = Keyed::of(&parts, &token, &key, &bytes);
+    let engine = &state.idempotency;
+    let ticket = match engine.begin(&keyed.call()).await {
         Err(e) => return Problem::from(e).into_response(),
-        Ok(Begin::Replayed(stored)) => return echoed(replay(stored), echo),
-        Ok(Begin::InProgress { retry_after }) => {
-            let secs = retry_after.as_secs().max(1);
-            return Problem::new(
-                StatusCode::CONFLICT,
-                "in-progress",
-                "Request in progress",
-                "A request with this Idempotency-Key is still being processed; retry after the \
-                 time in Retry-After.",
-            )
-            .header(header::RETRY_AFTER, &secs.to_string())
-            .with("retry_after", secs)
-            .into_response();
-        }
-        Ok(Begin::Mismatch) => {
-            return Problem::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "idempotency-key-reused",
-                "Idempotency-Key reused",
-                "This Idempotency-Key was already used with a different request.",
-            )
-            .into_response()
-        }
         Ok(Begin::Claimed(ticket)) => ticket,
+        Ok(Begin::Replayed(stored)) => return echoed(replay(stored), echo),
+        Ok(Begin::InProgress { retry_after }) => return in_progress(retry_after),
+        Ok(Begin::Mismatch) => return key_reused(),
     };
-
     parts.extensions.insert(principal);
     // Handlers whose work spans several writes resume it under this key.
     parts.extensions.insert(ClaimedKey(ticket.key_hash.clone()));
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;
+    match keep(engine, &ticket, response).await {
+        Ok(answer) => echoed(answer, echo),
+        Err(unavailable) => unavailable.into_response(),
+    }
+}
+
+/// The key the request sent (`Idempotency-Key`, or `X-Idempotency-Key`), trimmed.
+/// `Ok(None)`: none, and none is required. `Err`: the 400 to answer.
+fn sent_key(
+    req: &Request,
+    echo: Option<&HeaderValue>,
+    required: bool,
+) -> Result<Option<String>, Problem> {
+    match req.headers().get(HEADER).or(echo).map(|v| v.to_str()) {
+        None if required => Err(Problem::invalid(
+            "Idempotency-Key",
+            "This endpoint needs an Idempotency-Key header: a unique value per request, \
+             sent again unchanged when the request is retried.",
+        )),
+        None => Ok(None),
+        Some(Ok(k)) if (1..=255).contains(&k.trim().len()) => Ok(Some(k.trim().to_string())),
+        Some(_) => Err(Problem::invalid(
+            "Idempotency-Key",
+            "The Idempotency-Key header must be 1 to 255 visible ASCII characters.",
+        )),
+    }
+}
+
+/// A keyed request as the engine sees it: its scope is the route, its key is bound to the
+/// API key that sent it, and its fingerprint covers method, URI and body.
+struct Keyed {
+    scope: String,
+    inputs: KeyInputs,
+    fingerprint: String,
+}
+
+impl Keyed {
+    fn of(parts: &Parts, token: &str, key: &str, body: &[u8]) -> Keyed {
+        let route = parts
+            .extensions
+            .get::<MatchedPath>()
+            .map(|m| m.as_str().to_string())
+            .unwrap_or_else(|| parts.uri.path().to_string());
+        let mut request_digest = format!("{} {}\n", parts.method, parts.uri).into_bytes();
+        request_digest.extend_from_slice(body);
+        Keyed {
+            scope: format!("http:{} {}", parts.method, route),
+            inputs: KeyInputs::new()
+                .id("principal", sha256_hex(token.as_bytes()))
+                .id("key", key),
+            fingerprint: sha256_hex(&request_digest),
+        }
+    }
+
+    fn call(&self) -> Call<'_> {
+        Call {
+            tenant: "api",
+            scope: &self.scope,
+            inputs: &self.inputs,
+            fingerprint: Some(self.fingerprint.clone()),
+        }
+    }
+}
+
+fn too_large() -> Response {
+    Problem::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload-too-large",
+        "Payload too large",
+        format!("The body is larger than {} KiB.", BODY_LIMIT / 1024),
+    )
+    .into_response()
+}
+
+/// 409: the first request with this key is still running.
+fn in_progress(retry_after: std::time::Duration) -> Response {
+    let secs = retry_after.as_secs().max(1);
+    Problem::new(
+        StatusCode::CONFLICT,
+        "in-progress",
+        "Request in progress",
+        "A request with this Idempotency-Key is still being processed; retry after the \
+         time in Retry-After.",
+    )
+    .header(header::RETRY_AFTER, &secs.to_string())
+    .with("retry_after", secs)
+    .into_response()
+}
+
+/// 422: the key came with another request before.
+fn key_reused() -> Response {
+    Problem::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "idempotency-key-reused",
+        "Idempotency-Key reused",
+        "This Idempotency-Key was already used with a different request.",
+    )
+    .into_response()
+}
+
+/// Stores the handler's answer under the claim and hands it on. Errors a retry may cure
+/// (and answers too large to keep) leave the key retryable; everything else is the answer.
+/// `Err`: the answer's body could not be read; the 503 to send instead (without the
+/// echoed key).
+async fn keep(engine: &Engine, ticket: &Ticket, response: Response) -> Result<Response, Problem> {
     let (res_parts, res_body) = response.into_parts();
     // Read whole: the client gets every byte, whether or not the answer can be stored.
     let res_bytes = match axum::body::to_bytes(res_body, usize::MAX).await {
         Ok(b) => b,
         Err(e) => {
             tracing::warn!(error = %e, "an answer's body could not be read");
-            let _ = engine.fail(&ticket, "unreadable_response").await;
-            return Problem::from(crate::model::AppError::Unavailable {
+            let _ = engine.fail(ticket, "unreadable_response").await;
+            return Err(Problem::from(crate::model::AppError::Unavailable {
                 retry_after_secs: 1,
-            })
-            .into_response();
+            }));
         }
     };
     let status = res_parts.status.as_u16();
-    // Errors a retry may cure leave the key retryable; everything else is the answer.
     let retryable = res_parts.status.is_server_error() || matches!(status, 408 | 409 | 425 | 429);
     let result = if retryable {
-        engine.fail(&ticket, &format!("http_{status}")).await
+        engine.fail(ticket, &format!("http_{status}")).await
     } else {
         match std::str::from_utf8(&res_bytes) {
             Ok(body) if body.len() <= STORED_RESPONSE_LIMIT => {
@@ -183,16 +228,16 @@ async fn handle(
                     json: body.to_string(),
                     headers: Some(answer_headers(&res_parts.headers)),
                 };
-                engine.succeed(&ticket, &stored).await
+                engine.succeed(ticket, &stored).await
             }
             // Too large (or not text) to keep: the next call with the key runs again.
-            _ => engine.fail(&ticket, "response_too_large").await,
+            _ => engine.fail(ticket, "response_too_large").await,
         }
     };
     if let Err(e) = result {
         tracing::warn!(error = %e, "could not record the idempotent result");
     }
-    echoed(Response::from_parts(res_parts, Body::from(res_bytes)), echo)
+    Ok(Response::from_parts(res_parts, Body::from(res_bytes)))
 }
 
 /// Headers of one connection or one request, not of the answer: a replay leaves them out

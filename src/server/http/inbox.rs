@@ -1,4 +1,4 @@
-//! The inbox API for apps (design doc 3): tenants and inboxes, publishing (with a required
+//! The inbox API for apps (docs/inbox.md): tenants and inboxes, publishing (with a required
 //! `Idempotency-Key`), feeds, counts, and reads.
 
 use axum::extract::{Extension, Path, Query, State};
@@ -145,12 +145,7 @@ pub(crate) async fn publish(
         Json(PublishAnswer {
             message_id: done.message_id,
             recipients: done.recipients as u64,
-            audience: if p.uids.is_some() {
-                "users"
-            } else {
-                "everyone"
-            }
-            .into(),
+            audience: p.audience_kind().as_str().into(),
         }),
     )
         .into_response())

@@ -1,20 +1,20 @@
-//! The measurements API (design doc 5): one measurement or a batch, idempotent per
+//! The measurements API (docs/measurements.md): one measurement or a batch, idempotent per
 //! measurement id and per request (`X-Idempotency-Key`), ordered per user, every attempt
-//! audited. Also the console's CSV export of the attempt audit.
+//! audited. Also the console's CSV export of the attempt audit (`measurements/csv.rs`).
 
-use axum::extract::{Query, Request, State};
+mod csv;
+
+use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::extract::{read_body, JsonBody, MeasurementsWrite, Scoped};
 use super::idempotency;
 use super::problem::Problem;
-use crate::model::accounts::{CurrentUser, Role};
 use crate::model::AppError;
 use crate::server::contract::from_json;
 use crate::server::contract::measurements::{
@@ -25,8 +25,6 @@ use crate::server::domain::measurements::payload::parse;
 use crate::server::domain::measurements::{Context, Outcome};
 use crate::server::ids::random_hex;
 use crate::server::state::AppState;
-use crate::server::store::measurements as store;
-use crate::server::store::query::Start;
 
 const ADMIN: &str = "measurements:admin";
 
@@ -39,7 +37,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
 
 /// The console's CSV export (signed-in staff; pages' guard checks the session).
 pub fn pages() -> Router<AppState> {
-    Router::new().route("/measurements/audit.csv", get(audit_csv))
+    Router::new().route("/measurements/audit.csv", get(csv::audit_csv))
 }
 
 fn context(auth: &Scoped<MeasurementsWrite>, headers: &HeaderMap) -> Result<Context, Problem> {
@@ -240,112 +238,4 @@ pub(crate) async fn many(
         .await?;
     tracing::info!(items = items.len(), correlation = %ctx.correlation_id, "measurement batch");
     Ok(decorate(Json(report).into_response(), &ctx, &headers))
-}
-
-#[derive(Deserialize)]
-struct CsvQuery {
-    user: Option<String>,
-    outcome: Option<String>,
-}
-
-fn csv_field(s: &str) -> String {
-    // Quote everything; neutralize spreadsheet formulas.
-    let s = if s.starts_with(['=', '+', '-', '@']) {
-        format!("'{s}")
-    } else {
-        s.to_string()
-    };
-    format!("\"{}\"", s.replace('"', "\"\""))
-}
-
-/// Up to 10,000 audit records of one user or one outcome as CSV.
-async fn audit_csv(
-    State(state): State<AppState>,
-    Query(q): Query<CsvQuery>,
-    req: Request,
-) -> Result<Response, Problem> {
-    let Some(role) = req
-        .extensions()
-        .get::<CurrentUser>()
-        .map(|u| u.role)
-        .filter(|r| r.allows(Role::Viewer))
-    else {
-        return Err(Problem::from(AppError::Unauthenticated));
-    };
-    let shown = |s: &str| crate::server::domain::redact::for_role(role, s);
-    let user = q.user.unwrap_or_default();
-    let outcome = q.outcome.unwrap_or_default();
-    if user.chars().count() > 128 {
-        return Err(Problem::invalid(
-            "user",
-            "A user id is at most 128 characters.",
-        ));
-    }
-    if !outcome.is_empty() && !store::OUTCOMES.contains(&outcome.as_str()) {
-        return Err(Problem::invalid("outcome", "Unknown outcome."));
-    }
-    let mut rows = vec![
-        "at,user_id,measurement_id,action,reason,weight_kg,timestamp,unit,source,correlation_id"
-            .to_string(),
-    ];
-    let mut cursor: Option<String> = None;
-    while rows.len() <= 10_000 {
-        let start = cursor.as_deref().map_or(Start::First, Start::After);
-        let (items, next, _) = if !user.is_empty() {
-            store::audits_of_user(&state.store, &user, None, start, 500).await?
-        } else if !outcome.is_empty() {
-            store::audits_by_outcome(&state.store, &outcome, start, 500).await?
-        } else {
-            return Err(Problem::invalid("user", "Give a user or an outcome."));
-        };
-        for a in items
-            .iter()
-            .filter(|a| outcome.is_empty() || a.action == outcome)
-        {
-            let p = a.payload.clone().unwrap_or_default();
-            let (user_id, reason) = (shown(&a.user_id), shown(&a.reason));
-            rows.push(
-                [
-                    &a.at,
-                    &user_id,
-                    &a.measurement_id,
-                    &a.action,
-                    &reason,
-                    &p.weight_kg,
-                    &p.timestamp,
-                    &p.unit,
-                    &p.source,
-                    &a.correlation_id,
-                ]
-                .iter()
-                .map(|f| csv_field(f))
-                .collect::<Vec<_>>()
-                .join(","),
-            );
-        }
-        match next {
-            Some(c) => cursor = Some(c),
-            None => break,
-        }
-    }
-    let name = if user.is_empty() {
-        outcome
-    } else {
-        shown(&user)
-    };
-    let disposition = format!(
-        "attachment; filename=\"measurement-audit-{}.csv\"",
-        name.chars()
-            .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
-            .collect::<String>()
-    );
-    let mut res = (StatusCode::OK, rows.join("\n") + "\n").into_response();
-    res.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/csv; charset=utf-8"),
-    );
-    if let Ok(v) = HeaderValue::from_str(&disposition) {
-        res.headers_mut().insert(header::CONTENT_DISPOSITION, v);
-    }
-    Ok(res)
 }

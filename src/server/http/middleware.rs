@@ -9,7 +9,6 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 
 use crate::model::accounts::{CurrentUser, Role};
 use crate::model::AppError;
-use crate::server::domain::accounts::sessions;
 use crate::server::state::AppState;
 
 pub const SESSION_COOKIE: &str = "ops_session";
@@ -56,7 +55,7 @@ pub async fn same_origin(req: Request, next: Next) -> Response {
 /// Resolves the session cookie to a user and puts it on the request.
 pub async fn session(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     if let Some(id) = session_cookie(req.headers()) {
-        match sessions::resolve(&state.store, &state.config.auth, &id, state.clock.now()).await {
+        match state.accounts.resolve_session(&id).await {
             Ok(Some(user)) => {
                 req.extensions_mut().insert(user);
             }

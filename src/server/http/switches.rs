@@ -7,10 +7,11 @@ use axum::Json;
 use super::extract::{JsonBody, Scoped, SwitchesRead, SwitchesWrite};
 use super::problem::Problem;
 use crate::model::switches::KillSwitches;
+use crate::model::AppError;
 use crate::server::contract::switches::{SwitchChange, Switches};
-use crate::server::domain::switches::{change, ChangeRequest, Ttls};
+use crate::server::domain::switches::{ChangeRequest, Origin};
+use crate::server::ids::random_hex;
 use crate::server::state::AppState;
-use crate::server::store::switches;
 
 fn answer(s: &KillSwitches) -> Json<Switches> {
     Json(Switches {
@@ -29,14 +30,12 @@ fn answer(s: &KillSwitches) -> Json<Switches> {
     ),
     security(("api_key" = ["switches:read"])),
 )]
-/// The middleware's workers read the switches before acting (design doc 1, section 3).
+/// The middleware's workers read the switches before acting (docs/events.md).
 pub(crate) async fn kill_switches(
     State(state): State<AppState>,
     _auth: Scoped<SwitchesRead>,
 ) -> Result<Json<Switches>, Problem> {
-    Ok(answer(
-        &switches::load(&state.store, state.clock.now()).await?,
-    ))
+    Ok(answer(&state.switches.load().await?))
 }
 
 #[utoipa::path(
@@ -60,25 +59,18 @@ pub(crate) async fn change_kill_switch(
     auth: Scoped<SwitchesWrite>,
     JsonBody(body): JsonBody<SwitchChange>,
 ) -> Result<Json<Switches>, Problem> {
-    let principal = &auth.principal;
     let req = ChangeRequest::try_from(body)?;
-    let ttls = Ttls {
-        audit_days: state.config.ttl.audit_days,
-        settings_days: state.config.ttl.settings_days,
+    let actor = format!("api:{}", auth.principal.name);
+    let key = random_hex(8);
+    let origin = Origin {
+        actor: &actor,
+        idempotency_key: &key,
+        action_id: &key,
     };
-    let actor = format!("api:{}", principal.name);
-    let key = crate::server::ids::random_hex(8);
-    let next = change(
-        &state.store,
-        &req,
-        &actor,
-        &key,
-        &ttls,
-        state.clock.now(),
-        &key,
-    )
-    .await
-    .map_err(crate::model::AppError::from)?;
-    tracing::info!(actor = %actor, switch = req.switch.key(), enabled = req.enable, version = next.version, "kill switch changed");
+    let next = state
+        .switches
+        .change(&req, &origin)
+        .await
+        .map_err(AppError::from)?;
     Ok(answer(&next))
 }

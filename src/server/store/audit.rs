@@ -1,15 +1,18 @@
-//! `rp_mw_audit_actions-<env>` (design doc 1, Table C): what was done, by whom, why, with
-//! redacted payloads only.
-
-use std::collections::HashMap;
+//! `rp_mw_audit_actions-<env>` (docs/data-model.md, "rp_mw_audit_actions (Table C)"): what
+//! was done, by whom, why, with redacted payloads only. Every read is a `Query` through the
+//! shared helper in [`super::query`].
 
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, Put};
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::schema::MW_AUDIT_ACTIONS;
-use super::{cursor, Store, StoreError};
+use super::query::{self, Cond, Spec, Start};
+use super::schema::{AUDIT_BY_DAY_INDEX, AUDIT_BY_TYPE_INDEX, MW_AUDIT_ACTIONS};
+use super::{Store, StoreError};
+
+/// The key attributes of the table: a cursor within one partition is made of these.
+const TABLE_KEY: [&str; 2] = ["conversation_id", "ts_action_id"];
 
 /// One audit record as stored.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -82,46 +85,29 @@ pub(crate) fn put_once(store: &Store, item: &AuditItem) -> Result<Put, StoreErro
         .map_err(|e| StoreError::corrupt("audit put", e))
 }
 
-/// Newest first, one partition (a conversation, or `system#...`).
+/// The same, as one action of a transaction that writes something else with its record.
+pub(crate) fn write_once(store: &Store, item: &AuditItem) -> Result<TransactWriteItem, StoreError> {
+    Ok(TransactWriteItem::builder()
+        .put(put_once(store, item)?)
+        .build())
+}
+
+/// Newest first, one partition (a conversation, or `system#...`); `cursor` is a page's
+/// `next_cursor`.
 pub async fn list_partition(
     store: &Store,
     partition: &str,
     cursor: Option<&str>,
     limit: i32,
 ) -> Result<AuditPage, StoreError> {
-    let table = store.table(MW_AUDIT_ACTIONS.base);
-    let start = cursor
-        .map(|c| cursor::decode(c, &["conversation_id", "ts_action_id"]))
-        .transpose()?;
-    let out = store
-        .client()
-        .query()
-        .table_name(&table)
-        .key_condition_expression("conversation_id = :p")
-        .expression_attribute_values(":p", AttributeValue::S(partition.to_string()))
-        .scan_index_forward(false)
-        .limit(limit)
-        .set_exclusive_start_key(start)
-        .send()
-        .await
-        .map_err(StoreError::request("Query"))?;
-    page(&table, out.items, out.last_evaluated_key.as_ref())
-}
-
-fn page(
-    table: &str,
-    items: Option<Vec<HashMap<String, AttributeValue>>>,
-    last: Option<&HashMap<String, AttributeValue>>,
-) -> Result<AuditPage, StoreError> {
-    let items = items
-        .unwrap_or_default()
-        .into_iter()
-        .map(|i| serde_dynamo::from_item(i).map_err(|e| StoreError::corrupt(table, e)))
-        .collect::<Result<Vec<AuditItem>, _>>()?;
-    Ok(AuditPage {
-        items,
-        next_cursor: cursor::next(last),
-    })
+    let q = AuditQuery {
+        partition: Some(partition),
+        ..AuditQuery::default()
+    };
+    let start = cursor.map_or(Start::First, Start::After);
+    let size = usize::try_from(limit).unwrap_or(1);
+    let (items, next_cursor) = list(store, &q, start, size).await?;
+    Ok(AuditPage { items, next_cursor })
 }
 
 /// Writes one audit record on its own (when there is no other write to pair it with).
@@ -165,10 +151,9 @@ pub struct AuditQuery<'a> {
 pub async fn list(
     store: &Store,
     q: &AuditQuery<'_>,
-    start: super::query::Start<'_>,
+    start: Start<'_>,
     size: usize,
 ) -> Result<(Vec<AuditItem>, Option<String>), StoreError> {
-    use super::query::{Cond, Spec};
     let table = store.table(MW_AUDIT_ACTIONS.base);
     let s = |v: &str| AttributeValue::S(v.to_string());
     let range = q
@@ -181,21 +166,17 @@ pub async fn list(
         if let Some(t) = q.action_type {
             filters.push(("action_type", Cond::Eq(s(t))));
         }
-        (
-            None,
-            ("conversation_id", s(p)),
-            vec!["conversation_id", "ts_action_id"],
-        )
+        (None, ("conversation_id", s(p)), TABLE_KEY.to_vec())
     } else if let Some(t) = q.action_type {
         (
-            Some(super::schema::AUDIT_BY_TYPE_INDEX),
+            Some(AUDIT_BY_TYPE_INDEX),
             ("action_type", s(t)),
             vec!["conversation_id", "ts_action_id", "action_type"],
         )
     } else {
         let day = q.day.unwrap_or_default();
         (
-            Some(super::schema::AUDIT_BY_DAY_INDEX),
+            Some(AUDIT_BY_DAY_INDEX),
             ("audit_day", s(day)),
             vec!["conversation_id", "ts_action_id", "audit_day"],
         )
@@ -210,7 +191,7 @@ pub async fn list(
         key_attrs,
         projection: None,
     };
-    let page = super::query::page(store, &spec, start, size).await?;
+    let page = query::page(store, &spec, start, size).await?;
     let items = page
         .items
         .into_iter()
@@ -219,37 +200,25 @@ pub async fn list(
     Ok((items, page.next))
 }
 
-/// How many of one day's records have a result starting with `prefix`.
+/// How many of one day's records have a result starting with `prefix` (every page of the
+/// day's index partition is counted).
 pub async fn count_day_results(store: &Store, day: &str, prefix: &str) -> Result<u64, StoreError> {
-    let table = store.table(MW_AUDIT_ACTIONS.base);
-    let mut total = 0u64;
-    let mut start = None;
-    loop {
-        let out = store
-            .client()
-            .query()
-            .table_name(&table)
-            .index_name(super::schema::AUDIT_BY_DAY_INDEX)
-            .key_condition_expression("audit_day = :d")
-            .filter_expression("begins_with(#r, :p)")
-            .expression_attribute_names("#r", "result")
-            .expression_attribute_values(":d", AttributeValue::S(day.to_string()))
-            .expression_attribute_values(":p", AttributeValue::S(prefix.to_string()))
-            .select(aws_sdk_dynamodb::types::Select::Count)
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .map_err(StoreError::request("Query"))?;
-        total += out.count.max(0) as u64;
-        match out.last_evaluated_key {
-            Some(k) if !k.is_empty() => start = Some(k),
-            _ => return Ok(total),
-        }
-    }
+    let spec = Spec {
+        table: store.table(MW_AUDIT_ACTIONS.base),
+        index: Some(AUDIT_BY_DAY_INDEX),
+        pk: ("audit_day", AttributeValue::S(day.to_string())),
+        sk: None,
+        filters: vec![("result", Cond::BeginsWith(prefix.to_string()))],
+        ascending: false,
+        key_attrs: vec!["conversation_id", "ts_action_id", "audit_day"],
+        projection: None,
+    };
+    Ok(query::count(store, &spec, usize::MAX, None).await?.n)
 }
 
 /// Whether `actor` did `action_type` in `partition` at or after `since` (a Query of the
-/// partition's newest records, never a Scan).
+/// partition's newest records, never a Scan). One read, as a reveal check needs no more
+/// than the last few minutes of one conversation.
 pub async fn done_since(
     store: &Store,
     partition: &str,
@@ -257,23 +226,21 @@ pub async fn done_since(
     actor: &str,
     since: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
-    let table = store.table(MW_AUDIT_ACTIONS.base);
-    let out = store
-        .client()
-        .query()
-        .table_name(&table)
-        .key_condition_expression("conversation_id = :p AND ts_action_id >= :since")
-        .filter_expression("action_type = :t AND actor = :a")
-        .expression_attribute_values(":p", AttributeValue::S(partition.to_string()))
-        .expression_attribute_values(
-            ":since",
-            AttributeValue::S(since.to_rfc3339_opts(SecondsFormat::Millis, true)),
-        )
-        .expression_attribute_values(":t", AttributeValue::S(action_type.to_string()))
-        .expression_attribute_values(":a", AttributeValue::S(actor.to_string()))
-        .select(aws_sdk_dynamodb::types::Select::Count)
-        .send()
-        .await
-        .map_err(StoreError::request("Query"))?;
-    Ok(out.count > 0)
+    let s = |v: &str| AttributeValue::S(v.to_string());
+    let since = since.to_rfc3339_opts(SecondsFormat::Millis, true);
+    let spec = Spec {
+        table: store.table(MW_AUDIT_ACTIONS.base),
+        index: None,
+        pk: ("conversation_id", s(partition)),
+        // "At or after": every sort key starts with a digit, so none sorts above "~".
+        sk: Some(("ts_action_id", Cond::Between(s(&since), s("~")))),
+        filters: vec![
+            ("action_type", Cond::Eq(s(action_type))),
+            ("actor", Cond::Eq(s(actor))),
+        ],
+        ascending: false,
+        key_attrs: TABLE_KEY.to_vec(),
+        projection: None,
+    };
+    Ok(query::count(store, &spec, 1, None).await?.n > 0)
 }

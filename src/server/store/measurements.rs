@@ -1,136 +1,34 @@
-//! `measurements-<env>` (design doc 5): per user, the accepted measurements
-//! (`USER#<id>` / `MEAS#<timestamp>#<measurement_id>`), their idempotency records
-//! (`IDEMP#<measurement_id>`), the ordering state (`ORDER`), and an audit record of every
-//! attempt (`AUDIT#<time>#<attempt_id>`, also in the sparse `outcome-index`); hourly
-//! counters in `STATS_SHARDS` shards (`STATS#<n>` / `<hour>`). An acceptance writes its
-//! idempotency record, the moved ordering state, the measurement, its audit and one
-//! counter shard in one transaction.
-//!
-//! Why shards: every attempt of every user counts, and on AWS one counter item written by
-//! all of them would be a conflict magnet (a transaction is cancelled when another holds
-//! one of its items) and a throttled hot item. Each transaction counts in a shard picked
-//! at random, so concurrent users rarely meet, and the hour's total is the sum of the
-//! shards: exact, because each count is written in the transaction that records the
-//! attempt.
+//! `measurements-<env>` (docs/measurements.md; its items in docs/data-model.md): per user,
+//! the accepted measurements (`USER#<id>` / `MEAS#<timestamp>#<measurement_id>`), their
+//! idempotency records (`IDEMP#<measurement_id>`), the ordering state (`ORDER`), and an
+//! audit record of every attempt (`AUDIT#<time>#<attempt_id>`, also in the sparse
+//! `outcome-index`); hourly counters in `STATS_SHARDS` shards (`STATS#<n>` / `<hour>`;
+//! why shards: `measurements/stats.rs`). An acceptance writes its idempotency record, the
+//! moved ordering state, the measurement, its audit and one counter shard in one
+//! transaction.
+
+mod records;
+mod stats;
+
+pub use records::*;
+pub use stats::{stats, stats_pk, STATS_SHARDS};
 
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::{
-    AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+    AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
 };
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::items::{n, s};
 use super::query::{self, Cond, Spec, Start};
 use super::schema::{MEASUREMENTS, MEASUREMENTS_BY_OUTCOME};
 use super::tx::{self, Outcome};
 use super::{Store, StoreError};
-
-/// How many items the hourly counters are spread over.
-pub const STATS_SHARDS: u32 = 16;
-
-pub fn stats_pk(shard: u32) -> String {
-    format!("STATS#{shard:02}")
-}
-
-fn random_shard() -> u32 {
-    let mut b = [0u8; 4];
-    getrandom::fill(&mut b).map_or(0, |_| u32::from_le_bytes(b) % STATS_SHARDS)
-}
-
-pub const OUTCOMES: &[&str] = &[
-    "accepted",
-    "duplicate",
-    "conflict",
-    "out_of_order",
-    "invalid",
-    "override",
-    "skipped",
-];
+use stats::count;
 
 pub fn user_pk(user: &str) -> String {
     format!("USER#{user}")
-}
-
-/// What the payload hash covers, normalized (kg with 2 decimals, UTC, lower-case source).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Payload {
-    pub weight_kg: String,
-    pub timestamp: String,
-    pub unit: String,
-    pub source: String,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct IdempItem {
-    #[serde(rename = "PK")]
-    pub pk: String,
-    #[serde(rename = "SK")]
-    pub sk: String,
-    pub measurement_id: String,
-    pub payload_hash: String,
-    pub payload: Payload,
-    /// The answer the first submission got, as its JSON text: replayed byte for byte
-    /// (a map would bring `70.0` back as `70`).
-    pub result: String,
-    pub processed_at: String,
-    pub ttl: i64,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct OrderItem {
-    #[serde(rename = "PK")]
-    pub pk: String,
-    #[serde(rename = "SK")]
-    pub sk: String,
-    pub last_accepted: String,
-    pub last_measurement_id: String,
-    /// Moves by one with every acceptance: the check-and-move is conditioned on it.
-    pub version: i64,
-    pub updated_at: String,
-    pub ttl: i64,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MeasurementItem {
-    #[serde(rename = "PK")]
-    pub pk: String,
-    #[serde(rename = "SK")]
-    pub sk: String,
-    pub measurement_id: String,
-    pub user_id: String,
-    pub weight_kg: f64,
-    pub weight: f64,
-    pub unit: String,
-    pub timestamp: String,
-    pub source: String,
-    pub received_at: String,
-    /// The ordering version this acceptance made (0: ordering off or an override).
-    pub seq: i64,
-    #[serde(rename = "override")]
-    pub overridden: bool,
-    pub correlation_id: String,
-    pub ttl: i64,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct AuditItem {
-    #[serde(rename = "PK")]
-    pub pk: String,
-    #[serde(rename = "SK")]
-    pub sk: String,
-    pub user_id: String,
-    pub measurement_id: String,
-    /// One of [`OUTCOMES`].
-    pub action: String,
-    pub reason: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub payload: Option<Payload>,
-    pub correlation_id: String,
-    pub at: String,
-    /// The outcome index's key (same as `action`).
-    pub audit_outcome: String,
-    pub ttl: i64,
 }
 
 fn table(store: &Store) -> String {
@@ -181,26 +79,6 @@ fn put(
                 .map_err(|e| StoreError::corrupt("measurement put", e))?,
         )
         .build())
-}
-
-fn count(
-    store: &Store,
-    hour: &str,
-    outcome: &str,
-    keep_until: i64,
-) -> Result<TransactWriteItem, StoreError> {
-    let u = Update::builder()
-        .table_name(table(store))
-        .key("PK", s(stats_pk(random_shard())))
-        .key("SK", s(hour))
-        .update_expression("ADD attempts :one, #o :one SET #t = :keep")
-        .expression_attribute_names("#o", outcome)
-        .expression_attribute_names("#t", "ttl")
-        .expression_attribute_values(":one", n(1))
-        .expression_attribute_values(":keep", n(keep_until))
-        .build()
-        .map_err(|e| StoreError::corrupt("measurement stats", e))?;
-    Ok(TransactWriteItem::builder().update(u).build())
 }
 
 /// The ordering state and the idempotency record of one measurement id, in one request.
@@ -281,7 +159,7 @@ pub async fn accept(store: &Store, a: &Acceptance<'_>) -> Result<Accepted, Store
     }
     actions.push(put(store, to_item(store, a.measurement)?, None)?);
     actions.push(put(store, to_item(store, a.audit)?, None)?);
-    actions.push(count(store, a.hour, &a.audit.action, a.keep_until)?);
+    actions.push(count(store, a.hour, a.audit.action, a.keep_until)?);
     let outcome = tx::transact(store, actions).await?;
     if let Some(Some(item)) = idemp_at.and_then(|i| outcome.refused_at(i)) {
         return Ok(Accepted::Exists(Box::new(from_item(store, item.clone())?)));
@@ -307,7 +185,7 @@ pub async fn record_attempt(
 ) -> Result<(), StoreError> {
     let actions = vec![
         put(store, to_item(store, audit)?, None)?,
-        count(store, hour, &audit.action, keep_until)?,
+        count(store, hour, audit.action, keep_until)?,
     ];
     match tx::transact(store, actions).await? {
         Outcome::Done => Ok(()),
@@ -322,7 +200,7 @@ pub async fn record_attempt(
 pub async fn audits_of_user(
     store: &Store,
     user: &str,
-    outcome: Option<&str>,
+    outcome: Option<Action>,
     start: Start<'_>,
     size: usize,
 ) -> Result<(Vec<AuditItem>, Option<String>, Option<String>), StoreError> {
@@ -332,7 +210,7 @@ pub async fn audits_of_user(
         pk: ("PK", s(user_pk(user))),
         sk: Some(("SK", Cond::BeginsWith("AUDIT#".into()))),
         filters: outcome
-            .map(|o| vec![("action", Cond::Eq(s(o)))])
+            .map(|o| vec![("action", Cond::Eq(s(o.as_str())))])
             .unwrap_or_default(),
         ascending: false,
         key_attrs: vec!["PK", "SK"],
@@ -344,14 +222,14 @@ pub async fn audits_of_user(
 /// Every user's audit records of one outcome, newest first.
 pub async fn audits_by_outcome(
     store: &Store,
-    outcome: &str,
+    outcome: Action,
     start: Start<'_>,
     size: usize,
 ) -> Result<(Vec<AuditItem>, Option<String>, Option<String>), StoreError> {
     let spec = Spec {
         table: table(store),
         index: Some(MEASUREMENTS_BY_OUTCOME),
-        pk: ("audit_outcome", s(outcome)),
+        pk: ("audit_outcome", s(outcome.as_str())),
         sk: None,
         filters: vec![],
         ascending: false,
@@ -396,57 +274,4 @@ pub async fn measurements_of_user(
         page(store, &spec, Start::First, limit).await?;
     items.reverse();
     Ok(items)
-}
-
-/// Hourly counters between two hours (`YYYY-MM-DDTHH`), inclusive: every shard read
-/// (in parallel) and summed.
-pub async fn stats(
-    store: &Store,
-    from_hour: &str,
-    to_hour: &str,
-) -> Result<Vec<(String, HashMap<String, i64>)>, StoreError> {
-    let reads = (0..STATS_SHARDS).map(|shard| stats_shard(store, shard, from_hour, to_hour));
-    let mut total: std::collections::BTreeMap<String, HashMap<String, i64>> = Default::default();
-    for shard in futures_util::future::try_join_all(reads).await? {
-        for (hour, counts) in shard {
-            let sum = total.entry(hour).or_default();
-            for (k, v) in counts {
-                *sum.entry(k).or_default() += v;
-            }
-        }
-    }
-    Ok(total.into_iter().collect())
-}
-
-async fn stats_shard(
-    store: &Store,
-    shard: u32,
-    from_hour: &str,
-    to_hour: &str,
-) -> Result<Vec<(String, HashMap<String, i64>)>, StoreError> {
-    let out = store
-        .client()
-        .query()
-        .table_name(table(store))
-        .key_condition_expression("PK = :pk AND SK BETWEEN :a AND :b")
-        .expression_attribute_values(":pk", s(stats_pk(shard)))
-        .expression_attribute_values(":a", s(from_hour))
-        .expression_attribute_values(":b", s(to_hour))
-        .send()
-        .await
-        .map_err(StoreError::request("Query"))?;
-    Ok(out
-        .items
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|item| {
-            let hour = item.get("SK")?.as_s().ok()?.clone();
-            let counts = item
-                .iter()
-                .filter(|(k, _)| k.as_str() != "ttl")
-                .filter_map(|(k, v)| Some((k.clone(), v.as_n().ok()?.parse().ok()?)))
-                .collect();
-            Some((hour, counts))
-        })
-        .collect())
 }

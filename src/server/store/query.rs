@@ -157,13 +157,33 @@ pub async fn page(
         Start::After(c) => (spec.ascending, Some(c)),
         Start::Before(c) => (!spec.ascending, Some(c)),
     };
-    let mut exclusive = from
+    let exclusive = from
         .map(|c| cursor::decode(c, &spec.key_attrs))
         .transpose()?;
+    let read = read_matches(store, spec, forward, exclusive, size).await?;
+    Ok(arrange(spec, start, read, size))
+}
+
+/// What the `Query` calls of one page found, in reading order.
+struct Read {
+    /// Up to `size + 1` items: one more than the page says there is a next page.
+    found: Vec<Item>,
+    /// Where to resume when the calls ran out before the page filled.
+    resume: Option<Item>,
+}
+
+/// Reads in one direction from `exclusive` until more than `size` items matched, the
+/// partition ended, or [`MAX_CALLS`] calls were made.
+async fn read_matches(
+    store: &Store,
+    spec: &Spec,
+    forward: bool,
+    mut exclusive: Option<Item>,
+    size: usize,
+) -> Result<Read, StoreError> {
     let mut built = spec.build();
     let projection = spec.projection_expression(&mut built.names);
     let mut found: Vec<Item> = Vec::new();
-    // Where to resume when the calls ran out before the page filled.
     let mut resume: Option<Item> = None;
     // A filter may skip items: read what the page still needs, then four times more on
     // each call that comes back short.
@@ -200,6 +220,13 @@ pub async fn page(
         }
         limit = (limit * 4).min(1000);
     }
+    Ok(Read { found, resume })
+}
+
+/// The page `start` asked for: at most `size` items in display order, with the cursors of
+/// the pages either side (a page read backwards is turned round).
+fn arrange(spec: &Spec, start: Start<'_>, read: Read, size: usize) -> Page {
+    let Read { mut found, resume } = read;
     let more = found.len() > size || resume.is_some();
     found.truncate(size);
     // Past the items found, where the next page in this direction begins.
@@ -228,7 +255,7 @@ pub async fn page(
             page.items = found;
         }
     }
-    Ok(page)
+    page
 }
 
 /// How many items match, in at most `max_calls` reads of at most `per_call` items each

@@ -4,7 +4,20 @@
 use leptos::prelude::*;
 
 use super::links::enc;
+use super::pager::Pager;
+use super::table::DataTable;
 use crate::model::measurements::AttemptPage;
+
+const COLUMNS: [&str; 8] = [
+    "When",
+    "User",
+    "Measurement",
+    "Outcome",
+    "Reason",
+    "kg",
+    "Timestamp",
+    "Correlation",
+];
 
 /// The attempts table with its CSV export and paging; also on the Audit page.
 #[component]
@@ -42,20 +55,16 @@ pub fn AttemptsSection(
             }
         })
         .collect_view();
-    let more = page.next.map(|c| view! { <a class="text-sky-800 underline" href=format!("{base}&{cursor_param}={}", enc(&c))>"Older"</a> });
     view! {
         <section class="mt-6" aria-label="Attempts">
             <div class="flex items-baseline justify-between">
                 <h2 class="text-lg font-semibold">"Attempts"</h2>
                 <a class="text-sm text-sky-800 underline" href=csv rel="external" download>"Export CSV"</a>
             </div>
-            <table class="mt-2 w-full text-left text-sm" aria-label="Measurement attempts">
-                <thead class="text-xs uppercase text-slate-500">
-                    <tr><th>"When"</th><th>"User"</th><th>"Measurement"</th><th>"Outcome"</th><th>"Reason"</th><th class="text-right">"kg"</th><th>"Timestamp"</th><th>"Correlation"</th></tr>
-                </thead>
-                <tbody>{rows}</tbody>
-            </table>
-            <div class="mt-2 text-sm">{more}</div>
+            <DataTable label="Measurement attempts" columns=&COLUMNS align_right=&["kg"]>
+                {rows}
+            </DataTable>
+            <Pager base next=page.next next_param=cursor_param label="Pages of attempts" />
         </section>
     }
     .into_any()

@@ -4,6 +4,7 @@
 use leptos::prelude::*;
 
 use super::links::state_href;
+use super::table::DataTable;
 use crate::model::events::AuditRow;
 
 #[component]
@@ -34,12 +35,12 @@ pub fn AuditTable(rows: Vec<AuditRow>) -> impl IntoView {
         })
         .collect_view();
     view! {
-        <table class="mt-2 w-full text-left text-sm" aria-label="Audit records">
-            <thead class="text-xs uppercase text-slate-500">
-                <tr><th>"When"</th><th>"Conversation"</th><th>"Action"</th><th>"Result"</th><th>"By"</th><th>"Details (redacted)"</th></tr>
-            </thead>
-            <tbody>{rows}</tbody>
-        </table>
+        <DataTable
+            label="Audit records"
+            columns=&["When", "Conversation", "Action", "Result", "By", "Details (redacted)"]
+        >
+            {rows}
+        </DataTable>
     }
     .into_any()
 }

@@ -28,3 +28,36 @@ pub fn state_href(reference: &str) -> String {
 pub fn is_reference(value: &str) -> bool {
     value.len() >= 38 && value.bytes().all(|b| b.is_ascii_hexdigit())
 }
+
+/// A filter value as its form shows it: `(reference, typed)`, one of them empty. A reference
+/// goes back in the hidden `…_ref` field, so the filter stays until another value is typed;
+/// what a person typed goes back in the visible field.
+pub fn split_reference(value: String) -> (String, String) {
+    if is_reference(&value) {
+        (value, String::new())
+    } else {
+        (String::new(), value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reference_goes_to_the_hidden_field_and_typed_text_to_the_visible_one() {
+        let reference = "0123456789abcdef0123456789abcdef01234567".to_string();
+        assert_eq!(
+            split_reference(reference.clone()),
+            (reference, String::new())
+        );
+        assert_eq!(
+            split_reference("+447700900123".into()),
+            (String::new(), "+447700900123".to_string())
+        );
+        assert_eq!(
+            split_reference(String::new()),
+            (String::new(), String::new())
+        );
+    }
+}

@@ -7,11 +7,13 @@ use leptos_router::hooks::use_query_map;
 
 use crate::api::events::list_audit;
 use crate::api::measurements::list_measurement_attempts;
-use crate::model::events::ACTION_TYPES;
-use crate::ui::components::alert::ErrorBox;
+use crate::model::events::{AuditRows, ACTION_TYPES};
+use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::attempts::AttemptsSection;
 use crate::ui::components::audit_table::AuditTable;
-use crate::ui::components::links::{enc, is_reference};
+use crate::ui::components::form::Options;
+use crate::ui::components::links::{enc, split_reference};
+use crate::ui::components::pager::Pager;
 
 #[component]
 pub fn AuditPage() -> impl IntoView {
@@ -30,6 +32,34 @@ pub fn AuditPage() -> impl IntoView {
         },
         |(c, t, d, f, to, cursor)| list_audit(c, t, d, f, to, cursor),
     );
+    // The filters without their cursor, for the paging links.
+    let base = move || {
+        format!(
+            "/audit?conversation={}&action_type={}&day={}&from={}&to={}",
+            enc(&get("conversation")),
+            enc(&get("action_type")),
+            enc(&get("day")),
+            enc(&get("from")),
+            enc(&get("to"))
+        )
+    };
+    view! {
+        <Title text="Audit" />
+        <h1 class="text-2xl font-semibold">"Audit"</h1>
+        <p class="mt-1 text-sm text-slate-600">"By conversation, action type, day (UTC) and time range, in any combination; newest first."</p>
+        <AuditFilters />
+        <AsyncSection load=move || rows spacing="mt-4" let:page>
+            <AuditResults page base=base() />
+        </AsyncSection>
+        <MeasurementAttempts />
+    }
+}
+
+/// The filter form, holding the filters on screen.
+#[component]
+fn AuditFilters() -> impl IntoView {
+    let query = use_query_map();
+    let get = move |k: &str| query.read().get(k).unwrap_or_default();
     let field = move |name: &'static str, label: &'static str, placeholder: &'static str| {
         view! {
             <label class="text-sm">
@@ -38,39 +68,22 @@ pub fn AuditPage() -> impl IntoView {
             </label>
         }
     };
-    let conversation_value = move || {
-        let c = get("conversation");
-        if is_reference(&c) {
-            String::new()
-        } else {
-            c
-        }
-    };
-    let types = move || {
-        let current = get("action_type");
-        ACTION_TYPES
-            .iter()
-            .map(|(value, label)| view! { <option value=*value selected=current == *value>{*label}</option> })
-            .collect_view()
-    };
+    let conversation = move || split_reference(get("conversation"));
     view! {
-        <Title text="Audit" />
-        <h1 class="text-2xl font-semibold">"Audit"</h1>
-        <p class="mt-1 text-sm text-slate-600">"By conversation, action type, day (UTC) and time range, in any combination; newest first."</p>
         // Posted, not a GET: a conversation id can carry a phone number or an email.
         <form method="post" action="/find" class="mt-4 flex flex-wrap items-end gap-2">
             <input type="hidden" name="page" value="audit" />
             // The conversation on screen stays the filter's until another one is typed.
-            <input type="hidden" name="conversation_ref" value=move || { let c = get("conversation"); if is_reference(&c) { c } else { String::new() } } />
+            <input type="hidden" name="conversation_ref" value=move || conversation().0 />
             <label class="text-sm">
                 <span class="block text-slate-600">"Conversation"</span>
-                <input name="conversation" placeholder="id" value=conversation_value class="w-40 rounded border border-slate-300 px-2 py-1 text-sm" />
+                <input name="conversation" placeholder="id" value=move || conversation().1 class="w-40 rounded border border-slate-300 px-2 py-1 text-sm" />
             </label>
             <label class="text-sm">
                 <span class="block text-slate-600">"Action type"</span>
                 <select name="action_type" class="rounded border border-slate-300 px-2 py-1 text-sm">
                     <option value="">"any"</option>
-                    {types}
+                    {move || view! { <Options current=get("action_type") choices=ACTION_TYPES /> }}
                 </select>
             </label>
             {field("day", "Day", "YYYY-MM-DD")}
@@ -79,32 +92,23 @@ pub fn AuditPage() -> impl IntoView {
             <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-sm text-white">"Show"</button>
             <a href="/audit" class="px-2 py-1.5 text-sm text-sky-800 underline">"Clear"</a>
         </form>
-        <Transition fallback=|| view! { <p class="mt-4 text-slate-500">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match rows.await {
-                    Ok(page) => {
-                        let more = page.next_cursor.clone().map(|c| {
-                            let href = format!(
-                                "/audit?conversation={}&action_type={}&day={}&from={}&to={}&cursor={}",
-                                enc(&get("conversation")), enc(&get("action_type")), enc(&get("day")),
-                                enc(&get("from")), enc(&get("to")), enc(&c)
-                            );
-                            view! { <a class="mt-2 inline-block text-sm text-sky-800 underline" href=href>"Older"</a> }
-                        });
-                        let filtered = page.conversation.clone().map(|c| view! {
-                            <p class="mt-3 text-sm text-slate-600" data-testid="audit-conversation">"Conversation "<span class="font-mono">{c}</span></p>
-                        });
-                        view! { {filtered} <AuditTable rows=page.rows /> {more} }.into_any()
-                    }
-                    Err(error) => view! { <div class="mt-4"><ErrorBox error /></div> }.into_any(),
-                }
-            })}
-        </Transition>
-        <MeasurementAttempts />
     }
 }
 
-/// Measurement attempts (design doc 5) by user or by outcome, with their CSV export.
+/// One page of audit records, with the (masked) conversation they are filtered by.
+#[component]
+fn AuditResults(page: AuditRows, base: String) -> impl IntoView {
+    let filtered = page.conversation.map(|c| view! {
+        <p class="mt-3 text-sm text-slate-600" data-testid="audit-conversation">"Conversation "<span class="font-mono">{c}</span></p>
+    });
+    view! {
+        {filtered}
+        <AuditTable rows=page.rows />
+        <Pager base next=page.next_cursor label="Pages of audit records" />
+    }
+}
+
+/// Measurement attempts (docs/measurements.md) by user or by outcome, with their CSV export.
 #[component]
 fn MeasurementAttempts() -> impl IntoView {
     let query = use_query_map();
@@ -126,15 +130,12 @@ fn MeasurementAttempts() -> impl IntoView {
             <label><span class="block text-slate-600">"Outcome"</span><input name="m_outcome" value=move || get("m_outcome") placeholder="out_of_order, conflict…" class="w-40 rounded border border-slate-300 px-2 py-1" /></label>
             <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-white">"Show attempts"</button>
         </form>
-        <Transition fallback=|| view! { <p class="mt-2 text-slate-500">"Loading…"</p> }>
-            {move || Suspend::new(async move {
+        <AsyncSection load=move || page spacing="mt-2" let:p>
+            {
                 let (user, outcome) = (get("m_user"), get("m_outcome"));
                 let base = format!("/audit?m_user={}&m_outcome={}", enc(&user), enc(&outcome));
-                match page.await {
-                    Ok(p) => view! { <AttemptsSection page=p user outcome base cursor_param="m_cursor" /> }.into_any(),
-                    Err(error) => view! { <div class="mt-2"><ErrorBox error /></div> }.into_any(),
-                }
-            })}
-        </Transition>
+                view! { <AttemptsSection page=p user outcome base cursor_param="m_cursor" /> }
+            }
+        </AsyncSection>
     }
 }

@@ -7,9 +7,11 @@ use leptos_router::hooks::use_query_map;
 
 use crate::api::events::{conversation_state, list_audit, list_events, list_outbox};
 use crate::model::events::{AuditRows, EventPage, OutboxRow, StateView};
-use crate::ui::components::alert::ErrorBox;
+use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::audit_table::AuditTable;
-use crate::ui::components::links::{enc, is_reference, state_href};
+use crate::ui::components::links::{enc, split_reference, state_href};
+use crate::ui::components::pager::Pager;
+use crate::ui::components::table::DataTable;
 
 #[component]
 pub fn EventsPage() -> impl IntoView {
@@ -29,35 +31,26 @@ pub fn EventsPage() -> impl IntoView {
         // Posted, not a GET: what a person types here can be a phone number.
         <form method="post" action="/find" class="mt-4 flex items-end gap-2">
             <input type="hidden" name="page" value="events" />
-            <input type="hidden" name="conversation_ref" value=move || { let c = conversation(); if is_reference(&c) { c } else { String::new() } } />
+            <input type="hidden" name="conversation_ref" value=move || split_reference(conversation()).0 />
             <label class="text-sm">
                 <span class="block text-slate-600">"Conversation"</span>
-                <input name="conversation" value=move || { let c = conversation(); if is_reference(&c) { String::new() } else { c } } class="rounded border border-slate-300 px-2 py-1 font-mono text-sm" />
+                <input name="conversation" value=move || split_reference(conversation()).1 class="rounded border border-slate-300 px-2 py-1 font-mono text-sm" />
             </label>
             <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-sm text-white">"Filter"</button>
             <a href="/events" class="px-2 py-1.5 text-sm text-sky-800 underline">"All"</a>
         </form>
-        <Transition fallback=|| view! { <p class="mt-4 text-slate-500">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match events.await {
-                    Ok(page) => view! { <EventTable page conversation=conversation() /> }.into_any(),
-                    Err(error) => view! { <div class="mt-4"><ErrorBox error /></div> }.into_any(),
-                }
-            })}
-        </Transition>
+        <AsyncSection load=move || events spacing="mt-4" let:page>
+            <EventTable page conversation=conversation() />
+        </AsyncSection>
         <h2 class="mt-10 text-lg font-semibold">"Outbox"</h2>
         <p class="text-sm text-slate-600">"Side effects waiting for pickup (no webhook is configured)."</p>
-        <Transition fallback=|| view! { <p class="text-slate-500">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match outbox.await {
-                    Ok(rows) => view! { <OutboxTable rows /> }.into_any(),
-                    Err(error) => view! { <ErrorBox error /> }.into_any(),
-                }
-            })}
-        </Transition>
+        <AsyncSection load=move || outbox let:rows>
+            <OutboxTable rows />
+        </AsyncSection>
     }
 }
 
+/// One page of events, newest first.
 #[component]
 fn EventTable(page: EventPage, conversation: String) -> impl IntoView {
     if page.events.is_empty() {
@@ -86,26 +79,25 @@ fn EventTable(page: EventPage, conversation: String) -> impl IntoView {
             }
         })
         .collect_view();
-    let more = page.next_cursor.map(|c| {
-        let href = format!(
-            "/events?conversation={}&cursor={}",
-            enc(&conversation),
-            enc(&c)
-        );
-        view! { <a class="mt-2 inline-block text-sm text-sky-800 underline" href=href>"Older"</a> }
-    });
     view! {
-        <table class="mt-4 w-full text-left text-sm" aria-label="Events">
-            <thead class="text-xs uppercase text-slate-500">
-                <tr><th>"Received"</th><th>"Conversation"</th><th>"Message"</th><th>"Channel"</th><th>"Mode"</th><th>"Decision"</th><th class="text-right">"Duplicates"</th><th>"Status"</th></tr>
-            </thead>
-            <tbody>{rows}</tbody>
-        </table>
-        {more}
+        <DataTable
+            label="Events"
+            columns=&["Received", "Conversation", "Message", "Channel", "Mode", "Decision", "Duplicates", "Status"]
+            align_right=&["Duplicates"]
+            spacing="mt-4"
+        >
+            {rows}
+        </DataTable>
+        <Pager
+            base=format!("/events?conversation={}", enc(&conversation))
+            next=page.next_cursor
+            label="Pages of events"
+        />
     }
     .into_any()
 }
 
+/// The side effects waiting in the outbox.
 #[component]
 fn OutboxTable(rows: Vec<OutboxRow>) -> impl IntoView {
     if rows.is_empty() {
@@ -124,12 +116,9 @@ fn OutboxTable(rows: Vec<OutboxRow>) -> impl IntoView {
         })
         .collect_view();
     view! {
-        <table class="mt-2 w-full text-left text-sm" aria-label="Outbox">
-            <thead class="text-xs uppercase text-slate-500">
-                <tr><th>"Queued"</th><th>"Action"</th><th>"Target"</th><th>"Conversation"</th><th>"Key"</th></tr>
-            </thead>
-            <tbody>{rows}</tbody>
-        </table>
+        <DataTable label="Outbox" columns=&["Queued", "Action", "Target", "Conversation", "Key"]>
+            {rows}
+        </DataTable>
     }
     .into_any()
 }
@@ -155,42 +144,32 @@ pub fn ConversationStatePage() -> impl IntoView {
     view! {
         <Title text="Conversation state" />
         <a href="/events" class="text-sm text-sky-800 underline">"← Events"</a>
-        <Transition fallback=|| view! { <p class="mt-4 text-slate-500">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match state.await {
-                    Ok(s) => view! {
-                        <h1 class="mt-2 text-2xl font-semibold">"Conversation "<span class="font-mono" data-testid="conversation-id">{s.conversation_id.clone()}</span></h1>
-                        <StateCard s />
-                    }.into_any(),
-                    Err(error) => view! { <div class="mt-4"><ErrorBox error /></div> }.into_any(),
-                }
-            })}
-        </Transition>
+        <AsyncSection load=move || state spacing="mt-4" let:s>
+            <h1 class="mt-2 text-2xl font-semibold">"Conversation "<span class="font-mono" data-testid="conversation-id">{s.conversation_id.clone()}</span></h1>
+            <StateCard s />
+        </AsyncSection>
         <h2 class="mt-8 text-lg font-semibold">"Audit timeline"</h2>
-        <Transition fallback=|| view! { <p class="text-slate-500">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match timeline.await {
-                    Ok(rows) => view! { <Timeline rows id=id() /> }.into_any(),
-                    Err(error) => view! { <ErrorBox error /> }.into_any(),
-                }
-            })}
-        </Transition>
+        <AsyncSection load=move || timeline let:rows>
+            <Timeline rows id=id() />
+        </AsyncSection>
         <a class="mt-4 inline-block text-sm text-sky-800 underline" href=move || format!("/events?conversation={}", enc(&id()))>"This conversation's events"</a>
     }
 }
 
+/// One page of a conversation's audit records.
 #[component]
 fn Timeline(rows: AuditRows, id: String) -> impl IntoView {
-    let more = rows.next_cursor.clone().map(|c| {
-        let href = format!("/events/conversation?id={}&cursor={}", enc(&id), enc(&c));
-        view! { <a class="mt-2 inline-block text-sm text-sky-800 underline" href=href>"Older"</a> }
-    });
     view! {
         <AuditTable rows=rows.rows />
-        {more}
+        <Pager
+            base=format!("/events/conversation?id={}", enc(&id))
+            next=rows.next_cursor
+            label="Pages of the timeline"
+        />
     }
 }
 
+/// What the middleware keeps about a conversation.
 #[component]
 fn StateCard(s: StateView) -> impl IntoView {
     if !s.exists {

@@ -11,10 +11,13 @@ use crate::api::idempotency::{
 };
 use crate::api::shell::load_shell_info;
 use crate::model::accounts::Role;
-use crate::model::idempotency::{KeyPage, KeySummary};
-use crate::ui::components::alert::{ActionResult, ErrorBox};
+use crate::model::idempotency::{KeyPage, KeySummary, ScopeHealth};
+use crate::ui::components::alert::ActionResult;
+use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::links::enc;
+use crate::ui::components::pager::Pager;
 use crate::ui::components::scope_card::ScopeCard;
+use crate::ui::components::table::DataTable;
 
 #[component]
 pub fn IdempotencyPage() -> impl IntoView {
@@ -29,6 +32,34 @@ pub fn IdempotencyPage() -> impl IntoView {
         move || query.read().get("failed"),
         |cursor| list_idempotency_keys("failed".into(), cursor),
     );
+    view! {
+        <Title text="Idempotency" />
+        <h1 class="text-2xl font-semibold">"Idempotency"</h1>
+        <p class="mt-1 text-sm text-slate-600">
+            "How the engine that keeps every write exactly-once is doing, per scope. Rates: cache hit = replays / requests; stale takeover and failure = per operation run."
+        </p>
+        <WindowTabs />
+        <AsyncSection load=move || health spacing="mt-4" let:h>
+            <ScopeCards scopes=h.scopes />
+        </AsyncSection>
+        <h2 class="mt-10 text-lg font-semibold">"Stuck keys"</h2>
+        <p class="text-sm text-slate-600">"Started, and older than their scope's stale threshold: the next request takes them over."</p>
+        <AsyncSection load=move || stuck let:page>
+            <KeyTable page label="Stuck keys" param="stuck" />
+        </AsyncSection>
+        <h2 class="mt-10 text-lg font-semibold">"Failed keys"</h2>
+        <p class="text-sm text-slate-600">"The operation failed; the next request with the key retries it."</p>
+        <AsyncSection load=move || failed let:page>
+            <KeyTable page label="Failed keys" param="failed" />
+        </AsyncSection>
+    }
+}
+
+/// The window the health is measured over, as tabs (links, so they work without JavaScript).
+#[component]
+fn WindowTabs() -> impl IntoView {
+    let query = use_query_map();
+    let window = move || query.read().get("window").unwrap_or_else(|| "24h".into());
     let tab = move |w: &'static str, label: &'static str| {
         view! {
             <a
@@ -46,47 +77,24 @@ pub fn IdempotencyPage() -> impl IntoView {
             </a>
         }
     };
-    view! {
-        <Title text="Idempotency" />
-        <h1 class="text-2xl font-semibold">"Idempotency"</h1>
-        <p class="mt-1 text-sm text-slate-600">
-            "How the engine that keeps every write exactly-once is doing, per scope. Rates: cache hit = replays / requests; stale takeover and failure = per operation run."
-        </p>
-        <nav class="mt-4 flex gap-2" aria-label="Window">{tab("24h", "Last 24 hours")} {tab("7d", "Last 7 days")}</nav>
-        <Transition fallback=|| view! { <p class="mt-4 text-slate-500">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match health.await {
-                    Ok(h) if h.scopes.is_empty() => view! {
-                        <p class="mt-6 text-slate-600">"No idempotent requests in this window yet."</p>
-                    }.into_any(),
-                    Ok(h) => h.scopes.into_iter().map(|s| view! { <ScopeCard s /> }).collect_view().into_any(),
-                    Err(error) => view! { <ErrorBox error /> }.into_any(),
-                }
-            })}
-        </Transition>
-        <h2 class="mt-10 text-lg font-semibold">"Stuck keys"</h2>
-        <p class="text-sm text-slate-600">"Started, and older than their scope's stale threshold: the next request takes them over."</p>
-        <Transition fallback=|| view! { <p class="text-slate-500">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match stuck.await {
-                    Ok(page) => view! { <KeyTable page label="Stuck keys" param="stuck" /> }.into_any(),
-                    Err(error) => view! { <ErrorBox error /> }.into_any(),
-                }
-            })}
-        </Transition>
-        <h2 class="mt-10 text-lg font-semibold">"Failed keys"</h2>
-        <p class="text-sm text-slate-600">"The operation failed; the next request with the key retries it."</p>
-        <Transition fallback=|| view! { <p class="text-slate-500">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match failed.await {
-                    Ok(page) => view! { <KeyTable page label="Failed keys" param="failed" /> }.into_any(),
-                    Err(error) => view! { <ErrorBox error /> }.into_any(),
-                }
-            })}
-        </Transition>
-    }
+    view! { <nav class="mt-4 flex gap-2" aria-label="Window">{tab("24h", "Last 24 hours")} {tab("7d", "Last 7 days")}</nav> }
 }
 
+/// Each scope's health, or that the window saw no idempotent request.
+#[component]
+fn ScopeCards(scopes: Vec<ScopeHealth>) -> impl IntoView {
+    if scopes.is_empty() {
+        return view! { <p class="mt-6 text-slate-600">"No idempotent requests in this window yet."</p> }
+            .into_any();
+    }
+    scopes
+        .into_iter()
+        .map(|s| view! { <ScopeCard s /> })
+        .collect_view()
+        .into_any()
+}
+
+/// Keys to watch (stuck or failed), a page at a time; `param` carries this list's cursor.
 #[component]
 fn KeyTable(page: KeyPage, label: &'static str, param: &'static str) -> impl IntoView {
     if page.keys.is_empty() {
@@ -109,17 +117,17 @@ fn KeyTable(page: KeyPage, label: &'static str, param: &'static str) -> impl Int
             }
         })
         .collect_view();
-    let older = page.next_cursor.map(|c| {
-        view! { <a class="mt-2 inline-block text-sm text-sky-800 underline" href=format!("/idempotency?{param}={c}")>"More"</a> }
-    });
     view! {
-        <table class="mt-2 w-full text-left text-sm" aria-label=label>
-            <thead class="text-xs uppercase text-slate-500">
-                <tr><th>"Key"</th><th>"Scope"</th><th>"Tenant"</th><th>"Attempts"</th><th>"Started"</th><th>"Stop reason"</th></tr>
-            </thead>
-            <tbody>{rows}</tbody>
-        </table>
-        {older}
+        <DataTable label columns=&["Key", "Scope", "Tenant", "Attempts", "Started", "Stop reason"]>
+            {rows}
+        </DataTable>
+        <Pager
+            base="/idempotency"
+            next=page.next_cursor
+            next_param=param
+            next_label="More"
+            label=if param == "stuck" { "Pages of stuck keys" } else { "Pages of failed keys" }
+        />
     }
     .into_any()
 }
@@ -143,18 +151,17 @@ pub fn IdempotencyKeyPage() -> impl IntoView {
         <a href="/idempotency" class="text-sm text-sky-800 underline">"← Idempotency"</a>
         <h1 class="mt-2 text-2xl font-semibold">"Idempotency key"</h1>
         <div class="mt-4"><ActionResult value=move || expire.value().get() success=|m: &String| m.clone() /></div>
-        <Transition fallback=|| view! { <p class="mt-4 text-slate-500">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                let is_admin = shell.await.ok().and_then(|s| s.user).is_some_and(|u| u.role.allows(Role::Admin));
-                match key.await {
-                    Ok(k) => view! { <KeyDetail k is_admin expire /> }.into_any(),
-                    Err(error) => view! { <ErrorBox error /> }.into_any(),
-                }
-            })}
-        </Transition>
+        // The expire form is for admins only: the key and the signed-in user's role, together.
+        <AsyncSection load=move || async move {
+            let is_admin = shell.await.ok().and_then(|s| s.user).is_some_and(|u| u.role.allows(Role::Admin));
+            key.await.map(|k| (k, is_admin))
+        } spacing="mt-4" let:loaded>
+            <KeyDetail k=loaded.0 is_admin=loaded.1 expire />
+        </AsyncSection>
     }
 }
 
+/// A key's stored state and answer; for admins, "expire now" with a reason.
 #[component]
 fn KeyDetail(
     k: KeySummary,

@@ -1,5 +1,5 @@
-//! Measurements (design doc 5): a user's weight over time with the rejected attempts
-//! marked, every attempt with its outcome and reason (CSV too), and the duplicate,
+//! Measurements (docs/measurements.md): a user's weight over time with the rejected
+//! attempts marked, every attempt with its outcome and reason (CSV too), and the duplicate,
 //! out-of-order and override rates next to the endpoints' idempotency health.
 
 use leptos::prelude::*;
@@ -7,21 +7,25 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::measurements::load_measurements;
-use crate::model::measurements::{MeasurementsView, Point, Rates, Rejected};
-use crate::ui::components::alert::ErrorBox;
+use crate::model::measurements::{MeasurementsView, Point, RateHour, Rates, Rejected};
+use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::attempts::AttemptsSection;
+use crate::ui::components::form::Options;
 use crate::ui::components::links::enc;
 use crate::ui::components::scope_card::{pct, ScopeCard};
 
-const OUTCOMES: [&str; 7] = [
-    "accepted",
-    "duplicate",
-    "conflict",
-    "out_of_order",
-    "invalid",
-    "override",
-    "skipped",
+const OUTCOMES: [(&str, &str); 8] = [
+    ("", "any"),
+    ("accepted", "accepted"),
+    ("duplicate", "duplicate"),
+    ("conflict", "conflict"),
+    ("out_of_order", "out_of_order"),
+    ("invalid", "invalid"),
+    ("override", "override"),
+    ("skipped", "skipped"),
 ];
+
+const WINDOWS: [(&str, &str); 2] = [("24h", "24 hours"), ("7d", "7 days")];
 
 #[component]
 pub fn MeasurementsPage() -> impl IntoView {
@@ -38,6 +42,8 @@ pub fn MeasurementsPage() -> impl IntoView {
         },
         |(u, o, c, w)| load_measurements(u, o, c, w),
     );
+    // Anything but "7d" is the default window.
+    let window = move || if q("window") == "7d" { "7d" } else { "24h" };
     let input = "mt-1 rounded border border-slate-300 px-2 py-1 text-sm";
     view! {
         <Title text="Measurements" />
@@ -47,38 +53,23 @@ pub fn MeasurementsPage() -> impl IntoView {
             <label>"User id"<input name="user" value=move || q("user") class=input /></label>
             <label>"Outcome"
                 <select name="outcome" class=input>
-                    {move || {
-                        let current = q("outcome");
-                        std::iter::once("").chain(OUTCOMES).map(|o| view! {
-                            <option value=o selected=current == o>{if o.is_empty() { "any" } else { o }}</option>
-                        }).collect_view()
-                    }}
+                    {move || view! { <Options current=q("outcome") choices=&OUTCOMES /> }}
                 </select>
             </label>
             <label>"Window"
                 <select name="window" class=input>
-                    {move || {
-                        let w = q("window");
-                        view! {
-                            <option value="24h" selected=w != "7d">"24 hours"</option>
-                            <option value="7d" selected=w == "7d">"7 days"</option>
-                        }
-                    }}
+                    {move || view! { <Options current=window() choices=&WINDOWS /> }}
                 </select>
             </label>
             <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-white">"Show"</button>
         </form>
-        <Transition fallback=|| view! { <p class="mt-4 text-slate-500">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match data.await {
-                    Ok(v) => view! { <Body v outcome=q("outcome") /> }.into_any(),
-                    Err(error) => view! { <div class="mt-4"><ErrorBox error /></div> }.into_any(),
-                }
-            })}
-        </Transition>
+        <AsyncSection load=move || data spacing="mt-4" let:v>
+            <Body v outcome=q("outcome") />
+        </AsyncSection>
     }
 }
 
+/// The rates, the endpoints' idempotency health, the chosen user's chart and the attempts.
 #[component]
 fn Body(v: MeasurementsView, outcome: String) -> impl IntoView {
     let MeasurementsView {
@@ -104,37 +95,61 @@ fn Body(v: MeasurementsView, outcome: String) -> impl IntoView {
     }
 }
 
+/// A rate in percent, red when it breaches its alert.
+fn rate_tile(
+    label: &'static str,
+    value: Option<f64>,
+    breached: bool,
+    testid: &'static str,
+) -> impl IntoView {
+    let class = if breached {
+        "rounded border border-red-300 bg-red-50 p-3 text-red-800"
+    } else {
+        "rounded border border-slate-200 bg-white p-3"
+    };
+    view! {
+        <div class=class data-testid=testid data-breached=breached.to_string()>
+            <div class="text-xs uppercase tracking-wide">{label}</div>
+            <div class="text-2xl font-semibold">{pct(value)}</div>
+        </div>
+    }
+}
+
+/// The window's attempts and its duplicate, out-of-order and override rates, with the
+/// duplicate alert's rule and the attempts per hour.
 #[component]
 fn RateTiles(rates: Rates) -> impl IntoView {
-    let tile = |label: &'static str, value: Option<f64>, breached: bool, testid: &'static str| {
-        let class = if breached {
-            "rounded border border-red-300 bg-red-50 p-3 text-red-800"
-        } else {
-            "rounded border border-slate-200 bg-white p-3"
-        };
-        view! {
-            <div class=class data-testid=testid data-breached=breached.to_string()>
-                <div class="text-xs uppercase tracking-wide">{label}</div>
-                <div class="text-2xl font-semibold">{pct(value)}</div>
-            </div>
-        }
-    };
     let rule = format!(
         "Alert when duplicates exceed {:.0} % of at least 20 attempts.",
         rates.alert_duplicate_max_pct
     );
-    let max = rates
-        .series
-        .iter()
-        .map(|h| h.attempts)
-        .max()
-        .unwrap_or(0)
-        .max(1) as f64;
-    let n = rates.series.len().max(1) as f64;
+    view! {
+        <section class="mt-6" aria-label="Rates">
+            <h2 class="text-lg font-semibold">{format!("Rates, last {}", rates.window)}</h2>
+            <div class="mt-2 grid grid-cols-1 gap-3 sm:grid-cols-4">
+                <div class="rounded border border-slate-200 bg-white p-3">
+                    <div class="text-xs uppercase tracking-wide">"Attempts"</div>
+                    <div class="text-2xl font-semibold" data-testid="attempts">{rates.totals.attempts}</div>
+                </div>
+                {rate_tile("Duplicates", rates.duplicate_pct, rates.duplicate_breached, "rate-duplicate")}
+                {rate_tile("Out of order", rates.out_of_order_pct, false, "rate-out-of-order")}
+                {rate_tile("Overrides", rates.override_pct, false, "rate-override")}
+            </div>
+            <p class="mt-1 text-xs text-slate-500">{rule}</p>
+            <HourlyAttempts series=rates.series />
+        </section>
+    }
+}
+
+/// Attempts per hour (grey) with duplicates (amber), out-of-order (red) and overrides
+/// (violet), server-rendered SVG.
+#[component]
+fn HourlyAttempts(series: Vec<RateHour>) -> impl IntoView {
+    let max = series.iter().map(|h| h.attempts).max().unwrap_or(0).max(1) as f64;
+    let n = series.len().max(1) as f64;
     let (w, h) = (720.0, 100.0);
     let bw = w / n;
-    let bars = rates
-        .series
+    let bars = series
         .iter()
         .enumerate()
         .map(|(i, r)| {
@@ -154,28 +169,70 @@ fn RateTiles(rates: Rates) -> impl IntoView {
         })
         .collect_view();
     view! {
-        <section class="mt-6" aria-label="Rates">
-            <h2 class="text-lg font-semibold">{format!("Rates, last {}", rates.window)}</h2>
-            <div class="mt-2 grid grid-cols-1 gap-3 sm:grid-cols-4">
-                <div class="rounded border border-slate-200 bg-white p-3">
-                    <div class="text-xs uppercase tracking-wide">"Attempts"</div>
-                    <div class="text-2xl font-semibold" data-testid="attempts">{rates.totals.attempts}</div>
-                </div>
-                {tile("Duplicates", rates.duplicate_pct, rates.duplicate_breached, "rate-duplicate")}
-                {tile("Out of order", rates.out_of_order_pct, false, "rate-out-of-order")}
-                {tile("Overrides", rates.override_pct, false, "rate-override")}
-            </div>
-            <p class="mt-1 text-xs text-slate-500">{rule}</p>
-            <svg viewBox=format!("0 0 {w} {h}") class="mt-2 h-24 w-full" role="img" aria-label="Attempts per hour">{bars}</svg>
-            <p class="text-xs text-slate-500">"attempts (grey), duplicates (amber), out of order (red), overrides (violet) per hour"</p>
-        </section>
+        <svg viewBox=format!("0 0 {w} {h}") class="mt-2 h-24 w-full" role="img" aria-label="Attempts per hour">{bars}</svg>
+        <p class="text-xs text-slate-500">"attempts (grey), duplicates (amber), out of order (red), overrides (violet) per hour"</p>
     }
 }
 
+/// An RFC 3339 time as milliseconds since the epoch.
 fn parse_ms(ts: &str) -> Option<i64> {
     chrono::DateTime::parse_from_rfc3339(ts)
         .ok()
         .map(|t| t.timestamp_millis())
+}
+
+/// The weight chart's plot area: times and weights mapped to SVG coordinates.
+#[derive(Clone, Copy)]
+struct Plot {
+    t0: i64,
+    t1: i64,
+    w0: f64,
+    w1: f64,
+}
+
+impl Plot {
+    const WIDTH: f64 = 720.0;
+    const HEIGHT: f64 = 200.0;
+    const PAD: f64 = 20.0;
+
+    /// Spans every accepted point and rejected attempt; weights at least 2 kg apart so a
+    /// flat series is not drawn on the edge.
+    fn around(points: &[Point], rejected: &[Rejected]) -> Plot {
+        let times: Vec<i64> = points
+            .iter()
+            .map(|p| &p.timestamp)
+            .chain(rejected.iter().map(|r| &r.timestamp))
+            .filter_map(|t| parse_ms(t))
+            .collect();
+        let (w0, w1) = points
+            .iter()
+            .map(|p| p.weight_kg)
+            .chain(rejected.iter().map(|r| r.weight_kg))
+            .fold((f64::MAX, f64::MIN), |(a, b), w| (a.min(w), b.max(w)));
+        let (w0, w1) = if w1 - w0 < 1.0 {
+            (w0 - 1.0, w1 + 1.0)
+        } else {
+            (w0, w1)
+        };
+        Plot {
+            t0: times.iter().min().copied().unwrap_or(0),
+            t1: times.iter().max().copied().unwrap_or(1),
+            w0,
+            w1,
+        }
+    }
+
+    fn x(self, t: i64) -> f64 {
+        Self::PAD
+            + (t - self.t0) as f64 / ((self.t1 - self.t0).max(1) as f64)
+                * (Self::WIDTH - 2.0 * Self::PAD)
+    }
+
+    fn y(self, kg: f64) -> f64 {
+        Self::HEIGHT
+            - Self::PAD
+            - (kg - self.w0) / (self.w1 - self.w0) * (Self::HEIGHT - 2.0 * Self::PAD)
+    }
 }
 
 /// Weight over time: accepted measurements as a line with dots, rejected attempts as red
@@ -185,51 +242,55 @@ fn Series(points: Vec<Point>, rejected: Vec<Rejected>) -> impl IntoView {
     if points.is_empty() && rejected.is_empty() {
         return view! { <p class="mt-6 text-sm text-slate-500" data-testid="no-series">"No measurements for this user."</p> }.into_any();
     }
-    let times: Vec<i64> = points
-        .iter()
-        .map(|p| &p.timestamp)
-        .chain(rejected.iter().map(|r| &r.timestamp))
-        .filter_map(|t| parse_ms(t))
-        .collect();
-    let weights: Vec<f64> = points
-        .iter()
-        .map(|p| p.weight_kg)
-        .chain(rejected.iter().map(|r| r.weight_kg))
-        .collect();
-    let (t0, t1) = (
-        times.iter().min().copied().unwrap_or(0),
-        times.iter().max().copied().unwrap_or(1),
-    );
-    let (w0, w1) = weights
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(a, b), w| (a.min(*w), b.max(*w)));
-    let (w0, w1) = if w1 - w0 < 1.0 {
-        (w0 - 1.0, w1 + 1.0)
-    } else {
-        (w0, w1)
-    };
-    let (w, h, pad) = (720.0, 200.0, 20.0);
-    let x = move |t: i64| pad + (t - t0) as f64 / ((t1 - t0).max(1) as f64) * (w - 2.0 * pad);
-    let y = move |kg: f64| h - pad - (kg - w0) / (w1 - w0) * (h - 2.0 * pad);
+    let plot = Plot::around(&points, &rejected);
     let line = points
         .iter()
         .filter_map(|p| {
-            parse_ms(&p.timestamp).map(|t| format!("{:.1},{:.1}", x(t), y(p.weight_kg)))
+            parse_ms(&p.timestamp).map(|t| format!("{:.1},{:.1}", plot.x(t), plot.y(p.weight_kg)))
         })
         .collect::<Vec<_>>()
         .join(" ");
-    let dots = points
-        .iter()
+    let caption = format!(
+        "{} accepted (blue; overrides violet), {} rejected (red ×)",
+        points.len(),
+        rejected.len()
+    );
+    view! {
+        <figure class="mt-6 rounded-lg border border-slate-200 bg-white p-4">
+            <svg viewBox=format!("0 0 {} {}", Plot::WIDTH, Plot::HEIGHT) class="h-56 w-full" role="img" aria-label="Weight over time" data-testid="series">
+                <polyline points=line fill="none" class="stroke-sky-400" stroke-width="1.5" />
+                <Dots points plot />
+                <Crosses rejected plot />
+            </svg>
+            <figcaption class="mt-1 flex justify-between text-xs text-slate-500">
+                <span>{format!("{:.1} – {:.1} kg", plot.w0, plot.w1)}</span>
+                <span>{caption}</span>
+            </figcaption>
+        </figure>
+    }
+    .into_any()
+}
+
+/// Accepted measurements as dots (overrides in violet), each titled with its time and weight.
+#[component]
+fn Dots(points: Vec<Point>, plot: Plot) -> impl IntoView {
+    points
+        .into_iter()
         .filter_map(|p| {
             let t = parse_ms(&p.timestamp)?;
             let class = if p.overridden { "fill-violet-600" } else { "fill-sky-700" };
-            Some(view! { <circle cx=format!("{:.1}", x(t)) cy=format!("{:.1}", y(p.weight_kg)) r="3" class=class><title>{format!("{} · {:.2} kg", p.timestamp, p.weight_kg)}</title></circle> })
+            Some(view! { <circle cx=format!("{:.1}", plot.x(t)) cy=format!("{:.1}", plot.y(p.weight_kg)) r="3" class=class><title>{format!("{} · {:.2} kg", p.timestamp, p.weight_kg)}</title></circle> })
         })
-        .collect_view();
-    let crosses = rejected
-        .iter()
+        .collect_view()
+}
+
+/// Rejected attempts as red crosses, each titled with its outcome, time and weight.
+#[component]
+fn Crosses(rejected: Vec<Rejected>, plot: Plot) -> impl IntoView {
+    rejected
+        .into_iter()
         .filter_map(|r| {
-            let (cx, cy) = (x(parse_ms(&r.timestamp)?), y(r.weight_kg));
+            let (cx, cy) = (plot.x(parse_ms(&r.timestamp)?), plot.y(r.weight_kg));
             Some(view! {
                 <g class="stroke-red-600" stroke-width="2" data-testid="rejected-mark">
                     <title>{format!("{}: {} · {:.2} kg", r.action, r.timestamp, r.weight_kg)}</title>
@@ -238,19 +299,5 @@ fn Series(points: Vec<Point>, rejected: Vec<Rejected>) -> impl IntoView {
                 </g>
             })
         })
-        .collect_view();
-    view! {
-        <figure class="mt-6 rounded-lg border border-slate-200 bg-white p-4">
-            <svg viewBox=format!("0 0 {w} {h}") class="h-56 w-full" role="img" aria-label="Weight over time" data-testid="series">
-                <polyline points=line fill="none" class="stroke-sky-400" stroke-width="1.5" />
-                {dots}
-                {crosses}
-            </svg>
-            <figcaption class="mt-1 flex justify-between text-xs text-slate-500">
-                <span>{format!("{w0:.1} – {w1:.1} kg")}</span>
-                <span>{format!("{} accepted (blue; overrides violet), {} rejected (red ×)", points.len(), rejected.len())}</span>
-            </figcaption>
-        </figure>
-    }
-    .into_any()
+        .collect_view()
 }

@@ -5,7 +5,7 @@ use leptos_meta::Title;
 
 use crate::api::openapi::load_api_doc;
 use crate::model::openapi::{ApiDoc, Field, Operation};
-use crate::ui::components::alert::ErrorBox;
+use crate::ui::components::async_section::AsyncSection;
 
 #[component]
 pub fn OpenApiPage() -> impl IntoView {
@@ -17,14 +17,9 @@ pub fn OpenApiPage() -> impl IntoView {
             "The machine-readable document (OpenAPI 3.1) is at "
             <a class="text-sky-800 underline" href="/api/openapi.json" rel="external">"/api/openapi.json"</a>"."
         </p>
-        <Transition fallback=|| view! { <p class="mt-4 text-slate-500">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match doc.await {
-                    Ok(d) => view! { <Reference d /> }.into_any(),
-                    Err(error) => view! { <div class="mt-4"><ErrorBox error /></div> }.into_any(),
-                }
-            })}
-        </Transition>
+        <AsyncSection load=move || doc spacing="mt-4" let:d>
+            <Reference d />
+        </AsyncSection>
     }
 }
 

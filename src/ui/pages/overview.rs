@@ -1,12 +1,18 @@
+//! Overview: the kill switches, the last hour of events and the breached idempotency
+//! alerts, each linking to its page.
+
 use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::api::events::load_event_stats;
 use crate::api::idempotency::idempotency_alerts;
-use crate::api::switches::load_kill_switches;
+use crate::api::switches::{load_kill_switches, KillSwitchesView};
+use crate::model::events::EventStats;
+use crate::model::idempotency::Alert;
 use crate::model::switches::Switch;
-use crate::ui::components::alert::ErrorBox;
+use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::badge::OnOff;
+use crate::ui::components::scope_card::pct;
 
 #[component]
 pub fn OverviewPage() -> impl IntoView {
@@ -16,88 +22,106 @@ pub fn OverviewPage() -> impl IntoView {
     view! {
         <Title text="Overview" />
         <h1 class="text-2xl font-semibold">"Overview"</h1>
-        <Transition fallback=|| view! { <p class="mt-4 text-slate-500">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match switches.await {
-                    Ok(v) => {
-                        let items = Switch::ALL
-                            .into_iter()
-                            .map(|s| {
-                                let on = v.switches.get(s).enabled;
-                                view! {
-                                    <div class="flex items-center justify-between rounded-lg border border-slate-200 bg-white p-4">
-                                        <span class="font-medium">{s.label()}</span>
-                                        <OnOff on alarming_when_on=s == Switch::AutomationEnabled />
-                                    </div>
-                                }
-                            })
-                            .collect_view();
-                        view! {
-                            <section class="mt-4" aria-label="Kill switches">
-                                <div class="grid gap-4 md:grid-cols-2">{items}</div>
-                                <a class="mt-2 inline-block text-sm text-sky-700 underline" href="/kill-switches">
-                                    "Manage kill switches"
-                                </a>
-                            </section>
-                        }
-                            .into_any()
-                    }
-                    Err(error) => view! { <ErrorBox error /> }.into_any(),
-                }
-            })}
-        </Transition>
+        <AsyncSection load=move || switches spacing="mt-4" let:v>
+            <SwitchStates v />
+        </AsyncSection>
         <h2 class="mt-8 text-lg font-semibold">"Events (last hour)"</h2>
-        <Transition fallback=|| view! { <p class="text-slate-500">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match events.await {
-                    Ok(s) => {
-                        let tiles = [
-                            ("Events / min", format!("{:.1}", s.per_minute), "events-per-minute"),
-                            ("Duplicate rate", s.duplicate_rate_pct.map(|p| format!("{p:.1} %")).unwrap_or_else(|| "–".into()), "duplicate-rate"),
-                            ("Suppressed by safe mode today", s.suppressed_today.to_string(), "suppressed-today"),
-                            ("Outbox", s.outbox_pending.to_string(), "outbox-pending"),
-                        ];
-                        view! {
-                            <div class="mt-2 grid gap-4 md:grid-cols-4">
-                                {tiles.into_iter().map(|(label, value, id)| view! {
-                                    <div class="rounded-lg border border-slate-200 bg-white p-4">
-                                        <div class="text-sm text-slate-600">{label}</div>
-                                        <div class="mt-1 font-mono text-xl" data-testid=id>{value}</div>
-                                    </div>
-                                }).collect_view()}
-                            </div>
-                            <p class="mt-2 text-xs text-slate-500">
-                                {format!("{} events, {} deliveries in the last hour. Side effects go to {}.", s.events_last_hour, s.deliveries_last_hour, s.webhook.unwrap_or_else(|| "the outbox".into()))}
-                            </p>
-                            <a class="mt-1 inline-block text-sm text-sky-700 underline" href="/events">"Open Events"</a>
-                        }.into_any()
-                    }
-                    Err(error) => view! { <ErrorBox error /> }.into_any(),
-                }
-            })}
-        </Transition>
+        <AsyncSection load=move || events let:s>
+            <EventTiles s />
+        </AsyncSection>
         <h2 class="mt-8 text-lg font-semibold">"Idempotency alerts (24 h)"</h2>
-        <Transition fallback=|| view! { <p class="text-slate-500">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match alerts.await {
-                    Ok(list) if list.is_empty() => view! {
-                        <p class="mt-2 text-sm text-slate-600" data-testid="idempotency-alerts">"No alert breached."</p>
-                    }.into_any(),
-                    Ok(list) => view! {
-                        <ul class="mt-2 space-y-1" data-testid="idempotency-alerts">
-                            {list.into_iter().map(|(scope, a)| view! {
-                                <li class="rounded border border-red-300 bg-red-50 px-3 py-2 text-sm text-red-800">
-                                    <span class="font-mono">{scope}</span>": "{a.label.clone()}" "
-                                    {a.value.map(|v| format!("{v:.1} %")).unwrap_or_default()}
-                                    {format!(" (alert when {} {:.0} %)", if a.above { "above" } else { "below" }, a.threshold)}
-                                </li>
-                            }).collect_view()}
-                        </ul>
-                        <a class="mt-2 inline-block text-sm text-sky-700 underline" href="/idempotency">"Open Idempotency"</a>
-                    }.into_any(),
-                    Err(error) => view! { <ErrorBox error /> }.into_any(),
-                }
-            })}
-        </Transition>
+        <AsyncSection load=move || alerts let:list>
+            <BreachedAlerts list />
+        </AsyncSection>
     }
+}
+
+/// Each kill switch's state as a badge.
+#[component]
+fn SwitchStates(v: KillSwitchesView) -> impl IntoView {
+    let items = Switch::ALL
+        .into_iter()
+        .map(|s| {
+            let on = v.switches.get(s).enabled;
+            view! {
+                <div class="flex items-center justify-between rounded-lg border border-slate-200 bg-white p-4">
+                    <span class="font-medium">{s.label()}</span>
+                    <OnOff on alarming_when_on=s == Switch::AutomationEnabled />
+                </div>
+            }
+        })
+        .collect_view();
+    view! {
+        <section class="mt-4" aria-label="Kill switches">
+            <div class="grid gap-4 md:grid-cols-2">{items}</div>
+            <a class="mt-2 inline-block text-sm text-sky-700 underline" href="/kill-switches">
+                "Manage kill switches"
+            </a>
+        </section>
+    }
+}
+
+/// The last hour's event rates as tiles, and where side effects go.
+#[component]
+fn EventTiles(s: EventStats) -> impl IntoView {
+    let tiles = [
+        (
+            "Events / min",
+            format!("{:.1}", s.per_minute),
+            "events-per-minute",
+        ),
+        (
+            "Duplicate rate",
+            pct(s.duplicate_rate_pct),
+            "duplicate-rate",
+        ),
+        (
+            "Suppressed by safe mode today",
+            s.suppressed_today.to_string(),
+            "suppressed-today",
+        ),
+        ("Outbox", s.outbox_pending.to_string(), "outbox-pending"),
+    ];
+    let summary = format!(
+        "{} events, {} deliveries in the last hour. Side effects go to {}.",
+        s.events_last_hour,
+        s.deliveries_last_hour,
+        s.webhook.unwrap_or_else(|| "the outbox".into())
+    );
+    view! {
+        <div class="mt-2 grid gap-4 md:grid-cols-4">
+            {tiles.into_iter().map(|(label, value, id)| view! {
+                <div class="rounded-lg border border-slate-200 bg-white p-4">
+                    <div class="text-sm text-slate-600">{label}</div>
+                    <div class="mt-1 font-mono text-xl" data-testid=id>{value}</div>
+                </div>
+            }).collect_view()}
+        </div>
+        <p class="mt-2 text-xs text-slate-500">{summary}</p>
+        <a class="mt-1 inline-block text-sm text-sky-700 underline" href="/events">"Open Events"</a>
+    }
+}
+
+/// The idempotency alerts breached in the last 24 hours, by scope.
+#[component]
+fn BreachedAlerts(list: Vec<(String, Alert)>) -> impl IntoView {
+    if list.is_empty() {
+        return view! {
+            <p class="mt-2 text-sm text-slate-600" data-testid="idempotency-alerts">"No alert breached."</p>
+        }
+        .into_any();
+    }
+    view! {
+        <ul class="mt-2 space-y-1" data-testid="idempotency-alerts">
+            {list.into_iter().map(|(scope, a)| view! {
+                <li class="rounded border border-red-300 bg-red-50 px-3 py-2 text-sm text-red-800">
+                    <span class="font-mono">{scope}</span>": "{a.label.clone()}" "
+                    {a.value.map(|v| format!("{v:.1} %")).unwrap_or_default()}
+                    {format!(" (alert when {} {:.0} %)", if a.above { "above" } else { "below" }, a.threshold)}
+                </li>
+            }).collect_view()}
+        </ul>
+        <a class="mt-2 inline-block text-sm text-sky-700 underline" href="/idempotency">"Open Idempotency"</a>
+    }
+    .into_any()
 }

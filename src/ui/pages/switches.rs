@@ -9,9 +9,13 @@ use leptos_router::hooks::use_query_map;
 use crate::api::switches::{
     kill_switch_history, load_kill_switches, ChangeKillSwitch, KillSwitchesView,
 };
-use crate::model::switches::{HistoryPage, KillSwitches, Switch};
-use crate::ui::components::alert::{ActionResult, ErrorBox};
+use crate::model::switches::{HistoryPage, KillSwitches, Switch, SwitchState};
+use crate::ui::components::alert::ActionResult;
+use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::badge::OnOff;
+use crate::ui::components::form::FormKey;
+use crate::ui::components::pager::Pager;
+use crate::ui::components::table::DataTable;
 use crate::ui::components::when;
 
 #[component]
@@ -32,26 +36,17 @@ pub fn SwitchesPage() -> impl IntoView {
         <div class="mt-4">
             <ActionResult value=move || change.value().get() success=|s: &KillSwitches| format!("Saved: {}.", s.summary()) />
         </div>
-        <Transition fallback=|| view! { <p class="mt-4 text-slate-500">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match data.await {
-                    Ok(view) => view! { <SwitchCards view change /> }.into_any(),
-                    Err(error) => view! { <ErrorBox error /> }.into_any(),
-                }
-            })}
-        </Transition>
+        <AsyncSection load=move || data spacing="mt-4" let:view>
+            <SwitchCards view change />
+        </AsyncSection>
         <h2 class="mt-10 text-lg font-semibold">"History"</h2>
-        <Transition fallback=|| view! { <p class="text-slate-500">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match history.await {
-                    Ok(page) => view! { <History page /> }.into_any(),
-                    Err(error) => view! { <ErrorBox error /> }.into_any(),
-                }
-            })}
-        </Transition>
+        <AsyncSection load=move || history let:page>
+            <History page />
+        </AsyncSection>
     }
 }
 
+/// One card per switch, and for viewers the note that only admins change them.
 #[component]
 fn SwitchCards(view: KillSwitchesView, change: ServerAction<ChangeKillSwitch>) -> impl IntoView {
     let KillSwitchesView {
@@ -65,86 +60,10 @@ fn SwitchCards(view: KillSwitchesView, change: ServerAction<ChangeKillSwitch>) -
         .into_iter()
         .map(|s| (s, switches.version))
         .collect();
-    let card = move |(switch, _): (Switch, u64)| {
+    let card = move |(switch, version): (Switch, u64)| {
         let state = switches.get(switch).clone();
-        let version = switches.version;
-        let last = match (&state.changed_by, &state.changed_at) {
-            (Some(by), Some(at)) => format!(
-                "Last changed by {by} at {}: “{}”",
-                when(at),
-                state.reason.clone().unwrap_or_default()
-            ),
-            _ => "Never changed: this is the safe default.".to_string(),
-        };
-        let target = !state.enabled;
-        let verb = format!(
-            "Turn {} {}",
-            switch.label().to_lowercase(),
-            if target { "on" } else { "off" }
-        );
-        let reason_id = format!("reason-{}", switch.key());
-        let confirm_id = format!("confirm-{}", switch.key());
-        let alarming_when_on = switch == Switch::AutomationEnabled;
-        let form_key = form_key.clone();
-        let form = can_change.then(|| {
-                let needs_confirm = switch.needs_confirmation(target);
-                view! {
-                    <details class="mt-4 rounded border border-slate-200 bg-slate-50 p-3">
-                        <summary class="cursor-pointer text-sm font-medium text-sky-800">{format!("{verb}…")}</summary>
-                        <ActionForm action=change attr:class="mt-3 space-y-3">
-                            <input type="hidden" name="switch" value=switch.key() />
-                            <input type="hidden" name="enable" value=target.to_string() />
-                            <input type="hidden" name="expected_version" value=version.to_string() />
-                            <input type="hidden" name="idempotency_key" value=form_key.clone() />
-                            <div>
-                                <label for=reason_id.clone() class="block text-sm font-medium">
-                                    {format!("Reason for turning {} {}", switch.label().to_lowercase(), if target { "on" } else { "off" })}
-                                </label>
-                                <textarea
-                                    id=reason_id
-                                    name="reason"
-                                    rows="2"
-                                    maxlength="500"
-                                    class="mt-1 w-full rounded border border-slate-300 px-2 py-1 text-sm"
-                                    placeholder="Why, in a sentence (no customer details)"
-                                ></textarea>
-                            </div>
-                            {needs_confirm
-                                .then(|| {
-                                    view! {
-                                        <div class="flex items-start gap-2 rounded bg-amber-50 p-2 text-sm text-amber-900">
-                                            <input id=confirm_id.clone() type="checkbox" name="confirm" value="yes" class="mt-1" />
-                                            <label for=confirm_id>
-                                                {format!("I confirm: {}", switch.describe(target).to_lowercase())}
-                                            </label>
-                                        </div>
-                                    }
-                                })}
-                            <button
-                                type="submit"
-                                class="rounded bg-slate-900 px-4 py-2 text-sm font-medium text-white hover:bg-slate-700"
-                            >
-                                {verb.clone()}
-                            </button>
-                        </ActionForm>
-                    </details>
-                }
-            });
-        view! {
-            <section
-                class="rounded-lg border border-slate-200 bg-white p-5 shadow-sm"
-                aria-label=switch.label()
-                data-testid=format!("switch-{}", switch.key())
-            >
-                <div class="flex items-center justify-between">
-                    <h2 class="text-lg font-semibold">{switch.label()}</h2>
-                    <OnOff on=state.enabled alarming_when_on />
-                </div>
-                <p class="mt-2 text-sm text-slate-700">{switch.describe(state.enabled)}</p>
-                <p class="mt-1 text-xs text-slate-500" data-testid="last-change">{last}</p>
-                {form}
-            </section>
-        }
+        let form_key = can_change.then(|| form_key.clone());
+        view! { <SwitchCard switch state version form_key change /> }
     };
     view! {
         <div class="mt-4 grid gap-4 md:grid-cols-2">
@@ -161,16 +80,118 @@ fn SwitchCards(view: KillSwitchesView, change: ServerAction<ChangeKillSwitch>) -
     }
 }
 
+/// Who changed a switch last, when and why; or that it still has its safe default.
+fn last_change(state: &SwitchState) -> String {
+    match (&state.changed_by, &state.changed_at) {
+        (Some(by), Some(at)) => format!(
+            "Last changed by {by} at {}: “{}”",
+            when(at),
+            state.reason.clone().unwrap_or_default()
+        ),
+        _ => "Never changed: this is the safe default.".to_string(),
+    }
+}
+
+/// A switch's state as a badge, what that state means, its last change, and (with a form
+/// key, which admins get) the form that flips it.
+#[component]
+fn SwitchCard(
+    switch: Switch,
+    state: SwitchState,
+    version: u64,
+    form_key: Option<String>,
+    change: ServerAction<ChangeKillSwitch>,
+) -> impl IntoView {
+    let alarming_when_on = switch == Switch::AutomationEnabled;
+    let form = form_key.map(|form_key| {
+        view! { <ChangeForm switch target=!state.enabled version form_key change /> }
+    });
+    view! {
+        <section
+            class="rounded-lg border border-slate-200 bg-white p-5 shadow-sm"
+            aria-label=switch.label()
+            data-testid=format!("switch-{}", switch.key())
+        >
+            <div class="flex items-center justify-between">
+                <h2 class="text-lg font-semibold">{switch.label()}</h2>
+                <OnOff on=state.enabled alarming_when_on />
+            </div>
+            <p class="mt-2 text-sm text-slate-700">{switch.describe(state.enabled)}</p>
+            <p class="mt-1 text-xs text-slate-500" data-testid="last-change">{last_change(&state)}</p>
+            {form}
+        </section>
+    }
+}
+
+/// The folded form that turns `switch` to `target`: a reason always, a confirmation where
+/// the switch asks for one, the version it was read at (a concurrent change fails) and the
+/// form's idempotency key.
+#[component]
+fn ChangeForm(
+    switch: Switch,
+    target: bool,
+    version: u64,
+    form_key: String,
+    change: ServerAction<ChangeKillSwitch>,
+) -> impl IntoView {
+    let on_off = if target { "on" } else { "off" };
+    let verb = format!("Turn {} {on_off}", switch.label().to_lowercase());
+    let reason_id = format!("reason-{}", switch.key());
+    let confirm_id = format!("confirm-{}", switch.key());
+    let confirm = switch.needs_confirmation(target).then(|| {
+        view! {
+            <div class="flex items-start gap-2 rounded bg-amber-50 p-2 text-sm text-amber-900">
+                <input id=confirm_id.clone() type="checkbox" name="confirm" value="yes" class="mt-1" />
+                <label for=confirm_id>
+                    {format!("I confirm: {}", switch.describe(target).to_lowercase())}
+                </label>
+            </div>
+        }
+    });
+    view! {
+        <details class="mt-4 rounded border border-slate-200 bg-slate-50 p-3">
+            <summary class="cursor-pointer text-sm font-medium text-sky-800">{format!("{verb}…")}</summary>
+            <ActionForm action=change attr:class="mt-3 space-y-3">
+                <input type="hidden" name="switch" value=switch.key() />
+                <input type="hidden" name="enable" value=target.to_string() />
+                <input type="hidden" name="expected_version" value=version.to_string() />
+                <FormKey value=form_key />
+                <div>
+                    <label for=reason_id.clone() class="block text-sm font-medium">
+                        {format!("Reason for turning {} {on_off}", switch.label().to_lowercase())}
+                    </label>
+                    <textarea
+                        id=reason_id
+                        name="reason"
+                        rows="2"
+                        maxlength="500"
+                        class="mt-1 w-full rounded border border-slate-300 px-2 py-1 text-sm"
+                        placeholder="Why, in a sentence (no customer details)"
+                    ></textarea>
+                </div>
+                {confirm}
+                <button
+                    type="submit"
+                    class="rounded bg-slate-900 px-4 py-2 text-sm font-medium text-white hover:bg-slate-700"
+                >
+                    {verb}
+                </button>
+            </ActionForm>
+        </details>
+    }
+}
+
+/// The change history, newest first, a page at a time.
 #[component]
 fn History(page: HistoryPage) -> impl IntoView {
     if page.entries.is_empty() {
         return view! { <p class="text-sm text-slate-500">"No changes yet."</p> }.into_any();
     }
+    let on_off = |b: bool| if b { "on" } else { "off" };
     let rows = page
         .entries
         .into_iter()
         .map(|e| {
-            let on_off = |b: bool| if b { "on" } else { "off" };
             view! {
                 <tr class="border-t border-slate-100">
                     <td class="py-2 pr-4 whitespace-nowrap">{when(&e.at)}</td>
@@ -183,32 +204,17 @@ fn History(page: HistoryPage) -> impl IntoView {
         })
         .collect_view();
     view! {
-        <table class="mt-2 w-full text-left text-sm" aria-label="Change history">
-            <thead class="text-xs uppercase text-slate-500">
-                <tr>
-                    <th class="py-2 pr-4">"When"</th>
-                    <th class="py-2 pr-4">"Who"</th>
-                    <th class="py-2 pr-4">"Switch"</th>
-                    <th class="py-2 pr-4">"Change"</th>
-                    <th class="py-2 pr-4">"Reason"</th>
-                </tr>
-            </thead>
-            <tbody>{rows}</tbody>
-        </table>
-        <div class="mt-3 flex gap-4 text-sm">
-            <a class="text-sky-700 underline" href="/kill-switches">
-                "Newest"
-            </a>
-            {page
-                .next_cursor
-                .map(|c| {
-                    view! {
-                        <a class="text-sky-700 underline" href=format!("/kill-switches?before={c}")>
-                            "Older →"
-                        </a>
-                    }
-                })}
-        </div>
+        <DataTable label="Change history" columns=&["When", "Who", "Switch", "Change", "Reason"] padded=true>
+            {rows}
+        </DataTable>
+        <Pager
+            base="/kill-switches"
+            first="Newest"
+            next=page.next_cursor
+            next_param="before"
+            next_label="Older →"
+            label="Pages of the change history"
+        />
     }
     .into_any()
 }

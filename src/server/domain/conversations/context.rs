@@ -13,7 +13,7 @@ use crate::server::contract::Flag;
 use crate::server::domain::accounts::passwords::sha256_hex;
 use crate::server::domain::fields::{self, e164, email, iso_ms};
 use crate::server::domain::limits;
-use crate::server::store::conversations::{Changes, Conversation, Message};
+use crate::server::store::conversations::{Changes, Conversation, Message, Status};
 
 pub const CHANNELS: &[&str] = &["whatsapp", "email", "sms"];
 /// Larger bodies are refused with 413 before they are read.
@@ -85,121 +85,154 @@ fn channel_config(
     ))
 }
 
-/// The stored conversation a Context Object describes, at `now`, living `ttl_days`.
+/// The stored conversation a Context Object describes, at `now`, living `ttl_days`. Fields
+/// are checked in the order the Context Object lists them, so the first bad one is named.
 pub fn from_context(
-    ctx: ContextObject,
+    mut ctx: ContextObject,
     now: DateTime<Utc>,
     ttl_days: i64,
 ) -> Result<Conversation, AppError> {
-    let conversation_id = conversation_id(ctx.conversation_id)?;
-    let channel_method = channel(
-        &fields::required("channel_method", ctx.channel_method, 16)?,
-        "channel_method",
-    )?;
-    let recipient_tel = fields::text("recipient_tel", ctx.recipient_tel, 32)?
-        .map(|t| e164(&t, "recipient_tel"))
-        .transpose()?;
-    let recipient_email = fields::text("recipient_email", ctx.recipient_email, 254)?
-        .map(|e| email(&e, "recipient_email"))
-        .transpose()?;
-    let primary_channel = match channel_method.as_str() {
-        "email" => recipient_email.clone().ok_or_else(|| {
-            AppError::invalid(
-                "recipient_email",
-                "recipient_email is required when channel_method is email.",
-            )
-        })?,
-        _ => recipient_tel.clone().ok_or_else(|| {
-            AppError::invalid(
-                "recipient_tel",
-                format!("recipient_tel is required when channel_method is {channel_method}."),
-            )
-        })?,
-    };
-    let (senders, channel_config) = channel_config(ctx.channel_config)?;
-    let phones = |s: &str, n: &str| e164(s, n);
-    let emails = |s: &str, n: &str| email(s, n);
-    let channels = |s: &str, n: &str| channel(s, n);
+    let conversation_id = conversation_id(std::mem::take(&mut ctx.conversation_id))?;
+    let to = Recipient::of(&mut ctx)?;
+    let (senders, channel_config) = channel_config(ctx.channel_config.take())?;
+    let channel = to.channel_method.as_str();
     let now_iso = iso_ms(now);
-    let c = Conversation {
-        primary_channel,
+    let mut c = Conversation {
+        primary_channel: to.primary_channel,
         conversation_id,
-        gsi_recipient_tel: recipient_tel.clone(),
-        gsi_recipient_email: recipient_email.clone(),
-        gsi_company_whatsapp_number: senders.whatsapp.filter(|_| channel_method == "whatsapp"),
-        gsi_company_sms_number: senders.sms.filter(|_| channel_method == "sms"),
-        gsi_company_email: senders.email.filter(|_| channel_method == "email"),
-        recipient_tel,
-        recipient_email,
-        company_id: fields::required("company_id", ctx.company_id, 128)?,
-        project_id: fields::required("project_id", ctx.project_id, 128)?,
-        request_id: fields::required("request_id", ctx.request_id, 128)?,
-        channel_method,
-        conversation_status: super::PROCESSING.into(),
-        messages: Vec::new(),
+        gsi_recipient_tel: to.tel.clone(),
+        gsi_recipient_email: to.email.clone(),
+        gsi_company_whatsapp_number: senders.whatsapp.filter(|_| channel == "whatsapp"),
+        gsi_company_sms_number: senders.sms.filter(|_| channel == "sms"),
+        gsi_company_email: senders.email.filter(|_| channel == "email"),
+        recipient_tel: to.tel,
+        recipient_email: to.email,
+        company_id: fields::required("company_id", take(&mut ctx.company_id), 128)?,
+        project_id: fields::required("project_id", take(&mut ctx.project_id), 128)?,
+        request_id: fields::required("request_id", take(&mut ctx.request_id), 128)?,
+        channel_method: to.channel_method,
+        conversation_status: Status::Processing,
         created_at: now_iso.clone(),
         updated_at: now_iso,
-        initial_request_timestamp: fields::time(
-            "initial_request_timestamp",
-            ctx.initial_request_timestamp,
-        )?
-        .map(iso_ms),
-        processor_version: fields::text("processor_version", ctx.processor_version, 64)?,
-        router_version: fields::text("router_version", ctx.router_version, 64)?,
-        thread_id: fields::text("thread_id", ctx.thread_id, 200)?,
-        email_id: fields::text("email_id", ctx.email_id, 500)?,
-        task_complete: 0,
-        processing_time_ms: None,
-        recipient_first_name: fields::text("recipient_first_name", ctx.recipient_first_name, 100)?,
-        recipient_last_name: fields::text("recipient_last_name", ctx.recipient_last_name, 100)?,
-        comms_consent: ctx.comms_consent.unwrap_or(false),
-        project_data: fields::object("project_data", ctx.project_data, MAX_MAP_BYTES)?,
-        company_name: fields::text("company_name", ctx.company_name, 200)?,
-        project_name: fields::text("project_name", ctx.project_name, 200)?,
-        company_rep: fields::object("company_rep", ctx.company_rep, MAX_MAP_BYTES)?,
-        allowed_channels: fields::list("allowed_channels", ctx.allowed_channels, 3, channels)?,
-        project_status: fields::text("project_status", ctx.project_status, 64)?,
-        auto_queue_initial_message: ctx.auto_queue_initial_message,
-        auto_queue_initial_message_from_number: fields::list(
-            "auto_queue_initial_message_from_number",
-            ctx.auto_queue_initial_message_from_number,
-            50,
-            phones,
-        )?,
-        auto_queue_initial_message_from_email: fields::list(
-            "auto_queue_initial_message_from_email",
-            ctx.auto_queue_initial_message_from_email,
-            50,
-            emails,
-        )?,
-        auto_queue_reply_message: ctx.auto_queue_reply_message,
-        auto_queue_reply_message_from_number: fields::list(
-            "auto_queue_reply_message_from_number",
-            ctx.auto_queue_reply_message_from_number,
-            50,
-            phones,
-        )?,
-        auto_queue_reply_message_from_email: fields::list(
-            "auto_queue_reply_message_from_email",
-            ctx.auto_queue_reply_message_from_email,
-            50,
-            emails,
-        )?,
-        ai_config: fields::object("ai_config", ctx.ai_config, MAX_MAP_BYTES)?,
         channel_config,
-        function_call: false,
-        function_call_type: None,
-        hand_off_to_human: false,
-        hand_off_to_human_reason: None,
         ttl: (now + Duration::days(ttl_days)).timestamp(),
-        context_sha256: String::new(),
-        message_count: 0,
-        item_bytes: 0,
+        // No messages, no function call or hand-off, task not complete, counters at 0.
+        ..Conversation::default()
     };
-    Ok(Conversation {
-        context_sha256: fingerprint(&c),
-        ..c
-    })
+    describe(&mut c, &mut ctx)?;
+    auto_queue(&mut c, &mut ctx)?;
+    c.ai_config = fields::object("ai_config", ctx.ai_config, MAX_MAP_BYTES)?;
+    c.context_sha256 = fingerprint(&c);
+    Ok(c)
+}
+
+fn take(s: &mut String) -> String {
+    std::mem::take(s)
+}
+
+/// Who a Context Object is for, checked: the channel, the recipient's phone and email, and
+/// the one of them that keys the conversation (the email for email, else the phone).
+struct Recipient {
+    channel_method: String,
+    tel: Option<String>,
+    email: Option<String>,
+    primary_channel: String,
+}
+
+impl Recipient {
+    fn of(ctx: &mut ContextObject) -> Result<Recipient, AppError> {
+        let channel_method = channel(
+            &fields::required("channel_method", take(&mut ctx.channel_method), 16)?,
+            "channel_method",
+        )?;
+        let tel = fields::text("recipient_tel", ctx.recipient_tel.take(), 32)?
+            .map(|t| e164(&t, "recipient_tel"))
+            .transpose()?;
+        let email = fields::text("recipient_email", ctx.recipient_email.take(), 254)?
+            .map(|e| email(&e, "recipient_email"))
+            .transpose()?;
+        let primary_channel = match channel_method.as_str() {
+            "email" => email.clone().ok_or_else(|| {
+                AppError::invalid(
+                    "recipient_email",
+                    "recipient_email is required when channel_method is email.",
+                )
+            })?,
+            _ => tel.clone().ok_or_else(|| {
+                AppError::invalid(
+                    "recipient_tel",
+                    format!("recipient_tel is required when channel_method is {channel_method}."),
+                )
+            })?,
+        };
+        Ok(Recipient {
+            channel_method,
+            tel,
+            email,
+            primary_channel,
+        })
+    }
+}
+
+/// The Context Object's descriptive fields: times, versions, thread, names, consent, the
+/// project and company, and the channels allowed.
+fn describe(c: &mut Conversation, ctx: &mut ContextObject) -> Result<(), AppError> {
+    let channels = |s: &str, n: &str| channel(s, n);
+    let timestamp = ctx.initial_request_timestamp.take();
+    c.initial_request_timestamp = fields::time("initial_request_timestamp", timestamp)?.map(iso_ms);
+    c.processor_version = fields::text("processor_version", ctx.processor_version.take(), 64)?;
+    c.router_version = fields::text("router_version", ctx.router_version.take(), 64)?;
+    c.thread_id = fields::text("thread_id", ctx.thread_id.take(), 200)?;
+    c.email_id = fields::text("email_id", ctx.email_id.take(), 500)?;
+    let (first, last) = (
+        ctx.recipient_first_name.take(),
+        ctx.recipient_last_name.take(),
+    );
+    c.recipient_first_name = fields::text("recipient_first_name", first, 100)?;
+    c.recipient_last_name = fields::text("recipient_last_name", last, 100)?;
+    c.comms_consent = ctx.comms_consent.unwrap_or(false);
+    c.project_data = fields::object("project_data", ctx.project_data.take(), MAX_MAP_BYTES)?;
+    c.company_name = fields::text("company_name", ctx.company_name.take(), 200)?;
+    c.project_name = fields::text("project_name", ctx.project_name.take(), 200)?;
+    c.company_rep = fields::object("company_rep", ctx.company_rep.take(), MAX_MAP_BYTES)?;
+    let allowed = ctx.allowed_channels.take();
+    c.allowed_channels = fields::list("allowed_channels", allowed, 3, channels)?;
+    c.project_status = fields::text("project_status", ctx.project_status.take(), 64)?;
+    Ok(())
+}
+
+/// Whether the first message and replies are queued on their own, and from which of the
+/// company's numbers and addresses.
+fn auto_queue(c: &mut Conversation, ctx: &mut ContextObject) -> Result<(), AppError> {
+    let phones = |s: &str, n: &str| e164(s, n);
+    let emails = |s: &str, n: &str| email(s, n);
+    c.auto_queue_initial_message = ctx.auto_queue_initial_message;
+    c.auto_queue_initial_message_from_number = fields::list(
+        "auto_queue_initial_message_from_number",
+        ctx.auto_queue_initial_message_from_number.take(),
+        50,
+        phones,
+    )?;
+    c.auto_queue_initial_message_from_email = fields::list(
+        "auto_queue_initial_message_from_email",
+        ctx.auto_queue_initial_message_from_email.take(),
+        50,
+        emails,
+    )?;
+    c.auto_queue_reply_message = ctx.auto_queue_reply_message;
+    c.auto_queue_reply_message_from_number = fields::list(
+        "auto_queue_reply_message_from_number",
+        ctx.auto_queue_reply_message_from_number.take(),
+        50,
+        phones,
+    )?;
+    c.auto_queue_reply_message_from_email = fields::list(
+        "auto_queue_reply_message_from_email",
+        ctx.auto_queue_reply_message_from_email.take(),
+        50,
+        emails,
+    )?;
+    Ok(())
 }
 
 /// What a Context Object said, without the times it was received at: two creates of the
@@ -257,7 +290,7 @@ impl TryFrom<ConversationChanges> for Changes {
     /// The changes of an update body. At least one is required.
     fn try_from(b: ConversationChanges) -> Result<Changes, AppError> {
         let status = fields::text("conversation_status", b.conversation_status, 32)?
-            .map(|s| super::Status::parse(&s).map(|st| st.as_str().to_string()))
+            .map(|s| Status::parse(&s))
             .transpose()?;
         let task_complete = match b.task_complete.map(Flag::value) {
             None => None,

@@ -6,7 +6,9 @@ use chrono::NaiveDate;
 use super::context::CHANNELS;
 use super::Status;
 use crate::model::AppError;
+use crate::server::contract::conversations::LookupQuery;
 use crate::server::domain::fields::{e164, email};
+use crate::server::domain::limits;
 use crate::server::store::conversations::{Filters, Partition};
 
 /// The form as submitted (every field may be empty).
@@ -61,8 +63,16 @@ fn day(raw: &str, field: &str) -> Result<Option<NaiveDate>, AppError> {
         .map_err(|_| AppError::invalid(field, "Dates are YYYY-MM-DD."))
 }
 
-/// `None` when nothing was asked.
+/// `None` when nothing was asked. The filters are checked before the partition, so a bad
+/// filter is named first.
 pub fn parse(form: &Form) -> Result<Option<Search>, AppError> {
+    let filters = filters(form)?;
+    let channel = filters.channel.clone().unwrap_or_default();
+    Ok(partition(form, channel)?.map(|partition| Search { partition, filters }))
+}
+
+/// The form's filters: channel, status, task complete and the creation dates.
+fn filters(form: &Form) -> Result<Filters, AppError> {
     let channel = form.channel.trim().to_ascii_lowercase();
     if !channel.is_empty() && !CHANNELS.contains(&channel.as_str()) {
         return Err(AppError::invalid(
@@ -80,6 +90,16 @@ pub fn parse(form: &Form) -> Result<Option<Search>, AppError> {
         "1" => Some(1),
         _ => return Err(AppError::invalid("task", "Task complete is 0 or 1.")),
     };
+    Ok(Filters {
+        status: (!status.is_empty()).then(|| status.to_string()),
+        channel: (!channel.is_empty()).then_some(channel),
+        task_complete,
+        created: created(form)?,
+    })
+}
+
+/// The inclusive `created_at` bounds of the form's dates, when either is given.
+fn created(form: &Form) -> Result<Option<(String, String)>, AppError> {
     let from = day(&form.from, "from")?;
     let to = day(&form.to, "to")?;
     if let (Some(f), Some(t)) = (from, to) {
@@ -90,7 +110,7 @@ pub fn parse(form: &Form) -> Result<Option<Search>, AppError> {
             ));
         }
     }
-    let created = match (from, to) {
+    Ok(match (from, to) {
         (None, None) => None,
         (f, t) => Some((
             f.map(|d| format!("{d}T00:00:00.000Z"))
@@ -99,13 +119,12 @@ pub fn parse(form: &Form) -> Result<Option<Search>, AppError> {
             t.map(|d| format!("{d}T99"))
                 .unwrap_or_else(|| "9999".into()),
         )),
-    };
-    let filters = Filters {
-        status: (!status.is_empty()).then(|| status.to_string()),
-        channel: (!channel.is_empty()).then(|| channel.clone()),
-        task_complete,
-        created,
-    };
+    })
+}
+
+/// The partition the form asks about, most specific first: a company number (with the
+/// channel it belongs to), a recipient, a company (and project). `None`: none was given.
+fn partition(form: &Form, channel: String) -> Result<Option<Partition>, AppError> {
     let recipient_given = !form.recipient.trim().is_empty();
     let partition = if !form.company_number.trim().is_empty() {
         if channel.is_empty() {
@@ -130,16 +149,7 @@ pub fn parse(form: &Form) -> Result<Option<Search>, AppError> {
     } else if recipient_given {
         Partition::Recipient(recipient(&form.recipient, "recipient")?)
     } else if !form.company.trim().is_empty() {
-        let project = form.project.trim();
-        // Index keys: within DynamoDB's key sizes (ids are created at most 128 characters).
-        crate::server::domain::limits::key_part("company", form.company.trim(), 512)?;
-        if !project.is_empty() {
-            crate::server::domain::limits::key_part("project", project, 512)?;
-        }
-        Partition::Company {
-            company_id: form.company.trim().to_string(),
-            project_id: (!project.is_empty()).then(|| project.to_string()),
-        }
+        company(form.company.trim(), form.project.trim())?
     } else if !form.project.trim().is_empty() {
         return Err(AppError::invalid(
             "company",
@@ -148,7 +158,47 @@ pub fn parse(form: &Form) -> Result<Option<Search>, AppError> {
     } else {
         return Ok(None);
     };
-    Ok(Some(Search { partition, filters }))
+    Ok(Some(partition))
+}
+
+/// A company's (or one of its projects') partition.
+fn company(company: &str, project: &str) -> Result<Partition, AppError> {
+    // Index keys: within DynamoDB's key sizes (ids are created at most 128 characters).
+    limits::key_part("company", company, 512)?;
+    if !project.is_empty() {
+        limits::key_part("project", project, 512)?;
+    }
+    Ok(Partition::Company {
+        company_id: company.to_string(),
+        project_id: (!project.is_empty()).then(|| project.to_string()),
+    })
+}
+
+/// The partition of a reply-linking lookup (`GET /api/v1/conversations/lookup`): the
+/// channel, the company's sending number and the recipient are all required.
+pub fn lookup(q: LookupQuery) -> Result<Partition, AppError> {
+    let channel = q.channel.unwrap_or_default().to_ascii_lowercase();
+    if !matches!(channel.as_str(), "whatsapp" | "sms" | "email") {
+        return Err(AppError::invalid(
+            "channel",
+            "channel is whatsapp, sms or email.",
+        ));
+    }
+    let number = q
+        .company_number
+        .filter(|n| !n.trim().is_empty())
+        .ok_or_else(|| AppError::invalid("company_number", "company_number is required."))?;
+    let number = recipient(&number, "company_number")?;
+    let who = q
+        .recipient
+        .filter(|r| !r.trim().is_empty())
+        .ok_or_else(|| AppError::invalid("recipient", "recipient is required."))?;
+    let who = recipient(&who, "recipient")?;
+    Ok(Partition::CompanyNumber {
+        channel,
+        number,
+        recipient: Some(who),
+    })
 }
 
 #[cfg(test)]
@@ -178,5 +228,32 @@ mod tests {
             ..Form::default()
         };
         assert_eq!(parse(&range).unwrap_err().field(), Some("to"));
+    }
+
+    #[test]
+    fn lookups_need_a_channel_a_company_number_and_a_recipient() {
+        let q = |channel: &str, number: &str, recipient: &str| LookupQuery {
+            channel: Some(channel.into()),
+            company_number: Some(number.into()),
+            recipient: Some(recipient.into()),
+        };
+        assert_eq!(
+            lookup(q("WhatsApp", "+44 7700 900101", "+447700900555")).unwrap(),
+            Partition::CompanyNumber {
+                channel: "whatsapp".into(),
+                number: "+447700900101".into(),
+                recipient: Some("+447700900555".into()),
+            }
+        );
+        let field = |q| lookup(q).unwrap_err().field().map(str::to_string);
+        assert_eq!(
+            field(q("fax", "+447700900101", "x")),
+            Some("channel".into())
+        );
+        assert_eq!(field(q("sms", " ", "x")), Some("company_number".into()));
+        assert_eq!(
+            field(q("sms", "+447700900101", "")),
+            Some("recipient".into())
+        );
     }
 }

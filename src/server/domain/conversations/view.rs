@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use super::reference::Refs;
 use super::search::{self, Form};
+use super::Conversations;
 use crate::model::accounts::Role;
 use crate::model::conversations::{ConversationDetail, ConversationRow, MessageView, SearchPage};
 use crate::model::AppError;
@@ -14,8 +15,8 @@ use crate::server::domain::redact::{last4_of, redact};
 use crate::server::ids::random_hex;
 use crate::server::store::audit::{self, AuditItem};
 use crate::server::store::conversations::{self as store, Conversation, Partition};
+use crate::server::store::events as records;
 use crate::server::store::query::Start;
-use crate::server::store::{events as records, Store};
 
 pub const PAGE_SIZE: usize = 25;
 pub const REVEAL: &str = "reveal_contact";
@@ -97,22 +98,30 @@ fn pretty(map: &Option<Map<String, Value>>, reveal: bool) -> Option<String> {
     })
 }
 
+/// The company as a person knows it: its name, else its id.
+fn company_of(c: &Conversation) -> String {
+    c.company_name
+        .clone()
+        .unwrap_or_else(|| c.company_id.clone())
+}
+
+/// The project as a person knows it: its name, else its id.
+fn project_of(c: &Conversation) -> String {
+    c.project_name
+        .clone()
+        .unwrap_or_else(|| c.project_id.clone())
+}
+
 pub fn row(c: &Conversation, refs: &Refs) -> ConversationRow {
     ConversationRow {
         r: refs.encode(&c.primary_channel, &c.conversation_id),
         conversation_id: crate::server::domain::redact::conversation_id(&c.conversation_id),
         recipient: mask_contact(&c.primary_channel),
         name: masked_name(c),
-        company: c
-            .company_name
-            .clone()
-            .unwrap_or_else(|| c.company_id.clone()),
-        project: c
-            .project_name
-            .clone()
-            .unwrap_or_else(|| c.project_id.clone()),
+        company: company_of(c),
+        project: project_of(c),
         channel: c.channel_method.clone(),
-        status: c.conversation_status.clone(),
+        status: c.conversation_status.as_str().to_string(),
         task_complete: c.task_complete == 1,
         hand_off: c.hand_off_to_human,
         messages: c.message_count,
@@ -120,72 +129,42 @@ pub fn row(c: &Conversation, refs: &Refs) -> ConversationRow {
     }
 }
 
-/// One page of a search, and its count when that is cheap: a recipient's conversations
-/// are few (counted exactly); a company's may be many (one read of at most 1 MB).
-pub async fn search_page(
-    store: &Store,
-    refs: &Refs,
-    form: &Form,
-    start: Start<'_>,
-) -> Result<SearchPage, AppError> {
-    let Some(s) = search::parse(form)? else {
-        return Ok(SearchPage::default());
-    };
-    let found = store::search(store, &s.partition, &s.filters, start, PAGE_SIZE).await?;
-    let narrow = matches!(
-        s.partition,
+/// A search's results: narrow when the partition is one recipient's, so its count is exact.
+fn is_narrow(partition: &Partition) -> bool {
+    matches!(
+        partition,
         Partition::Recipient(_)
             | Partition::CompanyNumber {
                 recipient: Some(_),
                 ..
             }
-    );
-    let count = store::count(store, &s.partition, &s.filters, narrow).await?;
-    Ok(SearchPage {
-        searched: true,
-        rows: found.rows.iter().map(|c| row(c, refs)).collect(),
-        next: found.next,
-        prev: found.prev,
-        index: found.index.to_string(),
-        count: Some(count.n),
-        count_exact: count.exact,
-        recipient: None,
-    })
+    )
 }
 
-async fn find(store: &Store, refs: &Refs, r: &str) -> Result<Conversation, AppError> {
-    let (pc, id) = refs
-        .decode(r.trim())
-        .ok_or_else(|| AppError::invalid("r", "This conversation link is not valid."))?;
-    store::get(store, &pc, &id).await?.ok_or(AppError::NotFound)
+/// What a reader may see of a conversation.
+#[derive(Clone, Copy, Debug)]
+pub struct Seen {
+    /// Message text and the hand-off reason (operators and admins).
+    pub text: bool,
+    /// Contact details, names and configuration maps unmasked (an admin's reveal).
+    pub revealed: bool,
+    /// The reader is an admin, who may ask for a reveal.
+    pub can_reveal: bool,
 }
 
-/// A conversation as `name` with `role` may see it at `now`.
-pub async fn detail(
-    store: &Store,
-    refs: &Refs,
-    r: &str,
-    name: &str,
-    role: Role,
-    now: DateTime<Utc>,
-) -> Result<ConversationDetail, AppError> {
-    let c = find(store, refs, r).await?;
-    let admin = role.allows(Role::Admin);
-    let revealed = admin
-        && audit::done_since(
-            store,
-            &c.conversation_id,
-            REVEAL,
-            name,
-            now - Duration::minutes(REVEAL_MINUTES),
-        )
-        .await?;
-    let show_text = role.allows(Role::Operator);
-    let state = records::get_state(store, &c.conversation_id).await?;
-    let masked_id = crate::server::domain::redact::conversation_id(&c.conversation_id);
-    let id_is_plain = masked_id == c.conversation_id;
-    let messages = c
-        .messages
+impl Seen {
+    pub fn of(role: Role, revealed: bool) -> Seen {
+        Seen {
+            text: role.allows(Role::Operator),
+            revealed,
+            can_reveal: role.allows(Role::Admin),
+        }
+    }
+}
+
+/// A conversation's messages, their text hidden unless `show_text`.
+fn messages(c: &Conversation, show_text: bool) -> Vec<MessageView> {
+    c.messages
         .iter()
         .map(|m| MessageView {
             entry_id: m.entry_id.clone(),
@@ -203,31 +182,58 @@ pub async fn detail(
             total_tokens: m.ai_total_tokens,
             processing_time_ms: m.processing_time_ms,
         })
-        .collect();
-    Ok(ConversationDetail {
+        .collect()
+}
+
+/// The recipient's phone, email and name: as stored once revealed, else masked.
+struct Contact {
+    tel: Option<String>,
+    email: Option<String>,
+    name: String,
+}
+
+impl Contact {
+    fn of(c: &Conversation, revealed: bool) -> Contact {
+        if revealed {
+            return Contact {
+                tel: c.recipient_tel.clone(),
+                email: c.recipient_email.clone(),
+                name: full_name(c),
+            };
+        }
+        Contact {
+            tel: c.recipient_tel.as_deref().map(mask_phone),
+            email: c.recipient_email.as_ref().map(|_| "***@***".to_string()),
+            name: masked_name(c),
+        }
+    }
+}
+
+/// The detail page of conversation `c` (linked as `r`) as `seen` allows; `has_state`:
+/// the helpdesk middleware keeps state for it.
+pub fn detail(c: &Conversation, r: &str, seen: Seen, has_state: bool) -> ConversationDetail {
+    let masked_id = crate::server::domain::redact::conversation_id(&c.conversation_id);
+    let id_is_plain = masked_id == c.conversation_id;
+    let revealed = seen.revealed;
+    let contact = Contact::of(c, revealed);
+    ConversationDetail {
         r: r.trim().to_string(),
         conversation_id: if revealed {
             c.conversation_id.clone()
         } else {
             masked_id
         },
-        company: c
-            .company_name
-            .clone()
-            .unwrap_or_else(|| c.company_id.clone()),
-        project: c
-            .project_name
-            .clone()
-            .unwrap_or_else(|| c.project_id.clone()),
+        company: company_of(c),
+        project: project_of(c),
         channel: c.channel_method.clone(),
-        status: c.conversation_status.clone(),
+        status: c.conversation_status.as_str().to_string(),
         task_complete: c.task_complete == 1,
         comms_consent: c.comms_consent,
         function_call: c.function_call,
         function_call_type: c.function_call_type.clone(),
         hand_off: c.hand_off_to_human,
         hand_off_reason: c.hand_off_to_human_reason.as_deref().map(|r| {
-            if show_text {
+            if seen.text {
                 r.to_string()
             } else {
                 redact(r)
@@ -237,41 +243,22 @@ pub async fn detail(
         created_at: c.created_at.clone(),
         updated_at: c.updated_at.clone(),
         processing_time_ms: c.processing_time_ms,
-        recipient_tel: c.recipient_tel.as_deref().map(|t| {
-            if revealed {
-                t.to_string()
-            } else {
-                mask_phone(t)
-            }
-        }),
-        recipient_email: c.recipient_email.as_deref().map(|e| {
-            if revealed {
-                e.to_string()
-            } else {
-                "***@***".into()
-            }
-        }),
-        recipient_name: if revealed {
-            full_name(&c)
-        } else {
-            masked_name(&c)
-        },
+        recipient_tel: contact.tel,
+        recipient_email: contact.email,
+        recipient_name: contact.name,
         revealed,
-        can_reveal: admin,
-        messages,
+        can_reveal: seen.can_reveal,
+        messages: messages(c, seen.text),
         ai_config: pretty(&c.ai_config, revealed),
         channel_config: pretty(&c.channel_config, revealed),
         project_data: pretty(&c.project_data, revealed),
         company_rep: pretty(&c.company_rep, revealed),
-        has_middleware_state: state.version > 0,
-        middleware_id: (state.version > 0 && (revealed || id_is_plain))
-            .then(|| c.conversation_id.clone()),
+        has_middleware_state: has_state,
+        middleware_id: (has_state && (revealed || id_is_plain)).then(|| c.conversation_id.clone()),
         form_key: random_hex(16),
-    })
+    }
 }
 
-/// Records that `admin` reveals a conversation's contact details, and why. The detail
-/// view shows them to that admin for the next few minutes.
 /// A reveal's reason: required, at most 500 characters.
 pub fn check_reason(reason: &str) -> Result<&str, AppError> {
     let reason = reason.trim();
@@ -298,29 +285,94 @@ pub struct Reveal<'a> {
     pub idempotency_key: &'a str,
 }
 
-pub async fn reveal(
-    store: &Store,
-    refs: &Refs,
-    req: &Reveal<'_>,
-    audit_days: i64,
-    now: DateTime<Utc>,
-) -> Result<(), AppError> {
-    let Reveal {
-        r,
-        reason,
-        admin,
-        idempotency_key,
-    } = *req;
-    let reason = check_reason(reason)?;
-    let c = find(store, refs, r).await?;
-    let mut a = AuditItem::new(&c.conversation_id, REVEAL, now, &random_hex(8), audit_days);
-    a.actor = admin.to_string();
-    a.idempotency_key = idempotency_key.to_string();
-    a.action_payload_redacted = serde_json::json!({
-        "reason": redact(reason),
-        "fields": ["recipient_tel", "recipient_email", "recipient_name", "conversation_id"],
-    })
-    .to_string();
-    audit::put(store, &a).await?;
-    Ok(())
+/// The console's reads of conversations. Links are made and read with the caller's
+/// `refs` (see [`Conversations`]).
+impl Conversations {
+    /// One page of a search, and its count when that is cheap: a recipient's conversations
+    /// are few (counted exactly); a company's may be many (one read of at most 1 MB).
+    pub async fn search_page(
+        &self,
+        refs: &Refs,
+        form: &Form,
+        start: Start<'_>,
+    ) -> Result<SearchPage, AppError> {
+        let Some(s) = search::parse(form)? else {
+            return Ok(SearchPage::default());
+        };
+        let found = store::search(&self.store, &s.partition, &s.filters, start, PAGE_SIZE).await?;
+        let narrow = is_narrow(&s.partition);
+        let count = store::count(&self.store, &s.partition, &s.filters, narrow).await?;
+        Ok(SearchPage {
+            searched: true,
+            rows: found.rows.iter().map(|c| row(c, refs)).collect(),
+            next: found.next,
+            prev: found.prev,
+            index: found.index.to_string(),
+            count: Some(count.n),
+            count_exact: count.exact,
+            recipient: None,
+        })
+    }
+
+    /// The conversation a link reference names.
+    async fn find(&self, refs: &Refs, r: &str) -> Result<Conversation, AppError> {
+        let (pc, id) = refs
+            .decode(r.trim())
+            .ok_or_else(|| AppError::invalid("r", "This conversation link is not valid."))?;
+        store::get(&self.store, &pc, &id)
+            .await?
+            .ok_or(AppError::NotFound)
+    }
+
+    /// A conversation as `name` with `role` may see it at `now`: contact details only for
+    /// an admin who revealed them in the last [`REVEAL_MINUTES`].
+    pub async fn detail(
+        &self,
+        refs: &Refs,
+        r: &str,
+        name: &str,
+        role: Role,
+        now: DateTime<Utc>,
+    ) -> Result<ConversationDetail, AppError> {
+        let c = self.find(refs, r).await?;
+        let since = now - Duration::minutes(REVEAL_MINUTES);
+        let revealed = role.allows(Role::Admin)
+            && audit::done_since(&self.store, &c.conversation_id, REVEAL, name, since).await?;
+        let state = records::get_state(&self.store, &c.conversation_id).await?;
+        Ok(detail(&c, r, Seen::of(role, revealed), state.version > 0))
+    }
+
+    /// Records that an admin reveals a conversation's contact details, and why (audited).
+    /// The detail view shows them to that admin for the next few minutes.
+    pub async fn reveal(
+        &self,
+        refs: &Refs,
+        req: &Reveal<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<(), AppError> {
+        let Reveal {
+            r,
+            reason,
+            admin,
+            idempotency_key,
+        } = *req;
+        let reason = check_reason(reason)?;
+        let c = self.find(refs, r).await?;
+        let mut a = AuditItem::new(
+            &c.conversation_id,
+            REVEAL,
+            now,
+            &random_hex(8),
+            self.audit_days,
+        );
+        a.actor = admin.to_string();
+        a.idempotency_key = idempotency_key.to_string();
+        a.action_payload_redacted = serde_json::json!({
+            "reason": redact(reason),
+            "fields": ["recipient_tel", "recipient_email", "recipient_name", "conversation_id"],
+        })
+        .to_string();
+        audit::put(&self.store, &a).await?;
+        Ok(())
+    }
 }

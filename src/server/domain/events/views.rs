@@ -1,4 +1,5 @@
-//! Read models for the Events, conversation and Audit pages, and Overview's figures.
+//! Read models for the Events, conversation and Audit pages, and Overview's figures: the
+//! [`Events`] service's reads, with every personal detail masked.
 
 use chrono::{DateTime, Duration, NaiveDate, SecondsFormat, Utc};
 
@@ -11,7 +12,8 @@ use crate::server::domain::redact;
 use crate::server::store::audit::{self, AuditItem};
 use crate::server::store::events::{self as records, EventRecord};
 use crate::server::store::query::Start;
-use crate::server::store::Store;
+
+use super::Events;
 
 const PAGE: i32 = 50;
 
@@ -37,8 +39,8 @@ fn row(r: EventRecord, refs: &Refs) -> EventRow {
         message_id: r.source_message_id.map(|m| redact::redact(&m)),
         channel: r.channel,
         created_at: r.created_at,
-        status: r.status,
-        mode: r.mode,
+        status: r.status.as_str().to_string(),
+        mode: r.mode.as_str().to_string(),
         safe_mode: r.safe_mode,
         intent: r.intent,
         team,
@@ -62,44 +64,162 @@ fn check_conversation(id: &str) -> Result<(), AppError> {
     }
 }
 
-/// A cursor for the recent list also says which day it is in: `<day>:<key cursor>`.
-pub async fn events(
-    store: &Store,
-    refs: &Refs,
-    conversation: &str,
-    cursor: Option<&str>,
-    now: DateTime<Utc>,
-) -> Result<EventPage, AppError> {
-    let conversation = &refs.resolve(conversation);
-    check_conversation(conversation)?;
-    if !conversation.is_empty() {
-        let page = records::events_of_conversation(store, conversation, cursor, PAGE).await?;
-        return Ok(EventPage {
-            events: page.items.into_iter().map(|r| row(r, refs)).collect(),
-            next_cursor: page.next_cursor,
-        });
-    }
-    let today = now.format("%Y-%m-%d").to_string();
-    let (day, inner) = match cursor {
-        None => (today.clone(), None),
-        Some(c) => {
-            let (d, rest) = c.split_once(':').ok_or(bad_cursor())?;
-            NaiveDate::parse_from_str(d, "%Y-%m-%d").map_err(|_| bad_cursor())?;
-            (d.to_string(), (!rest.is_empty()).then_some(rest))
+impl Events {
+    /// Recent events, newest first (today, then yesterday), or one conversation's events.
+    /// A cursor for the recent list also says which day it is in: `<day>:<key cursor>`.
+    pub async fn list(
+        &self,
+        refs: &Refs,
+        conversation: &str,
+        cursor: Option<&str>,
+    ) -> Result<EventPage, AppError> {
+        let conversation = &refs.resolve(conversation);
+        check_conversation(conversation)?;
+        if !conversation.is_empty() {
+            let page =
+                records::events_of_conversation(&self.store, conversation, cursor, PAGE).await?;
+            return Ok(EventPage {
+                events: page.items.into_iter().map(|r| row(r, refs)).collect(),
+                next_cursor: page.next_cursor,
+            });
         }
-    };
-    let page = records::events_of_day(store, &day, inner, PAGE).await?;
-    let yesterday = (now - Duration::days(1)).format("%Y-%m-%d").to_string();
-    // Today runs out: go on with yesterday (two days are "recent").
-    let next_cursor = match page.next_cursor {
-        Some(c) => Some(format!("{day}:{c}")),
-        None if day == today => Some(format!("{yesterday}:")),
-        None => None,
-    };
-    Ok(EventPage {
-        events: page.items.into_iter().map(|r| row(r, refs)).collect(),
-        next_cursor,
-    })
+        let now = self.clock.now();
+        let today = now.format("%Y-%m-%d").to_string();
+        let (day, inner) = match cursor {
+            None => (today.clone(), None),
+            Some(c) => {
+                let (d, rest) = c.split_once(':').ok_or(bad_cursor())?;
+                NaiveDate::parse_from_str(d, "%Y-%m-%d").map_err(|_| bad_cursor())?;
+                (d.to_string(), (!rest.is_empty()).then_some(rest))
+            }
+        };
+        let page = records::events_of_day(&self.store, &day, inner, PAGE).await?;
+        let yesterday = (now - Duration::days(1)).format("%Y-%m-%d").to_string();
+        // Today runs out: go on with yesterday (two days are "recent").
+        let next_cursor = match page.next_cursor {
+            Some(c) => Some(format!("{day}:{c}")),
+            None if day == today => Some(format!("{yesterday}:")),
+            None => None,
+        };
+        Ok(EventPage {
+            events: page.items.into_iter().map(|r| row(r, refs)).collect(),
+            next_cursor,
+        })
+    }
+
+    /// Table B for one conversation.
+    pub async fn conversation_state(
+        &self,
+        refs: &Refs,
+        conversation: &str,
+    ) -> Result<StateView, AppError> {
+        let conversation = &refs.resolve(conversation);
+        check_conversation(conversation)?;
+        if conversation.is_empty() {
+            return Err(AppError::invalid("conversation", "Give a conversation id."));
+        }
+        let s = records::get_state(&self.store, conversation).await?;
+        Ok(StateView {
+            conversation_id: redact::conversation_id(conversation),
+            conversation_ref: refs.of_id(conversation),
+            exists: s.version > 0,
+            version: s.version,
+            updated_at: s.updated_at,
+            last_intent: s.last_intent,
+            last_routed_team: s.last_routed_team,
+            last_routing_confidence: s.last_routing_confidence,
+            last_processed_message_id: s.last_processed_message_id,
+            risk_flags: s.risk_flags,
+            pending_flow: s.pending_flow.map(|f| {
+                format!(
+                    "{} (asked {}, {} message(s))",
+                    f.flow_type, f.requested_at, f.attempts
+                )
+            }),
+            last_auto_reply: s
+                .last_auto_reply
+                .map(|r| format!("{} at {}", r.reply_type, r.sent_at)),
+            auto_replies_sent: s.auto_replies_sent,
+            order_ref_last4: s.order_ref_last4.map(|l| format!("***{l}")),
+            events_seen: s.events_seen,
+        })
+    }
+
+    /// Audit records by conversation, by action type, or by day (and time range), newest
+    /// first, cursor-paged.
+    pub async fn audit_rows(
+        &self,
+        refs: &Refs,
+        f: &AuditFilter<'_>,
+        cursor: Option<&str>,
+    ) -> Result<AuditRows, AppError> {
+        let conversation = refs.resolve(f.conversation);
+        check_conversation(&conversation)?;
+        check_action_type(f.action_type)?;
+        let (day, between) = audit_window(f, &conversation, self.clock.now())?;
+        let q = audit::AuditQuery {
+            partition: (!conversation.is_empty()).then_some(conversation.as_str()),
+            action_type: (!f.action_type.is_empty()).then_some(f.action_type),
+            day: day.as_deref(),
+            between: between.as_ref().map(|(a, b)| (a.as_str(), b.as_str())),
+        };
+        let start = cursor.map_or(Start::First, Start::After);
+        let (items, next_cursor) = audit::list(&self.store, &q, start, PAGE as usize).await?;
+        Ok(AuditRows {
+            rows: items.into_iter().map(|a| audit_row(a, refs)).collect(),
+            next_cursor,
+            conversation: (!conversation.is_empty())
+                .then(|| redact::conversation_id(&conversation)),
+        })
+    }
+
+    /// Side effects waiting in the outbox (no webhook configured), newest first.
+    pub async fn outbox(&self, refs: &Refs) -> Result<Vec<OutboxRow>, AppError> {
+        let page = records::outbox(&self.store, None, PAGE).await?;
+        Ok(page
+            .items
+            .into_iter()
+            .map(|a| OutboxRow {
+                action_type: a.action_type.as_str().to_string(),
+                target: a.target,
+                action_key: masked_in(&a.event_id, &a.conversation_id),
+                conversation_ref: refs.of_id(&a.conversation_id),
+                conversation_id: redact::conversation_id(&a.conversation_id),
+                queued_at: a.updated_at,
+            })
+            .collect())
+    }
+
+    /// Overview's figures: the last hour's events and duplicates, today's suppressed side
+    /// effects, the outbox, and where side effects are delivered.
+    pub async fn stats(&self) -> Result<EventStats, AppError> {
+        let now = self.clock.now();
+        let from = now - Duration::hours(1);
+        let from_sk = from.to_rfc3339_opts(SecondsFormat::Millis, true);
+        let mut days = vec![now.format("%Y-%m-%d").to_string()];
+        let earlier = from.format("%Y-%m-%d").to_string();
+        if earlier != days[0] {
+            days.push(earlier);
+        }
+        let (mut events, mut duplicates) = (0, 0);
+        for day in &days {
+            let (e, d) = records::count_events_since(&self.store, day, &from_sk).await?;
+            events += e;
+            duplicates += d;
+        }
+        let deliveries = events + duplicates;
+        Ok(EventStats {
+            events_last_hour: events,
+            per_minute: events as f64 / 60.0,
+            deliveries_last_hour: deliveries,
+            duplicates_last_hour: duplicates,
+            duplicate_rate_pct: (deliveries > 0)
+                .then(|| duplicates as f64 * 100.0 / deliveries as f64),
+            suppressed_today: audit::count_day_results(&self.store, &days[0], "suppressed").await?,
+            outbox_pending: records::count_outbox(&self.store).await?,
+            webhook: self.webhook_url(),
+        })
+    }
 }
 
 fn bad_cursor() -> AppError {
@@ -107,43 +227,6 @@ fn bad_cursor() -> AppError {
         "cursor",
         "This page link is not valid any more; start again from the first page.",
     )
-}
-
-pub async fn state_view(
-    store: &Store,
-    refs: &Refs,
-    conversation: &str,
-) -> Result<StateView, AppError> {
-    let conversation = &refs.resolve(conversation);
-    check_conversation(conversation)?;
-    if conversation.is_empty() {
-        return Err(AppError::invalid("conversation", "Give a conversation id."));
-    }
-    let s = records::get_state(store, conversation).await?;
-    Ok(StateView {
-        conversation_id: redact::conversation_id(conversation),
-        conversation_ref: refs.of_id(conversation),
-        exists: s.version > 0,
-        version: s.version,
-        updated_at: s.updated_at,
-        last_intent: s.last_intent,
-        last_routed_team: s.last_routed_team,
-        last_routing_confidence: s.last_routing_confidence,
-        last_processed_message_id: s.last_processed_message_id,
-        risk_flags: s.risk_flags,
-        pending_flow: s.pending_flow.map(|f| {
-            format!(
-                "{} (asked {}, {} message(s))",
-                f.flow_type, f.requested_at, f.attempts
-            )
-        }),
-        last_auto_reply: s
-            .last_auto_reply
-            .map(|r| format!("{} at {}", r.reply_type, r.sent_at)),
-        auto_replies_sent: s.auto_replies_sent,
-        order_ref_last4: s.order_ref_last4.map(|l| format!("***{l}")),
-        events_seen: s.events_seen,
-    })
 }
 
 pub struct AuditFilter<'a> {
@@ -195,30 +278,34 @@ fn time_of(day: &str, hhmm: &str, field: &str, end: bool) -> Result<String, AppE
     Ok(at.to_rfc3339_opts(SecondsFormat::Secs, true))
 }
 
-pub async fn audit(
-    store: &Store,
-    refs: &Refs,
-    f: &AuditFilter<'_>,
-    cursor: Option<&str>,
-    now: DateTime<Utc>,
-) -> Result<AuditRows, AppError> {
-    let conversation = refs.resolve(f.conversation);
-    check_conversation(&conversation)?;
-    let action_type = f.action_type;
-    if !action_type.is_empty() && !ACTION_TYPES.iter().any(|(t, _)| *t == action_type) {
-        let known: Vec<&str> = ACTION_TYPES.iter().map(|(t, _)| *t).collect();
-        return Err(AppError::invalid(
-            "action_type",
-            format!(
-                "There is no action type \"{}\". Known types: {}.",
-                action_type.chars().take(64).collect::<String>(),
-                known.join(", ")
-            ),
-        ));
+fn check_action_type(action_type: &str) -> Result<(), AppError> {
+    if action_type.is_empty() || ACTION_TYPES.iter().any(|(t, _)| *t == action_type) {
+        return Ok(());
     }
-    // A day is needed for a time range, and is the partition when nothing else is given.
+    let known: Vec<&str> = ACTION_TYPES.iter().map(|(t, _)| *t).collect();
+    Err(AppError::invalid(
+        "action_type",
+        format!(
+            "There is no action type \"{}\". Known types: {}.",
+            action_type.chars().take(64).collect::<String>(),
+            known.join(", ")
+        ),
+    ))
+}
+
+/// From and to, as sort-key bounds.
+type TimeRange = (String, String);
+
+/// The day to read (`None`: all days of a conversation or action type) and the time range
+/// within it. A day is needed for a time range, and is the partition when nothing else is
+/// given.
+fn audit_window(
+    f: &AuditFilter<'_>,
+    conversation: &str,
+    now: DateTime<Utc>,
+) -> Result<(Option<String>, Option<TimeRange>), AppError> {
     let day = if f.day.is_empty() {
-        let needs_day = (conversation.is_empty() && action_type.is_empty())
+        let needs_day = (conversation.is_empty() && f.action_type.is_empty())
             || !f.from.is_empty()
             || !f.to.is_empty();
         needs_day.then(|| now.format("%Y-%m-%d").to_string())
@@ -242,60 +329,5 @@ pub async fn audit(
         }
         _ => None,
     };
-    let q = audit::AuditQuery {
-        partition: (!conversation.is_empty()).then_some(conversation.as_str()),
-        action_type: (!action_type.is_empty()).then_some(action_type),
-        day: day.as_deref(),
-        between: between.as_ref().map(|(a, b)| (a.as_str(), b.as_str())),
-    };
-    let start = cursor.map_or(Start::First, Start::After);
-    let (items, next_cursor) = audit::list(store, &q, start, PAGE as usize).await?;
-    Ok(AuditRows {
-        rows: items.into_iter().map(|a| audit_row(a, refs)).collect(),
-        next_cursor,
-        conversation: (!conversation.is_empty()).then(|| redact::conversation_id(&conversation)),
-    })
-}
-
-pub async fn outbox(store: &Store, refs: &Refs) -> Result<Vec<OutboxRow>, AppError> {
-    let page = records::outbox(store, None, PAGE).await?;
-    Ok(page
-        .items
-        .into_iter()
-        .map(|a| OutboxRow {
-            action_type: a.action_type,
-            target: a.target,
-            action_key: masked_in(&a.event_id, &a.conversation_id),
-            conversation_ref: refs.of_id(&a.conversation_id),
-            conversation_id: redact::conversation_id(&a.conversation_id),
-            queued_at: a.updated_at,
-        })
-        .collect())
-}
-
-pub async fn stats(store: &Store, now: DateTime<Utc>) -> Result<EventStats, AppError> {
-    let from = now - Duration::hours(1);
-    let from_sk = from.to_rfc3339_opts(SecondsFormat::Millis, true);
-    let mut days = vec![now.format("%Y-%m-%d").to_string()];
-    let earlier = from.format("%Y-%m-%d").to_string();
-    if earlier != days[0] {
-        days.push(earlier);
-    }
-    let (mut events, mut duplicates) = (0, 0);
-    for day in &days {
-        let (e, d) = records::count_events_since(store, day, &from_sk).await?;
-        events += e;
-        duplicates += d;
-    }
-    let deliveries = events + duplicates;
-    Ok(EventStats {
-        events_last_hour: events,
-        per_minute: events as f64 / 60.0,
-        deliveries_last_hour: deliveries,
-        duplicates_last_hour: duplicates,
-        duplicate_rate_pct: (deliveries > 0).then(|| duplicates as f64 * 100.0 / deliveries as f64),
-        suppressed_today: audit::count_day_results(store, &days[0], "suppressed").await?,
-        outbox_pending: records::count_outbox(store).await?,
-        webhook: None,
-    })
+    Ok((day, between))
 }

@@ -1,23 +1,23 @@
 //! What the monitoring page shows: per-scope rates and alerts from the hourly counters,
-//! the keys that need watching, and an admin's "expire now".
+//! the keys that need watching, and an admin's "expire now". The rates and alerts are pure
+//! functions; the reads are the [`Engine`]'s.
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, SecondsFormat, TimeZone, Utc};
 
+use super::{hour_key, Engine};
 use crate::model::idempotency::{
     Alert, Counts, Health, HourPoint, KeyPage, KeySummary, ScopeHealth,
 };
 use crate::model::switches::Reason;
 use crate::model::AppError;
-use crate::server::config::{IdempotencySection, ScopePolicy};
-use crate::server::domain::idempotency::hour_key;
+use crate::server::config::ScopePolicy;
 use crate::server::domain::redact::redact;
+use crate::server::ids::random_hex;
 use crate::server::store::audit::{self, AuditItem};
-use crate::server::store::idempotency::{
-    self as store, Bucket, KeyItem, ALL_SCOPES, FAILED, STARTED,
-};
-use crate::server::store::{Store, StoreError};
+use crate::server::store::idempotency::{self as store, Bucket, KeyItem, KeyStatus, ALL_SCOPES};
+use crate::server::store::StoreError;
 
 pub const AUDIT_PARTITION: &str = "system#idempotency";
 pub const AUDIT_EXPIRED: &str = "idempotency_key_expired";
@@ -36,7 +36,8 @@ fn counts_of(b: &BTreeMap<String, u64>) -> Counts {
     }
 }
 
-/// The design doc's alerts, judged only with enough requests to mean something.
+/// The alerts of docs/idempotency.md ("The Idempotency page"), judged only with enough
+/// requests to mean something.
 pub fn alerts(totals: &Counts, p: &ScopePolicy) -> Vec<Alert> {
     let judged = totals.requests as i64 >= p.alert_min_requests;
     let alert = |name: &str, label: &str, value: Option<f64>, threshold: f64, above: bool| {
@@ -113,42 +114,6 @@ pub fn window_hours(window: &str) -> Result<i64, AppError> {
     }
 }
 
-/// Reads `1 + scopes` queries: the `#all` partition says which scopes were active.
-pub async fn load(
-    store_: &Store,
-    settings: &IdempotencySection,
-    window: &str,
-    now: DateTime<Utc>,
-) -> Result<Health, AppError> {
-    let n = window_hours(window)?;
-    let hours: Vec<String> = (0..n)
-        .rev()
-        .map(|i| hour_key(now - Duration::hours(i)))
-        .collect();
-    let from = hours.first().cloned().unwrap_or_default();
-    let mut scopes: Vec<String> = store::read_stats(store_, ALL_SCOPES, &from)
-        .await?
-        .into_iter()
-        .flat_map(|b| b.scopes)
-        .collect();
-    scopes.sort();
-    scopes.dedup();
-    let mut out = Vec::new();
-    for scope in scopes {
-        let buckets = store::read_stats(store_, &scope, &from).await?;
-        out.push(scope_health(
-            &scope,
-            &buckets,
-            &hours,
-            &settings.policy(&scope),
-        ));
-    }
-    Ok(Health {
-        window: if n == 24 { "24h".into() } else { "7d".into() },
-        scopes: out,
-    })
-}
-
 fn ts(ms: i64) -> String {
     Utc.timestamp_millis_opt(ms)
         .single()
@@ -168,7 +133,7 @@ pub fn summary(item: KeyItem, now: DateTime<Utc>, with_response: bool) -> KeySum
         tenant: item.tenant,
         scope: item.scope,
         key_hash: item.key_hash,
-        status: item.status,
+        status: item.status.as_str().to_string(),
         attempts: item.attempt_count,
         stop_reason: item.stop_reason,
         response_json: if with_response {
@@ -180,66 +145,107 @@ pub fn summary(item: KeyItem, now: DateTime<Utc>, with_response: bool) -> KeySum
     }
 }
 
-/// `stuck` (started and past its stale time) or `failed` keys, paged.
-pub async fn list(
-    store_: &Store,
-    which: &str,
-    cursor: Option<&str>,
-    now: DateTime<Utc>,
-) -> Result<KeyPage, AppError> {
-    let status = match which {
-        "stuck" => STARTED,
-        "failed" => FAILED,
-        _ => return Err(AppError::invalid("list", "The list is stuck or failed.")),
-    };
-    let page = store::list_watch(store_, status, now.timestamp_millis(), cursor, 20).await?;
-    Ok(KeyPage {
-        keys: page
-            .items
+impl Engine {
+    /// Per-scope rates and alerts over `window` (`24h` or `7d`), with this process's latest
+    /// counters written first so the page is current. Reads `1 + scopes` queries: the
+    /// `#all` partition says which scopes were active.
+    pub async fn health(&self, window: &str) -> Result<Health, AppError> {
+        let n = window_hours(window)?;
+        if let Err(e) = self.flush_stats().await {
+            tracing::warn!(error = %e, "could not write idempotency counters before reading them");
+        }
+        let now = self.clock.now();
+        let hours: Vec<String> = (0..n)
+            .rev()
+            .map(|i| hour_key(now - Duration::hours(i)))
+            .collect();
+        let from = hours.first().cloned().unwrap_or_default();
+        let mut scopes: Vec<String> = store::read_stats(&self.store, ALL_SCOPES, &from)
+            .await?
             .into_iter()
-            .map(|i| summary(i, now, false))
-            .collect(),
-        next_cursor: page.next_cursor,
-    })
-}
-
-pub async fn detail(store_: &Store, id: &str, now: DateTime<Utc>) -> Result<KeySummary, AppError> {
-    match store::get(store_, id).await? {
-        Some(item) => Ok(summary(item, now, true)),
-        None => Err(AppError::NotFound),
-    }
-}
-
-/// An admin expires a key so its operation can run again. Audited; expiring an already
-/// expired key is a no-op that says so.
-pub async fn expire(
-    store_: &Store,
-    id: &str,
-    reason: &str,
-    actor: &str,
-    audit_days: i64,
-    now: DateTime<Utc>,
-    action_id: &str,
-) -> Result<bool, AppError> {
-    let reason = redact(Reason::parse(reason)?.as_str());
-    let Some(item) = store::get(store_, id).await? else {
-        return Err(AppError::NotFound);
-    };
-    let changed = store::expire_now(store_, id, now.timestamp()).await?;
-    if changed {
-        let mut audit_item =
-            AuditItem::new(AUDIT_PARTITION, AUDIT_EXPIRED, now, action_id, audit_days);
-        audit_item.actor = actor.to_string();
-        audit_item.idempotency_key = item.key_hash.clone();
-        audit_item.action_payload_redacted = serde_json::json!({
-            "scope": item.scope, "tenant": item.tenant, "status": item.status, "reason": reason,
+            .flat_map(|b| b.scopes)
+            .collect();
+        scopes.sort();
+        scopes.dedup();
+        let mut out = Vec::new();
+        for scope in scopes {
+            let buckets = store::read_stats(&self.store, &scope, &from).await?;
+            let policy = self.settings.policy(&scope);
+            out.push(scope_health(&scope, &buckets, &hours, &policy));
+        }
+        Ok(Health {
+            window: if n == 24 { "24h".into() } else { "7d".into() },
+            scopes: out,
         })
-        .to_string();
-        audit::put(store_, &audit_item)
-            .await
-            .map_err(|e: StoreError| AppError::from(e))?;
     }
-    Ok(changed)
+
+    /// `stuck` (started and past its stale time) or `failed` keys, paged.
+    pub async fn watched_keys(
+        &self,
+        which: &str,
+        cursor: Option<&str>,
+    ) -> Result<KeyPage, AppError> {
+        let status = match which {
+            "stuck" => KeyStatus::Started,
+            "failed" => KeyStatus::Failed,
+            _ => return Err(AppError::invalid("list", "The list is stuck or failed.")),
+        };
+        let now = self.clock.now();
+        let page =
+            store::list_watch(&self.store, status, now.timestamp_millis(), cursor, 20).await?;
+        Ok(KeyPage {
+            keys: page
+                .items
+                .into_iter()
+                .map(|i| summary(i, now, false))
+                .collect(),
+            next_cursor: page.next_cursor,
+        })
+    }
+
+    /// One key, with its stored response.
+    pub async fn key_summary(&self, id: &str) -> Result<KeySummary, AppError> {
+        match store::get(&self.store, id).await? {
+            Some(item) => Ok(summary(item, self.clock.now(), true)),
+            None => Err(AppError::NotFound),
+        }
+    }
+
+    /// An admin expires a key so its operation can run again. Audited; expiring an already
+    /// expired key is a no-op that says so.
+    pub async fn expire_key(
+        &self,
+        id: &str,
+        reason: &str,
+        actor: &str,
+        audit_days: i64,
+    ) -> Result<bool, AppError> {
+        let reason = redact(Reason::parse(reason)?.as_str());
+        let Some(item) = store::get(&self.store, id).await? else {
+            return Err(AppError::NotFound);
+        };
+        let now = self.clock.now();
+        let changed = store::expire_now(&self.store, id, now.timestamp()).await?;
+        if changed {
+            let mut audit_item = AuditItem::new(
+                AUDIT_PARTITION,
+                AUDIT_EXPIRED,
+                now,
+                &random_hex(8),
+                audit_days,
+            );
+            audit_item.actor = actor.to_string();
+            audit_item.idempotency_key = item.key_hash.clone();
+            audit_item.action_payload_redacted = serde_json::json!({
+                "scope": item.scope, "tenant": item.tenant, "status": item.status, "reason": reason,
+            })
+            .to_string();
+            audit::put(&self.store, &audit_item)
+                .await
+                .map_err(|e: StoreError| AppError::from(e))?;
+        }
+        Ok(changed)
+    }
 }
 
 #[cfg(test)]

@@ -5,13 +5,40 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, Utc};
+use serde_json::Value;
 
 use super::{key, Inbox};
 use crate::model::inbox::{Counts, FeedItem, FeedPage};
 use crate::model::AppError;
-use crate::server::store::inbox::{self as store, MessageItem, Receipt, Written, ALL, KEEP_DAYS};
+use crate::server::store::inbox::{
+    self as store, Kind, MessageItem, Receipt, Written, ALL, KEEP_DAYS,
+};
 
 pub const PAGE_SIZE: usize = 20;
+
+/// One message of one reader, by key.
+struct Reading {
+    tenant: String,
+    inbox: String,
+    uid: String,
+    user_pk: String,
+    /// The message's sort key (in the user's partition and the public one alike).
+    sk: String,
+}
+
+/// A cursor as a feed gives it: a message id (17 letters and digits), or none.
+fn feed_cursor(cursor: Option<&str>) -> Result<Option<&str>, AppError> {
+    let cursor = cursor.filter(|c| !c.is_empty());
+    if let Some(c) = cursor {
+        if c.len() != 17 || !c.chars().all(|ch| ch.is_ascii_alphanumeric()) {
+            return Err(AppError::invalid(
+                "cursor",
+                "This cursor is not one a feed gave.",
+            ));
+        }
+    }
+    Ok(cursor)
+}
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Marked {
@@ -49,34 +76,12 @@ impl Inbox {
             key(inbox, "inbox")?,
             key(uid, "uid")?,
         );
-        let cursor = cursor.filter(|c| !c.is_empty());
-        if let Some(c) = cursor {
-            if c.len() != 17 || !c.chars().all(|ch| ch.is_ascii_alphanumeric()) {
-                return Err(AppError::invalid(
-                    "cursor",
-                    "This cursor is not one a feed gave.",
-                ));
-            }
-        }
+        let cursor = feed_cursor(cursor)?;
         let user_pk = store::user_pk(&tenant, &uid, &inbox);
-        let now_s = now.timestamp();
-        let (mine, more_mine) = store::messages(&self.store, &user_pk, cursor, now_s, size).await?;
-        let (public, more_public) = store::messages(
-            &self.store,
-            &store::public_pk(&tenant, &inbox),
-            cursor,
-            now_s,
-            size,
-        )
-        .await?;
-        let mut merged: Vec<(MessageItem, bool)> = mine
-            .into_iter()
-            .map(|m| (m, false))
-            .chain(public.into_iter().map(|m| (m, true)))
-            .collect();
-        merged.sort_by(|a, b| b.0.id.cmp(&a.0.id));
-        let more = merged.len() > size || more_mine || more_public;
-        merged.truncate(size);
+        let public_pk = store::public_pk(&tenant, &inbox);
+        let (merged, more) = self
+            .newest(&user_pk, &public_pk, cursor, size, now.timestamp())
+            .await?;
         let public_ids: Vec<String> = merged
             .iter()
             .filter(|(_, p)| *p)
@@ -100,6 +105,30 @@ impl Inbox {
             None
         };
         Ok(FeedPage { items, next })
+    }
+
+    /// The `size` newest live messages below `cursor` of the user's partition and the
+    /// public one, merged newest first (`true`: public); and whether there are more.
+    async fn newest(
+        &self,
+        user_pk: &str,
+        public_pk: &str,
+        cursor: Option<&str>,
+        size: usize,
+        now_s: i64,
+    ) -> Result<(Vec<(MessageItem, bool)>, bool), AppError> {
+        let (mine, more_mine) = store::messages(&self.store, user_pk, cursor, now_s, size).await?;
+        let (public, more_public) =
+            store::messages(&self.store, public_pk, cursor, now_s, size).await?;
+        let mut merged: Vec<(MessageItem, bool)> = mine
+            .into_iter()
+            .map(|m| (m, false))
+            .chain(public.into_iter().map(|m| (m, true)))
+            .collect();
+        merged.sort_by(|a, b| b.0.id.cmp(&a.0.id));
+        let more = merged.len() > size || more_mine || more_public;
+        merged.truncate(size);
+        Ok((merged, more))
     }
 
     /// Totals for `uid`: their messages and the public ones, read, unread, unread per
@@ -164,62 +193,96 @@ impl Inbox {
             key(uid, "uid")?,
         );
         let id = key(message_id, "message_id")?;
-        let user_pk = store::user_pk(&tenant, &uid, &inbox);
-        let sk = store::message_sk(&id);
+        let r = Reading {
+            user_pk: store::user_pk(&tenant, &uid, &inbox),
+            sk: store::message_sk(&id),
+            tenant,
+            inbox,
+            uid,
+        };
         let keep = (now + Duration::days(KEEP_DAYS)).timestamp();
         for _ in 0..5 {
-            let now_ms = now.timestamp_millis();
-            let actions = match store::get::<serde_json::Value>(&self.store, &user_pk, &sk).await? {
-                // An expired message is gone for its reader, read or not.
-                Some(v)
-                    if v["expiredat"]
-                        .as_i64()
-                        .is_some_and(|e| e <= now.timestamp()) =>
-                {
-                    return Err(AppError::NotFound)
-                }
-                Some(v) if v["kind"] == "RR" => return Ok(Marked::Already),
-                Some(v) if v["kind"] == "UM" => {
-                    let m: MessageItem = serde_json::from_value(v)
-                        .map_err(|e| crate::server::errors::internal(&e))?;
-                    if m.readat.is_some() {
-                        return Ok(Marked::Already);
-                    }
-                    store::mark_user_message(&self.store, &m, &tenant, now_ms, keep)?
-                }
-                _ => {
-                    let public_pk = store::public_pk(&tenant, &inbox);
-                    let Some(m) = store::get::<MessageItem>(&self.store, &public_pk, &sk).await?
-                    else {
-                        return Err(AppError::NotFound);
-                    };
-                    if m.expiredat <= now.timestamp() {
-                        return Err(AppError::NotFound);
-                    }
-                    let receipt = Receipt {
-                        pk: user_pk.clone(),
-                        sk: sk.clone(),
-                        kind: "RR".into(),
-                        taxonomy: m.taxonomy.clone(),
-                        readat: now_ms,
-                        // A receipt lives as long as its message.
-                        expiredat: m.expiredat,
-                        tenant_key: tenant.clone(),
-                        inbox_key: inbox.clone(),
-                        uid: uid.clone(),
-                    };
-                    store::mark_public_message(&self.store, &m, &receipt, &tenant, keep)?
-                }
-            };
-            match store::transact(&self.store, actions).await? {
-                Written::Done => return Ok(Marked::Now),
-                // Someone marked it first (or it expired): read again to tell which.
-                Written::Refused(_) => continue,
+            if let Some(marked) = self.try_mark(&r, now, keep).await? {
+                return Ok(marked);
             }
         }
         Err(AppError::InProgress {
             retry_after_secs: 1,
         })
+    }
+
+    /// One try: what the reader's partition holds under the message's key decides how the
+    /// read is written (the user's copy, or a receipt of the public one), in one
+    /// transaction. `None`: someone marked it first (or it expired); read again to tell
+    /// which.
+    async fn try_mark(
+        &self,
+        r: &Reading,
+        now: DateTime<Utc>,
+        keep: i64,
+    ) -> Result<Option<Marked>, AppError> {
+        let found = store::get::<Value>(&self.store, &r.user_pk, &r.sk).await?;
+        let kind = found
+            .as_ref()
+            .and_then(|v| v["kind"].as_str())
+            .and_then(Kind::parse);
+        let actions = match (found, kind) {
+            // An expired message is gone for its reader, read or not.
+            (Some(v), _)
+                if v["expiredat"]
+                    .as_i64()
+                    .is_some_and(|e| e <= now.timestamp()) =>
+            {
+                return Err(AppError::NotFound)
+            }
+            (Some(_), Some(Kind::Receipt)) => return Ok(Some(Marked::Already)),
+            (Some(v), Some(Kind::Message)) => {
+                let m: MessageItem =
+                    serde_json::from_value(v).map_err(|e| crate::server::errors::internal(&e))?;
+                if m.readat.is_some() {
+                    return Ok(Some(Marked::Already));
+                }
+                let now_ms = now.timestamp_millis();
+                store::mark_user_message(&self.store, &m, &r.tenant, now_ms, keep)?
+            }
+            _ => {
+                let (m, receipt) = self.public_read(r, now).await?;
+                store::mark_public_message(&self.store, &m, &receipt, &r.tenant, keep)?
+            }
+        };
+        Ok(match store::transact(&self.store, actions).await? {
+            Written::Done => Some(Marked::Now),
+            Written::Refused(_) => None,
+        })
+    }
+
+    /// The live public message `r` names and the reader's receipt of it; not found when
+    /// there is none.
+    async fn public_read(
+        &self,
+        r: &Reading,
+        now: DateTime<Utc>,
+    ) -> Result<(MessageItem, Receipt), AppError> {
+        let public_pk = store::public_pk(&r.tenant, &r.inbox);
+        let Some(m) = store::get::<MessageItem>(&self.store, &public_pk, &r.sk).await? else {
+            return Err(AppError::NotFound);
+        };
+        if m.expiredat <= now.timestamp() {
+            return Err(AppError::NotFound);
+        }
+        let receipt = Receipt {
+            pk: r.user_pk.clone(),
+            sk: r.sk.clone(),
+            kind: Kind::Receipt,
+            taxonomy: m.taxonomy.clone(),
+            readat: now.timestamp_millis(),
+            // A receipt lives as long as its message.
+            expiredat: m.expiredat,
+            tenant_key: r.tenant.clone(),
+            inbox_key: r.inbox.clone(),
+            uid: r.uid.clone(),
+        };
+        Ok((m, receipt))
     }
 
     /// Marks every unread message of `uid`'s feed read; returns how many it marked.

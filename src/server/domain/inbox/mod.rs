@@ -1,7 +1,9 @@
-//! The inbox (design doc 3): tenants and inboxes, publishing to users or everyone with
+//! The inbox (docs/inbox.md): tenants and inboxes, publishing to users or everyone with
 //! exact counters, feeds that merge a user's messages with the public ones, and reads
 //! counted once however often they are sent.
 
+mod deliver;
+pub mod drafts;
 pub mod feed;
 pub mod publish;
 pub mod verify;
@@ -16,7 +18,7 @@ use chrono::{DateTime, Duration, Utc};
 use crate::model::AppError;
 use crate::server::contract::inbox as contract;
 use crate::server::domain::fields::{self, iso_ms};
-use crate::server::store::inbox::{self as store, InboxConfig, TenantSettings, SETTINGS_SK};
+use crate::server::store::inbox::{self as store, InboxConfig, Kind, TenantSettings, SETTINGS_SK};
 use crate::server::store::Store;
 
 /// A tenant, user, inbox or category key: 1 to 128 characters, no `#` (the key
@@ -124,7 +126,7 @@ impl Inbox {
         let s = TenantSettings {
             pk: store::tenant_pk(&tenant),
             sk: SETTINGS_SK.into(),
-            kind: "TS".into(),
+            kind: Kind::TenantSettings,
             title: fields::text("title", body.title, 200)?.unwrap_or_else(|| tenant.clone()),
             ttl,
             tenant_key: tenant.clone(),
@@ -158,7 +160,7 @@ impl Inbox {
         let c = InboxConfig {
             pk: store::tenant_pk(&tenant),
             sk: store::inbox_sk(&inbox),
-            kind: "IC".into(),
+            kind: Kind::InboxConfig,
             title: fields::text("title", body.title, 200)?.unwrap_or_else(|| inbox.clone()),
             description: fields::text("description", body.description, 1000)?.unwrap_or_default(),
             ttl,

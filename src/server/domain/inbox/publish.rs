@@ -1,21 +1,19 @@
 //! Publishing: a message to a list of users (one copy per user partition, one message id
 //! for all) or to everyone (one copy in the public partition), each copy written in the
-//! same transaction as its counters. Large audiences go in batches within DynamoDB's 100
-//! actions; a publish that stopped half-way resumes from its job record with the same
-//! message id, and the condition on each copy makes a recipient who has it already drop
-//! out of the batch instead of receiving it twice.
+//! same transaction as its counters (`deliver.rs`). Large audiences go in batches within
+//! DynamoDB's 100 actions; a publish that stopped half-way resumes from its job record with
+//! the same message id, and the condition on each copy makes a recipient who has it
+//! already drop out of the batch instead of receiving it twice.
 
-use std::sync::atomic::Ordering;
-
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 
 use super::{key, message_id, parse_ttl, Inbox};
 use crate::model::AppError;
 use crate::server::contract::inbox::PublishRequest;
 use crate::server::domain::fields::{self, iso_ms};
 use crate::server::store::inbox::{
-    self as store, Audience, Body, Job, JobStart, MessageItem, Publication, Taxonomy, Written,
-    KEEP_DAYS, PUBLIC_UID,
+    self as store, Audience, AudienceKind, Body, Job, JobStart, Kind, MessageItem, Publication,
+    PublicationStatus, Taxonomy, PUBLIC_UID,
 };
 
 pub const MAX_RECIPIENTS: usize = 10_000;
@@ -159,6 +157,17 @@ impl Publish {
     }
 }
 
+impl Publish {
+    /// Who the message goes to: a list of users, or everyone.
+    pub fn audience_kind(&self) -> AudienceKind {
+        if self.uids.is_some() {
+            AudienceKind::Users
+        } else {
+            AudienceKind::Everyone
+        }
+    }
+}
+
 /// The message's text, kept as written.
 fn body_text(body: String) -> Result<String, AppError> {
     if body.trim().is_empty() {
@@ -183,6 +192,24 @@ pub struct Published {
     pub resumed: bool,
 }
 
+/// Where a message goes and for how long: the checked keys, the publish time, and when
+/// the message expires.
+struct Target {
+    tenant: String,
+    inbox: String,
+    now: DateTime<Utc>,
+    /// Epoch seconds.
+    expires: i64,
+}
+
+/// The publish a job stands for: its message id, whether an earlier call started it, and
+/// when it was first received (epoch milliseconds).
+struct Started {
+    id: String,
+    resumed: bool,
+    received: i64,
+}
+
 impl Inbox {
     /// Publishes `p` once for `job` (the idempotency key of the request): a second call with
     /// the same job finishes what the first left, and writes nothing it already wrote.
@@ -194,118 +221,14 @@ impl Inbox {
         job: &str,
         now: DateTime<Utc>,
     ) -> Result<Published, AppError> {
-        let tenant = key(tenant, "tenant")?;
-        let inbox = key(inbox, "inbox")?;
-        let life = match &p.ttl {
-            Some(t) => parse_ttl(t, "ttl")?,
-            None => {
-                self.lifetime(&tenant, &inbox, p.category.as_deref())
-                    .await?
-            }
-        };
-        let expires = (now + life).timestamp();
-        let fresh_id = message_id(now);
+        let t = self.target(tenant, inbox, p, now).await?;
+        let started = self.start(&t, p, job).await?;
         let recipients = p.uids.as_ref().map_or(1, Vec::len);
-        let job_item = Job {
-            pk: store::tenant_pk(&tenant),
-            sk: store::job_sk(job),
-            kind: "PJ".into(),
-            message_id: fresh_id.clone(),
-            inbox_key: inbox.clone(),
-            expiredat: expires + 86_400,
-        };
-        let publication = Publication {
-            pk: store::tenant_pk(&tenant),
-            sk: store::publication_sk(&inbox, &fresh_id),
-            kind: "PB".into(),
-            id: fresh_id.clone(),
-            inbox_key: inbox.clone(),
-            audience_kind: if p.uids.is_some() {
-                "users"
-            } else {
-                "everyone"
-            }
-            .into(),
-            label: p.label.clone(),
-            recipients: recipients as i64,
-            category: p.category.clone(),
-            title: p.title.clone(),
-            status: "publishing".into(),
-            created_at: iso_ms(now),
-            expiredat: expires + 86_400,
-        };
-        let (id, resumed, received) =
-            match store::start_job(&self.store, &tenant, &job_item, &publication).await? {
-                JobStart::New => (fresh_id, false, now.timestamp_millis()),
-                JobStart::Resume(j) => {
-                    let pb: Option<Publication> = store::get(
-                        &self.store,
-                        &store::tenant_pk(&tenant),
-                        &store::publication_sk(&j.inbox_key, &j.message_id),
-                    )
-                    .await?;
-                    let received = pb
-                        .and_then(|pb| DateTime::parse_from_rfc3339(&pb.created_at).ok())
-                        .map_or(now.timestamp_millis(), |t| t.timestamp_millis());
-                    (j.message_id, true, received)
-                }
-            };
-        let copy = |pk: String, uid: &str| MessageItem {
-            pk,
-            sk: store::message_sk(&id),
-            kind: "UM".into(),
-            id: id.clone(),
-            host_system_id: p.host_system_id.clone(),
-            sender: p.sender.clone(),
-            audiences: Audience {
-                kind: if p.uids.is_some() {
-                    "users"
-                } else {
-                    "everyone"
-                }
-                .into(),
-                label: p.label.clone(),
-                uids: p.uids.iter().flatten().take(20).cloned().collect(),
-                count: recipients as i64,
-            },
-            received,
-            delivered: now.timestamp_millis(),
-            readat: None,
-            expiredat: expires,
-            taxonomy: Taxonomy {
-                category: p.category.clone(),
-            },
-            message: Body {
-                title: p.title.clone(),
-                body: p.body.clone(),
-                cta_uri: p.cta_uri.clone(),
-            },
-            tenant_key: tenant.clone(),
-            inbox_key: inbox.clone(),
-            uid: uid.to_string(),
-        };
-        let copies: Vec<MessageItem> = match &p.uids {
-            None => vec![copy(store::public_pk(&tenant, &inbox), PUBLIC_UID)],
-            Some(list) => list
-                .iter()
-                .map(|u| copy(store::user_pk(&tenant, u, &inbox), u))
-                .collect(),
-        };
-        let keep = (now + Duration::days(KEEP_DAYS)).timestamp();
-        let per_copy = if p.category.is_some() { 3 } else { 2 };
-        let mut batches = 0;
-        for chunk in copies.chunks(100 / per_copy) {
-            self.deliver_batch(chunk, keep).await?;
-            batches += 1;
-            let crash_at = self.faults.crash_after_batches.load(Ordering::SeqCst);
-            if crash_at > 0 && batches >= crash_at {
-                self.faults.crash_after_batches.store(0, Ordering::SeqCst);
-                return Err(AppError::Internal {
-                    reference: "simulated-crash".into(),
-                });
-            }
-        }
-        store::finish_publication(&self.store, &tenant, &inbox, &id).await?;
+        let batches = self
+            .deliver_all(&copies(&t, p, &started), p.category.is_some(), now)
+            .await?;
+        let (tenant, inbox, id, resumed) = (&t.tenant, &t.inbox, started.id, started.resumed);
+        store::finish_publication(&self.store, tenant, inbox, &id).await?;
         tracing::info!(tenant = %tenant, inbox = %inbox, message = %id, recipients, batches, resumed, "message published");
         Ok(Published {
             message_id: id,
@@ -315,34 +238,137 @@ impl Inbox {
         })
     }
 
-    /// Writes one batch of copies with their counters in one transaction. Copies that are
-    /// there already (an earlier, interrupted publish wrote them) leave the batch.
-    async fn deliver_batch(&self, chunk: &[MessageItem], keep: i64) -> Result<(), AppError> {
-        let mut pending: Vec<&MessageItem> = chunk.iter().collect();
-        for _ in 0..chunk.len() + 1 {
-            if pending.is_empty() {
-                return Ok(());
+    /// The checked keys, and when the message expires: after the request's lifetime, else
+    /// the inbox's for its category (see [`Inbox::lifetime`]).
+    async fn target(
+        &self,
+        tenant: &str,
+        inbox: &str,
+        p: &Publish,
+        now: DateTime<Utc>,
+    ) -> Result<Target, AppError> {
+        let tenant = key(tenant, "tenant")?;
+        let inbox = key(inbox, "inbox")?;
+        let life = match &p.ttl {
+            Some(t) => parse_ttl(t, "ttl")?,
+            None => {
+                self.lifetime(&tenant, &inbox, p.category.as_deref())
+                    .await?
             }
-            let mut actions = Vec::new();
-            let mut starts = Vec::new();
-            for m in &pending {
-                starts.push(actions.len());
-                actions.extend(store::deliver(&self.store, m, keep)?);
-            }
-            match store::transact(&self.store, actions).await? {
-                Written::Done => return Ok(()),
-                Written::Refused(idx) => {
-                    pending = pending
-                        .into_iter()
-                        .zip(&starts)
-                        .filter(|(_, s)| !idx.contains(s))
-                        .map(|(m, _)| m)
-                        .collect();
-                }
+        };
+        Ok(Target {
+            tenant,
+            inbox,
+            now,
+            expires: (now + life).timestamp(),
+        })
+    }
+
+    /// Records the job with its publication under a new message id, or finds the job an
+    /// earlier call with the same key recorded, and resumes that publish.
+    async fn start(&self, t: &Target, p: &Publish, job: &str) -> Result<Started, AppError> {
+        let fresh_id = message_id(t.now);
+        let job_item = Job {
+            pk: store::tenant_pk(&t.tenant),
+            sk: store::job_sk(job),
+            kind: Kind::Job,
+            message_id: fresh_id.clone(),
+            inbox_key: t.inbox.clone(),
+            expiredat: t.expires + 86_400,
+        };
+        let publication = publication(t, p, &fresh_id);
+        match store::start_job(&self.store, &t.tenant, &job_item, &publication).await? {
+            JobStart::New => Ok(Started {
+                id: fresh_id,
+                resumed: false,
+                received: t.now.timestamp_millis(),
+            }),
+            JobStart::Resume(j) => {
+                // The copies keep the time the first call received the message.
+                let pb: Option<Publication> = store::get(
+                    &self.store,
+                    &store::tenant_pk(&t.tenant),
+                    &store::publication_sk(&j.inbox_key, &j.message_id),
+                )
+                .await?;
+                let received = pb
+                    .and_then(|pb| DateTime::parse_from_rfc3339(&pb.created_at).ok())
+                    .map_or(t.now.timestamp_millis(), |at| at.timestamp_millis());
+                Ok(Started {
+                    id: j.message_id,
+                    resumed: true,
+                    received,
+                })
             }
         }
-        Err(AppError::InProgress {
-            retry_after_secs: 1,
-        })
+    }
+}
+
+/// The publication record: what is published to whom, `publishing` until every copy is in.
+fn publication(t: &Target, p: &Publish, id: &str) -> Publication {
+    Publication {
+        pk: store::tenant_pk(&t.tenant),
+        sk: store::publication_sk(&t.inbox, id),
+        kind: Kind::Publication,
+        id: id.to_string(),
+        inbox_key: t.inbox.clone(),
+        audience_kind: p.audience_kind(),
+        label: p.label.clone(),
+        recipients: p.uids.as_ref().map_or(1, Vec::len) as i64,
+        category: p.category.clone(),
+        title: p.title.clone(),
+        status: PublicationStatus::Publishing,
+        created_at: iso_ms(t.now),
+        expiredat: t.expires + 86_400,
+    }
+}
+
+/// One copy for each user, or one in the public partition for everyone.
+fn copies(t: &Target, p: &Publish, started: &Started) -> Vec<MessageItem> {
+    match &p.uids {
+        None => vec![copy(
+            t,
+            p,
+            started,
+            store::public_pk(&t.tenant, &t.inbox),
+            PUBLIC_UID,
+        )],
+        Some(list) => list
+            .iter()
+            .map(|u| copy(t, p, started, store::user_pk(&t.tenant, u, &t.inbox), u))
+            .collect(),
+    }
+}
+
+/// The message as `uid`'s copy, in partition `pk`.
+fn copy(t: &Target, p: &Publish, started: &Started, pk: String, uid: &str) -> MessageItem {
+    MessageItem {
+        pk,
+        sk: store::message_sk(&started.id),
+        kind: Kind::Message,
+        id: started.id.clone(),
+        host_system_id: p.host_system_id.clone(),
+        sender: p.sender.clone(),
+        audiences: Audience {
+            kind: p.audience_kind(),
+            label: p.label.clone(),
+            uids: p.uids.iter().flatten().take(20).cloned().collect(),
+            count: p.uids.as_ref().map_or(1, Vec::len) as i64,
+        },
+        received: started.received,
+        delivered: t.now.timestamp_millis(),
+        readat: None,
+        expiredat: t.expires,
+        taxonomy: Taxonomy {
+            category: p.category.clone(),
+        },
+        message: Body {
+            title: p.title.clone(),
+            body: p.body.clone(),
+            cta_uri: p.cta_uri.clone(),
+        },
+        tenant_key: t.tenant.clone(),
+        inbox_key: t.inbox.clone(),
+        uid: uid.to_string(),
     }
 }

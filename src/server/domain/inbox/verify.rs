@@ -1,10 +1,13 @@
-//! `ops-console verify inbox`: recounts every partition from its messages and receipts and
-//! compares the counters. Run it once the stream consumer has caught up with deletions.
+//! `ops-console verify inbox` (docs/inbox.md, "Verify"): recounts every partition from its
+//! messages and receipts and compares the counters. Run it once the stream consumer has
+//! caught up with deletions.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
 
 use crate::server::store::inbox::stream::scan_page;
-use crate::server::store::inbox::PUBLIC_UID;
+use crate::server::store::inbox::{Kind, PUBLIC_UID};
 use crate::server::store::{Store, StoreError};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,112 +50,142 @@ fn read_shard_owner(pk: &str) -> Option<(String, String, String)> {
 
 type Key3 = (String, String, String);
 
+/// What a scan of the table found: the counts its messages and receipts make, and what
+/// the counters say.
+#[derive(Default)]
+struct Recount {
+    /// Per partition and category (`*` for all): published and read, from the items.
+    counted: Tally,
+    /// The same from the stats items.
+    stored: Tally,
+    /// Reads per publication (`(tenant, inbox, message id)`), from the items.
+    reads_counted: BTreeMap<Key3, i64>,
+    /// The same from the publications' read-counter shards.
+    reads_stored: BTreeMap<Key3, i64>,
+    /// Publications whose messages still live.
+    live_publications: Vec<Key3>,
+}
+
 /// Every counter that disagrees with a recount, and how many items were read. A
 /// publication's read count is checked while its messages live (their receipts expire
 /// with them; the count stays as a record of the publication).
 pub async fn verify(store: &Store, now_s: i64) -> Result<(Vec<Drift>, usize), StoreError> {
-    let mut counted = Tally::new();
-    let mut stored = Tally::new();
-    let mut reads_counted: BTreeMap<Key3, i64> = BTreeMap::new();
-    let mut reads_stored: BTreeMap<Key3, i64> = BTreeMap::new();
-    let mut live_publications: Vec<Key3> = Vec::new();
+    let mut recount = Recount::default();
     let mut items = 0;
     let mut start = None;
     loop {
         let (page, next) = scan_page(store, start).await?;
         items += page.len();
         for v in &page {
-            let pk = v["pk"].as_str().unwrap_or_default();
-            let cat = v["taxonomy"]["category"].as_str();
-            match v["kind"].as_str() {
-                Some("UM") => {
-                    let read =
-                        v["uid"] != PUBLIC_UID && v.get("readat").is_some_and(|r| !r.is_null());
-                    add(&mut counted, pk, cat, 1, i64::from(read));
-                    if read {
-                        count_read(&mut reads_counted, pk, v);
-                    }
-                }
-                Some("RR") => {
-                    add(&mut counted, pk, cat, 0, 1);
-                    count_read(&mut reads_counted, pk, v);
-                }
-                Some("PR") => {
-                    if let Some(k) = read_shard_owner(pk) {
-                        *reads_stored.entry(k).or_default() += v["read"].as_i64().unwrap_or(0);
-                    }
-                }
-                Some("PB") => {
-                    let live = v["expiredat"].as_i64().unwrap_or(0) - 86_400 > now_s;
-                    let sk = v["sk"].as_str().unwrap_or_default();
-                    let tenant = pk.trim_start_matches("t#");
-                    if let (true, Some(rest)) = (live, sk.strip_prefix("pub#")) {
-                        if let Some((inbox, id)) = rest.split_once('#') {
-                            live_publications.push((
-                                tenant.to_string(),
-                                inbox.to_string(),
-                                id.to_string(),
-                            ));
-                        }
-                    }
-                }
-                Some("US") => {
-                    let c = v["sk"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .trim_start_matches("c#");
-                    stored.insert(
-                        (pk.to_string(), c.to_string()),
-                        (
-                            v["published"].as_i64().unwrap_or(0),
-                            v["read"].as_i64().unwrap_or(0),
-                        ),
-                    );
-                }
-                _ => {}
-            }
+            recount.add(v, now_s);
         }
         match next {
             Some(k) => start = Some(k),
             None => break,
         }
     }
-    let mut drift = Vec::new();
-    let keys: std::collections::BTreeSet<_> =
-        counted.keys().chain(stored.keys()).cloned().collect();
-    for k in keys {
-        let c = counted.get(&k).copied().unwrap_or_default();
-        let s = stored.get(&k).copied().unwrap_or_default();
-        for (field, a, b) in [("published", c.0, s.0), ("read", c.1, s.1)] {
-            if a != b {
-                drift.push(Drift {
-                    pk: k.0.clone(),
-                    category: k.1.clone(),
-                    field,
-                    counted: a,
-                    stored: b,
-                });
+    Ok((recount.drift(), items))
+}
+
+impl Recount {
+    /// Counts one item (any kind; kinds that count nothing are skipped).
+    fn add(&mut self, v: &Value, now_s: i64) {
+        let pk = v["pk"].as_str().unwrap_or_default();
+        let cat = v["taxonomy"]["category"].as_str();
+        match v["kind"].as_str().and_then(Kind::parse) {
+            Some(Kind::Message) => {
+                let read = v["uid"] != PUBLIC_UID && v.get("readat").is_some_and(|r| !r.is_null());
+                add(&mut self.counted, pk, cat, 1, i64::from(read));
+                if read {
+                    count_read(&mut self.reads_counted, pk, v);
+                }
+            }
+            Some(Kind::Receipt) => {
+                add(&mut self.counted, pk, cat, 0, 1);
+                count_read(&mut self.reads_counted, pk, v);
+            }
+            Some(Kind::ReadShard) => {
+                if let Some(k) = read_shard_owner(pk) {
+                    *self.reads_stored.entry(k).or_default() += v["read"].as_i64().unwrap_or(0);
+                }
+            }
+            Some(Kind::Publication) => self.publication(pk, v, now_s),
+            Some(Kind::Stats) => {
+                let c = v["sk"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .trim_start_matches("c#");
+                self.stored.insert(
+                    (pk.to_string(), c.to_string()),
+                    (
+                        v["published"].as_i64().unwrap_or(0),
+                        v["read"].as_i64().unwrap_or(0),
+                    ),
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// Notes a publication whose messages still live (it expires a day after them).
+    fn publication(&mut self, pk: &str, v: &Value, now_s: i64) {
+        let live = v["expiredat"].as_i64().unwrap_or(0) - 86_400 > now_s;
+        let sk = v["sk"].as_str().unwrap_or_default();
+        let tenant = pk.trim_start_matches("t#");
+        if let (true, Some(rest)) = (live, sk.strip_prefix("pub#")) {
+            if let Some((inbox, id)) = rest.split_once('#') {
+                self.live_publications.push((
+                    tenant.to_string(),
+                    inbox.to_string(),
+                    id.to_string(),
+                ));
             }
         }
     }
-    for k in live_publications {
-        let c = reads_counted.get(&k).copied().unwrap_or(0);
-        let s = reads_stored.get(&k).copied().unwrap_or(0);
-        if c != s {
-            drift.push(Drift {
-                pk: format!("t#{}", k.0),
-                category: format!("{}#{}", k.1, k.2),
-                field: "publication reads",
-                counted: c,
-                stored: s,
-            });
+
+    /// Every disagreement: partition counters first, then live publications' read counts.
+    fn drift(self) -> Vec<Drift> {
+        let mut drift = Vec::new();
+        let keys: BTreeSet<_> = self
+            .counted
+            .keys()
+            .chain(self.stored.keys())
+            .cloned()
+            .collect();
+        for k in keys {
+            let c = self.counted.get(&k).copied().unwrap_or_default();
+            let s = self.stored.get(&k).copied().unwrap_or_default();
+            for (field, a, b) in [("published", c.0, s.0), ("read", c.1, s.1)] {
+                if a != b {
+                    drift.push(Drift {
+                        pk: k.0.clone(),
+                        category: k.1.clone(),
+                        field,
+                        counted: a,
+                        stored: b,
+                    });
+                }
+            }
         }
+        for k in self.live_publications {
+            let c = self.reads_counted.get(&k).copied().unwrap_or(0);
+            let s = self.reads_stored.get(&k).copied().unwrap_or(0);
+            if c != s {
+                drift.push(Drift {
+                    pk: format!("t#{}", k.0),
+                    category: format!("{}#{}", k.1, k.2),
+                    field: "publication reads",
+                    counted: c,
+                    stored: s,
+                });
+            }
+        }
+        drift
     }
-    Ok((drift, items))
 }
 
 /// One read of the message whose copy or receipt `v` is, in partition `pk`.
-fn count_read(reads: &mut BTreeMap<Key3, i64>, pk: &str, v: &serde_json::Value) {
+fn count_read(reads: &mut BTreeMap<Key3, i64>, pk: &str, v: &Value) {
     let id = v["sk"]
         .as_str()
         .unwrap_or_default()

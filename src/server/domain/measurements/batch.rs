@@ -1,6 +1,6 @@
-//! Batches (design doc 5, step 7): grouped by user, each user's items in timestamp order,
-//! one status per item; with `BATCH_FAIL_FAST` a user's remaining items stop at their
-//! first ordering violation and are reported (and audited) as skipped.
+//! Batches (docs/measurements.md, "Batches"): grouped by user, each user's items in
+//! timestamp order, one status per item; with `BATCH_FAIL_FAST` a user's remaining items
+//! stop at their first ordering violation and are reported (and audited) as skipped.
 
 use std::collections::BTreeMap;
 
@@ -11,6 +11,7 @@ use super::payload::{parse, Submission};
 use super::{Attempt, Context, Measurements, Outcome};
 use crate::model::AppError;
 use crate::server::contract::measurements::{BatchItem, BatchReport};
+use crate::server::store::measurements::Action;
 
 pub const MAX_BATCH: usize = 500;
 
@@ -136,7 +137,7 @@ impl Measurements {
                     Attempt {
                         user: &s.user_id,
                         measurement_id: &s.measurement_id,
-                        action: "skipped",
+                        action: Action::Skipped,
                         reason: reason.into(),
                         payload: Some(s.payload()),
                     },

@@ -1,7 +1,8 @@
-//! A measurement as submitted, validated, and the payload its hash covers (design doc 5,
-//! step 2): weight in kg with 2 decimals, the timestamp in UTC, the source in lower case,
-//! the unit. Floating-point safe: the weight is taken to the microgram as decimal digits
-//! before it is rounded, so 70.004 kg and 70.0 + 0.004 kg are the same payload.
+//! A measurement as submitted, validated, and the payload its hash covers
+//! (docs/measurements.md, "Normalizing"): weight in kg with 2 decimals, the timestamp in
+//! UTC, the source in lower case, the unit. Floating-point safe: the weight is taken to the
+//! microgram as decimal digits before it is rounded, so 70.004 kg and 70.0 + 0.004 kg are
+//! the same payload.
 
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use serde_json::{json, Map, Value};

@@ -5,7 +5,7 @@ use chrono::{DateTime, Duration, Utc};
 
 use crate::model::measurements::{AttemptPage, AttemptRow, Point, RateHour, Rates, Rejected};
 use crate::model::AppError;
-use crate::server::store::measurements::{self as store, AuditItem, OUTCOMES};
+use crate::server::store::measurements::{self as store, Action, AuditItem};
 use crate::server::store::query::Start;
 use crate::server::store::Store;
 
@@ -15,7 +15,7 @@ fn row(a: AuditItem) -> AttemptRow {
         at: a.at,
         user_id: a.user_id,
         measurement_id: a.measurement_id,
-        action: a.action,
+        action: a.action.as_str().into(),
         reason: a.reason,
         weight_kg: p.weight_kg,
         timestamp: p.timestamp,
@@ -43,24 +43,29 @@ pub async fn attempts(
 ) -> Result<AttemptPage, AppError> {
     let (user, outcome) = (user.trim(), outcome.trim());
     check_user(user)?;
-    if !outcome.is_empty() && !OUTCOMES.contains(&outcome) {
-        return Err(AppError::invalid("outcome", "Unknown outcome."));
-    }
+    let outcome = parse_outcome(outcome)?;
     let start = cursor
         .filter(|c| !c.is_empty())
         .map_or(Start::First, Start::After);
-    let (items, next, _) = if !user.is_empty() {
-        let filter = (!outcome.is_empty()).then_some(outcome);
-        store::audits_of_user(store, user, filter, start, 25).await?
-    } else if !outcome.is_empty() {
-        store::audits_by_outcome(store, outcome, start, 25).await?
-    } else {
-        return Ok(AttemptPage::default());
+    let (items, next, _) = match outcome {
+        _ if !user.is_empty() => store::audits_of_user(store, user, outcome, start, 25).await?,
+        Some(o) => store::audits_by_outcome(store, o, start, 25).await?,
+        None => return Ok(AttemptPage::default()),
     };
     Ok(AttemptPage {
         rows: items.into_iter().map(row).collect(),
         next,
     })
+}
+
+/// An outcome as chosen on a page: empty for all of them.
+pub fn parse_outcome(outcome: &str) -> Result<Option<Action>, AppError> {
+    if outcome.is_empty() {
+        return Ok(None);
+    }
+    Action::parse(outcome)
+        .map(Some)
+        .ok_or_else(|| AppError::invalid("outcome", "Unknown outcome."))
 }
 
 /// A user id as typed into a page: within the ids the API takes (128 characters), so it
@@ -90,13 +95,18 @@ pub async fn series(store: &Store, user: &str) -> Result<(Vec<Point>, Vec<Reject
     let (recent, _, _) = store::audits_of_user(store, user, None, Start::First, 200).await?;
     let rejected = recent
         .into_iter()
-        .filter(|a| matches!(a.action.as_str(), "out_of_order" | "conflict" | "skipped"))
+        .filter(|a| {
+            matches!(
+                a.action,
+                Action::OutOfOrder | Action::Conflict | Action::Skipped
+            )
+        })
         .filter_map(|a| {
             let p = a.payload?;
             Some(Rejected {
                 timestamp: p.timestamp,
                 weight_kg: p.weight_kg.parse().ok()?,
-                action: a.action,
+                action: a.action.as_str().into(),
             })
         })
         .collect();
@@ -135,13 +145,13 @@ pub async fn rates(
         let r = RateHour {
             hour: h,
             attempts: get("attempts"),
-            accepted: get("accepted"),
-            duplicate: get("duplicate"),
-            conflict: get("conflict"),
-            out_of_order: get("out_of_order"),
-            invalid: get("invalid"),
-            overrides: get("override"),
-            skipped: get("skipped"),
+            accepted: get(Action::Accepted.as_str()),
+            duplicate: get(Action::Duplicate.as_str()),
+            conflict: get(Action::Conflict.as_str()),
+            out_of_order: get(Action::OutOfOrder.as_str()),
+            invalid: get(Action::Invalid.as_str()),
+            overrides: get(Action::Override.as_str()),
+            skipped: get(Action::Skipped.as_str()),
         };
         totals.attempts += r.attempts;
         totals.accepted += r.accepted;

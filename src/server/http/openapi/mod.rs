@@ -10,6 +10,7 @@ use utoipa::{Modify, OpenApi};
 
 use super::idempotency;
 use super::problem::{ProblemDoc, ProblemResponse};
+use crate::model::openapi::{Field, Schema};
 
 struct BearerKeys;
 
@@ -117,10 +118,10 @@ impl Modify for LayerProblems {
     modifiers(&BearerKeys, &LayerProblems),
     tags(
         (name = "console", description = "Who you are, health, kill switches"),
-        (name = "events", description = "The helpdesk webhook (design doc 1)"),
-        (name = "conversations", description = "Conversations (design doc 2)"),
-        (name = "inbox", description = "Inbox (design doc 3)"),
-        (name = "measurements", description = "Measurements (design doc 5)"),
+        (name = "events", description = "The helpdesk webhook (docs/events.md)"),
+        (name = "conversations", description = "Conversations (docs/conversations.md)"),
+        (name = "inbox", description = "Inbox (docs/inbox.md)"),
+        (name = "measurements", description = "Measurements (docs/measurements.md)"),
     )
 )]
 pub struct ApiDoc;
@@ -154,67 +155,18 @@ fn type_name(schema: &Value) -> String {
     }
 }
 
-/// The document read into what the API page shows.
+fn text(v: &Value) -> String {
+    v.as_str().unwrap_or_default().to_string()
+}
+
+/// The document read into what the API page shows: its operations by tag, path and
+/// method, and its schemas.
 pub fn summary() -> crate::model::openapi::ApiDoc {
-    use crate::model::openapi::{ApiDoc, Field, Operation, Schema};
     let doc = document();
-    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
     let mut operations = Vec::new();
     for (path, ops) in doc["paths"].as_object().into_iter().flatten() {
         for (method, op) in ops.as_object().into_iter().flatten() {
-            let scope = op["security"].as_array().and_then(|reqs| {
-                let first = reqs.first()?;
-                let scopes = first.get("api_key")?.as_array()?;
-                Some(
-                    scopes
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                )
-            });
-            let params = op["parameters"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|p| Field {
-                    name: format!("{} ({})", text(&p["name"]), text(&p["in"])),
-                    ty: type_name(&p["schema"]),
-                    required: p["required"].as_bool().unwrap_or(false),
-                    description: text(&p["description"]),
-                })
-                .collect();
-            let body = op["requestBody"]["content"]["application/json"]
-                .get("schema")
-                .map(type_name);
-            let responses = op["responses"]
-                .as_object()
-                .into_iter()
-                .flatten()
-                .map(|(code, r)| {
-                    let desc = if r.get("$ref").is_some() {
-                        "problem+json".to_string()
-                    } else {
-                        let schema = r["content"]["application/json"].get("schema");
-                        format!(
-                            "{} {}",
-                            text(&r["description"]),
-                            schema.map(type_name).unwrap_or_default()
-                        )
-                    };
-                    (code.clone(), desc.trim().to_string())
-                })
-                .collect();
-            operations.push(Operation {
-                method: method.to_uppercase(),
-                path: path.clone(),
-                tag: op["tags"][0].as_str().unwrap_or_default().to_string(),
-                description: text(&op["description"]),
-                scope,
-                params,
-                body,
-                responses,
-            });
+            operations.push(operation(path, method, op));
         }
     }
     operations.sort_by(|a, b| (&a.tag, &a.path, &a.method).cmp(&(&b.tag, &b.path, &b.method)));
@@ -222,35 +174,101 @@ pub fn summary() -> crate::model::openapi::ApiDoc {
         .as_object()
         .into_iter()
         .flatten()
-        .map(|(name, s)| {
-            let required: Vec<&str> = s["required"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            Schema {
-                name: name.clone(),
-                description: text(&s["description"]),
-                fields: s["properties"]
-                    .as_object()
-                    .into_iter()
-                    .flatten()
-                    .map(|(f, v)| Field {
-                        name: f.clone(),
-                        ty: type_name(v),
-                        required: required.contains(&f.as_str()),
-                        description: text(&v["description"]),
-                    })
-                    .collect(),
-            }
-        })
+        .map(|(name, s)| schema(name, s))
         .collect();
-    ApiDoc {
+    crate::model::openapi::ApiDoc {
         title: text(&doc["info"]["title"]),
         version: text(&doc["info"]["version"]),
         description: text(&doc["info"]["description"]),
         operations,
         schemas,
+    }
+}
+
+/// One operation as the API page lists it.
+fn operation(path: &str, method: &str, op: &Value) -> crate::model::openapi::Operation {
+    let params = op["parameters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| Field {
+            name: format!("{} ({})", text(&p["name"]), text(&p["in"])),
+            ty: type_name(&p["schema"]),
+            required: p["required"].as_bool().unwrap_or(false),
+            description: text(&p["description"]),
+        })
+        .collect();
+    let body = op["requestBody"]["content"]["application/json"]
+        .get("schema")
+        .map(type_name);
+    crate::model::openapi::Operation {
+        method: method.to_uppercase(),
+        path: path.to_string(),
+        tag: op["tags"][0].as_str().unwrap_or_default().to_string(),
+        description: text(&op["description"]),
+        scope: scope(op),
+        params,
+        body,
+        responses: responses(op),
+    }
+}
+
+/// The scopes of an operation's API-key requirement, comma-separated.
+fn scope(op: &Value) -> Option<String> {
+    let first = op["security"].as_array()?.first()?;
+    let scopes = first.get("api_key")?.as_array()?;
+    Some(
+        scopes
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
+}
+
+/// Each response code with what it carries (`problem+json` for the shared problem).
+fn responses(op: &Value) -> Vec<(String, String)> {
+    op["responses"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(code, r)| {
+            let desc = if r.get("$ref").is_some() {
+                "problem+json".to_string()
+            } else {
+                let schema = r["content"]["application/json"].get("schema");
+                format!(
+                    "{} {}",
+                    text(&r["description"]),
+                    schema.map(type_name).unwrap_or_default()
+                )
+            };
+            (code.clone(), desc.trim().to_string())
+        })
+        .collect()
+}
+
+/// One schema of the document's components, with its fields.
+fn schema(name: &str, s: &Value) -> Schema {
+    let required: Vec<&str> = s["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    Schema {
+        name: name.to_string(),
+        description: text(&s["description"]),
+        fields: s["properties"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(f, v)| Field {
+                name: f.clone(),
+                ty: type_name(v),
+                required: required.contains(&f.as_str()),
+                description: text(&v["description"]),
+            })
+            .collect(),
     }
 }

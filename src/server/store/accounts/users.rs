@@ -1,7 +1,7 @@
 //! `users-<env>`: console users. Changes that can take admin rights away are serialized
 //! through a version item, so two admins demoting each other cannot leave none.
 
-use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -75,7 +75,7 @@ pub async fn create(
         .map_err(|e| StoreError::corrupt(&table, e))?;
     let parts = vec![
         TransactWriteItem::builder().put(put).build(),
-        audit_write(store, audit_item)?,
+        audit::write_once(store, audit_item)?,
     ];
     match transact(store, parts).await? {
         TxOutcome::Done => Ok(true),
@@ -188,58 +188,15 @@ pub async fn apply(
     now: DateTime<Utc>,
     settings_ttl_days: i64,
 ) -> Result<Applied, StoreError> {
-    let users = store.table(USERS.base);
-    let mut update = Update::builder()
-        .table_name(&users)
-        .key("name", s(name))
-        .condition_expression("attribute_exists(#n)")
-        .expression_attribute_names("#n", "name");
-    update = match change {
-        UserChange::Role(role) => update
-            .update_expression("SET #r = :r")
-            .expression_attribute_names("#r", "role")
-            .expression_attribute_values(":r", s(role.as_str())),
-        UserChange::Disable(reason) => update
-            .update_expression("SET disabled = :t, disabled_reason = :why")
-            .expression_attribute_values(":t", aws_sdk_dynamodb::types::AttributeValue::Bool(true))
-            .expression_attribute_values(":why", s(reason)),
-        UserChange::Enable => update
-            .update_expression("SET disabled = :f REMOVE disabled_reason")
-            .expression_attribute_values(
-                ":f",
-                aws_sdk_dynamodb::types::AttributeValue::Bool(false),
-            ),
-        UserChange::Password { hash, at } => update
-            .update_expression("SET password_hash = :h, password_changed_at = :at")
-            .expression_attribute_values(":h", s(hash))
-            .expression_attribute_values(":at", s(at.to_rfc3339())),
-    };
-    let update = update.build().map_err(|e| StoreError::corrupt(&users, e))?;
-
-    let settings = store.table(SETTINGS.base);
-    let mut lock = Update::builder()
-        .table_name(&settings)
-        .key("pk", s(USERS_LOCK_PK))
-        .update_expression("SET version = :next, expires_at = :exp")
-        .expression_attribute_values(":next", n(lock_version + 1))
-        .expression_attribute_values(
-            ":exp",
-            n((now + chrono::Duration::days(settings_ttl_days)).timestamp()),
-        );
-    lock = if lock_version == 0 {
-        lock.condition_expression("attribute_not_exists(version)")
-    } else {
-        lock.condition_expression("version = :seen")
-            .expression_attribute_values(":seen", n(lock_version))
-    };
-    let lock = lock
-        .build()
-        .map_err(|e| StoreError::corrupt(&settings, e))?;
-
+    let expires_at = (now + chrono::Duration::days(settings_ttl_days)).timestamp();
     let parts = vec![
-        TransactWriteItem::builder().update(update).build(),
-        TransactWriteItem::builder().update(lock).build(),
-        audit_write(store, audit_item)?,
+        TransactWriteItem::builder()
+            .update(user_update(store, name, change)?)
+            .build(),
+        TransactWriteItem::builder()
+            .update(lock_update(store, lock_version, expires_at)?)
+            .build(),
+        audit::write_once(store, audit_item)?,
     ];
     Ok(match transact(store, parts).await? {
         TxOutcome::Done => Applied::Done,
@@ -247,10 +204,51 @@ pub async fn apply(
     })
 }
 
-fn audit_write(store: &Store, item: &AuditItem) -> Result<TransactWriteItem, StoreError> {
-    Ok(TransactWriteItem::builder()
-        .put(audit::put_once(store, item)?)
-        .build())
+/// The update of the user's own item, only while the user exists.
+fn user_update(store: &Store, name: &str, change: UserChange<'_>) -> Result<Update, StoreError> {
+    let users = store.table(USERS.base);
+    let update = Update::builder()
+        .table_name(&users)
+        .key("name", s(name))
+        .condition_expression("attribute_exists(#n)")
+        .expression_attribute_names("#n", "name");
+    let update = match change {
+        UserChange::Role(role) => update
+            .update_expression("SET #r = :r")
+            .expression_attribute_names("#r", "role")
+            .expression_attribute_values(":r", s(role.as_str())),
+        UserChange::Disable(reason) => update
+            .update_expression("SET disabled = :t, disabled_reason = :why")
+            .expression_attribute_values(":t", AttributeValue::Bool(true))
+            .expression_attribute_values(":why", s(reason)),
+        UserChange::Enable => update
+            .update_expression("SET disabled = :f REMOVE disabled_reason")
+            .expression_attribute_values(":f", AttributeValue::Bool(false)),
+        UserChange::Password { hash, at } => update
+            .update_expression("SET password_hash = :h, password_changed_at = :at")
+            .expression_attribute_values(":h", s(hash))
+            .expression_attribute_values(":at", s(at.to_rfc3339())),
+    };
+    update.build().map_err(|e| StoreError::corrupt(&users, e))
+}
+
+/// Moves the admin-change lock from `seen` to the next version, only if nobody moved it
+/// since it was read (0: never written).
+fn lock_update(store: &Store, seen: u64, expires_at: i64) -> Result<Update, StoreError> {
+    let settings = store.table(SETTINGS.base);
+    let lock = Update::builder()
+        .table_name(&settings)
+        .key("pk", s(USERS_LOCK_PK))
+        .update_expression("SET version = :next, expires_at = :exp")
+        .expression_attribute_values(":next", n(seen + 1))
+        .expression_attribute_values(":exp", n(expires_at));
+    let lock = if seen == 0 {
+        lock.condition_expression("attribute_not_exists(version)")
+    } else {
+        lock.condition_expression("version = :seen")
+            .expression_attribute_values(":seen", n(seen))
+    };
+    lock.build().map_err(|e| StoreError::corrupt(&settings, e))
 }
 
 enum TxOutcome {

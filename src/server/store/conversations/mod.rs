@@ -1,5 +1,6 @@
-//! `conversations-<env>` (design doc 2): one item per conversation under the recipient's
-//! phone or email. Besides the design's attributes, three of our own: `entry_ids` (a string
+//! `conversations-<env>` (docs/conversations.md; the item in docs/data-model.md,
+//! "conversations"): one item per conversation under the recipient's phone or email.
+//! Besides the attributes the Channel Router knows, three of our own: `entry_ids` (a string
 //! set, so an append is conditioned on its entry id), `message_count`, and `item_bytes`
 //! (so an append that would pass DynamoDB's 400 KB item limit is refused before it is sent).
 
@@ -8,14 +9,15 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
+mod item;
 mod search;
 
+pub use item::{Conversation, Message, Status};
 pub use search::*;
 
 use super::items::{item_size, n, s, value_size};
+use super::query::Item;
 use super::schema::CONVERSATIONS;
 use super::{Store, StoreError};
 
@@ -24,122 +26,12 @@ use super::{Store, StoreError};
 pub const ITEM_LIMIT_BYTES: i64 = 400 * 1024;
 pub const APPEND_BUDGET_BYTES: i64 = ITEM_LIMIT_BYTES - 12 * 1024;
 
-/// One entry of `messages`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Message {
-    pub entry_id: String,
-    pub message_timestamp: String,
-    /// `user` or `assistant`.
-    pub role: String,
-    pub content: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ai_prompt_tokens: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ai_completion_tokens: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ai_total_tokens: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub processing_time_ms: Option<i64>,
-}
-
-/// A conversation as stored: the attributes of design doc 2, with their types.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Conversation {
-    pub primary_channel: String,
-    pub conversation_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub recipient_tel: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub recipient_email: Option<String>,
-    pub company_id: String,
-    pub project_id: String,
-    pub channel_method: String,
-    pub conversation_status: String,
-    pub request_id: String,
-    #[serde(default)]
-    pub messages: Vec<Message>,
-    pub created_at: String,
-    pub updated_at: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub initial_request_timestamp: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub processor_version: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub router_version: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub thread_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub email_id: Option<String>,
-    /// 0 or 1: a Number, so it can be the task-complete LSI's sort key.
-    pub task_complete: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub processing_time_ms: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub recipient_first_name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub recipient_last_name: Option<String>,
-    pub comms_consent: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub project_data: Option<Map<String, Value>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub company_name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub project_name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub company_rep: Option<Map<String, Value>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allowed_channels: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub project_status: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub auto_queue_initial_message: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub auto_queue_initial_message_from_number: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub auto_queue_initial_message_from_email: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub auto_queue_reply_message: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub auto_queue_reply_message_from_number: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub auto_queue_reply_message_from_email: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ai_config: Option<Map<String, Value>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub channel_config: Option<Map<String, Value>>,
-    pub function_call: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub function_call_type: Option<String>,
-    pub hand_off_to_human: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hand_off_to_human_reason: Option<String>,
-    pub ttl: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gsi_recipient_tel: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gsi_recipient_email: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gsi_company_whatsapp_number: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gsi_company_sms_number: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gsi_company_email: Option<String>,
-    /// SHA-256 of the Context Object it was created from: a second create of the same
-    /// conversation with other content is a conflict, not a silent no-op.
-    #[serde(default)]
-    pub context_sha256: String,
-    #[serde(default)]
-    pub message_count: i64,
-    #[serde(default)]
-    pub item_bytes: i64,
-}
-
 pub enum Created {
     New,
     Exists(Box<Conversation>),
 }
 
-fn decode(table: &str, item: HashMap<String, AttributeValue>) -> Result<Conversation, StoreError> {
+fn decode(table: &str, item: Item) -> Result<Conversation, StoreError> {
     serde_dynamo::from_item(item).map_err(|e| StoreError::corrupt(table, e))
 }
 
@@ -247,42 +139,48 @@ pub async fn append(
         .send()
         .await;
     match result {
-        Ok(out) => {
-            let count = out
+        Ok(out) => Ok(Appended::Added {
+            message_count: out
                 .attributes
-                .and_then(|a| a.get("message_count").cloned())
-                .and_then(|v| v.as_n().ok().and_then(|n| n.parse().ok()))
-                .unwrap_or(0);
-            Ok(Appended::Added {
-                message_count: count,
-            })
-        }
+                .as_ref()
+                .and_then(|a| number(a, "message_count"))
+                .unwrap_or(0),
+        }),
         Err(e) => match e.into_service_error() {
             UpdateItemError::ConditionalCheckFailedException(c) => {
-                let Some(old) = c.item else {
-                    return Ok(Appended::Missing);
-                };
-                let has_entry = matches!(old.get("entry_ids"),
-                    Some(AttributeValue::Ss(ids)) if ids.contains(&message.entry_id));
-                if has_entry {
-                    return Ok(Appended::Duplicate);
-                }
-                let used = old
-                    .get("item_bytes")
-                    .and_then(|v| v.as_n().ok())
-                    .and_then(|n| n.parse().ok())
-                    .unwrap_or(ITEM_LIMIT_BYTES);
-                Ok(Appended::Full { used, needed })
+                Ok(append_refused(c.item, &message.entry_id, needed))
             }
             other => Err(StoreError::service("UpdateItem", &other)),
         },
     }
 }
 
+/// A Number attribute of an item, if it is one.
+fn number(item: &Item, name: &str) -> Option<i64> {
+    item.get(name)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|n| n.parse().ok())
+}
+
+/// Which of an append's conditions failed, told from the item as it was (`None`: there
+/// was no item). An item without its size counts as full.
+fn append_refused(old: Option<Item>, entry_id: &str, needed: i64) -> Appended {
+    let Some(old) = old else {
+        return Appended::Missing;
+    };
+    let has_entry = matches!(old.get("entry_ids"),
+        Some(AttributeValue::Ss(ids)) if ids.iter().any(|id| id == entry_id));
+    if has_entry {
+        return Appended::Duplicate;
+    }
+    let used = number(&old, "item_bytes").unwrap_or(ITEM_LIMIT_BYTES);
+    Appended::Full { used, needed }
+}
+
 /// Attributes an update may set. `None` leaves one as it is.
 #[derive(Clone, Debug, Default)]
 pub struct Changes {
-    pub conversation_status: Option<String>,
+    pub conversation_status: Option<Status>,
     pub task_complete: Option<i64>,
     pub hand_off_to_human: Option<bool>,
     pub hand_off_to_human_reason: Option<String>,
@@ -299,7 +197,7 @@ pub enum Updated {
     Missing,
     /// The status did not allow the move; here is what it is.
     Refused {
-        current_status: String,
+        current_status: Status,
     },
 }
 
@@ -311,58 +209,21 @@ pub async fn update(
     primary_channel: &str,
     conversation_id: &str,
     changes: &Changes,
-    from: Option<&[&str]>,
+    from: Option<&[Status]>,
     now_iso: &str,
 ) -> Result<Updated, StoreError> {
     let table = store.table(CONVERSATIONS.base);
-    let mut sets = vec!["#updated_at = :updated_at".to_string()];
-    let mut names = HashMap::from([("#updated_at".to_string(), "updated_at".to_string())]);
-    let mut values = HashMap::from([(":updated_at".to_string(), s(now_iso))]);
-    let mut set = |name: &str, v: Option<AttributeValue>| {
-        if let Some(v) = v {
-            sets.push(format!("#{name} = :{name}"));
-            names.insert(format!("#{name}"), name.to_string());
-            values.insert(format!(":{name}"), v);
-        }
-    };
-    let c = changes;
-    set("conversation_status", c.conversation_status.clone().map(s));
-    set("task_complete", c.task_complete.map(n));
-    set(
-        "hand_off_to_human",
-        c.hand_off_to_human.map(AttributeValue::Bool),
-    );
-    set(
-        "hand_off_to_human_reason",
-        c.hand_off_to_human_reason.clone().map(s),
-    );
-    set("function_call", c.function_call.map(AttributeValue::Bool));
-    set("function_call_type", c.function_call_type.clone().map(s));
-    set("thread_id", c.thread_id.clone().map(s));
-    set("email_id", c.email_id.clone().map(s));
-    set("processing_time_ms", c.processing_time_ms.map(n));
-    set("processor_version", c.processor_version.clone().map(s));
-    let mut condition = "attribute_exists(conversation_id)".to_string();
-    if let (Some(from), Some(to)) = (from, &c.conversation_status) {
-        names.insert("#cs".into(), "conversation_status".into());
-        values.insert(":to".into(), s(to));
-        let mut allowed = vec![":to".to_string()];
-        for (i, f) in from.iter().enumerate() {
-            values.insert(format!(":from{i}"), s(*f));
-            allowed.push(format!(":from{i}"));
-        }
-        condition = format!("{condition} AND #cs IN ({})", allowed.join(", "));
-    }
+    let expr = UpdateExpression::of(changes, from, now_iso);
     let result = store
         .client()
         .update_item()
         .table_name(&table)
         .key("primary_channel", s(primary_channel))
         .key("conversation_id", s(conversation_id))
-        .update_expression(format!("SET {}", sets.join(", ")))
-        .condition_expression(condition)
-        .set_expression_attribute_names(Some(names))
-        .set_expression_attribute_values(Some(values))
+        .update_expression(expr.update)
+        .condition_expression(expr.condition)
+        .set_expression_attribute_names(Some(expr.names))
+        .set_expression_attribute_values(Some(expr.values))
         .return_values(ReturnValue::AllNew)
         .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
         .send()
@@ -381,6 +242,68 @@ pub async fn update(
             },
             other => Err(StoreError::service("UpdateItem", &other)),
         },
+    }
+}
+
+/// An update's expressions: the `SET` list, the condition, and their placeholders.
+struct UpdateExpression {
+    update: String,
+    condition: String,
+    names: HashMap<String, String>,
+    values: HashMap<String, AttributeValue>,
+}
+
+impl UpdateExpression {
+    /// Sets each given change and `updated_at`; the item must exist and, when the status
+    /// changes with `from` given, be in one of `from` or at the target already (a retry).
+    fn of(changes: &Changes, from: Option<&[Status]>, now_iso: &str) -> UpdateExpression {
+        let mut sets = vec!["#updated_at = :updated_at".to_string()];
+        let mut names = HashMap::from([("#updated_at".to_string(), "updated_at".to_string())]);
+        let mut values = HashMap::from([(":updated_at".to_string(), s(now_iso))]);
+        let mut set = |name: &str, v: Option<AttributeValue>| {
+            if let Some(v) = v {
+                sets.push(format!("#{name} = :{name}"));
+                names.insert(format!("#{name}"), name.to_string());
+                values.insert(format!(":{name}"), v);
+            }
+        };
+        let c = changes;
+        set(
+            "conversation_status",
+            c.conversation_status.map(|st| s(st.as_str())),
+        );
+        set("task_complete", c.task_complete.map(n));
+        set(
+            "hand_off_to_human",
+            c.hand_off_to_human.map(AttributeValue::Bool),
+        );
+        set(
+            "hand_off_to_human_reason",
+            c.hand_off_to_human_reason.clone().map(s),
+        );
+        set("function_call", c.function_call.map(AttributeValue::Bool));
+        set("function_call_type", c.function_call_type.clone().map(s));
+        set("thread_id", c.thread_id.clone().map(s));
+        set("email_id", c.email_id.clone().map(s));
+        set("processing_time_ms", c.processing_time_ms.map(n));
+        set("processor_version", c.processor_version.clone().map(s));
+        let mut condition = "attribute_exists(conversation_id)".to_string();
+        if let (Some(from), Some(to)) = (from, c.conversation_status) {
+            names.insert("#cs".into(), "conversation_status".into());
+            values.insert(":to".into(), s(to.as_str()));
+            let mut allowed = vec![":to".to_string()];
+            for (i, f) in from.iter().enumerate() {
+                values.insert(format!(":from{i}"), s(f.as_str()));
+                allowed.push(format!(":from{i}"));
+            }
+            condition = format!("{condition} AND #cs IN ({})", allowed.join(", "));
+        }
+        UpdateExpression {
+            update: format!("SET {}", sets.join(", ")),
+            condition,
+            names,
+            values,
+        }
     }
 }
 

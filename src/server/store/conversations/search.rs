@@ -2,6 +2,8 @@
 //! gives, the index's sort key when a filter matches it, the other filters as filter
 //! expressions), paged both ways.
 
+use aws_sdk_dynamodb::types::AttributeValue;
+
 use super::{decode, Conversation};
 use crate::server::store::items::{n, s};
 use crate::server::store::query::{self, Cond, Count, Spec, Start};
@@ -63,88 +65,133 @@ const SUMMARY: &[&str] = &[
 
 const TABLE_KEYS: [&str; 2] = ["primary_channel", "conversation_id"];
 
-/// The query that answers a search, and the index it uses (`None`: the table).
+/// The query that answers a search: the index whose key condition is most specific, and
+/// the search's other filters as filter expressions.
 pub fn spec(store: &Store, partition: &Partition, filters: &Filters) -> Spec {
-    let mut f: Vec<(&'static str, Cond)> = Vec::new();
     let created = filters
         .created
         .clone()
         .map(|(a, b)| Cond::Between(s(a), s(b)));
-    let (index, pk, sk, ascending) = match partition {
-        Partition::Recipient(pc) => {
-            // The most specific LSI answers the key condition; the rest filter.
-            let pk = ("primary_channel", s(pc));
-            if let Some(st) = &filters.status {
-                (
-                    CONVERSATIONS_BY_STATUS,
-                    pk,
-                    Some(("conversation_status", Cond::Eq(s(st)))),
-                    true,
-                )
-            } else if let Some(ch) = &filters.channel {
-                (
-                    CONVERSATIONS_BY_CHANNEL,
-                    pk,
-                    Some(("channel_method", Cond::Eq(s(ch)))),
-                    true,
-                )
-            } else if let Some(t) = filters.task_complete {
-                (
-                    CONVERSATIONS_BY_TASK,
-                    pk,
-                    Some(("task_complete", Cond::Eq(n(t)))),
-                    true,
-                )
-            } else {
-                (
-                    CONVERSATIONS_BY_CREATED,
-                    pk,
-                    created.clone().map(|c| ("created_at", c)),
-                    false,
-                )
-            }
+    let key = KeyChoice::of(partition, filters, created.clone());
+    let index_sk = index_sort_key(key.index);
+    let sk_name = key.sk.as_ref().map(|(name, _)| *name);
+    let filters = residual_filters(filters, created, index_sk, sk_name);
+    let key_attrs = key_attrs(key.pk.0, index_sk);
+    Spec {
+        table: store.table(CONVERSATIONS.base),
+        index: Some(key.index),
+        pk: key.pk,
+        sk: key.sk,
+        filters,
+        ascending: key.ascending,
+        key_attrs,
+        projection: Some(SUMMARY.to_vec()),
+    }
+}
+
+/// The index a search reads and its key condition.
+struct KeyChoice {
+    index: &'static str,
+    pk: (&'static str, AttributeValue),
+    sk: Option<(&'static str, Cond)>,
+    ascending: bool,
+}
+
+impl KeyChoice {
+    fn of(partition: &Partition, filters: &Filters, created: Option<Cond>) -> KeyChoice {
+        match partition {
+            Partition::Recipient(pc) => KeyChoice::recipient(pc, filters, created),
+            Partition::Company {
+                company_id,
+                project_id,
+            } => KeyChoice {
+                index: CONVERSATIONS_BY_COMPANY_PROJECT,
+                pk: ("company_id", s(company_id)),
+                sk: project_id.clone().map(|p| ("project_id", Cond::Eq(s(p)))),
+                ascending: true,
+            },
+            Partition::CompanyNumber {
+                channel,
+                number,
+                recipient,
+            } => KeyChoice::company_number(channel, number, recipient.as_deref()),
         }
-        Partition::Company {
-            company_id,
-            project_id,
-        } => (
-            CONVERSATIONS_BY_COMPANY_PROJECT,
-            ("company_id", s(company_id)),
-            project_id.clone().map(|p| ("project_id", Cond::Eq(s(p)))),
-            true,
-        ),
-        Partition::CompanyNumber {
-            channel,
-            number,
-            recipient,
-        } => {
-            let (index, pk_name, sk_name) = match channel.as_str() {
-                "sms" => (
-                    CONVERSATIONS_BY_SMS,
-                    "gsi_company_sms_number",
-                    "gsi_recipient_tel",
-                ),
-                "email" => (
-                    CONVERSATIONS_BY_EMAIL,
-                    "gsi_company_email",
-                    "gsi_recipient_email",
-                ),
-                _ => (
-                    CONVERSATIONS_BY_WHATSAPP,
-                    "gsi_company_whatsapp_number",
-                    "gsi_recipient_tel",
-                ),
-            };
+    }
+
+    /// A recipient's conversations: the most specific LSI answers the key condition (status,
+    /// then channel, then task complete; else newest first by creation); the rest filter.
+    fn recipient(pc: &str, filters: &Filters, created: Option<Cond>) -> KeyChoice {
+        let (index, sk, ascending) = if let Some(st) = &filters.status {
             (
-                index,
-                (pk_name, s(number)),
-                recipient.clone().map(|r| (sk_name, Cond::Eq(s(r)))),
+                CONVERSATIONS_BY_STATUS,
+                Some(("conversation_status", Cond::Eq(s(st)))),
                 true,
             )
+        } else if let Some(ch) = &filters.channel {
+            (
+                CONVERSATIONS_BY_CHANNEL,
+                Some(("channel_method", Cond::Eq(s(ch)))),
+                true,
+            )
+        } else if let Some(t) = filters.task_complete {
+            (
+                CONVERSATIONS_BY_TASK,
+                Some(("task_complete", Cond::Eq(n(t)))),
+                true,
+            )
+        } else {
+            (
+                CONVERSATIONS_BY_CREATED,
+                created.map(|c| ("created_at", c)),
+                false,
+            )
+        };
+        KeyChoice {
+            index,
+            pk: ("primary_channel", s(pc)),
+            sk,
+            ascending,
         }
-    };
-    let sk_name = sk.as_ref().map(|(name, _)| *name);
-    let index_sk = index_sort_key(index);
+    }
+
+    /// Reply linking: the channel's sparse index of company sending numbers (or addresses),
+    /// narrowed to one recipient when given.
+    fn company_number(channel: &str, number: &str, recipient: Option<&str>) -> KeyChoice {
+        let (index, pk_name, sk_name) = match channel {
+            "sms" => (
+                CONVERSATIONS_BY_SMS,
+                "gsi_company_sms_number",
+                "gsi_recipient_tel",
+            ),
+            "email" => (
+                CONVERSATIONS_BY_EMAIL,
+                "gsi_company_email",
+                "gsi_recipient_email",
+            ),
+            _ => (
+                CONVERSATIONS_BY_WHATSAPP,
+                "gsi_company_whatsapp_number",
+                "gsi_recipient_tel",
+            ),
+        };
+        KeyChoice {
+            index,
+            pk: (pk_name, s(number)),
+            sk: recipient.map(|r| (sk_name, Cond::Eq(s(r)))),
+            ascending: true,
+        }
+    }
+}
+
+/// The search's filters the key condition does not already answer: each one whose
+/// attribute is not the index's sort key (the creation range: not the key condition's).
+fn residual_filters(
+    filters: &Filters,
+    created: Option<Cond>,
+    index_sk: &str,
+    sk_name: Option<&str>,
+) -> Vec<(&'static str, Cond)> {
+    let mut f: Vec<(&'static str, Cond)> = Vec::new();
     if let Some(st) = &filters.status {
         if index_sk != "conversation_status" {
             f.push(("conversation_status", Cond::Eq(s(st))));
@@ -165,22 +212,18 @@ pub fn spec(store: &Store, partition: &Partition, filters: &Filters) -> Spec {
             f.push(("created_at", c));
         }
     }
+    f
+}
+
+/// The attributes a cursor is made of: the table's keys and the index's.
+fn key_attrs(pk_name: &'static str, index_sk: &'static str) -> Vec<&'static str> {
     let mut key_attrs: Vec<&'static str> = TABLE_KEYS.to_vec();
-    for a in [pk.0, index_sk] {
+    for a in [pk_name, index_sk] {
         if !key_attrs.contains(&a) {
             key_attrs.push(a);
         }
     }
-    Spec {
-        table: store.table(CONVERSATIONS.base),
-        index: Some(index),
-        pk,
-        sk,
-        filters: f,
-        ascending,
-        key_attrs,
-        projection: Some(SUMMARY.to_vec()),
-    }
+    key_attrs
 }
 
 fn index_sort_key(index: &str) -> &'static str {

@@ -1,15 +1,16 @@
-//! The read side of design doc 1's tables: single records, the console's lists (by day,
-//! by conversation, the outbox) and the counts of the health page.
+//! The read side of the events' tables (docs/events.md): single records, the console's
+//! lists (by day, by conversation, the outbox) and the counts of the Overview page.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::{ActionRecord, ConversationState, EventRecord};
 use crate::server::store::items::{self, decode, s};
+use crate::server::store::query::{self, Cond, Start};
 use crate::server::store::schema::{
     EVENTS_BY_CONVERSATION_INDEX, EVENTS_BY_DAY_INDEX, MW_CONVERSATION_STATE, MW_IDEMPOTENCY,
     OUTBOX_INDEX,
 };
-use crate::server::store::{cursor, query, Store, StoreError};
+use crate::server::store::{Store, StoreError};
 
 /// The record under a key, whatever its kind.
 pub async fn get_event(store: &Store, key: &str) -> Result<Option<EventRecord>, StoreError> {
@@ -43,40 +44,35 @@ pub struct Page<T> {
     pub next_cursor: Option<String>,
 }
 
-async fn query_index<T: serde::de::DeserializeOwned>(
+/// One page of an index partition of Table A, newest first, on the shared query helper.
+async fn index_page<T: serde::de::DeserializeOwned>(
     store: &Store,
-    index: &str,
-    pk_name: &str,
-    pk: &str,
-    key_names: &[&str],
+    index: &'static str,
+    pk: (&'static str, &str),
+    key_attrs: Vec<&'static str>,
     cursor: Option<&str>,
     limit: i32,
 ) -> Result<Page<T>, StoreError> {
-    let table = store.table(MW_IDEMPOTENCY.base);
-    let start = cursor.map(|c| cursor::decode(c, key_names)).transpose()?;
-    let out = store
-        .client()
-        .query()
-        .table_name(&table)
-        .index_name(index)
-        .key_condition_expression("#pk = :pk")
-        .expression_attribute_names("#pk", pk_name)
-        .expression_attribute_values(":pk", s(pk))
-        .scan_index_forward(false)
-        .limit(limit)
-        .set_exclusive_start_key(start)
-        .send()
-        .await
-        .map_err(StoreError::request("Query"))?;
-    let items = out
+    let spec = query::Spec {
+        table: store.table(MW_IDEMPOTENCY.base),
+        index: Some(index),
+        pk: (pk.0, s(pk.1)),
+        sk: None,
+        filters: Vec::new(),
+        ascending: false,
+        key_attrs,
+        projection: None,
+    };
+    let start = cursor.map_or(Start::First, Start::After);
+    let page = query::page(store, &spec, start, limit.max(1) as usize).await?;
+    let items = page
         .items
-        .unwrap_or_default()
         .into_iter()
-        .map(|i| decode(i, &table))
+        .map(|i| decode(i, &spec.table))
         .collect::<Result<Vec<T>, _>>()?;
     Ok(Page {
         items,
-        next_cursor: cursor::next(out.last_evaluated_key.as_ref()),
+        next_cursor: page.next,
     })
 }
 
@@ -87,12 +83,12 @@ pub async fn events_of_day(
     cursor: Option<&str>,
     limit: i32,
 ) -> Result<Page<EventRecord>, StoreError> {
-    query_index(
+    let keys = vec!["event_id", "event_day", "created_sk"];
+    index_page(
         store,
         EVENTS_BY_DAY_INDEX,
-        "event_day",
-        day,
-        &["event_id", "event_day", "created_sk"],
+        ("event_day", day),
+        keys,
         cursor,
         limit,
     )
@@ -106,16 +102,9 @@ pub async fn events_of_conversation(
     cursor: Option<&str>,
     limit: i32,
 ) -> Result<Page<EventRecord>, StoreError> {
-    query_index(
-        store,
-        EVENTS_BY_CONVERSATION_INDEX,
-        "conversation_id",
-        conversation_id,
-        &["event_id", "conversation_id", "created_sk"],
-        cursor,
-        limit,
-    )
-    .await
+    let keys = vec!["event_id", "conversation_id", "created_sk"];
+    let pk = ("conversation_id", conversation_id);
+    index_page(store, EVENTS_BY_CONVERSATION_INDEX, pk, keys, cursor, limit).await
 }
 
 /// Side effects waiting in the outbox, newest first.
@@ -124,17 +113,20 @@ pub async fn outbox(
     cursor: Option<&str>,
     limit: i32,
 ) -> Result<Page<ActionRecord>, StoreError> {
-    query_index(
+    let keys = vec!["event_id", "outbox", "outbox_sk"];
+    index_page(
         store,
         OUTBOX_INDEX,
-        "outbox",
-        "pending",
-        &["event_id", "outbox", "outbox_sk"],
+        ("outbox", "pending"),
+        keys,
         cursor,
         limit,
     )
     .await
 }
+
+/// Items read per page while counting events.
+const COUNT_PAGE: usize = 5000;
 
 /// Events received since `from_sk` (a `created_sk` lower bound) on `day`: how many, and
 /// how many duplicate deliveries they had.
@@ -143,34 +135,46 @@ pub async fn count_events_since(
     day: &str,
     from_sk: &str,
 ) -> Result<(u64, u64), StoreError> {
-    let table = store.table(MW_IDEMPOTENCY.base);
+    let spec = query::Spec {
+        table: store.table(MW_IDEMPOTENCY.base),
+        index: Some(EVENTS_BY_DAY_INDEX),
+        pk: ("event_day", s(day)),
+        sk: Some((
+            "created_sk",
+            Cond::Between(s(from_sk), s(end_of_day_sk(day))),
+        )),
+        filters: Vec::new(),
+        ascending: true,
+        key_attrs: vec!["event_id", "event_day", "created_sk"],
+        projection: Some(vec!["duplicates"]),
+    };
     let (mut events, mut duplicates) = (0u64, 0u64);
-    let mut start = None;
+    if from_sk > end_of_day_sk(day).as_str() {
+        // Nothing of `day` is that late (and BETWEEN refuses a reversed range).
+        return Ok((events, duplicates));
+    }
+    let mut cursor = None::<String>;
     loop {
-        let out = store
-            .client()
-            .query()
-            .table_name(&table)
-            .index_name(EVENTS_BY_DAY_INDEX)
-            .key_condition_expression("event_day = :d AND created_sk >= :from")
-            .expression_attribute_values(":d", s(day))
-            .expression_attribute_values(":from", s(from_sk))
-            .projection_expression("duplicates")
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .map_err(StoreError::request("Query"))?;
-        for item in out.items.unwrap_or_default() {
+        let start = cursor.as_deref().map_or(Start::First, Start::After);
+        let page = query::page(store, &spec, start, COUNT_PAGE).await?;
+        for item in &page.items {
             events += 1;
             if let Some(AttributeValue::N(d)) = item.get("duplicates") {
                 duplicates += d.parse::<u64>().unwrap_or(0);
             }
         }
-        match out.last_evaluated_key {
-            Some(k) if !k.is_empty() => start = Some(k),
-            _ => return Ok((events, duplicates)),
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => return Ok((events, duplicates)),
         }
     }
+}
+
+/// Above every `created_sk` of `day`: those begin with the day's `YYYY-MM-DDT` and a digit,
+/// and `~` sorts after every digit. (The helper has no `>=` condition; a range to the end
+/// of the day reads the same items.)
+fn end_of_day_sk(day: &str) -> String {
+    format!("{day}T~")
 }
 
 /// Side effects waiting in the outbox.

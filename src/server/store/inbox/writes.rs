@@ -7,8 +7,8 @@ use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 use serde::Serialize;
 
 use super::{
-    get, item, publication_sk, read_shard_pk, stats_sk, table, tenant_pk, Job, MessageItem,
-    Publication, Receipt, ALL, READ_SHARDS, READ_SHARD_SK, REGISTRY_PK,
+    get, item, publication_sk, read_shard_pk, stats_sk, table, tenant_pk, Job, Kind, MessageItem,
+    Publication, PublicationStatus, Receipt, ALL, READ_SHARDS, READ_SHARD_SK, REGISTRY_PK,
 };
 use crate::server::store::items::{n, s};
 use crate::server::store::tx::{self, Outcome};
@@ -24,7 +24,7 @@ pub async fn put_config<T: Serialize>(
     let registry = HashMap::from([
         ("pk".to_string(), s(REGISTRY_PK)),
         ("sk".to_string(), s(tenant)),
-        ("kind".to_string(), s("TR")),
+        ("kind".to_string(), s(Kind::Tenant.as_str())),
         ("expiredat".to_string(), n(keep_until)),
     ]);
     let actions = vec![
@@ -56,7 +56,7 @@ pub struct Delta {
     pub read: i64,
 }
 
-/// Whose counters a stats item holds (design doc 3 lists these on every stats record).
+/// Whose counters a stats item holds (docs/inbox.md lists these on every stats record).
 #[derive(Clone, Copy, Debug)]
 pub struct Owner<'a> {
     pub tenant_key: &'a str,
@@ -79,7 +79,7 @@ pub(crate) fn bump(
         .table_name(table(store))
         .key("pk", s(pk))
         .key("sk", s(stats_sk(category)))
-        .expression_attribute_values(":k", s("US"))
+        .expression_attribute_values(":k", s(Kind::Stats.as_str()))
         .expression_attribute_values(":e", n(keep_until))
         .expression_attribute_values(":tk", s(owner.tenant_key))
         .expression_attribute_values(":ik", s(owner.inbox_key))
@@ -218,7 +218,7 @@ pub async fn finish_publication(
         .update_expression("SET #st = :p")
         .condition_expression("attribute_exists(pk)")
         .expression_attribute_names("#st", "status")
-        .expression_attribute_values(":p", s("published"));
+        .expression_attribute_values(":p", s(PublicationStatus::Published.as_str()));
     tx::retrying(|| async {
         req.clone()
             .send()
@@ -325,10 +325,32 @@ fn count_publication_read(
         .update_expression("ADD #r :one SET kind = :k, expiredat = :e")
         .expression_attribute_names("#r", "read")
         .expression_attribute_values(":one", n(1))
-        .expression_attribute_values(":k", s("PR"))
+        .expression_attribute_values(":k", s(Kind::ReadShard.as_str()))
         // Lives as long as the publication it counts for.
         .expression_attribute_values(":e", n(m.expiredat + 86_400))
         .build()
         .map_err(|e| StoreError::corrupt("inbox publication", e))?;
     Ok(TransactWriteItem::builder().update(u).build())
+}
+
+/// The benchmark's baseline for a read: a bare `SET readat` on one item, without the
+/// condition, the counters or the transaction a real read has.
+pub async fn set_readat_unguarded(
+    store: &Store,
+    pk: &str,
+    sk: &str,
+    ms: i64,
+) -> Result<(), StoreError> {
+    store
+        .client()
+        .update_item()
+        .table_name(table(store))
+        .key("pk", s(pk))
+        .key("sk", s(sk))
+        .update_expression("SET readat = :r")
+        .expression_attribute_values(":r", n(ms))
+        .send()
+        .await
+        .map_err(StoreError::request("UpdateItem"))?;
+    Ok(())
 }

@@ -8,7 +8,9 @@ use leptos_router::hooks::use_query_map;
 
 use crate::api::conversations::{load_conversation, RevealContact};
 use crate::model::conversations::{ConversationDetail, MessageView};
-use crate::ui::components::alert::{ActionResult, ErrorBox};
+use crate::ui::components::alert::ActionResult;
+use crate::ui::components::async_section::AsyncSection;
+use crate::ui::components::form::FormKey;
 use crate::ui::components::links::state_href;
 
 #[component]
@@ -30,17 +32,13 @@ pub fn ConversationPage() -> impl IntoView {
         <div class="mt-3">
             <ActionResult value=move || reveal.value().get() success=|_: &()| "Revealed for 15 minutes; the reveal is in the audit.".to_string() />
         </div>
-        <Transition fallback=|| view! { <p class="mt-4 text-slate-500">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match detail.await {
-                    Ok(d) => view! { <Detail d reveal /> }.into_any(),
-                    Err(error) => view! { <div class="mt-4"><ErrorBox error /></div> }.into_any(),
-                }
-            })}
-        </Transition>
+        <AsyncSection load=move || detail spacing="mt-4" let:d>
+            <Detail d reveal />
+        </AsyncSection>
     }
 }
 
+/// A yes/no fact as a chip, amber when yes.
 fn flag(label: &'static str, on: bool) -> impl IntoView {
     let class = if on {
         "rounded bg-amber-100 px-2 py-0.5 text-xs font-semibold text-amber-900"
@@ -50,59 +48,16 @@ fn flag(label: &'static str, on: bool) -> impl IntoView {
     view! { <span class=class>{label}": "{if on { "yes" } else { "no" }}</span> }
 }
 
+/// The conversation: status and flags, facts, recipient, hand-off, the link to the
+/// middleware's state, the messages and the configuration.
 #[component]
-fn Detail(d: ConversationDetail, reveal: ServerAction<RevealContact>) -> impl IntoView {
-    let contact = [
-        ("Phone", d.recipient_tel.clone()),
-        ("Email", d.recipient_email.clone()),
-        ("Name", Some(d.recipient_name.clone()).filter(|n| !n.is_empty())),
-    ]
-    .into_iter()
-    .filter_map(|(label, v)| v.map(|v| (label, v)))
-    .map(|(label, v)| view! {
-        <div class="flex justify-between border-b border-slate-100 py-1">
-            <dt class="text-slate-600">{label}</dt><dd class="font-mono text-xs" data-testid=format!("contact-{}", label.to_lowercase())>{v}</dd>
-        </div>
-    })
-    .collect_view();
-    let reveal_form = (d.can_reveal && !d.revealed).then(|| {
-        view! {
-            <details class="mt-3 rounded border border-slate-200 bg-slate-50 p-3 text-sm">
-                <summary class="cursor-pointer font-medium text-sky-800">"Reveal contact details…"</summary>
-                <ActionForm action=reveal attr:class="mt-2 space-y-2">
-                    <input type="hidden" name="r" value=d.r.clone() />
-                    <input type="hidden" name="idempotency_key" value=d.form_key.clone() />
-                    <label for="reveal-reason" class="block">"Why do you need them? (audited)"</label>
-                    <textarea id="reveal-reason" name="reason" rows="2" maxlength="500" class="w-full rounded border border-slate-300 px-2 py-1"></textarea>
-                    <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-white">"Reveal"</button>
-                </ActionForm>
-            </details>
-        }
-    });
+fn Detail(mut d: ConversationDetail, reveal: ServerAction<RevealContact>) -> impl IntoView {
     let state_link = d.middleware_id.clone().map(|id| {
         view! { <a class="text-sky-800 underline" href=state_href(&id)>"Middleware state and audit →"</a> }
     });
     let state_note = (d.has_middleware_state && d.middleware_id.is_none())
         .then(|| view! { <span class="text-slate-500">"The middleware has state for this conversation (reveal to open it)."</span> });
-    let configs = [
-        ("AI config", d.ai_config.clone()),
-        ("Channel config", d.channel_config.clone()),
-        ("Project data", d.project_data.clone()),
-        ("Company rep", d.company_rep.clone()),
-    ]
-    .into_iter()
-    .filter_map(|(l, v)| v.map(|v| (l, v)))
-    .map(|(label, json)| {
-        view! {
-            <details class="rounded border border-slate-200 bg-white p-3">
-                <summary class="cursor-pointer text-sm font-medium">{label}</summary>
-                <pre class="mt-2 overflow-x-auto text-xs">{json}</pre>
-            </details>
-        }
-    })
-    .collect_view();
-    let thread = d
-        .messages
+    let thread = std::mem::take(&mut d.messages)
         .into_iter()
         .map(|m| view! { <Message m /> })
         .collect_view();
@@ -116,19 +71,8 @@ fn Detail(d: ConversationDetail, reveal: ServerAction<RevealContact>) -> impl In
             {flag("consent", d.comms_consent)}
         </div>
         <div class="mt-4 grid gap-4 md:grid-cols-2">
-            <dl class="rounded-lg border border-slate-200 bg-white p-4 text-sm">
-                <div class="flex justify-between border-b border-slate-100 py-1"><dt class="text-slate-600">"Company"</dt><dd>{d.company.clone()}</dd></div>
-                <div class="flex justify-between border-b border-slate-100 py-1"><dt class="text-slate-600">"Project"</dt><dd>{d.project.clone()}</dd></div>
-                <div class="flex justify-between border-b border-slate-100 py-1"><dt class="text-slate-600">"Channel"</dt><dd>{d.channel.clone()}</dd></div>
-                <div class="flex justify-between border-b border-slate-100 py-1"><dt class="text-slate-600">"Created"</dt><dd class="text-xs">{d.created_at.clone()}</dd></div>
-                <div class="flex justify-between border-b border-slate-100 py-1"><dt class="text-slate-600">"Updated"</dt><dd class="text-xs">{d.updated_at.clone()}</dd></div>
-                <div class="flex justify-between py-1"><dt class="text-slate-600">"Function call"</dt><dd>{d.function_call_type.clone().unwrap_or_else(|| "–".into())}</dd></div>
-            </dl>
-            <div class="rounded-lg border border-slate-200 bg-white p-4 text-sm">
-                <h2 class="font-semibold">"Recipient"{d.revealed.then_some(" (revealed)")}</h2>
-                <dl class="mt-1">{contact}</dl>
-                {reveal_form}
-            </div>
+            <Facts d=d.clone() />
+            <Recipient d=d.clone() reveal />
         </div>
         {d.hand_off_reason.clone().map(|r| view! {
             <p class="mt-4 rounded bg-amber-50 p-3 text-sm text-amber-900" data-testid="hand-off-reason">"Handed off to a human: "{r}</p>
@@ -137,10 +81,95 @@ fn Detail(d: ConversationDetail, reveal: ServerAction<RevealContact>) -> impl In
         <h2 class="mt-6 text-lg font-semibold">"Messages"</h2>
         <ol class="mt-2 space-y-2" aria-label="Messages">{thread}</ol>
         <h2 class="mt-6 text-lg font-semibold">"Configuration"</h2>
-        <div class="mt-2 space-y-2">{configs}</div>
+        <Configuration d />
     }
 }
 
+/// Where the conversation belongs and when it changed.
+#[component]
+fn Facts(d: ConversationDetail) -> impl IntoView {
+    let row = "flex justify-between border-b border-slate-100 py-1";
+    view! {
+        <dl class="rounded-lg border border-slate-200 bg-white p-4 text-sm">
+            <div class=row><dt class="text-slate-600">"Company"</dt><dd>{d.company}</dd></div>
+            <div class=row><dt class="text-slate-600">"Project"</dt><dd>{d.project}</dd></div>
+            <div class=row><dt class="text-slate-600">"Channel"</dt><dd>{d.channel}</dd></div>
+            <div class=row><dt class="text-slate-600">"Created"</dt><dd class="text-xs">{d.created_at}</dd></div>
+            <div class=row><dt class="text-slate-600">"Updated"</dt><dd class="text-xs">{d.updated_at}</dd></div>
+            <div class="flex justify-between py-1"><dt class="text-slate-600">"Function call"</dt><dd>{d.function_call_type.unwrap_or_else(|| "–".into())}</dd></div>
+        </dl>
+    }
+}
+
+/// The recipient's contact details (masked unless revealed) and, for admins, the reveal.
+#[component]
+fn Recipient(d: ConversationDetail, reveal: ServerAction<RevealContact>) -> impl IntoView {
+    let contact = [
+        ("Phone", d.recipient_tel.clone()),
+        ("Email", d.recipient_email.clone()),
+        ("Name", Some(d.recipient_name.clone()).filter(|n| !n.is_empty())),
+    ]
+    .into_iter()
+    .filter_map(|(label, v)| v.map(|v| (label, v)))
+    .map(|(label, v)| view! {
+        <div class="flex justify-between border-b border-slate-100 py-1">
+            <dt class="text-slate-600">{label}</dt><dd class="font-mono text-xs" data-testid=format!("contact-{}", label.to_lowercase())>{v}</dd>
+        </div>
+    })
+    .collect_view();
+    let reveal_form = (d.can_reveal && !d.revealed)
+        .then(|| view! { <RevealForm r=d.r.clone() form_key=d.form_key.clone() reveal /> });
+    view! {
+        <div class="rounded-lg border border-slate-200 bg-white p-4 text-sm">
+            <h2 class="font-semibold">"Recipient"{d.revealed.then_some(" (revealed)")}</h2>
+            <dl class="mt-1">{contact}</dl>
+            {reveal_form}
+        </div>
+    }
+}
+
+/// The folded, reason-gated reveal of the contact details; the reason is audited.
+#[component]
+fn RevealForm(r: String, form_key: String, reveal: ServerAction<RevealContact>) -> impl IntoView {
+    view! {
+        <details class="mt-3 rounded border border-slate-200 bg-slate-50 p-3 text-sm">
+            <summary class="cursor-pointer font-medium text-sky-800">"Reveal contact details…"</summary>
+            <ActionForm action=reveal attr:class="mt-2 space-y-2">
+                <input type="hidden" name="r" value=r />
+                <FormKey value=form_key />
+                <label for="reveal-reason" class="block">"Why do you need them? (audited)"</label>
+                <textarea id="reveal-reason" name="reason" rows="2" maxlength="500" class="w-full rounded border border-slate-300 px-2 py-1"></textarea>
+                <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-white">"Reveal"</button>
+            </ActionForm>
+        </details>
+    }
+}
+
+/// The conversation's stored configuration documents, each folded.
+#[component]
+fn Configuration(d: ConversationDetail) -> impl IntoView {
+    let configs = [
+        ("AI config", d.ai_config),
+        ("Channel config", d.channel_config),
+        ("Project data", d.project_data),
+        ("Company rep", d.company_rep),
+    ]
+    .into_iter()
+    .filter_map(|(l, v)| v.map(|v| (l, v)))
+    .map(|(label, json)| {
+        view! {
+            <details class="rounded border border-slate-200 bg-white p-3">
+                <summary class="cursor-pointer text-sm font-medium">{label}</summary>
+                <pre class="mt-2 overflow-x-auto text-xs">{json}</pre>
+            </details>
+        }
+    })
+    .collect_view();
+    view! { <div class="mt-2 space-y-2">{configs}</div> }
+}
+
+/// One message of the thread: the assistant's on the left, the recipient's on the right;
+/// its text only where the viewer may read it.
 #[component]
 fn Message(m: MessageView) -> impl IntoView {
     let (align, tone) = if m.role == "assistant" {

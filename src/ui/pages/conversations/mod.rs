@@ -1,4 +1,4 @@
-//! Conversations (design doc 2): search by recipient, company and project, or company
+//! Conversations (docs/conversations.md): search by recipient, company and project, or company
 //! number and recipient; filter by status, channel, task and date. Each search is one
 //! index's `Query`, paged with cursors both ways.
 
@@ -10,8 +10,11 @@ use leptos_router::hooks::use_query_map;
 
 use crate::api::conversations::search_conversations;
 use crate::model::conversations::{ConversationRow, SearchPage, SearchQuery};
-use crate::ui::components::alert::ErrorBox;
-use crate::ui::components::links::{conversation_href, enc, is_reference};
+use crate::ui::components::async_section::AsyncSection;
+use crate::ui::components::form::Options;
+use crate::ui::components::links::{conversation_href, enc, split_reference};
+use crate::ui::components::pager::Pager;
+use crate::ui::components::table::DataTable;
 
 /// The search form's fields, in the order of the query string.
 const FIELDS: [&str; 9] = [
@@ -26,6 +29,15 @@ const FIELDS: [&str; 9] = [
     "to",
 ];
 
+const CHANNELS: [(&str, &str); 4] = [
+    ("", "any"),
+    ("whatsapp", "whatsapp"),
+    ("sms", "sms"),
+    ("email", "email"),
+];
+
+const TASK: [(&str, &str); 3] = [("", "any"), ("1", "yes"), ("0", "no")];
+
 const STATUSES: [(&str, &str); 7] = [
     ("", "any"),
     ("processing", "processing"),
@@ -36,22 +48,9 @@ const STATUSES: [(&str, &str); 7] = [
     ("failed", "failed"),
 ];
 
-/// A select's options with the current one selected in the server's HTML too, so the
-/// form keeps its values without JavaScript.
-#[component]
-fn Options(current: String, choices: &'static [(&'static str, &'static str)]) -> impl IntoView {
-    choices
-        .iter()
-        .map(|(value, label)| {
-            view! { <option value=*value selected=current == *value>{*label}</option> }
-        })
-        .collect_view()
-}
-
 #[component]
 pub fn ConversationsPage() -> impl IntoView {
     let query = use_query_map();
-    let field = move |name: &'static str| move || query.read().get(name).unwrap_or_default();
     let page = Resource::new(
         move || {
             let q = query.read();
@@ -81,21 +80,35 @@ pub fn ConversationsPage() -> impl IntoView {
             .collect::<Vec<_>>()
             .join("&")
     };
-    let input = "mt-1 w-full rounded border border-slate-300 px-2 py-1 text-sm";
     view! {
         <Title text="Conversations" />
         <h1 class="text-2xl font-semibold">"Conversations"</h1>
         <p class="mt-1 text-sm text-slate-600">
             "Find conversations by recipient, by company and project, or by the company's sending number. Phones, emails and names are masked."
         </p>
+        <SearchForm />
+        <AsyncSection load=move || page loading="Searching…" spacing="mt-4" let:p>
+            <Results page=p base=base() />
+        </AsyncSection>
+    }
+}
+
+/// The search form, holding the search on screen.
+#[component]
+fn SearchForm() -> impl IntoView {
+    let query = use_query_map();
+    let field = move |name: &'static str| move || query.read().get(name).unwrap_or_default();
+    let recipient = move || split_reference(field("recipient")());
+    let input = "mt-1 w-full rounded border border-slate-300 px-2 py-1 text-sm";
+    view! {
         // Posted, not a GET: a recipient is a phone number or an email, which must not end up
         // in the URL or in the page's links (the server answers with a reference instead).
         <form method="post" action="/find" class="mt-4 grid grid-cols-2 gap-3 rounded-lg border border-slate-200 bg-white p-4 text-sm md:grid-cols-4">
             <input type="hidden" name="page" value="conversations" />
             // The recipient on screen stays the search's until another one is typed.
-            <input type="hidden" name="recipient_ref" value=move || { let r = field("recipient")(); if is_reference(&r) { r } else { String::new() } } />
+            <input type="hidden" name="recipient_ref" value=move || recipient().0 />
             <label class="col-span-2">"Recipient phone or email"
-                <input name="recipient" value=move || { let r = field("recipient")(); if is_reference(&r) { String::new() } else { r } } class=input placeholder="+447123456789 or jane@example.com" />
+                <input name="recipient" value=move || recipient().1 class=input placeholder="+447123456789 or jane@example.com" />
             </label>
             <label>"Company"<input name="company" value=field("company") class=input placeholder="ci-aaa-001" /></label>
             <label>"Project"<input name="project" value=field("project") class=input placeholder="pi-aaa-001" /></label>
@@ -104,7 +117,7 @@ pub fn ConversationsPage() -> impl IntoView {
             </label>
             <label>"Channel"
                 <select name="channel" class=input>
-                    {move || view! { <Options current=field("channel")() choices=&[("", "any"), ("whatsapp", "whatsapp"), ("sms", "sms"), ("email", "email")] /> }}
+                    {move || view! { <Options current=field("channel")() choices=&CHANNELS /> }}
                 </select>
             </label>
             <label>"Status"
@@ -114,7 +127,7 @@ pub fn ConversationsPage() -> impl IntoView {
             </label>
             <label>"Task complete"
                 <select name="task" class=input>
-                    {move || view! { <Options current=field("task")() choices=&[("", "any"), ("1", "yes"), ("0", "no")] /> }}
+                    {move || view! { <Options current=field("task")() choices=&TASK /> }}
                 </select>
             </label>
             <label>"Created from"<input type="date" name="from" value=field("from") class=input /></label>
@@ -124,17 +137,22 @@ pub fn ConversationsPage() -> impl IntoView {
                 <a href="/conversations" class="px-2 py-1.5 text-sky-800 underline">"Clear"</a>
             </div>
         </form>
-        <Transition fallback=|| view! { <p class="mt-4 text-slate-500">"Searching…"</p> }>
-            {move || Suspend::new(async move {
-                match page.await {
-                    Ok(p) => view! { <Results page=p base=base() /> }.into_any(),
-                    Err(error) => view! { <div class="mt-4"><ErrorBox error /></div> }.into_any(),
-                }
-            })}
-        </Transition>
     }
 }
 
+const COLUMNS: [&str; 8] = [
+    "Created",
+    "Recipient",
+    "Name",
+    "Company / project",
+    "Channel",
+    "Status",
+    "Task",
+    "Messages",
+];
+
+/// One page of a search: how many match and which index answered, the rows, and the
+/// links to the pages either side.
 #[component]
 fn Results(page: SearchPage, base: String) -> impl IntoView {
     if !page.searched {
@@ -154,27 +172,21 @@ fn Results(page: SearchPage, base: String) -> impl IntoView {
         .into_iter()
         .map(|r| view! { <Row r /> })
         .collect_view();
-    let prev = page.prev.map(|c| {
-        view! { <a rel="prev" class="text-sky-800 underline" href=format!("/conversations?{base}&before={}", enc(&c))>"← Previous page"</a> }
-    });
-    let next = page.next.map(|c| {
-        view! { <a rel="next" class="text-sky-800 underline" href=format!("/conversations?{base}&after={}", enc(&c))>"Next page →"</a> }
-    });
     view! {
         <p class="mt-4 text-xs text-slate-500" data-testid="search-meta">
             {page.recipient.clone().map(|r| format!("Recipient {r} · "))}
             {count.unwrap_or_default()}" · answered by "<span class="font-mono">{page.index}</span>
         </p>
-        <table class="mt-2 w-full text-left text-sm" aria-label="Conversations">
-            <thead class="text-xs uppercase text-slate-500">
-                <tr>
-                    <th class="py-1">"Created"</th><th>"Recipient"</th><th>"Name"</th><th>"Company / project"</th>
-                    <th>"Channel"</th><th>"Status"</th><th>"Task"</th><th class="text-right">"Messages"</th>
-                </tr>
-            </thead>
-            <tbody>{rows}</tbody>
-        </table>
-        <nav class="mt-3 flex gap-6 text-sm" aria-label="Pages">{prev}{next}</nav>
+        <DataTable label="Conversations" columns=&COLUMNS align_right=&["Messages"]>
+            {rows}
+        </DataTable>
+        <Pager
+            base=format!("/conversations?{base}")
+            prev=page.prev
+            next=page.next
+            next_param="after"
+            next_label="Next page →"
+        />
     }
     .into_any()
 }

@@ -1,4 +1,4 @@
-//! Inbox (design doc 3): tenants and inboxes, compose with a preview, and what was
+//! Inbox (docs/inbox.md): tenants and inboxes, compose with a preview, and what was
 //! published with its read counts.
 
 pub mod user;
@@ -9,9 +9,13 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::inbox::{load_inbox_page, PublishMessage, SaveDraft, SaveInbox, SaveTenant};
-use crate::model::inbox::{Draft, InboxPage, PublicationRow, PublishForm};
-use crate::ui::components::alert::{ActionResult, ErrorBox};
+use crate::model::inbox::{Draft, InboxPage, InboxSummary, PublicationRow, PublishForm, Receipt};
+use crate::ui::components::alert::ActionResult;
+use crate::ui::components::async_section::AsyncSection;
+use crate::ui::components::form::FormKey;
 use crate::ui::components::links::enc;
+use crate::ui::components::pager::Pager;
+use crate::ui::components::table::DataTable;
 
 const INPUT: &str = "mt-1 w-full rounded border border-slate-300 px-2 py-1 text-sm";
 const BUTTON: &str = "rounded bg-slate-900 px-3 py-1.5 text-sm text-white";
@@ -49,17 +53,13 @@ pub fn InboxPageView() -> impl IntoView {
             <ActionResult value=move || save_draft.value().get() success=|_: &()| "Preview updated.".to_string() />
             <ActionResult value=move || publish.value().get() success=|m: &String| m.clone() />
         </div>
-        <Transition fallback=|| view! { <p class="mt-4 text-slate-500">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match data.await {
-                    Ok(page) => view! { <Rooms page save_tenant save_inbox save_draft publish /> }.into_any(),
-                    Err(error) => view! { <div class="mt-4"><ErrorBox error /></div> }.into_any(),
-                }
-            })}
-        </Transition>
+        <AsyncSection load=move || data spacing="mt-4" let:page>
+            <Rooms page save_tenant save_inbox save_draft publish />
+        </AsyncSection>
     }
 }
 
+/// The tenants, the chosen tenant's inboxes, and the chosen inbox.
 #[component]
 fn Rooms(
     page: InboxPage,
@@ -68,7 +68,23 @@ fn Rooms(
     save_draft: ServerAction<SaveDraft>,
     publish: ServerAction<PublishMessage>,
 ) -> impl IntoView {
-    let tenant = page.tenant.clone().unwrap_or_default();
+    let inboxes = page
+        .tenant
+        .clone()
+        .map(|tenant| view! { <Inboxes tenant page=page.clone() save_inbox /> });
+    let chosen = page.inbox.clone().zip(page.tenant.clone()).map(|(i, t)| {
+        view! { <InboxRoom tenant=t inbox=i.key.clone() title=i.title.clone() page=page.clone() save_draft publish /> }
+    });
+    view! {
+        <Tenants page save_tenant />
+        {inboxes}
+        {chosen}
+    }
+}
+
+/// The tenants as links, the chosen one in bold; for writers, the tenant form.
+#[component]
+fn Tenants(page: InboxPage, save_tenant: ServerAction<SaveTenant>) -> impl IntoView {
     let tenants = page
         .tenants
         .iter()
@@ -78,76 +94,107 @@ fn Rooms(
             view! { <li><a class=class href=format!("/inbox?tenant={}", enc(t))>{t.clone()}</a></li> }
         })
         .collect_view();
-    let (tenant_title, tenant_ttl) = (page.tenant_title.clone(), page.tenant_ttl.clone());
-    let tenant_form = page.can_write.then(move || view! {
-        <details class="mt-3 rounded border border-slate-200 bg-slate-50 p-3 text-sm">
-            <summary class="cursor-pointer font-medium text-sky-800">"New tenant or edit settings…"</summary>
-            <ActionForm action=save_tenant attr:class="mt-2 grid grid-cols-3 gap-2">
-                <label>"Tenant key"<input name="tenant" value=tenant.clone() class=INPUT /></label>
-                <label>"Title"<input name="title" value=tenant_title.clone().unwrap_or_default() class=INPUT /></label>
-                <label>"Message lifetime"<input name="ttl" value=tenant_ttl.clone().unwrap_or_else(|| "30d".into()) class=INPUT /></label>
-                <div><button type="submit" class=BUTTON>"Save tenant"</button></div>
-            </ActionForm>
-        </details>
-    }.into_any());
-    let inboxes = page.tenant.clone().map(|t| {
-        let list = page
-            .inboxes
-            .iter()
-            .map(|i| {
-                let href = format!("/inbox?tenant={}&inbox={}", enc(&t), enc(&i.key));
-                view! {
-                    <li class="py-1">
-                        <a class="text-sky-800 underline" href=href>{i.title.clone()}</a>
-                        <span class="ml-2 font-mono text-xs text-slate-500">{format!("{} · {}", i.key, i.ttl)}</span>
-                    </li>
-                }
-            })
-            .collect_view();
-        let tenant_key = t.clone();
-        let form = page.can_write.then(|| {
-            let current = page.inbox.clone();
-            // What is stored, so saving another change keeps it.
-            let default_ttl = current.as_ref().map(|c| c.default_ttl.clone()).unwrap_or_default();
-            let types = current.as_ref().map(|c| c.type_ttls.clone()).unwrap_or_default();
-            view! {
-                <details class="mt-3 rounded border border-slate-200 bg-slate-50 p-3 text-sm">
-                    <summary class="cursor-pointer font-medium text-sky-800">"New inbox or edit this one…"</summary>
-                    <ActionForm action=save_inbox attr:class="mt-2 grid grid-cols-2 gap-2">
-                        <input type="hidden" name="tenant" value=tenant_key.clone() />
-                        <label>"Inbox key"<input name="inbox" value=current.as_ref().map(|c| c.key.clone()).unwrap_or_default() class=INPUT /></label>
-                        <label>"Title"<input name="title" value=current.as_ref().map(|c| c.title.clone()).unwrap_or_default() class=INPUT /></label>
-                        <label class="col-span-2">"Description"<input name="description" value=current.as_ref().map(|c| c.description.clone()).unwrap_or_default() class=INPUT /></label>
-                        <label>"Default lifetime"<input name="ttl" value=default_ttl placeholder="the tenant's" class=INPUT /></label>
-                        <label>"Lifetimes per type"<input name="ttl_types" value=types placeholder="billing=7d, promo=2d" class=INPUT /></label>
-                        <div><button type="submit" class=BUTTON>"Save inbox"</button></div>
-                    </ActionForm>
-                </details>
-            }
-        });
+    let form = page.can_write.then(|| {
         view! {
-            <section class="mt-6">
-                <h2 class="text-lg font-semibold">{format!("Inboxes of {t}")}</h2>
-                <ul class="mt-1 text-sm">{list}</ul>
-                {form}
-            </section>
+            <TenantForm
+                tenant=page.tenant.clone().unwrap_or_default()
+                title=page.tenant_title.clone().unwrap_or_default()
+                ttl=page.tenant_ttl.clone().unwrap_or_else(|| "30d".into())
+                save_tenant
+            />
         }
-        .into_any()
-    });
-    let chosen = page.inbox.clone().zip(page.tenant.clone()).map(|(i, t)| {
-        view! { <InboxRoom tenant=t inbox=i.key.clone() title=i.title.clone() page=page.clone() save_draft publish /> }.into_any()
     });
     view! {
         <section class="mt-4">
             <h2 class="text-lg font-semibold">"Tenants"</h2>
             <ul class="mt-1 flex flex-wrap gap-4 text-sm" aria-label="Tenants">{tenants}</ul>
-            {tenant_form}
+            {form}
         </section>
-        {inboxes}
-        {chosen}
     }
 }
 
+/// A new tenant, or the chosen one's settings.
+#[component]
+fn TenantForm(
+    tenant: String,
+    title: String,
+    ttl: String,
+    save_tenant: ServerAction<SaveTenant>,
+) -> impl IntoView {
+    view! {
+        <details class="mt-3 rounded border border-slate-200 bg-slate-50 p-3 text-sm">
+            <summary class="cursor-pointer font-medium text-sky-800">"New tenant or edit settings…"</summary>
+            <ActionForm action=save_tenant attr:class="mt-2 grid grid-cols-3 gap-2">
+                <label>"Tenant key"<input name="tenant" value=tenant class=INPUT /></label>
+                <label>"Title"<input name="title" value=title class=INPUT /></label>
+                <label>"Message lifetime"<input name="ttl" value=ttl class=INPUT /></label>
+                <div><button type="submit" class=BUTTON>"Save tenant"</button></div>
+            </ActionForm>
+        </details>
+    }
+}
+
+/// A tenant's inboxes as links with their lifetimes; for writers, the inbox form.
+#[component]
+fn Inboxes(tenant: String, page: InboxPage, save_inbox: ServerAction<SaveInbox>) -> impl IntoView {
+    let list = page
+        .inboxes
+        .iter()
+        .map(|i| {
+            let href = format!("/inbox?tenant={}&inbox={}", enc(&tenant), enc(&i.key));
+            view! {
+                <li class="py-1">
+                    <a class="text-sky-800 underline" href=href>{i.title.clone()}</a>
+                    <span class="ml-2 font-mono text-xs text-slate-500">{format!("{} · {}", i.key, i.ttl)}</span>
+                </li>
+            }
+        })
+        .collect_view();
+    let form = page.can_write.then(|| {
+        view! { <InboxForm tenant=tenant.clone() current=page.inbox.clone() save_inbox /> }
+    });
+    view! {
+        <section class="mt-6">
+            <h2 class="text-lg font-semibold">{format!("Inboxes of {tenant}")}</h2>
+            <ul class="mt-1 text-sm">{list}</ul>
+            {form}
+        </section>
+    }
+}
+
+/// A new inbox, or the chosen one's settings as stored, so saving another change keeps them.
+#[component]
+fn InboxForm(
+    tenant: String,
+    current: Option<InboxSummary>,
+    save_inbox: ServerAction<SaveInbox>,
+) -> impl IntoView {
+    let stored = |part: fn(&InboxSummary) -> &String| {
+        current.as_ref().map(part).cloned().unwrap_or_default()
+    };
+    let (key, title, description) = (
+        stored(|c| &c.key),
+        stored(|c| &c.title),
+        stored(|c| &c.description),
+    );
+    let (default_ttl, type_ttls) = (stored(|c| &c.default_ttl), stored(|c| &c.type_ttls));
+    view! {
+        <details class="mt-3 rounded border border-slate-200 bg-slate-50 p-3 text-sm">
+            <summary class="cursor-pointer font-medium text-sky-800">"New inbox or edit this one…"</summary>
+            <ActionForm action=save_inbox attr:class="mt-2 grid grid-cols-2 gap-2">
+                <input type="hidden" name="tenant" value=tenant />
+                <label>"Inbox key"<input name="inbox" value=key class=INPUT /></label>
+                <label>"Title"<input name="title" value=title class=INPUT /></label>
+                <label class="col-span-2">"Description"<input name="description" value=description class=INPUT /></label>
+                <label>"Default lifetime"<input name="ttl" value=default_ttl placeholder="the tenant's" class=INPUT /></label>
+                <label>"Lifetimes per type"<input name="ttl_types" value=type_ttls placeholder="billing=7d, promo=2d" class=INPUT /></label>
+                <div><button type="submit" class=BUTTON>"Save inbox"</button></div>
+            </ActionForm>
+        </details>
+    }
+}
+
+/// The chosen inbox: compose (or the last receipt), view as a user, and what was published.
 #[component]
 fn InboxRoom(
     tenant: String,
@@ -187,9 +234,6 @@ fn InboxRoom(
         </form>
     }
     .into_any();
-    let more = page.publications_next.clone().map(|c| {
-        view! { <a class="text-sm text-sky-800 underline" href=format!("/inbox?tenant={}&inbox={}&cursor={}", enc(&tenant), enc(&inbox), enc(&c))>"Older"</a> }
-    });
     view! {
         <section class="mt-8">
             <h2 class="text-lg font-semibold">{format!("Inbox {title}")}</h2>
@@ -198,8 +242,8 @@ fn InboxRoom(
             <h3 class="mt-6 font-medium">"View as a user"</h3>
             {user_form}
             <h3 class="mt-6 font-medium">"Published"</h3>
-            <Publications rows=page.publications.clone() />
-            {more}
+            <Publications rows=page.publications />
+            <Pager base=new_message next=page.publications_next label="Pages of published messages" />
         </section>
     }
 }
@@ -217,7 +261,7 @@ fn ComposeForm(form: PublishForm, save_draft: ServerAction<SaveDraft>) -> impl I
         <ActionForm action=save_draft attr:class="mt-2 grid grid-cols-2 gap-2 rounded-lg border border-slate-200 bg-white p-4 text-sm" attr:aria-label="Compose">
             {field("tenant", form.tenant.clone())}
             {field("inbox", form.inbox.clone())}
-            {field("idempotency_key", form.idempotency_key.clone())}
+            <FormKey name="p[idempotency_key]" value=form.idempotency_key.clone() />
             <fieldset class="col-span-2 flex gap-4">
                 <legend class="sr-only">"Audience"</legend>
                 <label><input type="radio" name="p[audience]" value="everyone" checked=everyone />" Everyone"</label>
@@ -234,6 +278,7 @@ fn ComposeForm(form: PublishForm, save_draft: ServerAction<SaveDraft>) -> impl I
     }
 }
 
+/// Who a message goes to, in words.
 fn audience_label(form: &PublishForm) -> String {
     if form.audience == "users" {
         format!(
@@ -250,6 +295,7 @@ fn audience_label(form: &PublishForm) -> String {
     }
 }
 
+/// The draft as its recipients will see it, with the button that publishes it.
 #[component]
 fn Preview(
     form: PublishForm,
@@ -267,7 +313,8 @@ fn Preview(
             <ActionForm action=publish attr:class="mt-3 flex items-center gap-3">
                 <input type="hidden" name="tenant" value=form.tenant.clone() />
                 <input type="hidden" name="inbox" value=form.inbox.clone() />
-                <input type="hidden" name="draft" value=form.idempotency_key.clone() />
+                // The draft's key is the publish's idempotency key: a message is published once.
+                <FormKey name="draft" value=form.idempotency_key.clone() />
                 <button type="submit" class=BUTTON>"Publish"</button>
                 <a class="text-sm text-sky-800 underline" href=new_message>"Discard and start a new message"</a>
             </ActionForm>
@@ -278,11 +325,7 @@ fn Preview(
 /// What was sent, to whom and when, in place of the form: publishing again takes a new
 /// message.
 #[component]
-fn PublishReceipt(
-    form: PublishForm,
-    receipt: crate::model::inbox::Receipt,
-    new_message: String,
-) -> impl IntoView {
+fn PublishReceipt(form: PublishForm, receipt: Receipt, new_message: String) -> impl IntoView {
     let view_as = (form.audience == "users")
         .then(|| {
             form.uids
@@ -313,6 +356,7 @@ fn PublishReceipt(
     }
 }
 
+/// What was published in the inbox, newest first, with its read counts.
 #[component]
 fn Publications(rows: Vec<PublicationRow>) -> impl IntoView {
     if rows.is_empty() {
@@ -336,12 +380,13 @@ fn Publications(rows: Vec<PublicationRow>) -> impl IntoView {
         })
         .collect_view();
     view! {
-        <table class="mt-2 w-full text-left text-sm" aria-label="Published messages">
-            <thead class="text-xs uppercase text-slate-500">
-                <tr><th>"Published"</th><th>"Title"</th><th>"Audience"</th><th>"Category"</th><th class="text-right">"Recipients"</th><th class="text-right">"Reads"</th><th>"Status"</th></tr>
-            </thead>
-            <tbody>{rows}</tbody>
-        </table>
+        <DataTable
+            label="Published messages"
+            columns=&["Published", "Title", "Audience", "Category", "Recipients", "Reads", "Status"]
+            align_right=&["Recipients", "Reads"]
+        >
+            {rows}
+        </DataTable>
     }
     .into_any()
 }

@@ -7,9 +7,11 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::inbox::{load_user_view, MarkRead};
-use crate::model::inbox::{FeedItem, UserView};
-use crate::ui::components::alert::{ActionResult, ErrorBox};
+use crate::model::inbox::{Counts, FeedItem, UserView};
+use crate::ui::components::alert::ActionResult;
+use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::links::enc;
+use crate::ui::components::pager::Pager;
 
 #[component]
 pub fn InboxUserPage() -> impl IntoView {
@@ -33,17 +35,13 @@ pub fn InboxUserPage() -> impl IntoView {
         <a class="text-sm text-sky-800 underline" href=move || format!("/inbox?tenant={}&inbox={}", enc(&q("tenant")), enc(&q("inbox")))>"← Inbox"</a>
         <h1 class="mt-2 text-2xl font-semibold">"Inbox of "<span class="font-mono">{q("uid")}</span></h1>
         <div class="mt-3"><ActionResult value=move || mark.value().get() success=|m: &String| m.clone() /></div>
-        <Transition fallback=|| view! { <p class="mt-4 text-slate-500">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match data.await {
-                    Ok(v) => view! { <Feed v mark tenant=q("tenant") inbox=q("inbox") uid=q("uid") /> }.into_any(),
-                    Err(error) => view! { <div class="mt-4"><ErrorBox error /></div> }.into_any(),
-                }
-            })}
-        </Transition>
+        <AsyncSection load=move || data spacing="mt-4" let:v>
+            <Feed v mark tenant=q("tenant") inbox=q("inbox") uid=q("uid") />
+        </AsyncSection>
     }
 }
 
+/// One of the user's counts as a tile.
 fn stat(label: &'static str, value: i64, testid: &'static str) -> impl IntoView {
     view! {
         <div class="rounded-lg border border-slate-200 bg-white px-4 py-2">
@@ -53,6 +51,26 @@ fn stat(label: &'static str, value: i64, testid: &'static str) -> impl IntoView 
     }
 }
 
+/// The user's counts, and what is unread by category.
+#[component]
+fn CountTiles(c: Counts) -> impl IntoView {
+    let categories = c
+        .unread_by_category
+        .iter()
+        .map(|(k, n)| view! { <span class="rounded bg-slate-100 px-2 py-0.5 text-xs">{format!("{k}: {n} unread")}</span> })
+        .collect_view();
+    view! {
+        <div class="mt-4 flex flex-wrap gap-3">
+            {stat("Messages", c.total, "count-total")}
+            {stat("Unread", c.unread, "count-unread")}
+            {stat("Read", c.read, "count-read")}
+            {stat("Published to everyone", c.public_published, "count-public")}
+        </div>
+        <div class="mt-2 flex flex-wrap gap-2">{categories}</div>
+    }
+}
+
+/// The user's counts and feed, newest first, with mark-read for writers.
 #[component]
 fn Feed(
     v: UserView,
@@ -61,12 +79,7 @@ fn Feed(
     inbox: String,
     uid: String,
 ) -> impl IntoView {
-    let c = v.counts.clone();
-    let categories = c
-        .unread_by_category
-        .iter()
-        .map(|(k, n)| view! { <span class="rounded bg-slate-100 px-2 py-0.5 text-xs">{format!("{k}: {n} unread")}</span> })
-        .collect_view();
+    // Which user's inbox a mark-read form is for.
     let hidden = {
         let (t, i, u) = (tenant.clone(), inbox.clone(), uid.clone());
         move || {
@@ -77,7 +90,7 @@ fn Feed(
             }
         }
     };
-    let mark_all = (v.can_write && c.unread > 0).then(|| {
+    let mark_all = (v.can_write && v.counts.unread > 0).then(|| {
         let hidden = hidden.clone();
         view! {
             <ActionForm action=mark attr:class="mt-3">
@@ -93,27 +106,17 @@ fn Feed(
         .into_iter()
         .map(|m| view! { <Item m mark can_write=v.can_write hidden=hidden.clone() /> })
         .collect_view();
-    let more = v.feed.next.map(|cur| {
-        let href = format!(
-            "/inbox/user?tenant={}&inbox={}&uid={}&cursor={}",
-            enc(&tenant),
-            enc(&inbox),
-            enc(&uid),
-            enc(&cur)
-        );
-        view! { <a class="mt-2 inline-block text-sm text-sky-800 underline" href=href>"Older"</a> }
-    });
+    let base = format!(
+        "/inbox/user?tenant={}&inbox={}&uid={}",
+        enc(&tenant),
+        enc(&inbox),
+        enc(&uid)
+    );
     view! {
-        <div class="mt-4 flex flex-wrap gap-3">
-            {stat("Messages", c.total, "count-total")}
-            {stat("Unread", c.unread, "count-unread")}
-            {stat("Read", c.read, "count-read")}
-            {stat("Published to everyone", c.public_published, "count-public")}
-        </div>
-        <div class="mt-2 flex flex-wrap gap-2">{categories}</div>
+        <CountTiles c=v.counts />
         {mark_all}
         <ol class="mt-4 space-y-2" aria-label="Feed">{items}</ol>
-        {more}
+        <Pager base next=v.feed.next label="Pages of the feed" />
     }
 }
 

@@ -1,12 +1,12 @@
-//! `idempotency_keys-<env>` and `idempotency_stats-<env>`: every condition the engine
-//! relies on is written here.
+//! `idempotency_keys-<env>` (and, in `stats`, `idempotency_stats-<env>`): every condition
+//! the engine relies on is written here (docs/idempotency.md, tables in docs/data-model.md).
 //!
 //! - claim: one conditional `PutItem`; on failure DynamoDB hands back the existing item
 //!   (`ReturnValuesOnConditionCheckFailure = ALL_OLD`), so a duplicate costs one request;
 //! - take over / retry: an `UpdateItem` conditioned on the nonce (and status) the caller saw;
 //! - finish: an `UpdateItem` conditioned on `claim_nonce = mine AND status = started`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
@@ -14,12 +14,37 @@ use serde::{Deserialize, Serialize};
 
 pub use super::items::Claim;
 use super::items::{self, n, s};
-use super::schema::{IDEMPOTENCY_KEYS, IDEMPOTENCY_STATS, IDEMPOTENCY_WATCH_INDEX};
+use super::schema::{IDEMPOTENCY_KEYS, IDEMPOTENCY_WATCH_INDEX};
 use super::{cursor, Store, StoreError};
 
-pub const STARTED: &str = "started";
-pub const SUCCEEDED: &str = "succeeded";
-pub const FAILED: &str = "failed";
+mod expiry;
+mod stats;
+pub use expiry::*;
+pub use stats::*;
+
+/// Where a key is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum KeyStatus {
+    /// Claimed; its owner is running the operation (or vanished: see `stale_at`).
+    #[serde(rename = "started")]
+    Started,
+    #[serde(rename = "succeeded")]
+    Succeeded,
+    /// The attempt failed and had no effect: the next call with the key may run it.
+    #[serde(rename = "failed")]
+    Failed,
+}
+
+impl KeyStatus {
+    /// The stored string.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            KeyStatus::Started => "started",
+            KeyStatus::Succeeded => "succeeded",
+            KeyStatus::Failed => "failed",
+        }
+    }
+}
 
 /// One key. Times are epoch milliseconds, except `expires_at` (epoch seconds, the TTL).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -31,7 +56,7 @@ pub struct KeyItem {
     pub key_hash: String,
     /// SHA-256 of the request the key was first used with: same key, other request → mismatch.
     pub fingerprint: String,
-    pub status: String,
+    pub status: KeyStatus,
     pub claim_nonce: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_json: Option<String>,
@@ -53,7 +78,7 @@ pub struct KeyItem {
     pub stale_at: i64,
     /// `started` or `failed` while the key needs watching; absent once it succeeded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub watch: Option<String>,
+    pub watch: Option<KeyStatus>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watch_at: Option<i64>,
 }
@@ -152,7 +177,7 @@ async fn guarded_update(
 pub struct Reclaim<'a> {
     pub id: &'a str,
     pub seen_nonce: &'a str,
-    pub seen_status: &'a str,
+    pub seen_status: KeyStatus,
     pub new_nonce: &'a str,
     pub fingerprint: &'a str,
     pub now_ms: i64,
@@ -169,17 +194,17 @@ pub async fn reclaim(store: &Store, r: &Reclaim<'_>) -> Result<Guarded, StoreErr
          REMOVE completed_at, response_json, response_status, response_headers, stop_reason",
         "claim_nonce = :seen AND #status = :seen_status",
         vec![
-            (":started", s(STARTED)),
+            (":started", s(KeyStatus::Started.as_str())),
             (":new", s(r.new_nonce)),
             (":fp", s(r.fingerprint)),
             (":now", n(r.now_ms)),
             (":stale", n(r.stale_at)),
             (":one", n(1)),
             (":seen", s(r.seen_nonce)),
-            (":seen_status", s(r.seen_status)),
+            (":seen_status", s(r.seen_status.as_str())),
         ],
         vec![("#status", "status")],
-        |item| item.claim_nonce == r.new_nonce && item.status == STARTED,
+        |item| item.claim_nonce == r.new_nonce && item.status == KeyStatus::Started,
     )
     .await
 }
@@ -199,16 +224,21 @@ pub struct Finish<'a> {
 /// Records the owner's result; refused (with the item as it is) when the caller no
 /// longer owns the claim, so a late owner can never overwrite a newer result.
 pub async fn finish(store: &Store, f: &Finish<'_>) -> Result<Guarded, StoreError> {
+    let ended = if f.succeeded {
+        KeyStatus::Succeeded
+    } else {
+        KeyStatus::Failed
+    };
     let mut set = vec![
         "#status = :status",
         "completed_at = :now",
         "updated_at = :now",
     ];
     let mut values = vec![
-        (":status", s(if f.succeeded { SUCCEEDED } else { FAILED })),
+        (":status", s(ended.as_str())),
         (":now", n(f.now_ms)),
         (":mine", s(f.nonce)),
-        (":started", s(STARTED)),
+        (":started", s(KeyStatus::Started.as_str())),
     ];
     if let Some(json) = f.response_json {
         set.push("response_json = :json");
@@ -231,7 +261,7 @@ pub async fn finish(store: &Store, f: &Finish<'_>) -> Result<Guarded, StoreError
     } else {
         set.push("watch = :failed");
         set.push("watch_at = :now");
-        values.push((":failed", s(FAILED)));
+        values.push((":failed", s(KeyStatus::Failed.as_str())));
         format!("SET {}", set.join(", "))
     };
     guarded_update(
@@ -243,7 +273,7 @@ pub async fn finish(store: &Store, f: &Finish<'_>) -> Result<Guarded, StoreError
         vec![("#status", "status")],
         |item| {
             item.claim_nonce == f.nonce
-                && item.status == if f.succeeded { SUCCEEDED } else { FAILED }
+                && item.status == ended
                 && item.completed_at == Some(f.now_ms)
         },
     )
@@ -252,27 +282,6 @@ pub async fn finish(store: &Store, f: &Finish<'_>) -> Result<Guarded, StoreError
 
 pub async fn get(store: &Store, id: &str) -> Result<Option<KeyItem>, StoreError> {
     super::items::get(store, IDEMPOTENCY_KEYS.base, "id", id).await
-}
-
-/// Expires a key now (an admin's decision): the next call with it runs afresh.
-pub async fn expire_now(store: &Store, id: &str, now_secs: i64) -> Result<bool, StoreError> {
-    let result = store
-        .client()
-        .update_item()
-        .table_name(store.table(IDEMPOTENCY_KEYS.base))
-        .key("id", s(id))
-        .update_expression("SET expires_at = :now REMOVE watch, watch_at")
-        .condition_expression("attribute_exists(id) AND expires_at > :now")
-        .expression_attribute_values(":now", n(now_secs))
-        .send()
-        .await;
-    match result {
-        Ok(_) => Ok(true),
-        Err(e) => match e.into_service_error() {
-            UpdateItemError::ConditionalCheckFailedException(_) => Ok(false),
-            other => Err(StoreError::service("UpdateItem", &other)),
-        },
-    }
 }
 
 pub struct WatchPage {
@@ -284,7 +293,7 @@ pub struct WatchPage {
 /// (oldest first), or `failed` ones (newest first). Expired keys are left out.
 pub async fn list_watch(
     store: &Store,
-    status: &str,
+    status: KeyStatus,
     now_ms: i64,
     cursor_in: Option<&str>,
     limit: i32,
@@ -297,12 +306,12 @@ pub async fn list_watch(
         .query()
         .table_name(&table)
         .index_name(IDEMPOTENCY_WATCH_INDEX)
-        .expression_attribute_values(":w", s(status))
+        .expression_attribute_values(":w", s(status.as_str()))
         .expression_attribute_values(":now_s", n(now_ms / 1000))
         .filter_expression("expires_at > :now_s")
         .set_exclusive_start_key(start)
         .limit(limit);
-    req = if status == STARTED {
+    req = if status == KeyStatus::Started {
         req.key_condition_expression("watch = :w AND watch_at <= :now")
             .expression_attribute_values(":now", n(now_ms))
             .scan_index_forward(true)
@@ -319,172 +328,4 @@ pub async fn list_watch(
         .collect::<Result<Vec<_>, _>>()?;
     let next_cursor = cursor::next(out.last_evaluated_key.as_ref());
     Ok(WatchPage { items, next_cursor })
-}
-
-/// One page of the sweep: finds expired keys and deletes each one that is still expired
-/// (a key re-claimed meanwhile is kept). Returns (examined, deleted, next page).
-pub async fn sweep_page(
-    store: &Store,
-    now_secs: i64,
-    start: Option<HashMap<String, AttributeValue>>,
-) -> Result<(usize, usize, Option<HashMap<String, AttributeValue>>), StoreError> {
-    let table = store.table(IDEMPOTENCY_KEYS.base);
-    let out = store
-        .client()
-        .scan()
-        .table_name(&table)
-        .filter_expression("expires_at <= :now")
-        .expression_attribute_values(":now", n(now_secs))
-        .projection_expression("id")
-        .set_exclusive_start_key(start)
-        .limit(200)
-        .send()
-        .await
-        .map_err(StoreError::request("Scan"))?;
-    let ids: Vec<String> = out
-        .items
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|i| i.get("id").and_then(|v| v.as_s().ok()).cloned())
-        .collect();
-    let examined = out.scanned_count as usize;
-    let mut tasks = tokio::task::JoinSet::new();
-    for id in ids {
-        let store = store.clone();
-        let table = table.clone();
-        tasks.spawn(async move {
-            store
-                .client()
-                .delete_item()
-                .table_name(table)
-                .key("id", s(id))
-                .condition_expression("expires_at <= :now")
-                .expression_attribute_values(":now", n(now_secs))
-                .send()
-                .await
-                .is_ok()
-        });
-    }
-    let mut deleted = 0;
-    while let Some(done) = tasks.join_next().await {
-        if matches!(done, Ok(true)) {
-            deleted += 1;
-        }
-    }
-    Ok((examined, deleted, out.last_evaluated_key))
-}
-
-/// The counters kept per scope and hour.
-pub const COUNTERS: &[&str] = &[
-    "requests",
-    "fresh",
-    "replayed",
-    "in_progress",
-    "takeovers",
-    "retries",
-    "failures",
-    "mismatches",
-    "lost_ownership",
-];
-
-pub const ALL_SCOPES: &str = "#all";
-
-/// Adds `deltas` to one (scope, hour) bucket, and notes the scope as active that hour.
-pub async fn add_stats(
-    store: &Store,
-    scope: &str,
-    hour: &str,
-    deltas: &BTreeMap<&'static str, u64>,
-    expires_at: i64,
-) -> Result<(), StoreError> {
-    let table = store.table(IDEMPOTENCY_STATS.base);
-    let mut adds = Vec::new();
-    let mut req = store
-        .client()
-        .update_item()
-        .table_name(&table)
-        .key("scope", s(scope))
-        .key("hour", s(hour));
-    for (i, (name, value)) in deltas.iter().filter(|(_, v)| **v > 0).enumerate() {
-        adds.push(format!("#c{i} :c{i}"));
-        req = req
-            .expression_attribute_names(format!("#c{i}"), *name)
-            .expression_attribute_values(format!(":c{i}"), n(value));
-    }
-    if adds.is_empty() {
-        return Ok(());
-    }
-    req.update_expression(format!("SET expires_at = :exp ADD {}", adds.join(", ")))
-        .expression_attribute_values(":exp", n(expires_at))
-        .send()
-        .await
-        .map_err(StoreError::request("UpdateItem"))?;
-    store
-        .client()
-        .update_item()
-        .table_name(&table)
-        .key("scope", s(ALL_SCOPES))
-        .key("hour", s(hour))
-        .update_expression("SET expires_at = :exp ADD scopes :scope")
-        .expression_attribute_values(":exp", n(expires_at))
-        .expression_attribute_values(":scope", AttributeValue::Ss(vec![scope.to_string()]))
-        .send()
-        .await
-        .map_err(StoreError::request("UpdateItem"))?;
-    Ok(())
-}
-
-/// One bucket as read back.
-#[derive(Clone, Debug, Default)]
-pub struct Bucket {
-    pub hour: String,
-    pub counts: BTreeMap<String, u64>,
-    pub scopes: Vec<String>,
-}
-
-/// The buckets of one scope (or [`ALL_SCOPES`]) from `from_hour` on, oldest first.
-pub async fn read_stats(
-    store: &Store,
-    scope: &str,
-    from_hour: &str,
-) -> Result<Vec<Bucket>, StoreError> {
-    let table = store.table(IDEMPOTENCY_STATS.base);
-    let mut out = Vec::new();
-    let mut start = None;
-    loop {
-        let page = store
-            .client()
-            .query()
-            .table_name(&table)
-            .key_condition_expression("#scope = :scope AND #hour >= :from")
-            .expression_attribute_names("#scope", "scope")
-            .expression_attribute_names("#hour", "hour")
-            .expression_attribute_values(":scope", s(scope))
-            .expression_attribute_values(":from", s(from_hour))
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .map_err(StoreError::request("Query"))?;
-        for item in page.items.unwrap_or_default() {
-            let mut bucket = Bucket::default();
-            for (k, v) in item {
-                match (k.as_str(), v) {
-                    ("hour", AttributeValue::S(h)) => bucket.hour = h,
-                    ("scopes", AttributeValue::Ss(set)) => bucket.scopes = set,
-                    (name, AttributeValue::N(num)) if COUNTERS.contains(&name) => {
-                        bucket
-                            .counts
-                            .insert(name.to_string(), num.parse().unwrap_or(0));
-                    }
-                    _ => {}
-                }
-            }
-            out.push(bucket);
-        }
-        match page.last_evaluated_key {
-            Some(k) => start = Some(k),
-            None => break,
-        }
-    }
-    Ok(out)
 }

@@ -1,4 +1,4 @@
-//! Delivers side effects to the configured webhook: JSON with an `Idempotency-Key` header
+//! (Being replaced by the outbox dispatcher.) Delivers side effects to the configured webhook: JSON with an `Idempotency-Key` header
 //! (the action key, so the receiver can drop a re-delivery too), retried with exponential
 //! backoff on 429, 5xx, timeouts and connection errors.
 

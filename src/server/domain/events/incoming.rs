@@ -1,0 +1,185 @@
+//! An inbound event: the webhook body validated and normalized, its canonical form (hashed,
+//! never stored) and the event key it is deduplicated by.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::json;
+
+use crate::model::AppError;
+use crate::server::contract::events::Event;
+use crate::server::contract::Id;
+use crate::server::domain::accounts::passwords::sha256_hex;
+
+pub const CHANNELS: &[&str] = &["email", "chat", "sms", "whatsapp", "social", "voice", "web"];
+pub const MAX_TEXT_BYTES: usize = 100_000;
+
+/// An event after validation. `text` lives only in memory while the event is decided.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Incoming {
+    pub conversation_id: String,
+    pub message_id: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub channel: String,
+    /// Trimmed, whitespace collapsed.
+    pub text: String,
+    pub customer_email: Option<String>,
+    pub customer_phone: Option<String>,
+    pub customer_id: Option<String>,
+}
+
+/// An identifier that goes into keys: no `:` (the key separator), no spaces.
+fn parse_id(raw: Id, field: &str) -> Result<String, AppError> {
+    let raw = raw.into_string().trim().to_string();
+    let ok = !raw.is_empty()
+        && raw.len() <= 128
+        && raw
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '@' | '+' | '/'));
+    if !ok {
+        return Err(AppError::invalid(
+            field,
+            format!(
+                "{field} is 1 to 128 characters: letters, digits, '_', '-', '.', '@', '+' or '/'."
+            ),
+        ));
+    }
+    Ok(raw)
+}
+
+/// An optional customer detail: trimmed, empty as absent, at most 256 characters.
+fn detail(v: Option<String>, path: &str) -> Result<Option<String>, AppError> {
+    match v.as_deref().map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(s) if s.len() <= 256 => Ok(Some(s.to_string())),
+        Some(_) => Err(AppError::invalid(
+            path,
+            format!("{path} is at most 256 characters."),
+        )),
+    }
+}
+
+pub fn collapse(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn customer_email(raw: Option<String>) -> Result<Option<String>, AppError> {
+    let Some(e) = detail(raw, "customer.email")? else {
+        return Ok(None);
+    };
+    let e = e.to_ascii_lowercase();
+    let valid = e.split_once('@').is_some_and(|(local, domain)| {
+        !local.is_empty() && domain.contains('.') && !e.contains(char::is_whitespace)
+    });
+    if !valid {
+        return Err(AppError::invalid(
+            "customer.email",
+            "customer.email is not an email address.",
+        ));
+    }
+    Ok(Some(e))
+}
+
+fn customer_phone(raw: Option<String>) -> Result<Option<String>, AppError> {
+    let Some(p) = detail(raw, "customer.phone")? else {
+        return Ok(None);
+    };
+    let digits: String = p.chars().filter(char::is_ascii_digit).collect();
+    let shape_ok = p
+        .chars()
+        .all(|ch| ch.is_ascii_digit() || " +-().".contains(ch));
+    if !shape_ok || !(7..=15).contains(&digits.len()) {
+        return Err(AppError::invalid(
+            "customer.phone",
+            "customer.phone must have 7 to 15 digits.",
+        ));
+    }
+    Ok(Some(format!("+{digits}")))
+}
+
+/// A webhook body, read and validated.
+pub fn parse(body: &[u8]) -> Result<Incoming, AppError> {
+    Incoming::try_from(crate::server::contract::from_json::<Event>(body)?)
+}
+
+/// The webhook's body, validated and normalized.
+impl TryFrom<Event> for Incoming {
+    type Error = AppError;
+
+    fn try_from(e: Event) -> Result<Incoming, AppError> {
+        let created_at = DateTime::parse_from_rfc3339(e.created_at.trim())
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|_| {
+                AppError::invalid(
+                    "created_at",
+                    "created_at must be an RFC 3339 time with an offset, like 2026-11-22T10:00:00Z.",
+                )
+            })?;
+        let channel = e.channel.trim().to_ascii_lowercase();
+        if !CHANNELS.contains(&channel.as_str()) {
+            return Err(AppError::invalid(
+                "channel",
+                format!("channel is one of {}.", CHANNELS.join(", ")),
+            ));
+        }
+        if e.text.len() > MAX_TEXT_BYTES {
+            return Err(AppError::invalid(
+                "text",
+                format!("text is at most {MAX_TEXT_BYTES} bytes."),
+            ));
+        }
+        let customer = e.customer.unwrap_or_default();
+        Ok(Incoming {
+            conversation_id: parse_id(e.conversation_id, "conversation_id")?,
+            message_id: e
+                .message_id
+                .map(|m| parse_id(m, "message_id"))
+                .transpose()?,
+            created_at,
+            channel,
+            text: collapse(&e.text),
+            customer_email: customer_email(customer.email)?,
+            customer_phone: customer_phone(customer.phone)?,
+            customer_id: detail(customer.id, "customer.id")?,
+        })
+    }
+}
+
+impl Incoming {
+    /// The normalized payload, as canonical JSON (sorted keys). Hashed, never stored.
+    pub fn canonical(&self) -> String {
+        json!({
+            "channel": self.channel,
+            "conversation_id": self.conversation_id,
+            "created_at": self.created_at.to_rfc3339_opts(SecondsFormat::Millis, true),
+            "customer": {
+                "email": self.customer_email,
+                "id": self.customer_id,
+                "phone": self.customer_phone,
+            },
+            "message_id": self.message_id,
+            "text": self.text,
+        })
+        .to_string()
+    }
+
+    /// The message id, or (without one) the hash of the text and the time bucket.
+    pub fn message_ref(&self, bucket_seconds: i64) -> String {
+        match &self.message_id {
+            Some(id) => id.clone(),
+            None => {
+                let bucket =
+                    self.created_at.timestamp().div_euclid(bucket_seconds) * bucket_seconds;
+                sha256_hex(format!("{}{}", self.text.to_lowercase(), bucket).as_bytes())
+            }
+        }
+    }
+
+    /// `evt:rp:{conversation_id}:{message_id or hash}` (docs/events.md, "Event keys and
+    /// dedupe").
+    pub fn event_key(&self, bucket_seconds: i64) -> String {
+        format!(
+            "evt:rp:{}:{}",
+            self.conversation_id,
+            self.message_ref(bucket_seconds)
+        )
+    }
+}

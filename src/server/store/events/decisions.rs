@@ -1,0 +1,105 @@
+//! Recording a decision: the event's decision, the conversation's new state and the
+//! decision's audit record, in one transaction.
+
+use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
+
+use super::{ConversationState, EventStatus};
+use crate::server::store::audit::{self, AuditItem};
+use crate::server::store::items::{n, s};
+use crate::server::store::schema::{MW_CONVERSATION_STATE, MW_IDEMPOTENCY};
+use crate::server::store::{tx, Store, StoreError};
+
+/// How recording a decision ended.
+pub enum DecisionWrite {
+    Done,
+    /// Another worker changed the conversation first: read it again and re-decide.
+    StaleState,
+    /// This worker no longer owns the event.
+    LostClaim,
+}
+
+/// A decision to record, with what it changes.
+pub struct DecisionRecord<'a> {
+    pub event_key: &'a str,
+    /// The claim the recording worker holds.
+    pub nonce: &'a str,
+    pub decision_json: &'a str,
+    pub intent: &'a str,
+    pub now_iso: &'a str,
+    /// The conversation state after the decision.
+    pub state: &'a ConversationState,
+    /// The state's version the decision was made on (0: there was none).
+    pub read_version: i64,
+    pub audit: &'a AuditItem,
+}
+
+/// The decision, the new conversation state and the decision's audit record, in one
+/// transaction: either all three are written or none.
+pub async fn record_decision(
+    store: &Store,
+    d: &DecisionRecord<'_>,
+) -> Result<DecisionWrite, StoreError> {
+    let actions = vec![
+        TransactWriteItem::builder()
+            .update(decision_update(store, d)?)
+            .build(),
+        TransactWriteItem::builder()
+            .put(state_put(store, d.state, d.read_version)?)
+            .build(),
+        TransactWriteItem::builder()
+            .put(audit::put_once(store, d.audit)?)
+            .build(),
+    ];
+    let outcome = tx::transact(store, actions).await?;
+    if outcome.refused_at(0).is_some() {
+        Ok(DecisionWrite::LostClaim)
+    } else if outcome.refused_at(2).is_some() {
+        // Still our claim, and the decision's audit (its id derived from the event) is
+        // there: this very decision was written before and only its answer was lost.
+        Ok(DecisionWrite::Done)
+    } else if outcome.refused_at(1).is_some() {
+        Ok(DecisionWrite::StaleState)
+    } else {
+        Ok(DecisionWrite::Done)
+    }
+}
+
+/// The event becomes `decided` and carries its decision, if the recording worker still
+/// holds its claim.
+fn decision_update(store: &Store, d: &DecisionRecord<'_>) -> Result<Update, StoreError> {
+    let events = store.table(MW_IDEMPOTENCY.base);
+    Update::builder()
+        .table_name(&events)
+        .key("event_id", s(d.event_key))
+        .update_expression(
+            "SET #st = :decided, decision = :d, intent = :i, last_processed_at = :now",
+        )
+        .condition_expression("claim_nonce = :nonce")
+        .expression_attribute_names("#st", "status")
+        .expression_attribute_values(":decided", s(EventStatus::Decided.as_str()))
+        .expression_attribute_values(":d", s(d.decision_json))
+        .expression_attribute_values(":i", s(d.intent))
+        .expression_attribute_values(":now", s(d.now_iso))
+        .expression_attribute_values(":nonce", s(d.nonce))
+        .build()
+        .map_err(|e| StoreError::corrupt(&events, e))
+}
+
+/// The conversation's new state, if it is still at the version the decision read (or,
+/// read at version 0, still absent).
+fn state_put(
+    store: &Store,
+    state: &ConversationState,
+    read_version: i64,
+) -> Result<Put, StoreError> {
+    let states = store.table(MW_CONVERSATION_STATE.base);
+    let item = serde_dynamo::to_item(state).map_err(|e| StoreError::corrupt(&states, e))?;
+    let put = Put::builder().table_name(&states).set_item(Some(item));
+    let put = if read_version == 0 {
+        put.condition_expression("attribute_not_exists(conversation_id)")
+    } else {
+        put.condition_expression("version = :v")
+            .expression_attribute_values(":v", n(read_version))
+    };
+    put.build().map_err(|e| StoreError::corrupt(&states, e))
+}

@@ -1,0 +1,287 @@
+//! The stream consumer's shard work: which shards there are, which to read now (parents
+//! before children, only with a lease, see `leases.rs`), and reading a held shard page by
+//! page.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodbstreams::operation::get_records::{GetRecordsError, GetRecordsOutput};
+use aws_sdk_dynamodbstreams::operation::get_shard_iterator::GetShardIteratorError;
+use aws_sdk_dynamodbstreams::types::{OperationType, Record, ShardIteratorType};
+
+use super::leases::Leases;
+use super::{convert, count_removal, Report};
+use crate::server::store::schema::INBOX;
+use crate::server::store::{Store, StoreError};
+
+fn streams_error<E, R>(op: &'static str) -> impl FnOnce(SdkError<E, R>) -> StoreError
+where
+    E: std::error::Error + ProvideErrorMetadata + 'static,
+    R: std::fmt::Debug,
+{
+    StoreError::request(op)
+}
+
+/// One shard as `DescribeStream` lists it.
+#[derive(Clone, Debug)]
+pub(super) struct ShardInfo {
+    pub(super) id: String,
+    parent: Option<String>,
+}
+
+/// Reads the inbox table's stream and counts every removal, with any number of consoles
+/// doing the same: each shard is read by one console at a time (a lease in DynamoDB,
+/// renewed as it reads, taken over once it runs out), a parent shard is read to its end
+/// before its children, and the position is saved after every page. Correctness never
+/// rests on the lease: counting a removal is idempotent, so two readers at once (a lease
+/// that ran out under a slow reader) only do the work twice.
+pub struct Consumer {
+    store: Store,
+    leases: Leases,
+    /// Where this console is in each shard it reads. Only saves a request: after a
+    /// restart (or a lost lease) the saved position is read again.
+    iterators: HashMap<String, String>,
+    stream: Option<String>,
+}
+
+/// Pages one shard may read in one round before the others get their turn.
+const PAGES_PER_ROUND: usize = 20;
+
+impl Consumer {
+    pub fn new(store: Store, owner: &str, lease: std::time::Duration) -> Consumer {
+        Consumer {
+            leases: Leases::new(store.clone(), owner, lease),
+            store,
+            iterators: HashMap::new(),
+            stream: None,
+        }
+    }
+
+    pub(super) async fn stream_arn(&mut self) -> Result<Option<String>, StoreError> {
+        if self.stream.is_none() {
+            let table = self
+                .store
+                .client()
+                .describe_table()
+                .table_name(self.store.table(INBOX.base))
+                .send()
+                .await
+                .map_err(StoreError::request("DescribeTable"))?;
+            self.stream = table.table.and_then(|t| t.latest_stream_arn);
+        }
+        Ok(self.stream.clone())
+    }
+
+    pub(super) async fn shards(&self, arn: &str) -> Result<Vec<ShardInfo>, StoreError> {
+        let mut shards = Vec::new();
+        let mut start: Option<String> = None;
+        loop {
+            let out = self
+                .store
+                .streams()
+                .describe_stream()
+                .stream_arn(arn)
+                .set_exclusive_start_shard_id(start.clone())
+                .send()
+                .await
+                .map_err(streams_error("DescribeStream"))?;
+            let Some(desc) = out.stream_description else {
+                break;
+            };
+            for sh in desc.shards.unwrap_or_default() {
+                if let Some(id) = sh.shard_id {
+                    shards.push(ShardInfo {
+                        id,
+                        parent: sh.parent_shard_id,
+                    });
+                }
+            }
+            match desc.last_evaluated_shard_id {
+                Some(last) if !last.is_empty() && Some(&last) != start.as_ref() => {
+                    start = Some(last)
+                }
+                _ => break,
+            }
+        }
+        Ok(shards)
+    }
+
+    /// Gives up every lease this console holds (a clean shutdown hands shards on at once).
+    pub async fn release(&mut self) -> Result<(), StoreError> {
+        let shards: Vec<String> = self.iterators.keys().cloned().collect();
+        self.leases.release(&shards).await?;
+        self.iterators.clear();
+        Ok(())
+    }
+
+    async fn iterator(
+        &self,
+        arn: &str,
+        shard: &str,
+        after: Option<&str>,
+    ) -> Result<Option<String>, StoreError> {
+        let mut req = self
+            .store
+            .streams()
+            .get_shard_iterator()
+            .stream_arn(arn)
+            .shard_id(shard);
+        req = match after {
+            Some(seq) => req
+                .shard_iterator_type(ShardIteratorType::AfterSequenceNumber)
+                .sequence_number(seq),
+            None => req.shard_iterator_type(ShardIteratorType::TrimHorizon),
+        };
+        match req.send().await {
+            Ok(out) => Ok(out.shard_iterator),
+            Err(e) => {
+                let e = e.into_service_error();
+                match e {
+                    // The saved position is older than the stream keeps (24 hours): what
+                    // is left starts at the trim horizon.
+                    GetShardIteratorError::TrimmedDataAccessException(_) if after.is_some() => {
+                        Box::pin(self.iterator(arn, shard, None)).await
+                    }
+                    GetShardIteratorError::ResourceNotFoundException(_) => Ok(None),
+                    other => Err(StoreError::service("GetShardIterator", &other)),
+                }
+            }
+        }
+    }
+
+    /// One pass over the stream: every shard this console holds or can take is read until
+    /// a page comes back empty (its iterator is kept for the next round: AWS hands out
+    /// empty pages while records follow) or it ends.
+    pub async fn round(&mut self) -> Result<Report, StoreError> {
+        let mut report = Report::default();
+        let Some(arn) = self.stream_arn().await? else {
+            return Ok(report);
+        };
+        let shards = self.shards(&arn).await?;
+        let listed: std::collections::HashSet<&str> =
+            shards.iter().map(|s| s.id.as_str()).collect();
+        let mut finished: HashMap<String, bool> = HashMap::new();
+        for sh in &shards {
+            let state = self.leases.state(&sh.id).await?;
+            finished.insert(sh.id.clone(), state.finished);
+        }
+        for sh in &shards {
+            if finished.get(&sh.id).copied().unwrap_or(false) {
+                self.iterators.remove(&sh.id);
+                continue;
+            }
+            // A child waits until its parent is read to its end (unless the parent is
+            // gone from the stream): one item's records then come in order.
+            let parent_pending = sh
+                .parent
+                .as_deref()
+                .is_some_and(|p| listed.contains(p) && !finished.get(p).copied().unwrap_or(false));
+            if parent_pending {
+                continue;
+            }
+            if !self.leases.take(&sh.id).await? {
+                self.iterators.remove(&sh.id);
+                continue;
+            }
+            if self.read_shard(&arn, &sh.id, &mut report).await? {
+                finished.insert(sh.id.clone(), true);
+            }
+        }
+        Ok(report)
+    }
+
+    /// Reads one held shard for a while. True when it was read to its end.
+    async fn read_shard(
+        &mut self,
+        arn: &str,
+        shard: &str,
+        report: &mut Report,
+    ) -> Result<bool, StoreError> {
+        let mut it = match self.iterators.remove(shard) {
+            Some(it) => Some(it),
+            None => {
+                let state = self.leases.state(shard).await?;
+                self.iterator(arn, shard, state.sequence.as_deref()).await?
+            }
+        };
+        for _ in 0..PAGES_PER_ROUND {
+            let Some(current) = it.take() else {
+                // Closed and read to its end.
+                self.leases.save(shard, None, true).await?;
+                return Ok(true);
+            };
+            let Some(out) = self.records(&current).await? else {
+                // The next round starts again from the saved position.
+                return Ok(false);
+            };
+            let records = out.records.unwrap_or_default();
+            let empty = records.is_empty();
+            let last = self.count(records, report).await?;
+            it = out.next_shard_iterator;
+            if last.is_some() && !self.leases.save(shard, last.as_deref(), false).await? {
+                // Another console holds the shard now.
+                return Ok(false);
+            }
+            if empty {
+                break;
+            }
+        }
+        match it {
+            Some(next) => {
+                self.iterators.insert(shard.to_string(), next);
+                Ok(false)
+            }
+            None => {
+                self.leases.save(shard, None, true).await?;
+                Ok(true)
+            }
+        }
+    }
+
+    /// One page of records at `iterator`; `None` when the iterator is of no use any more
+    /// (iterators live 15 minutes, and one can point past what the shard still keeps).
+    async fn records(&self, iterator: &str) -> Result<Option<GetRecordsOutput>, StoreError> {
+        let sent = self
+            .store
+            .streams()
+            .get_records()
+            .shard_iterator(iterator)
+            .limit(PAGE)
+            .send()
+            .await;
+        match sent {
+            Ok(out) => Ok(Some(out)),
+            Err(e) => match e.into_service_error() {
+                GetRecordsError::ExpiredIteratorException(_)
+                | GetRecordsError::TrimmedDataAccessException(_) => Ok(None),
+                other => Err(StoreError::service("GetRecords", &other)),
+            },
+        }
+    }
+
+    /// Counts the removals among `records` into `report`; the last sequence number seen.
+    async fn count(
+        &self,
+        records: Vec<Record>,
+        report: &mut Report,
+    ) -> Result<Option<String>, StoreError> {
+        let mut last = None;
+        for r in records {
+            report.records += 1;
+            let Some(data) = r.dynamodb else { continue };
+            last = data.sequence_number.clone().or(last);
+            if r.event_name != Some(OperationType::Remove) {
+                continue;
+            }
+            let Some(old) = data.old_image else { continue };
+            if count_removal(&self.store, &convert(old)?).await? {
+                report.counted += 1;
+            } else {
+                report.repeated += 1;
+            }
+        }
+        Ok(last)
+    }
+}
+
+const PAGE: i32 = 1000;

@@ -1,0 +1,58 @@
+//! Every table the product needs (`tables`), and the bootstrap that creates them
+//! (`bootstrap`). Re-running the bootstrap changes nothing; a table that lacks an index or
+//! TTL gets it added. docs/data-model.md describes each table's items.
+
+mod bootstrap;
+mod tables;
+
+pub use bootstrap::{bootstrap, index_names, ttl_attribute, Outcome};
+pub use tables::*;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttrType {
+    S,
+    N,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct KeyAttr {
+    pub name: &'static str,
+    pub ty: AttrType,
+}
+
+/// A String key attribute.
+const fn s(name: &'static str) -> KeyAttr {
+    KeyAttr {
+        name,
+        ty: AttrType::S,
+    }
+}
+
+/// A Number key attribute.
+const fn n(name: &'static str) -> KeyAttr {
+    KeyAttr {
+        name,
+        ty: AttrType::N,
+    }
+}
+
+#[derive(Debug)]
+pub struct IndexSpec {
+    pub name: &'static str,
+    pub pk: KeyAttr,
+    pub sk: Option<KeyAttr>,
+}
+
+#[derive(Debug)]
+pub struct TableSpec {
+    /// The name without prefix and environment.
+    pub base: &'static str,
+    pub pk: KeyAttr,
+    pub sk: Option<KeyAttr>,
+    pub gsis: &'static [IndexSpec],
+    pub lsis: &'static [IndexSpec],
+    /// Epoch-seconds attribute DynamoDB's TTL deletes by.
+    pub ttl_attr: &'static str,
+    /// New and old images, for consumers of deletions.
+    pub stream: bool,
+}

@@ -1,0 +1,276 @@
+//! The tables and their indexes, one constant each; `ALL` is what the bootstrap creates.
+
+use super::{n, s, IndexSpec, TableSpec};
+
+/// Kill switches and other console settings: one item each.
+pub const SETTINGS: TableSpec = TableSpec {
+    base: "settings",
+    pk: s("pk"),
+    sk: None,
+    gsis: &[],
+    lsis: &[],
+    ttl_attr: "expires_at",
+    stream: false,
+};
+
+pub const EVENTS_BY_DAY_INDEX: &str = "event-day-index";
+pub const EVENTS_BY_CONVERSATION_INDEX: &str = "conversation-events-index";
+pub const OUTBOX_INDEX: &str = "outbox-index";
+
+/// Table A of the helpdesk events (docs/events.md; docs/data-model.md,
+/// "rp_mw_idempotency (Table A)"): one record per inbound event and per side effect.
+/// Sparse indexes: only event records carry `event_day`/`created_sk` (recent events, a
+/// conversation's events), only side effects waiting for pickup carry `outbox`.
+pub const MW_IDEMPOTENCY: TableSpec = TableSpec {
+    base: "rp_mw_idempotency",
+    pk: s("event_id"),
+    sk: None,
+    gsis: &[
+        IndexSpec {
+            name: EVENTS_BY_DAY_INDEX,
+            pk: s("event_day"),
+            sk: Some(s("created_sk")),
+        },
+        IndexSpec {
+            name: EVENTS_BY_CONVERSATION_INDEX,
+            pk: s("conversation_id"),
+            sk: Some(s("created_sk")),
+        },
+        IndexSpec {
+            name: OUTBOX_INDEX,
+            pk: s("outbox"),
+            sk: Some(s("outbox_sk")),
+        },
+    ],
+    lsis: &[],
+    ttl_attr: "expires_at",
+    stream: false,
+};
+
+/// Table B of the helpdesk events (docs/events.md; docs/data-model.md,
+/// "rp_mw_conversation_state (Table B)"): minimal per-conversation state.
+pub const MW_CONVERSATION_STATE: TableSpec = TableSpec {
+    base: "rp_mw_conversation_state",
+    pk: s("conversation_id"),
+    sk: None,
+    gsis: &[],
+    lsis: &[],
+    ttl_attr: "expires_at",
+    stream: false,
+};
+
+pub const AUDIT_BY_TYPE_INDEX: &str = "action-type-index";
+pub const AUDIT_BY_DAY_INDEX: &str = "audit-day-index";
+
+/// Table C of the helpdesk events (docs/events.md; docs/data-model.md,
+/// "rp_mw_audit_actions (Table C)"): what was done, by whom, never with raw text. The two
+/// indexes answer "by action type" and "by time range" without a Scan.
+pub const MW_AUDIT_ACTIONS: TableSpec = TableSpec {
+    base: "rp_mw_audit_actions",
+    pk: s("conversation_id"),
+    sk: Some(s("ts_action_id")),
+    gsis: &[
+        IndexSpec {
+            name: AUDIT_BY_TYPE_INDEX,
+            pk: s("action_type"),
+            sk: Some(s("ts_action_id")),
+        },
+        IndexSpec {
+            name: AUDIT_BY_DAY_INDEX,
+            pk: s("audit_day"),
+            sk: Some(s("ts_action_id")),
+        },
+    ],
+    lsis: &[],
+    ttl_attr: "expires_at",
+    stream: false,
+};
+
+/// Console users. A user not seen for a year expires.
+pub const USERS: TableSpec = TableSpec {
+    base: "users",
+    pk: s("name"),
+    sk: None,
+    gsis: &[],
+    lsis: &[],
+    ttl_attr: "expires_at",
+    stream: false,
+};
+
+/// Sessions, keyed by the SHA-256 of the session id (the id itself is never stored).
+pub const SESSIONS: TableSpec = TableSpec {
+    base: "sessions",
+    pk: s("id_hash"),
+    sk: None,
+    gsis: &[],
+    lsis: &[],
+    ttl_attr: "expires_at",
+    stream: false,
+};
+
+/// Failed sign-ins per user name, whether or not the user exists.
+pub const LOGIN_ATTEMPTS: TableSpec = TableSpec {
+    base: "login_attempts",
+    pk: s("name"),
+    sk: None,
+    gsis: &[],
+    lsis: &[],
+    ttl_attr: "expires_at",
+    stream: false,
+};
+
+/// API keys for machine clients, keyed by the SHA-256 of the key.
+pub const API_KEYS: TableSpec = TableSpec {
+    base: "api_keys",
+    pk: s("key_hash"),
+    sk: None,
+    gsis: &[],
+    lsis: &[],
+    ttl_attr: "expires_at",
+    stream: false,
+};
+
+pub const IDEMPOTENCY_WATCH_INDEX: &str = "watch-index";
+
+/// Idempotency keys (docs/idempotency.md; docs/data-model.md, "idempotency_keys"): one
+/// item per (tenant, scope, key_hash), keyed `tenant#scope#key_hash`. The sparse
+/// `watch-index` holds only `started` (by when they go stale) and `failed` (by when they
+/// failed) keys, so the monitoring page lists them without a Scan.
+pub const IDEMPOTENCY_KEYS: TableSpec = TableSpec {
+    base: "idempotency_keys",
+    pk: s("id"),
+    sk: None,
+    gsis: &[IndexSpec {
+        name: IDEMPOTENCY_WATCH_INDEX,
+        pk: s("watch"),
+        sk: Some(n("watch_at")),
+    }],
+    lsis: &[],
+    ttl_attr: "expires_at",
+    stream: false,
+};
+
+/// The engine's own health: per-scope counters in hourly buckets (`scope`, `hour`), plus
+/// the `#all` partition that lists which scopes were active in each hour.
+pub const IDEMPOTENCY_STATS: TableSpec = TableSpec {
+    base: "idempotency_stats",
+    pk: s("scope"),
+    sk: Some(s("hour")),
+    gsis: &[],
+    lsis: &[],
+    ttl_attr: "expires_at",
+    stream: false,
+};
+
+pub const CONVERSATIONS_BY_COMPANY_PROJECT: &str = "company-id-project-id-index";
+pub const CONVERSATIONS_BY_WHATSAPP: &str = "company-whatsapp-number-recipient-tel-index";
+pub const CONVERSATIONS_BY_SMS: &str = "company-sms-number-recipient-tel-index";
+pub const CONVERSATIONS_BY_EMAIL: &str = "company-email-recipient-email-index";
+pub const CONVERSATIONS_BY_CREATED: &str = "created-at-index";
+pub const CONVERSATIONS_BY_TASK: &str = "task-complete-index";
+pub const CONVERSATIONS_BY_STATUS: &str = "conversation-status-index";
+pub const CONVERSATIONS_BY_CHANNEL: &str = "channel-method-index";
+
+/// Conversations (docs/conversations.md; docs/data-model.md, "conversations"): one item
+/// per conversation, under the recipient's phone or email. The reply-linking GSIs are
+/// sparse (their `gsi_*` keys exist only when their source does); the LSIs answer
+/// per-recipient filters.
+pub const CONVERSATIONS: TableSpec = TableSpec {
+    base: "conversations",
+    pk: s("primary_channel"),
+    sk: Some(s("conversation_id")),
+    gsis: &[
+        IndexSpec {
+            name: CONVERSATIONS_BY_COMPANY_PROJECT,
+            pk: s("company_id"),
+            sk: Some(s("project_id")),
+        },
+        IndexSpec {
+            name: CONVERSATIONS_BY_WHATSAPP,
+            pk: s("gsi_company_whatsapp_number"),
+            sk: Some(s("gsi_recipient_tel")),
+        },
+        IndexSpec {
+            name: CONVERSATIONS_BY_SMS,
+            pk: s("gsi_company_sms_number"),
+            sk: Some(s("gsi_recipient_tel")),
+        },
+        IndexSpec {
+            name: CONVERSATIONS_BY_EMAIL,
+            pk: s("gsi_company_email"),
+            sk: Some(s("gsi_recipient_email")),
+        },
+    ],
+    lsis: &[
+        IndexSpec {
+            name: CONVERSATIONS_BY_CREATED,
+            pk: s("primary_channel"),
+            sk: Some(s("created_at")),
+        },
+        IndexSpec {
+            name: CONVERSATIONS_BY_TASK,
+            pk: s("primary_channel"),
+            sk: Some(n("task_complete")),
+        },
+        IndexSpec {
+            name: CONVERSATIONS_BY_STATUS,
+            pk: s("primary_channel"),
+            sk: Some(s("conversation_status")),
+        },
+        IndexSpec {
+            name: CONVERSATIONS_BY_CHANNEL,
+            pk: s("primary_channel"),
+            sk: Some(s("channel_method")),
+        },
+    ],
+    ttl_attr: "ttl",
+    stream: false,
+};
+
+/// The single-table inbox (docs/inbox.md; docs/data-model.md, "inbox"). Its stream (new
+/// and old images) lets the consumer bring counters down when messages and receipts are
+/// removed.
+pub const INBOX: TableSpec = TableSpec {
+    base: "inbox",
+    pk: s("pk"),
+    sk: Some(s("sk")),
+    gsis: &[],
+    lsis: &[],
+    ttl_attr: "expiredat",
+    stream: true,
+};
+
+pub const MEASUREMENTS_BY_OUTCOME: &str = "outcome-index";
+
+/// Measurements (docs/measurements.md; docs/data-model.md, "measurements"): the
+/// measurements, their idempotency and ordering records, and the audit of every attempt
+/// (sparse `outcome-index`: audit records only, by outcome and time).
+pub const MEASUREMENTS: TableSpec = TableSpec {
+    base: "measurements",
+    pk: s("PK"),
+    sk: Some(s("SK")),
+    gsis: &[IndexSpec {
+        name: MEASUREMENTS_BY_OUTCOME,
+        pk: s("audit_outcome"),
+        sk: Some(s("SK")),
+    }],
+    lsis: &[],
+    ttl_attr: "ttl",
+    stream: false,
+};
+
+pub const ALL: &[&TableSpec] = &[
+    &SETTINGS,
+    &MW_IDEMPOTENCY,
+    &MW_CONVERSATION_STATE,
+    &MW_AUDIT_ACTIONS,
+    &USERS,
+    &SESSIONS,
+    &LOGIN_ATTEMPTS,
+    &API_KEYS,
+    &IDEMPOTENCY_KEYS,
+    &IDEMPOTENCY_STATS,
+    &CONVERSATIONS,
+    &INBOX,
+    &MEASUREMENTS,
+];
