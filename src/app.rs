@@ -16,6 +16,7 @@ use crate::ui::pages::inbox::user::InboxUserPage;
 use crate::ui::pages::inbox::InboxPageView;
 use crate::ui::pages::measurements::MeasurementsPage;
 use crate::ui::pages::openapi::OpenApiPage;
+use crate::ui::pages::outbox::OutboxPageView;
 use crate::ui::pages::{
     accounts::AccountsPage, login::LoginPage, not_found::NotFound, overview::OverviewPage,
     switches::SwitchesPage,
@@ -60,6 +61,7 @@ pub fn App() -> impl IntoView {
                     <Route ssr=SsrMode::Async path=path!("conversations/view") view=ConversationPage />
                     <Route ssr=SsrMode::Async path=path!("events") view=EventsPage />
                     <Route ssr=SsrMode::Async path=path!("events/conversation") view=ConversationStatePage />
+                    <Route ssr=SsrMode::Async path=path!("outbox") view=OutboxPageView />
                     <Route ssr=SsrMode::Async path=path!("audit") view=AuditPage />
                     <Route ssr=SsrMode::Async path=path!("inbox") view=InboxPageView />
                     <Route ssr=SsrMode::Async path=path!("inbox/user") view=InboxUserPage />

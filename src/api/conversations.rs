@@ -10,51 +10,16 @@ use crate::model::AppError;
 pub async fn search_conversations(query: SearchQuery) -> Result<SearchPage, AppError> {
     use crate::model::accounts::Role;
     use crate::server::ctx;
-    use crate::server::domain::conversations::search::Form;
-    use crate::server::store::query::Start;
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
-    let SearchQuery {
-        recipient,
-        company,
-        project,
-        company_number,
-        channel,
-        status,
-        task,
-        from,
-        to,
-        after,
-        before,
-    } = query;
+    let mut query = query;
     // The page's links carry the recipient as a reference (a phone or an email is not
     // for URLs); a recipient typed into the URL works too.
-    let recipient = state.refs.resolve(&recipient);
-    let form = Form {
-        recipient,
-        company,
-        project,
-        company_number,
-        channel,
-        status,
-        task,
-        from,
-        to,
-    };
-    let after = after.filter(|c| !c.is_empty());
-    let before = before.filter(|c| !c.is_empty());
-    let start = match (&after, &before) {
-        (Some(a), _) => Start::After(a),
-        (None, Some(b)) => Start::Before(b),
-        (None, None) => Start::First,
-    };
-    let mut page = state
-        .conversations
-        .search_page(&state.refs, &form, start)
-        .await?;
-    if !form.recipient.trim().is_empty() {
+    query.recipient = state.refs.resolve(&query.recipient);
+    let mut page = state.conversations.search_page(&state.refs, &query).await?;
+    if !query.recipient.trim().is_empty() {
         page.recipient = Some(crate::server::domain::redact::conversation_id(
-            &form.recipient,
+            &query.recipient,
         ));
     }
     Ok(page)

@@ -1,6 +1,6 @@
 use leptos::prelude::*;
 
-use crate::model::events::{AuditRows, EventPage, EventStats, OutboxRow, StateView};
+use crate::model::events::{AuditRows, EventPage, EventStats, StateView};
 use crate::model::AppError;
 
 /// Recent events, newest first (today, then yesterday), or one conversation's events.
@@ -60,16 +60,6 @@ pub async fn list_audit(
         .events
         .audit_rows(&state.refs, &filter, cursor.as_deref())
         .await
-}
-
-/// Side effects waiting in the outbox.
-#[server]
-pub async fn list_outbox() -> Result<Vec<OutboxRow>, AppError> {
-    use crate::model::accounts::Role;
-    use crate::server::ctx;
-    ctx::require(Role::Viewer)?;
-    let state = ctx::state()?;
-    state.events.outbox(&state.refs).await
 }
 
 /// Overview's event figures.

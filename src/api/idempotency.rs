@@ -47,13 +47,16 @@ pub async fn list_idempotency_keys(
         .await
 }
 
+/// One key with its stored answer, redacted for viewers.
 #[server]
 pub async fn load_idempotency_key(id: String) -> Result<KeySummary, AppError> {
     use crate::model::accounts::Role;
     use crate::server::ctx;
-    ctx::require(Role::Viewer)?;
+    use crate::server::domain::idempotency::health;
+    let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
-    state.idempotency.key_summary(&id).await
+    let key = state.idempotency.key_summary(&id).await?;
+    Ok(health::for_role(key, user.role))
 }
 
 /// Admins expire a key so a stuck operation can be run again (audited).

@@ -8,5 +8,6 @@ pub mod idempotency;
 pub mod inbox;
 pub mod measurements;
 pub mod openapi;
+pub mod outbox;
 pub mod shell;
 pub mod switches;

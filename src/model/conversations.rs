@@ -3,16 +3,21 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The Conversations search form, as the page's query string carries it.
+/// The Conversations search form, as the page's query string carries it (every field may
+/// be empty).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SearchQuery {
+    /// A recipient phone (E.164, spaces allowed) or email.
     pub recipient: String,
     pub company: String,
     pub project: String,
+    /// The company's sending number or address (reply linking).
     pub company_number: String,
     pub channel: String,
     pub status: String,
+    /// `""`, `"0"` or `"1"`.
     pub task: String,
+    /// `YYYY-MM-DD`, inclusive.
     pub from: String,
     pub to: String,
     /// Page cursors.

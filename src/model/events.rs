@@ -86,16 +86,6 @@ pub struct StateView {
     pub events_seen: i64,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct OutboxRow {
-    pub action_key: String,
-    pub action_type: String,
-    pub target: String,
-    pub conversation_id: String,
-    pub conversation_ref: String,
-    pub queued_at: String,
-}
-
 /// Overview's event figures: the last 60 minutes, and today's safe-mode suppressions.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct EventStats {

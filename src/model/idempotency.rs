@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::percent;
+
 /// Counters of one scope over a window (or one hour).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
@@ -27,23 +29,19 @@ impl Counts {
         self.mismatches += o.mismatches;
     }
 
-    fn pct(n: u64, d: u64) -> Option<f64> {
-        (d > 0).then(|| n as f64 * 100.0 / d as f64)
-    }
-
     /// Replays among all requests.
     pub fn cache_hit_pct(&self) -> Option<f64> {
-        Counts::pct(self.replayed, self.requests)
+        percent(self.replayed, self.requests)
     }
 
     /// Takeovers of stale claims among the operations run.
     pub fn stale_takeover_pct(&self) -> Option<f64> {
-        Counts::pct(self.takeovers, self.fresh)
+        percent(self.takeovers, self.fresh)
     }
 
     /// Failed operations among the operations run.
     pub fn failure_pct(&self) -> Option<f64> {
-        Counts::pct(self.failures, self.fresh)
+        percent(self.failures, self.fresh)
     }
 }
 

@@ -8,6 +8,12 @@ pub mod idempotency;
 pub mod inbox;
 pub mod measurements;
 pub mod openapi;
+pub mod outbox;
 pub mod switches;
 
 pub use error::AppError;
+
+/// `part` as a percentage of `whole`; `None` when `whole` is 0 (no rate to speak of).
+pub fn percent(part: u64, whole: u64) -> Option<f64> {
+    (whole > 0).then(|| part as f64 * 100.0 / whole as f64)
+}

@@ -2,12 +2,15 @@
 //! a short reference, the user gets the reference.
 
 use crate::model::AppError;
+use crate::server::domain::redact::redact;
 use crate::server::domain::switches::ChangeError;
 use crate::server::ids::random_hex;
 use crate::server::store::StoreError;
 
 pub fn internal(cause: &dyn std::fmt::Display) -> AppError {
     let reference = random_hex(4);
+    // A cause can quote the data it choked on (a decoding error names the value).
+    let cause = redact(&cause.to_string());
     tracing::error!(%reference, error = %cause, "request failed");
     AppError::Internal { reference }
 }

@@ -143,7 +143,6 @@ pub async fn bootstrap(store: &Store) -> Result<(), StartError> {
 /// `ops-console serve`.
 pub async fn serve(config: Config) -> Result<(), StartError> {
     crate::server::telemetry::withhold_panic_messages();
-    crate::server::outbound::Webhook::from_config(&config.events).map_err(StartError::Other)?;
     let db = connect(&config, false).await?;
     let endpoint_path = endpoint_file(&config);
     if config.env == Environment::Dev {
@@ -155,6 +154,10 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
     let state = AppState::new(config, db.store.clone(), clock.clone(), secret);
     let flusher = spawn_stats_flusher(state.idempotency.clone());
     let consumer = spawn_inbox_consumer(db.store.clone(), &state.config);
+    let dispatcher = {
+        let events = state.events.clone();
+        tokio::spawn(async move { events.run_dispatcher().await })
+    };
     if state.config.env == Environment::Dev {
         let created = state
             .accounts
@@ -188,6 +191,9 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
         .await;
     flusher.abort();
     consumer.abort();
+    // A delivery cut short here is in flight under a lease: another console (or this one
+    // after a restart) takes it over once the lease runs out.
+    dispatcher.abort();
     if let Err(e) = state_for_shutdown.idempotency.flush_stats().await {
         tracing::warn!(error = %e, "could not write the last idempotency counters");
     }

@@ -78,7 +78,8 @@ impl AppState {
         let measurements = Measurements::new(store.clone(), config.measurements.clone());
         let config = Arc::new(config);
         // `serve` checks the webhook settings before it gets here, with a readable error.
-        let events = Events::new(store.clone(), clock.clone(), config.clone())
+        let seal = crate::server::domain::seal::Seal::new(&idempotency, "receiver-secret");
+        let events = Events::new(store.clone(), clock.clone(), config.clone(), seal)
             .unwrap_or_else(|e| panic!("invalid events settings: {e}"));
         AppState {
             leptos,

@@ -13,6 +13,7 @@ const NAV: &[(&str, &str, Role)] = &[
     ("/", "Overview", Role::Viewer),
     ("/kill-switches", "Kill switches", Role::Viewer),
     ("/events", "Events", Role::Viewer),
+    ("/outbox", "Outbox", Role::Viewer),
     ("/conversations", "Conversations", Role::Viewer),
     ("/audit", "Audit", Role::Viewer),
     ("/inbox", "Inbox", Role::Viewer),

@@ -1,67 +1,23 @@
-//! The helpdesk webhook end to end on DynamoDB Local: exactly-once processing, side effects
-//! delivered once to a real HTTP receiver, safe mode, crash recovery, data minimization.
+//! The helpdesk webhook end to end on DynamoDB Local: exactly-once processing, the answer
+//! never waiting on the receiver, side effects delivered once (signed) from the outbox,
+//! safe mode, crash recovery, data minimization. The outbox's own rules (schedule, dead
+//! letters, redrive, order, two consoles) are in `outbox.rs`.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::routing::post;
-use axum::Router;
 use chrono::Duration;
 use serde_json::{json, Value};
 
 use crate::helpers::{captured_logs, spawn_app, spawn_app_with, TestApp};
+use crate::receiver::Receiver;
 use ops_console::server::domain::events::{apply, decide, parse, Switches};
+use ops_console::server::outbound::signature::SigningSecret;
+use ops_console::server::store::events::outbox::Group;
+use ops_console::server::store::events::outbox_reads::{self, Filter};
 use ops_console::server::store::events::{self as records, ConversationState};
 
-/// A webhook receiver on a real socket: counts deliveries per `Idempotency-Key`.
-#[derive(Clone, Default)]
-struct Receiver {
-    hits: Arc<Mutex<HashMap<String, usize>>>,
-    /// Answer 503 to this many requests first.
-    fail_first: Arc<Mutex<usize>>,
-}
-
-impl Receiver {
-    async fn start() -> (Receiver, String) {
-        let r = Receiver::default();
-        let app = Router::new()
-            .route("/hook", post(receive))
-            .with_state(r.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        (r, format!("http://{addr}/hook"))
-    }
-
-    fn total(&self) -> usize {
-        self.hits.lock().unwrap().values().sum()
-    }
-
-    fn counts(&self) -> HashMap<String, usize> {
-        self.hits.lock().unwrap().clone()
-    }
-}
-
-async fn receive(State(r): State<Receiver>, headers: HeaderMap) -> StatusCode {
-    {
-        let mut fail = r.fail_first.lock().unwrap();
-        if *fail > 0 {
-            *fail -= 1;
-            return StatusCode::SERVICE_UNAVAILABLE;
-        }
-    }
-    let key = headers
-        .get("idempotency-key")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("none")
-        .to_string();
-    *r.hits.lock().unwrap().entry(key).or_default() += 1;
-    StatusCode::OK
-}
-
-fn event(conversation: &str, message: Option<&str>, text: &str) -> Value {
+pub fn event(conversation: &str, message: Option<&str>, text: &str) -> Value {
     let mut v = json!({
         "conversation_id": conversation,
         "created_at": "2026-11-22T10:00:00Z",
@@ -74,19 +30,24 @@ fn event(conversation: &str, message: Option<&str>, text: &str) -> Value {
     v
 }
 
-async fn post_event(app: &TestApp, key: &str, body: &Value) -> crate::helpers::Answer {
+pub async fn post_event(app: &TestApp, key: &str, body: &Value) -> crate::helpers::Answer {
     app.post_json("/api/v1/events", key, body.to_string()).await
 }
 
-async fn app_with_hook(url: &str) -> TestApp {
-    let url = url.to_string();
+/// An app delivering to a receiver that verifies with the app's secret; retries after 1 s
+/// and 2 s (the tests move the clock), then a dead letter.
+pub async fn app_with_receiver() -> (TestApp, Receiver) {
+    let secret = SigningSecret::generate();
+    let (receiver, url) = Receiver::start(vec![secret.clone()]).await;
     let app = spawn_app_with(move |c| {
         c.events.webhook_url = url;
-        c.events.webhook_backoff_ms = 10;
+        c.events.webhook_secret = ops_console::server::config::Secret::new(secret.expose());
+        c.events.retry_schedule = "1s,2s".into();
+        c.events.webhook_timeout_ms = 2_000;
     })
     .await;
     app.set_switches(false, true).await;
-    app
+    (app, receiver)
 }
 
 async fn audit_of(app: &TestApp, conversation: &str) -> Vec<(String, String)> {
@@ -102,8 +63,8 @@ async fn audit_of(app: &TestApp, conversation: &str) -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn the_same_event_delivered_twenty_times_at_once_is_processed_once() {
-    let (receiver, url) = Receiver::start().await;
-    let app = Arc::new(app_with_hook(&url).await);
+    let (app, receiver) = app_with_receiver().await;
+    let app = Arc::new(app);
     let key = app.api_key(&["events:write"]).await;
     // Routes to payments, tags chargeback, assigns, escalates: four side effects.
     let body = event("c-20", Some("m-1"), "I am filing a chargeback with my bank");
@@ -147,6 +108,7 @@ async fn the_same_event_delivered_twenty_times_at_once_is_processed_once() {
         1,
         "one decision: {audit:?}"
     );
+    app.state.events.dispatch_all().await.unwrap();
     let counts = receiver.counts();
     assert_eq!(counts.len(), 4, "route, tag, assign, escalate: {counts:?}");
     assert!(
@@ -155,12 +117,16 @@ async fn the_same_event_delivered_twenty_times_at_once_is_processed_once() {
     );
     assert!(counts.contains_key("act:rp_tag:c-20:chargeback:m-1"));
     assert!(counts.contains_key("act:rp_escalate:c-20:m-1"));
+    assert_eq!(
+        *receiver.bad_signatures.lock().unwrap(),
+        0,
+        "every one signed"
+    );
 }
 
 #[tokio::test]
 async fn safe_mode_delivers_nothing_and_still_records_the_decision() {
-    let (receiver, url) = Receiver::start().await;
-    let app = app_with_hook(&url).await;
+    let (app, receiver) = app_with_receiver().await;
     app.set_switches(true, true).await;
     let key = app.api_key(&["events:write"]).await;
     let a = post_event(
@@ -178,6 +144,7 @@ async fn safe_mode_delivers_nothing_and_still_records_the_decision() {
         .unwrap()
         .iter()
         .all(|x| x["result"] == "suppressed"));
+    app.state.events.dispatch_all().await.unwrap();
     assert_eq!(receiver.total(), 0, "no delivery in safe mode");
     let audit = audit_of(&app, "c-safe").await;
     assert!(audit.iter().any(|(t, r)| t == "decision" && r == "success"));
@@ -213,93 +180,49 @@ async fn without_a_message_id_the_same_text_in_one_bucket_is_one_event() {
         false,
         "the next bucket is a new event"
     );
-    // Without a webhook, side effects wait in the outbox.
+    // Without a receiver, side effects wait in the outbox.
     assert_eq!(a.json()["actions"][0]["result"], "queued");
-    let outbox = records::outbox(&app.store, None, 10).await.unwrap();
-    assert_eq!(outbox.items.len(), 2);
+    let round = app.state.events.dispatch_all().await.unwrap();
+    assert_eq!(round.no_receiver, 2, "{round:?}");
+    let waiting = outbox_reads::count(&app.store, Group::Due, &Filter::default())
+        .await
+        .unwrap();
+    assert_eq!(waiting, 2);
 }
 
 #[tokio::test]
-async fn a_crash_after_claiming_a_side_effect_is_recovered_with_one_delivery() {
-    let (receiver, url) = Receiver::start().await;
-    let app = app_with_hook(&url).await;
-    let key = app.api_key(&["events:write"]).await;
-    let body = event(
-        "c-crash",
-        Some("m-7"),
-        "Where is my order? It has not arrived",
-    );
-    app.state
-        .events
-        .faults
-        .crash_after_action_claim
-        .store(true, std::sync::atomic::Ordering::SeqCst);
-    let crashed = post_event(&app, &key, &body).await;
-    assert_eq!(crashed.status, 503, "{}", crashed.body);
-    assert_eq!(receiver.total(), 0, "died before delivering");
-    // The side effect's claim is there, owned by the dead worker.
-    let claimed = records::get_action(&app.store, "act:rp_route:c-crash:m-7")
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(claimed.status.as_str(), "claimed");
-
-    // The helpdesk redelivers at once: the dead worker's lease still holds.
-    let early = post_event(&app, &key, &body).await;
-    assert_eq!(early.status, 409, "{}", early.body);
-    assert!(early.headers.contains_key("retry-after"));
-
-    app.clock.advance(Duration::seconds(61));
-    let recovered = post_event(&app, &key, &body).await;
-    assert_eq!(recovered.status, 200, "{}", recovered.body);
-    assert_eq!(recovered.json()["duplicate"], false);
-    let counts = receiver.counts();
-    assert_eq!(
-        counts.get("act:rp_route:c-crash:m-7"),
-        Some(&1),
-        "{counts:?}"
-    );
-    assert!(counts.values().all(|n| *n == 1), "{counts:?}");
-    let record = records::get_event(&app.store, "evt:rp:c-crash:m-7")
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(record.attempts, 2, "taken over once");
-    let audit = audit_of(&app, "c-crash").await;
-    assert_eq!(audit.iter().filter(|(t, _)| t == "decision").count(), 1);
-
-    let after = post_event(&app, &key, &body).await;
-    assert_eq!(after.json()["duplicate"], true);
-    assert_eq!(
-        receiver.total(),
-        counts.values().sum::<usize>(),
-        "nothing more"
-    );
-}
-
-#[tokio::test]
-async fn a_receiver_that_fails_is_retried_and_an_unfinished_event_is_finished_later() {
-    let (receiver, url) = Receiver::start().await;
-    let app = spawn_app_with({
-        let url = url.clone();
-        move |c| {
-            c.events.webhook_url = url;
-            c.events.webhook_backoff_ms = 1;
-            c.events.webhook_max_attempts = 2;
-        }
-    })
-    .await;
-    app.set_switches(false, true).await;
+async fn the_answer_never_waits_for_the_receiver_and_a_failing_receiver_is_retried() {
+    let (app, receiver) = app_with_receiver().await;
     let key = app.api_key(&["events:write"]).await;
     let body = event("c-retry", Some("m-1"), "hi there");
-    *receiver.fail_first.lock().unwrap() = 2;
+    receiver.fail_next(2, 503);
     let first = post_event(&app, &key, &body).await;
-    assert_eq!(first.status, 503, "both attempts failed: {}", first.body);
+    assert_eq!(first.status, 200, "acknowledged at once: {}", first.body);
+    assert_eq!(first.json()["actions"][0]["result"], "queued");
+    // First attempt: 503, a retry in about a second.
+    app.state.events.dispatch_all().await.unwrap();
     assert_eq!(receiver.total(), 0);
-    // The event was given back: the next delivery finishes it without waiting.
-    let second = post_event(&app, &key, &body).await;
-    assert_eq!(second.status, 200, "{}", second.body);
+    let action = records::get_action(&app.store, "act:rp_route:c-retry:m-1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(action.status.as_str(), "retry");
+    assert_eq!(action.cause.as_deref(), Some("http 503"));
+    // Not before its time.
+    app.state.events.dispatch_all().await.unwrap();
+    assert_eq!(receiver.total(), 0);
+    app.clock.advance(Duration::milliseconds(1_200));
+    app.state.events.dispatch_all().await.unwrap();
+    app.clock.advance(Duration::milliseconds(2_400));
+    app.state.events.dispatch_all().await.unwrap();
     assert_eq!(receiver.counts().get("act:rp_route:c-retry:m-1"), Some(&1));
+    let delivered = records::get_action(&app.store, "act:rp_route:c-retry:m-1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(delivered.status.as_str(), "delivered");
+    assert_eq!(delivered.attempts, 3);
+    assert_eq!(delivered.tries.len(), 3, "each attempt kept");
     let audit = audit_of(&app, "c-retry").await;
     assert!(audit
         .iter()
@@ -307,6 +230,11 @@ async fn a_receiver_that_fails_is_retried_and_an_unfinished_event_is_finished_la
     assert!(audit
         .iter()
         .any(|(t, r)| t == "route" && r.starts_with("success")));
+    // A redelivery of the event is a duplicate and sends nothing more.
+    let again = post_event(&app, &key, &body).await;
+    assert_eq!(again.json()["duplicate"], true);
+    app.state.events.dispatch_all().await.unwrap();
+    assert_eq!(receiver.total(), 1);
 }
 
 #[tokio::test]
@@ -405,6 +333,8 @@ async fn a_thousand_events_with_duplicates_lose_no_state_update() {
         s.updated_at.clear();
         s.last_processed_at = None;
         s.expires_at = 0;
+        // Which action is newest depends on the order concurrent events committed in.
+        s.outbox_tail = None;
         s
     };
     let mut total_duplicates = 0;

@@ -87,6 +87,8 @@ pub struct TestApp {
     pub store: Store,
     pub clock: Clock,
     router: Router,
+    /// The server secret (a second console on the same tables shares it).
+    secret: Vec<u8>,
 }
 
 pub async fn spawn_app() -> TestApp {
@@ -154,7 +156,8 @@ async fn spawn_app_on(endpoint: &str, tweak: impl FnOnce(&mut Config)) -> TestAp
         .expect("DynamoDB Local answers");
     schema::bootstrap(&store).await.expect("bootstrap");
     let clock = Clock::default();
-    let secret = Secret::new(format!("test-secret-{}", random_hex(16)).into_bytes());
+    let secret_bytes = format!("test-secret-{}", random_hex(16)).into_bytes();
+    let secret = Secret::new(secret_bytes.clone());
     let state = AppState::new(config, store.clone(), clock.clone(), secret);
     let router = startup::app(state.clone());
     TestApp {
@@ -162,6 +165,25 @@ async fn spawn_app_on(endpoint: &str, tweak: impl FnOnce(&mut Config)) -> TestAp
         store,
         clock,
         router,
+        secret: secret_bytes,
+    }
+}
+
+impl TestApp {
+    /// Another console on the same tables, settings, secret and clock: its own services
+    /// (its own dispatcher, caches and leases), as a second process would have.
+    pub fn second_console(&self) -> TestApp {
+        let config = (*self.state.config).clone();
+        let secret = Secret::new(self.secret.clone());
+        let state = AppState::new(config, self.store.clone(), self.clock.clone(), secret);
+        let router = startup::app(state.clone());
+        TestApp {
+            state,
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            router,
+            secret: self.secret.clone(),
+        }
     }
 }
 

@@ -610,6 +610,61 @@ async fn only_admins_expire_a_key_and_the_expiry_is_audited() {
 }
 
 #[tokio::test]
+async fn viewers_see_a_keys_stored_answer_without_personal_data() {
+    use ops_console::api::idempotency::LoadIdempotencyKey;
+    use ops_console::model::accounts::Role;
+    use ops_console::server::store::items::scan_json;
+    use ops_console::server::store::schema::IDEMPOTENCY_KEYS;
+    let app = spawn_app().await;
+    // A measurement's answer names its user: here, by an email.
+    let writer = app.api_key(&["measurements:write"]).await;
+    let at = chrono::Utc::now() - Duration::hours(1);
+    let body = json!({"measurement_id": "m-private", "user_id": "jane.doe@example.com",
+                      "weight": 70.0, "unit": "kg", "source": "Scale-X",
+                      "timestamp": at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)});
+    let req = Request::post("/api/v1/measurements")
+        .header(header::HOST, "localhost")
+        .header(header::AUTHORIZATION, format!("Bearer {writer}"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("idempotency-key", "private-1")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let posted = app.send(req).await;
+    assert_eq!(posted.status, 201, "{}", posted.body);
+    let keys = scan_json(&app.store, IDEMPOTENCY_KEYS.base).await.unwrap();
+    let id = keys
+        .iter()
+        .find(|k| k["scope"] == "http:POST /api/v1/measurements")
+        .and_then(|k| k["id"].as_str())
+        .expect("the request's key is stored")
+        .to_string();
+
+    let shown = |a: &Answer| {
+        assert_eq!(a.status, 200, "{}", a.body);
+        a.json()["response_json"]
+            .as_str()
+            .expect("the stored answer")
+            .to_string()
+    };
+    let viewer = app.session_as("vera", Role::Viewer).await;
+    let answer = app
+        .call::<LoadIdempotencyKey>(&[("id", id.as_str())], Some(&viewer))
+        .await;
+    let seen = shown(&answer);
+    assert!(!seen.contains("jane.doe@example.com"), "{seen}");
+    let seen: Value = serde_json::from_str(&seen).expect("still JSON");
+    assert_eq!(seen["user_id"], "***@***");
+    assert_eq!(seen["measurement_id"], "m-private");
+    // Operators work with the data as it is.
+    let operator = app.session_as("olga", Role::Operator).await;
+    let answer = app
+        .call::<LoadIdempotencyKey>(&[("id", id.as_str())], Some(&operator))
+        .await;
+    let seen = shown(&answer);
+    assert!(seen.contains("jane.doe@example.com"), "{seen}");
+}
+
+#[tokio::test]
 async fn the_sweep_deletes_expired_keys_and_keeps_live_ones() {
     let app = spawn_app().await;
     let ran = Arc::new(AtomicUsize::new(0));

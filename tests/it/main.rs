@@ -13,5 +13,7 @@ mod inbox;
 mod kill_switches;
 mod limits;
 mod measurements;
+mod outbox;
+mod receiver;
 mod replay;
 mod security;

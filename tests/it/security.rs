@@ -111,6 +111,7 @@ type Entry = (
 
 fn server_functions() -> Vec<Entry> {
     use leptos::server_fn::ServerFn;
+    use ops_console::api::outbox::*;
     use ops_console::api::{accounts::*, measurements::*, shell::*, switches::*};
     use ops_console::api::{conversations::*, events::*, idempotency::*, inbox::*, openapi::*};
     let key = "0123456789abcdef0123";
@@ -154,7 +155,41 @@ fn server_functions() -> Vec<Entry> {
                 ("to", ""),
             ],
         ),
-        (ListOutbox::PATH, v, vec![]),
+        (LoadOutbox::PATH, v, vec![("group", "dead"), ("cause", "")]),
+        (
+            StartOutboxJob::PATH,
+            o,
+            vec![
+                ("op", "redrive"),
+                ("group", "dead"),
+                ("cause", ""),
+                ("reason", "a check"),
+                ("form_key", key),
+            ],
+        ),
+        (OutboxJob::PATH, v, vec![("id", "x")]),
+        (
+            MoveAction::PATH,
+            o,
+            vec![
+                ("action", "00"),
+                ("op", "redrive"),
+                ("reason", "a check"),
+                ("form_key", key),
+            ],
+        ),
+        (
+            SaveReceiver::PATH,
+            a,
+            vec![("url", "http://127.0.0.1:9/hook"), ("version", "0")],
+        ),
+        (AddReceiverSecret::PATH, a, vec![("version", "0")]),
+        (
+            RetireReceiverSecret::PATH,
+            a,
+            vec![("id", "x"), ("version", "0")],
+        ),
+        (TestReceiver::PATH, a, vec![]),
         (LoadEventStats::PATH, v, vec![]),
         (LoadIdempotencyHealth::PATH, v, vec![("window", "24h")]),
         (IdempotencyAlerts::PATH, v, vec![]),

@@ -28,10 +28,12 @@ pub async fn bench_events(
     use ops_console::server::store::schema::{MW_CONVERSATION_STATE, MW_IDEMPOTENCY};
 
     let clock = Clock::default();
+    let seal = ops_console::server::domain::seal::Seal::from_keys([1; 32], [2; 32]);
     let events = Events::new(
         store.clone(),
         clock.clone(),
         std::sync::Arc::new(config.clone()),
+        seal,
     )?;
     let ttls = Ttls {
         audit_days: 1,
@@ -57,7 +59,7 @@ pub async fn bench_events(
         .map_err(|e| format!("{e:?}"))?;
 
     let mut plain = Series::new("events: plain puts, no conditions (baseline)");
-    let mut fresh = Series::new("events: new event (claim, decide, 1 effect)");
+    let mut fresh = Series::new("events: new event (claim, decide, 1 effect queued)");
     let mut dup = Series::new("events: duplicate delivery");
     let now = chrono::Utc::now();
     for i in 0..n {
@@ -122,11 +124,19 @@ pub async fn bench_events(
             created_at: now.to_rfc3339(),
             updated_at: now.to_rfc3339(),
             expires_at: now.timestamp() + 86_400,
-            attempts: 1,
-            claim_nonce: "n".into(),
+            attempts: 0,
+            claim_nonce: String::new(),
             lease_until_ms: 0,
-            outbox: None,
-            outbox_sk: None,
+            outbox: Some("due#00".into()),
+            outbox_sk: Some(format!("{:013}#plain-act:{i}", now.timestamp_millis())),
+            next_at_ms: now.timestamp_millis(),
+            after: None,
+            body: "{}".into(),
+            tries: Vec::new(),
+            cause: None,
+            unknown: false,
+            held_reason: None,
+            round_start: 0,
         };
         plain_put(store, MW_IDEMPOTENCY.base, &action).await?;
         let audit_item = AuditItem::new("plain", "route", now, &format!("pa{i}"), 1);
@@ -159,4 +169,86 @@ pub async fn bench_events(
         dup.add(d, store.requests().total() - r0);
     }
     Ok(print_rows("event ingestion", &[plain, fresh, dup]))
+}
+
+/// Event acknowledgement while the console's dispatcher delivers to a receiver that answers
+/// at once, and to one that takes 5 s: the answer must not wait on the receiver.
+pub async fn bench_ack(
+    store: &Store,
+    config: &Config,
+    n: usize,
+) -> Result<Vec<serde_json::Value>, String> {
+    use ops_console::server::config::Secret;
+    use ops_console::server::domain::events::{parse, Events};
+    use ops_console::server::domain::seal::Seal;
+    use ops_console::server::outbound::signature::SigningSecret;
+
+    let mut rows = Vec::new();
+    for (name, delay_ms) in [
+        ("ack: receiver answers at once (baseline)", 0u64),
+        ("ack: receiver answers in 5 s", 5_000),
+    ] {
+        let url = slow_receiver(delay_ms).await?;
+        let mut cfg = config.clone();
+        cfg.events.webhook_url = url;
+        cfg.events.webhook_secret = Secret::new(SigningSecret::generate().expose());
+        cfg.events.webhook_timeout_ms = 10_000;
+        let clock = Clock::default();
+        let events = Events::new(
+            store.clone(),
+            clock,
+            std::sync::Arc::new(cfg),
+            Seal::from_keys([3; 32], [4; 32]),
+        )?;
+        let dispatcher = {
+            let events = events.clone();
+            tokio::spawn(async move { events.run_dispatcher().await })
+        };
+        let mut series = Series::new(name);
+        let now = chrono::Utc::now();
+        for i in 0..n {
+            let body = json!({
+                "conversation_id": format!("ack-{delay_ms}-c{}", i % 20),
+                "message_id": format!("m-{i}"),
+                "created_at": now.to_rfc3339(),
+                "channel": "chat",
+                "text": "I am filing a chargeback with my bank",
+            })
+            .to_string();
+            let ev = parse(body.as_bytes()).map_err(|e| e.to_string())?;
+            let r0 = store.requests().total();
+            let t = Instant::now();
+            events
+                .ingest(&ev, "bench")
+                .await
+                .map_err(|e| e.to_string())?;
+            series.add(t.elapsed(), store.requests().total() - r0);
+        }
+        dispatcher.abort();
+        rows.push(series);
+    }
+    Ok(print_rows(
+        "event acknowledgement vs the receiver's speed",
+        &rows,
+    ))
+}
+
+/// A receiver that answers 204 after `delay_ms`.
+async fn slow_receiver(delay_ms: u64) -> Result<String, String> {
+    use axum::routing::post;
+    let app = axum::Router::new().route(
+        "/hook",
+        post(move || async move {
+            tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
+            axum::http::StatusCode::NO_CONTENT
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| e.to_string())?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(format!("http://{addr}/hook"))
 }

@@ -58,7 +58,7 @@ impl Series {
 pub struct Options {
     /// Calls per series.
     pub n: usize,
-    /// Parts to run (`engine`, `events`, `measurements`, `inbox`, `conversations`,
+    /// Parts to run (`engine`, `events`, `ack`, `measurements`, `inbox`, `conversations`,
     /// `pages`); empty: all.
     pub only: Vec<String>,
     /// Conversation counts the search latency is measured at.
@@ -99,6 +99,10 @@ pub async fn run(opts: &Options) -> Result<(), String> {
     if wants("events") {
         let rows = events::bench_events(&store, &config, opts.n).await?;
         report.insert("events".into(), Value::Array(rows));
+    }
+    if wants("ack") {
+        let rows = events::bench_ack(&store, &config, opts.n).await?;
+        report.insert("event_ack".into(), Value::Array(rows));
     }
     if wants("measurements") {
         let rows = measurements::bench_measurements(&store, &config, opts.n).await?;
@@ -146,6 +150,7 @@ fn summary(report: &Map<String, Value>) {
         ("idempotency_engine", 2),
         ("events", 1),
         ("events", 2),
+        ("event_ack", 1),
         ("measurements", 2),
         ("measurements", 3),
         ("inbox", 1),

@@ -3,7 +3,8 @@
 use super::{database, err, CliError};
 use crate::server::clock::Clock;
 use crate::server::config::Config;
-use crate::server::store::schema;
+use crate::server::store::items::Item;
+use crate::server::store::{schema, StoreError};
 
 pub async fn bootstrap(config: &Config) -> Result<(), CliError> {
     let db = database(config).await?;
@@ -14,50 +15,48 @@ pub async fn bootstrap(config: &Config) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Deletes expired idempotency keys page by page, with a progress line on stderr.
+/// Deletes expired idempotency keys, then expired inbox items, with a progress line on
+/// stderr.
 pub async fn sweep(config: &Config) -> Result<(), CliError> {
-    use std::io::Write;
+    use crate::server::store::{idempotency, inbox};
     let db = database(config).await?;
     let now = chrono::Utc::now().timestamp();
-    let (mut examined, mut deleted, mut pages) = (0usize, 0usize, 0usize);
-    let mut start = None;
-    loop {
-        let (e, d, next) = crate::server::store::idempotency::sweep_page(&db.store, now, start)
-            .await
-            .map_err(err)?;
-        examined += e;
-        deleted += d;
-        pages += 1;
-        let spin = ['|', '/', '-', '\\'][pages % 4];
-        eprint!(
-            "\r{spin} sweeping idempotency keys: {examined} examined, {deleted} expired deleted"
-        );
-        let _ = std::io::stderr().flush();
-        match next {
-            Some(k) => start = Some(k),
-            None => break,
-        }
-    }
+    let (examined, deleted) = sweep_pages("idempotency keys", |start| {
+        idempotency::sweep_page(&db.store, now, start)
+    })
+    .await?;
     eprintln!("\r✓ swept idempotency keys: {examined} examined, {deleted} expired deleted      ");
-    let (mut examined, mut deleted, mut pages) = (0usize, 0usize, 0usize);
-    let mut start = None;
-    loop {
-        let (e, d, next) = crate::server::store::inbox::stream::sweep_page(&db.store, now, start)
-            .await
-            .map_err(err)?;
-        examined += e;
-        deleted += d;
-        pages += 1;
-        let spin = ['|', '/', '-', '\\'][pages % 4];
-        eprint!("\r{spin} sweeping the inbox: {examined} examined, {deleted} expired deleted");
-        let _ = std::io::stderr().flush();
-        match next {
-            Some(k) => start = Some(k),
-            None => break,
-        }
-    }
+    let (examined, deleted) = sweep_pages("the inbox", |start| {
+        inbox::stream::sweep_page(&db.store, now, start)
+    })
+    .await?;
     eprintln!("\r✓ swept the inbox: {examined} examined, {deleted} expired deleted (the stream consumer counts them down)");
     Ok(())
+}
+
+/// Runs one sweep to its end, a page at a time, with a progress line on stderr naming
+/// `what`; how many items it examined and deleted.
+async fn sweep_pages<F, Fut>(what: &str, mut page: F) -> Result<(usize, usize), CliError>
+where
+    F: FnMut(Option<Item>) -> Fut,
+    Fut: std::future::Future<Output = Result<(usize, usize, Option<Item>), StoreError>>,
+{
+    use std::io::Write;
+    let (mut examined, mut deleted, mut pages) = (0usize, 0usize, 0usize);
+    let mut start = None;
+    loop {
+        let (e, d, next) = page(start).await.map_err(err)?;
+        examined += e;
+        deleted += d;
+        pages += 1;
+        let spin = ['|', '/', '-', '\\'][pages % 4];
+        eprint!("\r{spin} sweeping {what}: {examined} examined, {deleted} expired deleted");
+        let _ = std::io::stderr().flush();
+        match next {
+            Some(k) => start = Some(k),
+            None => return Ok((examined, deleted)),
+        }
+    }
 }
 
 /// Recounts every inbox partition; drift is an error (exit 1).

@@ -236,13 +236,22 @@ impl IdempotencySection {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EventsSection {
-    /// Side effects are POSTed here (with an `Idempotency-Key` header); empty: they wait in
-    /// the console's outbox.
+    /// The receiver side effects are POSTed to (Standard Webhooks), until an admin saves
+    /// one on the Outbox page; empty: they wait in the outbox.
     pub webhook_url: String,
+    /// The `whsec_...` secret messages to `webhook_url` are signed with (required with it).
+    pub webhook_secret: Secret,
+    /// How long one delivery attempt waits for the receiver's answer.
     pub webhook_timeout_ms: i64,
-    /// Attempts per delivery (retried on 429, 5xx and timeouts, with backoff).
-    pub webhook_max_attempts: i64,
-    pub webhook_backoff_ms: i64,
+    /// Pauses between delivery attempts (`5s,5m,30m,2h,5h,10h,10h`: eight attempts over
+    /// about 28 hours), each varied by up to a tenth; then the action is a dead letter.
+    pub retry_schedule: String,
+    /// How often each console looks for due side effects when it found none.
+    pub dispatch_poll_ms: i64,
+    /// Deliveries one console makes at once.
+    pub dispatch_concurrency: i64,
+    /// How long side effects and dead letters are kept.
+    pub outbox_days: i64,
     /// A claim on an event or an action older than this may be taken over (a crashed worker).
     pub lease_seconds: i64,
     /// Without a message id, the same text within one bucket of `created_at` is one event.
@@ -258,9 +267,12 @@ impl Default for EventsSection {
     fn default() -> Self {
         EventsSection {
             webhook_url: String::new(),
+            webhook_secret: Secret::default(),
             webhook_timeout_ms: 5_000,
-            webhook_max_attempts: 4,
-            webhook_backoff_ms: 200,
+            retry_schedule: crate::server::outbound::schedule::DEFAULT.into(),
+            dispatch_poll_ms: 1_000,
+            dispatch_concurrency: 4,
+            outbox_days: 30,
             lease_seconds: 60,
             hash_bucket_seconds: 300,
             order_flow_max_attempts: 3,

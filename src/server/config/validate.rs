@@ -182,8 +182,20 @@ fn events(e: &EventsSection) -> Result<(), ConfigError> {
         10,
         120_000,
     )?;
-    range("events.webhook_max_attempts", e.webhook_max_attempts, 1, 20)?;
-    range("events.webhook_backoff_ms", e.webhook_backoff_ms, 0, 60_000)?;
+    if !e.webhook_url.trim().is_empty() {
+        crate::server::outbound::signature::SigningSecret::parse(e.webhook_secret.expose())
+            .map_err(|why| {
+                ConfigError::new(
+                    "events.webhook_secret",
+                    format!("required with events.webhook_url: {why}"),
+                )
+            })?;
+    }
+    crate::server::outbound::schedule::RetrySchedule::parse(&e.retry_schedule)
+        .map_err(|why| ConfigError::new("events.retry_schedule", why))?;
+    range("events.dispatch_poll_ms", e.dispatch_poll_ms, 10, 60_000)?;
+    range("events.dispatch_concurrency", e.dispatch_concurrency, 1, 64)?;
+    range("events.outbox_days", e.outbox_days, 1, 3650)?;
     range("events.lease_seconds", e.lease_seconds, 1, 3600)?;
     range(
         "events.hash_bucket_seconds",

@@ -9,4 +9,5 @@ pub mod inbox;
 pub mod limits;
 pub mod measurements;
 pub mod redact;
+pub mod seal;
 pub mod switches;

@@ -128,6 +128,31 @@ pub fn for_role(role: crate::model::accounts::Role, text: &str) -> String {
     }
 }
 
+/// A JSON text (a stored answer) as `role` may see it: for viewers, every string in it is
+/// redacted as [`for_role`] redacts text (a measurement's answer names its user); text
+/// that is not JSON is redacted whole. Operators and admins get it as it is.
+pub fn json_for_role(role: crate::model::accounts::Role, json: &str) -> String {
+    if role.allows(crate::model::accounts::Role::Operator) {
+        return json.to_string();
+    }
+    match serde_json::from_str::<serde_json::Value>(json) {
+        Ok(v) => serde_json::to_string(&redact_strings(v)).unwrap_or_default(),
+        Err(_) => redact(json),
+    }
+}
+
+fn redact_strings(v: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => Value::String(redact(&s)),
+        Value::Array(a) => Value::Array(a.into_iter().map(redact_strings).collect()),
+        Value::Object(m) => {
+            Value::Object(m.into_iter().map(|(k, v)| (k, redact_strings(v))).collect())
+        }
+        other => other,
+    }
+}
+
 /// The last 4 letters or digits of an identifier.
 pub fn last4_of(id: &str) -> String {
     last4(id)
@@ -145,6 +170,31 @@ pub fn excerpt(text: &str, max_chars: usize) -> String {
             .take(max_chars.saturating_sub(1))
             .collect();
         format!("{cut}…")
+    }
+}
+
+#[cfg(test)]
+mod json_for_role_tests {
+    use super::json_for_role;
+    use crate::model::accounts::Role;
+
+    #[test]
+    fn viewers_see_the_strings_of_a_stored_answer_redacted() {
+        let answer = r#"{"measurement_id":"m-1","user_id":"jane.doe@example.com","seq":3,"tags":["+1 555 123 4567"]}"#;
+        let seen: serde_json::Value =
+            serde_json::from_str(&json_for_role(Role::Viewer, answer)).unwrap();
+        assert_eq!(
+            seen,
+            serde_json::json!({"measurement_id": "m-1", "user_id": "***@***", "seq": 3,
+                               "tags": ["***-***-4567"]})
+        );
+        for role in [Role::Operator, Role::Admin] {
+            assert_eq!(json_for_role(role, answer), answer);
+        }
+        assert_eq!(
+            json_for_role(Role::Viewer, "call 555-123-4567"),
+            "call ***-***-4567"
+        );
     }
 }
 

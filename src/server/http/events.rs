@@ -1,7 +1,6 @@
 //! `POST /api/v1/events`: the helpdesk's webhook.
 
 use axum::extract::State;
-use axum::http::{header, StatusCode};
 use axum::Json;
 
 use super::extract::{EventsWrite, JsonBody, Scoped};
@@ -90,21 +89,12 @@ impl From<ActionOutcome> for PlannedEffect {
 }
 
 impl From<IngestError> for Problem {
-    /// Busy: 409 with `Retry-After`; a side effect that could not be delivered (or a
-    /// simulated crash): 503, retry in 5 s.
+    /// Busy (another delivery of the event is being processed): 409 with `Retry-After`.
     fn from(e: IngestError) -> Problem {
         match e {
             IngestError::InProgress { retry_after } => Problem::from(AppError::InProgress {
                 retry_after_secs: retry_after as u64,
             }),
-            e @ (IngestError::DeliveryFailed(_) | IngestError::SimulatedCrash) => Problem::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "retry-later",
-                "Retry later",
-                e.to_string(),
-            )
-            .header(header::RETRY_AFTER, "5")
-            .with("retry_after", 5),
             IngestError::Store(e) => e.into(),
         }
     }

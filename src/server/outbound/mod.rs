@@ -5,9 +5,6 @@
 
 pub mod schedule;
 pub mod signature;
-mod webhook;
-
-pub use webhook::{DeliveryError, Webhook};
 
 use std::time::Duration;
 
@@ -120,6 +117,28 @@ impl Sender {
 
     /// Posts `msg` to `url`, signed with every secret in `secrets`.
     pub async fn send(&self, url: &Uri, secrets: &[SigningSecret], msg: &Message<'_>) -> Answer {
+        self.exchange(url, secrets, msg, 0).await.0
+    }
+
+    /// As [`Sender::send`], and the start of the receiver's answer (at most `max_body`
+    /// bytes, as text): what an admin's test message shows.
+    pub async fn probe(
+        &self,
+        url: &Uri,
+        secrets: &[SigningSecret],
+        msg: &Message<'_>,
+        max_body: usize,
+    ) -> (Answer, String) {
+        self.exchange(url, secrets, msg, max_body).await
+    }
+
+    async fn exchange(
+        &self,
+        url: &Uri,
+        secrets: &[SigningSecret],
+        msg: &Message<'_>,
+        max_body: usize,
+    ) -> (Answer, String) {
         let signature = signature::header(secrets, msg.id, msg.timestamp, &msg.body);
         let req = Request::builder()
             .method(Method::POST)
@@ -131,26 +150,45 @@ impl Sender {
             .body(Full::new(msg.body.clone()));
         let req = match req {
             Ok(r) => r,
-            Err(e) => return Answer::Unreachable(format!("the request cannot be built: {e}")),
+            Err(e) => {
+                let why = format!("the request cannot be built: {e}");
+                return (Answer::Unreachable(why), String::new());
+            }
         };
         let https = url.scheme_str() == Some("https");
         if https && self.tls.is_none() {
-            return Answer::Unreachable("this console found no CA certificates for https".into());
+            let why = "this console found no CA certificates for https".to_string();
+            return (Answer::Unreachable(why), String::new());
         }
-        let sent = async {
-            match &self.tls {
+        let exchanged = async {
+            let res = match &self.tls {
                 Some(c) if https => c.request(req).await,
                 _ => self.plain.request(req).await,
-            }
+            }?;
+            let status = res.status().as_u16();
+            let retry_after = res
+                .headers()
+                .get(RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let body = if max_body > 0 {
+                read_start(res.into_body(), max_body).await
+            } else {
+                String::new()
+            };
+            Ok::<_, hyper_util::client::legacy::Error>((status, retry_after, body))
         };
-        match tokio::time::timeout(self.timeout, sent).await {
-            Ok(Ok(res)) => classify(
-                res.status().as_u16(),
-                res.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()),
+        match tokio::time::timeout(self.timeout, exchanged).await {
+            Ok(Ok((status, retry_after, body))) => (classify(status, retry_after.as_deref()), body),
+            Ok(Err(e)) if e.is_connect() => (Answer::Unreachable(e.to_string()), String::new()),
+            Ok(Err(e)) => (
+                Answer::Unknown(format!("the connection broke: {e}")),
+                String::new(),
             ),
-            Ok(Err(e)) if e.is_connect() => Answer::Unreachable(e.to_string()),
-            Ok(Err(e)) => Answer::Unknown(format!("the connection broke: {e}")),
-            Err(_) => Answer::Unknown(format!("no answer within {} ms", self.timeout.as_millis())),
+            Err(_) => (
+                Answer::Unknown(format!("no answer within {} ms", self.timeout.as_millis())),
+                String::new(),
+            ),
         }
     }
 
@@ -158,6 +196,28 @@ impl Sender {
     pub fn has_tls(&self) -> bool {
         self.tls.is_some()
     }
+}
+
+/// The first `max` bytes of a body, as text (control characters dropped).
+async fn read_start(body: hyper::body::Incoming, max: usize) -> String {
+    use http_body_util::BodyExt;
+    let mut body = body;
+    let mut out: Vec<u8> = Vec::new();
+    while out.len() < max {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Some(data) = frame.data_ref() {
+                    out.extend_from_slice(data);
+                }
+            }
+            _ => break,
+        }
+    }
+    out.truncate(max);
+    String::from_utf8_lossy(&out)
+        .chars()
+        .filter(|c| !c.is_control() || *c == '\n')
+        .collect()
 }
 
 /// An HTTP status (and `Retry-After`) as an [`Answer`].

@@ -3,6 +3,8 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
@@ -132,6 +134,22 @@ async fn put_unless_live<T: Serialize>(
     .await
 }
 
+/// Sends a conditional `UpdateItem` (throttles and conflicts retried by
+/// [`tx::retrying`](super::tx::retrying)): true when it was applied, false when its
+/// condition failed.
+pub async fn update_if(req: UpdateItemFluentBuilder) -> Result<bool, StoreError> {
+    super::tx::retrying(|| async {
+        match req.clone().send().await {
+            Ok(_) => Ok(true),
+            Err(e) => match e.into_service_error() {
+                UpdateItemError::ConditionalCheckFailedException(_) => Ok(false),
+                other => Err(StoreError::service("UpdateItem", &other)),
+            },
+        }
+    })
+    .await
+}
+
 pub async fn delete(store: &Store, base: &str, key: &str, value: &str) -> Result<(), StoreError> {
     let req = store
         .client()
@@ -150,8 +168,8 @@ pub async fn delete(store: &Store, base: &str, key: &str, value: &str) -> Result
 
 /// DynamoDB's size of an attribute value in bytes, by its published rules (strings and
 /// binaries by length, numbers by significant digits, 3 bytes plus 1 per element for lists
-/// and maps, names counted as UTF-8). Used to refuse writes that would exceed the 400 KB
-/// item limit before DynamoDB does.
+/// and maps, names counted as UTF-8). A conversation keeps its size by this count, so an
+/// append's own condition refuses a message before the item would pass the 400 KB limit.
 pub fn value_size(v: &AttributeValue) -> usize {
     match v {
         AttributeValue::S(s) => s.len(),
@@ -186,6 +204,15 @@ pub fn item_size(item: &std::collections::HashMap<String, AttributeValue>) -> us
 /// Every item of one table, as JSON (a Scan: for operator tools and the chaos harness's
 /// checks, never for a page).
 pub async fn scan_json(store: &Store, base: &str) -> Result<Vec<serde_json::Value>, StoreError> {
+    scan_all(store, base).await
+}
+
+/// Every item of one table, decoded: a consistent Scan of every page. Only for tables of
+/// a handful of items (the console's users) and for operator tools, never for a page.
+pub async fn scan_all<T: DeserializeOwned>(
+    store: &Store,
+    base: &str,
+) -> Result<Vec<T>, StoreError> {
     let table = store.table(base);
     let mut out = Vec::new();
     let mut start = None;
@@ -200,7 +227,7 @@ pub async fn scan_json(store: &Store, base: &str) -> Result<Vec<serde_json::Valu
             .await
             .map_err(StoreError::request("Scan"))?;
         for item in page.items.unwrap_or_default() {
-            out.push(serde_dynamo::from_item(item).map_err(|e| StoreError::corrupt(&table, e))?);
+            out.push(decode(item, &table)?);
         }
         match page.last_evaluated_key.filter(|k| !k.is_empty()) {
             Some(k) => start = Some(k),

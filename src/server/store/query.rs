@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, Select};
 
 use super::{cursor, Store, StoreError};
@@ -134,7 +135,7 @@ impl Spec {
         Some(parts.join(", "))
     }
 
-    fn cursor_of(&self, item: &Item) -> String {
+    pub(crate) fn cursor_of(&self, item: &Item) -> String {
         let key: Item = self
             .key_attrs
             .iter()
@@ -142,6 +143,20 @@ impl Spec {
             .collect();
         cursor::encode(&key)
     }
+}
+
+/// A `Query` of `spec`'s partition with its conditions (`built` from it), to be given
+/// its direction, limit and start.
+fn request(store: &Store, spec: &Spec, built: &Built) -> QueryFluentBuilder {
+    store
+        .client()
+        .query()
+        .table_name(&spec.table)
+        .set_index_name(spec.index.map(str::to_string))
+        .key_condition_expression(&built.key_condition)
+        .set_filter_expression(built.filter.clone())
+        .set_expression_attribute_names(Some(built.names.clone()))
+        .set_expression_attribute_values(Some(built.values.clone()))
 }
 
 /// One page of matching items.
@@ -192,16 +207,8 @@ async fn read_matches(
         if built.filter.is_none() {
             limit = (size + 1 - found.len()) as i32;
         }
-        let out = store
-            .client()
-            .query()
-            .table_name(&spec.table)
-            .set_index_name(spec.index.map(str::to_string))
-            .key_condition_expression(&built.key_condition)
-            .set_filter_expression(built.filter.clone())
+        let out = request(store, spec, &built)
             .set_projection_expression(projection.clone())
-            .set_expression_attribute_names(Some(built.names.clone()))
-            .set_expression_attribute_values(Some(built.values.clone()))
             .scan_index_forward(forward)
             .limit(limit)
             .set_exclusive_start_key(exclusive.take())
@@ -270,15 +277,7 @@ pub async fn count(
     let mut n = 0u64;
     let mut exclusive = None;
     for _ in 0..max_calls.max(1) {
-        let out = store
-            .client()
-            .query()
-            .table_name(&spec.table)
-            .set_index_name(spec.index.map(str::to_string))
-            .key_condition_expression(&built.key_condition)
-            .set_filter_expression(built.filter.clone())
-            .set_expression_attribute_names(Some(built.names.clone()))
-            .set_expression_attribute_values(Some(built.values.clone()))
+        let out = request(store, spec, &built)
             .select(Select::Count)
             .set_limit(per_call)
             .set_exclusive_start_key(exclusive.take())

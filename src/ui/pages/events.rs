@@ -1,12 +1,12 @@
-//! Events: what the helpdesk sent and what was decided (never the text), the outbox, and
-//! one conversation's state with its audit timeline.
+//! Events: what the helpdesk sent and what was decided (never the text), and one
+//! conversation's state with its audit timeline. Side effects are on the Outbox page.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::events::{conversation_state, list_audit, list_events, list_outbox};
-use crate::model::events::{AuditRows, EventPage, OutboxRow, StateView};
+use crate::api::events::{conversation_state, list_audit, list_events};
+use crate::model::events::{AuditRows, EventPage, StateView};
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::audit_table::AuditTable;
 use crate::ui::components::links::{enc, split_reference, state_href};
@@ -21,7 +21,6 @@ pub fn EventsPage() -> impl IntoView {
         move || (conversation(), query.read().get("cursor")),
         |(c, cursor)| list_events(c, cursor),
     );
-    let outbox = Resource::new(|| (), |_| list_outbox());
     view! {
         <Title text="Events" />
         <h1 class="text-2xl font-semibold">"Events"</h1>
@@ -42,11 +41,10 @@ pub fn EventsPage() -> impl IntoView {
         <AsyncSection load=move || events spacing="mt-4" let:page>
             <EventTable page conversation=conversation() />
         </AsyncSection>
-        <h2 class="mt-10 text-lg font-semibold">"Outbox"</h2>
-        <p class="text-sm text-slate-600">"Side effects waiting for pickup (no webhook is configured)."</p>
-        <AsyncSection load=move || outbox let:rows>
-            <OutboxTable rows />
-        </AsyncSection>
+        <p class="mt-6 text-sm text-slate-600">
+            "Side effects of these events are delivered from the "
+            <a href="/outbox" class="text-sky-800 underline">"Outbox"</a>"."
+        </p>
     }
 }
 
@@ -93,32 +91,6 @@ fn EventTable(page: EventPage, conversation: String) -> impl IntoView {
             next=page.next_cursor
             label="Pages of events"
         />
-    }
-    .into_any()
-}
-
-/// The side effects waiting in the outbox.
-#[component]
-fn OutboxTable(rows: Vec<OutboxRow>) -> impl IntoView {
-    if rows.is_empty() {
-        return view! { <p class="mt-2 text-sm text-slate-500">"Empty."</p> }.into_any();
-    }
-    let rows = rows
-        .into_iter()
-        .map(|r| view! {
-            <tr class="border-t border-slate-100">
-                <td class="py-1 text-xs">{r.queued_at}</td>
-                <td class="py-1">{r.action_type}</td>
-                <td class="py-1">{r.target}</td>
-                <td class="py-1 font-mono text-xs"><a class="text-sky-800 underline" href=state_href(&r.conversation_ref)>{r.conversation_id.clone()}</a></td>
-                <td class="py-1 font-mono text-xs">{r.action_key}</td>
-            </tr>
-        })
-        .collect_view();
-    view! {
-        <DataTable label="Outbox" columns=&["Queued", "Action", "Target", "Conversation", "Key"]>
-            {rows}
-        </DataTable>
     }
     .into_any()
 }

@@ -8,5 +8,6 @@ pub mod login;
 pub mod measurements;
 pub mod not_found;
 pub mod openapi;
+pub mod outbox;
 pub mod overview;
 pub mod switches;

@@ -5,29 +5,13 @@ use chrono::NaiveDate;
 
 use super::context::CHANNELS;
 use super::Status;
+use crate::model::conversations::SearchQuery;
 use crate::model::AppError;
 use crate::server::contract::conversations::LookupQuery;
 use crate::server::domain::fields::{e164, email};
 use crate::server::domain::limits;
 use crate::server::store::conversations::{Filters, Partition};
-
-/// The form as submitted (every field may be empty).
-#[derive(Clone, Debug, Default)]
-pub struct Form {
-    /// A recipient phone (E.164, spaces allowed) or email.
-    pub recipient: String,
-    pub company: String,
-    pub project: String,
-    /// The company's sending number or address (reply linking).
-    pub company_number: String,
-    pub channel: String,
-    pub status: String,
-    /// `""`, `"0"` or `"1"`.
-    pub task: String,
-    /// `YYYY-MM-DD`, inclusive.
-    pub from: String,
-    pub to: String,
-}
+use crate::server::store::query::Start;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Search {
@@ -63,16 +47,27 @@ fn day(raw: &str, field: &str) -> Result<Option<NaiveDate>, AppError> {
         .map_err(|_| AppError::invalid(field, "Dates are YYYY-MM-DD."))
 }
 
+/// Where the page starts: after its `after` cursor, else before its `before` cursor.
+pub fn start(query: &SearchQuery) -> Start<'_> {
+    let after = query.after.as_deref().filter(|c| !c.is_empty());
+    let before = query.before.as_deref().filter(|c| !c.is_empty());
+    match (after, before) {
+        (Some(a), _) => Start::After(a),
+        (None, Some(b)) => Start::Before(b),
+        (None, None) => Start::First,
+    }
+}
+
 /// `None` when nothing was asked. The filters are checked before the partition, so a bad
 /// filter is named first.
-pub fn parse(form: &Form) -> Result<Option<Search>, AppError> {
+pub fn parse(form: &SearchQuery) -> Result<Option<Search>, AppError> {
     let filters = filters(form)?;
     let channel = filters.channel.clone().unwrap_or_default();
     Ok(partition(form, channel)?.map(|partition| Search { partition, filters }))
 }
 
 /// The form's filters: channel, status, task complete and the creation dates.
-fn filters(form: &Form) -> Result<Filters, AppError> {
+fn filters(form: &SearchQuery) -> Result<Filters, AppError> {
     let channel = form.channel.trim().to_ascii_lowercase();
     if !channel.is_empty() && !CHANNELS.contains(&channel.as_str()) {
         return Err(AppError::invalid(
@@ -99,7 +94,7 @@ fn filters(form: &Form) -> Result<Filters, AppError> {
 }
 
 /// The inclusive `created_at` bounds of the form's dates, when either is given.
-fn created(form: &Form) -> Result<Option<(String, String)>, AppError> {
+fn created(form: &SearchQuery) -> Result<Option<(String, String)>, AppError> {
     let from = day(&form.from, "from")?;
     let to = day(&form.to, "to")?;
     if let (Some(f), Some(t)) = (from, to) {
@@ -124,7 +119,7 @@ fn created(form: &Form) -> Result<Option<(String, String)>, AppError> {
 
 /// The partition the form asks about, most specific first: a company number (with the
 /// channel it belongs to), a recipient, a company (and project). `None`: none was given.
-fn partition(form: &Form, channel: String) -> Result<Option<Partition>, AppError> {
+fn partition(form: &SearchQuery, channel: String) -> Result<Option<Partition>, AppError> {
     let recipient_given = !form.recipient.trim().is_empty();
     let partition = if !form.company_number.trim().is_empty() {
         if channel.is_empty() {
@@ -207,25 +202,25 @@ mod tests {
 
     #[test]
     fn forms_choose_partitions() {
-        let f = Form {
+        let f = SearchQuery {
             recipient: "+44 7123 456-789".into(),
-            ..Form::default()
+            ..SearchQuery::default()
         };
         assert_eq!(
             parse(&f).unwrap().unwrap().partition,
             Partition::Recipient("+447123456789".into())
         );
-        assert!(parse(&Form::default()).unwrap().is_none());
-        let bad = Form {
+        assert!(parse(&SearchQuery::default()).unwrap().is_none());
+        let bad = SearchQuery {
             company_number: "+447700900444".into(),
-            ..Form::default()
+            ..SearchQuery::default()
         };
         assert_eq!(parse(&bad).unwrap_err().field(), Some("channel"));
-        let range = Form {
+        let range = SearchQuery {
             company: "ci-1".into(),
             from: "2026-11-02".into(),
             to: "2026-11-01".into(),
-            ..Form::default()
+            ..SearchQuery::default()
         };
         assert_eq!(parse(&range).unwrap_err().field(), Some("to"));
     }

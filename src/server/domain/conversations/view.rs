@@ -6,17 +6,18 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{Map, Value};
 
 use super::reference::Refs;
-use super::search::{self, Form};
+use super::search;
 use super::Conversations;
 use crate::model::accounts::Role;
-use crate::model::conversations::{ConversationDetail, ConversationRow, MessageView, SearchPage};
+use crate::model::conversations::{
+    ConversationDetail, ConversationRow, MessageView, SearchPage, SearchQuery,
+};
 use crate::model::AppError;
 use crate::server::domain::redact::{last4_of, redact};
 use crate::server::ids::random_hex;
 use crate::server::store::audit::{self, AuditItem};
 use crate::server::store::conversations::{self as store, Conversation, Partition};
 use crate::server::store::events as records;
-use crate::server::store::query::Start;
 
 pub const PAGE_SIZE: usize = 25;
 pub const REVEAL: &str = "reveal_contact";
@@ -288,17 +289,18 @@ pub struct Reveal<'a> {
 /// The console's reads of conversations. Links are made and read with the caller's
 /// `refs` (see [`Conversations`]).
 impl Conversations {
-    /// One page of a search, and its count when that is cheap: a recipient's conversations
-    /// are few (counted exactly); a company's may be many (one read of at most 1 MB).
+    /// One page of a search (from its cursor), and its count when that is cheap: a
+    /// recipient's conversations are few (counted exactly); a company's may be many (one
+    /// read of at most 1,000 items).
     pub async fn search_page(
         &self,
         refs: &Refs,
-        form: &Form,
-        start: Start<'_>,
+        query: &SearchQuery,
     ) -> Result<SearchPage, AppError> {
-        let Some(s) = search::parse(form)? else {
+        let Some(s) = search::parse(query)? else {
             return Ok(SearchPage::default());
         };
+        let start = search::start(query);
         let found = store::search(&self.store, &s.partition, &s.filters, start, PAGE_SIZE).await?;
         let narrow = is_narrow(&s.partition);
         let count = store::count(&self.store, &s.partition, &s.filters, narrow).await?;

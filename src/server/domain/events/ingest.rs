@@ -1,16 +1,19 @@
 //! Processing one helpdesk event, in the order docs/events.md gives: read the kill
-//! switches, claim the event (Table A), decide and record state (Table B) and audit
-//! (Table C) atomically, then perform each side effect at most once (`effects.rs`).
+//! switches, claim the event (Table A), then decide and record — the decision, the
+//! conversation's state (Table B), the audit (Table C) and the side effects queued in the
+//! outbox — in one transaction, and answer. Nothing waits on the receiver: the consoles'
+//! dispatchers deliver from the outbox (`dispatch.rs`).
 //!
-//! Crash safety: every step can be re-run by whoever holds the claim next. The event's
-//! claim carries a lease; a worker that vanished is taken over once it ran out. The
-//! decision is stored with the event in the same transaction as the state, so a takeover
-//! finds it and never decides twice. Each side effect claims its own key before it is
-//! delivered, and a delivery is recorded with the nonce of its claim: a re-run skips what
-//! was delivered, and delivers what was claimed but never delivered exactly once.
+//! Crash safety: the event's claim carries a lease; a worker that vanished before its
+//! transaction committed is taken over by the next delivery once the lease ran out (the
+//! helpdesk was not told 200, so it delivers again). Once the transaction committed,
+//! everything the event needs is durable; a worker that dies after it leaves nothing
+//! undone.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+
+use tokio::sync::Notify;
 
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use serde::Serialize;
@@ -20,8 +23,10 @@ use super::{apply, decide, Decision, Incoming, Switches};
 use crate::server::clock::Clock;
 use crate::server::config::Config;
 use crate::server::domain::accounts::passwords::sha256_hex;
+use crate::server::domain::seal::Seal;
 use crate::server::ids::random_hex;
-use crate::server::outbound::Webhook;
+use crate::server::outbound::schedule::RetrySchedule;
+use crate::server::outbound::Sender;
 use crate::server::store::audit::AuditItem;
 use crate::server::store::events::{
     self as records, ActionType, Claim, DecisionRecord, DecisionWrite, EventRecord, EventStatus,
@@ -33,10 +38,6 @@ use crate::server::store::{switches, Store, StoreError};
 pub enum IngestError {
     #[error("this event is being processed right now; retry in {retry_after} s")]
     InProgress { retry_after: i64 },
-    #[error("a side effect could not be delivered ({0}); the event will be finished on the next delivery")]
-    DeliveryFailed(String),
-    #[error("simulated crash")]
-    SimulatedCrash,
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -44,8 +45,10 @@ pub enum IngestError {
 /// Faults tests switch on to simulate a crash at a precise point.
 #[derive(Default)]
 pub struct Faults {
-    /// The next side effect is claimed, then the worker "dies" before delivering it.
-    pub crash_after_action_claim: AtomicBool,
+    /// The next delivery is claimed, then this console "dies" before sending it.
+    pub crash_after_delivery_claim: AtomicBool,
+    /// Events are decided, but this console's deliveries stop (it "died" after answering).
+    pub no_dispatch: AtomicBool,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -53,7 +56,7 @@ pub struct ActionOutcome {
     pub action_type: ActionType,
     pub target: String,
     pub key: String,
-    /// `delivered`, `queued`, `suppressed`, `rejected`, or `already <status>`.
+    /// `queued` (in the outbox) or `suppressed` (safe mode).
     pub result: String,
 }
 
@@ -84,7 +87,15 @@ pub struct Events {
     pub(super) store: Store,
     pub(super) clock: Clock,
     pub(super) config: Arc<Config>,
-    pub(super) webhook: Option<Webhook>,
+    /// Delivers side effects (one HTTP client per console).
+    pub(super) sender: Sender,
+    pub(super) schedule: RetrySchedule,
+    /// Seals the receiver's signing secrets at rest.
+    pub(super) seal: Seal,
+    /// Wakes this console's dispatcher when an event queued side effects.
+    pub(super) kick: Arc<Notify>,
+    /// Who this console is, in leases it takes.
+    pub(super) owner: String,
     pub faults: Arc<Faults>,
 }
 
@@ -103,19 +114,27 @@ pub(super) fn retry_after(lease_until_ms: i64, now: DateTime<Utc>) -> i64 {
 }
 
 impl Events {
-    pub fn new(store: Store, clock: Clock, config: Arc<Config>) -> Result<Events, String> {
-        let webhook = Webhook::from_config(&config.events)?;
+    pub fn new(
+        store: Store,
+        clock: Clock,
+        config: Arc<Config>,
+        seal: Seal,
+    ) -> Result<Events, String> {
+        let schedule = RetrySchedule::parse(&config.events.retry_schedule)
+            .map_err(|e| format!("events.retry_schedule: {e}"))?;
+        let timeout =
+            std::time::Duration::from_millis(config.events.webhook_timeout_ms.max(1) as u64);
         Ok(Events {
             store,
             clock,
+            sender: Sender::new(timeout),
+            schedule,
+            seal,
+            kick: Arc::new(Notify::new()),
+            owner: random_hex(8),
             config,
-            webhook,
             faults: Arc::default(),
         })
-    }
-
-    pub fn webhook_url(&self) -> Option<String> {
-        self.webhook.as_ref().map(Webhook::url)
     }
 
     pub(super) fn lease_ms(&self) -> i64 {
@@ -153,28 +172,16 @@ impl Events {
             EventClaim::Mine(rec) => *rec,
             EventClaim::Processed(record) => return Ok(Outcome::Duplicate { record }),
         };
-        let decision = match (rec.status, &rec.decision) {
-            (EventStatus::Decided, Some(json)) => serde_json::from_str(json)
-                .map_err(|e| StoreError::corrupt("rp_mw_idempotency", format!("decision: {e}")))?,
-            _ => self.decide_and_record(&rec, ev, live, actor).await?,
-        };
-        // Safe mode wins whenever it is on: at the claim or now.
-        let suppress = rec.safe_mode || live.safe_mode;
-        let mut outcomes = Vec::new();
-        for action in &decision.actions {
-            outcomes.push(
-                self.side_effect(&rec, &decision, action, suppress, actor)
-                    .await?,
-            );
+        let (decision, actions) = self.decide_and_record(&rec, ev, live, actor).await?;
+        if actions.iter().any(|a| a.result == "queued") {
+            self.kick.notify_one();
         }
-        let key = &rec.event_id;
-        records::finish_event(&self.store, key, &rec.claim_nonce, &iso(self.clock.now())).await?;
         tracing::info!(
-            event = %key,
+            event = %short(&rec.event_id),
             intent = %decision.intent,
             team = %decision.team,
             mode = %decision.mode,
-            actions = outcomes.len(),
+            actions = actions.len(),
             "event processed"
         );
         let mut record = rec;
@@ -183,12 +190,12 @@ impl Events {
         Ok(Outcome::Processed {
             record: Box::new(record),
             decision: Box::new(decision),
-            actions: outcomes,
+            actions,
         })
     }
 
     /// The kill switches as they stand now.
-    async fn live_switches(&self) -> Result<Switches, StoreError> {
+    pub(super) async fn live_switches(&self) -> Result<Switches, StoreError> {
         let s = switches::load(&self.store, self.clock.now()).await?;
         Ok(Switches {
             safe_mode: s.safe_mode.enabled,
@@ -208,7 +215,7 @@ impl Events {
         };
         if old.status == EventStatus::Processed {
             records::count_duplicate(&self.store, &key).await?;
-            tracing::info!(event = %key, "duplicate event");
+            tracing::info!(event = %short(&key), "duplicate event");
             return Ok(EventClaim::Processed(old));
         }
         if old.lease_until_ms > now.timestamp_millis() {
@@ -224,7 +231,7 @@ impl Events {
         };
         match records::take_over_event(&self.store, &take).await? {
             Some(rec) => {
-                tracing::warn!(event = %key, attempts = rec.attempts, "took over an abandoned event");
+                tracing::warn!(event = %short(&key), attempts = rec.attempts, "took over an abandoned event");
                 Ok(EventClaim::Mine(Box::new(rec)))
             }
             None => Err(IngestError::InProgress { retry_after: 1 }),
@@ -263,16 +270,23 @@ impl Events {
         }
     }
 
-    /// Reads the conversation, decides, and writes decision + state + audit in one
-    /// transaction; re-reads and re-decides when another event of the conversation won.
+    /// Reads the conversation, decides, and writes decision + state + audit + queued side
+    /// effects in one transaction; re-reads and re-decides when another event of the
+    /// conversation won. An event a worker left with its decision recorded (an earlier
+    /// version wrote the decision first) keeps it: only its side effects are queued.
     async fn decide_and_record(
         &self,
         rec: &EventRecord,
         ev: &Incoming,
         live: Switches,
         actor: &str,
-    ) -> Result<Decision, IngestError> {
-        let cfg = &self.config.events;
+    ) -> Result<(Decision, Vec<ActionOutcome>), IngestError> {
+        if let (EventStatus::Decided, Some(json)) = (rec.status, &rec.decision) {
+            let decision: Decision = serde_json::from_str(json)
+                .map_err(|e| StoreError::corrupt("rp_mw_idempotency", format!("decision: {e}")))?;
+            let outcomes = self.finish_decided(rec, &decision, live, actor).await?;
+            return Ok((decision, outcomes));
+        }
         let switches = Switches {
             safe_mode: rec.safe_mode || live.safe_mode,
             automation_enabled: rec.automation_enabled && live.automation_enabled,
@@ -281,16 +295,25 @@ impl Events {
         for _ in 0..100 {
             let now = self.clock.now();
             let state = records::get_state(&self.store, &ev.conversation_id).await?;
-            let decision = decide(&state, ev, switches, cfg, now);
-            let next = apply(
+            let decision = decide(&state, ev, switches, &self.config.events, now);
+            let mut next = apply(
                 &state,
                 ev,
                 &decision,
                 !switches.safe_mode,
-                cfg,
+                &self.config.events,
                 self.config.ttl.conversation_state_days,
                 now,
             );
+            let queued = self.queue(
+                rec,
+                &decision,
+                switches.safe_mode,
+                state.outbox_tail.clone(),
+                actor,
+                now,
+            );
+            next.outbox_tail = queued.tail.clone();
             let decision_json =
                 serde_json::to_string(&decision).map_err(|e| StoreError::corrupt("decision", e))?;
             let audit = self.decision_audit(rec, ev, &decision, switches, actor);
@@ -300,17 +323,69 @@ impl Events {
                 decision_json: &decision_json,
                 intent: &decision.intent,
                 now_iso: &iso(now),
-                state: &next,
+                state: Some(&next),
                 read_version: state.version,
-                audit: &audit,
+                audit: Some(&audit),
+                actions: &queued.records,
+                action_audits: &queued.audits,
             };
             match records::record_decision(&self.store, &record).await? {
-                DecisionWrite::Done => return Ok(decision),
+                DecisionWrite::Done => return Ok((decision, queued.outcomes)),
                 DecisionWrite::LostClaim => return Err(IngestError::InProgress { retry_after: 1 }),
                 DecisionWrite::StaleState => backoff.pause().await,
             }
         }
         Err(IngestError::InProgress { retry_after: 1 })
+    }
+
+    /// Queues the side effects of a decision recorded before (those not already there)
+    /// and marks the event processed.
+    async fn finish_decided(
+        &self,
+        rec: &EventRecord,
+        decision: &Decision,
+        live: Switches,
+        actor: &str,
+    ) -> Result<Vec<ActionOutcome>, IngestError> {
+        let now = self.clock.now();
+        let mut queued = self.queue(
+            rec,
+            decision,
+            rec.safe_mode || live.safe_mode,
+            None,
+            actor,
+            now,
+        );
+        let mut keep = Vec::new();
+        for r in queued.records.drain(..) {
+            if records::get_action(&self.store, &r.event_id)
+                .await?
+                .is_none()
+            {
+                keep.push(r);
+            }
+        }
+        let audits: Vec<AuditItem> = queued
+            .audits
+            .into_iter()
+            .filter(|a| keep.iter().any(|r| r.event_id == a.idempotency_key))
+            .collect();
+        let record = DecisionRecord {
+            event_key: &rec.event_id,
+            nonce: &rec.claim_nonce,
+            decision_json: rec.decision.as_deref().unwrap_or("{}"),
+            intent: &decision.intent,
+            now_iso: &iso(now),
+            state: None,
+            read_version: 0,
+            audit: None,
+            actions: &keep,
+            action_audits: &audits,
+        };
+        match records::record_decision(&self.store, &record).await? {
+            DecisionWrite::LostClaim => Err(IngestError::InProgress { retry_after: 1 }),
+            _ => Ok(queued.outcomes),
+        }
     }
 
     /// The decision's audit record: what was decided and why, never the text.

@@ -1,11 +1,16 @@
 //! Inbound helpdesk events (docs/events.md). Pure rules: validation and normalization
 //! (`incoming`), the canonical event key, and the deterministic decision (`rules`). The
-//! I/O is the [`Events`] service's (`state.events`): the pipeline (`ingest`, `effects`)
-//! and the pages' read models (`views`).
+//! I/O is the [`Events`] service's (`state.events`): the pipeline (`ingest`, `queue`), the
+//! dispatcher that delivers from the outbox (`dispatch`), the receiver's settings
+//! (`receiver`), the operators' outbox moves (`outbox`) and the pages' read models
+//! (`views`).
 
-mod effects;
+pub mod dispatch;
 mod incoming;
 pub mod ingest;
+pub mod outbox;
+mod queue;
+pub mod receiver;
 mod rules;
 pub mod views;
 

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Duration, NaiveDate, SecondsFormat, Utc};
 
 use crate::model::events::{
-    AuditRow, AuditRows, EventPage, EventRow, EventStats, OutboxRow, StateView, ACTION_TYPES,
+    AuditRow, AuditRows, EventPage, EventRow, EventStats, StateView, ACTION_TYPES,
 };
 use crate::model::AppError;
 use crate::server::domain::conversations::reference::Refs;
@@ -14,12 +14,14 @@ use crate::server::store::events::{self as records, EventRecord};
 use crate::server::store::query::Start;
 
 use super::Events;
+use crate::server::store::events::outbox::Group;
+use crate::server::store::events::outbox_reads::{self, Filter};
 
 const PAGE: i32 = 50;
 
 /// `text` (a key, a payload) with the conversation id it embeds masked, and anything else
 /// personal redacted: event and action keys are built from conversation ids.
-fn masked_in(text: &str, conversation_id: &str) -> String {
+pub(super) fn masked_in(text: &str, conversation_id: &str) -> String {
     if conversation_id.is_empty() {
         return redact::redact(text);
     }
@@ -173,23 +175,6 @@ impl Events {
         })
     }
 
-    /// Side effects waiting in the outbox (no webhook configured), newest first.
-    pub async fn outbox(&self, refs: &Refs) -> Result<Vec<OutboxRow>, AppError> {
-        let page = records::outbox(&self.store, None, PAGE).await?;
-        Ok(page
-            .items
-            .into_iter()
-            .map(|a| OutboxRow {
-                action_type: a.action_type.as_str().to_string(),
-                target: a.target,
-                action_key: masked_in(&a.event_id, &a.conversation_id),
-                conversation_ref: refs.of_id(&a.conversation_id),
-                conversation_id: redact::conversation_id(&a.conversation_id),
-                queued_at: a.updated_at,
-            })
-            .collect())
-    }
-
     /// Overview's figures: the last hour's events and duplicates, today's suppressed side
     /// effects, the outbox, and where side effects are delivered.
     pub async fn stats(&self) -> Result<EventStats, AppError> {
@@ -216,8 +201,9 @@ impl Events {
             duplicate_rate_pct: (deliveries > 0)
                 .then(|| duplicates as f64 * 100.0 / deliveries as f64),
             suppressed_today: audit::count_day_results(&self.store, &days[0], "suppressed").await?,
-            outbox_pending: records::count_outbox(&self.store).await?,
-            webhook: self.webhook_url(),
+            outbox_pending: outbox_reads::count(&self.store, Group::Due, &Filter::default())
+                .await?,
+            webhook: self.target().await?.map(|t| redact::redact(&t.url_text)),
         })
     }
 }

@@ -7,13 +7,14 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Duration, SecondsFormat, TimeZone, Utc};
 
 use super::{hour_key, Engine};
+use crate::model::accounts::Role;
 use crate::model::idempotency::{
     Alert, Counts, Health, HourPoint, KeyPage, KeySummary, ScopeHealth,
 };
 use crate::model::switches::Reason;
 use crate::model::AppError;
 use crate::server::config::ScopePolicy;
-use crate::server::domain::redact::redact;
+use crate::server::domain::redact::{self, redact};
 use crate::server::ids::random_hex;
 use crate::server::store::audit::{self, AuditItem};
 use crate::server::store::idempotency::{self as store, Bucket, KeyItem, KeyStatus, ALL_SCOPES};
@@ -145,6 +146,17 @@ pub fn summary(item: KeyItem, now: DateTime<Utc>, with_response: bool) -> KeySum
     }
 }
 
+/// A key as `role` may see it: viewers see no personal data, so its stored answer (a
+/// measurement's answer names its user) and its stop reason are redacted for them, as the
+/// user ids and reasons of the measurement attempts are.
+pub fn for_role(mut key: KeySummary, role: Role) -> KeySummary {
+    key.response_json = key
+        .response_json
+        .map(|json| redact::json_for_role(role, &json));
+    key.stop_reason = key.stop_reason.map(|r| redact::for_role(role, &r));
+    key
+}
+
 impl Engine {
     /// Per-scope rates and alerts over `window` (`24h` or `7d`), with this process's latest
     /// counters written first so the page is current. Reads `1 + scopes` queries: the
@@ -203,7 +215,7 @@ impl Engine {
         })
     }
 
-    /// One key, with its stored response.
+    /// One key, with its stored response (as it is: see [`for_role`]).
     pub async fn key_summary(&self, id: &str) -> Result<KeySummary, AppError> {
         match store::get(&self.store, id).await? {
             Some(item) => Ok(summary(item, self.clock.now(), true)),

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Duration, Utc};
 
 use crate::model::measurements::{AttemptPage, AttemptRow, Point, RateHour, Rates, Rejected};
-use crate::model::AppError;
+use crate::model::{percent, AppError};
 use crate::server::store::measurements::{self as store, Action, AuditItem};
 use crate::server::store::query::Start;
 use crate::server::store::Store;
@@ -113,10 +113,6 @@ pub async fn series(store: &Store, user: &str) -> Result<(Vec<Point>, Vec<Reject
     Ok((points, rejected))
 }
 
-fn pct(part: u64, whole: u64) -> Option<f64> {
-    (whole > 0).then(|| part as f64 * 100.0 / whole as f64)
-}
-
 /// Hourly counts over `24h` or `7d`, every hour present, and the duplicate alert (judged
 /// from 20 attempts in the window).
 pub async fn rates(
@@ -163,12 +159,12 @@ pub async fn rates(
         totals.skipped += r.skipped;
         series.push(r);
     }
-    let duplicate_pct = pct(totals.duplicate, totals.attempts);
+    let duplicate_pct = percent(totals.duplicate, totals.attempts);
     Ok(Rates {
         window: if hours == 24 { "24h" } else { "7d" }.into(),
         duplicate_pct,
-        out_of_order_pct: pct(totals.out_of_order, totals.attempts),
-        override_pct: pct(totals.overrides, totals.attempts),
+        out_of_order_pct: percent(totals.out_of_order, totals.attempts),
+        override_pct: percent(totals.overrides, totals.attempts),
         alert_duplicate_max_pct,
         duplicate_breached: totals.attempts >= 20
             && duplicate_pct.is_some_and(|p| p > alert_duplicate_max_pct),

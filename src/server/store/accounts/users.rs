@@ -89,31 +89,8 @@ pub async fn create(
 
 /// Every user (a handful of items). Consistent, so the last-admin check sees the truth.
 pub async fn list(store: &Store, now: DateTime<Utc>) -> Result<Vec<UserItem>, StoreError> {
-    let table = store.table(USERS.base);
-    let mut users = Vec::new();
-    let mut start = None;
-    loop {
-        let out = store
-            .client()
-            .scan()
-            .table_name(&table)
-            .consistent_read(true)
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .map_err(StoreError::request("Scan"))?;
-        for item in out.items.unwrap_or_default() {
-            let user: UserItem =
-                serde_dynamo::from_item(item).map_err(|e| StoreError::corrupt(&table, e))?;
-            if user.expires_at > now.timestamp() {
-                users.push(user);
-            }
-        }
-        match out.last_evaluated_key {
-            Some(k) if !k.is_empty() => start = Some(k),
-            _ => break,
-        }
-    }
+    let mut users: Vec<UserItem> = items::scan_all(store, USERS.base).await?;
+    users.retain(|u| u.expires_at > now.timestamp());
     users.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(users)
 }

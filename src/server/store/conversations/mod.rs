@@ -2,7 +2,8 @@
 //! "conversations"): one item per conversation under the recipient's phone or email.
 //! Besides the attributes the Channel Router knows, three of our own: `entry_ids` (a string
 //! set, so an append is conditioned on its entry id), `message_count`, and `item_bytes`
-//! (so an append that would pass DynamoDB's 400 KB item limit is refused before it is sent).
+//! (so an append that would pass DynamoDB's 400 KB item limit is refused by its own
+//! condition, with nothing written).
 
 use std::collections::HashMap;
 
@@ -16,7 +17,7 @@ mod search;
 pub use item::{Conversation, Message, Status};
 pub use search::*;
 
-use super::items::{item_size, n, s, value_size};
+use super::items::{self, item_size, n, s, value_size};
 use super::query::Item;
 use super::schema::CONVERSATIONS;
 use super::{Store, StoreError};
@@ -32,22 +33,34 @@ pub enum Created {
 }
 
 fn decode(table: &str, item: Item) -> Result<Conversation, StoreError> {
-    serde_dynamo::from_item(item).map_err(|e| StoreError::corrupt(table, e))
+    items::decode(item, table)
+}
+
+/// A conversation's key.
+fn key(primary_channel: &str, conversation_id: &str) -> Item {
+    HashMap::from([
+        ("primary_channel".to_string(), s(primary_channel)),
+        ("conversation_id".to_string(), s(conversation_id)),
+    ])
+}
+
+/// The item of a whole conversation, with its own size in `item_bytes`.
+fn sized_item(table: &str, c: &Conversation) -> Result<Item, StoreError> {
+    let mut item: Item = serde_dynamo::to_item(c).map_err(|e| StoreError::corrupt(table, e))?;
+    // The size counts itself: its name plus a number of up to 7 digits.
+    let size = item_size(&item) as i64 + "item_bytes".len() as i64 + 5;
+    item.insert("item_bytes".into(), n(size));
+    Ok(item)
 }
 
 /// Creates the conversation unless it exists; then returns what is there (one request).
 pub async fn create(store: &Store, c: &Conversation) -> Result<Created, StoreError> {
     let table = store.table(CONVERSATIONS.base);
-    let mut item: HashMap<String, AttributeValue> =
-        serde_dynamo::to_item(c).map_err(|e| StoreError::corrupt(&table, e))?;
-    // The size counts itself: its name plus a number of up to 7 digits.
-    let size = item_size(&item) as i64 + "item_bytes".len() as i64 + 5;
-    item.insert("item_bytes".into(), n(size));
     let result = store
         .client()
         .put_item()
         .table_name(&table)
-        .set_item(Some(item))
+        .set_item(Some(sized_item(&table, c)?))
         .condition_expression("attribute_not_exists(conversation_id)")
         .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
         .send()
@@ -74,8 +87,7 @@ pub async fn get(
         .client()
         .get_item()
         .table_name(&table)
-        .key("primary_channel", s(primary_channel))
-        .key("conversation_id", s(conversation_id))
+        .set_key(Some(key(primary_channel, conversation_id)))
         .consistent_read(true)
         .send()
         .await
@@ -116,8 +128,7 @@ pub async fn append(
         .client()
         .update_item()
         .table_name(&table)
-        .key("primary_channel", s(primary_channel))
-        .key("conversation_id", s(conversation_id))
+        .set_key(Some(key(primary_channel, conversation_id)))
         .update_expression(
             "SET messages = list_append(if_not_exists(messages, :empty), :m), updated_at = :now \
              ADD entry_ids :eids, message_count :one, item_bytes :needed",
@@ -218,8 +229,7 @@ pub async fn update(
         .client()
         .update_item()
         .table_name(&table)
-        .key("primary_channel", s(primary_channel))
-        .key("conversation_id", s(conversation_id))
+        .set_key(Some(key(primary_channel, conversation_id)))
         .update_expression(expr.update)
         .condition_expression(expr.condition)
         .set_expression_attribute_names(Some(expr.names))
@@ -316,12 +326,8 @@ pub async fn load_batch(store: &Store, items: &[Conversation]) -> Result<(), Sto
     for chunk in items.chunks(25) {
         let mut requests = Vec::with_capacity(chunk.len());
         for c in chunk {
-            let mut item: HashMap<String, AttributeValue> =
-                serde_dynamo::to_item(c).map_err(|e| StoreError::corrupt(&table, e))?;
-            let size = item_size(&item) as i64 + 15;
-            item.insert("item_bytes".into(), n(size));
             let put = PutRequest::builder()
-                .set_item(Some(item))
+                .set_item(Some(sized_item(&table, c)?))
                 .build()
                 .map_err(|e| StoreError::corrupt(&table, e))?;
             requests.push(WriteRequest::builder().put_request(put).build());

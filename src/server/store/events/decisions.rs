@@ -1,9 +1,11 @@
-//! Recording a decision: the event's decision, the conversation's new state and the
-//! decision's audit record, in one transaction.
+//! Recording a decision: the event's decision (the event processed), the conversation's
+//! new state, the decision's audit record, and its side effects queued in the outbox with
+//! theirs — one transaction. Once it commits the event is acknowledged; delivery is the
+//! outbox's business.
 
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
 
-use super::{ConversationState, EventStatus};
+use super::{outbox, ActionRecord, ConversationState, EventStatus};
 use crate::server::store::audit::{self, AuditItem};
 use crate::server::store::items::{n, s};
 use crate::server::store::schema::{MW_CONVERSATION_STATE, MW_IDEMPOTENCY};
@@ -26,45 +28,74 @@ pub struct DecisionRecord<'a> {
     pub decision_json: &'a str,
     pub intent: &'a str,
     pub now_iso: &'a str,
-    /// The conversation state after the decision.
-    pub state: &'a ConversationState,
+    /// The conversation state after the decision (`None`: a decision recorded earlier,
+    /// whose state was written with it, only finished now).
+    pub state: Option<&'a ConversationState>,
     /// The state's version the decision was made on (0: there was none).
     pub read_version: i64,
-    pub audit: &'a AuditItem,
+    pub audit: Option<&'a AuditItem>,
+    /// Side effects to queue (none in safe mode).
+    pub actions: &'a [ActionRecord],
+    /// One audit record per side effect: queued, or suppressed by safe mode.
+    pub action_audits: &'a [AuditItem],
 }
 
-/// The decision, the new conversation state and the decision's audit record, in one
-/// transaction: either all three are written or none.
+/// The decision, the new conversation state, the decision's audit record and the queued
+/// side effects with theirs, in one transaction: either all are written or none.
 pub async fn record_decision(
     store: &Store,
     d: &DecisionRecord<'_>,
 ) -> Result<DecisionWrite, StoreError> {
-    let actions = vec![
-        TransactWriteItem::builder()
-            .update(decision_update(store, d)?)
-            .build(),
-        TransactWriteItem::builder()
-            .put(state_put(store, d.state, d.read_version)?)
-            .build(),
-        TransactWriteItem::builder()
-            .put(audit::put_once(store, d.audit)?)
-            .build(),
-    ];
+    let mut actions = vec![TransactWriteItem::builder()
+        .update(decision_update(store, d)?)
+        .build()];
+    let state_at = d.state.map(|_| actions.len());
+    if let Some(state) = d.state {
+        actions.push(
+            TransactWriteItem::builder()
+                .put(state_put(store, state, d.read_version)?)
+                .build(),
+        );
+    }
+    // The first audit record: its id derives from the event, so it is there only if this
+    // very transaction committed before.
+    let audit_at = actions.len();
+    if let Some(a) = d.audit {
+        actions.push(
+            TransactWriteItem::builder()
+                .put(audit::put_once(store, a)?)
+                .build(),
+        );
+    }
+    for a in d.actions {
+        actions.push(
+            TransactWriteItem::builder()
+                .put(outbox::put_new(store, a)?)
+                .build(),
+        );
+    }
+    for a in d.action_audits {
+        actions.push(
+            TransactWriteItem::builder()
+                .put(audit::put_once(store, a)?)
+                .build(),
+        );
+    }
     let outcome = tx::transact(store, actions).await?;
     if outcome.refused_at(0).is_some() {
         Ok(DecisionWrite::LostClaim)
-    } else if outcome.refused_at(2).is_some() {
-        // Still our claim, and the decision's audit (its id derived from the event) is
+    } else if outcome.refused_at(audit_at).is_some() {
+        // Still our claim, and the first audit record (its id derived from the event) is
         // there: this very decision was written before and only its answer was lost.
         Ok(DecisionWrite::Done)
-    } else if outcome.refused_at(1).is_some() {
+    } else if state_at.is_some_and(|i| outcome.refused_at(i).is_some()) {
         Ok(DecisionWrite::StaleState)
     } else {
         Ok(DecisionWrite::Done)
     }
 }
 
-/// The event becomes `decided` and carries its decision, if the recording worker still
+/// The event becomes `processed` and carries its decision, if the recording worker still
 /// holds its claim.
 fn decision_update(store: &Store, d: &DecisionRecord<'_>) -> Result<Update, StoreError> {
     let events = store.table(MW_IDEMPOTENCY.base);
@@ -72,11 +103,13 @@ fn decision_update(store: &Store, d: &DecisionRecord<'_>) -> Result<Update, Stor
         .table_name(&events)
         .key("event_id", s(d.event_key))
         .update_expression(
-            "SET #st = :decided, decision = :d, intent = :i, last_processed_at = :now",
+            "SET #st = :done, decision = :d, intent = :i, last_processed_at = :now, \
+             lease_until_ms = :zero",
         )
         .condition_expression("claim_nonce = :nonce")
         .expression_attribute_names("#st", "status")
-        .expression_attribute_values(":decided", s(EventStatus::Decided.as_str()))
+        .expression_attribute_values(":done", s(EventStatus::Processed.as_str()))
+        .expression_attribute_values(":zero", n(0))
         .expression_attribute_values(":d", s(d.decision_json))
         .expression_attribute_values(":i", s(d.intent))
         .expression_attribute_values(":now", s(d.now_iso))

@@ -15,7 +15,11 @@ pub use super::items::Claim;
 
 mod claims;
 mod decisions;
+pub mod jobs;
+pub mod outbox;
+pub mod outbox_reads;
 mod reads;
+pub mod receiver;
 pub use claims::*;
 pub use decisions::*;
 pub use reads::*;
@@ -29,6 +33,9 @@ pub enum RecordKind {
     /// A side effect (`act:` keys).
     #[serde(rename = "action")]
     Action,
+    /// An operator's bulk operation on the outbox (`job:` keys).
+    #[serde(rename = "job")]
+    Job,
 }
 
 /// Where an event is: `processing` → `decided` → `processed`.
@@ -110,21 +117,30 @@ impl ActionType {
     }
 }
 
-/// Where a side effect is.
+/// Where a side effect is (docs/events.md, "The outbox").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ActionStatus {
-    /// A worker holds it and is delivering it.
-    #[serde(rename = "claimed")]
-    Claimed,
-    #[serde(rename = "delivered")]
-    Delivered,
-    /// No webhook is configured: it waits in the outbox.
+    /// Waiting in the outbox for its first attempt.
     #[serde(rename = "queued")]
     Queued,
-    /// Delivery failed in a way worth retrying: the next owner may claim it again.
+    /// A console holds it and is delivering it (in flight) until its lease runs out.
+    #[serde(rename = "claimed")]
+    Claimed,
+    /// An attempt failed in a way worth retrying: waiting for its next attempt.
     #[serde(rename = "retry")]
     Retry,
-    /// The receiver refused it (4xx other than 429): retrying would not help.
+    /// Safe mode (or an operator) holds it: it waits for a release or a discard.
+    #[serde(rename = "held")]
+    Held,
+    #[serde(rename = "delivered")]
+    Delivered,
+    /// A dead letter: refused by the receiver, or every attempt of the schedule failed.
+    #[serde(rename = "dead")]
+    Dead,
+    /// An operator dropped it, with a reason.
+    #[serde(rename = "discarded")]
+    Discarded,
+    /// Refused by the receiver, as recorded before dead letters existed.
     #[serde(rename = "rejected")]
     Rejected,
 }
@@ -133,19 +149,26 @@ impl ActionStatus {
     /// The stored string.
     pub const fn as_str(self) -> &'static str {
         match self {
-            ActionStatus::Claimed => "claimed",
-            ActionStatus::Delivered => "delivered",
             ActionStatus::Queued => "queued",
+            ActionStatus::Claimed => "claimed",
             ActionStatus::Retry => "retry",
+            ActionStatus::Held => "held",
+            ActionStatus::Delivered => "delivered",
+            ActionStatus::Dead => "dead",
+            ActionStatus::Discarded => "discarded",
             ActionStatus::Rejected => "rejected",
         }
     }
 
-    /// Nothing is left to do for it: a re-run skips it.
-    pub fn is_final(self) -> bool {
+    /// It will not be sent again unless an operator redrives it: the next action of its
+    /// conversation may go.
+    pub fn has_ended(self) -> bool {
         matches!(
             self,
-            ActionStatus::Delivered | ActionStatus::Queued | ActionStatus::Rejected
+            ActionStatus::Delivered
+                | ActionStatus::Dead
+                | ActionStatus::Discarded
+                | ActionStatus::Rejected
         )
     }
 }
@@ -160,6 +183,18 @@ macro_rules! display_as_str {
     )*};
 }
 display_as_str!(EventStatus, Mode, ActionType, ActionStatus);
+
+/// One delivery attempt, as the Outbox page shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Try {
+    /// 1 for the first attempt.
+    pub n: i64,
+    pub at: String,
+    /// How long the receiver took to answer (or to fail).
+    pub ms: i64,
+    /// `receiver answered 503`, `unknown: no answer within 5000 ms`, ...
+    pub result: String,
+}
 
 /// An inbound event (Table A, `evt:` keys). Never holds the message body.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -199,7 +234,8 @@ pub struct EventRecord {
     pub created_sk: String,
 }
 
-/// A side effect (Table A, `act:` keys).
+/// A side effect (Table A, `act:` keys): written with its event's decision, then
+/// delivered from the outbox by whichever console claims it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ActionRecord {
     pub event_id: String,
@@ -212,20 +248,51 @@ pub struct ActionRecord {
     /// The event that caused it.
     pub source_event: String,
     pub status: ActionStatus,
+    /// The last attempt's outcome, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
     pub created_at: String,
     pub updated_at: String,
     pub expires_at: i64,
+    /// Delivery attempts made.
     pub attempts: i64,
     pub claim_nonce: String,
     pub lease_until_ms: i64,
-    /// Set only while it waits in the outbox (sparse index).
+    /// The outbox index partition it is in (`due#NN`, `held#NN`, `dead#NN`); absent once
+    /// it ended (sparse index).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outbox: Option<String>,
+    /// `<ms, 13 digits>#<key>`: when it is due (or its claim runs out), or since when it is
+    /// held or dead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outbox_sk: Option<String>,
+    /// When it may be tried next (ms).
+    #[serde(default)]
+    pub next_at_ms: i64,
+    /// The earlier action of its conversation that must end before this one is sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    /// The message, the same bytes on every attempt (the signature covers it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub body: String,
+    /// The last attempts (at most [`MAX_TRIES_KEPT`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tries: Vec<Try>,
+    /// What a dead letter is grouped by: `http 503`, `timeout`, `connection`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+    /// The last attempt went out and no answer came: the receiver may have it.
+    #[serde(default)]
+    pub unknown: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_reason: Option<String>,
+    /// Attempts made before the last redrive: the schedule counts from here.
+    #[serde(default)]
+    pub round_start: i64,
 }
+
+/// Attempts an action keeps a record of (the audit keeps every one).
+pub const MAX_TRIES_KEPT: usize = 20;
 
 /// A multi-step flow waiting for the customer. `type` stays a string: the only flow today
 /// is `need_order_number`, and its name belongs to the decision rules, not to storage.
@@ -291,6 +358,10 @@ pub struct ConversationState {
     /// Events applied so far.
     #[serde(default)]
     pub events_seen: i64,
+    /// The conversation's newest side effect: the next one waits for it (delivery order
+    /// within a conversation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outbox_tail: Option<String>,
 }
 
 #[cfg(test)]

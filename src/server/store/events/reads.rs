@@ -8,7 +8,6 @@ use crate::server::store::items::{self, decode, s};
 use crate::server::store::query::{self, Cond, Start};
 use crate::server::store::schema::{
     EVENTS_BY_CONVERSATION_INDEX, EVENTS_BY_DAY_INDEX, MW_CONVERSATION_STATE, MW_IDEMPOTENCY,
-    OUTBOX_INDEX,
 };
 use crate::server::store::{Store, StoreError};
 
@@ -107,24 +106,6 @@ pub async fn events_of_conversation(
     index_page(store, EVENTS_BY_CONVERSATION_INDEX, pk, keys, cursor, limit).await
 }
 
-/// Side effects waiting in the outbox, newest first.
-pub async fn outbox(
-    store: &Store,
-    cursor: Option<&str>,
-    limit: i32,
-) -> Result<Page<ActionRecord>, StoreError> {
-    let keys = vec!["event_id", "outbox", "outbox_sk"];
-    index_page(
-        store,
-        OUTBOX_INDEX,
-        ("outbox", "pending"),
-        keys,
-        cursor,
-        limit,
-    )
-    .await
-}
-
 /// Items read per page while counting events.
 const COUNT_PAGE: usize = 5000;
 
@@ -175,19 +156,4 @@ pub async fn count_events_since(
 /// of the day reads the same items.)
 fn end_of_day_sk(day: &str) -> String {
     format!("{day}T~")
-}
-
-/// Side effects waiting in the outbox.
-pub async fn count_outbox(store: &Store) -> Result<u64, StoreError> {
-    let spec = query::Spec {
-        table: store.table(MW_IDEMPOTENCY.base),
-        index: Some(OUTBOX_INDEX),
-        pk: ("outbox", s("pending")),
-        sk: None,
-        filters: Vec::new(),
-        ascending: true,
-        key_attrs: vec!["event_id", "outbox", "outbox_sk"],
-        projection: None,
-    };
-    Ok(query::count(store, &spec, usize::MAX, None).await?.n)
 }

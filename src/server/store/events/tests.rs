@@ -23,6 +23,9 @@ fn statuses_kinds_and_types_store_their_old_strings() {
         ActionStatus::Queued,
         ActionStatus::Retry,
         ActionStatus::Rejected,
+        ActionStatus::Held,
+        ActionStatus::Dead,
+        ActionStatus::Discarded,
     ] {
         assert_eq!(stored(s), s.as_str());
     }
@@ -40,6 +43,7 @@ fn statuses_kinds_and_types_store_their_old_strings() {
     }
     assert_eq!(stored(RecordKind::Event), "event");
     assert_eq!(stored(RecordKind::Action), "action");
+    assert_eq!(stored(RecordKind::Job), "job");
     assert_eq!(
         [
             EventStatus::Processing.as_str(),

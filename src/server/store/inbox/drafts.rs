@@ -1,7 +1,7 @@
 //! Drafts: what someone composes in the console, kept for a day and published at most once.
 
 use super::{item, table, DraftItem};
-use crate::server::store::items::s;
+use crate::server::store::items::{s, update_if};
 use crate::server::store::tx::retrying;
 use crate::server::store::{Store, StoreError};
 
@@ -47,15 +47,7 @@ pub async fn set_draft_receipt(
         .update_expression("SET receipt = :r")
         .condition_expression("attribute_exists(pk)")
         .expression_attribute_values(":r", value);
-    retrying(|| async {
-        match req.clone().send().await {
-            Ok(_) => Ok(()),
-            // The draft expired meanwhile: the publish stands, the receipt has nowhere to go.
-            Err(e) => match e.into_service_error() {
-                aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(_) => Ok(()),
-                other => Err(StoreError::service("UpdateItem", &other)),
-            },
-        }
-    })
-    .await
+    // False: the draft expired meanwhile; the publish stands, the receipt has nowhere to go.
+    update_if(req).await?;
+    Ok(())
 }

@@ -70,12 +70,16 @@ pub async fn count_removal(
         },
         _ => return Ok(false),
     };
-    let owner = inbox::Owner {
-        tenant_key: field(old, "tenant_key").unwrap_or_default(),
-        inbox_key: field(old, "inbox_key").unwrap_or_default(),
-        uid: field(old, "uid").unwrap_or_default(),
+    let at = inbox::CountedIn {
+        pk,
+        owner: inbox::Owner {
+            tenant_key: field(old, "tenant_key").unwrap_or_default(),
+            inbox_key: field(old, "inbox_key").unwrap_or_default(),
+            uid: field(old, "uid").unwrap_or_default(),
+        },
+        category: cat.as_deref(),
     };
-    actions.extend(inbox::bumps(store, pk, owner, cat.as_deref(), d, keep)?);
+    actions.extend(inbox::bumps(store, at, d, keep)?);
     let marker = HashMap::from([
         ("pk".to_string(), s(inbox::removal_pk(pk))),
         ("sk".to_string(), s(sk)),

@@ -8,7 +8,8 @@ use serde::Serialize;
 
 use super::{
     get, item, publication_sk, read_shard_pk, stats_sk, table, tenant_pk, Job, Kind, MessageItem,
-    Publication, PublicationStatus, Receipt, ALL, READ_SHARDS, READ_SHARD_SK, REGISTRY_PK,
+    Publication, PublicationStatus, Receipt, Taxonomy, ALL, READ_SHARDS, READ_SHARD_SK,
+    REGISTRY_PK,
 };
 use crate::server::store::items::{n, s};
 use crate::server::store::tx::{self, Outcome};
@@ -35,6 +36,9 @@ pub async fn put_config<T: Serialize>(
     Ok(())
 }
 
+/// The condition of a put that must not replace an item.
+const NEW_ONLY: &str = "attribute_not_exists(pk)";
+
 fn put(
     store: &Store,
     item: HashMap<String, AttributeValue>,
@@ -54,6 +58,19 @@ fn put(
 pub struct Delta {
     pub published: i64,
     pub read: i64,
+}
+
+impl Delta {
+    /// One message copy delivered.
+    pub const PUBLISHED: Delta = Delta {
+        published: 1,
+        read: 0,
+    };
+    /// One message read.
+    pub const READ: Delta = Delta {
+        published: 0,
+        read: 1,
+    };
 }
 
 /// Whose counters a stats item holds (docs/inbox.md lists these on every stats record).
@@ -105,30 +122,71 @@ pub(crate) fn bump(
     Ok(TransactWriteItem::builder().update(u).build())
 }
 
-/// The stats updates for one message (or read) in `pk`: `c#*` and its category's.
+/// The counters a message copy or a read receipt counts in: those of its partition `pk`
+/// (`c#*` and, if it has one, its category's), held for `owner`.
+#[derive(Clone, Copy, Debug)]
+pub struct CountedIn<'a> {
+    pub pk: &'a str,
+    pub owner: Owner<'a>,
+    pub category: Option<&'a str>,
+}
+
+/// The stats updates for one message (or read) counted in `at`.
 pub(crate) fn bumps(
     store: &Store,
-    pk: &str,
-    owner: Owner<'_>,
-    category: Option<&str>,
+    at: CountedIn<'_>,
     d: Delta,
     keep_until: i64,
 ) -> Result<Vec<TransactWriteItem>, StoreError> {
-    let mut out = vec![bump(store, pk, owner, ALL, d, keep_until)?];
-    if let Some(c) = category {
-        out.push(bump(store, pk, owner, c, d, keep_until)?);
+    let mut out = vec![bump(store, at.pk, at.owner, ALL, d, keep_until)?];
+    if let Some(c) = at.category {
+        out.push(bump(store, at.pk, at.owner, c, d, keep_until)?);
     }
     Ok(out)
 }
 
-impl MessageItem {
-    pub fn owner(&self) -> Owner<'_> {
-        Owner {
-            tenant_key: &self.tenant_key,
-            inbox_key: &self.inbox_key,
-            uid: &self.uid,
+impl<'a> CountedIn<'a> {
+    fn of(
+        pk: &'a str,
+        tenant_key: &'a str,
+        inbox_key: &'a str,
+        uid: &'a str,
+        taxonomy: &'a Taxonomy,
+    ) -> CountedIn<'a> {
+        CountedIn {
+            pk,
+            owner: Owner {
+                tenant_key,
+                inbox_key,
+                uid,
+            },
+            category: taxonomy.category.as_deref(),
         }
     }
+}
+
+/// Where a message copy counts: its partition (a user's, or the public one).
+fn message_counts(m: &MessageItem) -> CountedIn<'_> {
+    CountedIn::of(&m.pk, &m.tenant_key, &m.inbox_key, &m.uid, &m.taxonomy)
+}
+
+/// Where a read receipt counts: the reader's partition.
+fn receipt_counts(r: &Receipt) -> CountedIn<'_> {
+    CountedIn::of(&r.pk, &r.tenant_key, &r.inbox_key, &r.uid, &r.taxonomy)
+}
+
+/// A new message copy or read receipt (refused if its key exists) with the counters it
+/// moves by `d`.
+fn put_counted<T: Serialize>(
+    store: &Store,
+    new: &T,
+    at: CountedIn<'_>,
+    d: Delta,
+    keep_until: i64,
+) -> Result<Vec<TransactWriteItem>, StoreError> {
+    let mut out = vec![put(store, item(store, new)?, Some(NEW_ONLY))?];
+    out.extend(bumps(store, at, d, keep_until)?);
+    Ok(out)
 }
 
 pub enum JobStart {
@@ -145,7 +203,7 @@ pub async fn start_job(
     publication: &Publication,
 ) -> Result<JobStart, StoreError> {
     let actions = vec![
-        put(store, item(store, job)?, Some("attribute_not_exists(pk)"))?,
+        put(store, item(store, job)?, Some(NEW_ONLY))?,
         put(store, item(store, publication)?, None)?,
     ];
     match tx::transact(store, actions).await? {
@@ -183,24 +241,7 @@ pub fn deliver(
     m: &MessageItem,
     keep_until: i64,
 ) -> Result<Vec<TransactWriteItem>, StoreError> {
-    let mut out = vec![put(
-        store,
-        item(store, m)?,
-        Some("attribute_not_exists(pk)"),
-    )?];
-    let d = Delta {
-        published: 1,
-        read: 0,
-    };
-    out.extend(bumps(
-        store,
-        &m.pk,
-        m.owner(),
-        m.taxonomy.category.as_deref(),
-        d,
-        keep_until,
-    )?);
-    Ok(out)
+    put_counted(store, m, message_counts(m), Delta::PUBLISHED, keep_until)
 }
 
 pub async fn finish_publication(
@@ -252,18 +293,7 @@ pub fn mark_user_message(
         .build()
         .map_err(|e| StoreError::corrupt("inbox read", e))?;
     let mut out = vec![TransactWriteItem::builder().update(set).build()];
-    let d = Delta {
-        published: 0,
-        read: 1,
-    };
-    out.extend(bumps(
-        store,
-        &m.pk,
-        m.owner(),
-        m.taxonomy.category.as_deref(),
-        d,
-        keep_until,
-    )?);
+    out.extend(bumps(store, message_counts(m), Delta::READ, keep_until)?);
     out.push(count_publication_read(store, tenant, m)?);
     Ok(out)
 }
@@ -283,27 +313,13 @@ pub fn mark_public_message(
     tenant: &str,
     keep_until: i64,
 ) -> Result<Vec<TransactWriteItem>, StoreError> {
-    let mut out = vec![put(
+    let mut out = put_counted(
         store,
-        item(store, receipt)?,
-        Some("attribute_not_exists(pk)"),
-    )?];
-    let d = Delta {
-        published: 0,
-        read: 1,
-    };
-    out.extend(bumps(
-        store,
-        &receipt.pk,
-        Owner {
-            tenant_key: &receipt.tenant_key,
-            inbox_key: &receipt.inbox_key,
-            uid: &receipt.uid,
-        },
-        receipt.taxonomy.category.as_deref(),
-        d,
+        receipt,
+        receipt_counts(receipt),
+        Delta::READ,
         keep_until,
-    )?);
+    )?;
     out.push(count_publication_read(store, tenant, m)?);
     Ok(out)
 }

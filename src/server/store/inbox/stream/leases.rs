@@ -2,12 +2,13 @@
 //! table would put a record on the very stream they track): who reads each shard (a lease
 //! that runs out), how far it was read, and whether it was read to its end.
 
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{Duration, Utc};
 
 use crate::server::store::inbox::{CHECKPOINT_PK, KEEP_DAYS};
-use crate::server::store::items::{n, s};
+use crate::server::store::items::{self, n, s};
 use crate::server::store::schema::SETTINGS;
 use crate::server::store::{Store, StoreError};
 
@@ -46,21 +47,34 @@ impl Leases {
     /// The shard's state as the consoles last saved it (none yet: from the start).
     pub(super) async fn state(&self, shard: &str) -> Result<ShardState, StoreError> {
         Ok(
-            crate::server::store::items::get(&self.store, SETTINGS.base, "pk", &state_key(shard))
+            items::get(&self.store, SETTINGS.base, "pk", &state_key(shard))
                 .await?
                 .unwrap_or_default(),
         )
+    }
+
+    /// An `UpdateItem` of `shard`'s state, to be given its expressions.
+    fn update(&self, shard: &str) -> UpdateItemFluentBuilder {
+        self.store
+            .client()
+            .update_item()
+            .table_name(self.store.table(SETTINGS.base))
+            .key("pk", s(state_key(shard)))
+    }
+
+    /// An `UpdateItem` of `shard`'s state that applies only while this console holds it.
+    fn held(&self, shard: &str) -> UpdateItemFluentBuilder {
+        self.update(shard)
+            .condition_expression("#o = :me")
+            .expression_attribute_names("#o", "owner")
+            .expression_attribute_values(":me", s(&self.owner))
     }
 
     /// Takes (or renews) the lease on `shard` unless another console holds it.
     pub(super) async fn take(&self, shard: &str) -> Result<bool, StoreError> {
         let now = now_ms();
         let req = self
-            .store
-            .client()
-            .update_item()
-            .table_name(self.store.table(SETTINGS.base))
-            .key("pk", s(state_key(shard)))
+            .update(shard)
             .update_expression(
                 "SET #o = :me, lease_until_ms = :until, expires_at = :exp, \
                  started_at = if_not_exists(started_at, :now)",
@@ -74,16 +88,7 @@ impl Leases {
             .expression_attribute_values(":until", n(now + self.lease.as_millis() as i64))
             .expression_attribute_values(":now", n(now))
             .expression_attribute_values(":exp", n(keep_until()));
-        crate::server::store::tx::retrying(|| async {
-            match req.clone().send().await {
-                Ok(_) => Ok(true),
-                Err(e) => match e.into_service_error() {
-                    UpdateItemError::ConditionalCheckFailedException(_) => Ok(false),
-                    other => Err(StoreError::service("UpdateItem", &other)),
-                },
-            }
-        })
-        .await
+        items::update_if(req).await
     }
 
     /// Saves how far `shard` was read (and renews the lease), only while this console
@@ -98,14 +103,7 @@ impl Leases {
         let mut update =
             String::from("SET lease_until_ms = :until, finished = :f, expires_at = :exp");
         let mut req = self
-            .store
-            .client()
-            .update_item()
-            .table_name(self.store.table(SETTINGS.base))
-            .key("pk", s(state_key(shard)))
-            .condition_expression("#o = :me")
-            .expression_attribute_names("#o", "owner")
-            .expression_attribute_values(":me", s(&self.owner))
+            .held(shard)
             .expression_attribute_values(":until", n(now + self.lease.as_millis() as i64))
             .expression_attribute_values(":f", AttributeValue::Bool(finished))
             .expression_attribute_values(":exp", n(keep_until()));
@@ -120,31 +118,15 @@ impl Leases {
             req = req.expression_attribute_values(":at", n(now));
         }
         let req = req.update_expression(update);
-        crate::server::store::tx::retrying(|| async {
-            match req.clone().send().await {
-                Ok(_) => Ok(true),
-                Err(e) => match e.into_service_error() {
-                    UpdateItemError::ConditionalCheckFailedException(_) => Ok(false),
-                    other => Err(StoreError::service("UpdateItem", &other)),
-                },
-            }
-        })
-        .await
+        items::update_if(req).await
     }
 
     /// Gives up the leases on `shards` (a clean shutdown hands shards on at once).
     pub(super) async fn release(&self, shards: &[String]) -> Result<(), StoreError> {
         for shard in shards {
             let result = self
-                .store
-                .client()
-                .update_item()
-                .table_name(self.store.table(SETTINGS.base))
-                .key("pk", s(state_key(shard)))
+                .held(shard)
                 .update_expression("SET lease_until_ms = :zero")
-                .condition_expression("#o = :me")
-                .expression_attribute_names("#o", "owner")
-                .expression_attribute_values(":me", s(&self.owner))
                 .expression_attribute_values(":zero", n(0))
                 .send()
                 .await;

@@ -1,0 +1,154 @@
+//! The Outbox page's server functions: read the outbox, move held ones and dead letters
+//! (one, or in bulk over a filter), and set up the receiver.
+
+use leptos::prelude::*;
+
+use crate::model::outbox::{JobView, OutboxPage, TestAnswer};
+use crate::model::AppError;
+
+/// The outbox: counts, dead letters by cause, one group's list (`due`, `held`, `dead`),
+/// the jobs and the receiver.
+#[server]
+pub async fn load_outbox(
+    group: String,
+    cause: String,
+    cursor: Option<String>,
+) -> Result<OutboxPage, AppError> {
+    use crate::model::accounts::Role;
+    use crate::server::ctx;
+    use crate::server::store::events::outbox_reads::Filter;
+    ctx::require(Role::Viewer)?;
+    let state = ctx::state()?;
+    let filter = Filter {
+        cause: Some(cause.trim().to_string()).filter(|c| !c.is_empty()),
+        ..Filter::default()
+    };
+    let cursor = cursor.filter(|c| !c.is_empty());
+    state
+        .events
+        .outbox_page(group.trim(), filter, cursor.as_deref(), &state.refs)
+        .await
+}
+
+/// Starts a bulk redrive, release or discard of a group (`held`, `dead`), narrowed to
+/// one cause when given.
+#[server]
+pub async fn start_outbox_job(
+    op: String,
+    group: String,
+    cause: String,
+    reason: String,
+    form_key: String,
+) -> Result<JobView, AppError> {
+    use crate::model::accounts::Role;
+    use crate::server::ctx;
+    use crate::server::domain::events::outbox::{job_op, BulkRequest};
+    use crate::server::store::events::outbox_reads::Filter;
+    let user = ctx::require(Role::Operator)?;
+    let state = ctx::state()?;
+    let req = BulkRequest {
+        op: job_op(&op)?,
+        filter: Filter {
+            cause: Some(cause.trim().to_string()).filter(|c| !c.is_empty()),
+            ..Filter::default()
+        },
+        reason,
+        actor: user.name,
+        form_key,
+    };
+    state.events.start_bulk(group.trim(), req).await
+}
+
+/// A job as it stands.
+#[server]
+pub async fn outbox_job(id: String) -> Result<JobView, AppError> {
+    use crate::model::accounts::Role;
+    use crate::server::ctx;
+    ctx::require(Role::Viewer)?;
+    ctx::state()?.events.job(id.trim()).await
+}
+
+/// Releases, redrives or discards one action (`action` is the row's reference).
+#[server]
+pub async fn move_action(
+    action: String,
+    op: String,
+    reason: String,
+    form_key: String,
+) -> Result<String, AppError> {
+    use crate::model::accounts::Role;
+    use crate::server::ctx;
+    use crate::server::domain::events::outbox::job_op;
+    let user = ctx::require(Role::Operator)?;
+    let state = ctx::state()?;
+    if reason.trim().is_empty() {
+        return Err(AppError::invalid("reason", "Say why."));
+    }
+    let op = job_op(&op)?;
+    let moved = state
+        .events
+        .move_one(&action, op, &reason, &user.name, &form_key, &state.refs)
+        .await?;
+    Ok(if moved {
+        format!("Done: {}.", op.as_str())
+    } else {
+        "It had moved meanwhile; nothing was changed.".into()
+    })
+}
+
+/// Saves the receiver's URL and whether delivery to it is on. The first save makes its
+/// first secret, shown once.
+#[server]
+pub async fn save_receiver(
+    url: String,
+    enabled: Option<String>,
+    version: i64,
+) -> Result<Option<String>, AppError> {
+    use crate::model::accounts::Role;
+    use crate::server::ctx;
+    use crate::server::domain::events::receiver::Change;
+    let user = ctx::require(Role::Admin)?;
+    let change = Change::Url {
+        url,
+        enabled: enabled.is_some(),
+    };
+    ctx::state()?
+        .events
+        .change_receiver(change, version, &user.name)
+        .await
+}
+
+/// A new signing secret beside the others (rotation): shown once.
+#[server]
+pub async fn add_receiver_secret(version: i64) -> Result<Option<String>, AppError> {
+    use crate::model::accounts::Role;
+    use crate::server::ctx;
+    use crate::server::domain::events::receiver::Change;
+    let user = ctx::require(Role::Admin)?;
+    ctx::state()?
+        .events
+        .change_receiver(Change::AddSecret, version, &user.name)
+        .await
+}
+
+/// A secret stops signing.
+#[server]
+pub async fn retire_receiver_secret(id: String, version: i64) -> Result<Option<String>, AppError> {
+    use crate::model::accounts::Role;
+    use crate::server::ctx;
+    use crate::server::domain::events::receiver::Change;
+    let user = ctx::require(Role::Admin)?;
+    ctx::state()?
+        .events
+        .change_receiver(Change::RetireSecret { id }, version, &user.name)
+        .await
+}
+
+/// Sends a signed test message to the receiver and shows its answer.
+#[server]
+pub async fn test_receiver() -> Result<TestAnswer, AppError> {
+    use crate::model::accounts::Role;
+    use crate::server::ctx;
+    let user = ctx::require(Role::Admin)?;
+    ctx::state()?.events.test_receiver(&user.name).await
+}

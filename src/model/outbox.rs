@@ -1,0 +1,118 @@
+//! What the Outbox page shows: side effects waiting, in flight, retrying, held and dead,
+//! the operators' bulk jobs, and the receiver they go to.
+
+use serde::{Deserialize, Serialize};
+
+/// How many side effects are where.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OutboxCounts {
+    pub queued: u64,
+    pub in_flight: u64,
+    pub retrying: u64,
+    pub held: u64,
+    pub dead: u64,
+}
+
+/// One delivery attempt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TryRow {
+    pub n: i64,
+    pub at: String,
+    pub ms: i64,
+    pub result: String,
+}
+
+/// One side effect. Conversation ids are masked; links carry an encrypted reference.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OutboxRow {
+    /// The action key (its `webhook-id`), masked.
+    pub key: String,
+    /// A reference to the action for the buttons (encrypted: the key holds the
+    /// conversation id).
+    pub key_ref: String,
+    pub action_type: String,
+    pub target: String,
+    pub conversation_id: String,
+    pub conversation_ref: String,
+    /// queued, claimed (in flight), retry, held, dead, ...
+    pub status: String,
+    pub attempts: i64,
+    pub result: String,
+    /// http 503, timeout, connection.
+    pub cause: Option<String>,
+    /// The last attempt went out and no answer came: the receiver may have it.
+    pub unknown: bool,
+    pub next_try: Option<String>,
+    pub held_reason: Option<String>,
+    pub created_at: String,
+    pub tries: Vec<TryRow>,
+}
+
+/// A bulk redrive, release or discard.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobView {
+    pub id: String,
+    /// redrive, release, discard.
+    pub op: String,
+    /// held or dead.
+    pub group: String,
+    pub cause: Option<String>,
+    pub action_type: Option<String>,
+    pub reason: String,
+    pub actor: String,
+    pub total: i64,
+    pub done: i64,
+    pub skipped: i64,
+    pub running: bool,
+    pub created_at: String,
+}
+
+/// A signing secret, never its value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SecretView {
+    pub id: String,
+    pub created_at: String,
+    pub created_by: String,
+}
+
+/// Where side effects go.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReceiverView {
+    pub url: String,
+    pub enabled: bool,
+    pub disabled_reason: Option<String>,
+    pub secrets: Vec<SecretView>,
+    /// `console` (saved here), `settings` (from the server's settings), `none`.
+    pub source: String,
+    pub version: i64,
+    pub updated_at: String,
+    pub updated_by: String,
+}
+
+/// What a test message to the receiver came back with.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TestAnswer {
+    pub webhook_id: String,
+    pub outcome: String,
+    pub status: Option<u16>,
+    /// The start of the receiver's answer, as text.
+    pub body: String,
+    pub ms: i64,
+}
+
+/// The page.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OutboxPage {
+    pub counts: OutboxCounts,
+    pub dead_by_cause: Vec<(String, u64)>,
+    /// due, held or dead: the list shown.
+    pub group: String,
+    pub cause: String,
+    pub rows: Vec<OutboxRow>,
+    pub next: Option<String>,
+    pub jobs: Vec<JobView>,
+    pub safe_mode: bool,
+    pub receiver: ReceiverView,
+    /// A new form key for the page's forms.
+    pub form_key: String,
+}

@@ -1,0 +1,324 @@
+//! The dispatcher (docs/events.md, "Delivery"): every console runs one. A round reads what
+//! is due on each outbox shard, and for each action: holds it if safe mode is on; waits if
+//! the action before it in its conversation has not ended; else claims it (nonce and
+//! lease: one deliverer at a time, a dead console's claim taken over once it ran out),
+//! sends it signed, and records the answer under the claim — delivered, a retry at the next
+//! time of the schedule, or a dead letter.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use axum::body::Bytes;
+use chrono::{DateTime, Utc};
+use futures_util::stream::{self, StreamExt};
+use serde_json::json;
+
+use super::ingest::{iso, short, Events};
+use super::receiver::Target;
+use crate::server::ids::random_hex;
+use crate::server::outbound::{Answer, Message};
+use crate::server::store::audit::AuditItem;
+use crate::server::store::events::outbox::{self, Ending, Move, SHARDS};
+use crate::server::store::events::{outbox_reads, receiver, ActionRecord, ActionStatus, Try};
+use crate::server::store::StoreError;
+
+/// Actions one round reads per shard.
+const PER_SHARD: usize = 25;
+
+/// What one round did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Round {
+    pub delivered: usize,
+    pub retrying: usize,
+    pub dead: usize,
+    pub held: usize,
+    /// Waiting for the action before them in their conversation.
+    pub waiting: usize,
+    /// Another console claimed them first.
+    pub taken: usize,
+    /// Due, but no receiver is set (or delivery to it is off).
+    pub no_receiver: usize,
+}
+
+impl Round {
+    /// Whether the round moved anything (another may find more at once).
+    pub fn moved(&self) -> bool {
+        self.delivered + self.retrying + self.dead + self.held > 0
+    }
+}
+
+/// What became of one due action.
+enum Step {
+    Ended(ActionStatus),
+    Held,
+    Waiting,
+    Taken,
+}
+
+impl Events {
+    /// One round over every shard. Safe to run on every console at once.
+    pub async fn dispatch_round(&self) -> Result<Round, StoreError> {
+        let now = self.clock.now();
+        let mut due = Vec::new();
+        for shard in 0..SHARDS {
+            due.extend(
+                outbox_reads::due(&self.store, shard, now.timestamp_millis(), PER_SHARD).await?,
+            );
+        }
+        let mut round = Round::default();
+        if due.is_empty() {
+            return Ok(round);
+        }
+        let safe_mode = self.live_switches().await?.safe_mode;
+        let target = self.target().await?.filter(|t| t.enabled);
+        if !safe_mode && target.is_none() {
+            round.no_receiver = due.len();
+            return Ok(round);
+        }
+        let steps: Vec<Result<Step, StoreError>> = stream::iter(due)
+            .map(|rec| self.step(rec, safe_mode, target.as_ref()))
+            .buffer_unordered(self.config.events.dispatch_concurrency.max(1) as usize)
+            .collect()
+            .await;
+        for step in steps {
+            match step? {
+                Step::Ended(ActionStatus::Delivered) => round.delivered += 1,
+                Step::Ended(ActionStatus::Dead) => round.dead += 1,
+                Step::Ended(_) => round.retrying += 1,
+                Step::Held => round.held += 1,
+                Step::Waiting => round.waiting += 1,
+                Step::Taken => round.taken += 1,
+            }
+        }
+        Ok(round)
+    }
+
+    /// Rounds until nothing more is due now (tests, and the dispatcher after a kick).
+    pub async fn dispatch_all(&self) -> Result<Round, StoreError> {
+        let mut total = Round::default();
+        for _ in 0..100 {
+            let r = self.dispatch_round().await?;
+            total.delivered += r.delivered;
+            total.retrying += r.retrying;
+            total.dead += r.dead;
+            total.held += r.held;
+            total.waiting = r.waiting;
+            total.taken += r.taken;
+            total.no_receiver = r.no_receiver;
+            if !r.moved() {
+                break;
+            }
+        }
+        Ok(total)
+    }
+
+    async fn step(
+        &self,
+        rec: ActionRecord,
+        safe_mode: bool,
+        target: Option<&Target>,
+    ) -> Result<Step, StoreError> {
+        if safe_mode {
+            return self.hold(&rec).await;
+        }
+        let Some(target) = target else {
+            return Ok(Step::Waiting);
+        };
+        if let Some(before) = &rec.after {
+            if !outbox::has_ended(&self.store, before).await? {
+                return Ok(Step::Waiting);
+            }
+        }
+        let now_ms = self.clock.now().timestamp_millis();
+        let nonce = random_hex(16);
+        let Some(mine) =
+            outbox::claim(&self.store, &rec.event_id, &nonce, now_ms, self.lease_ms()).await?
+        else {
+            return Ok(Step::Taken);
+        };
+        if self
+            .faults
+            .crash_after_delivery_claim
+            .swap(false, Ordering::SeqCst)
+        {
+            // This console "dies" holding the claim: another takes it over after the lease.
+            return Ok(Step::Taken);
+        }
+        self.deliver(&mine, target).await
+    }
+
+    /// Safe mode holds a due action until an operator releases or discards it.
+    async fn hold(&self, rec: &ActionRecord) -> Result<Step, StoreError> {
+        let now = self.clock.now();
+        let suffix = format!("{}-{}", rec.attempts, now.timestamp_millis());
+        let mut audit = self.outbox_audit(rec, "held", &suffix, now);
+        audit.result = "held: safe_mode".into();
+        let moved = outbox::apply_move(
+            &self.store,
+            rec,
+            Move::Hold,
+            "safe_mode",
+            now.timestamp_millis(),
+            &iso(now),
+            &audit,
+        )
+        .await?;
+        Ok(if moved { Step::Held } else { Step::Taken })
+    }
+
+    /// Sends one claimed action and records the answer under the claim.
+    async fn deliver(&self, mine: &ActionRecord, target: &Target) -> Result<Step, StoreError> {
+        let sent_at = self.clock.now();
+        let started = Instant::now();
+        let message = Message {
+            id: &mine.event_id,
+            timestamp: sent_at.timestamp(),
+            body: Bytes::from(mine.body.clone()),
+        };
+        let answer = self
+            .sender
+            .send(&target.url, &target.secrets, &message)
+            .await;
+        let ms = started.elapsed().as_millis() as i64;
+        let now = self.clock.now();
+        let status = self.next_status(mine, &answer);
+        let next_at_ms = match status {
+            ActionStatus::Retry => self.next_attempt_at(mine, &answer, now),
+            _ => 0,
+        };
+        let result = match (&answer, status) {
+            (Answer::Delivered(_), _) => format!("success: {}", answer.describe()),
+            (_, ActionStatus::Dead) => format!("dead letter: {}", answer.describe()),
+            _ => format!("fail: {}", answer.describe()),
+        };
+        let mut audit = self.outbox_audit(mine, "attempt", &format!("a{}", mine.attempts), now);
+        audit.result = result.clone();
+        let cause = (!matches!(answer, Answer::Delivered(_))).then(|| answer.cause());
+        let end = Ending {
+            rec: mine,
+            status,
+            result: &result,
+            cause: cause.as_deref(),
+            unknown: matches!(answer, Answer::Unknown(_)),
+            next_at_ms,
+            now_ms: now.timestamp_millis(),
+            now_iso: &iso(now),
+            this_try: Try {
+                n: mine.attempts,
+                at: iso(sent_at),
+                ms,
+                result: answer.describe(),
+            },
+        };
+        if !outbox::finish(&self.store, &end, &audit).await? {
+            return Ok(Step::Taken);
+        }
+        if answer == Answer::Gone {
+            self.receiver_gone(target, now).await?;
+        }
+        tracing::info!(action = %short(&mine.event_id), attempt = mine.attempts, status = %status, ms, "side effect attempt");
+        Ok(Step::Ended(status))
+    }
+
+    /// Where an attempt leaves the action: delivered, a retry while the schedule lasts, or a
+    /// dead letter.
+    fn next_status(&self, mine: &ActionRecord, answer: &Answer) -> ActionStatus {
+        match answer {
+            Answer::Delivered(_) => ActionStatus::Delivered,
+            Answer::Gone | Answer::Refused(_) => ActionStatus::Dead,
+            Answer::Retry { .. } | Answer::Unreachable(_) | Answer::Unknown(_) => {
+                let made = (mine.attempts - mine.round_start).max(1) as u32;
+                if made >= self.schedule.attempts() {
+                    ActionStatus::Dead
+                } else {
+                    ActionStatus::Retry
+                }
+            }
+        }
+    }
+
+    /// When the next attempt may go: the schedule's pause (varied by up to a tenth), never
+    /// sooner than the receiver's `Retry-After`.
+    fn next_attempt_at(&self, mine: &ActionRecord, answer: &Answer, now: DateTime<Utc>) -> i64 {
+        let made = (mine.attempts - mine.round_start).max(1) as u32;
+        let retry_after = match answer {
+            Answer::Retry { retry_after, .. } => *retry_after,
+            _ => None,
+        };
+        let jitter = f64::from(u16::from_str_radix(&random_hex(2), 16).unwrap_or(0)) / 65535.0;
+        let pause = self
+            .schedule
+            .pause(made + 1, jitter, retry_after)
+            .unwrap_or_default();
+        now.timestamp_millis() + pause.as_millis() as i64
+    }
+
+    /// The receiver answered 410 Gone: delivery to it stops until an admin turns it on.
+    async fn receiver_gone(&self, target: &Target, now: DateTime<Utc>) -> Result<(), StoreError> {
+        let mut audit = AuditItem::new(
+            receiver::AUDIT_PARTITION,
+            "receiver_change",
+            now,
+            &format!("gone-{}", now.timestamp_millis()),
+            self.config.ttl.audit_days,
+        );
+        audit.result = "delivery turned off: the receiver answered 410 Gone".into();
+        audit.action_payload_redacted = json!({"enabled": false}).to_string();
+        let reason = "The receiver answered 410 Gone.";
+        receiver::disable_gone(&self.store, &target.url_text, reason, &iso(now), &audit).await?;
+        tracing::warn!("the receiver answered 410 Gone: delivery turned off");
+        Ok(())
+    }
+
+    /// An audit record of one outbox step of `rec`; `step` and `suffix` tell steps apart.
+    pub(super) fn outbox_audit(
+        &self,
+        rec: &ActionRecord,
+        step: &str,
+        suffix: &str,
+        now: DateTime<Utc>,
+    ) -> AuditItem {
+        let id = format!("{}-{step}-{suffix}", short(&rec.event_id));
+        let mut a = AuditItem::new(
+            &rec.conversation_id,
+            rec.action_type.as_str(),
+            now,
+            &id,
+            self.config.ttl.audit_days,
+        );
+        a.idempotency_key = rec.event_id.clone();
+        a.action_payload_redacted = json!({
+            "target": rec.target,
+            "attempt": rec.attempts,
+            "event_key": rec.source_event,
+        })
+        .to_string();
+        a
+    }
+
+    /// Runs rounds until `stop` resolves: at once while rounds move actions, else after
+    /// the poll interval or when an event queued something on this console.
+    pub async fn run_dispatcher(&self) {
+        let poll =
+            std::time::Duration::from_millis(self.config.events.dispatch_poll_ms.max(10) as u64);
+        loop {
+            if self.faults.no_dispatch.load(Ordering::SeqCst) {
+                tokio::time::sleep(poll).await;
+                continue;
+            }
+            let moved = match self.dispatch_round().await {
+                Ok(r) => r.moved(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "outbox round failed; trying again");
+                    false
+                }
+            };
+            if let Err(e) = self.run_jobs().await {
+                tracing::warn!(error = %e, "outbox job round failed; trying again");
+            }
+            if !moved {
+                let _ = tokio::time::timeout(poll, self.kick.notified()).await;
+            }
+        }
+    }
+}

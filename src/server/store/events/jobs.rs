@@ -1,0 +1,265 @@
+//! Bulk operations on the outbox (docs/events.md, "Redrive and discard"): an operator's
+//! "redrive every dead letter with cause http 503" is a job record in Table A, worked
+//! through by whichever console holds its lease, its progress saved after every page. A
+//! console that dies mid-job leaves a lease that runs out; another one carries on. The
+//! moves themselves are conditional, so a page done twice moves nothing twice.
+
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use serde::{Deserialize, Serialize};
+
+use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
+
+use super::RecordKind;
+use crate::server::store::audit::{self, AuditItem};
+use crate::server::store::items::{self, decode, n, s, Claim};
+use crate::server::store::query::{self, Cond, Spec, Start};
+use crate::server::store::schema::{MW_IDEMPOTENCY, OUTBOX_INDEX};
+use crate::server::store::{tx, Store, StoreError};
+
+/// The `outbox-index` partition jobs are listed in.
+const JOBS: &str = "jobs";
+
+/// What a job does to each action it selects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JobOp {
+    /// Dead letters back to the queue.
+    #[serde(rename = "redrive")]
+    Redrive,
+    /// Held actions back to the queue.
+    #[serde(rename = "release")]
+    Release,
+    /// Held actions or dead letters dropped.
+    #[serde(rename = "discard")]
+    Discard,
+}
+
+impl JobOp {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            JobOp::Redrive => "redrive",
+            JobOp::Release => "release",
+            JobOp::Discard => "discard",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JobStatus {
+    #[serde(rename = "running")]
+    Running,
+    #[serde(rename = "finished")]
+    Finished,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    /// `job:<id>`.
+    pub event_id: String,
+    pub kind: RecordKind,
+    pub op: JobOp,
+    /// `held` or `dead`.
+    pub group: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action_type: Option<String>,
+    /// Why (redacted before it is stored).
+    pub reason: String,
+    pub actor: String,
+    /// How many matched when it was started.
+    pub total: i64,
+    /// How many it moved so far.
+    pub done: i64,
+    /// How many it skipped (they had moved meanwhile).
+    #[serde(default)]
+    pub skipped: i64,
+    pub status: JobStatus,
+    pub claim_nonce: String,
+    pub lease_until_ms: i64,
+    pub created_at: String,
+    pub updated_at: String,
+    pub outbox: String,
+    pub outbox_sk: String,
+    pub expires_at: i64,
+}
+
+impl JobRecord {
+    pub fn key(id: &str) -> String {
+        format!("job:{id}")
+    }
+
+    /// The index fields of a job record.
+    pub fn listed(created_at: &str, key: &str) -> (String, String) {
+        (JOBS.to_string(), format!("{created_at}#{key}"))
+    }
+}
+
+/// Records a new job with its audit record; a second start with the same id finds the
+/// first (a double click).
+pub async fn create(
+    store: &Store,
+    job: &JobRecord,
+    audit_record: &AuditItem,
+    _now_s: i64,
+) -> Result<Claim<JobRecord>, StoreError> {
+    let table = store.table(MW_IDEMPOTENCY.base);
+    let item = serde_dynamo::to_item(job).map_err(|e| StoreError::corrupt(&table, e))?;
+    let put = Put::builder()
+        .table_name(&table)
+        .set_item(Some(item))
+        .condition_expression("attribute_not_exists(event_id)")
+        .build()
+        .map_err(|e| StoreError::corrupt(&table, e))?;
+    let actions = vec![
+        TransactWriteItem::builder().put(put).build(),
+        TransactWriteItem::builder()
+            .put(audit::put_once(store, audit_record)?)
+            .build(),
+    ];
+    match tx::transact(store, actions).await? {
+        tx::Outcome::Done => Ok(Claim::Won),
+        tx::Outcome::Refused(_) => match get(store, &job.event_id).await? {
+            Some(first) => Ok(Claim::Exists(Box::new(first))),
+            None => Err(StoreError::corrupt(&table, "a job refused but not found")),
+        },
+    }
+}
+
+pub async fn get(store: &Store, key: &str) -> Result<Option<JobRecord>, StoreError> {
+    items::get(store, MW_IDEMPOTENCY.base, "event_id", key).await
+}
+
+/// The newest jobs, running or not.
+pub async fn recent(store: &Store, limit: usize) -> Result<Vec<JobRecord>, StoreError> {
+    let spec = Spec {
+        table: store.table(MW_IDEMPOTENCY.base),
+        index: Some(OUTBOX_INDEX),
+        pk: ("outbox", s(JOBS)),
+        sk: None,
+        filters: Vec::new(),
+        ascending: false,
+        key_attrs: vec!["event_id", "outbox", "outbox_sk"],
+        projection: None,
+    };
+    let page = query::page(store, &spec, Start::First, limit).await?;
+    page.items
+        .into_iter()
+        .map(|i| decode(i, &spec.table))
+        .collect()
+}
+
+/// Running jobs (newest first), for consoles to pick up.
+pub async fn running(store: &Store) -> Result<Vec<JobRecord>, StoreError> {
+    let spec = Spec {
+        table: store.table(MW_IDEMPOTENCY.base),
+        index: Some(OUTBOX_INDEX),
+        pk: ("outbox", s(JOBS)),
+        sk: None,
+        filters: vec![("status", Cond::Eq(s("running")))],
+        ascending: false,
+        key_attrs: vec!["event_id", "outbox", "outbox_sk"],
+        projection: None,
+    };
+    let page = query::page(store, &spec, Start::First, 20).await?;
+    page.items
+        .into_iter()
+        .map(|i| decode(i, &spec.table))
+        .collect()
+}
+
+/// Takes (or renews) a running job's lease for this console. False: another console holds
+/// it, or it finished.
+pub async fn take(
+    store: &Store,
+    key: &str,
+    nonce: &str,
+    now_ms: i64,
+    lease_ms: i64,
+) -> Result<bool, StoreError> {
+    let req = store
+        .client()
+        .update_item()
+        .table_name(store.table(MW_IDEMPOTENCY.base))
+        .key("event_id", s(key))
+        .update_expression("SET claim_nonce = :me, lease_until_ms = :lease")
+        .condition_expression("#st = :running AND (claim_nonce = :me OR lease_until_ms < :now)")
+        .expression_attribute_names("#st", "status")
+        .expression_attribute_values(":running", s("running"))
+        .expression_attribute_values(":me", s(nonce))
+        .expression_attribute_values(":now", n(now_ms))
+        .expression_attribute_values(":lease", n(now_ms + lease_ms));
+    conditional(req).await
+}
+
+/// A job's counts after one page.
+pub struct Progress<'a> {
+    pub key: &'a str,
+    pub nonce: &'a str,
+    /// The counts as this console last read or wrote them.
+    pub was: (i64, i64),
+    /// The counts now (moved, skipped).
+    pub now: (i64, i64),
+    pub finished: bool,
+    pub now_iso: &'a str,
+}
+
+/// Saves a page's progress under this console's lease, as absolute counts conditioned on
+/// the previous ones: a write resent after a lost answer does not count twice. False: the
+/// lease was lost (another console carries on from the saved counts).
+pub async fn progress(store: &Store, p: &Progress<'_>) -> Result<bool, StoreError> {
+    let status = if p.finished { "finished" } else { "running" };
+    let table = store.table(MW_IDEMPOTENCY.base);
+    let req = store
+        .client()
+        .update_item()
+        .table_name(&table)
+        .key("event_id", s(p.key))
+        .update_expression("SET #st = :st, updated_at = :now, #done = :done, #skipped = :skipped")
+        .condition_expression(
+            "claim_nonce = :me AND #st = :running AND #done = :was_done AND #skipped = :was_skipped",
+        )
+        .expression_attribute_names("#st", "status")
+        .expression_attribute_names("#done", "done")
+        .expression_attribute_names("#skipped", "skipped")
+        .expression_attribute_values(":st", s(status))
+        .expression_attribute_values(":running", s("running"))
+        .expression_attribute_values(":me", s(p.nonce))
+        .expression_attribute_values(":now", s(p.now_iso))
+        .expression_attribute_values(":done", n(p.now.0))
+        .expression_attribute_values(":skipped", n(p.now.1))
+        .expression_attribute_values(":was_done", n(p.was.0))
+        .expression_attribute_values(":was_skipped", n(p.was.1))
+        .return_values_on_condition_check_failure(
+            aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld,
+        );
+    let (me, now) = (p.nonce.to_string(), p.now);
+    tx::retrying(|| async {
+        match req.clone().send().await {
+            Ok(_) => Ok(true),
+            Err(e) => match e.into_service_error() {
+                UpdateItemError::ConditionalCheckFailedException(ccf) => {
+                    // Our own write was applied and its answer lost: it stands.
+                    let old: Option<JobRecord> = ccf.item.map(|i| decode(i, &table)).transpose()?;
+                    Ok(old.is_some_and(|j| j.claim_nonce == me && (j.done, j.skipped) == now))
+                }
+                other => Err(StoreError::service("UpdateItem", &other)),
+            },
+        }
+    })
+    .await
+}
+
+async fn conditional(
+    req: aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder,
+) -> Result<bool, StoreError> {
+    tx::retrying(|| async {
+        match req.clone().send().await {
+            Ok(_) => Ok(true),
+            Err(e) => match e.into_service_error() {
+                UpdateItemError::ConditionalCheckFailedException(_) => Ok(false),
+                other => Err(StoreError::service("UpdateItem", &other)),
+            },
+        }
+    })
+    .await
+}

@@ -1,0 +1,321 @@
+//! The outbox (docs/events.md, "The outbox"): side effects waiting for delivery, on the
+//! sparse `outbox-index` of Table A. An action is in exactly one group while it has not
+//! ended — `due` (queued, waiting to retry, or in flight until its claim runs out), `held`
+//! or `dead` — each spread over [`SHARDS`] index partitions by conversation, so no single
+//! partition takes every write. Every move is one conditional write (with its audit
+//! record, in one transaction): two consoles never both move one action.
+
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
+    Update,
+};
+
+use super::{ActionRecord, ActionStatus, Try, MAX_TRIES_KEPT};
+use crate::server::store::audit::{self, AuditItem};
+use crate::server::store::items::{self, decode, n, s};
+use crate::server::store::schema::MW_IDEMPOTENCY;
+use crate::server::store::{tx, Store, StoreError};
+
+/// Index partitions per group.
+pub const SHARDS: u32 = 8;
+
+/// Where an action waits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Group {
+    /// Queued, waiting to retry, or in flight.
+    Due,
+    Held,
+    Dead,
+}
+
+impl Group {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Group::Due => "due",
+            Group::Held => "held",
+            Group::Dead => "dead",
+        }
+    }
+
+    /// The index partition of `shard`.
+    pub fn partition(self, shard: u32) -> String {
+        format!("{}#{shard:02}", self.as_str())
+    }
+}
+
+/// The shard of a conversation: all its actions wait in one partition per group.
+pub fn shard_of(conversation_id: &str) -> u32 {
+    // FNV-1a: stable across builds and platforms (the shard is stored).
+    let h = conversation_id
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        });
+    (h % u64::from(SHARDS)) as u32
+}
+
+/// `<ms, 13 digits>#<key>`: sorts by time within a partition.
+pub fn sort_key(ms: i64, key: &str) -> String {
+    format!("{:013}#{key}", ms.max(0))
+}
+
+/// A transaction part writing a new action into the outbox (its key is new: it derives
+/// from an event recorded in the same transaction).
+pub(crate) fn put_new(store: &Store, rec: &ActionRecord) -> Result<Put, StoreError> {
+    let table = store.table(MW_IDEMPOTENCY.base);
+    let item = serde_dynamo::to_item(rec).map_err(|e| StoreError::corrupt(&table, e))?;
+    Put::builder()
+        .table_name(&table)
+        .set_item(Some(item))
+        .condition_expression("attribute_not_exists(event_id)")
+        .build()
+        .map_err(|e| StoreError::corrupt(&table, e))
+}
+
+/// Claims an action for one delivery attempt: it must be due (queued or waiting to retry,
+/// its time come) or in flight with its claim run out (its console is gone: taken over,
+/// and sent again with the same `webhook-id`). `None`: it is not (any more).
+pub async fn claim(
+    store: &Store,
+    key: &str,
+    nonce: &str,
+    now_ms: i64,
+    lease_ms: i64,
+) -> Result<Option<ActionRecord>, StoreError> {
+    let table = store.table(MW_IDEMPOTENCY.base);
+    let lease = now_ms + lease_ms;
+    let req = store
+        .client()
+        .update_item()
+        .table_name(&table)
+        .key("event_id", s(key))
+        .update_expression(
+            "SET #st = :claimed, claim_nonce = :nonce, lease_until_ms = :lease, \
+             next_at_ms = :lease, outbox_sk = :sk ADD attempts :one",
+        )
+        .condition_expression(
+            "(#st IN (:queued, :retry) AND next_at_ms <= :now) \
+             OR (#st = :claimed AND lease_until_ms < :now)",
+        )
+        .expression_attribute_names("#st", "status")
+        .expression_attribute_values(":claimed", s(ActionStatus::Claimed.as_str()))
+        .expression_attribute_values(":queued", s(ActionStatus::Queued.as_str()))
+        .expression_attribute_values(":retry", s(ActionStatus::Retry.as_str()))
+        .expression_attribute_values(":nonce", s(nonce))
+        .expression_attribute_values(":lease", n(lease))
+        .expression_attribute_values(":now", n(now_ms))
+        .expression_attribute_values(":sk", s(sort_key(lease, key)))
+        .expression_attribute_values(":one", n(1))
+        .return_values(ReturnValue::AllNew)
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+    tx::retrying(|| async {
+        match req.clone().send().await {
+            Ok(out) => Ok(Some(decode(out.attributes.unwrap_or_default(), &table)?)),
+            Err(e) => match e.into_service_error() {
+                UpdateItemError::ConditionalCheckFailedException(ccf) => {
+                    // Our own claim was applied and its answer lost: it is ours.
+                    let old = ccf.item.unwrap_or_default();
+                    let ours = old.get("claim_nonce").and_then(|v| v.as_s().ok())
+                        == Some(&nonce.to_string());
+                    if ours {
+                        Ok(Some(decode(old, &table)?))
+                    } else {
+                        Ok(None)
+                    }
+                }
+                other => Err(StoreError::service("UpdateItem", &other)),
+            },
+        }
+    })
+    .await
+}
+
+/// How one attempt ended, recorded under the claim that made it.
+pub struct Ending<'a> {
+    pub rec: &'a ActionRecord,
+    pub status: ActionStatus,
+    pub result: &'a str,
+    pub cause: Option<&'a str>,
+    pub unknown: bool,
+    /// Retry: when the next attempt may go.
+    pub next_at_ms: i64,
+    pub now_ms: i64,
+    pub now_iso: &'a str,
+    pub this_try: Try,
+}
+
+/// The attempts to keep: the claimed copy's, then this one, at most [`MAX_TRIES_KEPT`].
+fn tries_after(rec: &ActionRecord, this: Try) -> Vec<Try> {
+    let mut all = rec.tries.clone();
+    all.push(this);
+    let skip = all.len().saturating_sub(MAX_TRIES_KEPT);
+    all.split_off(skip)
+}
+
+fn tries_value(tries: &[Try], table: &str) -> Result<AttributeValue, StoreError> {
+    serde_dynamo::to_attribute_value(tries).map_err(|e| StoreError::corrupt(table, e))
+}
+
+/// Records an attempt's end with its audit record. False: the claim was lost (another
+/// console took the action over; what it records stands).
+pub async fn finish(
+    store: &Store,
+    end: &Ending<'_>,
+    audit_record: &AuditItem,
+) -> Result<bool, StoreError> {
+    let table = store.table(MW_IDEMPOTENCY.base);
+    let rec = end.rec;
+    let shard = shard_of(&rec.conversation_id);
+    let tries = tries_value(&tries_after(rec, end.this_try.clone()), &table)?;
+    let mut update = Update::builder()
+        .table_name(&table)
+        .key("event_id", s(&rec.event_id))
+        .condition_expression("claim_nonce = :nonce AND #st = :claimed")
+        .expression_attribute_names("#st", "status")
+        .expression_attribute_names("#r", "result")
+        .expression_attribute_names("#unknown", "unknown")
+        .expression_attribute_values(":nonce", s(&rec.claim_nonce))
+        .expression_attribute_values(":claimed", s(ActionStatus::Claimed.as_str()))
+        .expression_attribute_values(":st", s(end.status.as_str()))
+        .expression_attribute_values(":r", s(end.result))
+        .expression_attribute_values(":now", s(end.now_iso))
+        .expression_attribute_values(":tries", tries)
+        .expression_attribute_values(":unknown", AttributeValue::Bool(end.unknown))
+        .expression_attribute_values(":zero", n(0));
+    let common = "#st = :st, #r = :r, updated_at = :now, tries = :tries, #unknown = :unknown, \
+                  lease_until_ms = :zero";
+    let cause = end.cause.map(s).unwrap_or(AttributeValue::Null(true));
+    update = match end.status {
+        ActionStatus::Retry => update
+            .update_expression(format!(
+                "SET {common}, next_at_ms = :next, outbox = :o, outbox_sk = :sk, cause = :c"
+            ))
+            .expression_attribute_values(":next", n(end.next_at_ms))
+            .expression_attribute_values(":o", s(Group::Due.partition(shard)))
+            .expression_attribute_values(":sk", s(sort_key(end.next_at_ms, &rec.event_id)))
+            .expression_attribute_values(":c", cause),
+        ActionStatus::Dead => update
+            .update_expression(format!(
+                "SET {common}, outbox = :o, outbox_sk = :sk, cause = :c"
+            ))
+            .expression_attribute_values(":o", s(Group::Dead.partition(shard)))
+            .expression_attribute_values(":sk", s(sort_key(end.now_ms, &rec.event_id)))
+            .expression_attribute_values(":c", cause),
+        _ => update.update_expression(format!("SET {common} REMOVE outbox, outbox_sk, cause")),
+    };
+    let update = update.build().map_err(|e| StoreError::corrupt(&table, e))?;
+    let actions = vec![
+        TransactWriteItem::builder().update(update).build(),
+        TransactWriteItem::builder()
+            .put(audit::put_once(store, audit_record)?)
+            .build(),
+    ];
+    let outcome = tx::transact(store, actions).await?;
+    // Refused by the audit record alone (its id is this attempt's): this very end was
+    // recorded before and only its answer was lost.
+    Ok(outcome.refused_at(0).is_none())
+}
+
+/// Whether the action `key` (the one before another in its conversation) no longer holds
+/// the next one back: it ended, or it is gone (expired).
+pub async fn has_ended(store: &Store, key: &str) -> Result<bool, StoreError> {
+    let found: Option<ActionRecord> =
+        items::get(store, MW_IDEMPOTENCY.base, "event_id", key).await?;
+    Ok(found.is_none_or(|a| a.status.has_ended()))
+}
+
+/// An operator's (or safe mode's) move of one action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Move {
+    /// Due → held (safe mode is on, or an operator holds it).
+    Hold,
+    /// Held → due, at once.
+    Release,
+    /// Held or dead → discarded: it will not be sent.
+    Discard,
+    /// Dead → due, at once, with a new round of the retry schedule.
+    Redrive,
+}
+
+impl Move {
+    /// The statuses it moves from, and the one it moves to.
+    fn statuses(self) -> (&'static [ActionStatus], ActionStatus) {
+        use ActionStatus::*;
+        match self {
+            Move::Hold => (&[Queued, Retry, Claimed], Held),
+            Move::Release => (&[Held], Queued),
+            Move::Discard => (&[Held, Dead], Discarded),
+            Move::Redrive => (&[Dead], Queued),
+        }
+    }
+}
+
+/// Moves `rec` if it is still where it was read (status and attempts unchanged, and not in
+/// flight with a live claim), with its audit record. False: it had moved meanwhile.
+pub async fn apply_move(
+    store: &Store,
+    rec: &ActionRecord,
+    mv: Move,
+    reason: &str,
+    now_ms: i64,
+    now_iso: &str,
+    audit_record: &AuditItem,
+) -> Result<bool, StoreError> {
+    let table = store.table(MW_IDEMPOTENCY.base);
+    let (from, to) = mv.statuses();
+    if !from.contains(&rec.status) {
+        return Ok(false);
+    }
+    let shard = shard_of(&rec.conversation_id);
+    let update = Update::builder()
+        .table_name(&table)
+        .key("event_id", s(&rec.event_id))
+        // Unchanged since it was read; an in-flight one only once its claim ran out.
+        .condition_expression(
+            "#st = :was AND attempts = :attempts AND (#st <> :claimed OR lease_until_ms < :nowms)",
+        )
+        .expression_attribute_names("#st", "status")
+        .expression_attribute_values(":was", s(rec.status.as_str()))
+        .expression_attribute_values(":attempts", n(rec.attempts))
+        .expression_attribute_values(":claimed", s(ActionStatus::Claimed.as_str()))
+        .expression_attribute_values(":nowms", n(now_ms))
+        .expression_attribute_values(":st", s(to.as_str()))
+        .expression_attribute_values(":now", s(now_iso));
+    let update = match mv {
+        Move::Hold => update
+            .update_expression(
+                "SET #st = :st, updated_at = :now, held_reason = :why, outbox = :o, outbox_sk = :sk",
+            )
+            .expression_attribute_values(":why", s(reason))
+            .expression_attribute_values(":o", s(Group::Held.partition(shard)))
+            .expression_attribute_values(":sk", s(sort_key(now_ms, &rec.event_id))),
+        Move::Release | Move::Redrive => update
+            .update_expression(
+                "SET #st = :st, updated_at = :now, next_at_ms = :nowms, outbox = :o, \
+                 outbox_sk = :sk, round_start = :round REMOVE held_reason",
+            )
+            .expression_attribute_values(":o", s(Group::Due.partition(shard)))
+            .expression_attribute_values(":sk", s(sort_key(now_ms, &rec.event_id)))
+            .expression_attribute_values(
+                ":round",
+                n(if mv == Move::Redrive {
+                    rec.attempts
+                } else {
+                    rec.round_start
+                }),
+            ),
+        Move::Discard => update
+            .update_expression("SET #st = :st, updated_at = :now REMOVE outbox, outbox_sk"),
+    };
+    let update = update.build().map_err(|e| StoreError::corrupt(&table, e))?;
+    let actions = vec![
+        TransactWriteItem::builder().update(update).build(),
+        TransactWriteItem::builder()
+            .put(audit::put_once(store, audit_record)?)
+            .build(),
+    ];
+    let outcome = tx::transact(store, actions).await?;
+    // The audit alone refused: this very move was made and its answer lost.
+    Ok(outcome.refused_at(0).is_none())
+}

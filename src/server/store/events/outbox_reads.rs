@@ -1,0 +1,219 @@
+//! Reading the outbox: what is due on one shard now (for the dispatcher), and each group
+//! across its shards, paged, counted and filtered (for the Outbox page and bulk jobs).
+
+use std::collections::BTreeMap;
+
+use super::outbox::{Group, SHARDS};
+use super::ActionRecord;
+use crate::server::store::items::{decode, s};
+use crate::server::store::query::{self, Cond, Spec, Start};
+use crate::server::store::schema::{MW_IDEMPOTENCY, OUTBOX_INDEX};
+use crate::server::store::{Store, StoreError};
+
+/// Narrows a group (dead letters by cause, any group by action type).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Filter {
+    pub cause: Option<String>,
+    pub action_type: Option<String>,
+    /// Within the due group: queued, claimed (in flight) or retry.
+    pub status: Option<String>,
+}
+
+fn spec(store: &Store, group: Group, shard: u32, filter: &Filter, due_by: Option<i64>) -> Spec {
+    let mut filters = Vec::new();
+    if let Some(c) = &filter.cause {
+        filters.push(("cause", Cond::Eq(s(c))));
+    }
+    if let Some(t) = &filter.action_type {
+        filters.push(("action_type", Cond::Eq(s(t))));
+    }
+    if let Some(st) = &filter.status {
+        filters.push(("status", Cond::Eq(s(st))));
+    }
+    Spec {
+        table: store.table(MW_IDEMPOTENCY.base),
+        index: Some(OUTBOX_INDEX),
+        pk: ("outbox", s(group.partition(shard))),
+        // Due by a time: every sort key before the next millisecond's.
+        sk: due_by.map(|ms| ("outbox_sk", Cond::Lt(s(format!("{:013}", ms + 1))))),
+        filters,
+        // Due: the next one first; held and dead: the newest first.
+        ascending: group == Group::Due,
+        key_attrs: vec!["event_id", "outbox", "outbox_sk"],
+        projection: None,
+    }
+}
+
+fn decode_all(items: Vec<query::Item>, table: &str) -> Result<Vec<ActionRecord>, StoreError> {
+    items.into_iter().map(|i| decode(i, table)).collect()
+}
+
+/// Up to `limit` actions of `shard` due by `now_ms` (including in-flight ones whose claim
+/// ran out), the longest waiting first. The index is eventually consistent: every claim is
+/// conditioned on the item itself.
+pub async fn due(
+    store: &Store,
+    shard: u32,
+    now_ms: i64,
+    limit: usize,
+) -> Result<Vec<ActionRecord>, StoreError> {
+    let spec = spec(store, Group::Due, shard, &Filter::default(), Some(now_ms));
+    let page = query::page(store, &spec, Start::First, limit).await?;
+    decode_all(page.items, &spec.table)
+}
+
+/// The first `limit` actions of one shard of a group (a bulk job's page: what it moves
+/// leaves the group, so it reads from the start each time).
+pub async fn list_shard(
+    store: &Store,
+    group: Group,
+    shard: u32,
+    filter: &Filter,
+    limit: usize,
+) -> Result<Vec<ActionRecord>, StoreError> {
+    let spec = spec(store, group, shard, filter, None);
+    let page = query::page(store, &spec, Start::First, limit.max(1)).await?;
+    decode_all(page.items, &spec.table)
+}
+
+/// A page of a group across its shards, in the group's order, and the cursor of the next.
+/// The cursor holds each shard's position (`<shard>=<cursor>`, `<shard>=-` when spent).
+pub async fn list(
+    store: &Store,
+    group: Group,
+    filter: &Filter,
+    cursor: Option<&str>,
+    size: usize,
+) -> Result<(Vec<ActionRecord>, Option<String>), StoreError> {
+    let positions = Positions::parse(cursor);
+    let mut found: Vec<(u32, query::Item, String)> = Vec::new();
+    // Per shard read: how many items it gave, and whether it had more.
+    let mut read: BTreeMap<u32, (usize, bool)> = BTreeMap::new();
+    let table = store.table(MW_IDEMPOTENCY.base);
+    for shard in 0..SHARDS {
+        let start = match positions.of(shard) {
+            Position::Spent => continue,
+            Position::Start => Start::First,
+            Position::After(c) => Start::After(c),
+        };
+        let spec = spec(store, group, shard, filter, None);
+        let page = query::page(store, &spec, start, size).await?;
+        read.insert(shard, (page.items.len(), page.next.is_some()));
+        for item in page.items {
+            let c = spec.cursor_of(&item);
+            found.push((shard, item, c));
+        }
+    }
+    let sk = |i: &query::Item| {
+        i.get("outbox_sk")
+            .and_then(|v| v.as_s().ok())
+            .cloned()
+            .unwrap_or_default()
+    };
+    found.sort_by_key(|(_, i, _)| sk(i));
+    if group != Group::Due {
+        found.reverse();
+    }
+    let taken: Vec<_> = found.into_iter().take(size + 1).collect();
+    let has_more = taken.len() > size || read.values().any(|(_, m)| *m);
+    let page: Vec<_> = taken.into_iter().take(size).collect();
+    let mut next = positions.clone();
+    for (shard, (fetched, had_more)) in &read {
+        let shown: Vec<_> = page.iter().filter(|(s, _, _)| s == shard).collect();
+        if !had_more && shown.len() == *fetched {
+            // Everything it had was shown (or it had nothing): spent.
+            next.set(*shard, Position::Spent);
+        } else if let Some((_, _, c)) = shown.last() {
+            next.set(*shard, Position::After(c.clone()));
+        }
+    }
+    let items = decode_all(page.into_iter().map(|(_, i, _)| i).collect(), &table)?;
+    Ok((items, has_more.then(|| next.encode())))
+}
+
+/// How many actions a group holds (filtered), across its shards, reading at most a few
+/// thousand per shard.
+pub async fn count(store: &Store, group: Group, filter: &Filter) -> Result<u64, StoreError> {
+    let mut total = 0;
+    for shard in 0..SHARDS {
+        let spec = spec(store, group, shard, filter, None);
+        total += query::count(store, &spec, 10, None).await?.n;
+    }
+    Ok(total)
+}
+
+/// Dead letters by cause, newest first in each shard, reading at most `per_shard` each.
+pub async fn dead_by_cause(
+    store: &Store,
+    per_shard: usize,
+) -> Result<BTreeMap<String, u64>, StoreError> {
+    let mut by = BTreeMap::new();
+    for shard in 0..SHARDS {
+        let mut spec = spec(store, Group::Dead, shard, &Filter::default(), None);
+        spec.projection = Some(vec!["cause"]);
+        let page = query::page(store, &spec, Start::First, per_shard).await?;
+        for item in page.items {
+            let cause = item
+                .get("cause")
+                .and_then(|v| v.as_s().ok())
+                .cloned()
+                .unwrap_or_else(|| "unknown".into());
+            *by.entry(cause).or_insert(0) += 1;
+        }
+    }
+    Ok(by)
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Position {
+    Start,
+    After(String),
+    Spent,
+}
+
+/// Each shard's position in a paged group.
+#[derive(Clone, Debug, Default)]
+struct Positions(BTreeMap<u32, Position>);
+
+impl Positions {
+    fn parse(cursor: Option<&str>) -> Positions {
+        let mut map = BTreeMap::new();
+        for part in cursor
+            .unwrap_or_default()
+            .split('.')
+            .filter(|p| !p.is_empty())
+        {
+            if let Some((shard, pos)) = part.split_once('=') {
+                if let Ok(shard) = shard.parse::<u32>() {
+                    let pos = if pos == "-" {
+                        Position::Spent
+                    } else {
+                        Position::After(pos.to_string())
+                    };
+                    map.insert(shard, pos);
+                }
+            }
+        }
+        Positions(map)
+    }
+
+    fn of(&self, shard: u32) -> &Position {
+        self.0.get(&shard).unwrap_or(&Position::Start)
+    }
+
+    fn set(&mut self, shard: u32, p: Position) {
+        self.0.insert(shard, p);
+    }
+
+    fn encode(&self) -> String {
+        self.0
+            .iter()
+            .filter_map(|(shard, p)| match p {
+                Position::Start => None,
+                Position::After(c) => Some(format!("{shard}={c}")),
+                Position::Spent => Some(format!("{shard}=-")),
+            })
+            .collect::<Vec<_>>()
+            .join(".")
+    }
+}

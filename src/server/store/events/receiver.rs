@@ -1,0 +1,124 @@
+//! The receiver of side effects (docs/events.md, "The receiver"): its URL, whether
+//! delivery to it is on, and its signing secrets (sealed: DynamoDB never holds one in the
+//! clear). One versioned item in `settings-<env>`, changed together with its audit record;
+//! every console reads it, so they all send to the same place with the same secrets.
+
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
+use serde::{Deserialize, Serialize};
+
+use crate::server::store::audit::{self, AuditItem};
+use crate::server::store::items::{self, n, s};
+use crate::server::store::schema::SETTINGS;
+use crate::server::store::{tx, Store, StoreError};
+
+const PK: &str = "events-receiver";
+/// The audit partition of receiver changes.
+pub const AUDIT_PARTITION: &str = "system#receiver";
+
+/// A signing secret as stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredSecret {
+    /// A short id people tell secrets apart by (never part of the secret).
+    pub id: String,
+    /// The secret, encrypted under a key derived from the server secret.
+    pub sealed: String,
+    pub created_at: String,
+    pub created_by: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReceiverItem {
+    pub pk: String,
+    pub url: String,
+    /// False after the receiver answered 410 Gone, or when an admin turned delivery off.
+    pub enabled: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled_reason: Option<String>,
+    /// Newest last; every one signs each message (a rotation overlaps two).
+    #[serde(default)]
+    pub secrets: Vec<StoredSecret>,
+    pub version: i64,
+    pub updated_at: String,
+    pub updated_by: String,
+    pub expires_at: i64,
+}
+
+impl ReceiverItem {
+    pub fn new() -> ReceiverItem {
+        ReceiverItem {
+            pk: PK.into(),
+            ..ReceiverItem::default()
+        }
+    }
+}
+
+/// The receiver as the consoles last saved it (none: never saved).
+pub async fn load(store: &Store) -> Result<Option<ReceiverItem>, StoreError> {
+    items::get(store, SETTINGS.base, "pk", PK).await
+}
+
+/// Saves `next` if the stored item is still at `read_version` (0: none yet), with its
+/// audit record. False: someone saved in between.
+pub async fn save(
+    store: &Store,
+    next: &ReceiverItem,
+    read_version: i64,
+    audit_record: &AuditItem,
+) -> Result<bool, StoreError> {
+    let table = store.table(SETTINGS.base);
+    let item = serde_dynamo::to_item(next).map_err(|e| StoreError::corrupt(&table, e))?;
+    let put = Put::builder().table_name(&table).set_item(Some(item));
+    let put = if read_version == 0 {
+        put.condition_expression("attribute_not_exists(pk)")
+    } else {
+        put.condition_expression("version = :v")
+            .expression_attribute_values(":v", n(read_version))
+    };
+    let put = put.build().map_err(|e| StoreError::corrupt(&table, e))?;
+    let actions = vec![
+        TransactWriteItem::builder().put(put).build(),
+        TransactWriteItem::builder()
+            .put(audit::put_once(store, audit_record)?)
+            .build(),
+    ];
+    let outcome = tx::transact(store, actions).await?;
+    Ok(outcome.refused_at(0).is_none())
+}
+
+/// Turns delivery off after the receiver at `url` answered 410 Gone, unless the URL was
+/// changed meanwhile (a new receiver is not punished for the old one). Audited.
+pub async fn disable_gone(
+    store: &Store,
+    url: &str,
+    reason: &str,
+    now_iso: &str,
+    audit_record: &AuditItem,
+) -> Result<bool, StoreError> {
+    let table = store.table(SETTINGS.base);
+    let update = Update::builder()
+        .table_name(&table)
+        .key("pk", s(PK))
+        .update_expression(
+            "SET enabled = :off, disabled_reason = :why, updated_at = :now, \
+             updated_by = :by ADD version :one",
+        )
+        .condition_expression("#url = :url AND enabled = :on")
+        .expression_attribute_names("#url", "url")
+        .expression_attribute_values(":off", AttributeValue::Bool(false))
+        .expression_attribute_values(":on", AttributeValue::Bool(true))
+        .expression_attribute_values(":why", s(reason))
+        .expression_attribute_values(":now", s(now_iso))
+        .expression_attribute_values(":by", s("system"))
+        .expression_attribute_values(":one", n(1))
+        .expression_attribute_values(":url", s(url))
+        .build()
+        .map_err(|e| StoreError::corrupt(&table, e))?;
+    let actions = vec![
+        TransactWriteItem::builder().update(update).build(),
+        TransactWriteItem::builder()
+            .put(audit::put_once(store, audit_record)?)
+            .build(),
+    ];
+    let outcome = tx::transact(store, actions).await?;
+    Ok(outcome.refused_at(0).is_none())
+}

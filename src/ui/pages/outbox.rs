@@ -1,0 +1,501 @@
+//! The Outbox: side effects on their way to the receiver — queued, in flight, retrying,
+//! held by safe mode, dead letters by cause — each with its attempts; redrive, release and
+//! discard with a reason (one, or all of a group at once with the count shown first); and
+//! the receiver: its URL, its signing secrets, a test message.
+
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+use crate::api::outbox::{
+    load_outbox, AddReceiverSecret, MoveAction, RetireReceiverSecret, SaveReceiver, StartOutboxJob,
+    TestReceiver,
+};
+use crate::model::outbox::{JobView, OutboxCounts, OutboxPage, OutboxRow, ReceiverView};
+use crate::ui::components::alert::ActionResult;
+use crate::ui::components::async_section::AsyncSection;
+use crate::ui::components::form::FormKey;
+use crate::ui::components::links::{enc, state_href};
+use crate::ui::components::pager::Pager;
+use crate::ui::components::table::DataTable;
+
+/// The page's actions, handed down to the sections that submit them.
+#[derive(Clone, Copy)]
+struct Actions {
+    job: ServerAction<StartOutboxJob>,
+    one: ServerAction<MoveAction>,
+    save: ServerAction<SaveReceiver>,
+    add: ServerAction<AddReceiverSecret>,
+    retire: ServerAction<RetireReceiverSecret>,
+    test: ServerAction<TestReceiver>,
+}
+
+impl Actions {
+    fn new() -> Actions {
+        Actions {
+            job: ServerAction::new(),
+            one: ServerAction::new(),
+            save: ServerAction::new(),
+            add: ServerAction::new(),
+            retire: ServerAction::new(),
+            test: ServerAction::new(),
+        }
+    }
+
+    /// Changes every submission makes visible: the page reloads after each.
+    fn version(&self) -> usize {
+        self.job.version().get()
+            + self.one.version().get()
+            + self.save.version().get()
+            + self.add.version().get()
+            + self.retire.version().get()
+    }
+}
+
+#[component]
+pub fn OutboxPageView() -> impl IntoView {
+    let actions = Actions::new();
+    let query = use_query_map();
+    let group = move || query.read().get("group").unwrap_or_default();
+    let data = Resource::new(
+        move || {
+            let q = query.read();
+            (
+                actions.version(),
+                q.get("group"),
+                q.get("cause"),
+                q.get("cursor"),
+            )
+        },
+        |(_, g, c, cursor)| load_outbox(g.unwrap_or_default(), c.unwrap_or_default(), cursor),
+    );
+    follow_running_jobs(data);
+    view! {
+        <Title text="Outbox" />
+        <h1 class="text-2xl font-semibold">"Outbox"</h1>
+        <p class="mt-1 text-sm text-slate-600">
+            "Side effects on their way to the receiver. Every console delivers; each is sent until the receiver takes it, then never again."
+        </p>
+        <Results actions />
+        <AsyncSection load=move || data spacing="mt-4" let:page>
+            <Outbox page actions group=group() />
+        </AsyncSection>
+    }
+}
+
+/// While a job runs, the page reads its progress every two seconds (with JavaScript;
+/// without, a reload shows it).
+fn follow_running_jobs(data: Resource<Result<OutboxPage, crate::model::AppError>>) {
+    #[cfg(feature = "hydrate")]
+    {
+        let handle = set_interval_with_handle(
+            move || {
+                let running = data
+                    .get_untracked()
+                    .and_then(|r| r.ok())
+                    .is_some_and(|p| p.jobs.iter().any(|j| j.running));
+                if running {
+                    data.refetch();
+                }
+            },
+            std::time::Duration::from_secs(2),
+        );
+        if let Ok(h) = handle {
+            on_cleanup(move || h.clear());
+        }
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = data;
+}
+
+/// The outcome of the latest submission of each form.
+#[component]
+fn Results(actions: Actions) -> impl IntoView {
+    view! {
+        <div class="mt-4 space-y-2">
+            <ActionResult value=move || actions.job.value().get() success=|j: &JobView| format!("Started: {} of {} {} ({}).", j.op, j.total, j.group, j.reason) />
+            <ActionResult value=move || actions.one.value().get() success=|m: &String| m.clone() />
+            <ActionResult value=move || actions.save.value().get() success=shown_once />
+            <ActionResult value=move || actions.add.value().get() success=shown_once />
+            <ActionResult value=move || actions.retire.value().get() success=|_| "Secret retired: it no longer signs.".into() />
+            <ActionResult value=move || actions.test.value().get() success=|t: &crate::model::outbox::TestAnswer| {
+                format!("Test message {}: {} in {} ms. {}", t.webhook_id, t.outcome, t.ms, if t.body.is_empty() { String::new() } else { format!("It answered: {}", t.body) })
+            } />
+        </div>
+    }
+}
+
+fn shown_once(secret: &Option<String>) -> String {
+    match secret {
+        Some(s) => {
+            format!("Saved. New signing secret (shown once; give it to the receiver now): {s}")
+        }
+        None => "Saved.".into(),
+    }
+}
+
+/// Everything below the results.
+#[component]
+fn Outbox(page: OutboxPage, actions: Actions, group: String) -> impl IntoView {
+    let safe = page.safe_mode.then(|| view! {
+        <p role="status" class="mt-4 rounded border border-amber-300 bg-amber-50 px-3 py-2 text-sm text-amber-900">
+            "Safe mode is on: side effects that come due are held here until an operator releases or discards them."
+        </p>
+    });
+    let OutboxPage {
+        counts,
+        dead_by_cause,
+        rows,
+        next,
+        jobs,
+        receiver,
+        form_key,
+        cause,
+        ..
+    } = page;
+    let base = format!(
+        "/outbox?group={}{}",
+        enc(&group),
+        if cause.is_empty() {
+            String::new()
+        } else {
+            format!("&cause={}", enc(&cause))
+        }
+    );
+    view! {
+        {safe}
+        <Counts counts=counts.clone() />
+        <Receiver receiver actions />
+        <DeadLetters causes=dead_by_cause actions form_key=form_key.clone() />
+        <HeldBulk held=counts.held actions form_key=form_key.clone() />
+        <h2 class="mt-8 text-lg font-semibold">{group_title(&group, &cause)}</h2>
+        <Rows rows actions form_key />
+        <Pager base next next_label="More" label="Pages of side effects" />
+        <Jobs jobs />
+    }
+}
+
+fn group_title(group: &str, cause: &str) -> String {
+    match (group, cause) {
+        ("held", _) => "Held".into(),
+        ("dead", "") => "Dead letters".into(),
+        ("dead", c) => format!("Dead letters: {c}"),
+        _ => "Queued, in flight and retrying".into(),
+    }
+}
+
+/// The groups as tiles, each a link to its list.
+#[component]
+fn Counts(counts: OutboxCounts) -> impl IntoView {
+    let tile = |label: &'static str, n: u64, href: &'static str, alarm: bool| {
+        let class = if alarm && n > 0 {
+            "text-red-700"
+        } else {
+            "text-slate-900"
+        };
+        view! {
+            <a href=href class="rounded-lg border border-slate-200 bg-white p-4 shadow-sm hover:border-sky-400">
+                <span class="block text-xs uppercase text-slate-500">{label}</span>
+                <span class=format!("text-2xl font-semibold {class}") data-testid=format!("count-{}", label.to_lowercase().replace(' ', "-"))>{n}</span>
+            </a>
+        }
+    };
+    view! {
+        <div class="mt-4 grid grid-cols-2 gap-3 md:grid-cols-5">
+            {tile("Queued", counts.queued, "/outbox", false)}
+            {tile("In flight", counts.in_flight, "/outbox", false)}
+            {tile("Retrying", counts.retrying, "/outbox", false)}
+            {tile("Held", counts.held, "/outbox?group=held", true)}
+            {tile("Dead letters", counts.dead, "/outbox?group=dead", true)}
+        </div>
+    }
+}
+
+/// Where side effects go, and (for admins) the forms that change it.
+#[component]
+fn Receiver(receiver: ReceiverView, actions: Actions) -> impl IntoView {
+    let status = match (receiver.source.as_str(), receiver.enabled) {
+        ("none", _) => "No receiver: side effects wait in the outbox.".to_string(),
+        (_, true) => format!("Delivering to {}", receiver.url),
+        (_, false) => format!(
+            "Delivery to {} is off. {}",
+            receiver.url,
+            receiver.disabled_reason.clone().unwrap_or_default()
+        ),
+    };
+    let version = receiver.version.to_string();
+    let version_add = version.clone();
+    let secrets = receiver
+        .secrets
+        .iter()
+        .map(|s| {
+            let (id, v) = (s.id.clone(), version.clone());
+            view! {
+                <li class="flex items-center gap-3 text-sm">
+                    <span class="font-mono">{s.id.clone()}</span>
+                    <span class="text-slate-500">{format!("made {} by {}", s.created_at, s.created_by)}</span>
+                    <ActionForm action=actions.retire attr:class="inline">
+                        <input type="hidden" name="id" value=id />
+                        <input type="hidden" name="version" value=v />
+                        <button type="submit" class="text-xs text-red-700 underline">"Retire"</button>
+                    </ActionForm>
+                </li>
+            }
+        })
+        .collect_view();
+    view! {
+        <section aria-label="Receiver" class="mt-6 rounded-lg border border-slate-200 bg-white p-5 shadow-sm">
+            <h2 class="text-lg font-semibold">"Receiver"</h2>
+            <p class="mt-1 text-sm" data-testid="receiver-status">{status}</p>
+            <details class="mt-3">
+                <summary class="cursor-pointer text-sm font-medium text-sky-800">"Change the receiver (admins)…"</summary>
+                <ActionForm action=actions.save attr:class="mt-3 flex flex-wrap items-end gap-3">
+                    <input type="hidden" name="version" value=version />
+                    <label class="text-sm">
+                        <span class="block text-slate-600">"URL"</span>
+                        <input name="url" value=receiver.url.clone() class="w-96 max-w-full rounded border border-slate-300 px-2 py-1 font-mono text-sm" />
+                    </label>
+                    <label class="flex items-center gap-1 text-sm">
+                        <input type="checkbox" name="enabled" value="on" checked=receiver.enabled || receiver.source == "none" />
+                        "Deliver"
+                    </label>
+                    <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-sm text-white">"Save receiver"</button>
+                </ActionForm>
+                <h3 class="mt-4 text-sm font-semibold">"Signing secrets"</h3>
+                <p class="text-xs text-slate-500">"Every secret signs each message; add the new one, give it to the receiver, then retire the old one."</p>
+                <ul class="mt-1 space-y-1">{secrets}</ul>
+                <div class="mt-3 flex gap-3">
+                    <ActionForm action=actions.add>
+                        <input type="hidden" name="version" value=version_add />
+                        <button type="submit" class="rounded border border-slate-300 px-3 py-1 text-sm">"Add a secret"</button>
+                    </ActionForm>
+                    <ActionForm action=actions.test>
+                        <button type="submit" class="rounded border border-slate-300 px-3 py-1 text-sm">"Send a test event"</button>
+                    </ActionForm>
+                </div>
+            </details>
+        </section>
+    }
+}
+
+/// A bulk move's form: the count it will take, a reason, and the button.
+#[component]
+fn BulkForm(
+    op: &'static str,
+    group: &'static str,
+    #[prop(into)] cause: String,
+    #[prop(into)] label: String,
+    form_key: String,
+    actions: Actions,
+) -> impl IntoView {
+    let id = format!("reason-{op}-{group}-{}", cause.replace(' ', "-"));
+    view! {
+        <details class="inline-block">
+            <summary class="cursor-pointer text-sm text-sky-800 underline">{format!("{label}…")}</summary>
+            <ActionForm action=actions.job attr:class="mt-2 flex flex-wrap items-end gap-2">
+                <input type="hidden" name="op" value=op />
+                <input type="hidden" name="group" value=group />
+                <input type="hidden" name="cause" value=cause />
+                <FormKey value=form_key name="form_key" />
+                <label for=id.clone() class="text-sm">"Reason"</label>
+                <input id=id name="reason" maxlength="500" class="rounded border border-slate-300 px-2 py-1 text-sm" />
+                <button type="submit" class="rounded bg-slate-900 px-3 py-1 text-sm text-white">{label}</button>
+            </ActionForm>
+        </details>
+    }
+}
+
+/// Dead letters grouped by cause, each group with its redrive and discard.
+#[component]
+fn DeadLetters(causes: Vec<(String, u64)>, actions: Actions, form_key: String) -> impl IntoView {
+    if causes.is_empty() {
+        return ().into_any();
+    }
+    let rows = causes
+        .into_iter()
+        .map(|(cause, n)| {
+            let href = format!("/outbox?group=dead&cause={}", enc(&cause));
+            let plural = if n == 1 { "" } else { "s" };
+            view! {
+                <tr class="border-t border-slate-100">
+                    <td class="py-2"><a class="text-sky-800 underline" href=href>{cause.clone()}</a></td>
+                    <td class="py-2 text-right">{n}</td>
+                    <td class="space-x-4 py-2 pl-4">
+                        <BulkForm op="redrive" group="dead" cause=cause.clone() label=format!("Redrive {n} dead letter{plural} ({cause})") form_key=form_key.clone() actions />
+                        <BulkForm op="discard" group="dead" cause=cause.clone() label=format!("Discard {n} dead letter{plural} ({cause})") form_key=form_key.clone() actions />
+                    </td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <h2 class="mt-8 text-lg font-semibold">"Dead letters by cause"</h2>
+        <DataTable label="Dead letters by cause" columns=&["Cause", "Count", ""] align_right=&["Count"]>
+            {rows}
+        </DataTable>
+    }
+    .into_any()
+}
+
+/// Held side effects, released or discarded all at once.
+#[component]
+fn HeldBulk(held: u64, actions: Actions, form_key: String) -> impl IntoView {
+    if held == 0 {
+        return ().into_any();
+    }
+    view! {
+        <div class="mt-6 space-x-4">
+            <BulkForm op="release" group="held" cause="" label=format!("Release {held} held") form_key=form_key.clone() actions />
+            <BulkForm op="discard" group="held" cause="" label=format!("Discard {held} held") form_key actions />
+        </div>
+    }
+    .into_any()
+}
+
+/// One group's side effects.
+#[component]
+fn Rows(rows: Vec<OutboxRow>, actions: Actions, form_key: String) -> impl IntoView {
+    if rows.is_empty() {
+        return view! { <p class="mt-2 text-sm text-slate-500">"Nothing here."</p> }.into_any();
+    }
+    let rows = rows
+        .into_iter()
+        .map(|r| view! { <Row r actions form_key=form_key.clone() /> })
+        .collect_view();
+    view! {
+        <DataTable label="Side effects" columns=&["Action", "Conversation", "Status", "Attempts", "Last result", ""]>
+            {rows}
+        </DataTable>
+    }
+    .into_any()
+}
+
+/// A status in words.
+fn status_text(r: &OutboxRow) -> String {
+    let status = match r.status.as_str() {
+        "claimed" => "in flight".to_string(),
+        "retry" if r.unknown => "unknown: sent again with the same webhook-id".into(),
+        "retry" => "retrying".into(),
+        "held" => format!("held ({})", r.held_reason.clone().unwrap_or_default()),
+        "dead" => format!("dead letter ({})", r.cause.clone().unwrap_or_default()),
+        other => other.to_string(),
+    };
+    match &r.next_try {
+        Some(t) if matches!(r.status.as_str(), "queued" | "retry") => {
+            format!("{status}, next try {t}")
+        }
+        _ => status,
+    }
+}
+
+#[component]
+fn Row(r: OutboxRow, actions: Actions, form_key: String) -> impl IntoView {
+    let tries = r
+        .tries
+        .iter()
+        .map(|t| view! { <li>{format!("#{} at {} ({} ms): {}", t.n, t.at, t.ms, t.result)}</li> })
+        .collect_view();
+    let buttons = match r.status.as_str() {
+        "held" => Some(
+            view! { <RowMoves action=r.key_ref.clone() ops=&["release", "discard"] actions form_key /> },
+        ),
+        "dead" => Some(
+            view! { <RowMoves action=r.key_ref.clone() ops=&["redrive", "discard"] actions form_key /> },
+        ),
+        _ => None,
+    };
+    view! {
+        <tr class="border-t border-slate-100 align-top" data-testid="outbox-row">
+            <td class="py-2 pr-3">
+                <span class="block">{format!("{} → {}", r.action_type, r.target)}</span>
+                <span class="block font-mono text-xs text-slate-500">{r.key.clone()}</span>
+            </td>
+            <td class="py-2 pr-3 font-mono text-xs"><a class="text-sky-800 underline" href=state_href(&r.conversation_ref)>{r.conversation_id.clone()}</a></td>
+            <td class="py-2 pr-3" data-testid="outbox-status">{status_text(&r)}</td>
+            <td class="py-2 pr-3 text-right">{r.attempts}</td>
+            <td class="py-2 pr-3 text-xs">
+                {r.result.clone()}
+                <details class="mt-1"><summary class="cursor-pointer text-sky-800">"Attempts"</summary><ul class="mt-1 space-y-0.5">{tries}</ul></details>
+            </td>
+            <td class="py-2">{buttons}</td>
+        </tr>
+    }
+}
+
+/// One row's moves, each with a reason.
+#[component]
+fn RowMoves(
+    action: String,
+    ops: &'static [&'static str],
+    actions: Actions,
+    form_key: String,
+) -> impl IntoView {
+    ops.iter()
+        .map(|op| {
+            let (action, form_key) = (action.clone(), form_key.clone());
+            let label = format!("{}{}", op[..1].to_uppercase(), &op[1..]);
+            view! {
+                <details>
+                    <summary class="cursor-pointer text-sm text-sky-800 underline">{format!("{label}…")}</summary>
+                    <ActionForm action=actions.one attr:class="mt-1 flex gap-1">
+                        <input type="hidden" name="action" value=action />
+                        <input type="hidden" name="op" value=*op />
+                        <FormKey value=form_key name="form_key" />
+                        <input name="reason" aria-label=format!("Reason to {op}") maxlength="500" class="w-40 rounded border border-slate-300 px-1 text-sm" />
+                        <button type="submit" class="rounded bg-slate-900 px-2 text-sm text-white">{label}</button>
+                    </ActionForm>
+                </details>
+            }
+        })
+        .collect_view()
+}
+
+/// The latest bulk jobs with their progress.
+#[component]
+fn Jobs(jobs: Vec<JobView>) -> impl IntoView {
+    if jobs.is_empty() {
+        return ().into_any();
+    }
+    let rows = jobs
+        .into_iter()
+        .map(|j| {
+            let what = format!(
+                "{} {}{}",
+                j.op,
+                j.group,
+                j.cause
+                    .as_ref()
+                    .map(|c| format!(" ({c})"))
+                    .unwrap_or_default()
+            );
+            let progress = format!(
+                "{} of {}{}",
+                j.done,
+                j.total,
+                if j.skipped > 0 {
+                    format!(" ({} had moved already)", j.skipped)
+                } else {
+                    String::new()
+                }
+            );
+            view! {
+                <tr class="border-t border-slate-100" data-testid="outbox-job">
+                    <td class="py-1">{j.created_at}</td>
+                    <td class="py-1">{what}</td>
+                    <td class="py-1">{j.actor}</td>
+                    <td class="py-1">{j.reason}</td>
+                    <td class="py-1" data-testid="job-progress">{progress}</td>
+                    <td class="py-1">{if j.running { "running" } else { "finished" }}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <h2 class="mt-8 text-lg font-semibold">"Bulk jobs"</h2>
+        <DataTable label="Bulk jobs" columns=&["Started", "What", "By", "Reason", "Progress", ""]>
+            {rows}
+        </DataTable>
+    }
+    .into_any()
+}

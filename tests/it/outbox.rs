@@ -1,0 +1,422 @@
+//! The outbox on DynamoDB Local: signed deliveries a receiver verifies, secret rotation,
+//! the retry schedule to a dead letter, redrive exactly once, order within a conversation,
+//! safe mode holding, a dead console's delivery taken over, two consoles never sending one
+//! action twice.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use chrono::Duration;
+
+use crate::events::{app_with_receiver, event, post_event};
+use crate::helpers::TestApp;
+use ops_console::server::domain::events::outbox::{job_op, BulkRequest};
+use ops_console::server::domain::events::receiver::Change;
+use ops_console::server::outbound::signature::SigningSecret;
+use ops_console::server::store::events::outbox::Group;
+use ops_console::server::store::events::outbox_reads::{self, Filter};
+use ops_console::server::store::events::{self as records, ActionRecord};
+
+async fn action(app: &TestApp, key: &str) -> ActionRecord {
+    records::get_action(&app.store, key).await.unwrap().unwrap()
+}
+
+async fn count(app: &TestApp, group: Group) -> u64 {
+    outbox_reads::count(&app.store, group, &Filter::default())
+        .await
+        .unwrap()
+}
+
+/// Runs every running bulk job to its end.
+async fn run_jobs(app: &TestApp) {
+    for _ in 0..20 {
+        app.state.events.run_jobs().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_console_that_dies_holding_a_delivery_is_taken_over_after_its_lease() {
+    let (app, receiver) = app_with_receiver().await;
+    let key = app.api_key(&["events:write"]).await;
+    let body = event(
+        "c-crash",
+        Some("m-7"),
+        "Where is my order? It has not arrived",
+    );
+    assert_eq!(post_event(&app, &key, &body).await.status, 200);
+    app.state
+        .events
+        .faults
+        .crash_after_delivery_claim
+        .store(true, Ordering::SeqCst);
+    app.state.events.dispatch_round().await.unwrap();
+    assert_eq!(receiver.total(), 0, "died before sending");
+    let claimed = action(&app, "act:rp_route:c-crash:m-7").await;
+    assert_eq!(
+        claimed.status.as_str(),
+        "claimed",
+        "in flight, its console gone"
+    );
+    // Another console finds it in flight: not before the lease runs out.
+    let other = app.second_console();
+    other.state.events.dispatch_all().await.unwrap();
+    assert_eq!(receiver.total(), 0);
+    app.clock.advance(Duration::seconds(61));
+    // No redelivery of the event: the other console finishes on its own.
+    other.state.events.dispatch_all().await.unwrap();
+    let counts = receiver.counts();
+    assert_eq!(
+        counts.get("act:rp_route:c-crash:m-7"),
+        Some(&1),
+        "{counts:?}"
+    );
+    let done = action(&app, "act:rp_route:c-crash:m-7").await;
+    assert_eq!(done.status.as_str(), "delivered");
+    assert_eq!(done.attempts, 2, "claimed twice, sent once");
+    app.state.events.dispatch_all().await.unwrap();
+    other.state.events.dispatch_all().await.unwrap();
+    assert_eq!(
+        receiver.total(),
+        counts.values().sum::<usize>(),
+        "nothing more"
+    );
+}
+
+#[tokio::test]
+async fn the_schedule_ends_in_a_dead_letter_and_a_redrive_delivers_it_exactly_once() {
+    let (app, receiver) = app_with_receiver().await;
+    let key = app.api_key(&["events:write"]).await;
+    assert_eq!(
+        post_event(&app, &key, &event("c-dead", Some("m-1"), "hi"))
+            .await
+            .status,
+        200
+    );
+    // Three attempts (now, +1 s, +2 s): every one 503.
+    receiver.fail_next(100, 503);
+    for _ in 0..4 {
+        app.state.events.dispatch_all().await.unwrap();
+        app.clock.advance(Duration::milliseconds(2_500));
+    }
+    let dead = action(&app, "act:rp_route:c-dead:m-1").await;
+    assert_eq!(dead.status.as_str(), "dead");
+    assert_eq!(dead.attempts, 3);
+    assert_eq!(dead.cause.as_deref(), Some("http 503"));
+    assert_eq!(count(&app, Group::Dead).await, 1);
+    assert_eq!(receiver.total(), 0);
+
+    // The receiver is back; an operator redrives every 503 dead letter, twice (a double
+    // click): one job, one delivery.
+    receiver.fail_next(0, 503);
+    let redrive = || BulkRequest {
+        op: job_op("redrive").unwrap(),
+        filter: Filter {
+            cause: Some("http 503".into()),
+            ..Filter::default()
+        },
+        reason: "receiver fixed".into(),
+        actor: "ops".into(),
+        form_key: "form-1".into(),
+    };
+    let job = app
+        .state
+        .events
+        .start_bulk("dead", redrive())
+        .await
+        .unwrap();
+    assert_eq!(job.total, 1, "the count it showed before");
+    let again = app
+        .state
+        .events
+        .start_bulk("dead", redrive())
+        .await
+        .unwrap();
+    assert_eq!(again.id, job.id, "one job");
+    run_jobs(&app).await;
+    assert_eq!(app.state.events.job(&job.id).await.unwrap().done, 1);
+    assert!(!app.state.events.job(&job.id).await.unwrap().running);
+    app.state.events.dispatch_all().await.unwrap();
+    app.state.events.dispatch_all().await.unwrap();
+    assert_eq!(receiver.counts().get("act:rp_route:c-dead:m-1"), Some(&1));
+    assert_eq!(
+        action(&app, "act:rp_route:c-dead:m-1")
+            .await
+            .status
+            .as_str(),
+        "delivered"
+    );
+    assert_eq!(count(&app, Group::Dead).await, 0);
+    let audit = ops_console::server::store::audit::list_partition(&app.store, "c-dead", None, 100)
+        .await
+        .unwrap();
+    assert!(audit
+        .items
+        .iter()
+        .any(|a| a.action_type == "outbox_redrive" && a.actor == "ops"));
+}
+
+#[tokio::test]
+async fn a_receiver_verifies_every_message_and_a_rotation_keeps_it_verifying() {
+    let (app, receiver) = app_with_receiver().await;
+    let key = app.api_key(&["events:write"]).await;
+    let events = app.state.events.clone();
+    // The admin saves the receiver (it keeps the settings' secret) and adds a second one.
+    let view = events.receiver().await.unwrap();
+    events
+        .change_receiver(
+            Change::Url {
+                url: view.url.clone(),
+                enabled: true,
+            },
+            0,
+            "admin",
+        )
+        .await
+        .unwrap();
+    let shown = events
+        .change_receiver(Change::AddSecret, 1, "admin")
+        .await
+        .unwrap()
+        .expect("a new secret is shown once");
+    let new = SigningSecret::parse(&shown).unwrap();
+    // The receiver switches to the new secret only: both sign, so it verifies.
+    *receiver.secrets.lock().unwrap() = vec![new.clone()];
+    post_event(&app, &key, &event("c-rot", Some("m-1"), "hi")).await;
+    events.dispatch_all().await.unwrap();
+    assert_eq!(receiver.total(), 1);
+    assert_eq!(*receiver.bad_signatures.lock().unwrap(), 0);
+    // The old secret is retired; a receiver that still only knows it refuses (401): a
+    // dead letter, not retried.
+    let old_id = events.receiver().await.unwrap().secrets[0].id.clone();
+    events
+        .change_receiver(Change::RetireSecret { id: old_id }, 2, "admin")
+        .await
+        .unwrap();
+    assert_eq!(
+        view.source, "settings",
+        "from the server's settings until saved"
+    );
+    *receiver.secrets.lock().unwrap() = vec![SigningSecret::generate()];
+    post_event(&app, &key, &event("c-rot", Some("m-2"), "hi")).await;
+    events.dispatch_all().await.unwrap();
+    let refused = action(&app, "act:rp_route:c-rot:m-2").await;
+    assert_eq!(refused.status.as_str(), "dead");
+    assert_eq!(refused.cause.as_deref(), Some("http 401"));
+    assert_eq!(*receiver.bad_signatures.lock().unwrap(), 1);
+    // A stale version is refused: two admins do not overwrite each other.
+    assert!(events
+        .change_receiver(Change::AddSecret, 1, "admin2")
+        .await
+        .is_err());
+}
+
+#[tokio::test]
+async fn side_effects_of_one_conversation_arrive_in_order_under_concurrent_events() {
+    let (app, receiver) = app_with_receiver().await;
+    let app = Arc::new(app);
+    let key = app.api_key(&["events:write"]).await;
+    // Twelve events of one conversation at once, and another conversation beside it.
+    let mut tasks = Vec::new();
+    for i in 0..12 {
+        for conv in ["c-order", "c-other"] {
+            let (app, key) = (app.clone(), key.clone());
+            let body = event(
+                conv,
+                Some(&format!("m-{i}")),
+                "I want a refund for my order",
+            );
+            tasks.push(tokio::spawn(async move {
+                loop {
+                    let a = post_event(&app, &key, &body).await;
+                    if a.status != 409 {
+                        break a.status;
+                    }
+                }
+            }));
+        }
+    }
+    for t in tasks {
+        assert_eq!(t.await.unwrap(), 200);
+    }
+    // Two consoles deliver at once.
+    let other = app.second_console();
+    let (a, b) = tokio::join!(
+        app.state.events.dispatch_all(),
+        other.state.events.dispatch_all()
+    );
+    a.unwrap();
+    b.unwrap();
+    app.state.events.dispatch_all().await.unwrap();
+    let order = receiver.order();
+    let position: HashMap<&str, usize> = order
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.as_str(), i))
+        .collect();
+    let mut chained = 0;
+    for key in &order {
+        let a = action(&app, key).await;
+        if let Some(before) = &a.after {
+            chained += 1;
+            assert!(
+                position[before.as_str()] < position[key.as_str()],
+                "{before} must arrive before {key}"
+            );
+        }
+    }
+    assert!(
+        chained >= 20,
+        "the actions of each conversation are chained: {chained}"
+    );
+    assert!(receiver.counts().values().all(|n| *n == 1), "each once");
+}
+
+#[tokio::test]
+async fn safe_mode_holds_queued_side_effects_until_an_operator_releases_them() {
+    let (app, receiver) = app_with_receiver().await;
+    let key = app.api_key(&["events:write"]).await;
+    post_event(
+        &app,
+        &key,
+        &event("c-hold", Some("m-1"), "I am filing a chargeback"),
+    )
+    .await;
+    // Safe mode goes on before they are delivered: they are held, not sent.
+    app.set_switches(true, true).await;
+    let round = app.state.events.dispatch_all().await.unwrap();
+    assert_eq!(round.held, 4, "{round:?}");
+    assert_eq!(receiver.total(), 0);
+    assert_eq!(count(&app, Group::Held).await, 4);
+    // Safe mode off again: held ones stay held until released.
+    app.set_switches(false, true).await;
+    app.state.events.dispatch_all().await.unwrap();
+    assert_eq!(receiver.total(), 0, "held until released");
+    // One is discarded, the rest released in bulk.
+    let held = outbox_reads::list(&app.store, Group::Held, &Filter::default(), None, 10)
+        .await
+        .unwrap()
+        .0;
+    let discard = held
+        .iter()
+        .find(|a| a.event_id.starts_with("act:rp_tag"))
+        .unwrap();
+    let key_ref = app.state.refs.encode("action", &discard.event_id);
+    assert!(app
+        .state
+        .events
+        .move_one(
+            &key_ref,
+            job_op("discard").unwrap(),
+            "not needed",
+            "ops",
+            "f1",
+            &app.state.refs
+        )
+        .await
+        .unwrap());
+    let job = app
+        .state
+        .events
+        .start_bulk(
+            "held",
+            BulkRequest {
+                op: job_op("release").unwrap(),
+                filter: Filter::default(),
+                reason: "incident over".into(),
+                actor: "ops".into(),
+                form_key: "f2".into(),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(job.total, 3);
+    run_jobs(&app).await;
+    app.state.events.dispatch_all().await.unwrap();
+    app.state.events.dispatch_all().await.unwrap();
+    assert_eq!(receiver.total(), 3, "{:?}", receiver.counts());
+    assert!(!receiver.counts().contains_key(&discard.event_id));
+    assert_eq!(
+        action(&app, &discard.event_id).await.status.as_str(),
+        "discarded"
+    );
+}
+
+#[tokio::test]
+async fn two_consoles_never_deliver_one_action_twice() {
+    let (app, receiver) = app_with_receiver().await;
+    let app = Arc::new(app);
+    let key = app.api_key(&["events:write"]).await;
+    let other = Arc::new(app.second_console());
+    // Events arrive while both consoles deliver, round after round.
+    let producer = {
+        let (app, key) = (app.clone(), key.clone());
+        tokio::spawn(async move {
+            for i in 0..40 {
+                let body = event(
+                    &format!("c-two-{}", i % 8),
+                    Some(&format!("m-{i}")),
+                    "hello",
+                );
+                assert_eq!(post_event(&app, &key, &body).await.status, 200);
+            }
+        })
+    };
+    let deliverer = |console: Arc<TestApp>| {
+        tokio::spawn(async move {
+            for _ in 0..30 {
+                console.state.events.dispatch_round().await.unwrap();
+            }
+        })
+    };
+    let (d1, d2) = (deliverer(app.clone()), deliverer(other.clone()));
+    producer.await.unwrap();
+    d1.await.unwrap();
+    d2.await.unwrap();
+    app.state.events.dispatch_all().await.unwrap();
+    other.state.events.dispatch_all().await.unwrap();
+    let counts = receiver.counts();
+    assert_eq!(counts.len(), 40, "every action delivered");
+    assert!(counts.values().all(|n| *n == 1), "{counts:?}");
+}
+
+#[tokio::test]
+async fn a_receiver_that_is_gone_stops_delivery_until_an_admin_turns_it_on() {
+    let (app, receiver) = app_with_receiver().await;
+    let key = app.api_key(&["events:write"]).await;
+    let events = app.state.events.clone();
+    let url = events.receiver().await.unwrap().url;
+    events
+        .change_receiver(
+            Change::Url {
+                url: url.clone(),
+                enabled: true,
+            },
+            0,
+            "admin",
+        )
+        .await
+        .unwrap();
+    receiver.fail_next(1, 410);
+    post_event(&app, &key, &event("c-gone", Some("m-1"), "hi")).await;
+    events.dispatch_all().await.unwrap();
+    let view = events.receiver().await.unwrap();
+    assert!(!view.enabled, "410 turned delivery off");
+    assert_eq!(receiver.total(), 0);
+    // The next one waits (not a dead letter) until an admin turns delivery on again.
+    post_event(&app, &key, &event("c-gone2", Some("m-1"), "hi")).await;
+    let round = events.dispatch_all().await.unwrap();
+    assert_eq!(round.no_receiver, 1, "{round:?}");
+    assert_eq!(count(&app, Group::Due).await, 1);
+    events
+        .change_receiver(Change::Url { url, enabled: true }, view.version, "admin")
+        .await
+        .unwrap();
+    events.dispatch_all().await.unwrap();
+    assert_eq!(receiver.total(), 1);
+    assert_eq!(
+        count(&app, Group::Dead).await,
+        1,
+        "the one that met the 410"
+    );
+}

@@ -1,0 +1,105 @@
+//! A side-effect receiver on a real socket, as a customer would write one: it verifies the
+//! Standard Webhooks signature (and refuses a bad one with 401), and records every message
+//! it accepted, in order of arrival, by `webhook-id`. It can be told to fail first, or to
+//! answer something else for a while.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use axum::Router;
+
+use ops_console::server::outbound::signature::{verify, SigningSecret};
+
+#[derive(Clone)]
+pub struct Receiver {
+    /// Accepted messages in order of arrival: (webhook-id, body).
+    pub accepted: Arc<Mutex<Vec<(String, String)>>>,
+    /// Requests refused because no signature matched.
+    pub bad_signatures: Arc<Mutex<usize>>,
+    /// Answer this status to this many requests first (before verifying).
+    pub fail_first: Arc<Mutex<(usize, u16)>>,
+    /// The secrets it verifies with.
+    pub secrets: Arc<Mutex<Vec<SigningSecret>>>,
+}
+
+impl Receiver {
+    /// Listens on 127.0.0.1; the URL is `http://addr/hook`.
+    pub async fn start(secrets: Vec<SigningSecret>) -> (Receiver, String) {
+        let r = Receiver {
+            accepted: Arc::default(),
+            bad_signatures: Arc::default(),
+            fail_first: Arc::new(Mutex::new((0, 503))),
+            secrets: Arc::new(Mutex::new(secrets)),
+        };
+        let app = Router::new()
+            .route("/hook", post(receive))
+            .with_state(r.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (r, format!("http://{addr}/hook"))
+    }
+
+    pub fn fail_next(&self, n: usize, status: u16) {
+        *self.fail_first.lock().unwrap() = (n, status);
+    }
+
+    /// Accepted deliveries by webhook-id.
+    pub fn counts(&self) -> HashMap<String, usize> {
+        let mut out = HashMap::new();
+        for (id, _) in self.accepted.lock().unwrap().iter() {
+            *out.entry(id.clone()).or_default() += 1;
+        }
+        out
+    }
+
+    pub fn total(&self) -> usize {
+        self.accepted.lock().unwrap().len()
+    }
+
+    pub fn order(&self) -> Vec<String> {
+        self.accepted
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+}
+
+async fn receive(State(r): State<Receiver>, headers: HeaderMap, body: Bytes) -> StatusCode {
+    {
+        let mut fail = r.fail_first.lock().unwrap();
+        if fail.0 > 0 {
+            fail.0 -= 1;
+            return StatusCode::from_u16(fail.1).unwrap();
+        }
+    }
+    let h = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (id, ts, sig) = (
+        h("webhook-id"),
+        h("webhook-timestamp"),
+        h("webhook-signature"),
+    );
+    let now = ts.parse::<i64>().unwrap_or(0); // The tests move the console's clock, not ours.
+    let secrets = r.secrets.lock().unwrap().clone();
+    if verify(&secrets, &id, &ts, &body, &sig, now).is_err() {
+        *r.bad_signatures.lock().unwrap() += 1;
+        return StatusCode::UNAUTHORIZED;
+    }
+    r.accepted
+        .lock()
+        .unwrap()
+        .push((id, String::from_utf8_lossy(&body).to_string()));
+    StatusCode::NO_CONTENT
+}
