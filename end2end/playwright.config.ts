@@ -48,6 +48,9 @@ export default defineConfig({
       LEPTOS_SITE_ROOT: 'target/site',
       // The tests make their own data.
       OPS_APP_DEMO_DATA: 'false',
+      // Side effects retried within seconds, looked for often: the outbox test waits on them.
+      OPS_EVENTS_RETRY_SCHEDULE: '2s,2s,2s',
+      OPS_EVENTS_DISPATCH_POLL_MS: '200',
       // Scanned after the run: no email, phone or secret may be in it.
       LOG_FILE: 'target/test-logs/e2e.log',
     },

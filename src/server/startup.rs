@@ -158,6 +158,7 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
         let events = state.events.clone();
         tokio::spawn(async move { events.run_dispatcher().await })
     };
+    let reaper = spawn_reaper(db.store.clone(), &state.config);
     if state.config.env == Environment::Dev {
         let created = state
             .accounts
@@ -194,8 +195,11 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
     // A delivery cut short here is in flight under a lease: another console (or this one
     // after a restart) takes it over once the lease runs out.
     dispatcher.abort();
+    if let Some(r) = reaper {
+        r.abort();
+    }
     if let Err(e) = state_for_shutdown.idempotency.flush_stats().await {
-        tracing::warn!(error = %e, "could not write the last idempotency counters");
+        tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "could not write the last idempotency counters");
     }
     if let Some(local) = db.embedded {
         tracing::info!("stopping DynamoDB Local");
@@ -216,7 +220,7 @@ fn spawn_demo_seed(state: &AppState) {
             Ok(true) => {}
             Ok(false) => return,
             Err(e) => {
-                tracing::warn!(error = %e, "demo data: could not check the marker");
+                tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "demo data: could not check the marker");
                 return;
             }
         }
@@ -226,7 +230,9 @@ fn spawn_demo_seed(state: &AppState) {
                 count = DEMO_CONVERSATIONS,
                 "demo data: seeded conversations (company ci-acme-001 and others)"
             ),
-            Err(e) => tracing::warn!(error = %e, "demo data: seeding stopped"),
+            Err(e) => {
+                tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "demo data: seeding stopped")
+            }
         }
     });
 }
@@ -256,7 +262,9 @@ fn spawn_inbox_consumer(store: Store, config: &Config) -> tokio::task::JoinHandl
                     )
                 }
                 Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "inbox stream: will retry"),
+                Err(e) => {
+                    tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "inbox stream: will retry")
+                }
             }
             tokio::time::sleep(poll).await;
         }
@@ -264,6 +272,31 @@ fn spawn_inbox_consumer(store: Store, config: &Config) -> tokio::task::JoinHandl
 }
 
 /// Writes the engine's counters every `idempotency.flush_seconds`.
+/// Where nothing deletes expired items (DynamoDB Local), sweeps every table every
+/// `dynamodb.sweep_minutes`; on AWS, DynamoDB's TTL does it and nothing is spawned.
+fn spawn_reaper(store: Store, config: &Config) -> Option<tokio::task::JoinHandle<()>> {
+    let on_aws = config.dynamodb.endpoint.is_empty() && !config.wants_embedded_dynamodb();
+    let minutes = config.dynamodb.sweep_minutes;
+    if on_aws || minutes == 0 {
+        return None;
+    }
+    Some(tokio::spawn(async move {
+        let every = Duration::from_secs(minutes as u64 * 60);
+        loop {
+            tokio::time::sleep(every).await;
+            match crate::server::store::sweep::all(&store, chrono::Utc::now().timestamp()).await {
+                Ok(tables) => {
+                    let deleted: usize = tables.iter().map(|(_, _, d)| d).sum();
+                    tracing::info!(deleted, "swept expired items");
+                }
+                Err(e) => {
+                    tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "sweeping expired items failed; trying again later")
+                }
+            }
+        }
+    }))
+}
+
 fn spawn_stats_flusher(engine: Engine) -> tokio::task::JoinHandle<()> {
     let every = Duration::from_secs(engine.settings().flush_seconds.max(1) as u64);
     tokio::spawn(async move {
@@ -271,7 +304,7 @@ fn spawn_stats_flusher(engine: Engine) -> tokio::task::JoinHandle<()> {
         loop {
             tick.tick().await;
             if let Err(e) = engine.flush_stats().await {
-                tracing::warn!(error = %e, "could not write idempotency counters; will retry");
+                tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "could not write idempotency counters; will retry");
             }
         }
     })

@@ -37,12 +37,17 @@ pub async fn post_event(app: &TestApp, key: &str, body: &Value) -> crate::helper
 /// An app delivering to a receiver that verifies with the app's secret; retries after 1 s
 /// and 2 s (the tests move the clock), then a dead letter.
 pub async fn app_with_receiver() -> (TestApp, Receiver) {
+    app_with_receiver_retrying("1s,2s").await
+}
+
+/// The same, retrying on `schedule`.
+pub async fn app_with_receiver_retrying(schedule: &'static str) -> (TestApp, Receiver) {
     let secret = SigningSecret::generate();
     let (receiver, url) = Receiver::start(vec![secret.clone()]).await;
     let app = spawn_app_with(move |c| {
         c.events.webhook_url = url;
         c.events.webhook_secret = ops_console::server::config::Secret::new(secret.expose());
-        c.events.retry_schedule = "1s,2s".into();
+        c.events.retry_schedule = schedule.into();
         c.events.webhook_timeout_ms = 2_000;
     })
     .await;

@@ -12,6 +12,8 @@ use ops_console::server::domain::inbox::publish::Publish;
 use ops_console::server::domain::inbox::verify::verify;
 use ops_console::server::store::inbox::stream;
 use ops_console::server::store::inbox::{self as store, MessageItem, Stats};
+use ops_console::server::store::schema::INBOX;
+use ops_console::server::store::sweep;
 
 const T: &str = "acme";
 const I: &str = "news";
@@ -363,7 +365,7 @@ async fn expired_messages_are_hidden_and_their_removal_counts_down_once() {
     )
     .await
     .unwrap();
-    let (_, deleted, _) = stream::sweep_page(&app.store, later.timestamp(), None)
+    let (_, deleted) = sweep::table(&app.store, &INBOX, later.timestamp(), |_, _| {})
         .await
         .unwrap();
     assert_eq!(
@@ -429,7 +431,7 @@ async fn after_a_random_workload_every_counter_agrees_with_a_recount() {
     }
     no_drift(&app).await;
     app.clock.advance(Duration::hours(2));
-    stream::sweep_page(&app.store, app.clock.now().timestamp(), None)
+    sweep::table(&app.store, &INBOX, app.clock.now().timestamp(), |_, _| {})
         .await
         .unwrap();
     stream::consume(&app.store).await.unwrap();

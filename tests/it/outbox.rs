@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use chrono::Duration;
 
-use crate::events::{app_with_receiver, event, post_event};
+use crate::events::{app_with_receiver, app_with_receiver_retrying, event, post_event};
 use crate::helpers::TestApp;
 use ops_console::server::domain::events::outbox::{job_op, BulkRequest};
 use ops_console::server::domain::events::receiver::Change;
@@ -419,4 +419,63 @@ async fn a_receiver_that_is_gone_stops_delivery_until_an_admin_turns_it_on() {
         1,
         "the one that met the 410"
     );
+}
+
+#[tokio::test]
+async fn expired_side_effects_and_events_are_swept_where_nothing_else_deletes_them() {
+    let (app, _receiver) = app_with_receiver().await;
+    let key = app.api_key(&["events:write"]).await;
+    post_event(&app, &key, &event("c-sweep", Some("m-1"), "hi")).await;
+    assert_eq!(count(&app, Group::Due).await, 1);
+    // Not yet expired: nothing is deleted.
+    let now = app.clock.now().timestamp();
+    ops_console::server::store::sweep::all(&app.store, now)
+        .await
+        .unwrap();
+    assert_eq!(count(&app, Group::Due).await, 1);
+    // Past every lifetime (the outbox keeps 30 days; events 30): all gone.
+    let later = now + 400 * 86_400;
+    let swept = ops_console::server::store::sweep::all(&app.store, later)
+        .await
+        .unwrap();
+    let deleted: usize = swept.iter().map(|(_, _, d)| d).sum();
+    assert!(deleted >= 3, "event, action and audit records: {swept:?}");
+    assert_eq!(count(&app, Group::Due).await, 0);
+    assert!(records::get_event(&app.store, "evt:rp:c-sweep:m-1")
+        .await
+        .unwrap()
+        .is_none());
+}
+
+#[tokio::test]
+async fn a_long_queue_behind_a_retrying_side_effect_is_delivered_in_order_once_it_goes() {
+    let (app, receiver) = app_with_receiver_retrying("1m,1m").await;
+    let key = app.api_key(&["events:write"]).await;
+    let text = "I want a refund for my order";
+    // The conversation's first side effect fails once and waits a minute to retry...
+    receiver.fail_next(1, 503);
+    let first = event("c-long", Some("m-00"), text);
+    assert_eq!(post_event(&app, &key, &first).await.status, 200);
+    app.state.events.dispatch_all().await.unwrap();
+    assert_eq!(receiver.total(), 0);
+    // ...while more of its conversation queue behind it than a round reads of a partition.
+    for i in 1..40 {
+        let body = event("c-long", Some(&format!("m-{i:02}")), text);
+        assert_eq!(post_event(&app, &key, &body).await.status, 200);
+    }
+    app.state.events.dispatch_all().await.unwrap();
+    assert_eq!(receiver.total(), 0, "all wait for the first");
+    app.clock.advance(Duration::seconds(70));
+    app.state.events.dispatch_all().await.unwrap();
+    let order = receiver.order();
+    assert!(order.len() >= 40, "every one delivered: {}", order.len());
+    let expected: Vec<String> = (0..40).map(|i| format!("m-{i:02}")).collect();
+    let arrived: Vec<String> = order
+        .iter()
+        .map(|k| k.rsplit(':').next().unwrap().to_string())
+        .collect();
+    let mut firsts = arrived.clone();
+    firsts.dedup();
+    assert_eq!(firsts, expected, "in the order they were queued");
+    assert!(receiver.counts().values().all(|n| *n == 1), "each once");
 }

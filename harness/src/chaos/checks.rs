@@ -21,6 +21,9 @@ pub struct Found {
     pub resent: usize,
     pub receiver_requests: u64,
     pub receiver_refused: u64,
+    pub bad_signatures: u64,
+    pub slow_stretches: u64,
+    pub down_stretches: u64,
     /// Acknowledged requests not found stored.
     pub lost: usize,
     /// Effects found twice (two decisions of one event, two messages of one publish).
@@ -123,6 +126,21 @@ pub async fn check(store: &Store, acked: &[Acked], receiver: &Receiver) -> Resul
     let seen = receiver.seen.lock().map(|m| m.clone()).unwrap_or_default();
     f.receiver_requests = receiver.requests.load(std::sync::atomic::Ordering::Relaxed);
     f.receiver_refused = receiver.refused.load(std::sync::atomic::Ordering::Relaxed);
+    f.bad_signatures = receiver
+        .bad_signatures
+        .load(std::sync::atomic::Ordering::Relaxed);
+    f.slow_stretches = receiver
+        .slow_stretches
+        .load(std::sync::atomic::Ordering::Relaxed);
+    f.down_stretches = receiver
+        .down_stretches
+        .load(std::sync::atomic::Ordering::Relaxed);
+    if f.bad_signatures > 0 {
+        f.violations.push(format!(
+            "{} deliveries had a signature the receiver could not verify",
+            f.bad_signatures
+        ));
+    }
     f.applied = seen.len();
     f.resent = seen.values().map(|n| (*n as usize).saturating_sub(1)).sum();
     for key in seen.keys() {
@@ -133,7 +151,12 @@ pub async fn check(store: &Store, acked: &[Acked], receiver: &Receiver) -> Resul
         }
     }
     for (key, a) in &actions {
-        if a["status"] == "delivered" && !seen.contains_key(*key) {
+        if a["status"] != "delivered" {
+            f.violations.push(format!(
+                "{key} is {} after the run, not delivered",
+                a["status"]
+            ));
+        } else if !seen.contains_key(*key) {
             f.violations.push(format!(
                 "{key} is recorded delivered but never reached the receiver"
             ));
@@ -163,9 +186,8 @@ pub async fn check(store: &Store, acked: &[Acked], receiver: &Receiver) -> Resul
     for (key, a) in &actions {
         let want = match a["status"].as_str() {
             Some("delivered") => "success",
-            Some("queued") => "queued",
-            Some("rejected") => "fail: receiver refused",
-            _ => continue,
+            Some("dead") => "dead letter",
+            _ => "queued",
         };
         let audited = by_key
             .get(key)

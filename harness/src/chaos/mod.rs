@@ -69,9 +69,10 @@ const SECRET: &str = "chaos-idempotency-secret-0123456789abcdef";
 fn console_env(
     proxy: &Proxy,
     port: u16,
-    hook_port: u16,
+    hook: (u16, &str),
     dir: &std::path::Path,
 ) -> Vec<(String, String)> {
+    let (hook_port, hook_secret) = hook;
     vec![
         ("OPS_DYNAMODB_ENDPOINT", proxy.endpoint()),
         ("OPS_APP_SITE_ADDR", format!("127.0.0.1:{port}")),
@@ -84,7 +85,15 @@ fn console_env(
             "OPS_EVENTS_WEBHOOK_URL",
             format!("http://127.0.0.1:{hook_port}/hook"),
         ),
-        ("OPS_EVENTS_WEBHOOK_BACKOFF_MS", "50".into()),
+        ("OPS_EVENTS_WEBHOOK_SECRET", hook_secret.into()),
+        // Shorter than the receiver's slow answers: those attempts end "unknown".
+        ("OPS_EVENTS_WEBHOOK_TIMEOUT_MS", "2000".into()),
+        // About a minute in all: longer than any stretch the receiver is down.
+        (
+            "OPS_EVENTS_RETRY_SCHEDULE",
+            "1s,2s,3s,5s,8s,10s,10s,10s,10s".into(),
+        ),
+        ("OPS_EVENTS_DISPATCH_POLL_MS", "200".into()),
         ("OPS_EVENTS_LEASE_SECONDS", "3".into()),
         ("OPS_IDEMPOTENCY_STALE_SECONDS", "3".into()),
         ("OPS_INBOX_STREAM_LEASE_SECONDS", "3".into()),
@@ -174,15 +183,16 @@ pub async fn run(opts: &Options) -> Result<bool, String> {
     let proxy = Proxy::start(&local.endpoint(), Faults::default(), opts.seed)
         .await
         .map_err(|e| format!("proxy: {e}"))?;
-    let receiver = Arc::new(Receiver::default());
+    let receiver = Arc::new(Receiver::new());
     let hook_port = procs::start_receiver(receiver.clone()).await?;
+    let hook_secret = receiver.secret.expose();
     let mut consoles = Vec::new();
     for i in 0..opts.consoles.max(1) {
         let port = free_port()?;
         let env = console_env(
             &proxy,
             port,
-            hook_port,
+            (hook_port, &hook_secret),
             &opts.dir.join(format!("console-{i}")),
         );
         let log = opts.dir.join(format!("console-{i}.log"));
@@ -216,6 +226,7 @@ pub async fn run(opts: &Options) -> Result<bool, String> {
         tasks.spawn(clients::client(http, id, opts.seed, stop, give_up));
     }
 
+    let weather = tokio::spawn(procs::weather(receiver.clone(), opts.seed, stop));
     let mut rng = Rng::new(opts.seed);
     let mut hits = Disruptions::default();
     while Instant::now() + Duration::from_millis(1500) < stop {
@@ -237,8 +248,10 @@ pub async fn run(opts: &Options) -> Result<bool, String> {
     // and the kills go on; the consoles' stream consumers must count every removal once.
     let removed = expire(&store, &proxy, &mut rng, &mut consoles, &mut hits).await?;
     proxy.set(Faults::default());
+    let _ = weather.await;
     let report = proxy.report();
     let settled = settle(&store).await;
+    let drained = drain_outbox(&store, &config).await;
     for c in consoles.iter_mut() {
         c.stop(true);
     }
@@ -253,6 +266,9 @@ pub async fn run(opts: &Options) -> Result<bool, String> {
         .collect();
     violations.extend(found.violations.iter().cloned());
     if let Err(e) = settled {
+        violations.push(e);
+    }
+    if let Err(e) = drained {
         violations.push(e);
     }
     if hot_run.throttled > 0 {
@@ -362,6 +378,85 @@ async fn expire(
 
 /// Waits until the consoles' stream consumers have counted every removal (the inbox
 /// counters agree with a recount), for up to a minute.
+/// After the storm, as an operator would: safe mode off if a client left it on, what it
+/// held released (a bulk job), then every side effect delivered by the consoles within
+/// two minutes (their retry schedule is about one).
+async fn drain_outbox(store: &Store, config: &Config) -> Result<(), String> {
+    use ops_console::server::domain::events::outbox::{job_op, BulkRequest};
+    use ops_console::server::domain::events::Events;
+    use ops_console::server::store::events::outbox::Group;
+    use ops_console::server::store::events::outbox_reads::{count, Filter};
+    let err = |e: ops_console::server::store::StoreError| e.to_string();
+    let switches = ops_console::server::domain::switches::Switches::new(
+        store.clone(),
+        Clock::default(),
+        ops_console::server::domain::switches::Ttls::from(&config.ttl),
+    );
+    let now = switches.load().await.map_err(|e| format!("{e:?}"))?;
+    if now.safe_mode.enabled {
+        let req = ops_console::server::domain::switches::ChangeRequest {
+            switch: ops_console::model::switches::Switch::SafeMode,
+            enable: false,
+            expected_version: now.version,
+            reason: "chaos run over".into(),
+            confirmed: true,
+        };
+        let origin = ops_console::server::domain::switches::Origin {
+            actor: "chaos",
+            idempotency_key: "chaos-drain",
+            action_id: "chaos-drain",
+        };
+        switches
+            .change(&req, &origin)
+            .await
+            .map_err(|e| format!("{e:?}"))?;
+    }
+    let events = Events::new(
+        store.clone(),
+        Clock::default(),
+        std::sync::Arc::new(config.clone()),
+        ops_console::server::domain::seal::Seal::from_keys([9; 32], [9; 32]),
+    )?;
+    if count(store, Group::Held, &Filter::default())
+        .await
+        .map_err(err)?
+        > 0
+    {
+        let req = BulkRequest {
+            op: job_op("release").map_err(|e| e.to_string())?,
+            filter: Filter::default(),
+            reason: "chaos run over".into(),
+            actor: "chaos".into(),
+            form_key: "chaos-release".into(),
+        };
+        events
+            .start_bulk("held", req)
+            .await
+            .map_err(|e| e.to_string())?;
+        for _ in 0..50 {
+            events.run_jobs().await.map_err(err)?;
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let due = count(store, Group::Due, &Filter::default())
+            .await
+            .map_err(err)?;
+        let held = count(store, Group::Held, &Filter::default())
+            .await
+            .map_err(err)?;
+        if due + held == 0 {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "{due} side effects still due and {held} held two minutes after the run"
+            ));
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
 async fn settle(store: &Store) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -450,7 +545,7 @@ fn print_report(
     println!("  DynamoDB through the proxy: {report}");
     println!("  expiry: {removed} inbox items removed as TTL would; counted down by the consoles' stream consumers");
     println!(
-        "  side effects: {} applied at the receiver from {} requests ({} refused by it with 503 and retried, {} re-sent with the same key and dropped)",
-        found.applied, found.receiver_requests, found.receiver_refused, found.resent
+        "  side effects: {} applied at the receiver from {} requests ({} refused by it with 503 and retried, {} re-sent with the same webhook-id and dropped, {} with a bad signature); it was slow {} times and down {} times",
+        found.applied, found.receiver_requests, found.receiver_refused, found.resent, found.bad_signatures, found.slow_stretches, found.down_stretches
     );
 }

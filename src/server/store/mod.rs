@@ -14,6 +14,7 @@ pub mod items;
 pub mod measurements;
 pub mod query;
 pub mod schema;
+pub mod sweep;
 pub mod switches;
 pub mod tx;
 

@@ -5,6 +5,7 @@
 //! sends it signed, and records the answer under the claim — delivered, a retry at the next
 //! time of the schedule, or a dead letter.
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -22,8 +23,14 @@ use crate::server::store::events::outbox::{self, Ending, Move, SHARDS};
 use crate::server::store::events::{outbox_reads, receiver, ActionRecord, ActionStatus, Try};
 use crate::server::store::StoreError;
 
-/// Actions one round reads per shard.
+/// Actions one page of a shard holds.
 const PER_SHARD: usize = 25;
+
+/// Pages of one shard a round reads while it finds only waiting actions.
+const PAGES_PER_SHARD: usize = 8;
+
+/// How long an action whose predecessor is held waits before it is looked at again.
+const HELD_RECHECK_MS: i64 = 10_000;
 
 /// What one round did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -47,36 +54,49 @@ impl Round {
     }
 }
 
-/// What became of one due action.
+/// What became of one action that could go.
 enum Step {
     Ended(ActionStatus),
     Held,
-    Waiting,
     Taken,
+}
+
+/// Whether a due action waits for the one before it in its conversation.
+enum Wait {
+    No,
+    /// It waits where it is.
+    Stays,
+    /// It waits, moved to this time.
+    Moved(i64),
 }
 
 impl Events {
     /// One round over every shard. Safe to run on every console at once.
     pub async fn dispatch_round(&self) -> Result<Round, StoreError> {
-        let now = self.clock.now();
-        let mut due = Vec::new();
-        for shard in 0..SHARDS {
-            due.extend(
-                outbox_reads::due(&self.store, shard, now.timestamp_millis(), PER_SHARD).await?,
-            );
-        }
+        let now_ms = self.clock.now().timestamp_millis();
         let mut round = Round::default();
-        if due.is_empty() {
-            return Ok(round);
-        }
         let safe_mode = self.live_switches().await?.safe_mode;
-        let target = self.target().await?.filter(|t| t.enabled);
-        if !safe_mode && target.is_none() {
-            round.no_receiver = due.len();
-            return Ok(round);
+        let target = if safe_mode {
+            None
+        } else {
+            match self.target().await?.filter(|t| t.enabled) {
+                Some(t) => Some(t),
+                None => {
+                    for shard in 0..SHARDS {
+                        let (due, _) =
+                            outbox_reads::due(&self.store, shard, now_ms, PER_SHARD, None).await?;
+                        round.no_receiver += due.len();
+                    }
+                    return Ok(round);
+                }
+            }
+        };
+        let mut ready = Vec::new();
+        for shard in 0..SHARDS {
+            ready.extend(self.ready_on(shard, now_ms, safe_mode, &mut round).await?);
         }
-        let steps: Vec<Result<Step, StoreError>> = stream::iter(due)
-            .map(|rec| self.step(rec, safe_mode, target.as_ref()))
+        let steps: Vec<Result<Step, StoreError>> = stream::iter(ready)
+            .map(|rec| self.step(rec, target.as_ref()))
             .buffer_unordered(self.config.events.dispatch_concurrency.max(1) as usize)
             .collect()
             .await;
@@ -86,11 +106,74 @@ impl Events {
                 Step::Ended(ActionStatus::Dead) => round.dead += 1,
                 Step::Ended(_) => round.retrying += 1,
                 Step::Held => round.held += 1,
-                Step::Waiting => round.waiting += 1,
                 Step::Taken => round.taken += 1,
             }
         }
         Ok(round)
+    }
+
+    /// The due actions of one shard that may go now (in safe mode: every due action, to be
+    /// held). One waiting for the action before it in its conversation is moved just behind
+    /// that one, so that waiting actions never fill the front of the partition that a round
+    /// reads; a whole chain moves in one pass (`moved` keeps this round's new times), and
+    /// while a page holds only waiting actions the next page is read.
+    async fn ready_on(
+        &self,
+        shard: u32,
+        now_ms: i64,
+        safe_mode: bool,
+        round: &mut Round,
+    ) -> Result<Vec<ActionRecord>, StoreError> {
+        let mut ready = Vec::new();
+        let mut moved: HashMap<String, i64> = HashMap::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..PAGES_PER_SHARD {
+            let (page, next) =
+                outbox_reads::due(&self.store, shard, now_ms, PER_SHARD, cursor.as_deref()).await?;
+            for rec in page {
+                if safe_mode {
+                    ready.push(rec);
+                    continue;
+                }
+                match self.waits(&rec, now_ms, &moved).await? {
+                    Wait::No => ready.push(rec),
+                    Wait::Stays => round.waiting += 1,
+                    Wait::Moved(until) => {
+                        round.waiting += 1;
+                        moved.insert(rec.event_id, until);
+                    }
+                }
+            }
+            match next {
+                Some(n) if ready.is_empty() => cursor = Some(n),
+                _ => break,
+            }
+        }
+        Ok(ready)
+    }
+
+    /// Whether `rec` waits for the action before it, and if so whether it moved.
+    async fn waits(
+        &self,
+        rec: &ActionRecord,
+        now_ms: i64,
+        moved: &HashMap<String, i64>,
+    ) -> Result<Wait, StoreError> {
+        let Some(before) = &rec.after else {
+            return Ok(Wait::No);
+        };
+        let until = match moved.get(before) {
+            // The one before waits too, and moved this round: go just behind it.
+            Some(at) => Some(at + 1),
+            None => match outbox::blocker(&self.store, before).await? {
+                None => return Ok(Wait::No),
+                Some(blocker) => self.wait_until(rec, &blocker, now_ms),
+            },
+        };
+        match until {
+            Some(t) if outbox::defer(&self.store, rec, t).await? => Ok(Wait::Moved(t)),
+            _ => Ok(Wait::Stays),
+        }
     }
 
     /// Rounds until nothing more is due now (tests, and the dispatcher after a kick).
@@ -112,23 +195,11 @@ impl Events {
         Ok(total)
     }
 
-    async fn step(
-        &self,
-        rec: ActionRecord,
-        safe_mode: bool,
-        target: Option<&Target>,
-    ) -> Result<Step, StoreError> {
-        if safe_mode {
-            return self.hold(&rec).await;
-        }
+    /// Holds (safe mode) or claims and delivers one action that may go.
+    async fn step(&self, rec: ActionRecord, target: Option<&Target>) -> Result<Step, StoreError> {
         let Some(target) = target else {
-            return Ok(Step::Waiting);
+            return self.hold(&rec).await;
         };
-        if let Some(before) = &rec.after {
-            if !outbox::has_ended(&self.store, before).await? {
-                return Ok(Step::Waiting);
-            }
-        }
         let now_ms = self.clock.now().timestamp_millis();
         let nonce = random_hex(16);
         let Some(mine) =
@@ -145,6 +216,18 @@ impl Events {
             return Ok(Step::Taken);
         }
         self.deliver(&mine, target).await
+    }
+
+    /// When an action waiting for `blocker` is next looked at, if it must move: just behind
+    /// the blocker, or a while from now if the blocker is held. `None`: it stays (it is
+    /// behind already, or the blocker is in flight).
+    fn wait_until(&self, rec: &ActionRecord, blocker: &ActionRecord, now_ms: i64) -> Option<i64> {
+        let at = match blocker.status {
+            ActionStatus::Held => return Some(now_ms + HELD_RECHECK_MS),
+            ActionStatus::Claimed if blocker.lease_until_ms >= now_ms => return None,
+            _ => blocker.next_at_ms,
+        };
+        (rec.next_at_ms <= at).then_some(at + 1)
     }
 
     /// Safe mode holds a due action until an operator releases or discards it.
@@ -309,12 +392,12 @@ impl Events {
             let moved = match self.dispatch_round().await {
                 Ok(r) => r.moved(),
                 Err(e) => {
-                    tracing::warn!(error = %e, "outbox round failed; trying again");
+                    tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "outbox round failed; trying again");
                     false
                 }
             };
             if let Err(e) = self.run_jobs().await {
-                tracing::warn!(error = %e, "outbox job round failed; trying again");
+                tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "outbox job round failed; trying again");
             }
             if !moved {
                 let _ = tokio::time::timeout(poll, self.kick.notified()).await;

@@ -217,12 +217,44 @@ pub async fn finish(
     Ok(outcome.refused_at(0).is_none())
 }
 
-/// Whether the action `key` (the one before another in its conversation) no longer holds
-/// the next one back: it ended, or it is gone (expired).
-pub async fn has_ended(store: &Store, key: &str) -> Result<bool, StoreError> {
+/// The action `key` (the one before another in its conversation) if it still holds the
+/// next one back; `None` once it ended or is gone (expired).
+pub async fn blocker(store: &Store, key: &str) -> Result<Option<ActionRecord>, StoreError> {
     let found: Option<ActionRecord> =
         items::get(store, MW_IDEMPOTENCY.base, "event_id", key).await?;
-    Ok(found.is_none_or(|a| a.status.has_ended()))
+    Ok(found.filter(|a| !a.status.has_ended()))
+}
+
+/// Moves a due action that waits for the one before it to `until_ms` in its partition, so
+/// that waiting actions never fill the front of the partition and hide the one they wait
+/// for (a dispatcher reads the front only). Conditioned on the action being unchanged
+/// since it was read; false if it was not (someone else moved it: nothing to do).
+pub async fn defer(store: &Store, rec: &ActionRecord, until_ms: i64) -> Result<bool, StoreError> {
+    let table = store.table(MW_IDEMPOTENCY.base);
+    let req = store
+        .client()
+        .update_item()
+        .table_name(&table)
+        .key("event_id", s(&rec.event_id))
+        .update_expression("SET next_at_ms = :until, outbox_sk = :sk")
+        .condition_expression("#st IN (:queued, :retry) AND next_at_ms = :was")
+        .expression_attribute_names("#st", "status")
+        .expression_attribute_values(":queued", s(ActionStatus::Queued.as_str()))
+        .expression_attribute_values(":retry", s(ActionStatus::Retry.as_str()))
+        .expression_attribute_values(":was", n(rec.next_at_ms))
+        .expression_attribute_values(":until", n(until_ms))
+        .expression_attribute_values(":sk", s(sort_key(until_ms, &rec.event_id)));
+    // Deferring twice to the same time is harmless, so a lost answer may be retried.
+    tx::retrying(|| async {
+        match req.clone().send().await {
+            Ok(_) => Ok(true),
+            Err(e) => match e.into_service_error() {
+                UpdateItemError::ConditionalCheckFailedException(_) => Ok(false),
+                other => Err(StoreError::service("UpdateItem", &other)),
+            },
+        }
+    })
+    .await
 }
 
 /// An operator's (or safe mode's) move of one action.

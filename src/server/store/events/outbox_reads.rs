@@ -49,17 +49,20 @@ fn decode_all(items: Vec<query::Item>, table: &str) -> Result<Vec<ActionRecord>,
 }
 
 /// Up to `limit` actions of `shard` due by `now_ms` (including in-flight ones whose claim
-/// ran out), the longest waiting first. The index is eventually consistent: every claim is
+/// ran out), the longest waiting first, from `after` (a cursor this returned), and the
+/// cursor of the next page. The index is eventually consistent: every claim is
 /// conditioned on the item itself.
 pub async fn due(
     store: &Store,
     shard: u32,
     now_ms: i64,
     limit: usize,
-) -> Result<Vec<ActionRecord>, StoreError> {
+    after: Option<&str>,
+) -> Result<(Vec<ActionRecord>, Option<String>), StoreError> {
     let spec = spec(store, Group::Due, shard, &Filter::default(), Some(now_ms));
-    let page = query::page(store, &spec, Start::First, limit).await?;
-    decode_all(page.items, &spec.table)
+    let start = after.map_or(Start::First, Start::After);
+    let page = query::page(store, &spec, start, limit).await?;
+    Ok((decode_all(page.items, &spec.table)?, page.next))
 }
 
 /// The first `limit` actions of one shard of a group (a bulk job's page: what it moves

@@ -38,48 +38,5 @@ pub async fn sweep_page(
     now_secs: i64,
     start: Option<HashMap<String, AttributeValue>>,
 ) -> Result<(usize, usize, Option<HashMap<String, AttributeValue>>), StoreError> {
-    let table = store.table(IDEMPOTENCY_KEYS.base);
-    let out = store
-        .client()
-        .scan()
-        .table_name(&table)
-        .filter_expression("expires_at <= :now")
-        .expression_attribute_values(":now", n(now_secs))
-        .projection_expression("id")
-        .set_exclusive_start_key(start)
-        .limit(200)
-        .send()
-        .await
-        .map_err(StoreError::request("Scan"))?;
-    let ids: Vec<String> = out
-        .items
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|i| i.get("id").and_then(|v| v.as_s().ok()).cloned())
-        .collect();
-    let examined = out.scanned_count as usize;
-    let mut tasks = tokio::task::JoinSet::new();
-    for id in ids {
-        let store = store.clone();
-        let table = table.clone();
-        tasks.spawn(async move {
-            store
-                .client()
-                .delete_item()
-                .table_name(table)
-                .key("id", s(id))
-                .condition_expression("expires_at <= :now")
-                .expression_attribute_values(":now", n(now_secs))
-                .send()
-                .await
-                .is_ok()
-        });
-    }
-    let mut deleted = 0;
-    while let Some(done) = tasks.join_next().await {
-        if matches!(done, Ok(true)) {
-            deleted += 1;
-        }
-    }
-    Ok((examined, deleted, out.last_evaluated_key))
+    crate::server::store::sweep::page(store, &IDEMPOTENCY_KEYS, now_secs, start).await
 }

@@ -152,46 +152,7 @@ pub async fn sweep_page(
     now_s: i64,
     start: Option<HashMap<String, AttributeValue>>,
 ) -> Result<(usize, usize, Option<HashMap<String, AttributeValue>>), StoreError> {
-    let table = store.table(INBOX.base);
-    let out = store
-        .client()
-        .scan()
-        .table_name(&table)
-        .filter_expression("expiredat <= :now")
-        .expression_attribute_values(":now", n(now_s))
-        .set_exclusive_start_key(start)
-        .send()
-        .await
-        .map_err(StoreError::request("Scan"))?;
-    let examined = out.scanned_count.max(0) as usize;
-    let mut deleted = 0;
-    for item in out.items.unwrap_or_default() {
-        let (Some(pk), Some(sk)) = (field(&item, "pk"), field(&item, "sk")) else {
-            continue;
-        };
-        let result = store
-            .client()
-            .delete_item()
-            .table_name(&table)
-            .key("pk", s(pk))
-            .key("sk", s(sk))
-            .condition_expression("expiredat <= :now")
-            .expression_attribute_values(":now", n(now_s))
-            .send()
-            .await;
-        match result {
-            Ok(_) => deleted += 1,
-            Err(e) => match e.into_service_error() {
-                aws_sdk_dynamodb::operation::delete_item::DeleteItemError::ConditionalCheckFailedException(_) => {}
-                other => return Err(StoreError::service("DeleteItem", &other)),
-            },
-        }
-    }
-    Ok((
-        examined,
-        deleted,
-        out.last_evaluated_key.filter(|k| !k.is_empty()),
-    ))
+    crate::server::store::sweep::page(store, &INBOX, now_s, start).await
 }
 
 /// One page of every inbox item, as JSON (for `verify inbox`, an operator's tool).
