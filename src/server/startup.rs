@@ -29,6 +29,7 @@ pub fn app(state: AppState) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), mw::session))
         .layer(middleware::from_fn(mw::same_origin))
         .layer(middleware::from_fn(mw::contain_panics))
+        .layer(middleware::from_fn(mw::measure))
         .with_state(state)
 }
 
@@ -173,6 +174,7 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
     if state.config.demo_data {
         spawn_demo_seed(&state);
     }
+    let metrics_server = spawn_metrics_listener(&state.config).await?;
     let addr = state.config.site_addr;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -198,6 +200,9 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
     if let Some(r) = reaper {
         r.abort();
     }
+    if let Some(m) = metrics_server {
+        m.abort();
+    }
     if let Err(e) = state_for_shutdown.idempotency.flush_stats().await {
         tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "could not write the last idempotency counters");
     }
@@ -207,6 +212,35 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
         let _ = std::fs::remove_file(endpoint_path);
     }
     result.map_err(|e| StartError::Other(e.to_string()))
+}
+
+/// `/metrics` alone, without a key, on `operations.metrics_listen` (when set).
+async fn spawn_metrics_listener(
+    config: &Config,
+) -> Result<Option<tokio::task::JoinHandle<()>>, StartError> {
+    let Ok(addr) = config
+        .operations
+        .metrics_listen
+        .parse::<std::net::SocketAddr>()
+    else {
+        return Ok(None);
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| StartError::Bind {
+            addr: addr.to_string(),
+            cause: e.to_string(),
+        })?;
+    tracing::info!("metrics on http://{addr}/metrics");
+    let router = Router::new().route(
+        "/metrics",
+        axum::routing::get(crate::server::http::health::metrics_text),
+    );
+    Ok(Some(tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, router).await {
+            tracing::warn!(error = %e, "the metrics address stopped");
+        }
+    })))
 }
 
 /// Seeds the demo conversations once per data directory (a marker in the settings table

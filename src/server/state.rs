@@ -48,6 +48,8 @@ impl FromRef<AppState> for LeptosOptions {
 
 impl AppState {
     pub fn new(config: Config, store: Store, clock: Clock, secret: Secret) -> Self {
+        // The metrics recorder exists before anything counts.
+        crate::server::metrics::handle();
         let leptos = LeptosOptions::builder()
             .output_name("ops-console")
             .site_root(std::env::var("LEPTOS_SITE_ROOT").unwrap_or_else(|_| "target/site".into()))

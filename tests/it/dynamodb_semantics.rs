@@ -525,6 +525,7 @@ async fn a_shard_held_by_a_console_that_died_is_taken_over_after_its_lease() {
 
 #[tokio::test]
 async fn fifty_users_at_once_throttle_no_item() {
+    crate::helpers::alone().await;
     let proxy = faulty_dynamodb().await;
     let (app, direct) = spawn_app_via(&proxy, |_| {}).await;
     let key = app

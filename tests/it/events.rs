@@ -244,6 +244,7 @@ async fn the_answer_never_waits_for_the_receiver_and_a_failing_receiver_is_retri
 
 #[tokio::test]
 async fn a_thousand_events_with_duplicates_lose_no_state_update() {
+    crate::helpers::alone().await;
     let app = Arc::new(spawn_app().await);
     app.set_switches(false, false).await;
     let key = app.api_key(&["events:write"]).await;

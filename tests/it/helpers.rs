@@ -137,8 +137,44 @@ pub async fn store_for(app: &TestApp, endpoint: &str) -> Store {
     .await
 }
 
+/// The tests whose assertions depend on how fast DynamoDB Local answers (a load they make
+/// and time, conflicts they count) run alone: DynamoDB Local serializes every request, and
+/// another test's load makes their transactions overlap more than AWS's would. Every other
+/// test shares the lock (taken when its thread makes its first app, held until the test's
+/// thread ends).
+fn exclusive() -> std::sync::Arc<tokio::sync::RwLock<()>> {
+    static LOCK: OnceLock<std::sync::Arc<tokio::sync::RwLock<()>>> = OnceLock::new();
+    LOCK.get_or_init(Default::default).clone()
+}
+
+enum Held {
+    Shared(#[allow(dead_code)] tokio::sync::OwnedRwLockReadGuard<()>),
+    Alone(#[allow(dead_code)] tokio::sync::OwnedRwLockWriteGuard<()>),
+}
+
+thread_local! {
+    static HELD: std::cell::RefCell<Option<Held>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Call first in a test that must have DynamoDB Local to itself.
+pub async fn alone() {
+    // A share still held here is a previous test's (one thread runs every test when
+    // `--test-threads=1`): nothing runs beside this one then.
+    HELD.with(|h| h.borrow_mut().take());
+    let guard = exclusive().write_owned().await;
+    HELD.with(|h| *h.borrow_mut() = Some(Held::Alone(guard)));
+}
+
+async fn share() {
+    if HELD.with(|h| h.borrow().is_none()) {
+        let guard = exclusive().read_owned().await;
+        HELD.with(|h| *h.borrow_mut() = Some(Held::Shared(guard)));
+    }
+}
+
 async fn spawn_app_on(endpoint: &str, tweak: impl FnOnce(&mut Config)) -> TestApp {
     init_logs();
+    share().await;
     let endpoint = endpoint.to_string();
     let prefix = format!("t{}_", random_hex(6));
     let mut config = Config::for_tests(&endpoint, &prefix);

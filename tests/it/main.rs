@@ -13,6 +13,7 @@ mod inbox;
 mod kill_switches;
 mod limits;
 mod measurements;
+mod operations;
 mod outbox;
 mod receiver;
 mod replay;

@@ -1,4 +1,4 @@
-//! The command line: `ops-console [serve|bootstrap|openapi|sweep|verify|seed|user|apikey]`,
+//! The command line: `ops-console [serve|bootstrap|openapi|sweep|verify|seed|user|apikey|aws]`,
 //! parsed by clap. The commands talk to the same DynamoDB as a running console.
 
 mod accounts;
@@ -8,8 +8,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::server::config::Config;
+use crate::server::config::{Config, Environment};
 use crate::server::startup::{self, Database};
+use crate::server::store::TableNames;
 
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -60,6 +61,60 @@ enum Command {
         #[command(subcommand)]
         command: accounts::ApiKeyCommand,
     },
+    /// The deploy kit: what AWS needs, for this environment's tables (docs/deploy.md).
+    Aws {
+        #[command(subcommand)]
+        what: Aws,
+    },
+}
+
+#[derive(Subcommand)]
+enum Aws {
+    /// Print a CloudFormation template (JSON) for every table.
+    Cloudformation {
+        #[command(flatten)]
+        tables: Tables,
+    },
+    /// Print the least-privilege IAM policy (JSON) on the environment's tables.
+    IamPolicy {
+        #[command(flatten)]
+        tables: Tables,
+        /// The AWS account id the tables are in (12 digits).
+        #[arg(long, value_parser = account_id)]
+        account: String,
+        #[arg(long)]
+        region: String,
+        /// The bootstrap's policy (create and complete tables) instead of the console's.
+        #[arg(long)]
+        bootstrap: bool,
+    },
+}
+
+/// Which tables: the settings `app.environment` and `dynamodb.table_prefix` name them.
+#[derive(clap::Args)]
+struct Tables {
+    /// dev, staging or prod.
+    #[arg(long, value_parser = environment)]
+    env: Environment,
+    #[arg(long, default_value = "")]
+    table_prefix: String,
+}
+
+fn environment(s: &str) -> Result<Environment, String> {
+    match s {
+        "dev" => Ok(Environment::Dev),
+        "staging" => Ok(Environment::Staging),
+        "prod" => Ok(Environment::Prod),
+        _ => Err("one of dev, staging, prod".into()),
+    }
+}
+
+fn account_id(s: &str) -> Result<String, String> {
+    if s.len() == 12 && s.bytes().all(|b| b.is_ascii_digit()) {
+        Ok(s.to_string())
+    } else {
+        Err("an AWS account id is 12 digits".into())
+    }
 }
 
 #[derive(Subcommand)]
@@ -91,6 +146,13 @@ pub async fn run(raw: Vec<String>) -> ExitCode {
             };
         }
     };
+    let command = match cli.command.unwrap_or(Command::Serve) {
+        Command::Aws { what } => {
+            print_json(&aws(what));
+            return ExitCode::SUCCESS;
+        }
+        other => other,
+    };
     let config = match Config::load() {
         Ok(c) => c,
         Err(e) => {
@@ -98,12 +160,13 @@ pub async fn run(raw: Vec<String>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let result = match cli.command.unwrap_or(Command::Serve) {
+    let result = match command {
         Command::Serve => startup::serve(config).await.map_err(err),
         Command::Bootstrap => maintenance::bootstrap(&config).await,
         Command::Openapi => {
-            let doc = crate::server::http::openapi::document();
-            println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+            print_json(
+                &serde_json::to_value(crate::server::http::openapi::document()).unwrap_or_default(),
+            );
             Ok(())
         }
         Command::Sweep => maintenance::sweep(&config).await,
@@ -115,6 +178,7 @@ pub async fn run(raw: Vec<String>) -> ExitCode {
         } => maintenance::seed_conversations(&config, count as usize, seed).await,
         Command::User { command } => accounts::user(&config, command).await,
         Command::Apikey { command } => accounts::apikey(&config, command).await,
+        Command::Aws { .. } => Ok(()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -123,6 +187,32 @@ pub async fn run(raw: Vec<String>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The deploy kit needs no settings and no DynamoDB: only the tables' names.
+fn aws(what: Aws) -> serde_json::Value {
+    use crate::server::deploy::{cloudformation, iam};
+    let names = |t: &Tables| TableNames::new(&t.table_prefix, t.env.as_str());
+    match what {
+        Aws::Cloudformation { tables } => cloudformation::template(&names(&tables), tables.env),
+        Aws::IamPolicy {
+            tables,
+            account,
+            region,
+            bootstrap,
+        } => {
+            let role = if bootstrap {
+                iam::Role::Bootstrap
+            } else {
+                iam::Role::Console
+            };
+            iam::policy(&names(&tables), &region, &account, role)
+        }
+    }
+}
+
+fn print_json(v: &serde_json::Value) {
+    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
 }
 
 pub(super) async fn database(config: &Config) -> Result<Database, CliError> {

@@ -55,6 +55,7 @@ pub struct Config {
     pub events: EventsSection,
     pub inbox: InboxSection,
     pub measurements: MeasurementsSection,
+    pub operations: OperationsSection,
     /// Where the settings came from, for the start-up log.
     pub source: String,
 }
@@ -191,6 +192,7 @@ impl Config {
             events,
             inbox,
             measurements,
+            operations,
         } = raw;
         Ok(Config {
             env: app.environment,
@@ -207,6 +209,7 @@ impl Config {
             events,
             inbox,
             measurements,
+            operations,
             source,
         })
     }

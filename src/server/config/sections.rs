@@ -368,6 +368,35 @@ impl Default for MeasurementsSection {
     }
 }
 
+/// Running it in production (docs/operations.md): metrics and alerts.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OperationsSection {
+    /// A second address serving only `/metrics`, without an API key (for a scraper inside
+    /// the network); empty: none, and `/metrics` on the main address needs `metrics:read`.
+    pub metrics_listen: String,
+    /// Where alerts go as JSON (empty: nowhere).
+    pub alert_webhook_url: String,
+    /// A Slack incoming webhook for alerts (empty: none).
+    pub alert_slack_url: String,
+    /// How often a console judges the alert rules, in seconds.
+    pub alert_check_seconds: i64,
+    /// The console's address as people reach it, for links in alerts (empty: none).
+    pub public_url: String,
+}
+
+impl Default for OperationsSection {
+    fn default() -> Self {
+        OperationsSection {
+            metrics_listen: String::new(),
+            alert_webhook_url: String::new(),
+            alert_slack_url: String::new(),
+            alert_check_seconds: 60,
+            public_url: String::new(),
+        }
+    }
+}
+
 /// The file's shape, every section defaulted.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -380,6 +409,7 @@ pub struct Settings {
     pub events: EventsSection,
     pub inbox: InboxSection,
     pub measurements: MeasurementsSection,
+    pub operations: OperationsSection,
 }
 
 /// The sections, for the `OPS_<SECTION>_<KEY>` variables.
@@ -392,4 +422,5 @@ pub const SECTIONS: &[&str] = &[
     "events",
     "inbox",
     "measurements",
+    "operations",
 ];

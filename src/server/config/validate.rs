@@ -60,6 +60,7 @@ pub(super) fn settings(s: &Settings) -> Result<(), ConfigError> {
         3600,
     )?;
     range("inbox.stream_poll_ms", i.stream_poll_ms, 10, 60_000)?;
+    operations(&s.operations)?;
     measurements(&s.measurements)
 }
 
@@ -253,4 +254,27 @@ fn rule(at: &str, r: &Rule) -> Result<(), ConfigError> {
         ));
     }
     range(&key("confidence"), r.confidence, 0.0, 1.0)
+}
+
+fn operations(o: &super::OperationsSection) -> Result<(), ConfigError> {
+    if !o.metrics_listen.is_empty() && o.metrics_listen.parse::<std::net::SocketAddr>().is_err() {
+        return Err(ConfigError::new(
+            "operations.metrics_listen",
+            "must be an address and port, like 0.0.0.0:9100",
+        ));
+    }
+    for (key, url) in [
+        ("operations.alert_webhook_url", &o.alert_webhook_url),
+        ("operations.alert_slack_url", &o.alert_slack_url),
+    ] {
+        if !url.is_empty() && crate::server::outbound::parse_url(url).is_err() {
+            return Err(ConfigError::new(key, "must be an http or https URL"));
+        }
+    }
+    range(
+        "operations.alert_check_seconds",
+        o.alert_check_seconds,
+        5,
+        3600,
+    )
 }

@@ -10,3 +10,13 @@ pub struct Health {
     /// `ok`, `error` or `timeout`.
     pub dynamodb: &'static str,
 }
+
+/// `/readyz`: whether this console can serve (DynamoDB answers, every table as specified).
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct Ready {
+    /// `ready` or `not ready`.
+    pub status: &'static str,
+    /// What differs from the tables the console expects (a missing table or index, TTL on
+    /// another attribute, a missing stream), or why DynamoDB could not be asked.
+    pub problems: Vec<String>,
+}

@@ -84,6 +84,7 @@ scopes!(
     InboxRead = "inbox:read",
     InboxWrite = "inbox:write",
     MeasurementsWrite = "measurements:write",
+    MetricsRead = "metrics:read",
 );
 
 /// The caller of a REST endpoint holding the scope `S`: 401 without a valid key, 403

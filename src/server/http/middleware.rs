@@ -70,6 +70,8 @@ fn is_public(path: &str) -> bool {
     path == "/login"
         || path == "/logout"
         || path == "/healthz"
+        || path == "/readyz"
+        || path == "/metrics"
         || path.starts_with("/api/")
         || path.starts_with("/pkg/")
         || path == "/favicon.ico"
@@ -115,6 +117,30 @@ pub async fn guard_pages(req: Request, next: Next) -> Response {
 }
 
 /// Pages must not be kept by the browser: after sign-out, Back shows the login page.
+/// Counts every answer by route template (never the path: ids stay out of labels), method
+/// and status, and times it.
+pub async fn measure(req: Request, next: Next) -> Response {
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or("unmatched", |m| m.as_str())
+        .to_string();
+    let method = match *req.method() {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    };
+    let started = std::time::Instant::now();
+    let res = next.run(req).await;
+    crate::server::metrics::http_request(&route, method, res.status().as_u16(), started.elapsed());
+    res
+}
+
 pub async fn no_store(req: Request, next: Next) -> Response {
     let mut res = next.run(req).await;
     let html = res

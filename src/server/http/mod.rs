@@ -30,6 +30,8 @@ use problem::Problem;
 pub fn routes(state: &AppState) -> Router<AppState> {
     Router::new()
         .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/metrics", get(health::metrics))
         .route("/api/openapi.json", get(openapi::serve))
         .route("/login", post(accounts::login))
         .route("/logout", post(accounts::logout))

@@ -4,8 +4,12 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_dynamodb::config::interceptors::{
+    BeforeTransmitInterceptorContextRef, FinalizerInterceptorContextRef,
+};
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_smithy_runtime_api::client::orchestrator::Metadata;
+use aws_smithy_runtime_api::client::retries::RequestAttempts;
 
 #[derive(Debug, Default)]
 pub struct RequestCounter {
@@ -52,7 +56,7 @@ impl Intercept for CountingInterceptor {
         &self,
         context: &BeforeTransmitInterceptorContextRef<'_>,
         _runtime_components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
+        cfg: &mut ConfigBag,
     ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         let op = context
             .request()
@@ -61,6 +65,45 @@ impl Intercept for CountingInterceptor {
             .and_then(|t| t.rsplit('.').next())
             .unwrap_or("unknown");
         self.0.add(op);
+        let attempts = cfg.load::<RequestAttempts>().map_or(1, |a| a.attempts());
+        if attempts > 1 {
+            crate::server::metrics::dynamodb_retry(op);
+        }
         Ok(())
+    }
+
+    // Once per attempt, with its answer (or none: the connection failed, or timed out).
+    fn read_after_attempt(
+        &self,
+        context: &FinalizerInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        // The request has been sent away by now; the operation's name is in its metadata.
+        let op = cfg.load::<Metadata>().map_or("unknown", |m| m.name());
+        let result = match context.response() {
+            None => "error",
+            Some(r) if r.status().is_success() => "ok",
+            Some(r) => classify(r.body().bytes().unwrap_or_default()),
+        };
+        crate::server::metrics::dynamodb_request(op, result);
+        Ok(())
+    }
+}
+
+/// The result of a DynamoDB error answer, from its body: the error type, and for a
+/// cancelled transaction its cancellation reasons.
+fn classify(body: &[u8]) -> &'static str {
+    let text = String::from_utf8_lossy(body);
+    let has = |s: &str| text.contains(s);
+    if has("TransactionConflict") || has("TransactionInProgress") {
+        "conflict"
+    } else if has("Throttl") || has("ProvisionedThroughputExceeded") || has("RequestLimitExceeded")
+    {
+        "throttled"
+    } else if has("ConditionalCheckFailed") {
+        "condition_failed"
+    } else {
+        "error"
     }
 }

@@ -131,4 +131,12 @@ impl StoreError {
     pub fn is_retryable(&self) -> bool {
         matches!(self.busy(), Some(Busy::Throttled | Busy::Conflict))
     }
+
+    /// The DynamoDB operation that failed, when it is known.
+    pub fn operation(&self) -> Option<&'static str> {
+        match self {
+            StoreError::Busy { op, .. } | StoreError::Request { op, .. } => Some(op),
+            _ => None,
+        }
+    }
 }

@@ -133,14 +133,23 @@ impl Store {
         Ok(())
     }
 
-    /// Waits until DynamoDB answers at all (used right after starting DynamoDB Local).
+    /// Waits until DynamoDB answers at all (right after starting DynamoDB Local, and at
+    /// start-up). It describes the settings table, which the console's IAM policy allows
+    /// (ListTables would need every table in the account); "no such table" is an answer.
     pub async fn wait_until_reachable(&self, within: Duration) -> Result<(), StoreError> {
+        use aws_sdk_dynamodb::operation::describe_table::DescribeTableError;
         let deadline = tokio::time::Instant::now() + within;
         loop {
-            match self.client.list_tables().limit(1).send().await {
-                Ok(_) => return Ok(()),
+            let asked = self
+                .client
+                .describe_table()
+                .table_name(self.table(schema::SETTINGS.base))
+                .send()
+                .await;
+            match asked.map_err(|e| e.into_service_error()) {
+                Ok(_) | Err(DescribeTableError::ResourceNotFoundException(_)) => return Ok(()),
                 Err(e) if tokio::time::Instant::now() >= deadline => {
-                    return Err(StoreError::request("ListTables")(e))
+                    return Err(StoreError::service("DescribeTable", &e))
                 }
                 Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
             }

@@ -64,6 +64,7 @@ where
     loop {
         match write().await {
             Err(e) if e.is_retryable() && attempt + 1 < BUDGET.attempts => {
+                crate::server::metrics::dynamodb_retry(e.operation().unwrap_or("unknown"));
                 backoff(BUDGET, attempt).await;
                 attempt += 1;
             }

@@ -40,6 +40,7 @@ pub const SCOPES: &[&str] = &[
     "inbox:write",
     "measurements:write",
     "measurements:admin",
+    "metrics:read",
 ];
 
 /// A new key's name (normalized) if it and the scopes are acceptable.

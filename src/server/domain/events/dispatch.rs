@@ -296,6 +296,12 @@ impl Events {
         if !outbox::finish(&self.store, &end, &audit).await? {
             return Ok(Step::Taken);
         }
+        let counted = match status {
+            ActionStatus::Delivered => "delivered",
+            ActionStatus::Dead => "dead",
+            _ => "retry",
+        };
+        crate::server::metrics::delivery(counted, std::time::Duration::from_millis(ms as u64));
         if answer == Answer::Gone {
             self.receiver_gone(target, now).await?;
         }

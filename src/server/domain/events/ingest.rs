@@ -10,6 +10,7 @@
 //! everything the event needs is durable; a worker that dies after it leaves nothing
 //! undone.
 
+use crate::server::metrics;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -167,12 +168,17 @@ impl Events {
     /// Processes `ev` before answering: `Processed` once, `Duplicate` for every delivery
     /// after that.
     pub async fn ingest(&self, ev: &Incoming, actor: &str) -> Result<Outcome, IngestError> {
+        metrics::event_received();
         let live = self.live_switches().await?;
         let rec = match self.claim_event(ev, live).await? {
             EventClaim::Mine(rec) => *rec,
-            EventClaim::Processed(record) => return Ok(Outcome::Duplicate { record }),
+            EventClaim::Processed(record) => {
+                metrics::event_duplicate();
+                return Ok(Outcome::Duplicate { record });
+            }
         };
         let (decision, actions) = self.decide_and_record(&rec, ev, live, actor).await?;
+        metrics::event_decided(&decision.mode.to_string());
         if actions.iter().any(|a| a.result == "queued") {
             self.kick.notify_one();
         }

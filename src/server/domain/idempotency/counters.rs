@@ -21,6 +21,9 @@ pub fn hour_key(t: DateTime<Utc>) -> String {
 impl Engine {
     /// Adds one to each counter in `what` for `scope`, this hour.
     pub(super) fn count(&self, scope: &str, what: &[&'static str]) {
+        for name in what {
+            crate::server::metrics::idempotency_outcome(scope, name);
+        }
         let hour = hour_key(self.clock.now());
         if let Ok(mut counters) = self.counters.lock() {
             let bucket = counters.entry((scope.to_string(), hour)).or_default();

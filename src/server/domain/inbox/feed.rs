@@ -203,6 +203,9 @@ impl Inbox {
         let keep = (now + Duration::days(KEEP_DAYS)).timestamp();
         for _ in 0..5 {
             if let Some(marked) = self.try_mark(&r, now, keep).await? {
+                if marked == Marked::Now {
+                    crate::server::metrics::inbox_read();
+                }
                 return Ok(marked);
             }
         }

@@ -230,6 +230,9 @@ impl Inbox {
         let (tenant, inbox, id, resumed) = (&t.tenant, &t.inbox, started.id, started.resumed);
         store::finish_publication(&self.store, tenant, inbox, &id).await?;
         tracing::info!(tenant = %tenant, inbox = %inbox, message = %id, recipients, batches, resumed, "message published");
+        if !resumed {
+            crate::server::metrics::inbox_published();
+        }
         Ok(Published {
             message_id: id,
             recipients,

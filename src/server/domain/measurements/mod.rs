@@ -189,6 +189,7 @@ impl Measurements {
                 .to_string()
         };
         let (user, id) = (plain("user_id"), plain("measurement_id"));
+        crate::server::metrics::measurement(Action::Invalid.as_str());
         let attempt = Attempt {
             user: &user,
             measurement_id: &id,

@@ -90,6 +90,7 @@ impl Measurements {
             .flatten();
         for _ in 0..ROUNDS {
             if let Round::Answered(outcome) = self.round(&p, cached.take()).await? {
+                crate::server::metrics::measurement(outcome.name());
                 return Ok(outcome);
             }
         }
@@ -108,6 +109,7 @@ impl Measurements {
         } else {
             return Ok(());
         };
+        crate::server::metrics::measurement(Action::Invalid.as_str());
         let attempt = p.attempt(Action::Invalid, format!("override refused: {why}"));
         self.record(attempt, p.ctx, p.now).await?;
         Err(AppError::Refused(format!("Refused: {why}.")))

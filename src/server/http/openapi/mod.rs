@@ -113,6 +113,8 @@ impl Modify for LayerProblems {
         crate::server::http::measurements::one,
         crate::server::http::measurements::many,
         crate::server::http::health::healthz,
+        crate::server::http::health::readyz,
+        crate::server::http::health::metrics,
     ),
     components(schemas(ProblemDoc), responses(ProblemResponse)),
     modifiers(&BearerKeys, &LayerProblems),

@@ -65,7 +65,10 @@ async fn ensure_table(store: &Store, spec: &TableSpec) -> Result<Outcome, StoreE
     })
 }
 
-async fn describe(store: &Store, name: &str) -> Result<Option<TableDescription>, StoreError> {
+pub(super) async fn describe(
+    store: &Store,
+    name: &str,
+) -> Result<Option<TableDescription>, StoreError> {
     match store
         .client()
         .describe_table()

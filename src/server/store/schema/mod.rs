@@ -3,9 +3,11 @@
 //! TTL gets it added. docs/data-model.md describes each table's items.
 
 mod bootstrap;
+mod drift;
 mod tables;
 
 pub use bootstrap::{bootstrap, index_names, ttl_attribute, Outcome};
+pub use drift::drift;
 pub use tables::*;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

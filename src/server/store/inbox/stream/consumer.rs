@@ -270,6 +270,10 @@ impl Consumer {
             report.records += 1;
             let Some(data) = r.dynamodb else { continue };
             last = data.sequence_number.clone().or(last);
+            if let Some(made) = data.approximate_creation_date_time {
+                let now = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
+                crate::server::metrics::inbox_stream_lag(now - made.as_secs_f64());
+            }
             if r.event_name != Some(OperationType::Remove) {
                 continue;
             }

@@ -1,0 +1,198 @@
+//! What the console counts for Prometheus (docs/operations.md, "Metrics"): one function per
+//! thing that happens, called where it happens; every name and label is here, so the
+//! alerting rules in `deploy/prometheus/` and the docs have one place to agree with.
+//!
+//! Names follow Prometheus's conventions: the `opsconsole_` prefix, base units (seconds),
+//! `_total` on counters, and only labels of a few known values (a route template, never a
+//! path; a scope or an operation, never a key or a user).
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+/// Latency buckets, in seconds: 5 ms to 30 s.
+const LATENCY_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// The recorder of this process, installed once. Every console of a process (tests run
+/// several) records into it: counters are per process, as Prometheus scrapes them.
+pub fn handle() -> PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            let recorder = PrometheusBuilder::new()
+                .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), LATENCY_BUCKETS)
+                .map(|b| b.build_recorder())
+                .unwrap_or_else(|_| PrometheusBuilder::new().build_recorder());
+            let handle = recorder.handle();
+            // Fails only if another recorder was installed first (none is, in the product).
+            let _ = metrics::set_global_recorder(recorder);
+            describe();
+            gauge!("opsconsole_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+            handle
+        })
+        .clone()
+}
+
+/// The text Prometheus scrapes.
+pub fn render() -> String {
+    let h = handle();
+    h.run_upkeep();
+    h.render()
+}
+
+fn describe() {
+    describe_gauge!(
+        "opsconsole_build_info",
+        "The running version (the value is always 1)."
+    );
+    describe_counter!(
+        "opsconsole_http_requests_total",
+        "HTTP requests answered, by route template, method and status."
+    );
+    describe_histogram!(
+        "opsconsole_http_request_duration_seconds",
+        "Time to answer an HTTP request, by route template and method."
+    );
+    describe_counter!("opsconsole_idempotency_outcomes_total", "Idempotency-keyed requests by scope and outcome: fresh, replayed, in_progress, mismatch, stale_takeover, retry, failed, lost_ownership.");
+    describe_counter!(
+        "opsconsole_events_received_total",
+        "Helpdesk events received (valid ones)."
+    );
+    describe_counter!(
+        "opsconsole_events_duplicates_total",
+        "Helpdesk events that were duplicates of one already processed."
+    );
+    describe_counter!(
+        "opsconsole_events_decided_total",
+        "Helpdesk events decided and recorded, by mode."
+    );
+    describe_gauge!(
+        "opsconsole_outbox_actions",
+        "Side effects in the outbox by group (due, held, dead), as last counted."
+    );
+    describe_counter!(
+        "opsconsole_outbox_deliveries_total",
+        "Delivery attempts of side effects by result: delivered, retry, dead."
+    );
+    describe_counter!(
+        "opsconsole_outbox_dead_letters_total",
+        "Side effects that became dead letters."
+    );
+    describe_histogram!(
+        "opsconsole_outbox_delivery_duration_seconds",
+        "Time a delivery attempt took, until the receiver answered or the attempt failed."
+    );
+    describe_counter!(
+        "opsconsole_measurements_total",
+        "Measurements by outcome: accepted, override, duplicate, conflict, out_of_order, invalid."
+    );
+    describe_counter!(
+        "opsconsole_inbox_publishes_total",
+        "Inbox messages published (new publications)."
+    );
+    describe_counter!(
+        "opsconsole_inbox_reads_total",
+        "Inbox messages marked read (first reads)."
+    );
+    describe_counter!("opsconsole_dynamodb_requests_total", "DynamoDB requests (each attempt) by operation and result: ok, condition_failed, conflict, throttled, error.");
+    describe_counter!(
+        "opsconsole_dynamodb_retries_total",
+        "DynamoDB requests sent again after a retryable failure, by operation."
+    );
+    describe_gauge!(
+        "opsconsole_inbox_stream_lag_seconds",
+        "Age of the newest inbox stream record the consumer handled when it handled it."
+    );
+    describe_counter!(
+        "opsconsole_alerts_announced_total",
+        "Alert messages this console sent, by alert and state (firing, resolved)."
+    );
+}
+
+pub fn http_request(route: &str, method: &str, status: u16, took: Duration) {
+    let (route, method) = (route.to_string(), method.to_string());
+    counter!("opsconsole_http_requests_total", "route" => route.clone(), "method" => method.clone(), "status" => status.to_string()).increment(1);
+    histogram!("opsconsole_http_request_duration_seconds", "route" => route, "method" => method)
+        .record(took.as_secs_f64());
+}
+
+/// The engine's own counter names, as Prometheus outcomes (`requests` is their sum).
+pub fn idempotency_outcome(scope: &str, engine_counter: &str) {
+    let outcome = match engine_counter {
+        "fresh" => "fresh",
+        "replayed" => "replayed",
+        "in_progress" => "in_progress",
+        "mismatches" => "mismatch",
+        "takeovers" => "stale_takeover",
+        "retries" => "retry",
+        "failures" => "failed",
+        "lost_ownership" => "lost_ownership",
+        _ => return,
+    };
+    counter!("opsconsole_idempotency_outcomes_total", "scope" => scope.to_string(), "outcome" => outcome).increment(1);
+}
+
+pub fn event_received() {
+    counter!("opsconsole_events_received_total").increment(1);
+}
+
+pub fn event_duplicate() {
+    counter!("opsconsole_events_duplicates_total").increment(1);
+}
+
+pub fn event_decided(mode: &str) {
+    counter!("opsconsole_events_decided_total", "mode" => mode.to_string()).increment(1);
+}
+
+pub fn outbox_actions(group: &'static str, n: u64) {
+    gauge!("opsconsole_outbox_actions", "group" => group).set(n as f64);
+}
+
+/// One delivery attempt's end: `delivered`, `retry` or `dead`.
+pub fn delivery(result: &'static str, took: Duration) {
+    counter!("opsconsole_outbox_deliveries_total", "result" => result).increment(1);
+    histogram!("opsconsole_outbox_delivery_duration_seconds").record(took.as_secs_f64());
+    if result == "dead" {
+        counter!("opsconsole_outbox_dead_letters_total").increment(1);
+    }
+}
+
+/// `accepted`, `override`, `duplicate`, `conflict`, `out_of_order` or `invalid`.
+pub fn measurement(outcome: &'static str) {
+    counter!("opsconsole_measurements_total", "outcome" => outcome).increment(1);
+}
+
+pub fn inbox_published() {
+    counter!("opsconsole_inbox_publishes_total").increment(1);
+}
+
+pub fn inbox_read() {
+    counter!("opsconsole_inbox_reads_total").increment(1);
+}
+
+/// One DynamoDB request attempt; `result` is `ok`, `condition_failed`, `conflict`,
+/// `throttled` or `error`.
+pub fn dynamodb_request(operation: &str, result: &'static str) {
+    counter!("opsconsole_dynamodb_requests_total", "operation" => operation.to_string(), "result" => result)
+        .increment(1);
+}
+
+/// A DynamoDB request sent again after a retryable failure (by the SDK, or by the store
+/// after a throttle or a transaction conflict).
+pub fn dynamodb_retry(operation: &str) {
+    counter!("opsconsole_dynamodb_retries_total", "operation" => operation.to_string())
+        .increment(1);
+}
+
+pub fn inbox_stream_lag(seconds: f64) {
+    gauge!("opsconsole_inbox_stream_lag_seconds").set(seconds.max(0.0));
+}
+
+pub fn alert_announced(alert: &str, state: &'static str) {
+    counter!("opsconsole_alerts_announced_total", "alert" => alert.to_string(), "state" => state)
+        .increment(1);
+}
