@@ -2,6 +2,7 @@
 //! domain types, calls the domain, and maps the error.
 
 pub mod accounts;
+pub mod alerts;
 pub mod conversations;
 pub mod events;
 pub mod idempotency;

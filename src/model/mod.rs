@@ -1,6 +1,7 @@
 //! Types shared by the UI and the server functions. Everything here compiles to wasm.
 
 pub mod accounts;
+pub mod alerts;
 pub mod conversations;
 mod error;
 pub mod events;

@@ -160,6 +160,10 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
         tokio::spawn(async move { events.run_dispatcher().await })
     };
     let reaper = spawn_reaper(db.store.clone(), &state.config);
+    let alerter = {
+        let alerts = state.alerts.clone();
+        tokio::spawn(async move { alerts.run().await })
+    };
     if state.config.env == Environment::Dev {
         let created = state
             .accounts
@@ -197,6 +201,7 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
     // A delivery cut short here is in flight under a lease: another console (or this one
     // after a restart) takes it over once the lease runs out.
     dispatcher.abort();
+    alerter.abort();
     if let Some(r) = reaper {
         r.abort();
     }

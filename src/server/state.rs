@@ -6,6 +6,7 @@ use leptos::config::LeptosOptions;
 use crate::server::clock::Clock;
 use crate::server::config::Config;
 use crate::server::domain::accounts::{AccountTtls, Accounts};
+use crate::server::domain::alerts::Alerts;
 use crate::server::domain::conversations::reference::Refs;
 use crate::server::domain::conversations::Conversations;
 use crate::server::domain::events::Events;
@@ -38,6 +39,8 @@ pub struct AppState {
     pub inbox: Inbox,
     /// Idempotent, ordered measurements (design doc 5).
     pub measurements: Measurements,
+    /// The alert rules, judged in the background and announced once (docs/operations.md).
+    pub alerts: Alerts,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -83,8 +86,15 @@ impl AppState {
         let seal = crate::server::domain::seal::Seal::new(&idempotency, "receiver-secret");
         let events = Events::new(store.clone(), clock.clone(), config.clone(), seal)
             .unwrap_or_else(|e| panic!("invalid events settings: {e}"));
+        let alerts = Alerts::new(
+            store.clone(),
+            clock.clone(),
+            config.clone(),
+            idempotency.clone(),
+        );
         AppState {
             leptos,
+            alerts,
             idempotency,
             switches,
             accounts,

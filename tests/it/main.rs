@@ -2,6 +2,7 @@
 //! a fresh table prefix per test).
 
 mod accounts;
+mod alerts;
 mod bootstrap;
 mod conversation_search;
 mod conversations;

@@ -111,6 +111,7 @@ type Entry = (
 
 fn server_functions() -> Vec<Entry> {
     use leptos::server_fn::ServerFn;
+    use ops_console::api::alerts::*;
     use ops_console::api::outbox::*;
     use ops_console::api::{accounts::*, measurements::*, shell::*, switches::*};
     use ops_console::api::{conversations::*, events::*, idempotency::*, inbox::*, openapi::*};
@@ -191,6 +192,7 @@ fn server_functions() -> Vec<Entry> {
         ),
         (TestReceiver::PATH, a, vec![]),
         (LoadEventStats::PATH, v, vec![]),
+        (LoadFiringAlerts::PATH, v, vec![]),
         (LoadIdempotencyHealth::PATH, v, vec![("window", "24h")]),
         (IdempotencyAlerts::PATH, v, vec![]),
         (ListIdempotencyKeys::PATH, v, vec![("which", "stuck")]),

@@ -1,6 +1,7 @@
 //! The rules: plain functions over plain types, and the few paths that apply them.
 
 pub mod accounts;
+pub mod alerts;
 pub mod conversations;
 pub mod events;
 pub mod fields;

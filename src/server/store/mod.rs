@@ -2,6 +2,7 @@
 //! expressions live here and nowhere else.
 
 pub mod accounts;
+pub mod alerts;
 pub mod audit;
 pub mod conversations;
 mod counter;

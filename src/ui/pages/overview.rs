@@ -4,9 +4,11 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
+use crate::api::alerts::load_firing_alerts;
 use crate::api::events::load_event_stats;
 use crate::api::idempotency::idempotency_alerts;
 use crate::api::switches::{load_kill_switches, KillSwitchesView};
+use crate::model::alerts::FiringAlert;
 use crate::model::events::EventStats;
 use crate::model::idempotency::Alert;
 use crate::model::switches::Switch;
@@ -19,9 +21,13 @@ pub fn OverviewPage() -> impl IntoView {
     let switches = Resource::new(|| (), |_| load_kill_switches());
     let alerts = Resource::new(|| (), |_| idempotency_alerts());
     let events = Resource::new(|| (), |_| load_event_stats());
+    let firing = Resource::new(|| (), |_| load_firing_alerts());
     view! {
         <Title text="Overview" />
         <h1 class="text-2xl font-semibold">"Overview"</h1>
+        <AsyncSection load=move || firing spacing="mt-4" let:list>
+            <FiringAlerts list />
+        </AsyncSection>
         <AsyncSection load=move || switches spacing="mt-4" let:v>
             <SwitchStates v />
         </AsyncSection>
@@ -122,6 +128,31 @@ fn BreachedAlerts(list: Vec<(String, Alert)>) -> impl IntoView {
             }).collect_view()}
         </ul>
         <a class="mt-2 inline-block text-sm text-sky-700 underline" href="/idempotency">"Open Idempotency"</a>
+    }
+    .into_any()
+}
+
+/// The alerts the consoles announced and that still hold (every rule, every page).
+#[component]
+fn FiringAlerts(list: Vec<FiringAlert>) -> impl IntoView {
+    if list.is_empty() {
+        return view! {
+            <p class="text-sm text-slate-600" data-testid="firing-alerts">"No alert is firing."</p>
+        }
+        .into_any();
+    }
+    view! {
+        <section aria-label="Firing alerts" data-testid="firing-alerts">
+            <h2 class="text-lg font-semibold text-red-800">"Firing alerts"</h2>
+            <ul class="mt-2 space-y-1">
+                {list.into_iter().map(|a| view! {
+                    <li class="rounded border border-red-300 bg-red-50 px-3 py-2 text-sm text-red-800">
+                        {a.summary}
+                        <span class="ml-2 text-xs text-red-700">"since " {a.since}</span>
+                    </li>
+                }).collect_view()}
+            </ul>
+        </section>
     }
     .into_any()
 }
