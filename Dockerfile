@@ -1,5 +1,5 @@
 # ops-console in a container: built from source in one stage, run from a small one as a
-# user without privileges. See docs/deploy.md ("Running on AWS").
+# user without privileges. See docs/operations.md ("Running on AWS").
 #
 #   docker build -t ops-console .
 #   docker run -p 3000:3000 -e OPS_ENV=prod -e AWS_REGION=eu-west-1 \
@@ -39,11 +39,13 @@ RUN apt-get update \
 WORKDIR /app
 COPY --from=build /src/target/release/ops-console /app/ops-console
 COPY --from=build /src/target/site /app/site
+# The settings file carries the event rules; mount another and point OPS_CONFIG at it.
+COPY --from=build /src/Leptos.toml /app/Leptos.toml
 USER 10001
 ENV LEPTOS_SITE_ROOT=/app/site \
+    OPS_CONFIG=/app/Leptos.toml \
     OPS_APP_SITE_ADDR=0.0.0.0:3000 \
-    OPS_ENV=prod \
-    RUST_LOG=info
+    OPS_ENV=prod
 EXPOSE 3000
 HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
   CMD ["curl", "-fsS", "-o", "/dev/null", "http://127.0.0.1:3000/healthz"]

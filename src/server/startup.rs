@@ -310,7 +310,6 @@ fn spawn_inbox_consumer(store: Store, config: &Config) -> tokio::task::JoinHandl
     })
 }
 
-/// Writes the engine's counters every `idempotency.flush_seconds`.
 /// Where nothing deletes expired items (DynamoDB Local), sweeps every table every
 /// `dynamodb.sweep_minutes`; on AWS, DynamoDB's TTL does it and nothing is spawned.
 fn spawn_reaper(store: Store, config: &Config) -> Option<tokio::task::JoinHandle<()>> {
@@ -336,6 +335,7 @@ fn spawn_reaper(store: Store, config: &Config) -> Option<tokio::task::JoinHandle
     }))
 }
 
+/// Writes the engine's counters every `idempotency.flush_seconds`.
 fn spawn_stats_flusher(engine: Engine) -> tokio::task::JoinHandle<()> {
     let every = Duration::from_secs(engine.settings().flush_seconds.max(1) as u64);
     tokio::spawn(async move {

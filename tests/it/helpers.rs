@@ -276,13 +276,19 @@ fn enc(s: &str) -> String {
 impl TestApp {
     pub async fn send(&self, req: Request<Body>) -> Answer {
         let what = format!("{} {}", req.method(), req.uri());
+        let before = self.store.requests().snapshot();
         // A request that never answers fails its test instead of hanging the run.
         let res: Response = tokio::time::timeout(
             std::time::Duration::from_secs(90),
             self.router.clone().oneshot(req),
         )
         .await
-        .unwrap_or_else(|_| panic!("{what}: no answer within 90 s"))
+        .unwrap_or_else(|_| {
+            panic!(
+                "{what}: no answer within 90 s; DynamoDB requests before {before:?}, now {:?}",
+                self.store.requests().snapshot()
+            )
+        })
         .expect("router answers");
         let status = res.status();
         let headers = res.headers().clone();

@@ -61,7 +61,7 @@ enum Command {
         #[command(subcommand)]
         command: accounts::ApiKeyCommand,
     },
-    /// The deploy kit: what AWS needs, for this environment's tables (docs/deploy.md).
+    /// The deploy kit: what AWS needs, for this environment's tables (docs/operations.md).
     Aws {
         #[command(subcommand)]
         what: Aws,

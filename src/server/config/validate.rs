@@ -199,6 +199,13 @@ fn events(e: &EventsSection) -> Result<(), ConfigError> {
     range("events.dispatch_concurrency", e.dispatch_concurrency, 1, 64)?;
     range("events.outbox_days", e.outbox_days, 1, 3650)?;
     range("events.lease_seconds", e.lease_seconds, 1, 3600)?;
+    // A delivery still waiting for its answer must not be taken over by another console.
+    if e.webhook_timeout_ms >= e.lease_seconds * 1000 {
+        return Err(ConfigError::new(
+            "events.webhook_timeout_ms",
+            "must be shorter than events.lease_seconds (a delivery still waiting would be taken over)",
+        ));
+    }
     range(
         "events.hash_bucket_seconds",
         e.hash_bucket_seconds,

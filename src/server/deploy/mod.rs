@@ -1,4 +1,4 @@
-//! The deploy kit (docs/deploy.md): what an operations team needs to run ops-console on AWS,
+//! The deploy kit (docs/operations.md): what an operations team needs to run ops-console on AWS,
 //! generated from the same table specification the bootstrap creates tables from
 //! (`store::schema::ALL`), so the two never drift: a CloudFormation template for every
 //! table, and the least-privilege IAM policy for the console and for the bootstrap.

@@ -116,7 +116,6 @@ pub async fn guard_pages(req: Request, next: Next) -> Response {
     next.run(req).await
 }
 
-/// Pages must not be kept by the browser: after sign-out, Back shows the login page.
 /// Counts every answer by route template (never the path: ids stay out of labels), method
 /// and status, and times it.
 pub async fn measure(req: Request, next: Next) -> Response {
@@ -141,6 +140,7 @@ pub async fn measure(req: Request, next: Next) -> Response {
     res
 }
 
+/// Pages must not be kept by the browser: after sign-out, Back shows the login page.
 pub async fn no_store(req: Request, next: Next) -> Response {
     let mut res = next.run(req).await;
     let html = res

@@ -359,15 +359,24 @@ impl Events {
             action_type: job.action_type.clone(),
             status: None,
         };
+        // What was in the group when the job began, and only that.
+        let began = DateTime::parse_from_rfc3339(&job.created_at)
+            .map_or(i64::MAX, |t| t.timestamp_millis() + 1);
         // Jobs move held ones and dead letters only: never one in flight.
         let (mut moved, mut skipped, mut seen) = (0i64, 0i64, 0usize);
         for shard in 0..SHARDS {
             if seen >= JOB_PAGE {
                 break;
             }
-            let batch =
-                outbox_reads::list_shard(&self.store, group, shard, &filter, JOB_PAGE - seen)
-                    .await?;
+            let batch = outbox_reads::list_shard(
+                &self.store,
+                group,
+                shard,
+                &filter,
+                JOB_PAGE - seen,
+                began,
+            )
+            .await?;
             seen += batch.len();
             for rec in batch {
                 if self

@@ -9,7 +9,8 @@ use super::{outbox, ActionRecord, ConversationState, EventStatus};
 use crate::server::store::audit::{self, AuditItem};
 use crate::server::store::items::{n, s};
 use crate::server::store::schema::{MW_CONVERSATION_STATE, MW_IDEMPOTENCY};
-use crate::server::store::{tx, Store, StoreError};
+use crate::server::store::tx::Outcome;
+use crate::server::store::{tx, Busy, Store, StoreError};
 
 /// How recording a decision ended.
 pub enum DecisionWrite {
@@ -28,6 +29,8 @@ pub struct DecisionRecord<'a> {
     pub decision_json: &'a str,
     pub intent: &'a str,
     pub now_iso: &'a str,
+    /// Now, in epoch seconds (what has expired).
+    pub now_s: i64,
     /// The conversation state after the decision (`None`: a decision recorded earlier,
     /// whose state was written with it, only finished now).
     pub state: Option<&'a ConversationState>,
@@ -70,7 +73,7 @@ pub async fn record_decision(
     for a in d.actions {
         actions.push(
             TransactWriteItem::builder()
-                .put(outbox::put_new(store, a)?)
+                .put(outbox::put_new(store, a, d.now_s)?)
                 .build(),
         );
     }
@@ -90,6 +93,14 @@ pub async fn record_decision(
         Ok(DecisionWrite::Done)
     } else if state_at.is_some_and(|i| outcome.refused_at(i).is_some()) {
         Ok(DecisionWrite::StaleState)
+    } else if let Outcome::Refused(_) = outcome {
+        // A side effect of an earlier life of this event is still on its way: nothing was
+        // written; the helpdesk is asked to come back (503) once it has ended.
+        Err(StoreError::Busy {
+            op: "TransactWriteItems",
+            cause: Busy::Conflict,
+            detail: "a side effect of an earlier delivery of this event is still queued".into(),
+        })
     } else {
         Ok(DecisionWrite::Done)
     }

@@ -60,15 +60,27 @@ pub fn sort_key(ms: i64, key: &str) -> String {
     format!("{:013}#{key}", ms.max(0))
 }
 
-/// A transaction part writing a new action into the outbox (its key is new: it derives
-/// from an event recorded in the same transaction).
-pub(crate) fn put_new(store: &Store, rec: &ActionRecord) -> Result<Put, StoreError> {
+/// A transaction part writing a new action into the outbox. Its key derives from an event
+/// recorded in the same transaction, so a record already under it is a previous life of the
+/// same event (its key expired, and the helpdesk sent it again): one that expired (TTL
+/// deletes late) or ended is replaced; one still on its way is not.
+pub(crate) fn put_new(store: &Store, rec: &ActionRecord, now_s: i64) -> Result<Put, StoreError> {
+    use ActionStatus::*;
     let table = store.table(MW_IDEMPOTENCY.base);
     let item = serde_dynamo::to_item(rec).map_err(|e| StoreError::corrupt(&table, e))?;
     Put::builder()
         .table_name(&table)
         .set_item(Some(item))
-        .condition_expression("attribute_not_exists(event_id)")
+        .condition_expression(
+            "attribute_not_exists(event_id) OR expires_at <= :now \
+             OR #st IN (:delivered, :dead, :discarded, :rejected)",
+        )
+        .expression_attribute_names("#st", "status")
+        .expression_attribute_values(":now", n(now_s))
+        .expression_attribute_values(":delivered", s(Delivered.as_str()))
+        .expression_attribute_values(":dead", s(Dead.as_str()))
+        .expression_attribute_values(":discarded", s(Discarded.as_str()))
+        .expression_attribute_values(":rejected", s(Rejected.as_str()))
         .build()
         .map_err(|e| StoreError::corrupt(&table, e))
 }

@@ -65,16 +65,18 @@ pub async fn due(
     Ok((decode_all(page.items, &spec.table)?, page.next))
 }
 
-/// The first `limit` actions of one shard of a group (a bulk job's page: what it moves
-/// leaves the group, so it reads from the start each time).
+/// The first `limit` actions of one shard of a group that entered it before `before_ms` (a
+/// bulk job's page: what it moves leaves the group, so it reads from the start each time;
+/// what entered after the job began — a redriven one that failed again — is not its).
 pub async fn list_shard(
     store: &Store,
     group: Group,
     shard: u32,
     filter: &Filter,
     limit: usize,
+    before_ms: i64,
 ) -> Result<Vec<ActionRecord>, StoreError> {
-    let spec = spec(store, group, shard, filter, None);
+    let spec = spec(store, group, shard, filter, Some(before_ms - 1));
     let page = query::page(store, &spec, Start::First, limit.max(1)).await?;
     decode_all(page.items, &spec.table)
 }
