@@ -91,7 +91,7 @@ pub async fn record(store: &Store, change: &Change<'_>) -> Result<bool, StoreErr
     let firing = change.to == "firing";
     let mut alert = Update::builder()
         .table_name(&table)
-        .key("pk", s(&pk(change.id)))
+        .key("pk", s(pk(change.id)))
         .update_expression(
             "SET #state = :to, episode = :episode, since = :since, summary = :summary, \
              announced = :no, claim_at_ms = :now, expires_at = :exp",
@@ -179,7 +179,7 @@ pub async fn announced(
         .client()
         .update_item()
         .table_name(&table)
-        .key("pk", s(&pk(id)))
+        .key("pk", s(pk(id)))
         .update_expression("SET announced = :yes")
         .condition_expression("#state = :state AND episode = :episode")
         .expression_attribute_names("#state", "state")
