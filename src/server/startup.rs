@@ -16,8 +16,18 @@ use crate::server::state::AppState;
 use crate::server::store::{schema, Connection, Store};
 
 /// The whole application as a router; tests drive it without a socket.
+/// The pages' routes, listed once per process. Listing them renders the app with resource
+/// loading suppressed by a process-wide flag, and a resource whose first poll falls in that
+/// moment waits for ever (leptos issue 4773): a second listing while another router serves
+/// pages (the tests build many apps, the harness several) hung page renders.
+fn route_list() -> Vec<leptos_axum::AxumRouteListing> {
+    static ROUTES: std::sync::OnceLock<Vec<leptos_axum::AxumRouteListing>> =
+        std::sync::OnceLock::new();
+    ROUTES.get_or_init(|| generate_route_list(App)).clone()
+}
+
 pub fn app(state: AppState) -> Router {
-    let routes = generate_route_list(App);
+    let routes = route_list();
     let leptos_options = state.leptos.clone();
     Router::new()
         .merge(http::routes(&state))

@@ -22,7 +22,7 @@ const TURN_OFF: &[(&str, &str)] = &[
     ("idempotency_key", "form-key-0123456789abcdef"),
 ];
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_wrong_password_opens_no_session() {
     let app = spawn_app().await;
     let password = app.add_user("alice", Role::Admin).await;
@@ -60,7 +60,7 @@ async fn a_wrong_password_opens_no_session() {
     assert!(page.body.contains("alice"), "the top bar names the user");
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn five_failures_lock_the_user_for_fifteen_minutes() {
     let app = spawn_app().await;
     let password = app.add_user("bob", Role::Viewer).await;
@@ -100,7 +100,7 @@ async fn five_failures_lock_the_user_for_fifteen_minutes() {
     );
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn expired_or_deleted_sessions_go_back_to_login() {
     let app = spawn_app().await;
     let cookie = app.session_as("carol", Role::Viewer).await;
@@ -137,7 +137,7 @@ async fn expired_or_deleted_sessions_go_back_to_login() {
     assert_eq!(app.get("/", None).await.status, 303);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn viewers_and_operators_cannot_flip_kill_switches() {
     let app = spawn_app().await;
     for (name, role) in [("vic", Role::Viewer), ("olga", Role::Operator)] {
@@ -168,7 +168,7 @@ async fn viewers_and_operators_cannot_flip_kill_switches() {
     assert_eq!(app.get("/users", Some(&cookie)).await.status, 403);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn cross_origin_posts_are_refused() {
     let app = spawn_app().await;
     let admin = app.session_as("root", Role::Admin).await;
@@ -201,7 +201,7 @@ async fn cross_origin_posts_are_refused() {
     );
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn the_last_admin_cannot_be_demoted_even_in_a_race() {
     let app = Arc::new(spawn_app().await);
     let root = app.session_as("root", Role::Admin).await;
@@ -243,7 +243,7 @@ async fn the_last_admin_cannot_be_demoted_even_in_a_race() {
         .any(|i| i.action_payload_redacted.contains("set_role")));
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn api_keys_need_the_right_scope() {
     let app = spawn_app().await;
     let accounts = &app.state.accounts;
@@ -283,7 +283,7 @@ async fn api_keys_need_the_right_scope() {
     assert_eq!(app.send(get(Some(reader))).await.status, 401, "expired key");
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn no_password_session_id_or_api_key_reaches_the_logs() {
     let app = spawn_app().await;
     let password = app.add_user("erin", Role::Admin).await;

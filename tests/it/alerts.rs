@@ -53,7 +53,7 @@ fn about(heard: &Heard, alert: &str) -> Vec<(String, String, Value)> {
         .collect()
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_breach_is_announced_once_by_two_consoles_and_its_end_once() {
     let (heard, base) = channel().await;
     let app = spawn_app_with(|c| {

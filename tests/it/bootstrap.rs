@@ -2,7 +2,7 @@ use ops_console::server::store::schema::{self, Outcome};
 
 use crate::helpers::spawn_app;
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn bootstrap_is_idempotent_and_creates_every_table_with_ttl() {
     let app = spawn_app().await; // bootstraps once
     let again = schema::bootstrap(&app.store).await.unwrap();

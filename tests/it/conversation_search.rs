@@ -156,7 +156,7 @@ async fn check(store: &Store, plans: &[Plan], part: Partition, f: Filters, size:
     got.len()
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn every_search_returns_what_a_brute_force_filter_of_the_seed_returns() {
     let app = spawn_app().await;
     let now = Utc::now();

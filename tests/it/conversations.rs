@@ -45,7 +45,7 @@ async fn writer(app: &TestApp) -> String {
         .await
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn creating_twice_is_idempotent_and_other_content_conflicts() {
     let app = spawn_app().await;
     let key = writer(&app).await;
@@ -105,7 +105,7 @@ async fn creating_twice_is_idempotent_and_other_content_conflicts() {
     assert_eq!(raw["conversation_status"].as_s().unwrap(), "processing");
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn bad_context_objects_are_refused_naming_the_field_and_write_nothing() {
     let app = spawn_app().await;
     let key = writer(&app).await;
@@ -227,7 +227,7 @@ async fn bad_context_objects_are_refused_naming_the_field_and_write_nothing() {
     );
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn scopes_are_enforced() {
     let app = spawn_app().await;
     let reader = app.api_key(&["conversations:read"]).await;
@@ -240,7 +240,7 @@ async fn scopes_are_enforced() {
     assert_eq!(a.status, 401);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn the_same_entry_id_is_appended_once_and_concurrent_appends_lose_nothing() {
     let app = spawn_app().await;
     let key = writer(&app).await;
@@ -288,7 +288,7 @@ async fn the_same_entry_id_is_appended_once_and_concurrent_appends_lose_nothing(
     assert_eq!(bad.json()["field"], "role");
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_full_conversation_refuses_appends_with_413_before_dynamodb_would() {
     let app = spawn_app().await;
     let key = writer(&app).await;
@@ -328,7 +328,7 @@ async fn a_full_conversation_refuses_appends_with_413_before_dynamodb_would() {
     assert_eq!(upd.status, 200, "{}", upd.body);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn status_moves_only_along_allowed_transitions() {
     let app = spawn_app().await;
     let key = writer(&app).await;
@@ -399,7 +399,7 @@ async fn status_moves_only_along_allowed_transitions() {
     assert_eq!(missing.status, 404);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn replies_are_linked_by_company_number_and_recipient() {
     let app = spawn_app().await;
     let key = writer(&app).await;
@@ -455,7 +455,7 @@ async fn replies_are_linked_by_company_number_and_recipient() {
     assert_eq!(bad.status, 400);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn viewers_see_masked_data_and_admins_reveal_it_with_an_audited_reason() {
     let app = spawn_app().await;
     let key = writer(&app).await;

@@ -61,7 +61,7 @@ async fn raw_reasons(store: &Store, actions: Vec<TransactWriteItem>) -> Vec<Reas
     tx::reasons(&e.into_service_error())
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_transaction_touching_an_item_another_transaction_holds_is_cancelled_as_a_conflict() {
     let proxy = faulty_dynamodb().await;
     let (app, _direct) = spawn_app_via(&proxy, |_| {}).await;
@@ -105,7 +105,7 @@ async fn a_transaction_touching_an_item_another_transaction_holds_is_cancelled_a
     );
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn conflicts_past_the_budget_are_busy_and_the_api_answers_503_with_retry_after() {
     let proxy = faulty_dynamodb().await;
     let (app, direct) = spawn_app_via(&proxy, |_| {}).await;
@@ -176,7 +176,7 @@ async fn conflicts_past_the_budget_are_busy_and_the_api_answers_503_with_retry_a
     assert!(switches.automation_enabled.enabled);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_hot_item_is_throttled_inside_a_transaction_and_the_helper_waits_for_capacity() {
     let proxy = faulty_dynamodb().await;
     let (app, direct) = spawn_app_via(&proxy, |_| {}).await;
@@ -208,7 +208,7 @@ async fn a_hot_item_is_throttled_inside_a_transaction_and_the_helper_waits_for_c
     assert!(proxy.report().get(Kind::HotItem) >= 1);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_failed_condition_comes_back_with_the_item_and_other_codes_are_other() {
     let proxy = faulty_dynamodb().await;
     let (app, _direct) = spawn_app_via(&proxy, |_| {}).await;
@@ -264,7 +264,7 @@ async fn a_failed_condition_comes_back_with_the_item_and_other_codes_are_other()
     assert_eq!(Reason::of(&other), Reason::Other("ValidationError".into()));
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_transaction_whose_answer_is_lost_is_sent_again_with_its_token_and_applies_once() {
     let proxy = faulty_dynamodb().await;
     let (app, direct) = spawn_app_via(&proxy, |_| {}).await;
@@ -289,7 +289,7 @@ async fn a_transaction_whose_answer_is_lost_is_sent_again_with_its_token_and_app
     assert!(report.get(Kind::TokenReplay) >= 1, "{report}");
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_measurement_whose_answer_is_lost_is_stored_once_and_answered_as_accepted() {
     let proxy = faulty_dynamodb().await;
     let (app, direct) = spawn_app_via(&proxy, |_| {}).await;
@@ -385,7 +385,7 @@ async fn drift(direct: &Store) -> usize {
         .len()
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn the_stream_consumer_reads_on_through_empty_pages() {
     use ops_console::server::store::inbox::stream::Consumer;
     let proxy = faulty_dynamodb().await;
@@ -414,7 +414,7 @@ async fn the_stream_consumer_reads_on_through_empty_pages() {
     );
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_split_shard_is_read_to_its_end_before_its_children() {
     use ops_console::server::store::inbox::stream::Consumer;
     let proxy = faulty_dynamodb().await;
@@ -481,7 +481,7 @@ async fn a_split_shard_is_read_to_its_end_before_its_children() {
     }
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_shard_held_by_a_console_that_died_is_taken_over_after_its_lease() {
     use ops_console::server::store::inbox::stream::Consumer;
     let proxy = faulty_dynamodb().await;
@@ -523,10 +523,6 @@ async fn a_shard_held_by_a_console_that_died_is_taken_over_after_its_lease() {
     );
 }
 
-// Its own single-thread runtime (it runs alone, so nothing is shared with another test's):
-// the load it makes is the one it was calibrated with. On the shared multi-thread runtime
-// the same load overlaps more, and up to 5 of its 250 requests were answered 503 with
-// Retry-After after nine conflicts (a correct answer, but not what this test measures).
 #[tokio::test]
 async fn fifty_users_at_once_throttle_no_item() {
     crate::helpers::alone().await;

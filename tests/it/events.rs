@@ -66,7 +66,7 @@ async fn audit_of(app: &TestApp, conversation: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn the_same_event_delivered_twenty_times_at_once_is_processed_once() {
     let (app, receiver) = app_with_receiver().await;
     let app = Arc::new(app);
@@ -129,7 +129,7 @@ async fn the_same_event_delivered_twenty_times_at_once_is_processed_once() {
     );
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn safe_mode_delivers_nothing_and_still_records_the_decision() {
     let (app, receiver) = app_with_receiver().await;
     app.set_switches(true, true).await;
@@ -163,7 +163,7 @@ async fn safe_mode_delivers_nothing_and_still_records_the_decision() {
     assert_eq!(state.last_intent.as_deref(), Some("refund_request"));
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn without_a_message_id_the_same_text_in_one_bucket_is_one_event() {
     let app = spawn_app().await;
     app.set_switches(false, false).await;
@@ -195,7 +195,7 @@ async fn without_a_message_id_the_same_text_in_one_bucket_is_one_event() {
     assert_eq!(waiting, 2);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn the_answer_never_waits_for_the_receiver_and_a_failing_receiver_is_retried() {
     let (app, receiver) = app_with_receiver().await;
     let key = app.api_key(&["events:write"]).await;
@@ -242,7 +242,7 @@ async fn the_answer_never_waits_for_the_receiver_and_a_failing_receiver_is_retri
     assert_eq!(receiver.total(), 1);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_thousand_events_with_duplicates_lose_no_state_update() {
     crate::helpers::alone().await;
     let app = Arc::new(spawn_app().await);
@@ -366,7 +366,7 @@ async fn a_thousand_events_with_duplicates_lose_no_state_update() {
     assert_eq!(total_duplicates, 300);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn no_text_email_or_phone_is_stored_or_logged() {
     let app = spawn_app().await;
     app.set_switches(false, true).await;
@@ -410,7 +410,7 @@ async fn no_text_email_or_phone_is_stored_or_logged() {
     );
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn bad_input_is_a_clear_4xx_and_writes_nothing() {
     let app = spawn_app().await;
     let key = app.api_key(&["events:write"]).await;
@@ -461,7 +461,7 @@ async fn bad_input_is_a_clear_4xx_and_writes_nothing() {
     );
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn the_pages_show_events_state_and_audit() {
     let app = spawn_app().await;
     app.set_switches(false, true).await;

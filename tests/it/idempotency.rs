@@ -51,7 +51,7 @@ fn stored_item(app: &TestApp, key: &KeyInputs) -> String {
     KeyItem::id_for("t1", SCOPE, &hash)
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn fifty_concurrent_calls_with_one_key_run_the_operation_once() {
     let app = spawn_app().await;
     let ran = Arc::new(AtomicUsize::new(0));
@@ -90,7 +90,7 @@ async fn fifty_concurrent_calls_with_one_key_run_the_operation_once() {
     assert_eq!(ran.load(Ordering::SeqCst), 1);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_failed_operation_is_retried_and_counts_its_attempts() {
     let app = spawn_app().await;
     let engine = &app.state.idempotency;
@@ -133,7 +133,7 @@ async fn a_failed_operation_is_retried_and_counts_its_attempts() {
     assert_eq!(item.stop_reason, None);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_stale_claim_is_taken_over_by_exactly_one_racer_and_the_old_owner_cannot_overwrite() {
     let app = spawn_app().await;
     let engine = app.state.idempotency.clone();
@@ -206,7 +206,7 @@ async fn a_stale_claim_is_taken_over_by_exactly_one_racer_and_the_old_owner_cann
     assert_eq!((item.status.as_str(), item.attempt_count), ("succeeded", 2));
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn an_expired_record_is_run_again() {
     let app = spawn_app().await;
     let ran = Arc::new(AtomicUsize::new(0));
@@ -230,7 +230,7 @@ async fn an_expired_record_is_run_again() {
     assert_eq!(ran.load(Ordering::SeqCst), 2);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn the_same_key_with_another_request_is_a_mismatch() {
     let app = spawn_app().await;
     let engine = &app.state.idempotency;
@@ -253,7 +253,7 @@ async fn the_same_key_with_another_request_is_a_mismatch() {
     ));
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn two_secrets_give_two_hashes_for_the_same_inputs() {
     let app = spawn_app().await;
     let config = app.state.config.idempotency.clone();
@@ -274,7 +274,7 @@ async fn two_secrets_give_two_hashes_for_the_same_inputs() {
     assert_eq!(a.key_hash("t1", SCOPE, &key).len(), 64);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn block_listed_fields_never_reach_dynamodb() {
     let app = spawn_app().await;
     let key = inputs("blocked");
@@ -331,7 +331,7 @@ async fn block_listed_fields_never_reach_dynamodb() {
     );
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_duplicate_costs_exactly_one_dynamodb_request() {
     let app = spawn_app().await;
     let ran = Arc::new(AtomicUsize::new(0));
@@ -350,7 +350,7 @@ async fn a_duplicate_costs_exactly_one_dynamodb_request() {
     assert_eq!(after["PutItem"] - before["PutItem"], 1);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn outcomes_are_counted_per_scope_and_hour() {
     let app = spawn_app().await;
     let ran = Arc::new(AtomicUsize::new(0));
@@ -399,7 +399,7 @@ async fn writer_key(app: &TestApp, name: &str) -> String {
         .unwrap()
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn http_needs_a_key_replays_it_and_refuses_it_for_another_body() {
     let app = spawn_app().await;
     let key = writer_key(&app, "incident-bot").await;
@@ -443,7 +443,7 @@ async fn http_needs_a_key_replays_it_and_refuses_it_for_another_body() {
     );
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn http_a_request_while_the_first_runs_gets_409_with_retry_after() {
     let app = spawn_app().await;
     let key = writer_key(&app, "slow-bot").await;
@@ -481,7 +481,7 @@ async fn http_a_request_while_the_first_runs_gets_409_with_retry_after() {
         .is_empty());
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn http_keys_are_private_to_the_client_that_sent_them() {
     let app = spawn_app().await;
     let alice = writer_key(&app, "alice-bot").await;
@@ -502,7 +502,7 @@ async fn http_keys_are_private_to_the_client_that_sent_them() {
 
 // --- the console ----------------------------------------------------------------------------
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_double_submitted_kill_switch_form_changes_once() {
     use ops_console::api::switches::ChangeKillSwitch;
     use ops_console::model::accounts::Role;
@@ -538,7 +538,7 @@ async fn a_double_submitted_kill_switch_form_changes_once() {
     assert_eq!(h.entries[0].version, 1);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn only_admins_expire_a_key_and_the_expiry_is_audited() {
     use ops_console::api::idempotency::{ExpireIdempotencyKey, LoadIdempotencyHealth};
     use ops_console::model::accounts::Role;
@@ -609,7 +609,7 @@ async fn only_admins_expire_a_key_and_the_expiry_is_audited() {
     assert_eq!(bad.status, 400);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn viewers_see_a_keys_stored_answer_without_personal_data() {
     use ops_console::api::idempotency::LoadIdempotencyKey;
     use ops_console::model::accounts::Role;
@@ -664,7 +664,7 @@ async fn viewers_see_a_keys_stored_answer_without_personal_data() {
     assert!(seen.contains("jane.doe@example.com"), "{seen}");
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn the_sweep_deletes_expired_keys_and_keeps_live_ones() {
     let app = spawn_app().await;
     let ran = Arc::new(AtomicUsize::new(0));

@@ -68,7 +68,7 @@ async fn no_drift(app: &TestApp) {
     assert!(drift.is_empty(), "drift: {drift:?}");
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn publishing_to_250_users_is_atomic_per_batch_and_resumes_after_a_crash() {
     let app = spawn_app().await;
     let inbox = &app.state.inbox;
@@ -141,7 +141,7 @@ async fn publish_http(
         .await
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn one_publish_request_sent_many_times_creates_one_message() {
     let app = spawn_app().await;
     let key = app.api_key(&["inbox:write", "inbox:read"]).await;
@@ -193,7 +193,7 @@ async fn one_publish_request_sent_many_times_creates_one_message() {
     assert_eq!(refused.status, 403);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_hundred_concurrent_reads_of_one_message_count_once() {
     let app = spawn_app().await;
     let inbox = app.state.inbox.clone();
@@ -251,7 +251,7 @@ async fn a_hundred_concurrent_reads_of_one_message_count_once() {
     no_drift(&app).await;
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_feed_merges_both_partitions_newest_first_across_pages() {
     let app = spawn_app().await;
     let inbox = &app.state.inbox;
@@ -304,7 +304,7 @@ async fn a_feed_merges_both_partitions_newest_first_across_pages() {
     assert!(bad.is_err());
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn expired_messages_are_hidden_and_their_removal_counts_down_once() {
     let app = spawn_app().await;
     let inbox = app.state.inbox.clone();
@@ -394,7 +394,7 @@ async fn expired_messages_are_hidden_and_their_removal_counts_down_once() {
     no_drift(&app).await;
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn after_a_random_workload_every_counter_agrees_with_a_recount() {
     let app = spawn_app().await;
     let inbox = app.state.inbox.clone();
@@ -460,7 +460,7 @@ async fn after_a_random_workload_every_counter_agrees_with_a_recount() {
     }
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn keys_with_a_hash_or_out_of_bounds_are_refused() {
     let app = spawn_app().await;
     let key = app.api_key(&["inbox:write", "inbox:read"]).await;
@@ -570,7 +570,7 @@ async fn keys_with_a_hash_or_out_of_bounds_are_refused() {
     assert!((m.expiredat - want).abs() <= 2, "{} vs {want}", m.expiredat);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn stats_records_name_their_tenant_inbox_and_user_as_the_design_lists() {
     let app = spawn_app().await;
     let inbox = app.state.inbox.clone();

@@ -30,7 +30,7 @@ fn turn_safe_mode_off(version: u64, reason: &str) -> ChangeRequest {
     }
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_change_writes_the_switch_and_its_audit_record_together() {
     let app = spawn_app().await;
     let now = app.clock.now();
@@ -83,7 +83,7 @@ async fn a_change_writes_the_switch_and_its_audit_record_together() {
     assert!(!stored.safe_mode.enabled);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn twenty_changes_from_one_stale_view_make_exactly_one_success() {
     let app = Arc::new(spawn_app().await);
     let mut tasks = Vec::new();
@@ -125,7 +125,7 @@ async fn twenty_changes_from_one_stale_view_make_exactly_one_success() {
     );
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_change_without_a_reason_is_refused_and_writes_nothing() {
     let app = spawn_app().await;
     let admin = app.session_as("root", Role::Admin).await;
@@ -194,7 +194,7 @@ async fn a_change_without_a_reason_is_refused_and_writes_nothing() {
     assert_eq!(h.entries[0].actor, "root");
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn reasons_are_redacted_before_they_are_stored() {
     let app = spawn_app().await;
     let req = turn_safe_mode_off(0, "customer jane@example.com called from +1 415 555 0100");

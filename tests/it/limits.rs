@@ -39,7 +39,7 @@ fn nested(levels: usize) -> Value {
     (1..levels).fold(json!({"leaf": 1}), |inner, _| json!({ "x": inner }))
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_conversation_id_past_the_sort_key_limit_is_refused_in_bytes() {
     let app = spawn_app().await;
     let key = app
@@ -56,7 +56,7 @@ async fn a_conversation_id_past_the_sort_key_limit_is_refused_in_bytes() {
     refused(&app, &key, context(&over), "conversation_id").await;
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn path_keys_past_dynamodbs_key_sizes_are_400s() {
     let app = spawn_app().await;
     let key = app
@@ -104,7 +104,7 @@ async fn path_keys_past_dynamodbs_key_sizes_are_400s() {
     }
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn maps_nested_past_dynamodbs_32_levels_or_with_unstorable_numbers_are_refused() {
     let app = spawn_app().await;
     let key = app.api_key(&["conversations:write"]).await;
@@ -128,7 +128,7 @@ async fn maps_nested_past_dynamodbs_32_levels_or_with_unstorable_numbers_are_ref
     refused(&app, &key, unnamed, "ai_config").await;
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn empty_keys_and_oversized_bodies_are_refused_before_dynamodb() {
     let app = spawn_app().await;
     let key = app

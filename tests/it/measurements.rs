@@ -66,7 +66,7 @@ async fn stored(app: &TestApp, user: &str) -> Vec<store::MeasurementItem> {
         .unwrap()
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn the_same_measurement_twice_answers_the_original_result() {
     let app = spawn_app().await;
     let key = writer(&app).await;
@@ -94,7 +94,7 @@ async fn the_same_measurement_twice_answers_the_original_result() {
     );
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn the_same_id_with_another_payload_is_a_409_with_the_difference() {
     let app = spawn_app().await;
     let key = writer(&app).await;
@@ -124,7 +124,7 @@ async fn the_same_id_with_another_payload_is_a_409_with_the_difference() {
         .any(|a| a.action == Action::Conflict && a.reason.contains("weight_kg")));
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn older_than_the_grace_period_is_a_422_and_skew_inside_it_is_accepted() {
     let app = spawn_app().await;
     let key = writer(&app).await;
@@ -204,7 +204,7 @@ async fn older_than_the_grace_period_is_a_422_and_skew_inside_it_is_accepted() {
     );
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn concurrent_submissions_for_one_user_keep_the_order() {
     let app = spawn_app().await;
     let key = writer(&app).await;
@@ -261,7 +261,7 @@ async fn concurrent_submissions_for_one_user_keep_the_order() {
     );
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn batches_go_in_timestamp_order_per_user_with_and_without_fail_fast() {
     for fail_fast in [false, true] {
         let app = spawn_app_with(|c| c.measurements.batch_fail_fast = fail_fast).await;
@@ -353,7 +353,7 @@ async fn batches_go_in_timestamp_order_per_user_with_and_without_fail_fast() {
     assert_eq!(r.status, 413);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_request_key_replays_its_answer_and_refuses_another_body() {
     let app = spawn_app().await;
     let key = writer(&app).await;
@@ -395,7 +395,7 @@ async fn a_request_key_replays_its_answer_and_refuses_another_body() {
     assert_eq!(stored(&app, "u1").await.len(), 1);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn idempotency_records_expire_and_audits_carry_their_ttl() {
     let app = spawn_app().await;
     let key = writer(&app).await;
@@ -422,7 +422,7 @@ async fn idempotency_records_expire_and_audits_carry_their_ttl() {
     assert_eq!(a.ttl - at, 30 * 86_400, "AUDIT_TTL_DAYS");
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn pounds_and_float_noise_normalize_to_the_same_payload() {
     let app = spawn_app().await;
     let key = writer(&app).await;
@@ -463,7 +463,7 @@ async fn pounds_and_float_noise_normalize_to_the_same_payload() {
     assert_eq!(c.status, 409, "70.01 is another weight");
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn overrides_need_the_admin_scope_and_the_setting() {
     let t0 = now() - Duration::hours(2);
     let app = spawn_app().await;
@@ -531,7 +531,7 @@ async fn overrides_need_the_admin_scope_and_the_setting() {
     );
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn invalid_bodies_are_a_400_naming_the_field_and_only_audited() {
     let app = spawn_app().await;
     let key = writer(&app).await;
@@ -635,7 +635,7 @@ async fn submit_to(m: &Measurements, app: &TestApp, id: &str, at: DateTime<Utc>)
 /// Two console processes on one table, each with its own copy of the user's ordering
 /// state: a copy spares the read before the transaction, and never decides against the
 /// database (stale, it fails the version condition; "behind", it is read again).
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn two_consoles_keep_one_order_and_an_in_order_measurement_costs_one_request() {
     let app = spawn_app().await;
     let settings = app.state.config.measurements.clone();

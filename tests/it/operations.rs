@@ -61,7 +61,7 @@ fn indexes_in(v: &Value) -> BTreeSet<(String, Vec<(String, String)>)> {
         .unwrap_or_default()
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn the_cloudformation_template_creates_what_the_bootstrap_created() {
     let app = spawn_app().await;
     let template = cloudformation::template(&names(&app), Environment::Dev);
@@ -161,7 +161,7 @@ async fn the_cloudformation_template_creates_what_the_bootstrap_created() {
     }
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn prod_tables_are_protected_and_recoverable() {
     let names = TableNames::new("", "prod");
     let template = cloudformation::template(&names, Environment::Prod);
@@ -252,7 +252,7 @@ fn the_iam_policy_names_exactly_the_environments_tables() {
     }
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn readyz_names_an_index_that_is_gone() {
     let app = spawn_app().await;
     let ready = app.get("/readyz", None).await;

@@ -35,7 +35,7 @@ async fn run_jobs(app: &TestApp) {
     }
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_console_that_dies_holding_a_delivery_is_taken_over_after_its_lease() {
     let (app, receiver) = app_with_receiver().await;
     let key = app.api_key(&["events:write"]).await;
@@ -83,7 +83,7 @@ async fn a_console_that_dies_holding_a_delivery_is_taken_over_after_its_lease() 
     );
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn the_schedule_ends_in_a_dead_letter_and_a_redrive_delivers_it_exactly_once() {
     let (app, receiver) = app_with_receiver().await;
     let key = app.api_key(&["events:write"]).await;
@@ -156,7 +156,7 @@ async fn the_schedule_ends_in_a_dead_letter_and_a_redrive_delivers_it_exactly_on
         .any(|a| a.action_type == "outbox_redrive" && a.actor == "ops"));
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_receiver_verifies_every_message_and_a_rotation_keeps_it_verifying() {
     let (app, receiver) = app_with_receiver().await;
     let key = app.api_key(&["events:write"]).await;
@@ -211,7 +211,7 @@ async fn a_receiver_verifies_every_message_and_a_rotation_keeps_it_verifying() {
         .is_err());
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn side_effects_of_one_conversation_arrive_in_order_under_concurrent_events() {
     let (app, receiver) = app_with_receiver().await;
     let app = Arc::new(app);
@@ -272,7 +272,7 @@ async fn side_effects_of_one_conversation_arrive_in_order_under_concurrent_event
     assert!(receiver.counts().values().all(|n| *n == 1), "each once");
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn safe_mode_holds_queued_side_effects_until_an_operator_releases_them() {
     let (app, receiver) = app_with_receiver().await;
     let key = app.api_key(&["events:write"]).await;
@@ -342,7 +342,7 @@ async fn safe_mode_holds_queued_side_effects_until_an_operator_releases_them() {
     );
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn two_consoles_never_deliver_one_action_twice() {
     let (app, receiver) = app_with_receiver().await;
     let app = Arc::new(app);
@@ -380,7 +380,7 @@ async fn two_consoles_never_deliver_one_action_twice() {
     assert!(counts.values().all(|n| *n == 1), "{counts:?}");
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_receiver_that_is_gone_stops_delivery_until_an_admin_turns_it_on() {
     let (app, receiver) = app_with_receiver().await;
     let key = app.api_key(&["events:write"]).await;
@@ -421,7 +421,7 @@ async fn a_receiver_that_is_gone_stops_delivery_until_an_admin_turns_it_on() {
     );
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn expired_side_effects_and_events_are_swept_where_nothing_else_deletes_them() {
     let (app, _receiver) = app_with_receiver().await;
     let key = app.api_key(&["events:write"]).await;
@@ -447,7 +447,7 @@ async fn expired_side_effects_and_events_are_swept_where_nothing_else_deletes_th
         .is_none());
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_long_queue_behind_a_retrying_side_effect_is_delivered_in_order_once_it_goes() {
     let (app, receiver) = app_with_receiver_retrying("1m,1m").await;
     let key = app.api_key(&["events:write"]).await;
@@ -480,7 +480,7 @@ async fn a_long_queue_behind_a_retrying_side_effect_is_delivered_in_order_once_i
     assert!(receiver.counts().values().all(|n| *n == 1), "each once");
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn an_event_sent_again_after_its_key_expired_is_new_and_its_side_effects_go_again() {
     let (app, receiver) = app_with_receiver().await;
     let key = app.api_key(&["events:write"]).await;

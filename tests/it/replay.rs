@@ -65,7 +65,7 @@ async fn replays(app: &TestApp, key: &str, method: &str, path: &str, body: &str,
     );
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn every_keyed_operation_replays_its_first_answer_success_or_client_error() {
     let app = spawn_app().await;
     let key = app
@@ -247,7 +247,7 @@ async fn every_keyed_operation_replays_its_first_answer_success_or_client_error(
     .await;
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn a_replayed_measurement_keeps_its_correlation_id_and_duplicate_header() {
     let app = spawn_app().await;
     let key = app.api_key(&["measurements:write"]).await;
@@ -288,7 +288,7 @@ async fn a_replayed_measurement_keeps_its_correlation_id_and_duplicate_header() 
     assert_eq!(replayed.body, dup.body);
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn an_answer_too_large_to_keep_reaches_the_client_whole_and_the_key_stays_retryable() {
     let app = spawn_app().await;
     let key = app.api_key(&["measurements:write"]).await;

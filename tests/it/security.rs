@@ -45,7 +45,7 @@ async fn rest(app: &TestApp, method: &str, path: &str, key: Option<&str>) -> u16
         .as_u16()
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn every_rest_operation_answers_each_scope_as_its_document_says() {
     let app = spawn_app().await;
     let doc: Value = app.get("/api/openapi.json", None).await.json();
@@ -301,7 +301,7 @@ fn server_functions() -> Vec<Entry> {
     ]
 }
 
-#[tokio::test(crate = "crate::rt")]
+#[tokio::test]
 async fn every_server_function_answers_each_role_as_its_table_says() {
     let app = spawn_app().await;
     let table = server_functions();
