@@ -58,6 +58,11 @@ fn describe() {
         "Time to answer an HTTP request, by route template and method."
     );
     describe_counter!("opsconsole_idempotency_outcomes_total", "Idempotency-keyed requests by scope and outcome: fresh, replayed, in_progress, mismatch, stale_takeover, retry, failed, lost_ownership.");
+    describe_areas();
+}
+
+/// The areas' own metrics.
+fn describe_areas() {
     describe_counter!(
         "opsconsole_events_received_total",
         "Helpdesk events received (valid ones)."

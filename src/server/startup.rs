@@ -163,17 +163,7 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
     let secret = Secret::resolve(&config)
         .map_err(|e| StartError::Other(format!("idempotency secret: {e}")))?;
     let state = AppState::new(config, db.store.clone(), clock.clone(), secret);
-    let flusher = spawn_stats_flusher(state.idempotency.clone());
-    let consumer = spawn_inbox_consumer(db.store.clone(), &state.config);
-    let dispatcher = {
-        let events = state.events.clone();
-        tokio::spawn(async move { events.run_dispatcher().await })
-    };
-    let reaper = spawn_reaper(db.store.clone(), &state.config);
-    let alerter = {
-        let alerts = state.alerts.clone();
-        tokio::spawn(async move { alerts.run().await })
-    };
+    let background = spawn_background(&state, &db.store);
     if state.config.env == Environment::Dev {
         let created = state
             .accounts
@@ -206,17 +196,10 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
     let result = axum::serve(listener, app(state))
         .with_graceful_shutdown(shutdown_signal())
         .await;
-    flusher.abort();
-    consumer.abort();
     // A delivery cut short here is in flight under a lease: another console (or this one
     // after a restart) takes it over once the lease runs out.
-    dispatcher.abort();
-    alerter.abort();
-    if let Some(r) = reaper {
-        r.abort();
-    }
-    if let Some(m) = metrics_server {
-        m.abort();
+    for task in background.into_iter().chain(metrics_server) {
+        task.abort();
     }
     if let Err(e) = state_for_shutdown.idempotency.flush_stats().await {
         tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "could not write the last idempotency counters");
@@ -227,6 +210,20 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
         let _ = std::fs::remove_file(endpoint_path);
     }
     result.map_err(|e| StartError::Other(e.to_string()))
+}
+
+/// The work every console does beside serving (docs/architecture.md, "Background work").
+fn spawn_background(state: &AppState, store: &Store) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut tasks = vec![
+        spawn_stats_flusher(state.idempotency.clone()),
+        spawn_inbox_consumer(store.clone(), &state.config),
+    ];
+    let events = state.events.clone();
+    tasks.push(tokio::spawn(async move { events.run_dispatcher().await }));
+    let alerts = state.alerts.clone();
+    tasks.push(tokio::spawn(async move { alerts.run().await }));
+    tasks.extend(spawn_reaper(store.clone(), &state.config));
+    tasks
 }
 
 /// `/metrics` alone, without a key, on `operations.metrics_listen` (when set).

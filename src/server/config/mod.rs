@@ -8,6 +8,7 @@
 //! `DYNAMODB_ENDPOINT`, `AWS_REGION`, `IDEMPOTENCY_SECRET`, and the measurement variables of
 //! the design).
 
+mod operations;
 mod sections;
 mod validate;
 
@@ -18,6 +19,7 @@ use std::path::PathBuf;
 use figment::providers::Serialized;
 use figment::Figment;
 
+pub use operations::OperationsSection;
 pub use sections::*;
 
 /// Conventional names for settings people set most.

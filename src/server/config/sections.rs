@@ -7,6 +7,8 @@ use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
 
+use super::operations::OperationsSection;
+
 /// `dev`, `staging` or `prod`: every table name ends in `-<environment>`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -364,35 +366,6 @@ impl Default for MeasurementsSection {
             allow_timestamp_override: false,
             measurement_ttl_days: 365,
             alert_duplicate_max_pct: 10.0,
-        }
-    }
-}
-
-/// Running it in production (docs/operations.md): metrics and alerts.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct OperationsSection {
-    /// A second address serving only `/metrics`, without an API key (for a scraper inside
-    /// the network); empty: none, and `/metrics` on the main address needs `metrics:read`.
-    pub metrics_listen: String,
-    /// Where alerts go as JSON (empty: nowhere).
-    pub alert_webhook_url: String,
-    /// A Slack incoming webhook for alerts (empty: none).
-    pub alert_slack_url: String,
-    /// How often a console judges the alert rules, in seconds.
-    pub alert_check_seconds: i64,
-    /// The console's address as people reach it, for links in alerts (empty: none).
-    pub public_url: String,
-}
-
-impl Default for OperationsSection {
-    fn default() -> Self {
-        OperationsSection {
-            metrics_listen: String::new(),
-            alert_webhook_url: String::new(),
-            alert_slack_url: String::new(),
-            alert_check_seconds: 60,
-            public_url: String::new(),
         }
     }
 }

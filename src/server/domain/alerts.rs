@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use chrono::{DateTime, SecondsFormat, Utc};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::model::AppError;
 use crate::server::clock::Clock;
@@ -242,31 +242,7 @@ impl Alerts {
         now: DateTime<Utc>,
     ) -> Result<bool, AppError> {
         let ops = &self.config.operations;
-        let id = format!("{}#{}#{}", j.id, item.episode, item.state);
-        let link = self.link(j.page);
-        let generic = json!({
-            "id": id,
-            "alert": j.id,
-            "state": item.state,
-            "summary": j.summary,
-            "value": j.value,
-            "threshold": j.threshold,
-            "window": j.window,
-            "sample": j.sample,
-            "link": link,
-            "since": item.since,
-            "at": now.to_rfc3339_opts(SecondsFormat::Secs, true),
-        });
-        let word = if item.state == "firing" {
-            "FIRING"
-        } else {
-            "RESOLVED"
-        };
-        let mut text = format!("[ops-console {}] {word}: {}", self.config.env, j.summary);
-        if !link.is_empty() {
-            text.push_str(&format!(" <{link}|Open the page>"));
-        }
-        let slack = json!({ "text": text });
+        let (id, generic, slack) = self.messages(j, item, now);
         let mut all_took = true;
         for (url, body) in [
             (&ops.alert_webhook_url, generic),
@@ -300,6 +276,36 @@ impl Alerts {
         );
         tracing::info!(alert = %j.id, state = %item.state, episode = item.episode, "alert announced");
         Ok(store::announced(&self.store, &j.id, &item.state, item.episode).await?)
+    }
+
+    /// The message of `item`'s state: its id, the generic JSON and Slack's.
+    fn messages(&self, j: &Judged, item: &AlertItem, now: DateTime<Utc>) -> (String, Value, Value) {
+        let id = format!("{}#{}#{}", j.id, item.episode, item.state);
+        let link = self.link(j.page);
+        let generic = json!({
+            "id": id,
+            "alert": j.id,
+            "state": item.state,
+            "summary": j.summary,
+            "value": j.value,
+            "threshold": j.threshold,
+            "window": j.window,
+            "sample": j.sample,
+            "link": link,
+            "since": item.since,
+            "at": now.to_rfc3339_opts(SecondsFormat::Secs, true),
+        });
+        let word = if item.state == "firing" {
+            "FIRING"
+        } else {
+            "RESOLVED"
+        };
+        let mut text = format!("[ops-console {}] {word}: {}", self.config.env, j.summary);
+        if !link.is_empty() {
+            text.push_str(&format!(" <{link}|Open the page>"));
+        }
+        let slack = json!({ "text": text });
+        (id, generic, slack)
     }
 
     /// Checks every `operations.alert_check_seconds` until the task is stopped.

@@ -18,7 +18,6 @@ use tokio::sync::Notify;
 
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use serde::Serialize;
-use serde_json::json;
 
 use super::{apply, decide, Decision, Incoming, Switches};
 use crate::server::clock::Clock;
@@ -299,131 +298,65 @@ impl Events {
         };
         let mut backoff = Backoff::default();
         for _ in 0..100 {
-            let now = self.clock.now();
-            let state = records::get_state(&self.store, &ev.conversation_id).await?;
-            let decision = decide(&state, ev, switches, &self.config.events, now);
-            let mut next = apply(
-                &state,
-                ev,
-                &decision,
-                !switches.safe_mode,
-                &self.config.events,
-                self.config.ttl.conversation_state_days,
-                now,
-            );
-            let queued = self.queue(
-                rec,
-                &decision,
-                switches.safe_mode,
-                state.outbox_tail.clone(),
-                actor,
-                now,
-            );
-            next.outbox_tail = queued.tail.clone();
-            let decision_json =
-                serde_json::to_string(&decision).map_err(|e| StoreError::corrupt("decision", e))?;
-            let audit = self.decision_audit(rec, ev, &decision, switches, actor);
-            let record = DecisionRecord {
-                event_key: &rec.event_id,
-                nonce: &rec.claim_nonce,
-                decision_json: &decision_json,
-                intent: &decision.intent,
-                now_iso: &iso(now),
-                now_s: now.timestamp(),
-                state: Some(&next),
-                read_version: state.version,
-                audit: Some(&audit),
-                actions: &queued.records,
-                action_audits: &queued.audits,
-            };
-            match records::record_decision(&self.store, &record).await? {
-                DecisionWrite::Done => return Ok((decision, queued.outcomes)),
-                DecisionWrite::LostClaim => return Err(IngestError::InProgress { retry_after: 1 }),
-                DecisionWrite::StaleState => backoff.pause().await,
+            match self.try_decide(rec, ev, switches, actor).await? {
+                Some(done) => return Ok(done),
+                None => backoff.pause().await,
             }
         }
         Err(IngestError::InProgress { retry_after: 1 })
     }
 
-    /// Queues the side effects of a decision recorded before (those not already there)
-    /// and marks the event processed.
-    async fn finish_decided(
-        &self,
-        rec: &EventRecord,
-        decision: &Decision,
-        live: Switches,
-        actor: &str,
-    ) -> Result<Vec<ActionOutcome>, IngestError> {
-        let now = self.clock.now();
-        let mut queued = self.queue(
-            rec,
-            decision,
-            rec.safe_mode || live.safe_mode,
-            None,
-            actor,
-            now,
-        );
-        let mut keep = Vec::new();
-        for r in queued.records.drain(..) {
-            if records::get_action(&self.store, &r.event_id)
-                .await?
-                .is_none()
-            {
-                keep.push(r);
-            }
-        }
-        let audits: Vec<AuditItem> = queued
-            .audits
-            .into_iter()
-            .filter(|a| keep.iter().any(|r| r.event_id == a.idempotency_key))
-            .collect();
-        let record = DecisionRecord {
-            event_key: &rec.event_id,
-            nonce: &rec.claim_nonce,
-            decision_json: rec.decision.as_deref().unwrap_or("{}"),
-            intent: &decision.intent,
-            now_iso: &iso(now),
-            now_s: now.timestamp(),
-            state: None,
-            read_version: 0,
-            audit: None,
-            actions: &keep,
-            action_audits: &audits,
-        };
-        match records::record_decision(&self.store, &record).await? {
-            DecisionWrite::LostClaim => Err(IngestError::InProgress { retry_after: 1 }),
-            _ => Ok(queued.outcomes),
-        }
-    }
-
-    /// The decision's audit record: what was decided and why, never the text.
-    fn decision_audit(
+    /// One try: reads the state, decides, and records the decision with the state it was
+    /// made on. `None`: another event of the conversation changed the state first.
+    async fn try_decide(
         &self,
         rec: &EventRecord,
         ev: &Incoming,
-        decision: &Decision,
         switches: Switches,
         actor: &str,
-    ) -> AuditItem {
-        let id = format!("{}-decision", short(&rec.event_id));
-        let mut audit = self.audit(rec, "decision", &id, actor);
-        audit.idempotency_key = rec.event_id.clone();
-        audit.action_payload_redacted = json!({
-            "mode": decision.mode,
-            "intent": decision.intent,
-            "team": decision.team,
-            "confidence": decision.confidence,
-            "tags": decision.tags,
-            "risk_flags": decision.risk_flags,
-            "rules": decision.matched_rules,
-            "auto_reply": decision.auto_reply,
-            "escalate": decision.escalate,
-            "safe_mode": switches.safe_mode,
-            "channel": ev.channel,
-        })
-        .to_string();
-        audit.result = "success".into();
-        audit
+    ) -> Result<Option<(Decision, Vec<ActionOutcome>)>, IngestError> {
+        let now = self.clock.now();
+        let state = records::get_state(&self.store, &ev.conversation_id).await?;
+        let decision = decide(&state, ev, switches, &self.config.events, now);
+        let mut next = apply(
+            &state,
+            ev,
+            &decision,
+            !switches.safe_mode,
+            &self.config.events,
+            self.config.ttl.conversation_state_days,
+            now,
+        );
+        let queued = self.queue(
+            rec,
+            &decision,
+            switches.safe_mode,
+            state.outbox_tail.clone(),
+            actor,
+            now,
+        );
+        next.outbox_tail = queued.tail.clone();
+        let decision_json =
+            serde_json::to_string(&decision).map_err(|e| StoreError::corrupt("decision", e))?;
+        let audit = self.decision_audit(rec, ev, &decision, switches, actor);
+        let record = DecisionRecord {
+            event_key: &rec.event_id,
+            nonce: &rec.claim_nonce,
+            decision_json: &decision_json,
+            intent: &decision.intent,
+            now_iso: &iso(now),
+            now_s: now.timestamp(),
+            state: Some(&next),
+            read_version: state.version,
+            audit: Some(&audit),
+            actions: &queued.records,
+            action_audits: &queued.audits,
+        };
+        match records::record_decision(&self.store, &record).await? {
+            DecisionWrite::Done => Ok(Some((decision, queued.outcomes))),
+            DecisionWrite::LostClaim => Err(IngestError::InProgress { retry_after: 1 }),
+            DecisionWrite::StaleState => Ok(None),
+        }
     }
 }
 

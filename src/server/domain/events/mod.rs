@@ -8,6 +8,9 @@
 pub mod dispatch;
 mod incoming;
 pub mod ingest;
+mod jobs;
+mod legacy;
+mod order;
 pub mod outbox;
 mod queue;
 pub mod receiver;

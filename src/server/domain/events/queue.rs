@@ -7,7 +7,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 
 use super::ingest::{iso, short, ActionOutcome, Events};
-use super::{Decision, PlannedAction};
+use super::{Decision, Incoming, PlannedAction, Switches};
 use crate::server::store::audit::AuditItem;
 use crate::server::store::events::outbox::{shard_of, sort_key, Group};
 use crate::server::store::events::{ActionRecord, ActionStatus, EventRecord, RecordKind};
@@ -145,6 +145,36 @@ impl Events {
             "event_key": rec.event_id,
         })
         .to_string();
+        audit
+    }
+
+    /// The decision's audit record: what was decided and why, never the text.
+    pub(super) fn decision_audit(
+        &self,
+        rec: &EventRecord,
+        ev: &Incoming,
+        decision: &Decision,
+        switches: Switches,
+        actor: &str,
+    ) -> AuditItem {
+        let id = format!("{}-decision", short(&rec.event_id));
+        let mut audit = self.audit(rec, "decision", &id, actor);
+        audit.idempotency_key = rec.event_id.clone();
+        audit.action_payload_redacted = json!({
+            "mode": decision.mode,
+            "intent": decision.intent,
+            "team": decision.team,
+            "confidence": decision.confidence,
+            "tags": decision.tags,
+            "risk_flags": decision.risk_flags,
+            "rules": decision.matched_rules,
+            "auto_reply": decision.auto_reply,
+            "escalate": decision.escalate,
+            "safe_mode": switches.safe_mode,
+            "channel": ev.channel,
+        })
+        .to_string();
+        audit.result = "success".into();
         audit
     }
 }

@@ -311,7 +311,6 @@ pub async fn apply_move(
     if !from.contains(&rec.status) {
         return Ok(false);
     }
-    let shard = shard_of(&rec.conversation_id);
     let update = Update::builder()
         .table_name(&table)
         .key("event_id", s(&rec.event_id))
@@ -326,7 +325,36 @@ pub async fn apply_move(
         .expression_attribute_values(":nowms", n(now_ms))
         .expression_attribute_values(":st", s(to.as_str()))
         .expression_attribute_values(":now", s(now_iso));
-    let update = match mv {
+    let update = move_to(
+        update,
+        rec,
+        mv,
+        reason,
+        now_ms,
+        shard_of(&rec.conversation_id),
+    );
+    let update = update.build().map_err(|e| StoreError::corrupt(&table, e))?;
+    let actions = vec![
+        TransactWriteItem::builder().update(update).build(),
+        TransactWriteItem::builder()
+            .put(audit::put_once(store, audit_record)?)
+            .build(),
+    ];
+    let outcome = tx::transact(store, actions).await?;
+    // The audit alone refused: this very move was made and its answer lost.
+    Ok(outcome.refused_at(0).is_none())
+}
+
+/// What `mv` sets: the status, the group it enters (and where in it), and what it clears.
+fn move_to(
+    update: aws_sdk_dynamodb::types::builders::UpdateBuilder,
+    rec: &ActionRecord,
+    mv: Move,
+    reason: &str,
+    now_ms: i64,
+    shard: u32,
+) -> aws_sdk_dynamodb::types::builders::UpdateBuilder {
+    match mv {
         Move::Hold => update
             .update_expression(
                 "SET #st = :st, updated_at = :now, held_reason = :why, outbox = :o, outbox_sk = :sk",
@@ -351,15 +379,5 @@ pub async fn apply_move(
             ),
         Move::Discard => update
             .update_expression("SET #st = :st, updated_at = :now REMOVE outbox, outbox_sk"),
-    };
-    let update = update.build().map_err(|e| StoreError::corrupt(&table, e))?;
-    let actions = vec![
-        TransactWriteItem::builder().update(update).build(),
-        TransactWriteItem::builder()
-            .put(audit::put_once(store, audit_record)?)
-            .build(),
-    ];
-    let outcome = tx::transact(store, actions).await?;
-    // The audit alone refused: this very move was made and its answer lost.
-    Ok(outcome.refused_at(0).is_none())
+    }
 }

@@ -8,11 +8,16 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
+mod bulk;
+mod receiver;
+use bulk::{DeadLetters, HeldBulk};
+use receiver::{shown_once, Receiver};
+
 use crate::api::outbox::{
     load_outbox, AddReceiverSecret, MoveAction, RetireReceiverSecret, SaveReceiver, StartOutboxJob,
     TestReceiver,
 };
-use crate::model::outbox::{JobView, OutboxCounts, OutboxPage, OutboxRow, ReceiverView};
+use crate::model::outbox::{JobView, OutboxCounts, OutboxPage, OutboxRow};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::form::FormKey;
@@ -126,15 +131,6 @@ fn Results(actions: Actions) -> impl IntoView {
     }
 }
 
-fn shown_once(secret: &Option<String>) -> String {
-    match secret {
-        Some(s) => {
-            format!("Saved. New signing secret (shown once; give it to the receiver now): {s}")
-        }
-        None => "Saved.".into(),
-    }
-}
-
 /// Everything below the results.
 #[component]
 fn Outbox(page: OutboxPage, actions: Actions, group: String) -> impl IntoView {
@@ -213,146 +209,6 @@ fn Counts(counts: OutboxCounts) -> impl IntoView {
 }
 
 /// Where side effects go, and (for admins) the forms that change it.
-#[component]
-fn Receiver(receiver: ReceiverView, actions: Actions) -> impl IntoView {
-    let status = match (receiver.source.as_str(), receiver.enabled) {
-        ("none", _) => "No receiver: side effects wait in the outbox.".to_string(),
-        (_, true) => format!("Delivering to {}", receiver.url),
-        (_, false) => format!(
-            "Delivery to {} is off. {}",
-            receiver.url,
-            receiver.disabled_reason.clone().unwrap_or_default()
-        ),
-    };
-    let version = receiver.version.to_string();
-    let version_add = version.clone();
-    let secrets = receiver
-        .secrets
-        .iter()
-        .map(|s| {
-            let (id, v) = (s.id.clone(), version.clone());
-            view! {
-                <li class="flex items-center gap-3 text-sm">
-                    <span class="font-mono">{s.id.clone()}</span>
-                    <span class="text-slate-500">{format!("made {} by {}", s.created_at, s.created_by)}</span>
-                    <ActionForm action=actions.retire attr:class="inline">
-                        <input type="hidden" name="id" value=id />
-                        <input type="hidden" name="version" value=v />
-                        <button type="submit" class="text-xs text-red-700 underline">"Retire"</button>
-                    </ActionForm>
-                </li>
-            }
-        })
-        .collect_view();
-    view! {
-        <section aria-label="Receiver" class="mt-6 rounded-lg border border-slate-200 bg-white p-5 shadow-sm">
-            <h2 class="text-lg font-semibold">"Receiver"</h2>
-            <p class="mt-1 text-sm" data-testid="receiver-status">{status}</p>
-            <details class="mt-3">
-                <summary class="cursor-pointer text-sm font-medium text-sky-800">"Change the receiver (admins)…"</summary>
-                <ActionForm action=actions.save attr:class="mt-3 flex flex-wrap items-end gap-3">
-                    <input type="hidden" name="version" value=version />
-                    <label class="text-sm">
-                        <span class="block text-slate-600">"URL"</span>
-                        <input name="url" value=receiver.url.clone() class="w-96 max-w-full rounded border border-slate-300 px-2 py-1 font-mono text-sm" />
-                    </label>
-                    <label class="flex items-center gap-1 text-sm">
-                        <input type="checkbox" name="enabled" value="on" checked=receiver.enabled || receiver.source == "none" />
-                        "Deliver"
-                    </label>
-                    <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-sm text-white">"Save receiver"</button>
-                </ActionForm>
-                <h3 class="mt-4 text-sm font-semibold">"Signing secrets"</h3>
-                <p class="text-xs text-slate-500">"Every secret signs each message; add the new one, give it to the receiver, then retire the old one."</p>
-                <ul class="mt-1 space-y-1">{secrets}</ul>
-                <div class="mt-3 flex gap-3">
-                    <ActionForm action=actions.add>
-                        <input type="hidden" name="version" value=version_add />
-                        <button type="submit" class="rounded border border-slate-300 px-3 py-1 text-sm">"Add a secret"</button>
-                    </ActionForm>
-                    <ActionForm action=actions.test>
-                        <button type="submit" class="rounded border border-slate-300 px-3 py-1 text-sm">"Send a test event"</button>
-                    </ActionForm>
-                </div>
-            </details>
-        </section>
-    }
-}
-
-/// A bulk move's form: the count it will take, a reason, and the button.
-#[component]
-fn BulkForm(
-    op: &'static str,
-    group: &'static str,
-    #[prop(into)] cause: String,
-    #[prop(into)] label: String,
-    form_key: String,
-    actions: Actions,
-) -> impl IntoView {
-    let id = format!("reason-{op}-{group}-{}", cause.replace(' ', "-"));
-    view! {
-        <details class="inline-block">
-            <summary class="cursor-pointer text-sm text-sky-800 underline">{format!("{label}…")}</summary>
-            <ActionForm action=actions.job attr:class="mt-2 flex flex-wrap items-end gap-2">
-                <input type="hidden" name="op" value=op />
-                <input type="hidden" name="group" value=group />
-                <input type="hidden" name="cause" value=cause />
-                <FormKey value=form_key name="form_key" />
-                <label for=id.clone() class="text-sm">"Reason"</label>
-                <input id=id name="reason" maxlength="500" class="rounded border border-slate-300 px-2 py-1 text-sm" />
-                <button type="submit" class="rounded bg-slate-900 px-3 py-1 text-sm text-white">{label}</button>
-            </ActionForm>
-        </details>
-    }
-}
-
-/// Dead letters grouped by cause, each group with its redrive and discard.
-#[component]
-fn DeadLetters(causes: Vec<(String, u64)>, actions: Actions, form_key: String) -> impl IntoView {
-    if causes.is_empty() {
-        return ().into_any();
-    }
-    let rows = causes
-        .into_iter()
-        .map(|(cause, n)| {
-            let href = format!("/outbox?group=dead&cause={}", enc(&cause));
-            let plural = if n == 1 { "" } else { "s" };
-            view! {
-                <tr class="border-t border-slate-100">
-                    <td class="py-2"><a class="text-sky-800 underline" href=href>{cause.clone()}</a></td>
-                    <td class="py-2 text-right">{n}</td>
-                    <td class="space-x-4 py-2 pl-4">
-                        <BulkForm op="redrive" group="dead" cause=cause.clone() label=format!("Redrive {n} dead letter{plural} ({cause})") form_key=form_key.clone() actions />
-                        <BulkForm op="discard" group="dead" cause=cause.clone() label=format!("Discard {n} dead letter{plural} ({cause})") form_key=form_key.clone() actions />
-                    </td>
-                </tr>
-            }
-        })
-        .collect_view();
-    view! {
-        <h2 class="mt-8 text-lg font-semibold">"Dead letters by cause"</h2>
-        <DataTable label="Dead letters by cause" columns=&["Cause", "Count", ""] align_right=&["Count"]>
-            {rows}
-        </DataTable>
-    }
-    .into_any()
-}
-
-/// Held side effects, released or discarded all at once.
-#[component]
-fn HeldBulk(held: u64, actions: Actions, form_key: String) -> impl IntoView {
-    if held == 0 {
-        return ().into_any();
-    }
-    view! {
-        <div class="mt-6 space-x-4">
-            <BulkForm op="release" group="held" cause="" label=format!("Release {held} held") form_key=form_key.clone() actions />
-            <BulkForm op="discard" group="held" cause="" label=format!("Discard {held} held") form_key actions />
-        </div>
-    }
-    .into_any()
-}
-
 /// One group's side effects.
 #[component]
 fn Rows(rows: Vec<OutboxRow>, actions: Actions, form_key: String) -> impl IntoView {

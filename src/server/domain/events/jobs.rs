@@ -1,0 +1,247 @@
+//! Bulk outbox jobs (docs/events.md, "Redrive and discard"): an operator's move over a
+//! filter, started once per form (its id derives from the form key), run a page at a time
+//! by whichever console holds its lease, its progress saved after each page.
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use super::ingest::{iso, short, Events};
+use crate::model::outbox::JobView;
+use crate::model::AppError;
+use crate::server::domain::redact;
+use crate::server::store::audit::AuditItem;
+use crate::server::store::events::jobs::{self, JobOp, JobRecord, JobStatus, Progress};
+use crate::server::store::events::outbox::{Group, Move, SHARDS};
+use crate::server::store::events::outbox_reads::{self, Filter};
+use crate::server::store::events::RecordKind;
+use crate::server::store::items::Claim;
+use crate::server::store::StoreError;
+
+/// An operator's bulk request.
+pub struct BulkRequest {
+    pub op: JobOp,
+    pub filter: Filter,
+    pub reason: String,
+    pub actor: String,
+    /// The form's key: starting twice (a double click) starts one job.
+    pub form_key: String,
+}
+
+impl JobOp {
+    /// The group it works on, and the move it makes.
+    pub(super) fn group_and_move(self, group: Group) -> Result<(Group, Move), AppError> {
+        match (self, group) {
+            (JobOp::Redrive, Group::Dead) => Ok((Group::Dead, Move::Redrive)),
+            (JobOp::Release, Group::Held) => Ok((Group::Held, Move::Release)),
+            (JobOp::Discard, Group::Held | Group::Dead) => Ok((group, Move::Discard)),
+            _ => Err(AppError::invalid(
+                "op",
+                "Redrive takes dead letters; release takes held ones; discard takes either.",
+            )),
+        }
+    }
+}
+
+/// The operation a form names.
+pub fn job_op(name: &str) -> Result<JobOp, AppError> {
+    match name.trim() {
+        "redrive" => Ok(JobOp::Redrive),
+        "release" => Ok(JobOp::Release),
+        "discard" => Ok(JobOp::Discard),
+        _ => Err(AppError::invalid(
+            "op",
+            "The operation is redrive, release or discard.",
+        )),
+    }
+}
+
+/// The group a page or a job names.
+pub fn group_named(name: &str) -> Result<Group, AppError> {
+    match name {
+        "" | "due" => Ok(Group::Due),
+        "held" => Ok(Group::Held),
+        "dead" => Ok(Group::Dead),
+        _ => Err(AppError::invalid(
+            "group",
+            "The group is due, held or dead.",
+        )),
+    }
+}
+
+/// Actions one job moves per round before it saves its progress.
+const JOB_PAGE: usize = 50;
+
+pub(super) fn job_view(j: JobRecord) -> JobView {
+    JobView {
+        id: j.event_id.trim_start_matches("job:").to_string(),
+        op: j.op.as_str().to_string(),
+        group: j.group,
+        cause: j.cause,
+        action_type: j.action_type,
+        reason: j.reason,
+        actor: j.actor,
+        total: j.total,
+        done: j.done,
+        skipped: j.skipped,
+        running: j.status == JobStatus::Running,
+        created_at: j.created_at,
+    }
+}
+
+impl Events {
+    /// Starts a bulk job; a second start from the same form finds the first.
+    pub async fn start_bulk(&self, group: &str, req: BulkRequest) -> Result<JobView, AppError> {
+        let (g, _) = req.op.group_and_move(group_named(group)?)?;
+        let reason = redact::redact(req.reason.trim());
+        if reason.is_empty() {
+            return Err(AppError::invalid("reason", "Say why."));
+        }
+        let now = self.clock.now();
+        let total = outbox_reads::count(&self.store, g, &req.filter).await? as i64;
+        // One job per form and operation: a double click finds the first.
+        let key = JobRecord::key(&short(&format!(
+            "{}|{}|{}|{:?}",
+            req.form_key,
+            req.op.as_str(),
+            g.as_str(),
+            req.filter.cause
+        )));
+        let (outbox, outbox_sk) = JobRecord::listed(&iso(now), &key);
+        let job = JobRecord {
+            event_id: key,
+            kind: RecordKind::Job,
+            op: req.op,
+            group: g.as_str().to_string(),
+            cause: req.filter.cause.clone(),
+            action_type: req.filter.action_type.clone(),
+            reason,
+            actor: req.actor.clone(),
+            total,
+            done: 0,
+            skipped: 0,
+            status: JobStatus::Running,
+            claim_nonce: String::new(),
+            lease_until_ms: 0,
+            created_at: iso(now),
+            updated_at: iso(now),
+            outbox,
+            outbox_sk,
+            expires_at: (now + chrono::Duration::days(self.config.events.outbox_days)).timestamp(),
+        };
+        let audit = self.job_audit(&job, now);
+        let job = match jobs::create(&self.store, &job, &audit, now.timestamp()).await? {
+            Claim::Won => {
+                tracing::info!(actor = %job.actor, op = job.op.as_str(), total, "outbox job started");
+                self.kick.notify_one();
+                job
+            }
+            Claim::Exists(first) => *first,
+        };
+        Ok(job_view(job))
+    }
+
+    fn job_audit(&self, job: &JobRecord, now: DateTime<Utc>) -> AuditItem {
+        let mut a = AuditItem::new(
+            "system#outbox",
+            &format!("outbox_{}", job.op.as_str()),
+            now,
+            &job.event_id,
+            self.config.ttl.audit_days,
+        );
+        a.actor = job.actor.clone();
+        a.result = format!("started: {} matching", job.total);
+        a.action_payload_redacted = json!({
+            "group": job.group,
+            "cause": job.cause,
+            "action_type": job.action_type,
+            "reason": job.reason,
+        })
+        .to_string();
+        a
+    }
+
+    /// Works on every running job this console can take: one page each.
+    pub async fn run_jobs(&self) -> Result<(), StoreError> {
+        for listed in jobs::running(&self.store).await? {
+            let now_ms = self.clock.now().timestamp_millis();
+            if !jobs::take(
+                &self.store,
+                &listed.event_id,
+                &self.owner,
+                now_ms,
+                self.lease_ms(),
+            )
+            .await?
+            {
+                continue;
+            }
+            // Its counts as stored now (the index read may lag).
+            if let Some(job) = jobs::get(&self.store, &listed.event_id).await? {
+                self.job_page(&job).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves up to [`JOB_PAGE`] actions of a job and saves its progress; a pass that finds
+    /// nothing left finishes it.
+    async fn job_page(&self, job: &JobRecord) -> Result<(), StoreError> {
+        let group = group_named(&job.group).unwrap_or(Group::Dead);
+        let Ok((_, mv)) = job.op.group_and_move(group) else {
+            return Ok(());
+        };
+        let filter = Filter {
+            cause: job.cause.clone(),
+            action_type: job.action_type.clone(),
+            status: None,
+        };
+        // What was in the group when the job began, and only that.
+        let began = DateTime::parse_from_rfc3339(&job.created_at)
+            .map_or(i64::MAX, |t| t.timestamp_millis() + 1);
+        // Jobs move held ones and dead letters only: never one in flight.
+        let (mut moved, mut skipped, mut seen) = (0i64, 0i64, 0usize);
+        for shard in 0..SHARDS {
+            if seen >= JOB_PAGE {
+                break;
+            }
+            let batch = outbox_reads::list_shard(
+                &self.store,
+                group,
+                shard,
+                &filter,
+                JOB_PAGE - seen,
+                began,
+            )
+            .await?;
+            seen += batch.len();
+            for rec in batch {
+                if self
+                    .operator_move(&rec, mv, &job.reason, &job.actor, &job.event_id)
+                    .await?
+                {
+                    moved += 1;
+                } else {
+                    skipped += 1;
+                }
+            }
+        }
+        let p = Progress {
+            key: &job.event_id,
+            nonce: &self.owner,
+            was: (job.done, job.skipped),
+            now: (job.done + moved, job.skipped + skipped),
+            finished: seen == 0,
+            now_iso: &iso(self.clock.now()),
+        };
+        jobs::progress(&self.store, &p).await?;
+        Ok(())
+    }
+
+    /// A job as it stands (the page follows its progress).
+    pub async fn job(&self, id: &str) -> Result<JobView, AppError> {
+        let job = jobs::get(&self.store, &JobRecord::key(id))
+            .await?
+            .ok_or(AppError::NotFound)?;
+        Ok(job_view(job))
+    }
+}
