@@ -512,3 +512,34 @@ async fn an_event_sent_again_after_its_key_expired_is_new_and_its_side_effects_g
     let rec = action(&app, "act:rp_route:c-again:m-1").await;
     assert_eq!(rec.status.as_str(), "delivered");
 }
+
+#[tokio::test]
+async fn a_receiver_named_only_in_the_settings_that_is_gone_is_turned_off_too() {
+    let (app, receiver) = app_with_receiver().await;
+    let key = app.api_key(&["events:write"]).await;
+    let events = app.state.events.clone();
+    assert_eq!(events.receiver().await.unwrap().version, 0, "never saved");
+    receiver.fail_next(1, 410);
+    post_event(&app, &key, &event("c-gone-cfg", Some("m-1"), "hi")).await;
+    events.dispatch_all().await.unwrap();
+    let view = events.receiver().await.unwrap();
+    assert!(!view.enabled, "410 turned delivery off: {view:?}");
+    post_event(&app, &key, &event("c-gone-cfg2", Some("m-1"), "hi")).await;
+    let round = events.dispatch_all().await.unwrap();
+    assert_eq!(round.no_receiver, 1, "the next one waits: {round:?}");
+    assert_eq!(receiver.total(), 0);
+    // An admin turns it on again; the secret from the settings still signs.
+    events
+        .change_receiver(
+            Change::Url {
+                url: view.url.clone(),
+                enabled: true,
+            },
+            view.version,
+            "admin",
+        )
+        .await
+        .unwrap();
+    events.dispatch_all().await.unwrap();
+    assert_eq!(receiver.total(), 1);
+}

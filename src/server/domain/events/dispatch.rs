@@ -262,6 +262,8 @@ impl Events {
         audit.result = "delivery turned off: the receiver answered 410 Gone".into();
         audit.action_payload_redacted = json!({"enabled": false}).to_string();
         let reason = "The receiver answered 410 Gone.";
+        // A receiver only the settings name has no item to turn off yet: store it first.
+        self.store_settings_receiver(now).await?;
         receiver::disable_gone(&self.store, &target.url_text, reason, &iso(now), &audit).await?;
         tracing::warn!("the receiver answered 410 Gone: delivery turned off");
         Ok(())

@@ -140,6 +140,25 @@ impl Events {
         Ok(shown)
     }
 
+    /// Stores the receiver the settings name, as an admin's first save would, so that it
+    /// can be turned off (a 410 Gone). False: one was stored already (by another console).
+    pub(super) async fn store_settings_receiver(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Result<bool, crate::server::store::StoreError> {
+        if store::load(&self.store).await?.is_some() {
+            return Ok(false);
+        }
+        let mut first = self.item_of_settings();
+        first.version = 1;
+        first.updated_at = iso(now);
+        first.updated_by = "system".into();
+        first.expires_at =
+            (now + chrono::Duration::days(self.config.ttl.settings_days)).timestamp();
+        let audit = self.receiver_audit(&first, "stored from the settings", "system", now);
+        store::save(&self.store, &first, 0, &audit).await
+    }
+
     /// The first saved item starts from the server's settings (their secret included, so
     /// a receiver configured that way keeps verifying).
     fn item_of_settings(&self) -> ReceiverItem {
