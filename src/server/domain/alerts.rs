@@ -28,8 +28,11 @@ use crate::server::store::Store;
 /// An announcement claimed this long ago and not made is taken over.
 pub const TAKEOVER_MS: i64 = 120_000;
 
-/// How long an alert's state is kept after its last change.
+/// How long a resolved alert's state is kept.
 const KEEP_DAYS: i64 = 90;
+
+/// A firing alert's state is kept until it resolves (this is "for ever" to TTL).
+const FIRING_KEEP_DAYS: i64 = 3650;
 
 /// One rule's verdict now.
 #[derive(Clone, Debug, PartialEq)]
@@ -168,8 +171,11 @@ impl Alerts {
                 });
             }
         }
+        // One alert's trouble (a throttle, say) does not keep the others waiting a minute.
         for j in &all {
-            self.follow(j, &mut done).await?;
+            if let Err(e) = self.follow(j, &mut done).await {
+                tracing::warn!(alert = %j.id, error = %crate::server::domain::redact::redact(&e.to_string()), "alert check of one alert failed");
+            }
         }
         Ok(done)
     }
@@ -199,7 +205,14 @@ impl Alerts {
             summary: &j.summary,
             link: &self.link(j.page),
             now_ms,
-            expires_at: (now + chrono::Duration::days(KEEP_DAYS)).timestamp(),
+            // A firing alert is kept until it resolves; a resolved one for KEEP_DAYS.
+            expires_at: (now
+                + chrono::Duration::days(if to == "firing" {
+                    FIRING_KEEP_DAYS
+                } else {
+                    KEEP_DAYS
+                }))
+            .timestamp(),
         };
         if !store::record(&self.store, &change).await? {
             return Ok(()); // another console recorded it first, and announces it

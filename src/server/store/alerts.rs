@@ -106,19 +106,24 @@ pub async fn record(store: &Store, change: &Change<'_>) -> Result<bool, StoreErr
         .expression_attribute_values(":exp", n(change.expires_at));
     alert = if firing {
         alert
-            .condition_expression("attribute_not_exists(pk) OR #state = :resolved")
+            .condition_expression(
+                "attribute_not_exists(pk) OR (#state = :resolved AND episode = :prev)",
+            )
             .expression_attribute_values(":resolved", s("resolved"))
+            .expression_attribute_values(":prev", n(change.episode - 1))
     } else {
         alert
             .condition_expression("#state = :firing AND episode = :episode")
             .expression_attribute_values(":firing", s("firing"))
     };
     let alert = alert.build().map_err(|e| StoreError::corrupt(&table, e))?;
+    // The list lives as long as any alert may fire.
+    let list_expires = change.expires_at.max(change.now_ms / 1000 + 3650 * 86_400);
     let list = Update::builder()
         .table_name(&table)
         .key("pk", s(FIRING_PK))
         .expression_attribute_names("#a", attr(change.id))
-        .expression_attribute_values(":exp", n(change.expires_at));
+        .expression_attribute_values(":exp", n(list_expires));
     let list = if firing {
         let entry = Firing {
             id: change.id.to_string(),

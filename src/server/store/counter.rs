@@ -91,19 +91,51 @@ impl Intercept for CountingInterceptor {
     }
 }
 
-/// The result of a DynamoDB error answer, from its body: the error type, and for a
-/// cancelled transaction its cancellation reasons.
+/// The result of a DynamoDB error answer, from its error type (`__type`) and, for a
+/// cancelled transaction, its cancellation reasons' codes; never from the rest of the body
+/// (an item returned with a failed condition holds stored text).
 fn classify(body: &[u8]) -> &'static str {
-    let text = String::from_utf8_lossy(body);
-    let has = |s: &str| text.contains(s);
-    if has("TransactionConflict") || has("TransactionInProgress") {
+    let v: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let kind = v["__type"].as_str().unwrap_or("");
+    let kind = kind.rsplit('#').next().unwrap_or(kind);
+    let reasons: Vec<&str> = v["CancellationReasons"]
+        .as_array()
+        .map(|r| r.iter().filter_map(|x| x["Code"].as_str()).collect())
+        .unwrap_or_default();
+    let any = |codes: &[&str]| codes.contains(&kind) || reasons.iter().any(|r| codes.contains(r));
+    if any(&[
+        "TransactionConflict",
+        "TransactionConflictException",
+        "TransactionInProgressException",
+    ]) {
         "conflict"
-    } else if has("Throttl") || has("ProvisionedThroughputExceeded") || has("RequestLimitExceeded")
-    {
+    } else if any(&[
+        "ThrottlingError",
+        "ThrottlingException",
+        "ProvisionedThroughputExceeded",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+    ]) {
         "throttled"
-    } else if has("ConditionalCheckFailed") {
+    } else if any(&["ConditionalCheckFailed", "ConditionalCheckFailedException"]) {
         "condition_failed"
     } else {
         "error"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::classify;
+
+    #[test]
+    fn results_come_from_the_error_type_and_reason_codes_only() {
+        let failed = br#"{"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException","Item":{"body":{"S":"Throttling TransactionConflict"}}}"#;
+        assert_eq!(classify(failed), "condition_failed");
+        let cancelled = br#"{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","CancellationReasons":[{"Code":"None"},{"Code":"TransactionConflict"}]}"#;
+        assert_eq!(classify(cancelled), "conflict");
+        let throttled = br#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException"}"#;
+        assert_eq!(classify(throttled), "throttled");
+        assert_eq!(classify(b"not json"), "error");
     }
 }

@@ -82,6 +82,11 @@ impl Events {
             Some(at) => Some(at + 1),
             None => match outbox::blocker(&self.store, before).await? {
                 None => return Ok(Wait::No),
+                // Each waiting for the other: the one before was replaced by a later life
+                // of its event, queued behind this one. This one goes first.
+                Some(blocker) if blocker.after.as_deref() == Some(rec.event_id.as_str()) => {
+                    return Ok(Wait::No)
+                }
                 Some(blocker) => self.wait_until(rec, &blocker, now_ms),
             },
         };

@@ -62,7 +62,7 @@ pub async fn record_decision(
     }
     // The first audit record: its id derives from the event, so it is there only if this
     // very transaction committed before.
-    let audit_at = actions.len();
+    let audit_at = d.audit.map(|_| actions.len());
     if let Some(a) = d.audit {
         actions.push(
             TransactWriteItem::builder()
@@ -87,7 +87,7 @@ pub async fn record_decision(
     let outcome = tx::transact(store, actions).await?;
     if outcome.refused_at(0).is_some() {
         Ok(DecisionWrite::LostClaim)
-    } else if outcome.refused_at(audit_at).is_some() {
+    } else if audit_at.is_some_and(|i| outcome.refused_at(i).is_some()) {
         // Still our claim, and the first audit record (its id derived from the event) is
         // there: this very decision was written before and only its answer was lost.
         Ok(DecisionWrite::Done)

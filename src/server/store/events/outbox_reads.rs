@@ -77,8 +77,19 @@ pub async fn list_shard(
     before_ms: i64,
 ) -> Result<Vec<ActionRecord>, StoreError> {
     let spec = spec(store, group, shard, filter, Some(before_ms - 1));
-    let page = query::page(store, &spec, Start::First, limit.max(1)).await?;
-    decode_all(page.items, &spec.table)
+    // A filter that matches rarely may find nothing in a page's reads: read on to the end of
+    // the shard rather than take an empty page for "nothing left".
+    let mut found = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let start = cursor.as_deref().map_or(Start::First, Start::After);
+        let page = query::page(store, &spec, start, limit.max(1) - found.len()).await?;
+        found.extend(decode_all(page.items, &spec.table)?);
+        match page.next {
+            Some(next) if found.len() < limit.max(1) => cursor = Some(next),
+            _ => return Ok(found),
+        }
+    }
 }
 
 /// A page of a group across its shards, in the group's order, and the cursor of the next.
