@@ -117,10 +117,28 @@ pub async fn record(store: &Store, change: &Change<'_>) -> Result<bool, StoreErr
             .expression_attribute_values(":firing", s("firing"))
     };
     let alert = alert.build().map_err(|e| StoreError::corrupt(&table, e))?;
+    let list = firing_list_update(&table, change, firing)?;
+    let outcome = tx::transact(
+        store,
+        vec![
+            TransactWriteItem::builder().update(alert).build(),
+            TransactWriteItem::builder().update(list).build(),
+        ],
+    )
+    .await?;
+    Ok(outcome.refused_at(0).is_none())
+}
+
+/// The Overview's list of firing alerts, as `change` leaves it.
+fn firing_list_update(
+    table: &str,
+    change: &Change<'_>,
+    firing: bool,
+) -> Result<Update, StoreError> {
     // The list lives as long as any alert may fire.
     let list_expires = change.expires_at.max(change.now_ms / 1000 + 3650 * 86_400);
     let list = Update::builder()
-        .table_name(&table)
+        .table_name(table)
         .key("pk", s(FIRING_PK))
         .expression_attribute_names("#a", attr(change.id))
         .expression_attribute_values(":exp", n(list_expires));
@@ -138,16 +156,7 @@ pub async fn record(store: &Store, change: &Change<'_>) -> Result<bool, StoreErr
     } else {
         list.update_expression("SET expires_at = :exp REMOVE #a")
     };
-    let list = list.build().map_err(|e| StoreError::corrupt(&table, e))?;
-    let outcome = tx::transact(
-        store,
-        vec![
-            TransactWriteItem::builder().update(alert).build(),
-            TransactWriteItem::builder().update(list).build(),
-        ],
-    )
-    .await?;
-    Ok(outcome.refused_at(0).is_none())
+    list.build().map_err(|e| StoreError::corrupt(table, e))
 }
 
 /// Takes over an announcement that was claimed at `claimed_at_ms` and never made (its
