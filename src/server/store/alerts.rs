@@ -150,7 +150,7 @@ fn firing_list_update(
             link: change.link.to_string(),
         };
         let entry =
-            serde_dynamo::to_attribute_value(&entry).map_err(|e| StoreError::corrupt(&table, e))?;
+            serde_dynamo::to_attribute_value(&entry).map_err(|e| StoreError::corrupt(table, e))?;
         list.update_expression("SET #a = :entry, expires_at = :exp")
             .expression_attribute_values(":entry", entry)
     } else {
