@@ -92,6 +92,18 @@ pub(crate) fn write_once(store: &Store, item: &AuditItem) -> Result<TransactWrit
         .build())
 }
 
+/// Writes `write` and its audit record in one transaction. False: `write`'s condition
+/// failed. A refusal by the audit record alone (its id derives from the change) means this
+/// very change was made before and only its answer was lost: true.
+pub(crate) async fn with_record(
+    store: &Store,
+    write: TransactWriteItem,
+    record: &AuditItem,
+) -> Result<bool, StoreError> {
+    let outcome = super::tx::transact(store, vec![write, write_once(store, record)?]).await?;
+    Ok(outcome.refused_at(0).is_none())
+}
+
 /// Newest first, one partition (a conversation, or `system#...`); `cursor` is a page's
 /// `next_cursor`.
 pub async fn list_partition(

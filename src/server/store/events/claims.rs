@@ -72,18 +72,28 @@ async fn take_over<T: serde::de::DeserializeOwned>(
             .expression_attribute_names(format!("#x{i}"), *name)
             .expression_attribute_values(format!(":x{i}"), value.clone());
     }
-    let req = req.update_expression(update);
+    sent_under_nonce(req.update_expression(update), &table, new_nonce).await
+}
+
+/// Sends a claim (`req`: an update returning the new item, and the old one when its
+/// condition fails) and retries it past throttles and conflicts. `None`: the condition
+/// failed for another owner; a failure whose old item already carries `nonce` was our own
+/// earlier attempt, applied with its answer lost: ours.
+pub(crate) async fn sent_under_nonce<T: serde::de::DeserializeOwned>(
+    req: aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder,
+    table: &str,
+    nonce: &str,
+) -> Result<Option<T>, StoreError> {
     tx::retrying(|| async {
         match req.clone().send().await {
-            Ok(out) => Ok(Some(decode(out.attributes.unwrap_or_default(), &table)?)),
+            Ok(out) => Ok(Some(decode(out.attributes.unwrap_or_default(), table)?)),
             Err(e) => match e.into_service_error() {
                 UpdateItemError::ConditionalCheckFailedException(ccf) => {
-                    // Our own earlier attempt won and only its answer was lost.
                     let old = ccf.item.unwrap_or_default();
                     let ours = old.get("claim_nonce").and_then(|v| v.as_s().ok())
-                        == Some(&new_nonce.to_string());
+                        == Some(&nonce.to_string());
                     if ours {
-                        Ok(Some(decode(old, &table)?))
+                        Ok(Some(decode(old, table)?))
                     } else {
                         Ok(None)
                     }

@@ -112,9 +112,7 @@ pub async fn create(
         .map_err(|e| StoreError::corrupt(&table, e))?;
     let actions = vec![
         TransactWriteItem::builder().put(put).build(),
-        TransactWriteItem::builder()
-            .put(audit::put_once(store, audit_record)?)
-            .build(),
+        audit::write_once(store, audit_record)?,
     ];
     match tx::transact(store, actions).await? {
         tx::Outcome::Done => Ok(Claim::Won),

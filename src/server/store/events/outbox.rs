@@ -13,7 +13,7 @@ use aws_sdk_dynamodb::types::{
 
 use super::{ActionRecord, ActionStatus, Try, MAX_TRIES_KEPT};
 use crate::server::store::audit::{self, AuditItem};
-use crate::server::store::items::{self, decode, n, s};
+use crate::server::store::items::{self, n, s};
 use crate::server::store::schema::MW_IDEMPOTENCY;
 use crate::server::store::{tx, Store, StoreError};
 
@@ -121,26 +121,7 @@ pub async fn claim(
         .expression_attribute_values(":one", n(1))
         .return_values(ReturnValue::AllNew)
         .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-    tx::retrying(|| async {
-        match req.clone().send().await {
-            Ok(out) => Ok(Some(decode(out.attributes.unwrap_or_default(), &table)?)),
-            Err(e) => match e.into_service_error() {
-                UpdateItemError::ConditionalCheckFailedException(ccf) => {
-                    // Our own claim was applied and its answer lost: it is ours.
-                    let old = ccf.item.unwrap_or_default();
-                    let ours = old.get("claim_nonce").and_then(|v| v.as_s().ok())
-                        == Some(&nonce.to_string());
-                    if ours {
-                        Ok(Some(decode(old, &table)?))
-                    } else {
-                        Ok(None)
-                    }
-                }
-                other => Err(StoreError::service("UpdateItem", &other)),
-            },
-        }
-    })
-    .await
+    super::claims::sent_under_nonce(req, &table, nonce).await
 }
 
 /// How one attempt ended, recorded under the claim that made it.
@@ -217,16 +198,14 @@ pub async fn finish(
         _ => update.update_expression(format!("SET {common} REMOVE outbox, outbox_sk, cause")),
     };
     let update = update.build().map_err(|e| StoreError::corrupt(&table, e))?;
-    let actions = vec![
-        TransactWriteItem::builder().update(update).build(),
-        TransactWriteItem::builder()
-            .put(audit::put_once(store, audit_record)?)
-            .build(),
-    ];
-    let outcome = tx::transact(store, actions).await?;
     // Refused by the audit record alone (its id is this attempt's): this very end was
     // recorded before and only its answer was lost.
-    Ok(outcome.refused_at(0).is_none())
+    audit::with_record(
+        store,
+        TransactWriteItem::builder().update(update).build(),
+        audit_record,
+    )
+    .await
 }
 
 /// The action `key` (the one before another in its conversation) if it still holds the
@@ -334,15 +313,13 @@ pub async fn apply_move(
         shard_of(&rec.conversation_id),
     );
     let update = update.build().map_err(|e| StoreError::corrupt(&table, e))?;
-    let actions = vec![
-        TransactWriteItem::builder().update(update).build(),
-        TransactWriteItem::builder()
-            .put(audit::put_once(store, audit_record)?)
-            .build(),
-    ];
-    let outcome = tx::transact(store, actions).await?;
     // The audit alone refused: this very move was made and its answer lost.
-    Ok(outcome.refused_at(0).is_none())
+    audit::with_record(
+        store,
+        TransactWriteItem::builder().update(update).build(),
+        audit_record,
+    )
+    .await
 }
 
 /// What `mv` sets: the status, the group it enters (and where in it), and what it clears.

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::server::store::audit::{self, AuditItem};
 use crate::server::store::items::{self, n, s};
 use crate::server::store::schema::SETTINGS;
-use crate::server::store::{tx, Store, StoreError};
+use crate::server::store::{Store, StoreError};
 
 const PK: &str = "events-receiver";
 /// The audit partition of receiver changes.
@@ -75,14 +75,12 @@ pub async fn save(
             .expression_attribute_values(":v", n(read_version))
     };
     let put = put.build().map_err(|e| StoreError::corrupt(&table, e))?;
-    let actions = vec![
+    audit::with_record(
+        store,
         TransactWriteItem::builder().put(put).build(),
-        TransactWriteItem::builder()
-            .put(audit::put_once(store, audit_record)?)
-            .build(),
-    ];
-    let outcome = tx::transact(store, actions).await?;
-    Ok(outcome.refused_at(0).is_none())
+        audit_record,
+    )
+    .await
 }
 
 /// Turns delivery off after the receiver at `url` answered 410 Gone, unless the URL was
@@ -113,12 +111,10 @@ pub async fn disable_gone(
         .expression_attribute_values(":url", s(url))
         .build()
         .map_err(|e| StoreError::corrupt(&table, e))?;
-    let actions = vec![
+    audit::with_record(
+        store,
         TransactWriteItem::builder().update(update).build(),
-        TransactWriteItem::builder()
-            .put(audit::put_once(store, audit_record)?)
-            .build(),
-    ];
-    let outcome = tx::transact(store, actions).await?;
-    Ok(outcome.refused_at(0).is_none())
+        audit_record,
+    )
+    .await
 }
