@@ -63,7 +63,8 @@ pub async fn reveal_contact(
         values: KeyInputs::new().id("r", r.trim()).text("reason", &reason),
     };
     let now = state.clock.now();
-    forms::once(&state, sub, |attempt| {
+    // The audit record and the form's key in one transaction.
+    forms::once_writes(&state, sub, |attempt| {
         let (state, r, reason, admin) = (&state, &r, &reason, &admin.name);
         async move {
             let req = Reveal {
@@ -72,11 +73,11 @@ pub async fn reveal_contact(
                 admin,
                 idempotency_key: &attempt.key_hash,
             };
-            state.conversations.reveal(&state.refs, &req, now).await?;
-            tracing::info!(actor = %admin, "contact details revealed");
-            Ok(serde_json::json!({"ok": true}))
+            let writes = state.conversations.reveal(&state.refs, &req, now).await?;
+            Ok((writes, serde_json::json!({"ok": true})))
         }
     })
     .await?;
+    tracing::info!(actor = %admin.name, "contact details revealed");
     Ok(())
 }

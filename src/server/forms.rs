@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::model::AppError;
 use crate::server::domain::idempotency::{Attempt, Call, KeyInputs, Outcome, SafeResponse};
 use crate::server::state::AppState;
+use crate::server::store::tx::Writes;
 
 /// One submitted form: who sent it, which form, its key, and what it asked for.
 pub struct Submission<'a> {
@@ -39,23 +40,68 @@ where
             "This form is out of date. Reload the page and try again.",
         ));
     }
-    let inputs = KeyInputs::new()
+    let inputs = inputs(&sub)?;
+    let call = call(&sub, &inputs);
+    let outcome = state.idempotency.run(&call, op).await?;
+    settle(state, &call, outcome).await
+}
+
+/// [`once`] for an operation whose whole effect is DynamoDB writes: they go in one
+/// transaction with the form's key (the engine's one-request path).
+pub async fn once_writes<F, Fut>(
+    state: &AppState,
+    sub: Submission<'_>,
+    op: F,
+) -> Result<SafeResponse, AppError>
+where
+    F: FnOnce(Attempt) -> Fut,
+    Fut: Future<Output = Result<(Writes, Value), AppError>>,
+{
+    let inputs = inputs(&sub)?;
+    let call = call(&sub, &inputs);
+    let outcome = state
+        .idempotency
+        .run_writes(&call, op, |_| {
+            AppError::Conflict("This changed meanwhile. Reload the page and try again.".into())
+        })
+        .await?;
+    settle(state, &call, outcome).await
+}
+
+/// The key's inputs: the form's key and who sent it; a stale or forged key is refused.
+fn inputs(sub: &Submission<'_>) -> Result<KeyInputs, AppError> {
+    let form_key = sub.form_key.trim();
+    if !(16..=128).contains(&form_key.len()) {
+        return Err(AppError::invalid(
+            "idempotency_key",
+            "This form is out of date. Reload the page and try again.",
+        ));
+    }
+    Ok(KeyInputs::new()
         .id("form_key", form_key)
-        .id("actor", sub.actor);
-    let call = Call {
+        .id("actor", sub.actor))
+}
+
+fn call<'a>(sub: &Submission<'a>, inputs: &'a KeyInputs) -> Call<'a> {
+    Call {
         tenant: "console",
         scope: sub.scope,
-        inputs: &inputs,
+        inputs,
         fingerprint: Some(sub.values.fingerprint()),
-    };
-    match state.idempotency.run(&call, op).await? {
+    }
+}
+
+/// The answer to a submission: its own, the first one's (a second submission waits up to
+/// five seconds for it), or why there is none.
+async fn settle(
+    state: &AppState,
+    call: &Call<'_>,
+    outcome: Outcome<AppError>,
+) -> Result<SafeResponse, AppError> {
+    match outcome {
         Outcome::Fresh(r) | Outcome::Replayed(r) => Ok(r),
         Outcome::InProgress { retry_after } => {
-            match state
-                .idempotency
-                .wait(&call, Duration::from_secs(5))
-                .await?
-            {
+            match state.idempotency.wait(call, Duration::from_secs(5)).await? {
                 Some(stored) => Ok(SafeResponse::sanitize(
                     &serde_json::from_str(&stored.json).unwrap_or(Value::Null),
                 )),

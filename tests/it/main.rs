@@ -10,6 +10,7 @@ mod dynamodb_semantics;
 mod events;
 mod helpers;
 mod idempotency;
+mod idempotency_writes;
 mod inbox;
 mod kill_switches;
 mod limits;

@@ -19,6 +19,40 @@ async fn bare(store: &Store, id: &str) -> Result<(), String> {
     audit::put(store, &item).await.map_err(|e| e.to_string())
 }
 
+/// The same audit record through the engine's one-request path: key and record in one
+/// transaction.
+async fn one_request(
+    engine: &Engine,
+    store: &Store,
+    call: &Call<'_>,
+) -> Result<Outcome<String>, String> {
+    engine
+        .run_writes(
+            call,
+            |a| async move {
+                let item =
+                    AuditItem::new("bench", "bench_write", chrono::Utc::now(), &a.key_hash, 1);
+                let writes = audit::writes(store, &item).map_err(|e| e.to_string())?;
+                Ok::<_, String>((writes, json!({"ok": true})))
+            },
+            |refusal| format!("refused: {refusal:?}"),
+        )
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Runs `f` once: how long it took and how many DynamoDB requests it made.
+async fn timed<T, F, Fut>(store: &Store, f: F) -> Result<(std::time::Duration, u64, T), String>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let r0 = store.requests().total();
+    let t = Instant::now();
+    let out = f().await?;
+    Ok((t.elapsed(), store.requests().total() - r0, out))
+}
+
 pub async fn bench_engine(
     store: &Store,
     config: &Config,
@@ -38,8 +72,10 @@ pub async fn bench_engine(
     let mut series = Vec::new();
     // Interleaved rounds so drift in DynamoDB Local hits every series alike.
     let mut bare_s = Series::new("bare conditional write");
-    let mut fresh_s = Series::new("engine, new key (claim + write + complete)");
-    let mut replay_s = Series::new("engine, duplicate (replay)");
+    let mut fresh_s = Series::new("engine, new key, three steps (claim, write, complete)");
+    let mut replay_s = Series::new("engine, duplicate, three steps (replay)");
+    let mut one_s = Series::new("engine, new key, one transaction (key + write)");
+    let mut one_dup_s = Series::new("engine, duplicate, one transaction (replay)");
     for i in 0..n {
         let r0 = store.requests().total();
         let t = Instant::now();
@@ -85,10 +121,30 @@ pub async fn bench_engine(
             return Err(format!("expected a replay, got {out:?}"));
         }
         replay_s.add(d, store.requests().total() - r0);
+
+        let inputs = KeyInputs::new().id("request", format!("one-{i}"));
+        let call = Call {
+            tenant: "bench",
+            scope: "bench.write_one",
+            inputs: &inputs,
+            fingerprint: None,
+        };
+        let (d, reqs, out) = timed(store, || one_request(&engine, store, &call)).await?;
+        if !matches!(out, Outcome::Fresh(_)) {
+            return Err(format!("expected a fresh run, got {out:?}"));
+        }
+        one_s.add(d, reqs);
+        let (d, reqs, out) = timed(store, || one_request(&engine, store, &call)).await?;
+        if !matches!(out, Outcome::Replayed(_)) {
+            return Err(format!("expected a replay, got {out:?}"));
+        }
+        one_dup_s.add(d, reqs);
     }
     series.push(bare_s);
     series.push(fresh_s);
     series.push(replay_s);
+    series.push(one_s);
+    series.push(one_dup_s);
 
     Ok(print_rows("idempotency engine", &series))
 }

@@ -148,6 +148,8 @@ fn summary(report: &Map<String, Value>) {
     let picks = [
         ("idempotency_engine", 1),
         ("idempotency_engine", 2),
+        ("idempotency_engine", 3),
+        ("idempotency_engine", 4),
         ("events", 1),
         ("events", 2),
         ("event_ack", 1),

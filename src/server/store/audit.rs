@@ -92,6 +92,12 @@ pub(crate) fn write_once(store: &Store, item: &AuditItem) -> Result<TransactWrit
         .build())
 }
 
+/// The record as [`super::tx::Writes`] of its own, for a caller that commits it with
+/// something else (the idempotency engine's one-request path).
+pub fn writes(store: &Store, item: &AuditItem) -> Result<super::tx::Writes, StoreError> {
+    Ok(super::tx::Writes::new(vec![write_once(store, item)?]))
+}
+
 /// Writes `write` and its audit record in one transaction. False: `write`'s condition
 /// failed. A refusal by the audit record alone (its id derives from the change) means this
 /// very change was made before and only its answer was lost: true.

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::audit::{self, AuditItem};
 use super::schema::SETTINGS;
-use super::tx;
+use super::tx::{self, Refusal, Writes};
 use super::{Store, StoreError};
 use crate::model::switches::{KillSwitches, SwitchState};
 
@@ -110,22 +110,16 @@ pub async fn load(store: &Store, now: DateTime<Utc>) -> Result<KillSwitches, Sto
     }
 }
 
-pub enum Commit {
-    Done,
-    /// The stored version was not the expected one; this is what is stored now.
-    Stale(KillSwitches),
-}
-
-/// Writes `next` (whose version is `expected + 1`) and its audit record atomically, only if
-/// the stored version is still `expected`.
-pub async fn commit(
+/// The change as writes: `next` (whose version is `expected + 1`) only if the stored
+/// version is still `expected`, and its audit record.
+pub fn change(
     store: &Store,
     next: &KillSwitches,
     expected: u64,
     audit_item: &AuditItem,
     now: DateTime<Utc>,
     ttl_days: i64,
-) -> Result<Commit, StoreError> {
+) -> Result<Writes, StoreError> {
     let table = store.table(SETTINGS.base);
     let item = serde_dynamo::to_item(SwitchesItem::from_model(next, now, ttl_days))
         .map_err(|e| StoreError::corrupt(&table, e))?;
@@ -143,34 +137,60 @@ pub async fn commit(
             .expression_attribute_values(":now", AttributeValue::N(now.timestamp().to_string()))
     };
     let put = put.build().map_err(|e| StoreError::corrupt(&table, e))?;
-    let audit_put = audit::put_once(store, audit_item)?;
-
-    let actions = vec![
+    Ok(Writes::new(vec![
         TransactWriteItem::builder().put(put).build(),
-        TransactWriteItem::builder().put(audit_put).build(),
-    ];
-    // Conflicts (two admins at once) and throttles are retried by `transact`; what is left
-    // is done, or refused by a condition.
-    let outcome = tx::transact(store, actions).await?;
-    match (outcome.refused_at(0), outcome.refused_at(1)) {
-        (None, None) => Ok(Commit::Done),
-        (Some(found), _) => {
-            let current = match found {
-                Some(old) => decode(old.clone(), now, &table)?,
-                None => load(store, now).await?,
-            };
-            // Exactly our change, stored: an earlier attempt of it was applied and only
-            // its answer was lost.
-            if current == *next {
-                Ok(Commit::Done)
-            } else {
-                Ok(Commit::Stale(current))
-            }
-        }
-        (None, Some(_)) => Err(StoreError::Request {
+        audit::write_once(store, audit_item)?,
+    ]))
+}
+
+/// What is stored instead, when [`change`]'s writes were refused: the switches the
+/// refused write found. Its audit record refusing it means its id was taken: an error.
+pub fn refused(store: &Store, r: &Refusal, now: DateTime<Utc>) -> Result<KillSwitches, StoreError> {
+    if r.index != 0 {
+        return Err(StoreError::Request {
             op: "TransactWriteItems",
             detail: "the change's audit record id is already taken".into(),
-        }),
+        });
+    }
+    match r.item() {
+        Some(old) => decode(old.clone(), now, &store.table(SETTINGS.base)),
+        // The version condition found no item: never set, as stored.
+        None => Ok(KillSwitches::safe_defaults()),
+    }
+}
+
+pub enum Commit {
+    Done,
+    /// The stored version was not the expected one; this is what is stored now.
+    Stale(KillSwitches),
+}
+
+/// Commits [`change`] on its own (the three-step path: a key already claimed, or none).
+pub async fn commit(
+    store: &Store,
+    next: &KillSwitches,
+    expected: u64,
+    audit_item: &AuditItem,
+    now: DateTime<Utc>,
+    ttl_days: i64,
+) -> Result<Commit, StoreError> {
+    let writes = change(store, next, expected, audit_item, now, ttl_days)?;
+    // Conflicts (two admins at once) and throttles are retried by `transact`; what is left
+    // is done, or refused by a condition.
+    let outcome = tx::transact(store, writes.into_actions()).await?;
+    let Some(refusal) = outcome.into_refusals().into_iter().next() else {
+        return Ok(Commit::Done);
+    };
+    let current = match (refusal.index, refusal.item()) {
+        (0, None) => load(store, now).await?,
+        _ => refused(store, &refusal, now)?,
+    };
+    // Exactly our change, stored: an earlier attempt of it was applied and only its answer
+    // was lost.
+    if current == *next {
+        Ok(Commit::Done)
+    } else {
+        Ok(Commit::Stale(current))
     }
 }
 

@@ -135,6 +135,54 @@ impl Outcome {
     pub fn is_done(&self) -> bool {
         matches!(self, Outcome::Done)
     }
+
+    /// The actions whose conditions failed, in action order.
+    pub fn into_refusals(self) -> Vec<Refusal> {
+        match self {
+            Outcome::Refused(r) => r
+                .into_iter()
+                .map(|(index, item)| Refusal { index, item })
+                .collect(),
+            Outcome::Done => Vec::new(),
+        }
+    }
+}
+
+/// Writes prepared for one transaction. Opaque outside the store: a domain service gets
+/// them from a store function and hands them to whoever commits them (the idempotency
+/// engine's one-request path puts its key in front of them).
+pub struct Writes(Vec<TransactWriteItem>);
+
+impl Writes {
+    pub(crate) fn new(actions: Vec<TransactWriteItem>) -> Writes {
+        Writes(actions)
+    }
+
+    pub(crate) fn into_actions(self) -> Vec<TransactWriteItem> {
+        self.0
+    }
+}
+
+/// One of a transaction's [`Writes`] refused by its condition: its place among them, and
+/// the item it found (when it asked for it). Read back by the store module that wrote it.
+#[derive(Debug)]
+pub struct Refusal {
+    pub index: usize,
+    item: Option<Item>,
+}
+
+impl Refusal {
+    pub(crate) fn item(&self) -> Option<&Item> {
+        self.item.as_ref()
+    }
+
+    /// The same refusal counted from `by` actions later (actions put in front).
+    pub(crate) fn shifted(self, by: usize) -> Refusal {
+        Refusal {
+            index: self.index - by,
+            item: self.item,
+        }
+    }
 }
 
 /// What one attempt came to.

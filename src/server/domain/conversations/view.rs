@@ -18,6 +18,7 @@ use crate::server::ids::random_hex;
 use crate::server::store::audit::{self, AuditItem};
 use crate::server::store::conversations::{self as store, Conversation, Partition};
 use crate::server::store::events as records;
+use crate::server::store::tx::Writes;
 
 pub const PAGE_SIZE: usize = 25;
 pub const REVEAL: &str = "reveal_contact";
@@ -344,14 +345,15 @@ impl Conversations {
         Ok(detail(&c, r, Seen::of(role, revealed), state.version > 0))
     }
 
-    /// Records that an admin reveals a conversation's contact details, and why (audited).
-    /// The detail view shows them to that admin for the next few minutes.
+    /// The audit record saying an admin reveals a conversation's contact details, and why,
+    /// as writes (the form's key is committed with it). The detail view shows them to that
+    /// admin for the next few minutes.
     pub async fn reveal(
         &self,
         refs: &Refs,
         req: &Reveal<'_>,
         now: DateTime<Utc>,
-    ) -> Result<(), AppError> {
+    ) -> Result<Writes, AppError> {
         let Reveal {
             r,
             reason,
@@ -374,7 +376,6 @@ impl Conversations {
             "fields": ["recipient_tel", "recipient_email", "recipient_name", "conversation_id"],
         })
         .to_string();
-        audit::put(&self.store, &a).await?;
-        Ok(())
+        Ok(audit::writes(&self.store, &a)?)
     }
 }

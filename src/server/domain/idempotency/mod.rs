@@ -12,6 +12,7 @@ mod counters;
 pub mod health;
 mod keys;
 mod responses;
+mod writes;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -25,6 +26,7 @@ pub use counters::hour_key;
 use counters::Counts;
 pub use keys::{hash_text, hmac_sha256, key_hash, sha256_hex, KeyInputs, Secret};
 pub use responses::{SafeResponse, StopReason};
+pub use writes::{Committal, Prepared};
 
 use crate::server::clock::Clock;
 use crate::server::config::IdempotencySection;

@@ -38,20 +38,27 @@ impl Switches {
             fingerprint: Some(fingerprint(req)),
         };
         let now = self.clock.now();
+        let action_id = random_hex(8);
+        // The change, its audit record and the key in one transaction (one request).
         let outcome = engine
-            .run(&call, |attempt| async move {
-                let action_id = random_hex(8);
-                let origin = Origin {
-                    actor,
-                    idempotency_key: &attempt.key_hash,
-                    action_id: &action_id,
-                };
-                let next = self.change_at(req, &origin, now).await?;
-                Ok::<_, ChangeError>(
-                    serde_json::json!({"ok": true, "data": {"version": next.version}}),
-                )
-            })
+            .run_writes(
+                &call,
+                |attempt| async move {
+                    let origin = Origin {
+                        actor,
+                        idempotency_key: &attempt.key_hash,
+                        action_id: &action_id,
+                    };
+                    let (next, writes) = self.prepare_at(req, &origin, now).await?;
+                    let answer = serde_json::json!({"ok": true, "data": {"version": next.version}});
+                    Ok::<_, ChangeError>((writes, answer))
+                },
+                |refusal| self.refused(&refusal, now),
+            )
             .await?;
+        if matches!(outcome, Outcome::Fresh(_)) {
+            tracing::info!(actor = %actor, switch = req.switch.key(), enabled = req.enable, "kill switch changed");
+        }
         self.settle(engine, &call, outcome).await
     }
 

@@ -16,6 +16,7 @@ use crate::server::config::TtlSection;
 use crate::server::domain::redact::redact;
 use crate::server::store::audit::{self, AuditItem};
 use crate::server::store::switches::{self as store, Commit, AUDIT_ACTION, AUDIT_PARTITION};
+use crate::server::store::tx::{Refusal, Writes};
 use crate::server::store::{Store, StoreError};
 
 /// A change as the form (or a client) asks for it.
@@ -224,6 +225,47 @@ impl Switches {
         origin: &Origin<'_>,
         now: DateTime<Utc>,
     ) -> Result<KillSwitches, ChangeError> {
+        let (current, next, item) = self.plan_at(req, origin, now).await?;
+        let ttl = self.ttls.settings_days;
+        match store::commit(&self.store, &next, current.version, &item, now, ttl).await? {
+            Commit::Done => {
+                tracing::info!(actor = %origin.actor, switch = req.switch.key(), enabled = req.enable, version = next.version, "kill switch changed");
+                Ok(next)
+            }
+            Commit::Stale(now_stored) => Err(stale(&now_stored).into()),
+        }
+    }
+
+    /// The change as writes (the switches and their audit record), for a caller that
+    /// commits them with something else: the idempotency engine's one-request path.
+    pub async fn prepare_at(
+        &self,
+        req: &ChangeRequest,
+        origin: &Origin<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<(KillSwitches, Writes), ChangeError> {
+        let (current, next, item) = self.plan_at(req, origin, now).await?;
+        let ttl = self.ttls.settings_days;
+        let writes = store::change(&self.store, &next, current.version, &item, now, ttl)?;
+        Ok((next, writes))
+    }
+
+    /// Why [`Switches::prepare_at`]'s writes were refused.
+    pub fn refused(&self, refusal: &Refusal, now: DateTime<Utc>) -> ChangeError {
+        match store::refused(&self.store, refusal, now) {
+            Ok(now_stored) => stale(&now_stored).into(),
+            Err(e) => e.into(),
+        }
+    }
+
+    /// Validates `req` against the switches as stored: what they are, what they become,
+    /// and the audit record saying so.
+    async fn plan_at(
+        &self,
+        req: &ChangeRequest,
+        origin: &Origin<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<(KillSwitches, KillSwitches, AuditItem), ChangeError> {
         let reason = validate(req)?;
         // Staff write reasons; staff paste customer details into them. Keep none.
         let reason = redact(reason.as_str());
@@ -238,14 +280,7 @@ impl Switches {
             now,
             self.ttls.audit_days,
         );
-        let ttl = self.ttls.settings_days;
-        match store::commit(&self.store, &next, current.version, &item, now, ttl).await? {
-            Commit::Done => {
-                tracing::info!(actor = %origin.actor, switch = req.switch.key(), enabled = req.enable, version = next.version, "kill switch changed");
-                Ok(next)
-            }
-            Commit::Stale(now_stored) => Err(stale(&now_stored).into()),
-        }
+        Ok((current, next, item))
     }
 
     /// The change history, newest first.

@@ -17,8 +17,10 @@ use super::items::{self, n, s};
 use super::schema::{IDEMPOTENCY_KEYS, IDEMPOTENCY_WATCH_INDEX};
 use super::{cursor, Store, StoreError};
 
+mod commit;
 mod expiry;
 mod stats;
+pub use commit::*;
 pub use expiry::*;
 pub use stats::*;
 
