@@ -22,7 +22,7 @@ APT_UPDATED := target/.apt-updated
 
 .PHONY: help run test tools system-tools rust-tools node-tools python-tools \
         check lint unit e2e fuzz fuzz-short harness chaos chaos-short scan-logs deploy-check \
-        build build-release bench wasm-size clean-data
+        build build-release bench weight python-powertools wasm-size clean-data
 
 help:
 	@echo "make run    - build and start the console (http://127.0.0.1:3000)"
@@ -75,17 +75,29 @@ $(PYTHON_STAMP):
 	.venv/bin/pip install --quiet --disable-pip-version-check $(PYTHON_TOOLS)
 	@touch $@
 
+# The peer `make bench` puts beside the engine: AWS Lambda Powertools (Python), pinned, in
+# a virtualenv of its own (its boto3 is not the checkers').
+POWERTOOLS := aws-lambda-powertools==3.37.0 boto3==1.44.5
+POWERTOOLS_STAMP := .venv-powertools/.installed-$(shell echo '$(POWERTOOLS)' | md5sum | cut -c1-8)
+python-powertools: $(POWERTOOLS_STAMP)
+
+$(POWERTOOLS_STAMP):
+	python3 -m venv .venv-powertools
+	.venv-powertools/bin/pip install --quiet --disable-pip-version-check $(POWERTOOLS)
+	@touch $@
+
 # --- run --------------------------------------------------------------------
 
+# Release: every page a lazy route split into its own wasm (`--split`), assets precompressed.
 build-release: tools
-	cargo leptos build --release --precompress
+	cargo leptos build --release --precompress --split
 
 run: build-release
 	LEPTOS_SITE_ROOT=target/site ./target/release/ops-console serve
 
 # --- test -------------------------------------------------------------------
 
-test: tools check lint unit e2e fuzz-short chaos-short deploy-check scan-logs
+test: tools check lint unit e2e fuzz-short chaos-short deploy-check weight scan-logs
 	@echo "all tests passed"
 
 check:
@@ -100,14 +112,23 @@ lint:
 unit:
 	cargo test --workspace --features ssr
 
+# Pages are lazy routes: every build splits the wasm (without `--split` they fail to load).
 build: tools
-	cargo leptos build
+	cargo leptos build --split
 
 # Browser tests: Playwright in Debian's Chromium against the debug build, on a fresh
 # embedded DynamoDB Local (port 3100, data in target/e2e-data).
 e2e: build
 	rm -rf target/e2e-data end2end/test-results target/test-logs/e2e.log
 	npx playwright test --config end2end/playwright.config.ts
+
+# What a person receives: the cold first load of every page (bytes on the wire, as the
+# release build serves them, until hydrated), against the budget in end2end/weight; the
+# figures go to target/bench/page-weight.json. After the e2e run: it rebuilds target/site.
+weight: build-release
+	rm -rf target/weight-data
+	E2E_SERVER=./target/release/ops-console E2E_DATA_DIR=target/weight-data \
+	  npx playwright test --config end2end/weight.config.ts
 
 # The REST API against its own OpenAPI document: no 5xx, nothing the document does not allow.
 fuzz: build python-tools
@@ -153,7 +174,7 @@ scan-logs:
 
 # Not part of `make test`: every part against its bare DynamoDB work, on its own DynamoDB
 # Local; the figures also go to target/bench/report.json.
-bench: build-release
+bench: weight python-powertools
 	cargo build --release -p ops-harness
 	RUST_LOG=warn ./target/release/ops-harness bench --n 400
 
@@ -164,4 +185,4 @@ wasm-size: build-release
 	echo "css: $$(stat -c %s $$c) bytes, $$(gzip -9 -c $$c | wc -c) gzip"
 
 clean-data:
-	rm -rf .data target/e2e-data target/fuzz-data target/chaos target/test-logs
+	rm -rf .data target/e2e-data target/weight-data target/fuzz-data target/chaos target/test-logs

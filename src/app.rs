@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::components::{ParentRoute, Route, Router, Routes};
 use leptos_router::path;
-use leptos_router::SsrMode;
+use leptos_router::{lazy_route, Lazy, LazyRoute, SsrMode};
 
 use crate::ui::layout::Layout;
 use crate::ui::pages::audit::AuditPage;
@@ -29,6 +29,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
             <head>
                 <meta charset="utf-8" />
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
+                <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
                 <HydrationScripts options />
                 <MetaTags />
             </head>
@@ -42,36 +43,69 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
-    // Effects run only in the browser: this marks the page as hydrated (tests wait for it).
-    Effect::new(|_| {
-        if let Some(body) = document().body() {
-            let _ = body.set_attribute("data-hydrated", "true");
-        }
-    });
     view! {
         <Stylesheet id="leptos" href="/pkg/ops-console.css" />
         <Title formatter=|page: String| format!("{page} · ops-console") />
         <Router>
             <Routes fallback=|| view! { <NotFound /> }>
-                <Route ssr=SsrMode::Async path=path!("/login") view=LoginPage />
+                <Route ssr=SsrMode::Async path=path!("/login") view={Lazy::<LoginRoute>::new()} />
                 <ParentRoute ssr=SsrMode::Async path=path!("") view=Layout>
-                    <Route ssr=SsrMode::Async path=path!("") view=OverviewPage />
-                    <Route ssr=SsrMode::Async path=path!("kill-switches") view=SwitchesPage />
-                    <Route ssr=SsrMode::Async path=path!("conversations") view=ConversationsPage />
-                    <Route ssr=SsrMode::Async path=path!("conversations/view") view=ConversationPage />
-                    <Route ssr=SsrMode::Async path=path!("events") view=EventsPage />
-                    <Route ssr=SsrMode::Async path=path!("events/conversation") view=ConversationStatePage />
-                    <Route ssr=SsrMode::Async path=path!("outbox") view=OutboxPageView />
-                    <Route ssr=SsrMode::Async path=path!("audit") view=AuditPage />
-                    <Route ssr=SsrMode::Async path=path!("inbox") view=InboxPageView />
-                    <Route ssr=SsrMode::Async path=path!("inbox/user") view=InboxUserPage />
-                    <Route ssr=SsrMode::Async path=path!("idempotency") view=IdempotencyPage />
-                    <Route ssr=SsrMode::Async path=path!("idempotency/key") view=IdempotencyKeyPage />
-                    <Route ssr=SsrMode::Async path=path!("measurements") view=MeasurementsPage />
-                    <Route ssr=SsrMode::Async path=path!("users") view=AccountsPage />
-                    <Route ssr=SsrMode::Async path=path!("api") view=OpenApiPage />
+                    <Route ssr=SsrMode::Async path=path!("") view={Lazy::<OverviewRoute>::new()} />
+                    <Route ssr=SsrMode::Async path=path!("kill-switches") view={Lazy::<SwitchesRoute>::new()} />
+                    <Route ssr=SsrMode::Async path=path!("conversations") view={Lazy::<ConversationsRoute>::new()} />
+                    <Route ssr=SsrMode::Async path=path!("conversations/view") view={Lazy::<ConversationRoute>::new()} />
+                    <Route ssr=SsrMode::Async path=path!("events") view={Lazy::<EventsRoute>::new()} />
+                    <Route ssr=SsrMode::Async path=path!("events/conversation") view={Lazy::<ConversationStateRoute>::new()} />
+                    <Route ssr=SsrMode::Async path=path!("outbox") view={Lazy::<OutboxRoute>::new()} />
+                    <Route ssr=SsrMode::Async path=path!("audit") view={Lazy::<AuditRoute>::new()} />
+                    <Route ssr=SsrMode::Async path=path!("inbox") view={Lazy::<InboxRoute>::new()} />
+                    <Route ssr=SsrMode::Async path=path!("inbox/user") view={Lazy::<InboxUserRoute>::new()} />
+                    <Route ssr=SsrMode::Async path=path!("idempotency") view={Lazy::<IdempotencyRoute>::new()} />
+                    <Route ssr=SsrMode::Async path=path!("idempotency/key") view={Lazy::<IdempotencyKeyRoute>::new()} />
+                    <Route ssr=SsrMode::Async path=path!("measurements") view={Lazy::<MeasurementsRoute>::new()} />
+                    <Route ssr=SsrMode::Async path=path!("users") view={Lazy::<AccountsRoute>::new()} />
+                    <Route ssr=SsrMode::Async path=path!("api") view={Lazy::<OpenApiRoute>::new()} />
                 </ParentRoute>
             </Routes>
         </Router>
     }
+}
+
+/// Each page is a lazy route: its code is its own wasm chunk, loaded when the page is
+/// first shown (with `cargo leptos build --split`), so a first load carries the shell and
+/// that page only.
+macro_rules! lazy_pages {
+    ($($route:ident => $page:ident),* $(,)?) => {$(
+        struct $route;
+
+        #[lazy_route]
+        impl LazyRoute for $route {
+            fn data() -> Self {
+                $route
+            }
+
+            fn view(_this: Self) -> AnyView {
+                view! { <$page /> }.into_any()
+            }
+        }
+    )*};
+}
+
+lazy_pages! {
+    LoginRoute => LoginPage,
+    OverviewRoute => OverviewPage,
+    SwitchesRoute => SwitchesPage,
+    ConversationsRoute => ConversationsPage,
+    ConversationRoute => ConversationPage,
+    EventsRoute => EventsPage,
+    ConversationStateRoute => ConversationStatePage,
+    OutboxRoute => OutboxPageView,
+    AuditRoute => AuditPage,
+    InboxRoute => InboxPageView,
+    InboxUserRoute => InboxUserPage,
+    IdempotencyRoute => IdempotencyPage,
+    IdempotencyKeyRoute => IdempotencyKeyPage,
+    MeasurementsRoute => MeasurementsPage,
+    AccountsRoute => AccountsPage,
+    OpenApiRoute => OpenApiPage,
 }

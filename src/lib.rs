@@ -13,5 +13,16 @@ pub mod server;
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
     console_error_panic_hook::set_once();
-    leptos::mount::hydrate_body(app::App);
+    // Pages are lazy routes: hydration waits for the page's own wasm to arrive.
+    _ = any_spawner::Executor::init_wasm_bindgen();
+    leptos::task::spawn_local(async {
+        let body = leptos::prelude::document()
+            .body()
+            .expect("the page has a body");
+        let owner = leptos::mount::hydrate_from_async(body.clone(), app::App).await;
+        owner.forget();
+        // The page is interactive now, its own code included: tests wait for this mark,
+        // and the page-weight run times it.
+        let _ = body.set_attribute("data-hydrated", "true");
+    });
 }

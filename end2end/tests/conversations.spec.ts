@@ -84,6 +84,8 @@ test.describe('conversations', () => {
     await page.getByRole('button', { name: 'Search' }).click();
     await ready(page);
     await rows.first().getByRole('link').click();
+    // The detail page's code loads with it (a lazy route): the address changes once it is in.
+    await page.waitForURL(/\/conversations\/view\?/);
     await ready(page);
     const detailUrl = page.url();
     expect(detailUrl).not.toContain(tel.slice(1));

@@ -6,6 +6,7 @@ use leptos_router::hooks::use_location;
 
 use crate::api::shell::{load_shell_info, ShellInfo};
 use crate::model::accounts::Role;
+use crate::model::switches::KillSwitches;
 use crate::ui::components::badge::EnvBadge;
 
 /// (path, label, who sees it)
@@ -27,8 +28,14 @@ const NAV: &[(&str, &str, Role)] = &[
 pub fn Layout() -> impl IntoView {
     let info = Resource::new(|| (), |_| load_shell_info());
     view! {
-        <div class="flex min-h-screen">
-            <Transition fallback=|| view! { <aside class="w-56 shrink-0 bg-slate-900" /> }>
+        <a
+            href="#main"
+            class="sr-only focus:not-sr-only focus:absolute focus:left-2 focus:top-2 focus:z-10 focus:rounded focus:bg-white focus:px-3 focus:py-2"
+        >
+            "Skip to content"
+        </a>
+        <div class="flex min-h-screen flex-col md:flex-row">
+            <Transition fallback=|| view! { <aside class="bg-slate-900 md:w-56 md:shrink-0" /> }>
                 {move || Suspend::new(async move {
                     let info = info.await.ok();
                     view! { <Sidebar info /> }
@@ -38,15 +45,62 @@ pub fn Layout() -> impl IntoView {
                 <Transition fallback=|| view! { <header class="h-14 border-b border-slate-200 bg-white" /> }>
                     {move || Suspend::new(async move {
                         let info = info.await.ok();
-                        view! { <TopBar info /> }
+                        let switches = info.as_ref().and_then(|i| i.switches.clone());
+                        view! {
+                            <TopBar info />
+                            {switches.map(|s| view! { <SwitchBanner s /> })}
+                        }
                     })}
                 </Transition>
-                <main class="mx-auto w-full max-w-6xl flex-1 px-6 py-6">
+                <main id="main" class="mx-auto w-full max-w-6xl flex-1 px-4 py-6 md:px-6">
                     <Outlet />
                 </main>
             </div>
         </div>
     }
+}
+
+/// While automation may act (safe mode off, or automation on), every page says so: which
+/// switch, who changed it, when and why.
+#[component]
+fn SwitchBanner(s: KillSwitches) -> impl IntoView {
+    let live = [
+        (!s.safe_mode.enabled).then(|| ("Safe mode is off", s.safe_mode.clone())),
+        s.automation_enabled
+            .enabled
+            .then(|| ("Automation is on", s.automation_enabled.clone())),
+    ];
+    let lines = live
+        .into_iter()
+        .flatten()
+        .map(|(what, st)| {
+            let by = st.changed_by.unwrap_or_else(|| "nobody yet".into());
+            let when = st
+                .changed_at
+                .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+                .unwrap_or_default();
+            let why = st.reason.filter(|r| !r.is_empty());
+            view! {
+                <li>
+                    <strong>{what}</strong>
+                    " — changed by " {by} {(!when.is_empty()).then(|| format!(", {when}"))}
+                    {why.map(|w| view! { ": “" {w} "”" })}
+                </li>
+            }
+        })
+        .collect::<Vec<_>>();
+    (!lines.is_empty())
+        .then(|| {
+            view! {
+                <div
+                    data-testid="switch-banner"
+                    class="flex flex-wrap items-start justify-between gap-2 border-b border-amber-300 bg-amber-50 px-4 py-2 text-sm text-amber-900 md:px-6"
+                >
+                    <ul>{lines}</ul>
+                    <a href="/kill-switches" class="underline">"Review the kill switches"</a>
+                </div>
+            }
+        })
 }
 
 #[component]
@@ -79,12 +133,23 @@ fn Sidebar(info: Option<ShellInfo>) -> impl IntoView {
             }
         })
         .collect_view();
+    // On a phone the menu folds away behind a toggle (a checkbox: it works without
+    // JavaScript); from `md` up it is the sidebar.
     view! {
-        <aside class="w-56 shrink-0 bg-slate-900 px-3 py-4">
-            <a href="/" class="mb-6 block px-3 text-lg font-semibold text-white">
-                "ops-console"
-            </a>
-            <nav aria-label="Main">
+        <aside class="group bg-slate-900 px-3 py-3 md:w-56 md:shrink-0 md:py-4">
+            <div class="flex items-center justify-between">
+                <a href="/" class="block px-3 text-lg font-semibold text-white md:mb-6">
+                    "ops-console"
+                </a>
+                <input id="menu-toggle" type="checkbox" aria-label="Menu" class="peer sr-only md:hidden" />
+                <label
+                    for="menu-toggle"
+                    class="cursor-pointer rounded border border-slate-600 px-3 py-1 text-sm text-slate-200 peer-focus-visible:ring-2 peer-focus-visible:ring-sky-400 md:hidden"
+                >
+                    "Menu"
+                </label>
+            </div>
+            <nav aria-label="Main" class="mt-3 hidden group-has-[#menu-toggle:checked]:block md:mt-0 md:block">
                 <ul class="space-y-1">{links}</ul>
             </nav>
         </aside>
@@ -99,12 +164,12 @@ fn TopBar(info: Option<ShellInfo>) -> impl IntoView {
         .unwrap_or_default();
     let user = info.and_then(|i| i.user);
     view! {
-        <header class="flex h-14 items-center justify-between border-b border-slate-200 bg-white px-6">
+        <header class="flex min-h-14 flex-wrap items-center justify-between gap-2 border-b border-slate-200 bg-white px-4 py-2 md:px-6">
             <EnvBadge env />
             {user
                 .map(|u| {
                     view! {
-                        <div class="flex items-center gap-4 text-sm">
+                        <div class="flex flex-wrap items-center gap-x-4 gap-y-1 text-sm">
                             <span data-testid="signed-in-as">
                                 "Signed in as " <strong>{u.name}</strong> " ("
                                 {u.role.as_str()} ")"

@@ -146,5 +146,61 @@ pub async fn bench_engine(
     series.push(one_s);
     series.push(one_dup_s);
 
-    Ok(print_rows("idempotency engine", &series))
+    let mut rows = print_rows("idempotency engine", &series);
+    rows.extend(powertools(&config.dynamodb.endpoint, n));
+    Ok(rows)
+}
+
+/// The peer on the same DynamoDB Local, in the same run: AWS Lambda Powertools (Python)
+/// timed by `scripts/powertools-bench` against its own bare conditional write. Its rows
+/// carry its own baseline; skipped (with a note) when its virtualenv is not installed.
+fn powertools(endpoint: &str, n: usize) -> Vec<serde_json::Value> {
+    if !std::path::Path::new(".venv-powertools/bin/python").exists() {
+        eprintln!(
+            "bench: .venv-powertools is missing (make python-powertools); Powertools not measured"
+        );
+        return Vec::new();
+    }
+    let out = std::process::Command::new("scripts/powertools-bench")
+        .args(["--endpoint", endpoint, "--n", &n.to_string()])
+        .stderr(std::process::Stdio::inherit())
+        .output();
+    let report: serde_json::Value = match out {
+        Ok(o) if o.status.success() => serde_json::from_slice(&o.stdout).unwrap_or_default(),
+        Ok(o) => {
+            eprintln!("bench: powertools-bench failed ({})", o.status);
+            return Vec::new();
+        }
+        Err(e) => {
+            eprintln!("bench: powertools-bench could not start: {e}");
+            return Vec::new();
+        }
+    };
+    let tool = report["tool"].as_str().unwrap_or("powertools").to_string();
+    let rows: Vec<serde_json::Value> = report["series"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|mut r| {
+            r["tool"] = json!(tool);
+            r
+        })
+        .collect();
+    println!();
+    println!(
+        "{:<56} {:>9} {:>9} {:>10} {:>12}",
+        tool, "p50 ms", "p99 ms", "req/call", "p50 ratio"
+    );
+    for r in &rows {
+        println!(
+            "{:<56} {:>9.2} {:>9.2} {:>10.2} {:>11.2}x",
+            r["series"].as_str().unwrap_or_default(),
+            r["p50_ms"].as_f64().unwrap_or_default(),
+            r["p99_ms"].as_f64().unwrap_or_default(),
+            r["dynamodb_requests_per_call"].as_f64().unwrap_or_default(),
+            r["p50_ratio_vs_baseline"].as_f64().unwrap_or_default(),
+        );
+    }
+    rows
 }

@@ -150,6 +150,8 @@ fn summary(report: &Map<String, Value>) {
         ("idempotency_engine", 2),
         ("idempotency_engine", 3),
         ("idempotency_engine", 4),
+        ("idempotency_engine", 6),
+        ("idempotency_engine", 7),
         ("events", 1),
         ("events", 2),
         ("event_ack", 1),
@@ -160,12 +162,12 @@ fn summary(report: &Map<String, Value>) {
     ];
     println!();
     println!(
-        "{:<52} {:>9} {:>14} {:>10}",
+        "{:<60} {:>9} {:>14} {:>10}",
         "summary (each against its baseline in this run)", "p50 ms", "p50 vs base", "req/call"
     );
     for (part, i) in picks {
         if let Some((name, p50, ratio, reqs)) = row(part, i) {
-            println!("{name:<52} {p50:>9.2} {ratio:>13.2}x {reqs:>10.2}");
+            println!("{name:<60} {p50:>9.2} {ratio:>13.2}x {reqs:>10.2}");
         }
     }
     if let Some(Value::Array(rows)) = report.get("conversations") {
@@ -175,7 +177,7 @@ fn summary(report: &Map<String, Value>) {
                 r["ratio_largest_vs_smallest"].as_f64(),
             ) {
                 println!(
-                    "{:<52} {:>9} {:>13.2}x {:>10}",
+                    "{:<60} {:>9} {:>13.2}x {:>10}",
                     format!("conversations: {name} (largest vs smallest)"),
                     "",
                     ratio,
@@ -209,7 +211,7 @@ pub(crate) fn print_rows(title: &str, series: &[Series]) -> Vec<serde_json::Valu
     let base_rate = series[0].per_sec();
     println!();
     println!(
-        "{:<44} {:>9} {:>9} {:>9} {:>10} {:>12} {:>10}",
+        "{:<56} {:>9} {:>9} {:>9} {:>10} {:>12} {:>10}",
         title, "p50 ms", "p99 ms", "calls/s", "req/call", "p50 ratio", "rate ratio"
     );
     series
@@ -217,7 +219,7 @@ pub(crate) fn print_rows(title: &str, series: &[Series]) -> Vec<serde_json::Valu
         .map(|s| {
             let reqs = s.requests as f64 / s.samples.len().max(1) as f64;
             println!(
-                "{:<44} {:>9.2} {:>9.2} {:>9.0} {:>10.2} {:>11.2}x {:>9.2}x",
+                "{:<56} {:>9.2} {:>9.2} {:>9.0} {:>10.2} {:>11.2}x {:>9.2}x",
                 s.name,
                 s.pct(0.5),
                 s.pct(0.99),

@@ -1,5 +1,5 @@
-//! The console's weight (release wasm and CSS, raw and gzip) and the time to render each
-//! page on the server, signed in as an admin, through the real router.
+//! Each page's weight as a browser receives it (from the page-weight run) and the time to
+//! render each page on the server, signed in as an admin, through the real router.
 
 use std::time::Instant;
 
@@ -30,40 +30,39 @@ const PAGES: &[&str] = &[
     "/api",
 ];
 
-fn gzip_len(path: &str) -> Option<u64> {
-    let out = std::process::Command::new("gzip")
-        .args(["-9", "-c", path])
-        .output()
-        .ok()?;
-    out.status.success().then_some(out.stdout.len() as u64)
-}
-
-/// Sizes of the release assets cargo-leptos wrote (`make build-release` first), and of the
-/// Brotli copy it precompressed, which is what a browser downloads.
+/// What each page's cold first load put on the wire, as the page-weight run in Chromium
+/// measured it (`make weight`, which `make bench` runs first): bytes (compressed, headers
+/// included), requests, the wasm's share, and the time until the page was hydrated.
 pub fn weight() -> Value {
-    let file = |name: &str| {
-        let path = format!("target/site/pkg/{name}");
-        let len = |p: &str| std::fs::metadata(p).ok().map(|m| m.len());
-        let raw = len(&path);
-        json!({"file": path, "bytes": raw, "gzip_bytes": raw.and(gzip_len(&path)),
-               "served_br_bytes": len(&format!("{path}.br"))})
+    let file = "target/bench/page-weight.json";
+    let report: Value = match std::fs::read_to_string(file) {
+        Ok(text) => serde_json::from_str(&text).unwrap_or_default(),
+        Err(_) => {
+            eprintln!("bench: {file} is missing (make weight); page weight not shown");
+            return Value::Null;
+        }
     };
-    let w = json!({"wasm": file("ops-console.wasm"), "css": file("ops-console.css"), "js": file("ops-console.js")});
     println!();
     println!(
-        "{:<44} {:>12} {:>12} {:>12}",
-        "page weight (release)", "bytes", "gzip -9", "served (br)"
+        "{:<56} {:>10} {:>9} {:>10} {:>13}",
+        "page, cold first load (release, Chromium)", "bytes", "requests", "wasm", "hydrated ms"
     );
-    for k in ["wasm", "css", "js"] {
+    for p in report["pages"].as_array().into_iter().flatten() {
+        let page = p["page"].as_str().unwrap_or_default();
+        let page = page
+            .split_once("?r=")
+            .map_or(page.to_string(), |(path, _)| format!("{path}?r=…"));
         println!(
-            "{:<44} {:>12} {:>12} {:>12}",
-            w[k]["file"].as_str().unwrap_or_default(),
-            w[k]["bytes"].to_string(),
-            w[k]["gzip_bytes"].to_string(),
-            w[k]["served_br_bytes"].to_string()
+            "{:<56} {:>10} {:>9} {:>10} {:>13}",
+            page,
+            p["bytes"].to_string(),
+            p["requests"].to_string(),
+            p["wasm"].to_string(),
+            p["hydrated_ms"].to_string()
         );
     }
-    w
+    println!("budget per page: {} bytes", report["budget_bytes"]);
+    report
 }
 
 pub async fn render(store: &Store, config: &Config, n: usize) -> Result<Vec<Value>, String> {

@@ -1,7 +1,8 @@
 //! A part of a page that waits for server data: "Loading…" while it loads, the error box if
 //! loading failed, the content once it is there.
 
-use std::future::IntoFuture;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
 use std::sync::Arc;
 
 use leptos::prelude::*;
@@ -33,24 +34,38 @@ where
     V: IntoView + 'static,
 {
     let (load, children) = (Arc::new(load), Arc::new(children));
+    // Only this closure is generic; the `Transition` and `Suspend` around it are one type
+    // for every section in the app, so their (large) code is in the wasm once.
+    let render: Render = Arc::new(move || {
+        let (load, children) = (load.clone(), children.clone());
+        Box::pin(async move {
+            match load().await {
+                Ok(value) => children(value).into_any(),
+                Err(error) => view! { <Failed error spacing /> }.into_any(),
+            }
+        })
+    });
+    section(render, loading, spacing)
+}
+
+/// What a section shows once its data is in, type-erased.
+type Render = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = AnyView> + Send>> + Send + Sync>;
+
+fn section(render: Render, loading: &'static str, spacing: &'static str) -> AnyView {
     let fallback_class = if spacing.is_empty() {
         "text-slate-500".to_string()
     } else {
         format!("{spacing} text-slate-500")
     };
     view! {
-        <Transition fallback=move || view! { <p class=fallback_class>{loading}</p> }>
-            {move || {
-                let (load, children) = (load.clone(), children.clone());
-                Suspend::new(async move {
-                    match load().await {
-                        Ok(value) => children(value).into_any(),
-                        Err(error) => view! { <Failed error spacing /> }.into_any(),
-                    }
-                })
-            }}
+        <Transition fallback=move || view! { <p class=fallback_class.clone()>{loading}</p> }>
+            {
+                let render = render.clone();
+                move || Suspend::new(render())
+            }
         </Transition>
     }
+    .into_any()
 }
 
 /// The error box, with the section's margin above it when it has one.

@@ -31,7 +31,7 @@ pub fn ScopeCard(s: ScopeHealth) -> impl IntoView {
     ];
     view! {
         <section class="mt-6 rounded-lg border border-slate-200 bg-white p-5 shadow-sm" aria-label=scope.clone() data-testid=format!("scope-{scope}")>
-            <h3 class="font-mono text-base font-semibold">{scope.clone()}</h3>
+            <h3 class="font-mono text-base font-semibold break-all">{scope.clone()}</h3>
             <div class="mt-3 grid grid-cols-1 gap-3 sm:grid-cols-3">
                 {alerts.into_iter().map(|a| view! { <AlertTile a /> }).collect_view()}
             </div>

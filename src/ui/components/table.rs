@@ -29,12 +29,15 @@ pub fn DataTable(
             view! { <th class=class>{*title}</th> }
         })
         .collect_view();
+    // On a narrow screen a wide table scrolls inside its own box; the page never does.
     view! {
-        <table class=format!("{spacing} w-full text-left text-sm") aria-label=label>
-            <thead class="text-xs uppercase text-slate-500">
-                <tr>{header}</tr>
-            </thead>
-            <tbody>{children()}</tbody>
-        </table>
+        <div class=format!("{spacing} overflow-x-auto")>
+            <table class="w-full text-left text-sm" aria-label=label>
+                <thead class="text-xs uppercase text-slate-500">
+                    <tr>{header}</tr>
+                </thead>
+                <tbody>{children()}</tbody>
+            </table>
+        </div>
     }
 }

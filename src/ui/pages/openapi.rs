@@ -48,8 +48,8 @@ fn Reference(d: ApiDoc) -> impl IntoView {
         .schemas
         .into_iter()
         .map(|s| view! {
-            <div class="rounded border border-slate-200 bg-white p-3" id=format!("schema-{}", s.name)>
-                <h3 class="font-mono text-sm font-semibold">{s.name.clone()}</h3>
+            <div class="min-w-0 rounded border border-slate-200 bg-white p-3 [overflow-wrap:anywhere]" id=format!("schema-{}", s.name)>
+                <h3 class="font-mono text-sm font-semibold break-all">{s.name.clone()}</h3>
                 {(!s.description.is_empty()).then(|| view! { <p class="text-xs text-slate-600">{s.description}</p> })}
                 {fields(s.fields)}
             </div>
@@ -72,10 +72,10 @@ fn Op(o: Operation) -> impl IntoView {
         Some(s) => format!("scope {s}"),
     };
     view! {
-        <section class="rounded-lg border border-slate-200 bg-white p-4" data-testid="operation">
+        <section class="min-w-0 rounded-lg border border-slate-200 bg-white p-4 [overflow-wrap:anywhere]" data-testid="operation">
             <div class="flex flex-wrap items-baseline gap-3">
                 <span class="rounded bg-slate-900 px-2 py-0.5 font-mono text-xs text-white">{o.method}</span>
-                <span class="font-mono text-sm">{o.path}</span>
+                <span class="font-mono text-sm break-all">{o.path}</span>
                 <span class="text-xs text-slate-500">{o.tag}" · "{scope}</span>
             </div>
             {(!o.description.is_empty()).then(|| view! { <p class="mt-1 text-sm">{o.description}</p> })}
