@@ -6,9 +6,10 @@ import * as path from 'node:path';
 // every byte on the wire (compressed, as served, headers included) until the page has
 // hydrated and the network is idle, and how long hydration took. The release build,
 // served as in production. The budget is on bytes only: times are too noisy to test.
-// It guards what the lazy routes achieved (the heaviest page, /outbox, was 406 KB when it
-// was set); the goal is 300 KB per page (issue 20), not reached yet: see docs/page-weight.md.
-const BUDGET_BYTES = 420_000;
+// It guards what the lazy routes achieved (the heaviest page, /outbox, was 418 KB when it
+// was set: 5 % above that); the goal is 300 KB per page, not reached yet: see
+// docs/page-weight.md.
+const BUDGET_BYTES = 440_000;
 
 const root = path.join(__dirname, '..', '..');
 const usersFile = path.join(root, 'target', 'e2e-users.json');

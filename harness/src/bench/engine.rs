@@ -10,6 +10,7 @@ use ops_console::server::config::Config;
 use ops_console::server::domain::idempotency::{Call, Engine, KeyInputs, Outcome, Secret};
 use ops_console::server::ids::random_hex;
 use ops_console::server::store::audit::{self, AuditItem};
+use ops_console::server::store::tx::Writes;
 use ops_console::server::store::Store;
 
 /// The bare operation: one audit record written once (a conditional put), as the
@@ -35,6 +36,32 @@ async fn one_request(
                 let writes = audit::writes(store, &item).map_err(|e| e.to_string())?;
                 Ok::<_, String>((writes, json!({"ok": true})))
             },
+            |refusal| format!("refused: {refusal:?}"),
+        )
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// An effect of two items (a change and its audit record, as the kill switches write),
+/// named after `id`.
+fn two_items(store: &Store, id: &str) -> Result<Writes, String> {
+    let at = chrono::Utc::now();
+    let change = AuditItem::new("bench", "bench_change", at, &format!("{id}-a"), 1);
+    let record = AuditItem::new("bench", "bench_record", at, &format!("{id}-b"), 1);
+    let a = audit::writes(store, &change).map_err(|e| e.to_string())?;
+    Ok(a.and(audit::writes(store, &record).map_err(|e| e.to_string())?))
+}
+
+/// The two-item effect through the one-request path: key and both items in one transaction.
+async fn one_request_two(
+    engine: &Engine,
+    store: &Store,
+    call: &Call<'_>,
+) -> Result<Outcome<String>, String> {
+    engine
+        .run_writes(
+            call,
+            |a| async move { Ok::<_, String>((two_items(store, &a.key_hash)?, json!({"ok": true}))) },
             |refusal| format!("refused: {refusal:?}"),
         )
         .await
@@ -76,6 +103,11 @@ pub async fn bench_engine(
     let mut replay_s = Series::new("engine, duplicate, three steps (replay)");
     let mut one_s = Series::new("engine, new key, one transaction (key + write)");
     let mut one_dup_s = Series::new("engine, duplicate, one transaction (replay)");
+    // Effects that are transactions already (a kill-switch change: the switches and their
+    // audit record) against that same transaction bare.
+    let mut bare_tx_s = Series::new("bare transaction of a two-item effect");
+    let mut two_s = Series::new("engine, new key, one transaction (key + the two items)");
+    let mut two_dup_s = Series::new("engine, duplicate of the two-item effect");
     for i in 0..n {
         let r0 = store.requests().total();
         let t = Instant::now();
@@ -139,6 +171,33 @@ pub async fn bench_engine(
             return Err(format!("expected a replay, got {out:?}"));
         }
         one_dup_s.add(d, reqs);
+
+        let (d, reqs, out) = timed(store, || async {
+            let writes = two_items(store, &format!("bare-tx-{i}"))?;
+            writes.commit(store).await.map_err(|e| e.to_string())
+        })
+        .await?;
+        if !out.is_done() {
+            return Err(format!("the bare transaction was refused: {out:?}"));
+        }
+        bare_tx_s.add(d, reqs);
+        let inputs = KeyInputs::new().id("request", format!("two-{i}"));
+        let call = Call {
+            tenant: "bench",
+            scope: "bench.write_two",
+            inputs: &inputs,
+            fingerprint: None,
+        };
+        let (d, reqs, out) = timed(store, || one_request_two(&engine, store, &call)).await?;
+        if !matches!(out, Outcome::Fresh(_)) {
+            return Err(format!("expected a fresh run, got {out:?}"));
+        }
+        two_s.add(d, reqs);
+        let (d, reqs, out) = timed(store, || one_request_two(&engine, store, &call)).await?;
+        if !matches!(out, Outcome::Replayed(_)) {
+            return Err(format!("expected a replay, got {out:?}"));
+        }
+        two_dup_s.add(d, reqs);
     }
     series.push(bare_s);
     series.push(fresh_s);
@@ -147,6 +206,10 @@ pub async fn bench_engine(
     series.push(one_dup_s);
 
     let mut rows = print_rows("idempotency engine", &series);
+    rows.extend(print_rows(
+        "idempotency engine, effect already a transaction",
+        &[bare_tx_s, two_s, two_dup_s],
+    ));
     rows.extend(powertools(&config.dynamodb.endpoint, n));
     Ok(rows)
 }

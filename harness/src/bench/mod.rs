@@ -152,6 +152,8 @@ fn summary(report: &Map<String, Value>) {
         ("idempotency_engine", 4),
         ("idempotency_engine", 6),
         ("idempotency_engine", 7),
+        ("idempotency_engine", 9),
+        ("idempotency_engine", 10),
         ("events", 1),
         ("events", 2),
         ("event_ack", 1),

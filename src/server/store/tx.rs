@@ -161,6 +161,17 @@ impl Writes {
     pub(crate) fn into_actions(self) -> Vec<TransactWriteItem> {
         self.0
     }
+
+    /// These writes followed by `more`'s, in one transaction.
+    pub fn and(mut self, more: Writes) -> Writes {
+        self.0.extend(more.0);
+        self
+    }
+
+    /// Commits the writes on their own, as one transaction.
+    pub async fn commit(self, store: &Store) -> Result<Outcome, StoreError> {
+        transact(store, self.0).await
+    }
 }
 
 /// One of a transaction's [`Writes`] refused by its condition: its place among them, and
