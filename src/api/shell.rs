@@ -2,7 +2,6 @@ use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::model::accounts::CurrentUser;
-use crate::model::switches::KillSwitches;
 use crate::model::AppError;
 
 /// What the layout needs on every page.
@@ -11,9 +10,21 @@ pub struct ShellInfo {
     /// `dev`, `staging` or `prod`.
     pub environment: String,
     pub user: Option<CurrentUser>,
-    /// The kill switches, for the banner every page shows while automation may act
-    /// (signed-in users only; `None` when they could not be read).
-    pub switches: Option<KillSwitches>,
+    /// The banner every page shows while automation may act: one line per switch out of
+    /// its safe position (signed-in users only; empty when they could not be read).
+    pub live_switches: Vec<LiveSwitch>,
+}
+
+/// A kill switch out of its safe position, as the banner says it (text made on the server,
+/// so the page's code carries no date parsing for it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LiveSwitch {
+    /// "Safe mode is off" or "Automation is on".
+    pub what: String,
+    pub by: String,
+    /// `YYYY-MM-DD HH:MM UTC`, or empty.
+    pub when: String,
+    pub why: Option<String>,
 }
 
 #[server]
@@ -22,13 +33,41 @@ pub async fn load_shell_info() -> Result<ShellInfo, AppError> {
     let state = ctx::state()?;
     let user = ctx::current_user();
     // A page still renders when DynamoDB does not answer: the banner is left out then.
-    let switches = match user {
-        Some(_) => state.switches.load().await.ok(),
-        None => None,
+    let live_switches = match user {
+        Some(_) => state
+            .switches
+            .load()
+            .await
+            .map(|s| live(&s))
+            .unwrap_or_default(),
+        None => Vec::new(),
     };
     Ok(ShellInfo {
         environment: state.config.env.to_string(),
         user,
-        switches,
+        live_switches,
     })
+}
+
+/// The switches out of their safe position: safe mode off, automation on.
+#[cfg(feature = "ssr")]
+fn live(s: &crate::model::switches::KillSwitches) -> Vec<LiveSwitch> {
+    let line = |what: &str, st: &crate::model::switches::SwitchState| LiveSwitch {
+        what: what.to_string(),
+        by: st.changed_by.clone().unwrap_or_else(|| "nobody yet".into()),
+        when: st
+            .changed_at
+            .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+            .unwrap_or_default(),
+        why: st.reason.clone().filter(|r| !r.is_empty()),
+    };
+    [
+        (!s.safe_mode.enabled).then(|| line("Safe mode is off", &s.safe_mode)),
+        s.automation_enabled
+            .enabled
+            .then(|| line("Automation is on", &s.automation_enabled)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }

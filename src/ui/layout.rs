@@ -4,9 +4,8 @@ use leptos::prelude::*;
 use leptos_router::components::Outlet;
 use leptos_router::hooks::use_location;
 
-use crate::api::shell::{load_shell_info, ShellInfo};
+use crate::api::shell::{load_shell_info, LiveSwitch, ShellInfo};
 use crate::model::accounts::Role;
-use crate::model::switches::KillSwitches;
 use crate::ui::components::badge::EnvBadge;
 
 /// (path, label, who sees it)
@@ -45,10 +44,13 @@ pub fn Layout() -> impl IntoView {
                 <Transition fallback=|| view! { <header class="h-14 border-b border-slate-200 bg-white" /> }>
                     {move || Suspend::new(async move {
                         let info = info.await.ok();
-                        let switches = info.as_ref().and_then(|i| i.switches.clone());
+                        let lines = info
+                            .as_ref()
+                            .map(|i| i.live_switches.clone())
+                            .unwrap_or_default();
                         view! {
                             <TopBar info />
-                            {switches.map(|s| view! { <SwitchBanner s /> })}
+                            {(!lines.is_empty()).then(|| view! { <SwitchBanner lines /> })}
                         }
                     })}
                 </Transition>
@@ -63,44 +65,29 @@ pub fn Layout() -> impl IntoView {
 /// While automation may act (safe mode off, or automation on), every page says so: which
 /// switch, who changed it, when and why.
 #[component]
-fn SwitchBanner(s: KillSwitches) -> impl IntoView {
-    let live = [
-        (!s.safe_mode.enabled).then(|| ("Safe mode is off", s.safe_mode.clone())),
-        s.automation_enabled
-            .enabled
-            .then(|| ("Automation is on", s.automation_enabled.clone())),
-    ];
-    let lines = live
+fn SwitchBanner(lines: Vec<LiveSwitch>) -> impl IntoView {
+    let items = lines
         .into_iter()
-        .flatten()
-        .map(|(what, st)| {
-            let by = st.changed_by.unwrap_or_else(|| "nobody yet".into());
-            let when = st
-                .changed_at
-                .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
-                .unwrap_or_default();
-            let why = st.reason.filter(|r| !r.is_empty());
+        .map(|l| {
+            let when = (!l.when.is_empty()).then(|| format!(", {}", l.when));
             view! {
                 <li>
-                    <strong>{what}</strong>
-                    " — changed by " {by} {(!when.is_empty()).then(|| format!(", {when}"))}
-                    {why.map(|w| view! { ": “" {w} "”" })}
+                    <strong>{l.what}</strong>
+                    " — changed by " {l.by} {when}
+                    {l.why.map(|w| view! { ": “" {w} "”" })}
                 </li>
             }
         })
         .collect::<Vec<_>>();
-    (!lines.is_empty())
-        .then(|| {
-            view! {
-                <div
-                    data-testid="switch-banner"
-                    class="flex flex-wrap items-start justify-between gap-2 border-b border-amber-300 bg-amber-50 px-4 py-2 text-sm text-amber-900 md:px-6"
-                >
-                    <ul>{lines}</ul>
-                    <a href="/kill-switches" class="underline">"Review the kill switches"</a>
-                </div>
-            }
-        })
+    view! {
+        <div
+            data-testid="switch-banner"
+            class="flex flex-wrap items-start justify-between gap-2 border-b border-amber-300 bg-amber-50 px-4 py-2 text-sm text-amber-900 md:px-6"
+        >
+            <ul>{items}</ul>
+            <a href="/kill-switches" class="underline">"Review the kill switches"</a>
+        </div>
+    }
 }
 
 #[component]
