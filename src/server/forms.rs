@@ -33,13 +33,6 @@ where
     F: FnOnce(Attempt) -> Fut,
     Fut: Future<Output = Result<Value, AppError>>,
 {
-    let form_key = sub.form_key.trim();
-    if !(16..=128).contains(&form_key.len()) {
-        return Err(AppError::invalid(
-            "idempotency_key",
-            "This form is out of date. Reload the page and try again.",
-        ));
-    }
     let inputs = inputs(&sub)?;
     let call = call(&sub, &inputs);
     let outcome = state.idempotency.run(&call, op).await?;

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::audit::{self, AuditItem};
 use super::schema::SETTINGS;
-use super::tx::{self, Refusal, Writes};
+use super::tx::{Refusal, Writes};
 use super::{Store, StoreError};
 use crate::model::switches::{KillSwitches, SwitchState};
 
@@ -177,7 +177,7 @@ pub async fn commit(
     let writes = change(store, next, expected, audit_item, now, ttl_days)?;
     // Conflicts (two admins at once) and throttles are retried by `transact`; what is left
     // is done, or refused by a condition.
-    let outcome = tx::transact(store, writes.into_actions()).await?;
+    let outcome = writes.commit(store).await?;
     let Some(refusal) = outcome.into_refusals().into_iter().next() else {
         return Ok(Commit::Done);
     };
