@@ -30,6 +30,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta charset="utf-8" />
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
                 <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
+                <script src="/local-time.js" defer></script>
                 <HydrationScripts options />
                 <MetaTags />
             </head>

@@ -49,7 +49,7 @@ test.describe('conversations', () => {
     await seed(request, tel);
 
     await signIn(page, 'viewer', '/conversations');
-    await page.getByLabel('Recipient phone or email').fill(tel);
+    await page.getByRole('combobox', { name: 'Search' }).fill(tel);
     await page.getByRole('button', { name: 'Search' }).click();
     await ready(page);
     const rows = page.getByRole('table', { name: 'Conversations' }).getByTestId('conversation-row');
@@ -64,13 +64,16 @@ test.describe('conversations', () => {
     await ready(page);
     await expect(rows).toHaveCount(25);
 
+    await page.getByText('More filters').click();
     await page.getByLabel('Status').selectOption('initial_message_sent');
     await page.getByLabel('Created from').fill(today());
     await page.getByLabel('Created to').fill(today());
     await page.getByRole('button', { name: 'Search' }).click();
     await ready(page);
     await expect(rows).toHaveCount(10);
-    for (const s of await rows.getByTestId('status').allTextContents()) expect(s).toBe('initial_message_sent');
+    for (const s of await rows.getByTestId('status').allTextContents()) expect(s).toBe('initial message sent');
+    // The filters that are set keep "More filters" open.
+    await expect(page.getByLabel('Status')).toBeVisible();
 
     await page.getByLabel('Created from').fill(yesterday());
     await page.getByLabel('Created to').fill(yesterday());
@@ -78,6 +81,7 @@ test.describe('conversations', () => {
     await ready(page);
     await expect(rows).toHaveCount(0);
     await expect(page.getByTestId('search-meta')).toContainText('0 matching');
+    await expect(page.getByTestId('no-results')).toContainText('No conversations match this search.');
 
     await page.getByLabel('Created from').fill(today());
     await page.getByLabel('Created to').fill(today());
@@ -89,7 +93,7 @@ test.describe('conversations', () => {
     await ready(page);
     const detailUrl = page.url();
     expect(detailUrl).not.toContain(tel.slice(1));
-    await expect(page.getByTestId('conversation-status')).toHaveText('initial_message_sent');
+    await expect(page.getByTestId('conversation-status')).toHaveText('initial message sent');
     await expect(page.getByTestId('contact-phone')).toHaveText(`***-***-${tel.slice(-4)}`);
     await expect(page.getByTestId('message')).toContainText('Message text hidden');
     await expect(page.locator('body')).not.toContainText('Jane');
@@ -113,5 +117,78 @@ test.describe('conversations', () => {
     await expect(admin.getByTestId('contact-phone')).toHaveText(tel);
     await expect(admin.getByTestId('contact-name')).toHaveText('Jane Doe');
     await admin.close();
+  });
+
+  test('one box: a company by name in any case or by id, a conversation by its id; whole rows open, and the way back keeps the search', async ({ page, request }) => {
+    const tag = randomInt(100000, 999999);
+    const tel = `+447701${tag}`;
+    const companyId = `ci-box-${tag}`;
+    const create = async (company: string, name: string, i: number, phone: string) => {
+      const id = `${company}#pi-box-001#req${i}#${phone.slice(1)}`;
+      const res = await request.post('/api/v1/conversations', {
+        headers: auth(),
+        data: {
+          conversation_id: id, channel_method: 'sms', recipient_tel: phone, company_id: company,
+          project_id: 'pi-box-001', request_id: `req${i}`, company_name: name, project_name: 'Box project',
+        },
+      });
+      expect(res.status(), await res.text()).toBe(201);
+      return id;
+    };
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push(await create(companyId, `Quokka Freight ${tag}`, i, tel));
+    await create(`ci-box2-${tag}`, `Quokka Foods ${tag}`, 9, `+447702${tag}`);
+
+    await signIn(page, 'viewer', '/conversations');
+    const box = page.getByRole('combobox', { name: 'Search' });
+    const rows = page.getByRole('table', { name: 'Conversations' }).getByTestId('conversation-row');
+    // The company's name is suggested as one types.
+    await expect(page.locator(`#company-suggestions option[value="Quokka Freight ${tag}"]`)).toHaveCount(1);
+
+    // A name in another case finds the company; its name and id are said, not an index.
+    await box.fill(`quokka FREIGHT ${tag}`);
+    await page.getByRole('button', { name: 'Search' }).click();
+    await ready(page);
+    await expect(rows).toHaveCount(3);
+    await expect(page.getByTestId('search-meta')).toContainText(`Quokka Freight ${tag} (${companyId})`);
+    await expect(page.getByTestId('search-meta')).not.toContainText('index');
+
+    // Part of a name that two companies share: the person chooses.
+    await box.fill(`quokka`);
+    await page.getByRole('button', { name: 'Search' }).click();
+    await ready(page);
+    const choose = page.getByTestId('choose-company');
+    await expect(choose.getByRole('link', { name: `Quokka Foods ${tag}` })).toBeVisible();
+    await choose.getByRole('link', { name: `Quokka Freight ${tag}` }).click();
+    await ready(page);
+    await expect(rows).toHaveCount(3);
+
+    // The id, upper-cased.
+    await box.fill(companyId.toUpperCase());
+    await page.getByRole('button', { name: 'Search' }).click();
+    await ready(page);
+    await expect(rows).toHaveCount(3);
+    const searchUrl = page.url();
+
+    // A click anywhere on a row opens it; "← Conversations" comes back to the same search.
+    await rows.first().click();
+    await page.waitForURL(/\/conversations\/view\?/);
+    await ready(page);
+    await page.getByRole('link', { name: '← Conversations' }).click();
+    await page.waitForURL((u) => u.href === searchUrl);
+    await ready(page);
+    await expect(rows).toHaveCount(3);
+    await expect(box).toHaveValue(companyId.toUpperCase());
+
+    // A conversation id finds that one conversation, and the URL does not carry it.
+    await box.fill(ids[1]);
+    await page.getByRole('button', { name: 'Search' }).click();
+    await ready(page);
+    await expect(rows).toHaveCount(1);
+    expect(page.url()).not.toContain(tel.slice(1));
+    await expect(rows.first()).toContainText(`***-***-${tel.slice(-4)}`);
+    // Times are the reader's local ones, with how long ago.
+    await expect(rows.first().locator('time')).toHaveAttribute('datetime', /^\d{4}-\d\d-\d\dT/);
+    await expect(rows.first()).toContainText(/just now|min ago/);
   });
 });

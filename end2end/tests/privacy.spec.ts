@@ -97,7 +97,7 @@ test.describe('privacy', () => {
     // conversation's partition, whose id carries the phone.
     const admin = await browser.newPage();
     await signIn(admin, 'admin', '/conversations');
-    await admin.getByLabel('Recipient phone or email').fill(p.tel);
+    await admin.getByRole('combobox', { name: 'Search' }).fill(p.tel);
     await admin.getByRole('button', { name: 'Search' }).click();
     await ready(admin);
     await admin.getByRole('table', { name: 'Conversations' }).getByTestId('conversation-row').first().getByRole('link').click();
@@ -147,7 +147,7 @@ test.describe('privacy', () => {
     // A search typed by the viewer: posted, so neither the URL nor the paging links carry it.
     await page.goto('/conversations');
     await ready(page);
-    await page.getByLabel('Recipient phone or email').fill(p.tel);
+    await page.getByRole('combobox', { name: 'Search' }).fill(p.tel);
     await page.getByRole('button', { name: 'Search' }).click();
     await ready(page);
     await expect(page.getByTestId('search-meta')).toContainText(`***-***-${p.digits.slice(-4)}`);

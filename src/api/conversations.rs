@@ -1,6 +1,6 @@
 use leptos::prelude::*;
 
-use crate::model::conversations::{ConversationDetail, SearchPage, SearchQuery};
+use crate::model::conversations::{CompanyChoice, ConversationDetail, SearchPage, SearchQuery};
 use crate::model::AppError;
 
 /// Searches conversations: by recipient (phone or email), by company (and project), or by
@@ -16,13 +16,29 @@ pub async fn search_conversations(query: SearchQuery) -> Result<SearchPage, AppE
     // The page's links carry the recipient as a reference (a phone or an email is not
     // for URLs); a recipient typed into the URL works too.
     query.recipient = state.refs.resolve(&query.recipient);
-    let mut page = state.conversations.search_page(&state.refs, &query).await?;
+    query.conversation = state.refs.resolve(&query.conversation);
+    let now = state.clock.now();
+    let mut page = state
+        .conversations
+        .search_page(&state.refs, &query, now)
+        .await?;
     if !query.recipient.trim().is_empty() {
         page.recipient = Some(crate::server::domain::redact::conversation_id(
             &query.recipient,
         ));
     }
     Ok(page)
+}
+
+/// The companies the search box suggests (the company directory): names and ids.
+#[server]
+pub async fn company_suggestions() -> Result<Vec<CompanyChoice>, AppError> {
+    use crate::model::accounts::Role;
+    use crate::server::ctx;
+    ctx::require(Role::Viewer)?;
+    let state = ctx::state()?;
+    let now = state.clock.now().timestamp();
+    state.conversations.directory.suggestions(now).await
 }
 
 /// One conversation, as the signed-in user's role may see it.

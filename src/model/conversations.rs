@@ -20,9 +20,20 @@ pub struct SearchQuery {
     /// `YYYY-MM-DD`, inclusive.
     pub from: String,
     pub to: String,
+    /// A conversation id (or its link reference).
+    #[serde(default)]
+    pub conversation: String,
     /// Page cursors.
     pub after: Option<String>,
     pub before: Option<String>,
+}
+
+/// A company the search knows by name (the company directory).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompanyChoice {
+    pub company_id: String,
+    /// Empty when no conversation named it.
+    pub name: String,
 }
 
 /// One row of search results.
@@ -41,6 +52,9 @@ pub struct ConversationRow {
     pub hand_off: bool,
     pub messages: i64,
     pub created_at: String,
+    /// How long ago, at the time of the search ("5 min ago").
+    #[serde(default)]
+    pub created_ago: String,
 }
 
 /// A search's answer: one page, and how it was answered.
@@ -59,6 +73,15 @@ pub struct SearchPage {
     /// The recipient searched for, masked.
     #[serde(default)]
     pub recipient: Option<String>,
+    /// The company searched for, when the directory knows it.
+    #[serde(default)]
+    pub company: Option<CompanyChoice>,
+    /// Several companies' names contain what was typed: the person picks one.
+    #[serde(default)]
+    pub companies: Vec<CompanyChoice>,
+    /// Newest first (a recipient's search), else grouped by project.
+    #[serde(default)]
+    pub newest_first: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

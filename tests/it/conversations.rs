@@ -561,3 +561,91 @@ async fn viewers_see_masked_data_and_admins_reveal_it_with_an_audited_reason() {
         .await;
     assert_eq!(t.status, 400);
 }
+
+/// A conversation of `company` (named `name`) in `project`, for recipient `n`.
+fn of_company(company: &str, name: &str, project: &str, n: u32) -> Value {
+    let tel = format!("+4477009{n:05}");
+    json!({
+        "conversation_id": format!("{company}#{project}#req-{n}#{}", &tel[1..]),
+        "channel_method": "sms",
+        "recipient_tel": tel,
+        "company_id": company,
+        "project_id": project,
+        "request_id": format!("req-{n}"),
+        "company_name": name,
+        "project_name": format!("{project} name"),
+    })
+}
+
+#[tokio::test]
+async fn the_search_box_finds_companies_by_name_in_any_case_and_conversations_by_id() {
+    use ops_console::model::conversations::SearchQuery;
+    let app = spawn_app().await;
+    let key = writer(&app).await;
+    let bodies = [
+        of_company("ci-dir-001", "Acme Haulage", "pi-a", 1),
+        of_company("ci-dir-001", "Acme Haulage", "pi-b", 2),
+        of_company("ci-dir-001", "Acme Haulage", "pi-b", 3),
+        of_company("ci-dir-002", "Acme Foods", "pi-a", 4),
+    ];
+    // Created at once, each twice (a retry racing its original): the directory is written
+    // concurrently and still names each company once.
+    let creates = bodies
+        .iter()
+        .chain(bodies.iter())
+        .map(|b| create(&app, &key, b));
+    for a in futures_util::future::join_all(creates).await {
+        assert!(matches!(a.status.as_u16(), 200 | 201), "{}", a.body);
+    }
+    let now = chrono::Utc::now();
+    let suggested = app
+        .state
+        .conversations
+        .directory
+        .suggestions(now.timestamp())
+        .await
+        .unwrap();
+    let names: Vec<(&str, &str)> = suggested
+        .iter()
+        .map(|c| (c.name.as_str(), c.company_id.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [("Acme Foods", "ci-dir-002"), ("Acme Haulage", "ci-dir-001")]
+    );
+
+    let search = |q: SearchQuery| {
+        let app = &app;
+        async move {
+            app.state
+                .conversations
+                .search_page(&app.state.refs, &q, now)
+                .await
+                .unwrap()
+        }
+    };
+    let company = |c: &str| SearchQuery {
+        company: c.into(),
+        ..SearchQuery::default()
+    };
+    let by_name = search(company("acme HAULAGE")).await;
+    assert_eq!(by_name.rows.len(), 3);
+    assert_eq!(by_name.company.unwrap().company_id, "ci-dir-001");
+    assert_eq!(search(company("CI-DIR-002")).await.rows.len(), 1);
+    let ambiguous = search(company("acme")).await;
+    assert!(ambiguous.rows.is_empty());
+    assert_eq!(ambiguous.companies.len(), 2);
+    let unknown = search(company("no such company")).await;
+    assert!(unknown.searched && unknown.rows.is_empty() && unknown.company.is_none());
+
+    let id = "ci-dir-001#pi-b#req-3#447700900003";
+    let one = search(SearchQuery {
+        conversation: id.into(),
+        ..SearchQuery::default()
+    })
+    .await;
+    assert_eq!(one.rows.len(), 1);
+    assert_eq!(one.count, Some(1));
+    assert!(!one.rows[0].conversation_id.contains("900003"), "masked");
+    assert_eq!(one.rows[0].created_ago, "just now");
+}

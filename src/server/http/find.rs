@@ -19,6 +19,10 @@ pub struct FindForm {
     /// `conversations`, `events` or `audit`.
     #[serde(default)]
     pub page: String,
+    /// The Conversations page's one search box: a conversation id, a recipient's phone or
+    /// email, or a company's id or name.
+    #[serde(default)]
+    pub q: String,
     #[serde(default)]
     pub recipient: String,
     /// The recipient of the search on screen (a reference), kept when the box is left
@@ -93,20 +97,32 @@ fn see_other(location: String) -> Response {
     (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response()
 }
 
-/// The Conversations page's search: the recipient as a reference (the one on screen when
-/// the box was left empty), the rest as typed.
+/// The Conversations page's search: what the box holds (a conversation id or a recipient
+/// as a reference; the search on screen when the box was left empty), and the rest as
+/// typed.
 fn conversations_query(
     f: &FindForm,
     reference: impl Fn(&str) -> String,
 ) -> Vec<(&'static str, String)> {
-    let recipient = if f.recipient.trim().is_empty() {
-        f.recipient_ref.trim().to_string()
-    } else {
-        reference(&f.recipient)
-    };
+    let (mut conversation, mut recipient, mut company) =
+        (String::new(), String::new(), String::new());
+    match typed(&f.q) {
+        Typed::Nothing if f.recipient.trim().is_empty() && f.company.trim().is_empty() => {
+            conversation = f.conversation_ref.trim().to_string();
+            recipient = f.recipient_ref.trim().to_string();
+        }
+        Typed::Nothing => {
+            recipient = reference(&f.recipient);
+            company = f.company.trim().to_string();
+        }
+        Typed::Conversation(id) => conversation = reference(id),
+        Typed::Recipient(r) => recipient = reference(&r),
+        Typed::Company(c) => company = c.to_string(),
+    }
     vec![
+        ("conversation", conversation),
         ("recipient", recipient),
-        ("company", f.company.trim().to_string()),
+        ("company", company),
         ("project", f.project.trim().to_string()),
         ("company_number", f.company_number.trim().to_string()),
         ("channel", f.channel.trim().to_string()),
@@ -115,6 +131,40 @@ fn conversations_query(
         ("from", f.from.trim().to_string()),
         ("to", f.to.trim().to_string()),
     ]
+}
+
+/// What the one search box holds.
+#[derive(Debug, PartialEq)]
+enum Typed<'a> {
+    Nothing,
+    /// Conversation ids join their parts with `#`.
+    Conversation(&'a str),
+    /// An email, or a phone number (with `+` added when it was typed without).
+    Recipient(String),
+    /// Anything else: a company id or name.
+    Company(&'a str),
+}
+
+fn typed(q: &str) -> Typed<'_> {
+    let q = q.trim();
+    if q.is_empty() {
+        return Typed::Nothing;
+    }
+    if q.contains('#') {
+        return Typed::Conversation(q);
+    }
+    if q.contains('@') {
+        return Typed::Recipient(q.to_string());
+    }
+    let compact: String = q
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '-' | '(' | ')' | '.'))
+        .collect();
+    let digits = compact.strip_prefix('+').unwrap_or(&compact);
+    if (7..=15).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Typed::Recipient(format!("+{digits}"));
+    }
+    Typed::Company(q)
 }
 
 /// The Events and Audit pages' conversation filter, as a reference (the one on screen
@@ -148,5 +198,33 @@ fn location(page: &str, query: Vec<(&'static str, String)>) -> String {
         format!("/{page}")
     } else {
         format!("/{page}?{}", qs.join("&"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_search_box_tells_ids_recipients_and_companies_apart() {
+        assert_eq!(typed("  "), Typed::Nothing);
+        assert_eq!(
+            typed("ci-aaa-001#pi-aaa-001#req1#447123456789"),
+            Typed::Conversation("ci-aaa-001#pi-aaa-001#req1#447123456789")
+        );
+        assert_eq!(
+            typed(" Jane@Example.com "),
+            Typed::Recipient("Jane@Example.com".into())
+        );
+        assert_eq!(
+            typed("+44 7123 456-789"),
+            Typed::Recipient("+447123456789".into())
+        );
+        assert_eq!(
+            typed("447123456789"),
+            Typed::Recipient("+447123456789".into())
+        );
+        assert_eq!(typed("ci-aaa-001"), Typed::Company("ci-aaa-001"));
+        assert_eq!(typed("Cucumber"), Typed::Company("Cucumber"));
     }
 }

@@ -7,6 +7,7 @@ pub mod audit;
 pub mod conversations;
 mod counter;
 pub mod cursor;
+pub mod directory;
 mod error;
 pub mod events;
 pub mod idempotency;

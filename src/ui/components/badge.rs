@@ -26,3 +26,22 @@ pub fn EnvBadge(env: String) -> impl IntoView {
         </span>
     }
 }
+
+/// A conversation's status as a coloured pill, in words ("initial message sent").
+#[component]
+pub fn StatusPill(#[prop(into)] status: String) -> impl IntoView {
+    let colour = match status.as_str() {
+        "processing" => "bg-sky-100 text-sky-900 ring-sky-300",
+        "initial_message_sent" => "bg-indigo-100 text-indigo-900 ring-indigo-300",
+        "reply_received" => "bg-amber-100 text-amber-900 ring-amber-300",
+        "response_sent" => "bg-violet-100 text-violet-900 ring-violet-300",
+        "completed" => "bg-emerald-100 text-emerald-900 ring-emerald-300",
+        "failed" => "bg-red-100 text-red-900 ring-red-300",
+        _ => "bg-slate-100 text-slate-800 ring-slate-300",
+    };
+    view! {
+        <span class=format!("inline-flex whitespace-nowrap rounded-full px-2 py-0.5 text-xs font-semibold ring-1 {colour}")>
+            {status.replace('_', " ")}
+        </span>
+    }
+}

@@ -7,6 +7,7 @@ pub mod audit_table;
 pub mod badge;
 pub mod form;
 pub mod links;
+pub mod moment;
 pub mod pager;
 pub mod scope_card;
 pub mod table;

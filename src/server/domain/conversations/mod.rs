@@ -7,6 +7,7 @@
 //! the search form, what each role sees) are free functions in the submodules.
 
 pub mod context;
+pub mod directory;
 pub mod reference;
 pub mod search;
 pub mod view;
@@ -117,11 +118,14 @@ pub struct Conversations {
     ttl_days: i64,
     /// How long the audit record of a contact reveal is kept: `ttl.audit_days`.
     audit_days: i64,
+    /// The companies and projects conversations name, for the search.
+    pub directory: directory::Directory,
 }
 
 impl Conversations {
     pub fn new(store: Store, ttl: &TtlSection) -> Conversations {
         Conversations {
+            directory: directory::Directory::new(store.clone()),
             store,
             ttl_days: ttl.conversations_days,
             audit_days: ttl.audit_days,
@@ -137,9 +141,15 @@ impl Conversations {
         now: DateTime<Utc>,
     ) -> Result<CreateOutcome, AppError> {
         let c = context::from_context(body, now, self.ttl_days)?;
+        let today = now.timestamp() / 86_400;
         match store::create(&self.store, &c).await? {
-            Created::New => Ok(CreateOutcome::Created(Box::new(c))),
+            Created::New => {
+                self.directory.note(&c, today).await;
+                Ok(CreateOutcome::Created(Box::new(c)))
+            }
             Created::Exists(old) if old.context_sha256 == c.context_sha256 => {
+                // A repeat files it too: the first attempt may have stopped in between.
+                self.directory.note(&old, today).await;
                 Ok(CreateOutcome::Existing(old))
             }
             Created::Exists(_) => Err(AppError::Conflict(

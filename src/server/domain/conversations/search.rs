@@ -85,11 +85,13 @@ fn filters(form: &SearchQuery) -> Result<Filters, AppError> {
         "1" => Some(1),
         _ => return Err(AppError::invalid("task", "Task complete is 0 or 1.")),
     };
+    let conversation_id = form.conversation.trim();
     Ok(Filters {
         status: (!status.is_empty()).then(|| status.to_string()),
         channel: (!channel.is_empty()).then_some(channel),
         task_complete,
         created: created(form)?,
+        conversation_id: (!conversation_id.is_empty()).then(|| conversation_id.to_string()),
     })
 }
 
@@ -117,11 +119,14 @@ fn created(form: &SearchQuery) -> Result<Option<(String, String)>, AppError> {
     })
 }
 
-/// The partition the form asks about, most specific first: a company number (with the
-/// channel it belongs to), a recipient, a company (and project). `None`: none was given.
+/// The partition the form asks about, most specific first: a conversation id, a company
+/// number (with the channel it belongs to), a recipient, a company (and project). `None`:
+/// none was given.
 fn partition(form: &SearchQuery, channel: String) -> Result<Option<Partition>, AppError> {
     let recipient_given = !form.recipient.trim().is_empty();
-    let partition = if !form.company_number.trim().is_empty() {
+    let partition = if !form.conversation.trim().is_empty() {
+        conversation(form.conversation.trim())?
+    } else if !form.company_number.trim().is_empty() {
         if channel.is_empty() {
             return Err(AppError::invalid(
                 "channel",
@@ -154,6 +159,29 @@ fn partition(form: &SearchQuery, channel: String) -> Result<Option<Partition>, A
         return Ok(None);
     };
     Ok(Some(partition))
+}
+
+/// The partition holding a conversation id (`company#project#request#recipient`, as the
+/// Channel Router makes them): its recipient's when the id ends in a phone number, which
+/// reads a handful of items; else its company and project's. The id itself is a filter.
+fn conversation(id: &str) -> Result<Partition, AppError> {
+    limits::key_part("conversation", id, 1_000)?;
+    let parts: Vec<&str> = id.split('#').collect();
+    let last = parts.last().copied().unwrap_or_default();
+    if last.len() >= 8 && last.bytes().all(|b| b.is_ascii_digit()) {
+        if let Ok(tel) = e164(&format!("+{last}"), "conversation") {
+            return Ok(Partition::Recipient(tel));
+        }
+    }
+    match parts.as_slice() {
+        [company, project, _, ..] if !company.is_empty() && !project.is_empty() => {
+            self::company(company, project)
+        }
+        _ => Err(AppError::invalid(
+            "conversation",
+            "A conversation id looks like ci-aaa-001#pi-aaa-001#req123#447123456789.",
+        )),
+    }
 }
 
 /// A company's (or one of its projects') partition.
@@ -223,6 +251,31 @@ mod tests {
             ..SearchQuery::default()
         };
         assert_eq!(parse(&range).unwrap_err().field(), Some("to"));
+        let by_id = |id: &str| {
+            parse(&SearchQuery {
+                conversation: id.into(),
+                ..SearchQuery::default()
+            })
+        };
+        let s = by_id("ci-aaa-001#pi-aaa-001#req1#447123456789")
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.partition, Partition::Recipient("+447123456789".into()));
+        assert_eq!(
+            s.filters.conversation_id.as_deref(),
+            Some("ci-aaa-001#pi-aaa-001#req1#447123456789")
+        );
+        assert_eq!(
+            by_id("ci-aaa-001#pi-aaa-001#req1#jane")
+                .unwrap()
+                .unwrap()
+                .partition,
+            Partition::Company {
+                company_id: "ci-aaa-001".into(),
+                project_id: Some("pi-aaa-001".into()),
+            }
+        );
+        assert_eq!(by_id("req1").unwrap_err().field(), Some("conversation"));
     }
 
     #[test]

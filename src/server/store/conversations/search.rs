@@ -38,6 +38,8 @@ pub struct Filters {
     pub task_complete: Option<i64>,
     /// Inclusive ISO bounds on `created_at`.
     pub created: Option<(String, String)>,
+    /// One conversation, by its id (the table's sort key).
+    pub conversation_id: Option<String>,
 }
 
 /// What a results table shows; never the messages themselves.
@@ -211,6 +213,9 @@ fn residual_filters(
         if sk_name != Some("created_at") {
             f.push(("created_at", c));
         }
+    }
+    if let Some(id) = &filters.conversation_id {
+        f.push(("conversation_id", Cond::Eq(s(id))));
     }
     f
 }

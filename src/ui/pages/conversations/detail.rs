@@ -10,6 +10,7 @@ use crate::api::conversations::{load_conversation, RevealContact};
 use crate::model::conversations::{ConversationDetail, MessageView};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
+use crate::ui::components::badge::StatusPill;
 use crate::ui::components::form::FormKey;
 use crate::ui::components::links::state_href;
 
@@ -28,13 +29,22 @@ pub fn ConversationPage() -> impl IntoView {
     );
     view! {
         <Title text="Conversation" />
-        <a href="/conversations" class="text-sm text-sky-800 underline">"← Conversations"</a>
+        // Back to the search this conversation was opened from (its query string; the path
+        // is fixed, so the link cannot lead elsewhere).
+        <a href=move || back_href(query.read().get("back")) class="text-sm text-sky-800 underline">"← Conversations"</a>
         <div class="mt-3">
             <ActionResult value=move || reveal.value().get() success=|_: &()| "Revealed for 15 minutes; the reveal is in the audit.".to_string() />
         </div>
         <AsyncSection load=move || detail spacing="mt-4" let:d>
             <Detail d reveal />
         </AsyncSection>
+    }
+}
+
+fn back_href(back: Option<String>) -> String {
+    match back.filter(|b| !b.is_empty()) {
+        Some(b) => format!("/conversations?{}", b.trim_start_matches('?')),
+        None => "/conversations".to_string(),
     }
 }
 
@@ -64,7 +74,7 @@ fn Detail(mut d: ConversationDetail, reveal: ServerAction<RevealContact>) -> imp
     view! {
         <h1 class="mt-2 text-2xl font-semibold">"Conversation "<span class="font-mono text-lg" data-testid="conversation-id">{d.conversation_id.clone()}</span></h1>
         <div class="mt-2 flex flex-wrap gap-2 text-sm">
-            <span class="rounded bg-sky-100 px-2 py-0.5 font-semibold text-sky-900" data-testid="conversation-status">{d.status.clone()}</span>
+            <span data-testid="conversation-status"><StatusPill status=d.status.clone() /></span>
             {flag("task complete", d.task_complete)}
             {flag("hand-off", d.hand_off)}
             {flag("function call", d.function_call)}

@@ -1,0 +1,27 @@
+// The console's times come from the server in UTC (<time datetime="…" data-local>). This
+// shows them in the reader's own time zone, on the first page and on every page the console
+// shows after it. Only the text changes (the same text node), so hydration is unaffected;
+// without this script the UTC text stays.
+(function () {
+  var format = new Intl.DateTimeFormat(undefined, {
+    year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit',
+  });
+  function show(root) {
+    var times = root.querySelectorAll('time[data-local]:not([data-shown])');
+    for (var i = 0; i < times.length; i++) {
+      var el = times[i];
+      var d = new Date(el.getAttribute('datetime'));
+      var text = el.firstChild;
+      if (isNaN(d.getTime()) || !text || text.nodeType !== 3) continue;
+      text.nodeValue = format.format(d);
+      el.setAttribute('data-shown', '');
+    }
+  }
+  function start() {
+    show(document);
+    new MutationObserver(function () { show(document); })
+      .observe(document.body, { childList: true, subtree: true, characterData: true });
+  }
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
+  else start();
+})();

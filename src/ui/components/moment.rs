@@ -1,0 +1,49 @@
+//! A moment in time as the console shows it everywhere: `2026-11-24 08:01 UTC` from the
+//! server (the same text on the server and in the browser, so hydration agrees), turned
+//! into the reader's own time zone by `public/local-time.js` once the page is shown, with
+//! the exact UTC time on hover and, when given, how long ago.
+
+use leptos::prelude::*;
+
+/// `iso` is RFC 3339 (UTC); `ago` is the server's "5 min ago", or empty.
+#[component]
+pub fn Moment(
+    #[prop(into)] iso: String,
+    #[prop(into, default = String::new())] ago: String,
+) -> impl IntoView {
+    let short = short_utc(&iso);
+    let ago = (!ago.is_empty())
+        .then(|| view! { <span class="block text-xs text-slate-500">{ago}</span> });
+    view! {
+        <time datetime=iso.clone() title=iso data-local="" class="whitespace-nowrap">{short}</time>
+        {ago}
+    }
+}
+
+/// `2026-11-24T08:01:02.123Z` → `2026-11-24 08:01 UTC`; anything else as it is.
+pub fn short_utc(iso: &str) -> String {
+    match (iso.get(..10), iso.get(11..16)) {
+        (Some(day), Some(time)) if iso.ends_with('Z') || iso.ends_with("+00:00") => {
+            format!("{day} {time} UTC")
+        }
+        _ => iso.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_utc;
+
+    #[test]
+    fn utc_times_are_shortened_to_the_minute() {
+        assert_eq!(
+            short_utc("2026-11-24T08:01:02.123Z"),
+            "2026-11-24 08:01 UTC"
+        );
+        assert_eq!(
+            short_utc("2026-11-24T08:01:02+00:00"),
+            "2026-11-24 08:01 UTC"
+        );
+        assert_eq!(short_utc("yesterday"), "yesterday");
+    }
+}
