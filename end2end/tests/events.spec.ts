@@ -63,6 +63,12 @@ test.describe('events', () => {
     await expect(actions('decision')).toHaveCount(1);
     await expect(actions('tag')).toHaveCount(1);
     await expect(timeline.getByTestId('audit-result').filter({ hasText: 'queued: outbox' })).toHaveCount(2);
+    // Each record reads as a sentence; its JSON is one click away.
+    await expect(timeline.getByTestId('audit-summary').filter({ hasText: /^Tagged .+ — queued for delivery$/ })).toHaveCount(1);
+    await expect(timeline.getByTestId('audit-summary').filter({ hasText: /^Decided “refund request”/ })).toHaveCount(1);
+    const json = timeline.getByTestId('audit-row').first().getByText('JSON');
+    await json.click();
+    await expect(timeline.getByTestId('audit-row').first().locator('pre')).toBeVisible();
 
     await setSafeMode(request, true);
     const suppressed = await postEvent(request, conversation, 'm-2', 'another refund question');
@@ -70,6 +76,7 @@ test.describe('events', () => {
     await page.reload();
     await ready(page);
     await expect(page.getByTestId('audit-result').filter({ hasText: 'suppressed: safe_mode' }).first()).toBeVisible();
+    await expect(page.getByTestId('audit-summary').filter({ hasText: /— suppressed by safe mode$/ }).first()).toBeVisible();
     await expect(actions('decision')).toHaveCount(2);
   });
 });

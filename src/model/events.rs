@@ -50,6 +50,9 @@ pub struct AuditRow {
     pub conversation_ref: Option<String>,
     pub at: String,
     pub action_type: String,
+    /// What happened, in words ("Routed to payments — suppressed by safe mode").
+    #[serde(default)]
+    pub summary: String,
     pub payload: String,
     pub idempotency_key: String,
     pub result: String,

@@ -4,6 +4,7 @@
 use leptos::prelude::*;
 
 use super::links::state_href;
+use super::moment::Moment;
 use super::table::DataTable;
 use crate::model::events::AuditRow;
 
@@ -15,21 +16,33 @@ pub fn AuditTable(rows: Vec<AuditRow>) -> impl IntoView {
     let rows = rows
         .into_iter()
         .map(|r| {
-            let suppressed = r.result.starts_with("suppressed");
+            let suppressed = r.result.starts_with("suppressed") || r.result.starts_with("held");
             let conversation = r.conversation_ref.as_deref().map(state_href);
+            let summary_class = if suppressed { "font-medium text-amber-800" } else { "font-medium" };
             view! {
                 <tr class="border-t border-slate-100 align-top" data-testid="audit-row">
-                    <td class="py-1 text-xs">{r.at}</td>
-                    <td class="py-1 font-mono text-xs">
+                    <td class="py-1.5 text-xs"><Moment iso=r.at.clone() /></td>
+                    <td class="py-1.5 font-mono text-xs">
                         {match conversation {
                             Some(href) => view! { <a class="text-sky-800 underline" href=href>{r.conversation_id.clone()}</a> }.into_any(),
                             None => view! { <span>{r.conversation_id.clone()}</span> }.into_any(),
                         }}
                     </td>
-                    <td class="py-1" data-testid="audit-action">{r.action_type}</td>
-                    <td class=if suppressed { "py-1 font-medium text-amber-700" } else { "py-1" } data-testid="audit-result">{r.result}</td>
-                    <td class="py-1">{r.actor}</td>
-                    <td class="py-1 break-all font-mono text-xs text-slate-600">{r.payload}</td>
+                    <td class="py-1.5">
+                        <p class=summary_class data-testid="audit-summary">{r.summary}</p>
+                        <p class="text-xs text-slate-500">
+                            <span class="font-mono" data-testid="audit-action">{r.action_type}</span>
+                            " · "
+                            <span data-testid="audit-result">{r.result}</span>
+                        </p>
+                    </td>
+                    <td class="py-1.5 text-xs">{r.actor}</td>
+                    <td class="py-1.5 text-xs">
+                        <details>
+                            <summary class="cursor-pointer text-sky-800">"JSON"</summary>
+                            <pre class="mt-1 max-w-md whitespace-pre-wrap break-all font-mono text-slate-600">{r.payload}</pre>
+                        </details>
+                    </td>
                 </tr>
             }
         })
@@ -37,7 +50,7 @@ pub fn AuditTable(rows: Vec<AuditRow>) -> impl IntoView {
     view! {
         <DataTable
             label="Audit records"
-            columns=&["When", "Conversation", "Action", "Result", "By", "Details (redacted)"]
+            columns=&["When", "Conversation", "What happened", "By", "Details (redacted)"]
         >
             {rows}
         </DataTable>

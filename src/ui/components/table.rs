@@ -32,7 +32,8 @@ pub fn DataTable(
     // On a narrow screen a wide table scrolls inside its own box; the page never does.
     view! {
         <div class=format!("{spacing} overflow-x-auto")>
-            <table class="w-full text-left text-sm" aria-label=label>
+            // Every cell keeps a gap to the next, so neighbouring columns never run together.
+            <table class="w-full text-left text-sm [&_td]:pr-4 [&_th]:pr-4" aria-label=label>
                 <thead class="text-xs uppercase text-slate-500">
                     <tr>{header}</tr>
                 </thead>

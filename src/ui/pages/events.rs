@@ -10,6 +10,7 @@ use crate::model::events::{AuditRows, EventPage, StateView};
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::audit_table::AuditTable;
 use crate::ui::components::links::{enc, split_reference, state_href};
+use crate::ui::components::moment::Moment;
 use crate::ui::components::pager::Pager;
 use crate::ui::components::table::DataTable;
 
@@ -65,14 +66,14 @@ fn EventTable(page: EventPage, conversation: String) -> impl IntoView {
             };
             view! {
                 <tr class="border-t border-slate-100" data-testid="event-row">
-                    <td class="py-1 text-xs">{e.created_at.clone()}</td>
+                    <td class="py-1 text-xs"><Moment iso=e.created_at.clone() /></td>
                     <td class="py-1 font-mono text-xs"><a class="text-sky-800 underline" href=state_href(&e.conversation_ref)>{e.conversation_id.clone()}</a></td>
                     <td class="py-1 font-mono text-xs">{e.message_id.clone().unwrap_or_else(|| "(hash)".into())}</td>
                     <td class="py-1">{e.channel.clone()}</td>
                     <td class="py-1">{e.mode.clone()}{e.safe_mode.then_some(" · safe mode")}</td>
                     <td class="py-1">{decision}</td>
                     <td class="py-1 text-right" data-testid="duplicates">{e.duplicates}</td>
-                    <td class="py-1">{e.status.clone()}</td>
+                    <td class="py-1">{e.status.replace('_', " ")}</td>
                 </tr>
             }
         })

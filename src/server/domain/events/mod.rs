@@ -16,6 +16,7 @@ mod queue;
 pub mod receiver;
 mod rules;
 pub mod views;
+mod wording;
 
 pub use incoming::{collapse, parse, Incoming, CHANNELS, MAX_TEXT_BYTES};
 pub use ingest::{ActionOutcome, Events, Faults, IngestError, Outcome};

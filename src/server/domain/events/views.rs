@@ -231,6 +231,7 @@ fn audit_row(a: AuditItem, refs: &Refs) -> AuditRow {
     } else {
         a.conversation_id.clone()
     };
+    let payload = masked_in(&a.action_payload_redacted, &raw_id);
     AuditRow {
         conversation_ref: (!system).then(|| refs.of_id(&a.conversation_id)),
         at: a
@@ -242,8 +243,9 @@ fn audit_row(a: AuditItem, refs: &Refs) -> AuditRow {
         } else {
             redact::conversation_id(&a.conversation_id)
         },
+        summary: super::wording::describe(&a.action_type, &payload, &a.result),
         action_type: a.action_type,
-        payload: masked_in(&a.action_payload_redacted, &raw_id),
+        payload,
         idempotency_key: masked_in(&a.idempotency_key, &raw_id),
         result: a.result,
         actor: a.actor,

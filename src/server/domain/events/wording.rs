@@ -1,0 +1,168 @@
+//! Audit records in words: one line per record ("Routed to payments — suppressed by safe
+//! mode"), made from its action type, its (redacted) payload and its result. The JSON stays
+//! one click away on the page; this is what a person reads first.
+
+use serde_json::Value;
+
+/// The line for one record. Unknown action types and payloads still read as a sentence.
+pub fn describe(action_type: &str, payload: &str, result: &str) -> String {
+    let p: Value = serde_json::from_str(payload).unwrap_or(Value::Null);
+    let text = |k: &str| p.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let reason = text("reason")
+        .map(|r| format!(": “{r}”"))
+        .unwrap_or_default();
+    let target = text("target").unwrap_or("?");
+    let what = match action_type {
+        "decision" => decision(&p),
+        "route" => format!("Routed to {target}"),
+        "tag" => format!("Tagged {target}"),
+        "assign" => format!("Assigned to {target}"),
+        "auto_reply" => format!("Auto-reply {target}"),
+        "escalate" => format!("Escalated to {target}"),
+        "kill_switch_change" => switch(&p, &reason),
+        "reveal_contact" => format!("Contact details revealed{reason}"),
+        "user_change" => user(&p, &reason),
+        "api_key_created" => format!("API key {} created", text("name").unwrap_or("?")),
+        "api_key_revoked" => format!("API key {} revoked{reason}", text("name").unwrap_or("?")),
+        "idempotency_key_expired" => format!(
+            "Idempotency key in {} expired by hand{reason}",
+            text("scope").unwrap_or("?")
+        ),
+        t if t.starts_with("outbox_") => {
+            format!(
+                "Side effect {}{reason}",
+                t["outbox_".len()..].replace('_', " ")
+            )
+        }
+        other => capitalised(&other.replace('_', " ")),
+    };
+    match outcome(result) {
+        Some(o) => format!("{what} — {o}"),
+        None => what,
+    }
+}
+
+/// What a result adds to the line: nothing for a plain success.
+fn outcome(result: &str) -> Option<String> {
+    let r = result.trim();
+    if r.is_empty() || r == "success" || r.starts_with("success: ") {
+        return None;
+    }
+    Some(match r {
+        "suppressed: safe_mode" => "suppressed by safe mode".into(),
+        "held: safe_mode" => "held by safe mode".into(),
+        "queued: outbox" => "queued for delivery".into(),
+        _ => r.replace(": ", " — ").replace('_', " "),
+    })
+}
+
+fn decision(p: &Value) -> String {
+    let intent = p
+        .get("intent")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown intent");
+    let mut line = format!("Decided “{}”", intent.replace('_', " "));
+    if let Some(team) = p.get("team").and_then(Value::as_str) {
+        line.push_str(&format!(" for {team}"));
+    }
+    if let Some(c) = p.get("confidence").and_then(Value::as_f64) {
+        line.push_str(&format!(" ({:.0} % sure)", c * 100.0));
+    }
+    if p.get("safe_mode").and_then(Value::as_bool) == Some(true) {
+        line.push_str(", in safe mode");
+    }
+    line
+}
+
+fn switch(p: &Value, reason: &str) -> String {
+    let name = match p.get("switch").and_then(Value::as_str) {
+        Some("safe_mode") => "Safe mode",
+        Some("automation_enabled") => "Automation",
+        _ => "A kill switch",
+    };
+    let to = match p.get("to").and_then(Value::as_bool) {
+        Some(true) => "on",
+        Some(false) => "off",
+        None => "changed",
+    };
+    format!("{name} turned {to}{reason}")
+}
+
+fn user(p: &Value, reason: &str) -> String {
+    let name = p.get("user").and_then(Value::as_str).unwrap_or("?");
+    let role = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_string);
+    match p.get("change").and_then(Value::as_str) {
+        Some("add") => format!("User {name} added as {}", role("role").unwrap_or_default()),
+        Some("set_role") => format!(
+            "{name}'s role changed from {} to {}{reason}",
+            role("from").unwrap_or_default(),
+            role("to").unwrap_or_default()
+        ),
+        Some("disable") => format!("User {name} disabled{reason}"),
+        Some("enable") => format!("User {name} enabled{reason}"),
+        Some("reset_password") => format!("{name}'s password reset{reason}"),
+        Some(other) => format!("User {name}: {}{reason}", other.replace('_', " ")),
+        None => format!("User {name} changed{reason}"),
+    }
+}
+
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe;
+
+    #[test]
+    fn records_read_as_sentences() {
+        assert_eq!(
+            describe(
+                "route",
+                r#"{"target":"payments","intent":"refund"}"#,
+                "suppressed: safe_mode"
+            ),
+            "Routed to payments — suppressed by safe mode"
+        );
+        assert_eq!(
+            describe(
+                "decision",
+                r#"{"intent":"order_status","team":"orders","confidence":0.92,"safe_mode":true}"#,
+                "success"
+            ),
+            "Decided “order status” for orders (92 % sure), in safe mode"
+        );
+        assert_eq!(
+            describe(
+                "kill_switch_change",
+                r#"{"switch":"safe_mode","from":true,"to":false,"version":3,"reason":"incident over"}"#,
+                "success"
+            ),
+            "Safe mode turned off: “incident over”"
+        );
+        assert_eq!(
+            describe(
+                "user_change",
+                r#"{"change":"set_role","user":"sam","from":"viewer","to":"operator","reason":"on call"}"#,
+                ""
+            ),
+            "sam's role changed from viewer to operator: “on call”"
+        );
+        assert_eq!(
+            describe(
+                "outbox_redrive",
+                r#"{"reason":"receiver fixed","by":"ada"}"#,
+                "success: redrive"
+            ),
+            "Side effect redrive: “receiver fixed”"
+        );
+        assert_eq!(
+            describe("mystery_thing", "not json", "failed: timeout"),
+            "Mystery thing — failed — timeout"
+        );
+    }
+}
