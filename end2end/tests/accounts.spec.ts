@@ -11,6 +11,21 @@ test.describe('accounts', () => {
     const res = await page.goto('/users');
     expect(res?.status()).toBe(403);
     await expect(page.getByRole('heading', { name: 'Not allowed' })).toBeVisible();
+    // Inside the console's frame, with the way back.
+    await expect(page.getByRole('navigation', { name: 'Main' })).toBeVisible();
+    await expect(page.getByTestId('not-allowed').getByRole('link', { name: 'Back to the overview' })).toBeVisible();
+    await expect(page.getByRole('table', { name: 'Users' })).toHaveCount(0);
+  });
+
+  test('a page that does not exist answers 404 inside the console, with the way back', async ({ page }) => {
+    await signIn(page, 'viewer', '/');
+    const res = await page.goto('/no-such-page');
+    expect(res?.status()).toBe(404);
+    await expect(page.getByRole('heading', { name: 'Page not found' })).toBeVisible();
+    await expect(page.getByRole('navigation', { name: 'Main' })).toBeVisible();
+    await expect(page.getByTestId('not-found')).toContainText('/no-such-page');
+    await page.getByRole('link', { name: 'Back to the overview' }).click();
+    await expect(page).toHaveURL(/\/$/);
   });
 
   test('a wrong password keeps you out; signing out and going back shows the login page', async ({ page }) => {

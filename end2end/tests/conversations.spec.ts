@@ -108,6 +108,8 @@ test.describe('conversations', () => {
     await admin.getByText('Reveal contact details…').click();
     await admin.getByRole('button', { name: 'Reveal' }).click();
     await expect(admin.getByRole('alert')).toContainText('Say why');
+    await expect(admin.getByLabel('Why do you need them? (audited)')).toHaveAttribute('aria-invalid', 'true');
+    await expect(admin.getByLabel('Why do you need them? (audited)')).toHaveAccessibleDescription(/Say why/);
     if (!(await admin.getByLabel('Why do you need them? (audited)').isVisible())) {
       await admin.getByText('Reveal contact details…').click();
     }
@@ -116,6 +118,11 @@ test.describe('conversations', () => {
     await ready(admin);
     await expect(admin.getByTestId('contact-phone')).toHaveText(tel);
     await expect(admin.getByTestId('contact-name')).toHaveText('Jane Doe');
+    // The reveal says when it ends: 15 minutes after it was made.
+    const until = await admin.getByTestId('revealed-until').locator('time').getAttribute('datetime');
+    const minutes = (Date.parse(until!) - Date.now()) / 60_000;
+    expect(minutes).toBeGreaterThan(13);
+    expect(minutes).toBeLessThanOrEqual(15.1);
     await admin.close();
   });
 

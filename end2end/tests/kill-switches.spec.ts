@@ -77,6 +77,10 @@ test.describe('kill switches', () => {
     await card.getByRole('button', { name: `Turn automation ${verb}` }).click();
 
     await expect(page.getByRole('alert')).toContainText('A reason is required.');
+    // The error is also on the field itself, for a screen reader and at a glance.
+    const reason = card.getByLabel(/^Reason for turning/);
+    await expect(reason).toHaveAttribute('aria-invalid', 'true');
+    await expect(reason).toHaveAccessibleDescription('A reason is required.');
     await expect(page.getByTestId('switch-automation_enabled').locator('span', { hasText: /^(ON|OFF)$/ })).toHaveText(before);
     await page.goto('/kill-switches');
     await ready(page);

@@ -122,6 +122,9 @@ pub struct ConversationDetail {
     pub recipient_name: String,
     /// True when this admin revealed the contact details (audited) in the last minutes.
     pub revealed: bool,
+    /// When the reveal stops showing them (RFC 3339, UTC), while it does.
+    #[serde(default)]
+    pub revealed_until: Option<String>,
     pub can_reveal: bool,
     pub messages: Vec<MessageView>,
     /// Pretty JSON of the configuration maps, masked like the rest.

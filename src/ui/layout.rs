@@ -23,8 +23,20 @@ const NAV: &[(&str, &str, Role)] = &[
     ("/users", "Users", Role::Admin),
 ];
 
+/// Every signed-in page: the frame around the router's page.
 #[component]
 pub fn Layout() -> impl IntoView {
+    view! {
+        <Frame>
+            <Outlet />
+        </Frame>
+    }
+}
+
+/// The skip link, the sidebar, the top bar with the kill-switch banner, and `children` as
+/// the main content (a page, or "Page not found").
+#[component]
+pub fn Frame(children: Children) -> impl IntoView {
     let info = Resource::new(|| (), |_| load_shell_info());
     view! {
         <a
@@ -55,7 +67,7 @@ pub fn Layout() -> impl IntoView {
                     })}
                 </Transition>
                 <main id="main" class="mx-auto w-full max-w-6xl flex-1 px-4 py-6 md:px-6">
-                    <Outlet />
+                    {children()}
                 </main>
             </div>
         </div>

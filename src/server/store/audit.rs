@@ -234,16 +234,16 @@ pub async fn count_day_results(store: &Store, day: &str, prefix: &str) -> Result
     Ok(query::count(store, &spec, usize::MAX, None).await?.n)
 }
 
-/// Whether `actor` did `action_type` in `partition` at or after `since` (a Query of the
-/// partition's newest records, never a Scan). One read, as a reveal check needs no more
+/// When `actor` last did `action_type` in `partition` at or after `since`, if they did (a
+/// Query of the partition's newest records, never a Scan). A reveal check needs no more
 /// than the last few minutes of one conversation.
-pub async fn done_since(
+pub async fn last_since(
     store: &Store,
     partition: &str,
     action_type: &str,
     actor: &str,
     since: DateTime<Utc>,
-) -> Result<bool, StoreError> {
+) -> Result<Option<DateTime<Utc>>, StoreError> {
     let s = |v: &str| AttributeValue::S(v.to_string());
     let since = since.to_rfc3339_opts(SecondsFormat::Millis, true);
     let spec = Spec {
@@ -260,5 +260,10 @@ pub async fn done_since(
         key_attrs: TABLE_KEY.to_vec(),
         projection: None,
     };
-    Ok(query::count(store, &spec, 1, None).await?.n > 0)
+    let page = query::page(store, &spec, Start::First, 1).await?;
+    let table = store.table(MW_AUDIT_ACTIONS.base);
+    match page.items.into_iter().next() {
+        Some(item) => Ok(super::items::decode::<AuditItem>(item, &table)?.at()),
+        None => Ok(None),
+    }
 }

@@ -2,13 +2,25 @@ use leptos::prelude::*;
 
 use crate::model::AppError;
 
+/// A failure, in red; "not allowed" says so plainly, with the way back.
 #[component]
 pub fn ErrorBox(error: AppError) -> impl IntoView {
+    if matches!(error, AppError::Forbidden) {
+        return view! {
+            <div role="alert" class="rounded-lg border border-amber-300 bg-amber-50 p-6 text-sm text-amber-900" data-testid="not-allowed">
+                <h2 class="text-lg font-semibold">"Not allowed"</h2>
+                <p class="mt-1">{error.to_string()}" Your role does not include this; an admin can change it on the Users page."</p>
+                <p class="mt-3"><a class="text-sky-800 underline" href="/">"Back to the overview"</a></p>
+            </div>
+        }
+        .into_any();
+    }
     view! {
         <div role="alert" class="rounded-md border border-red-300 bg-red-50 px-4 py-3 text-sm text-red-800">
             {error.to_string()}
         </div>
     }
+    .into_any()
 }
 
 #[component]

@@ -2,6 +2,8 @@
 
 use leptos::prelude::*;
 
+use crate::model::AppError;
+
 /// The hidden idempotency key a write form carries. The server renders a fresh key with the
 /// form, so a double click, a refresh or a retry of the same form writes once
 /// (docs/idempotency.md). `name` is the server function's argument that takes it.
@@ -30,4 +32,38 @@ pub fn Options(
             }
         })
         .collect_view()
+}
+
+/// The message of the latest submission's refusal when it names `field` (a 400 for that
+/// field), for the field itself to show.
+pub fn field_error<T>(latest: &Option<Result<T, AppError>>, field: &str) -> Option<String> {
+    match latest {
+        Some(Err(e)) if e.field() == Some(field) => Some(e.to_string()),
+        _ => None,
+    }
+}
+
+/// A field's error, under the field: `id` is what the field's `aria-describedby` names
+/// while there is one (see [`invalid_attrs`]).
+#[component]
+pub fn FieldError(#[prop(into)] id: String, message: Signal<Option<String>>) -> impl IntoView {
+    move || {
+        message.get().map(|m| {
+            view! { <p id=id.clone() class="mt-1 text-sm font-medium text-red-700" data-testid="field-error">{m}</p> }
+        })
+    }
+}
+
+/// `aria-invalid` and `aria-describedby` for a field while `message` holds its error.
+pub fn invalid_attrs(
+    message: Signal<Option<String>>,
+    error_id: String,
+) -> (
+    impl Fn() -> Option<&'static str> + Send + Sync + Clone + 'static,
+    impl Fn() -> Option<String> + Send + Sync + Clone + 'static,
+) {
+    (
+        move || message.get().map(|_| "true"),
+        move || message.get().map(|_| error_id.clone()),
+    )
 }

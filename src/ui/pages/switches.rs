@@ -13,7 +13,7 @@ use crate::model::switches::{HistoryPage, KillSwitches, Switch, SwitchState};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::badge::OnOff;
-use crate::ui::components::form::FormKey;
+use crate::ui::components::form::{field_error, invalid_attrs, FieldError, FormKey};
 use crate::ui::components::pager::Pager;
 use crate::ui::components::table::DataTable;
 use crate::ui::components::when;
@@ -138,14 +138,45 @@ fn ChangeForm(
     let verb = format!("Turn {} {on_off}", switch.label().to_lowercase());
     let reason_id = format!("reason-{}", switch.key());
     let confirm_id = format!("confirm-{}", switch.key());
+    // A refusal names its field; it is shown on this form when this form was the one sent
+    // (after a form post without JavaScript, the page only knows the refusal).
+    let ours = move || {
+        change
+            .input()
+            .with(|i| i.as_ref().is_none_or(|i| i.switch == switch.key()))
+    };
+    let error_of = move |field: &'static str| {
+        Signal::derive(move || {
+            ours()
+                .then(|| change.value().with(|v| field_error(v, field)))
+                .flatten()
+        })
+    };
+    let (reason_error, confirm_error) = (error_of("reason"), error_of("confirm"));
+    let (reason_invalid, reason_described) =
+        invalid_attrs(reason_error, format!("{reason_id}-error"));
+    let reason_error_id = format!("{reason_id}-error");
+    let confirm_error_id = format!("{confirm_id}-error");
     let confirm = switch.needs_confirmation(target).then(|| {
         view! {
             <div class="flex items-start gap-2 rounded bg-amber-50 p-2 text-sm text-amber-900">
-                <input id=confirm_id.clone() type="checkbox" name="confirm" value="yes" class="mt-1" />
+                <input
+                    id=confirm_id.clone()
+                    type="checkbox"
+                    name="confirm"
+                    value="yes"
+                    class="mt-1"
+                    aria-invalid=move || confirm_error.get().map(|_| "true")
+                    aria-describedby={
+                        let id = confirm_error_id.clone();
+                        move || confirm_error.get().map(|_| id.clone())
+                    }
+                />
                 <label for=confirm_id>
                     {format!("I confirm: {}", switch.describe(target).to_lowercase())}
                 </label>
             </div>
+            <FieldError id=confirm_error_id.clone() message=confirm_error />
         }
     });
     view! {
@@ -165,9 +196,12 @@ fn ChangeForm(
                         name="reason"
                         rows="2"
                         maxlength="500"
-                        class="mt-1 w-full rounded border border-slate-300 px-2 py-1 text-sm"
+                        aria-invalid=reason_invalid
+                        aria-describedby=reason_described
+                        class="mt-1 w-full rounded border border-slate-300 px-2 py-1 text-sm aria-invalid:border-red-500"
                         placeholder="Why, in a sentence (no customer details)"
                     ></textarea>
+                    <FieldError id=reason_error_id message=reason_error />
                 </div>
                 {confirm}
                 <button

@@ -2,7 +2,7 @@
 //! names, message text). Operators: message text too. Admins: contact details as well,
 //! once they gave a reason, which is audited. Masking happens here, on the server.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use serde_json::{Map, Value};
 
 use super::directory::Resolved;
@@ -267,6 +267,7 @@ pub fn detail(c: &Conversation, r: &str, seen: Seen, has_state: bool) -> Convers
         recipient_email: contact.email,
         recipient_name: contact.name,
         revealed,
+        revealed_until: None,
         can_reveal: seen.can_reveal,
         messages: messages(c, seen.text),
         ai_config: pretty(&c.ai_config, revealed),
@@ -393,10 +394,22 @@ impl Conversations {
     ) -> Result<ConversationDetail, AppError> {
         let c = self.find(refs, r).await?;
         let since = now - Duration::minutes(REVEAL_MINUTES);
-        let revealed = role.allows(Role::Admin)
-            && audit::done_since(&self.store, &c.conversation_id, REVEAL, name, since).await?;
+        let revealed_at = if role.allows(Role::Admin) {
+            audit::last_since(&self.store, &c.conversation_id, REVEAL, name, since).await?
+        } else {
+            None
+        };
         let state = records::get_state(&self.store, &c.conversation_id).await?;
-        Ok(detail(&c, r, Seen::of(role, revealed), state.version > 0))
+        let mut d = detail(
+            &c,
+            r,
+            Seen::of(role, revealed_at.is_some()),
+            state.version > 0,
+        );
+        d.revealed_until = revealed_at.map(|at| {
+            (at + Duration::minutes(REVEAL_MINUTES)).to_rfc3339_opts(SecondsFormat::Secs, true)
+        });
+        Ok(d)
     }
 
     /// The audit record saying an admin reveals a conversation's contact details, and why,

@@ -11,8 +11,9 @@ use crate::model::conversations::{ConversationDetail, MessageView};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::badge::StatusPill;
-use crate::ui::components::form::FormKey;
+use crate::ui::components::form::{field_error, invalid_attrs, FieldError, FormKey};
 use crate::ui::components::links::state_href;
+use crate::ui::components::moment::Moment;
 
 #[component]
 pub fn ConversationPage() -> impl IntoView {
@@ -129,10 +130,17 @@ fn Recipient(d: ConversationDetail, reveal: ServerAction<RevealContact>) -> impl
     .collect_view();
     let reveal_form = (d.can_reveal && !d.revealed)
         .then(|| view! { <RevealForm r=d.r.clone() form_key=d.form_key.clone() reveal /> });
+    // How long the reveal lasts: it ends by itself, and the page says when.
+    let until = d.revealed_until.clone().map(|at| view! {
+        <p class="mt-2 rounded bg-amber-50 px-2 py-1 text-xs text-amber-900" data-testid="revealed-until">
+            "Shown to you until "<Moment iso=at />"; masked again after that. The reveal is in the audit."
+        </p>
+    });
     view! {
         <div class="rounded-lg border border-slate-200 bg-white p-4 text-sm">
             <h2 class="font-semibold">"Recipient"{d.revealed.then_some(" (revealed)")}</h2>
             <dl class="mt-1">{contact}</dl>
+            {until}
             {reveal_form}
         </div>
     }
@@ -141,6 +149,8 @@ fn Recipient(d: ConversationDetail, reveal: ServerAction<RevealContact>) -> impl
 /// The folded, reason-gated reveal of the contact details; the reason is audited.
 #[component]
 fn RevealForm(r: String, form_key: String, reveal: ServerAction<RevealContact>) -> impl IntoView {
+    let error = Signal::derive(move || reveal.value().with(|v| field_error(v, "reason")));
+    let (invalid, described) = invalid_attrs(error, "reveal-reason-error".into());
     view! {
         <details class="mt-3 rounded border border-slate-200 bg-slate-50 p-3 text-sm">
             <summary class="cursor-pointer font-medium text-sky-800">"Reveal contact details…"</summary>
@@ -148,7 +158,16 @@ fn RevealForm(r: String, form_key: String, reveal: ServerAction<RevealContact>) 
                 <input type="hidden" name="r" value=r />
                 <FormKey value=form_key />
                 <label for="reveal-reason" class="block">"Why do you need them? (audited)"</label>
-                <textarea id="reveal-reason" name="reason" rows="2" maxlength="500" class="w-full rounded border border-slate-300 px-2 py-1"></textarea>
+                <textarea
+                    id="reveal-reason"
+                    name="reason"
+                    rows="2"
+                    maxlength="500"
+                    aria-invalid=invalid
+                    aria-describedby=described
+                    class="w-full rounded border border-slate-300 px-2 py-1 aria-invalid:border-red-500"
+                ></textarea>
+                <FieldError id="reveal-reason-error" message=error />
                 <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-white">"Reveal"</button>
             </ActionForm>
         </details>
