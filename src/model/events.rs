@@ -39,6 +39,7 @@ pub const ACTION_TYPES: &[(&str, &str)] = &[
     ("reveal_contact", "Contact revealed"),
     ("user_change", "User change"),
     ("api_key_created", "API key created"),
+    ("api_key_revoked", "API key revoked"),
     ("idempotency_key_expired", "Idempotency key expired"),
 ];
 

@@ -316,3 +316,80 @@ async fn no_password_session_id_or_api_key_reaches_the_logs() {
         assert!(!logs.contains(secret), "a secret reached the logs");
     }
 }
+
+#[tokio::test]
+async fn an_api_key_is_revoked_once_under_concurrent_revokes_and_its_use_is_noted_hourly() {
+    use ops_console::server::domain::accounts::api_keys::REVOKE_ACTION;
+    use ops_console::server::store::accounts::api_keys;
+    let app = spawn_app().await;
+    let accounts = &app.state.accounts;
+    let key = accounts
+        .create_api_key("bot-rev", &["switches:read".to_string()], 30, "ada")
+        .await
+        .unwrap();
+    let listed = |app: &crate::helpers::TestApp| {
+        let store = app.store.clone();
+        let now = app.clock.now();
+        async move { api_keys::list(&store, now).await.unwrap().remove(0) }
+    };
+    assert_eq!(listed(&app).await.last_used_at, None);
+
+    // The first use is noted; uses within the hour are not written again.
+    assert!(accounts.resolve_api_key(&key).await.unwrap().is_some());
+    let noted = listed(&app).await.last_used_at.expect("noted");
+    let writes = app.store.requests().get("UpdateItem");
+    for _ in 0..5 {
+        assert!(accounts.resolve_api_key(&key).await.unwrap().is_some());
+    }
+    assert_eq!(
+        app.store.requests().get("UpdateItem"),
+        writes,
+        "no write within the hour"
+    );
+    app.clock.advance(Duration::minutes(61));
+    assert!(accounts.resolve_api_key(&key).await.unwrap().is_some());
+    assert!(listed(&app).await.last_used_at.unwrap() > noted);
+
+    // Eight admins revoke it at once: one does, the others find it revoked already.
+    let hash = listed(&app).await.key_hash;
+    let revokes = (0..8).map(|i| {
+        let (accounts, hash) = (accounts.clone(), hash.clone());
+        tokio::spawn(async move {
+            accounts
+                .revoke_api_key(&hash, "client retired", &format!("admin{i}"))
+                .await
+        })
+    });
+    let results: Vec<_> = futures_util::future::join_all(revokes)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(
+        results.iter().filter(|r| r.is_ok()).count(),
+        1,
+        "{results:?}"
+    );
+    assert!(results
+        .iter()
+        .filter_map(|r| r.as_ref().err())
+        .all(|e| *e == ops_console::model::AppError::NotFound));
+    assert!(
+        accounts.resolve_api_key(&key).await.unwrap().is_none(),
+        "a revoked key opens nothing"
+    );
+    let item = listed(&app).await;
+    assert!(
+        item.revoked_at.is_some() && item.revoked_by.is_some(),
+        "still listed, as revoked"
+    );
+    let log = audit::list_partition(&app.store, "system#api_keys", None, 20)
+        .await
+        .unwrap();
+    let revoked = log
+        .items
+        .iter()
+        .filter(|a| a.action_type == REVOKE_ACTION)
+        .count();
+    assert_eq!(revoked, 1, "one audit record for one revoke");
+}

@@ -280,6 +280,45 @@ fn server_functions() -> Vec<Entry> {
         ),
         (KillSwitchHistory::PATH, v, vec![]),
         (ListUsers::PATH, a, vec![]),
+        (LoadAccounts::PATH, a, vec![]),
+        (
+            AddUser::PATH,
+            a,
+            vec![
+                ("name", "nobody-new"),
+                ("role", "viewer"),
+                ("idempotency_key", key),
+            ],
+        ),
+        (
+            ResetPassword::PATH,
+            a,
+            vec![
+                ("name", "nobody"),
+                ("reason", "a check"),
+                ("idempotency_key", key),
+            ],
+        ),
+        (
+            CreateApiKey::PATH,
+            a,
+            vec![
+                ("name", "bot-check"),
+                ("scopes[switches:read]", "on"),
+                ("days", ""),
+                ("idempotency_key", key),
+            ],
+        ),
+        (
+            RevokeApiKey::PATH,
+            a,
+            vec![
+                ("key_hash", "0"),
+                ("reason", "a check"),
+                ("idempotency_key", key),
+            ],
+        ),
+        (CompanySuggestions::PATH, v, vec![]),
         (
             SetUserRole::PATH,
             a,

@@ -67,3 +67,26 @@ pub fn invalid_attrs(
         move || message.get().map(|_| error_id.clone()),
     )
 }
+
+/// True once the page's code runs in the browser (never on the server, never without
+/// JavaScript): for forms whose answer only the page's code can show, such as a secret
+/// shown once (a form posted without JavaScript is answered with a redirect, and a secret
+/// must not travel in a URL).
+pub fn running_in_browser() -> Signal<bool> {
+    let live = RwSignal::new(false);
+    Effect::new(move |_| live.set(true));
+    live.into()
+}
+
+/// A submit button that works only with the page's code running, saying so while it does
+/// not (see [`running_in_browser`]).
+#[component]
+pub fn SecretSubmit(label: &'static str) -> impl IntoView {
+    let live = running_in_browser();
+    view! {
+        <button type="submit" disabled=move || !live.get() class="rounded bg-slate-900 px-3 py-1.5 text-white disabled:bg-slate-400">{label}</button>
+        <p class="basis-full text-xs text-amber-800" hidden=move || live.get() data-testid="needs-js">
+            "This needs JavaScript: what it makes is shown once, on this page."
+        </p>
+    }
+}

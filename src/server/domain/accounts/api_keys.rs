@@ -15,6 +15,7 @@ use crate::server::store::audit::AuditItem;
 
 pub const AUDIT_PARTITION: &str = "system#api_keys";
 pub const AUDIT_ACTION: &str = "api_key_created";
+pub const REVOKE_ACTION: &str = "api_key_revoked";
 
 /// A machine client, as its API key says.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,6 +95,9 @@ impl Accounts {
             created_at: now,
             created_by: actor.to_string(),
             expires_at: (now + Duration::days(ttl_days)).timestamp(),
+            revoked_at: None,
+            revoked_by: None,
+            last_used_at: None,
         };
         let mut record = AuditItem::new(
             AUDIT_PARTITION,
@@ -120,11 +124,63 @@ impl Accounts {
         if !key.starts_with(API_KEY_PREFIX) || key.len() > 128 {
             return Ok(None);
         }
-        let found =
-            api_keys::get(&self.store, &sha256_hex(key.as_bytes()), self.clock.now()).await?;
-        Ok(found.map(|k| ApiPrincipal {
+        let now = self.clock.now();
+        let hash = sha256_hex(key.as_bytes());
+        let Some(k) = api_keys::get(&self.store, &hash, now)
+            .await?
+            .filter(|k| k.revoked_at.is_none())
+        else {
+            return Ok(None);
+        };
+        // The key's last use, to the hour: the item just read says whether it is due.
+        let due = now.timestamp() - api_keys::USE_RESOLUTION_SECS;
+        if k.last_used_at.is_none_or(|at| at < due) {
+            if let Err(e) = api_keys::note_use(&self.store, &hash, now).await {
+                tracing::warn!(error = %e, key = %k.name, "API key use not recorded");
+            }
+        }
+        Ok(Some(ApiPrincipal {
             name: k.name,
             scopes: k.scopes,
         }))
+    }
+
+    /// Every key that has not expired, revoked ones too, newest first.
+    pub async fn api_keys(&self) -> Result<Vec<ApiKeyItem>, AppError> {
+        Ok(api_keys::list(&self.store, self.clock.now()).await?)
+    }
+
+    /// Revokes the key whose hash is `key_hash`, with a reason (audited with it). Revoking
+    /// a key that is revoked already, expired or unknown is a 404 and writes nothing.
+    pub async fn revoke_api_key(
+        &self,
+        key_hash: &str,
+        reason: &str,
+        actor: &str,
+    ) -> Result<String, AppError> {
+        let reason = crate::server::domain::redact::redact(
+            crate::model::switches::Reason::parse(reason)?.as_str(),
+        );
+        let now = self.clock.now();
+        let key = api_keys::get(&self.store, key_hash.trim(), now)
+            .await?
+            .filter(|k| k.revoked_at.is_none())
+            .ok_or(AppError::NotFound)?;
+        let mut record = AuditItem::new(
+            AUDIT_PARTITION,
+            REVOKE_ACTION,
+            now,
+            &random_hex(8),
+            self.ttls.audit_days,
+        );
+        record.actor = actor.to_string();
+        record.action_payload_redacted =
+            serde_json::json!({"name": key.name, "reason": reason}).to_string();
+        if api_keys::revoke(&self.store, &key.key_hash, actor, &record, now).await? {
+            tracing::info!(key = %key.name, actor, "API key revoked");
+            Ok(key.name)
+        } else {
+            Err(AppError::NotFound)
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! `api_keys-<env>`: machine clients' keys, stored only as SHA-256. A key is written in one
 //! transaction with its audit record, so a crash leaves both or neither.
 
-use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +18,15 @@ pub struct ApiKeyItem {
     pub created_at: DateTime<Utc>,
     pub created_by: String,
     pub expires_at: i64,
+    /// When an admin revoked it: it no longer opens anything, and stays listed until it
+    /// expires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoked_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoked_by: Option<String>,
+    /// When a request last used it (epoch seconds), to the hour: see [`note_use`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_used_at: Option<i64>,
 }
 
 /// Writes the key and its audit record together, unless a live key already has this hash
@@ -60,4 +69,80 @@ pub async fn get(
 ) -> Result<Option<ApiKeyItem>, StoreError> {
     let item: Option<ApiKeyItem> = items::get(store, API_KEYS.base, "key_hash", key_hash).await?;
     Ok(item.filter(|k| k.expires_at > now.timestamp()))
+}
+
+/// Every key that has not expired at `now` (revoked ones too), newest first. A Scan: the
+/// table holds one item per machine client.
+pub async fn list(store: &Store, now: DateTime<Utc>) -> Result<Vec<ApiKeyItem>, StoreError> {
+    let mut all: Vec<ApiKeyItem> = items::scan_all(store, API_KEYS.base).await?;
+    all.retain(|k| k.expires_at > now.timestamp());
+    all.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+    Ok(all)
+}
+
+/// How often a key's last use is written: at most once an hour, whatever its traffic.
+pub const USE_RESOLUTION_SECS: i64 = 3_600;
+
+/// Records that the key was used at `now`, unless that was recorded less than an hour ago
+/// (by any console: the condition decides, so a busy key costs one write an hour).
+pub async fn note_use(store: &Store, key_hash: &str, now: DateTime<Utc>) -> Result<(), StoreError> {
+    let table = store.table(API_KEYS.base);
+    let result = store
+        .client()
+        .update_item()
+        .table_name(&table)
+        .key("key_hash", items::s(key_hash))
+        .update_expression("SET last_used_at = :now")
+        .condition_expression(
+            "attribute_exists(key_hash) AND (attribute_not_exists(last_used_at) OR last_used_at < :due)",
+        )
+        .expression_attribute_values(":now", n(now.timestamp()))
+        .expression_attribute_values(":due", n(now.timestamp() - USE_RESOLUTION_SECS))
+        .send()
+        .await;
+    match result {
+        Ok(_) => Ok(()),
+        Err(e) if is_condition_failed(&e) => Ok(()),
+        Err(e) => Err(StoreError::request("UpdateItem")(e)),
+    }
+}
+
+fn is_condition_failed<R>(
+    e: &aws_sdk_dynamodb::error::SdkError<
+        aws_sdk_dynamodb::operation::update_item::UpdateItemError,
+        R,
+    >,
+) -> bool {
+    e.as_service_error()
+        .is_some_and(|s| s.is_conditional_check_failed_exception())
+}
+
+/// Revokes a live key, with its audit record, in one transaction. `false`: there is no
+/// such live key, or it was revoked already (nothing written).
+pub async fn revoke(
+    store: &Store,
+    key_hash: &str,
+    by: &str,
+    audit_item: &AuditItem,
+    now: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let table = store.table(API_KEYS.base);
+    let update = Update::builder()
+        .table_name(&table)
+        .key("key_hash", items::s(key_hash))
+        .update_expression("SET revoked_at = :at, revoked_by = :by")
+        .condition_expression(
+            "attribute_exists(key_hash) AND attribute_not_exists(revoked_at) AND expires_at > :now",
+        )
+        .expression_attribute_values(":at", items::s(now.to_rfc3339()))
+        .expression_attribute_values(":by", items::s(by))
+        .expression_attribute_values(":now", n(now.timestamp()))
+        .build()
+        .map_err(|e| StoreError::corrupt(&table, e))?;
+    let actions = vec![
+        TransactWriteItem::builder().update(update).build(),
+        audit::write_once(store, audit_item)?,
+    ];
+    let outcome = tx::transact(store, actions).await?;
+    Ok(outcome.refused_at(0).is_none() && outcome.refused_at(1).is_none())
 }

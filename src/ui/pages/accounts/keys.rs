@@ -1,0 +1,162 @@
+//! The API keys section of the Users page: every key that has not expired (name, scopes,
+//! who made it and when, its last use to the hour, its state), revoking one (a reason and
+//! a confirmation, in red), and creating one with the key shown once.
+
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+
+use crate::api::accounts::{CreateApiKey, RevokeApiKey};
+use crate::model::accounts::ApiKeySummary;
+use crate::ui::components::form::{field_error, invalid_attrs, FieldError, FormKey, SecretSubmit};
+use crate::ui::components::moment::Moment;
+use crate::ui::components::table::DataTable;
+
+#[component]
+pub fn ApiKeys(
+    keys: Vec<ApiKeySummary>,
+    scopes: Vec<String>,
+    form_key: String,
+    create: ServerAction<CreateApiKey>,
+    revoke: ServerAction<RevokeApiKey>,
+) -> impl IntoView {
+    let table = if keys.is_empty() {
+        view! { <p class="mt-2 text-sm text-slate-500">"No API keys yet."</p> }.into_any()
+    } else {
+        let rows = keys
+            .into_iter()
+            .map(|k| view! { <KeyRow k revoke form_key=form_key.clone() /> })
+            .collect_view();
+        view! {
+            <DataTable
+                label="API keys"
+                columns=&["Name", "Scopes", "Created", "Last used", "Expires", "State"]
+                padded=true
+                spacing="mt-2"
+            >
+                {rows}
+            </DataTable>
+        }
+        .into_any()
+    };
+    view! {
+        <h2 class="mt-10 text-lg font-semibold">"API keys"</h2>
+        <p class="mt-1 text-sm text-slate-600">"For the helpdesk webhook, channel processors, inbox apps and devices. A key is shown once, when it is made; the console keeps only its hash."</p>
+        {table}
+        <CreateKeyForm scopes create form_key />
+    }
+}
+
+/// One key, and (while it works) its revoke form.
+#[component]
+fn KeyRow(k: ApiKeySummary, revoke: ServerAction<RevokeApiKey>, form_key: String) -> impl IntoView {
+    let revoked = k.revoked_at.is_some();
+    let last_used = match k.last_used_at.clone() {
+        Some(at) => view! { <Moment iso=at /> }.into_any(),
+        None => view! { <span class="text-slate-500">"never"</span> }.into_any(),
+    };
+    let state = match (&k.revoked_at, &k.revoked_by) {
+        (Some(at), by) => view! {
+            <span class="rounded-full bg-red-100 px-2 py-0.5 text-xs font-semibold text-red-800">"revoked"</span>
+            <span class="block text-xs">{format!("by {} ", by.clone().unwrap_or_default())}<Moment iso=at.clone() /></span>
+        }
+        .into_any(),
+        (None, _) => view! {
+            <span class="rounded-full bg-emerald-100 px-2 py-0.5 text-xs font-semibold text-emerald-800">"active"</span>
+            <RevokeForm key_hash=k.key_hash.clone() name=k.name.clone() revoke form_key />
+        }
+        .into_any(),
+    };
+    let row_class = if revoked {
+        "border-t border-slate-100 align-top bg-slate-50 text-slate-500"
+    } else {
+        "border-t border-slate-100 align-top"
+    };
+    view! {
+        <tr class=row_class data-testid=format!("key-{}", k.name)>
+            <td class="py-3 pr-4 font-medium" class:line-through=revoked>{k.name.clone()}</td>
+            <td class="py-3 pr-4 font-mono text-xs">{k.scopes.join(", ")}</td>
+            <td class="py-3 pr-4 text-xs">
+                <Moment iso=k.created_at.clone() />
+                <span class="block">{format!("by {}", k.created_by)}</span>
+            </td>
+            <td class="py-3 pr-4 text-xs" data-testid="last-used">{last_used}</td>
+            <td class="py-3 pr-4 text-xs"><Moment iso=k.expires_at.clone() /></td>
+            <td class="py-3 pr-4">{state}</td>
+        </tr>
+    }
+}
+
+/// Revoking is destructive (every client with the key stops working), so it is folded,
+/// needs a reason and a ticked confirmation, and its button is red.
+#[component]
+fn RevokeForm(
+    key_hash: String,
+    name: String,
+    revoke: ServerAction<RevokeApiKey>,
+    form_key: String,
+) -> impl IntoView {
+    let reason_label = format!("Reason to revoke {name}");
+    let confirm_id = format!("confirm-revoke-{name}");
+    view! {
+        <details class="mt-2 text-sm">
+            <summary class="cursor-pointer text-red-800">"Revoke…"</summary>
+            <ActionForm action=revoke attr:class="mt-2 space-y-2">
+                <FormKey value=form_key />
+                <input type="hidden" name="key_hash" value=key_hash />
+                <input name="reason" aria-label=reason_label placeholder="Reason" required class="block rounded border border-slate-300 px-2 py-1" />
+                <div class="flex items-start gap-2">
+                    <input id=confirm_id.clone() type="checkbox" required class="mt-1" />
+                    <label for=confirm_id>{format!("Clients using {name} stop working now")}</label>
+                </div>
+                <button type="submit" class="rounded bg-red-700 px-3 py-1 text-white hover:bg-red-800">"Revoke key"</button>
+            </ActionForm>
+        </details>
+    }
+}
+
+/// A new key: its name, the scopes it carries (none ticked: say which), and how long it
+/// lives.
+#[component]
+fn CreateKeyForm(
+    scopes: Vec<String>,
+    create: ServerAction<CreateApiKey>,
+    form_key: String,
+) -> impl IntoView {
+    let boxes = scopes
+        .into_iter()
+        .map(|s| {
+            view! {
+                <label class="flex items-center gap-1 font-mono text-xs">
+                    <input type="checkbox" name=format!("scopes[{s}]") value="on" />
+                    {s.clone()}
+                </label>
+            }
+        })
+        .collect_view();
+    let name_error = Signal::derive(move || create.value().with(|v| field_error(v, "name")));
+    let scopes_error = Signal::derive(move || create.value().with(|v| field_error(v, "scopes")));
+    let (invalid, described) = invalid_attrs(name_error, "new-key-name-error".into());
+    view! {
+        <details class="mt-4 rounded-lg border border-slate-200 bg-white p-4 text-sm">
+            <summary class="cursor-pointer font-medium text-sky-800">"Create an API key…"</summary>
+            <ActionForm action=create attr:class="mt-3 space-y-3">
+                <FormKey value=form_key />
+                <div>
+                    <label for="new-key-name" class="block">"Name (the client it is for)"</label>
+                    <input id="new-key-name" name="name" aria-invalid=invalid aria-describedby=described placeholder="e.g. helpdesk-webhook" class="mt-1 block rounded border border-slate-300 px-2 py-1 aria-invalid:border-red-500" />
+                    <FieldError id="new-key-name-error" message=name_error />
+                </div>
+                <fieldset aria-describedby="new-key-scopes-error">
+                    <legend>"Scopes (what it may do)"</legend>
+                    <div class="mt-1 grid grid-cols-1 gap-1 sm:grid-cols-2 md:grid-cols-3">{boxes}</div>
+                    <FieldError id="new-key-scopes-error" message=scopes_error />
+                </fieldset>
+                <div>
+                    <label for="new-key-days" class="block">"Lifetime in days"</label>
+                    <input id="new-key-days" name="days" inputmode="numeric" placeholder="365" class="mt-1 block w-24 rounded border border-slate-300 px-2 py-1" />
+                </div>
+                <SecretSubmit label="Create key" />
+            </ActionForm>
+        </details>
+    }
+}

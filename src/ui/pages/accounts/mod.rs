@@ -1,0 +1,254 @@
+//! Users (admins only): people (roles, last sign-in, role changes, disabling, password
+//! resets, new users with a one-time password) and machine clients' API keys (created with
+//! the key shown once, revoked with a reason), each change with a reason and audited.
+
+mod keys;
+
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use crate::api::accounts::{
+    load_accounts, AddUser, CreateApiKey, ResetPassword, RevokeApiKey, SetUserDisabled, SetUserRole,
+};
+use crate::model::accounts::{AccountsView, OneTime, Role, UserSummary};
+use crate::model::AppError;
+use crate::ui::components::alert::{ActionResult, ErrorBox, SuccessBox};
+use crate::ui::components::async_section::AsyncSection;
+use crate::ui::components::form::{field_error, invalid_attrs, FieldError, FormKey, SecretSubmit};
+use crate::ui::components::table::DataTable;
+use crate::ui::components::when;
+
+#[component]
+pub fn AccountsPage() -> impl IntoView {
+    let set_role = ServerAction::<SetUserRole>::new();
+    let set_disabled = ServerAction::<SetUserDisabled>::new();
+    let add = ServerAction::<AddUser>::new();
+    let reset = ServerAction::<ResetPassword>::new();
+    let create_key = ServerAction::<CreateApiKey>::new();
+    let revoke_key = ServerAction::<RevokeApiKey>::new();
+    let accounts = Resource::new(
+        move || {
+            (
+                set_role.version().get(),
+                set_disabled.version().get(),
+                add.version().get(),
+                reset.version().get(),
+                create_key.version().get(),
+                revoke_key.version().get(),
+            )
+        },
+        |_| load_accounts(),
+    );
+    let actions = Actions {
+        set_role,
+        set_disabled,
+        add,
+        reset,
+        create_key,
+        revoke_key,
+    };
+    view! {
+        <Title text="Users" />
+        <h1 class="text-2xl font-semibold">"Users"</h1>
+        <p class="mt-1 text-sm text-slate-600">"People who sign in to the console, and the API keys machine clients call it with. Every change is in the audit."</p>
+        <div class="mt-4 space-y-2">
+            <ActionResult value=move || set_role.value().get() success=|m: &String| m.clone() />
+            <ActionResult value=move || set_disabled.value().get() success=|m: &String| m.clone() />
+            <ActionResult value=move || revoke_key.value().get() success=|m: &String| m.clone() />
+            <OneTimeResult value=Signal::derive(move || add.value().get()) what="password" />
+            <OneTimeResult value=Signal::derive(move || reset.value().get()) what="password" />
+            <OneTimeResult value=Signal::derive(move || create_key.value().get()) what="API key" />
+        </div>
+        <AsyncSection load=move || accounts spacing="mt-4" let:view>
+            <AccountsSections view actions />
+        </AsyncSection>
+    }
+}
+
+/// Every form of the page, so that a change reloads the lists (and their fresh form key).
+#[derive(Clone, Copy)]
+struct Actions {
+    set_role: ServerAction<SetUserRole>,
+    set_disabled: ServerAction<SetUserDisabled>,
+    add: ServerAction<AddUser>,
+    reset: ServerAction<ResetPassword>,
+    create_key: ServerAction<CreateApiKey>,
+    revoke_key: ServerAction<RevokeApiKey>,
+}
+
+#[component]
+fn AccountsSections(view: AccountsView, actions: Actions) -> impl IntoView {
+    let AccountsView {
+        users,
+        keys,
+        scopes,
+        form_key,
+    } = view;
+    view! {
+        <UserTable list=users actions form_key=form_key.clone() />
+        <AddUserForm add=actions.add form_key=form_key.clone() />
+        <keys::ApiKeys keys scopes form_key create=actions.create_key revoke=actions.revoke_key />
+    }
+}
+
+/// The answer to a form that made a password or a key: the secret, once, to copy now.
+#[component]
+fn OneTimeResult(
+    value: Signal<Option<Result<OneTime, AppError>>>,
+    what: &'static str,
+) -> impl IntoView {
+    move || {
+        match value.get() {
+        Some(Ok(OneTime { message, secret: Some(secret) })) => view! {
+            <div role="status" class="rounded-md border border-emerald-300 bg-emerald-50 px-4 py-3 text-sm text-emerald-900">
+                <p>{message}</p>
+                <p class="mt-2">{format!("The {what}, shown this once (copy it now; only its hash is kept):")}</p>
+                <code class="mt-1 block select-all break-all rounded bg-white px-2 py-1 font-mono ring-1 ring-emerald-300" data-testid="one-time-secret">{secret}</code>
+            </div>
+        }
+        .into_any(),
+        Some(Ok(OneTime { message, secret: None })) => view! { <SuccessBox message /> }.into_any(),
+        Some(Err(error)) => view! { <ErrorBox error /> }.into_any(),
+        None => ().into_any(),
+    }
+    }
+}
+
+/// Every user, one row each.
+#[component]
+fn UserTable(list: Vec<UserSummary>, actions: Actions, form_key: String) -> impl IntoView {
+    // Keyed by what a change changes: after a change the row is built anew, so its forms
+    // come back empty (an error keeps what was typed).
+    view! {
+        <h2 class="mt-6 text-lg font-semibold">"People"</h2>
+        <DataTable
+            label="Users"
+            columns=&["Name", "Role", "State", "Last sign-in", "Change"]
+            padded=true
+            spacing="mt-2"
+        >
+            <For
+                each=move || list.clone()
+                key=|u| (u.name.clone(), u.role.as_str(), u.disabled)
+                children=move |u| view! { <UserRow u actions form_key=form_key.clone() /> }
+            />
+        </DataTable>
+    }
+}
+
+/// A new user: name and role; the console makes a one-time password.
+#[component]
+fn AddUserForm(add: ServerAction<AddUser>, form_key: String) -> impl IntoView {
+    let options = Role::ALL
+        .into_iter()
+        .map(
+            |r| view! { <option value=r.as_str() selected=r == Role::Viewer>{r.as_str()}</option> },
+        )
+        .collect_view();
+    let error = Signal::derive(move || add.value().with(|v| field_error(v, "name")));
+    let (invalid, described) = invalid_attrs(error, "new-user-name-error".into());
+    view! {
+        <details class="mt-4 rounded-lg border border-slate-200 bg-white p-4 text-sm">
+            <summary class="cursor-pointer font-medium text-sky-800">"Add a user…"</summary>
+            <ActionForm action=add attr:class="mt-3 flex flex-wrap items-start gap-3">
+                <FormKey value=form_key />
+                <div>
+                    <label for="new-user-name" class="block">"Name"</label>
+                    <input id="new-user-name" name="name" aria-invalid=invalid aria-describedby=described placeholder="e.g. sam.carter" class="mt-1 block rounded border border-slate-300 px-2 py-1 aria-invalid:border-red-500" />
+                    <FieldError id="new-user-name-error" message=error />
+                </div>
+                <div>
+                    <label for="new-user-role" class="block">"Role"</label>
+                    <select id="new-user-role" name="role" class="mt-1 block rounded border border-slate-300 px-2 py-1">{options}</select>
+                </div>
+                <div class="mt-6"><SecretSubmit label="Add user" /></div>
+                <p class="basis-full text-xs text-slate-500">"The console makes a one-time password and shows it to you once; give it to them in person or by a channel you trust, and reset it if it is lost."</p>
+            </ActionForm>
+        </details>
+    }
+}
+
+/// A user, and the forms that change their role or disable (enable) them, each with a
+/// reason.
+#[component]
+fn UserRow(u: UserSummary, actions: Actions, form_key: String) -> impl IntoView {
+    let Actions {
+        set_role,
+        set_disabled,
+        reset,
+        ..
+    } = actions;
+    let options = Role::ALL
+        .into_iter()
+        .map(|r| view! { <option value=r.as_str() selected=r == u.role>{r.as_str()}</option> })
+        .collect_view();
+    let last = u
+        .last_login_at
+        .as_ref()
+        .map(when)
+        .unwrap_or_else(|| "never".into());
+    let toggle = if u.disabled { "false" } else { "true" };
+    let toggle_label = if u.disabled { "Enable" } else { "Disable" };
+    let name = u.name.clone();
+    let role_label = format!("Role for {name}");
+    let role_reason_label = format!("Reason for changing {name}'s role");
+    let toggle_reason_label = format!("Reason to {} {name}", toggle_label.to_lowercase());
+    let testid = format!("user-{name}");
+    let name_for_toggle = name.clone();
+    let name_for_reset = name.clone();
+    let reset_reason_label = format!("Reason to reset {name}'s password");
+    // A disabled user's row looks it: greyed, the state in a red pill.
+    let row_class = if u.disabled {
+        "border-t border-slate-100 align-top bg-slate-50 text-slate-500"
+    } else {
+        "border-t border-slate-100 align-top"
+    };
+    let state = if u.disabled {
+        view! { <span class="rounded-full bg-red-100 px-2 py-0.5 text-xs font-semibold text-red-800">"disabled"</span> }.into_any()
+    } else {
+        view! { <span class="rounded-full bg-emerald-100 px-2 py-0.5 text-xs font-semibold text-emerald-800">"active"</span> }.into_any()
+    };
+    let toggle_class = if u.disabled {
+        "rounded border border-slate-300 px-2 py-1 hover:bg-slate-100"
+    } else {
+        "rounded border border-red-300 px-2 py-1 text-red-800 hover:bg-red-50"
+    };
+    view! {
+        <tr class=row_class data-testid=testid>
+            <td class="py-3 pr-4 font-medium">{u.name.clone()}</td>
+            <td class="py-3 pr-4">{u.role.as_str()}</td>
+            <td class="py-3 pr-4">{state}</td>
+            <td class="py-3 pr-4 whitespace-nowrap">{last}</td>
+            <td class="py-3 pr-4">
+                <ActionForm action=set_role attr:class="flex flex-wrap items-center gap-2">
+                    <input type="hidden" name="name" value=name />
+                    <select name="role" aria-label=role_label class="rounded border border-slate-300 px-1 py-1">
+                        {options}
+                    </select>
+                    <input name="reason" aria-label=role_reason_label placeholder="Reason" required class="rounded border border-slate-300 px-2 py-1" />
+                    <button type="submit" class="rounded border border-slate-300 px-2 py-1 hover:bg-slate-100">
+                        "Change role"
+                    </button>
+                </ActionForm>
+                <ActionForm action=set_disabled attr:class="mt-2 flex flex-wrap items-center gap-2">
+                    <input type="hidden" name="name" value=name_for_toggle />
+                    <input type="hidden" name="disabled" value=toggle />
+                    <input name="reason" aria-label=toggle_reason_label placeholder="Reason" required class="rounded border border-slate-300 px-2 py-1" />
+                    <button type="submit" class=toggle_class>
+                        {toggle_label}
+                    </button>
+                </ActionForm>
+                <details class="mt-2">
+                    <summary class="cursor-pointer text-sky-800">"Reset password…"</summary>
+                    <ActionForm action=reset attr:class="mt-2 flex flex-wrap items-center gap-2">
+                        <FormKey value=form_key />
+                        <input type="hidden" name="name" value=name_for_reset />
+                        <input name="reason" aria-label=reset_reason_label placeholder="Reason" required class="rounded border border-slate-300 px-2 py-1" />
+                        <SecretSubmit label="Reset password" />
+                    </ActionForm>
+                </details>
+            </td>
+        </tr>
+    }
+}
