@@ -51,4 +51,37 @@ test.describe('idempotency monitoring', () => {
     await expect(page.getByTestId('idempotency-alerts')).toContainText(SCOPE);
     await expect(page.getByTestId('idempotency-alerts')).toContainText('Failure rate');
   });
+
+  test('a request is found by the Idempotency-Key its client sent, hashed on the server', async ({ page, request }) => {
+    const key = apiKey();
+    const auth = { Authorization: `Bearer ${key}` };
+    const who = await (await request.get('/api/v1/whoami', { headers: auth })).json();
+    const raw = `e2e-lookup-${Date.now().toString(36)}`;
+    const tel = `+447703${String(Date.now()).slice(-6)}`;
+    const res = await request.post('/api/v1/conversations', {
+      headers: { ...auth, 'Idempotency-Key': raw },
+      data: {
+        conversation_id: `ci-look-001#pi-look-001#req1#${tel.slice(1)}`, channel_method: 'sms', recipient_tel: tel,
+        company_id: 'ci-look-001', project_id: 'pi-look-001', request_id: 'req1',
+      },
+    });
+    expect(res.status(), await res.text()).toBe(201);
+
+    await signIn(page, 'viewer', '/idempotency');
+    await page.getByLabel('Idempotency-Key, as the client sent it').fill(raw);
+    await page.getByLabel('Client (API key)').selectOption(who.name);
+    await page.getByRole('button', { name: 'Look up' }).click();
+    await ready(page);
+    const found = page.getByRole('table', { name: 'Keys found' });
+    await expect(found.locator('tbody tr')).toHaveCount(1);
+    await expect(found).toContainText('http:POST /api/v1/conversations');
+    await found.getByRole('link').first().click();
+    await page.waitForURL(/\/idempotency\/key\?id=/);
+    await ready(page);
+    await expect(page.locator('main')).toContainText('http:POST /api/v1/conversations');
+
+    await page.goto(`/idempotency?raw=never-sent-${Date.now()}&client=${encodeURIComponent(who.name)}`);
+    await ready(page);
+    await expect(page.getByTestId('lookup-none')).toBeVisible();
+  });
 });

@@ -77,3 +77,57 @@ pub async fn expire_idempotency_key(id: String, reason: String) -> Result<String
         "This key had already expired.".into()
     })
 }
+
+/// The machine clients (API key names, revoked ones too) a raw key can be looked up for.
+#[server]
+pub async fn api_client_names() -> Result<Vec<String>, AppError> {
+    use crate::model::accounts::Role;
+    use crate::server::ctx;
+    ctx::require(Role::Viewer)?;
+    let state = ctx::state()?;
+    let mut names: Vec<String> = state
+        .accounts
+        .api_keys()
+        .await?
+        .into_iter()
+        .map(|k| k.name)
+        .collect();
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
+
+/// The keys a client's raw `Idempotency-Key` stands for (hashed here, on the server).
+#[server]
+pub async fn find_idempotency_key(
+    raw: String,
+    client: String,
+) -> Result<Vec<KeySummary>, AppError> {
+    use crate::model::accounts::Role;
+    use crate::server::ctx;
+    use crate::server::domain::idempotency::health;
+    let user = ctx::require(Role::Viewer)?;
+    let state = ctx::state()?;
+    if raw.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let principals: Vec<String> = state
+        .accounts
+        .api_keys()
+        .await?
+        .into_iter()
+        .filter(|k| k.name == client.trim())
+        .map(|k| k.key_hash)
+        .collect();
+    if principals.is_empty() {
+        return Err(AppError::invalid(
+            "client",
+            "Choose the client that sent the key.",
+        ));
+    }
+    let found = state.idempotency.find_raw_key(&raw, &principals).await?;
+    Ok(found
+        .into_iter()
+        .map(|k| health::for_role(k, user.role))
+        .collect())
+}

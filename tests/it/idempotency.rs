@@ -500,6 +500,41 @@ async fn http_keys_are_private_to_the_client_that_sent_them() {
     );
 }
 
+#[tokio::test]
+async fn a_raw_key_is_found_for_the_client_that_sent_it_and_only_for_it() {
+    use ops_console::server::domain::idempotency::sha256_hex;
+    let app = spawn_app().await;
+    let alice = writer_key(&app, "alice-bot").await;
+    let bob = writer_key(&app, "bob-bot").await;
+    assert_eq!(
+        post_switch(&app, &alice, Some("lookup-7f3c"), &turn_off(0))
+            .await
+            .status,
+        200
+    );
+    let engine = &app.state.idempotency;
+    let found = engine
+        .find_raw_key("lookup-7f3c", &[sha256_hex(alice.as_bytes())])
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].scope, "http:POST /api/v1/kill-switches");
+    assert_eq!(found[0].status, "succeeded");
+    let not_bobs = engine
+        .find_raw_key("lookup-7f3c", &[sha256_hex(bob.as_bytes())])
+        .await
+        .unwrap();
+    assert!(
+        not_bobs.is_empty(),
+        "a key is private to the client that sent it"
+    );
+    let unknown = engine
+        .find_raw_key("never-sent", &[sha256_hex(alice.as_bytes())])
+        .await
+        .unwrap();
+    assert!(unknown.is_empty());
+}
+
 // --- the console ----------------------------------------------------------------------------
 
 #[tokio::test]

@@ -319,6 +319,12 @@ fn server_functions() -> Vec<Entry> {
             ],
         ),
         (CompanySuggestions::PATH, v, vec![]),
+        (ApiClientNames::PATH, v, vec![]),
+        (
+            FindIdempotencyKey::PATH,
+            v,
+            vec![("raw", "k-1"), ("client", "nobody")],
+        ),
         (
             SetUserRole::PATH,
             a,

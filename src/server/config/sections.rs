@@ -190,7 +190,8 @@ impl Default for IdempotencySection {
             flush_seconds: 5,
             alert_min_requests: 20,
             alert_stale_takeover_max_pct: 5.0,
-            alert_cache_hit_min_pct: 30.0,
+            // Off: a low share of replays only means callers rarely retry, which is good.
+            alert_cache_hit_min_pct: 0.0,
             alert_failure_max_pct: 10.0,
             scopes: BTreeMap::new(),
         }

@@ -58,11 +58,16 @@ fn AlertTile(a: Alert) -> impl IntoView {
     } else {
         "rounded border border-slate-200 bg-slate-50 p-3 text-slate-800"
     };
-    let rule = format!(
-        "alert when {} {:.0} %",
-        if a.above { "above" } else { "below" },
-        a.threshold
-    );
+    let rule = if !a.above && a.threshold <= 0.0 {
+        "no alert for this scope (set alert_cache_hit_min_pct where callers always retry)"
+            .to_string()
+    } else {
+        format!(
+            "alert when {} {:.0} %",
+            if a.above { "above" } else { "below" },
+            a.threshold
+        )
+    };
     view! {
         <div class=class data-testid=format!("alert-{}", a.name) data-breached=a.breached.to_string()>
             <div class="text-xs uppercase tracking-wide">{a.label.clone()}</div>

@@ -7,7 +7,8 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::idempotency::{
-    list_idempotency_keys, load_idempotency_health, load_idempotency_key, ExpireIdempotencyKey,
+    api_client_names, find_idempotency_key, list_idempotency_keys, load_idempotency_health,
+    load_idempotency_key, ExpireIdempotencyKey,
 };
 use crate::api::shell::load_shell_info;
 use crate::model::accounts::Role;
@@ -38,6 +39,7 @@ pub fn IdempotencyPage() -> impl IntoView {
         <p class="mt-1 text-sm text-slate-600">
             "How the engine that keeps every write exactly-once is doing, per scope. Rates: cache hit = replays / requests; stale takeover and failure = per operation run."
         </p>
+        <KeyLookup />
         <WindowTabs />
         <AsyncSection load=move || health spacing="mt-4" let:h>
             <ScopeCards scopes=h.scopes />
@@ -52,6 +54,55 @@ pub fn IdempotencyPage() -> impl IntoView {
         <AsyncSection load=move || failed let:page>
             <KeyTable page label="Failed keys" param="failed" />
         </AsyncSection>
+    }
+}
+
+/// Looks a machine client's request up by the `Idempotency-Key` it sent: the raw key is
+/// hashed on the server with the client's API key and each route, never stored.
+#[component]
+fn KeyLookup() -> impl IntoView {
+    let query = use_query_map();
+    let get = move |k: &str| query.read().get(k).unwrap_or_default();
+    let clients = Resource::new(|| (), |_| api_client_names());
+    let found = Resource::new(
+        move || (get("raw"), get("client")),
+        |(raw, client)| find_idempotency_key(raw, client),
+    );
+    let input = "mt-1 block w-full rounded border border-slate-300 px-2 py-1 text-sm";
+    view! {
+        <section class="mt-4 rounded-lg border border-slate-200 bg-white p-4 text-sm" aria-labelledby="lookup-title">
+            <h2 id="lookup-title" class="font-semibold">"Look up a request by its Idempotency-Key"</h2>
+            <form method="get" action="/idempotency" class="mt-2 flex flex-wrap items-end gap-2" role="search">
+                <div class="min-w-0 flex-1 basis-64">
+                    <label for="lookup-raw">"Idempotency-Key, as the client sent it"</label>
+                    <input id="lookup-raw" name="raw" value=move || get("raw") class=input placeholder="e.g. 7f3c9a0e-…" />
+                </div>
+                <div>
+                    <label for="lookup-client">"Client (API key)"</label>
+                    <AsyncSection load=move || clients let:names>
+                        <select id="lookup-client" name="client" class=input>
+                            {names.into_iter().map(|n| {
+                                let selected = n == get("client");
+                                view! { <option value=n.clone() selected=selected>{n.clone()}</option> }
+                            }).collect_view()}
+                        </select>
+                    </AsyncSection>
+                </div>
+                <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-white">"Look up"</button>
+            </form>
+            <AsyncSection load=move || found spacing="mt-2" let:keys>
+                {
+                    let asked = !get("raw").trim().is_empty();
+                    if keys.is_empty() && asked {
+                        view! { <p class="mt-2 text-slate-600" data-testid="lookup-none">"No key of this client matches (keys live 24 hours by default)."</p> }.into_any()
+                    } else if keys.is_empty() {
+                        ().into_any()
+                    } else {
+                        view! { <KeyTable page=KeyPage { keys, next_cursor: None } label="Keys found" param="lookup" /> }.into_any()
+                    }
+                }
+            </AsyncSection>
+        </section>
     }
 }
 

@@ -191,6 +191,52 @@ impl Engine {
         })
     }
 
+    /// The keys a machine client's raw `Idempotency-Key` stands for: the key is bound to
+    /// the API key that sent it (`principals`: the SHA-256 of each API key that client has
+    /// had) and to the route, so every route seen in the last 7 days is tried, in one read.
+    pub async fn find_raw_key(
+        &self,
+        raw: &str,
+        principals: &[String],
+    ) -> Result<Vec<KeySummary>, AppError> {
+        let raw = raw.trim();
+        if !(1..=255).contains(&raw.len()) {
+            return Err(AppError::invalid(
+                "raw",
+                "An Idempotency-Key is 1 to 255 visible ASCII characters.",
+            ));
+        }
+        if let Err(e) = self.flush_stats().await {
+            tracing::warn!(error = %e, "could not write idempotency counters before reading them");
+        }
+        let now = self.clock.now();
+        let from = hour_key(now - Duration::days(7));
+        let mut routes: Vec<String> = store::read_stats(&self.store, ALL_SCOPES, &from)
+            .await?
+            .into_iter()
+            .flat_map(|b| b.scopes)
+            .filter(|s| s.starts_with("http:"))
+            .collect();
+        routes.sort();
+        routes.dedup();
+        let ids: Vec<String> = routes
+            .iter()
+            .flat_map(|route| {
+                principals.iter().map(move |p| {
+                    let inputs = super::KeyInputs::new().id("principal", p).id("key", raw);
+                    KeyItem::id_for("api", route, &self.key_hash("api", route, &inputs))
+                })
+            })
+            .collect();
+        let mut found: Vec<KeySummary> = store::get_many(&self.store, &ids)
+            .await?
+            .into_iter()
+            .map(|k| summary(k, now, false))
+            .collect();
+        found.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+        Ok(found)
+    }
+
     /// `stuck` (started and past its stale time) or `failed` keys, paged.
     pub async fn watched_keys(
         &self,

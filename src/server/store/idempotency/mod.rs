@@ -286,6 +286,22 @@ pub async fn get(store: &Store, id: &str) -> Result<Option<KeyItem>, StoreError>
     super::items::get(store, IDEMPOTENCY_KEYS.base, "id", id).await
 }
 
+/// The keys among `ids` that exist, read together (one `BatchGetItem` per 100 ids).
+pub async fn get_many(store: &Store, ids: &[String]) -> Result<Vec<KeyItem>, StoreError> {
+    let table = store.table(IDEMPOTENCY_KEYS.base);
+    let mut out = Vec::new();
+    for chunk in ids.chunks(100) {
+        let keys = chunk
+            .iter()
+            .map(|id| HashMap::from([("id".to_string(), s(id))]))
+            .collect();
+        for item in items::batch_get(store, IDEMPOTENCY_KEYS.base, keys).await? {
+            out.push(items::decode(item, &table)?);
+        }
+    }
+    Ok(out)
+}
+
 pub struct WatchPage {
     pub items: Vec<KeyItem>,
     pub next_cursor: Option<String>,
