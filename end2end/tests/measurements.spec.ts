@@ -24,6 +24,13 @@ test.describe('measurements', () => {
     await signIn(page, 'viewer', `/measurements?user=${user}`);
     await expect(page.getByRole('img', { name: 'Weight over time' })).toBeVisible();
     await expect(page.getByTestId('rejected-mark')).toHaveCount(2);
+    // Axes, a legend, a summary in words, and the data as a table.
+    await expect(page.getByTestId('weight-tick')).toHaveCount(4);
+    await expect(page.getByTestId('time-tick')).toHaveCount(3);
+    await expect(page.getByTestId('legend')).toContainText('rejected');
+    await expect(page.getByTestId('series-caption')).toContainText('3 accepted measurements from 79.9 to 80.2 kg, 2 rejected attempts');
+    await page.getByText("The chart's data as a table").click();
+    await expect(page.getByRole('table', { name: 'Chart data' }).locator('tbody tr')).toHaveCount(5);
     const rows = page.getByRole('table', { name: 'Measurement attempts' }).getByTestId('attempt-row');
     await expect(rows).toHaveCount(6);
     await expect(rows.filter({ hasText: 'out_of_order' })).toContainText('older than the last accepted');

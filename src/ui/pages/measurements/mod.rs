@@ -2,12 +2,16 @@
 //! attempts marked, every attempt with its outcome and reason (CSV too), and the duplicate,
 //! out-of-order and override rates next to the endpoints' idempotency health.
 
+mod chart;
+
+use chart::Series;
+
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::measurements::load_measurements;
-use crate::model::measurements::{MeasurementsView, Point, RateHour, Rates, Rejected};
+use crate::model::measurements::{MeasurementsView, RateHour, Rates};
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::attempts::AttemptsSection;
 use crate::ui::components::form::Options;
@@ -87,10 +91,11 @@ fn Body(v: MeasurementsView, outcome: String) -> impl IntoView {
         enc(&outcome),
         enc(&rates.window)
     );
+    // The user's chart first: it is what the page was opened for.
     view! {
+        {chart}
         <RateTiles rates=rates.clone() />
         {idempotency.into_iter().map(|s| view! { <ScopeCard s /> }).collect_view()}
-        {chart}
         <AttemptsSection page=attempts user=user.clone() outcome base />
     }
 }
@@ -172,132 +177,4 @@ fn HourlyAttempts(series: Vec<RateHour>) -> impl IntoView {
         <svg viewBox=format!("0 0 {w} {h}") class="mt-2 h-24 w-full" role="img" aria-label="Attempts per hour">{bars}</svg>
         <p class="text-xs text-slate-500">"attempts (grey), duplicates (amber), out of order (red), overrides (violet) per hour"</p>
     }
-}
-
-/// An RFC 3339 time as milliseconds since the epoch.
-fn parse_ms(ts: &str) -> Option<i64> {
-    chrono::DateTime::parse_from_rfc3339(ts)
-        .ok()
-        .map(|t| t.timestamp_millis())
-}
-
-/// The weight chart's plot area: times and weights mapped to SVG coordinates.
-#[derive(Clone, Copy)]
-struct Plot {
-    t0: i64,
-    t1: i64,
-    w0: f64,
-    w1: f64,
-}
-
-impl Plot {
-    const WIDTH: f64 = 720.0;
-    const HEIGHT: f64 = 200.0;
-    const PAD: f64 = 20.0;
-
-    /// Spans every accepted point and rejected attempt; weights at least 2 kg apart so a
-    /// flat series is not drawn on the edge.
-    fn around(points: &[Point], rejected: &[Rejected]) -> Plot {
-        let times: Vec<i64> = points
-            .iter()
-            .map(|p| &p.timestamp)
-            .chain(rejected.iter().map(|r| &r.timestamp))
-            .filter_map(|t| parse_ms(t))
-            .collect();
-        let (w0, w1) = points
-            .iter()
-            .map(|p| p.weight_kg)
-            .chain(rejected.iter().map(|r| r.weight_kg))
-            .fold((f64::MAX, f64::MIN), |(a, b), w| (a.min(w), b.max(w)));
-        let (w0, w1) = if w1 - w0 < 1.0 {
-            (w0 - 1.0, w1 + 1.0)
-        } else {
-            (w0, w1)
-        };
-        Plot {
-            t0: times.iter().min().copied().unwrap_or(0),
-            t1: times.iter().max().copied().unwrap_or(1),
-            w0,
-            w1,
-        }
-    }
-
-    fn x(self, t: i64) -> f64 {
-        Self::PAD
-            + (t - self.t0) as f64 / ((self.t1 - self.t0).max(1) as f64)
-                * (Self::WIDTH - 2.0 * Self::PAD)
-    }
-
-    fn y(self, kg: f64) -> f64 {
-        Self::HEIGHT
-            - Self::PAD
-            - (kg - self.w0) / (self.w1 - self.w0) * (Self::HEIGHT - 2.0 * Self::PAD)
-    }
-}
-
-/// Weight over time: accepted measurements as a line with dots, rejected attempts as red
-/// crosses where they would have been.
-#[component]
-fn Series(points: Vec<Point>, rejected: Vec<Rejected>) -> impl IntoView {
-    if points.is_empty() && rejected.is_empty() {
-        return view! { <p class="mt-6 text-sm text-slate-500" data-testid="no-series">"No measurements for this user."</p> }.into_any();
-    }
-    let plot = Plot::around(&points, &rejected);
-    let line = points
-        .iter()
-        .filter_map(|p| {
-            parse_ms(&p.timestamp).map(|t| format!("{:.1},{:.1}", plot.x(t), plot.y(p.weight_kg)))
-        })
-        .collect::<Vec<_>>()
-        .join(" ");
-    let caption = format!(
-        "{} accepted (blue; overrides violet), {} rejected (red ×)",
-        points.len(),
-        rejected.len()
-    );
-    view! {
-        <figure class="mt-6 rounded-lg border border-slate-200 bg-white p-4">
-            <svg viewBox=format!("0 0 {} {}", Plot::WIDTH, Plot::HEIGHT) class="h-56 w-full" role="img" aria-label="Weight over time" data-testid="series">
-                <polyline points=line fill="none" class="stroke-sky-400" stroke-width="1.5" />
-                <Dots points plot />
-                <Crosses rejected plot />
-            </svg>
-            <figcaption class="mt-1 flex justify-between text-xs text-slate-500">
-                <span>{format!("{:.1} – {:.1} kg", plot.w0, plot.w1)}</span>
-                <span>{caption}</span>
-            </figcaption>
-        </figure>
-    }
-    .into_any()
-}
-
-/// Accepted measurements as dots (overrides in violet), each titled with its time and weight.
-#[component]
-fn Dots(points: Vec<Point>, plot: Plot) -> impl IntoView {
-    points
-        .into_iter()
-        .filter_map(|p| {
-            let t = parse_ms(&p.timestamp)?;
-            let class = if p.overridden { "fill-violet-600" } else { "fill-sky-700" };
-            Some(view! { <circle cx=format!("{:.1}", plot.x(t)) cy=format!("{:.1}", plot.y(p.weight_kg)) r="3" class=class><title>{format!("{} · {:.2} kg", p.timestamp, p.weight_kg)}</title></circle> })
-        })
-        .collect_view()
-}
-
-/// Rejected attempts as red crosses, each titled with its outcome, time and weight.
-#[component]
-fn Crosses(rejected: Vec<Rejected>, plot: Plot) -> impl IntoView {
-    rejected
-        .into_iter()
-        .filter_map(|r| {
-            let (cx, cy) = (plot.x(parse_ms(&r.timestamp)?), plot.y(r.weight_kg));
-            Some(view! {
-                <g class="stroke-red-600" stroke-width="2" data-testid="rejected-mark">
-                    <title>{format!("{}: {} · {:.2} kg", r.action, r.timestamp, r.weight_kg)}</title>
-                    <line x1=format!("{:.1}", cx - 4.0) y1=format!("{:.1}", cy - 4.0) x2=format!("{:.1}", cx + 4.0) y2=format!("{:.1}", cy + 4.0) />
-                    <line x1=format!("{:.1}", cx - 4.0) y1=format!("{:.1}", cy + 4.0) x2=format!("{:.1}", cx + 4.0) y2=format!("{:.1}", cy - 4.0) />
-                </g>
-            })
-        })
-        .collect_view()
 }
