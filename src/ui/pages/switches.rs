@@ -123,6 +123,50 @@ fn SwitchCard(
     }
 }
 
+/// A change's reason, with its error next to it.
+#[component]
+fn ReasonField(id: String, label: String, error: Signal<Option<String>>) -> impl IntoView {
+    let error_id = format!("{id}-error");
+    let (invalid, described) = invalid_attrs(error, error_id.clone());
+    view! {
+        <div>
+            <label for=id.clone() class="block text-sm font-medium">{label}</label>
+            <textarea
+                id=id
+                name="reason"
+                rows="2"
+                maxlength="500"
+                aria-invalid=invalid
+                aria-describedby=described
+                class="mt-1 w-full rounded border border-slate-300 px-2 py-1 text-sm aria-invalid:border-red-500"
+                placeholder="Why, in a sentence (no customer details)"
+            ></textarea>
+            <FieldError id=error_id message=error />
+        </div>
+    }
+}
+
+/// The ticked confirmation a dangerous change asks for, with its error next to it.
+#[component]
+fn Confirmation(
+    switch: Switch,
+    target: bool,
+    id: String,
+    error: Signal<Option<String>>,
+) -> impl IntoView {
+    let error_id = format!("{id}-error");
+    let (invalid, described) = invalid_attrs(error, error_id.clone());
+    view! {
+        <div class="flex items-start gap-2 rounded bg-amber-50 p-2 text-sm text-amber-900">
+            <input id=id.clone() type="checkbox" name="confirm" value="yes" class="mt-1" aria-invalid=invalid aria-describedby=described />
+            <label for=id>
+                {format!("I confirm: {}", switch.describe(target).to_lowercase())}
+            </label>
+        </div>
+        <FieldError id=error_id message=error />
+    }
+}
+
 /// The folded form that turns `switch` to `target`: a reason always, a confirmation where
 /// the switch asks for one, the version it was read at (a concurrent change fails) and the
 /// form's idempotency key.
@@ -153,32 +197,9 @@ fn ChangeForm(
         })
     };
     let (reason_error, confirm_error) = (error_of("reason"), error_of("confirm"));
-    let (reason_invalid, reason_described) =
-        invalid_attrs(reason_error, format!("{reason_id}-error"));
-    let reason_error_id = format!("{reason_id}-error");
-    let confirm_error_id = format!("{confirm_id}-error");
-    let confirm = switch.needs_confirmation(target).then(|| {
-        view! {
-            <div class="flex items-start gap-2 rounded bg-amber-50 p-2 text-sm text-amber-900">
-                <input
-                    id=confirm_id.clone()
-                    type="checkbox"
-                    name="confirm"
-                    value="yes"
-                    class="mt-1"
-                    aria-invalid=move || confirm_error.get().map(|_| "true")
-                    aria-describedby={
-                        let id = confirm_error_id.clone();
-                        move || confirm_error.get().map(|_| id.clone())
-                    }
-                />
-                <label for=confirm_id>
-                    {format!("I confirm: {}", switch.describe(target).to_lowercase())}
-                </label>
-            </div>
-            <FieldError id=confirm_error_id.clone() message=confirm_error />
-        }
-    });
+    let confirm = switch
+        .needs_confirmation(target)
+        .then(|| view! { <Confirmation switch target id=confirm_id error=confirm_error /> });
     view! {
         <details class="mt-4 rounded border border-slate-200 bg-slate-50 p-3">
             <summary class="cursor-pointer text-sm font-medium text-sky-800">{format!("{verb}…")}</summary>
@@ -187,22 +208,7 @@ fn ChangeForm(
                 <input type="hidden" name="enable" value=target.to_string() />
                 <input type="hidden" name="expected_version" value=version.to_string() />
                 <FormKey value=form_key />
-                <div>
-                    <label for=reason_id.clone() class="block text-sm font-medium">
-                        {format!("Reason for turning {} {on_off}", switch.label().to_lowercase())}
-                    </label>
-                    <textarea
-                        id=reason_id
-                        name="reason"
-                        rows="2"
-                        maxlength="500"
-                        aria-invalid=reason_invalid
-                        aria-describedby=reason_described
-                        class="mt-1 w-full rounded border border-slate-300 px-2 py-1 text-sm aria-invalid:border-red-500"
-                        placeholder="Why, in a sentence (no customer details)"
-                    ></textarea>
-                    <FieldError id=reason_error_id message=reason_error />
-                </div>
+                <ReasonField id=reason_id label=format!("Reason for turning {} {on_off}", switch.label().to_lowercase()) error=reason_error />
                 {confirm}
                 <button
                     type="submit"

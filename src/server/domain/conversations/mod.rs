@@ -9,6 +9,7 @@
 pub mod context;
 pub mod directory;
 pub mod reference;
+mod results;
 pub mod search;
 pub mod view;
 

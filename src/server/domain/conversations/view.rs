@@ -5,19 +5,15 @@
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use serde_json::{Map, Value};
 
-use super::directory::Resolved;
 use super::reference::Refs;
-use super::search;
 use super::Conversations;
 use crate::model::accounts::Role;
-use crate::model::conversations::{
-    ConversationDetail, ConversationRow, MessageView, SearchPage, SearchQuery,
-};
+use crate::model::conversations::{ConversationDetail, MessageView};
 use crate::model::AppError;
 use crate::server::domain::redact::{last4_of, redact};
 use crate::server::ids::random_hex;
 use crate::server::store::audit::{self, AuditItem};
-use crate::server::store::conversations::{self as store, Conversation, Partition};
+use crate::server::store::conversations::{self as store, Conversation};
 use crate::server::store::events as records;
 use crate::server::store::tx::Writes;
 
@@ -30,7 +26,7 @@ fn mask_phone(p: &str) -> String {
     format!("***-***-{}", last4_of(p))
 }
 
-fn mask_contact(c: &str) -> String {
+pub(super) fn mask_contact(c: &str) -> String {
     if c.contains('@') {
         "***@***".into()
     } else {
@@ -52,7 +48,7 @@ fn full_name(c: &Conversation) -> String {
         .join(" ")
 }
 
-fn masked_name(c: &Conversation) -> String {
+pub(super) fn masked_name(c: &Conversation) -> String {
     [
         initial(&c.recipient_first_name),
         initial(&c.recipient_last_name),
@@ -102,63 +98,17 @@ fn pretty(map: &Option<Map<String, Value>>, reveal: bool) -> Option<String> {
 }
 
 /// The company as a person knows it: its name, else its id.
-fn company_of(c: &Conversation) -> String {
+pub(super) fn company_of(c: &Conversation) -> String {
     c.company_name
         .clone()
         .unwrap_or_else(|| c.company_id.clone())
 }
 
 /// The project as a person knows it: its name, else its id.
-fn project_of(c: &Conversation) -> String {
+pub(super) fn project_of(c: &Conversation) -> String {
     c.project_name
         .clone()
         .unwrap_or_else(|| c.project_id.clone())
-}
-
-pub fn row(c: &Conversation, refs: &Refs, now: DateTime<Utc>) -> ConversationRow {
-    ConversationRow {
-        r: refs.encode(&c.primary_channel, &c.conversation_id),
-        conversation_id: crate::server::domain::redact::conversation_id(&c.conversation_id),
-        recipient: mask_contact(&c.primary_channel),
-        name: masked_name(c),
-        company: company_of(c),
-        project: project_of(c),
-        channel: c.channel_method.clone(),
-        status: c.conversation_status.as_str().to_string(),
-        task_complete: c.task_complete == 1,
-        hand_off: c.hand_off_to_human,
-        messages: c.message_count,
-        created_at: c.created_at.clone(),
-        created_ago: ago(&c.created_at, now),
-    }
-}
-
-/// How long before `now` an RFC 3339 time was, in words ("just now", "5 min ago",
-/// "3 h ago", "2 days ago"); empty when it does not parse.
-pub fn ago(iso: &str, now: DateTime<Utc>) -> String {
-    let Ok(t) = DateTime::parse_from_rfc3339(iso) else {
-        return String::new();
-    };
-    let secs = (now - t.with_timezone(&Utc)).num_seconds();
-    match secs {
-        s if s < 60 => "just now".into(),
-        s if s < 3_600 => format!("{} min ago", s / 60),
-        s if s < 86_400 => format!("{} h ago", s / 3_600),
-        s if s < 2 * 86_400 => "yesterday".into(),
-        s => format!("{} days ago", s / 86_400),
-    }
-}
-
-/// A search's results: narrow when the partition is one recipient's, so its count is exact.
-fn is_narrow(partition: &Partition) -> bool {
-    matches!(
-        partition,
-        Partition::Recipient(_)
-            | Partition::CompanyNumber {
-                recipient: Some(_),
-                ..
-            }
-    )
 }
 
 /// What a reader may see of a conversation.
@@ -309,69 +259,6 @@ pub struct Reveal<'a> {
 /// The console's reads of conversations. Links are made and read with the caller's
 /// `refs` (see [`Conversations`]).
 impl Conversations {
-    /// One page of a search (from its cursor), at `now`, and its count when that is cheap:
-    /// a recipient's conversations are few (counted exactly); a company's may be many (one
-    /// read of at most 1,000 items). A company may be typed by name: the directory says
-    /// which, or that several names match.
-    pub async fn search_page(
-        &self,
-        refs: &Refs,
-        query: &SearchQuery,
-        now: DateTime<Utc>,
-    ) -> Result<SearchPage, AppError> {
-        let mut query = query.clone();
-        let company = match self.company_of_search(&query, now).await? {
-            Resolved::Several(companies) => {
-                return Ok(SearchPage {
-                    searched: true,
-                    companies,
-                    ..SearchPage::default()
-                })
-            }
-            Resolved::One(c) => {
-                query.company = c.company_id.clone();
-                Some(c)
-            }
-            Resolved::Unknown => None,
-        };
-        let Some(s) = search::parse(&query)? else {
-            return Ok(SearchPage::default());
-        };
-        let start = search::start(&query);
-        let found = store::search(&self.store, &s.partition, &s.filters, start, PAGE_SIZE).await?;
-        let narrow = is_narrow(&s.partition);
-        let count = store::count(&self.store, &s.partition, &s.filters, narrow).await?;
-        Ok(SearchPage {
-            searched: true,
-            rows: found.rows.iter().map(|c| row(c, refs, now)).collect(),
-            next: found.next,
-            prev: found.prev,
-            index: found.index.to_string(),
-            count: Some(count.n),
-            count_exact: count.exact,
-            recipient: None,
-            company,
-            companies: Vec::new(),
-            newest_first: matches!(s.partition, Partition::Recipient(_)),
-        })
-    }
-
-    /// The company a search names, when it names one by its company alone (a recipient, a
-    /// conversation or a company number come first).
-    async fn company_of_search(
-        &self,
-        query: &SearchQuery,
-        now: DateTime<Utc>,
-    ) -> Result<Resolved, AppError> {
-        let other = [&query.conversation, &query.recipient, &query.company_number];
-        if query.company.trim().is_empty() || other.iter().any(|v| !v.trim().is_empty()) {
-            return Ok(Resolved::Unknown);
-        }
-        self.directory
-            .resolve(&query.company, now.timestamp())
-            .await
-    }
-
     /// The conversation a link reference names.
     async fn find(&self, refs: &Refs, r: &str) -> Result<Conversation, AppError> {
         let (pc, id) = refs

@@ -76,7 +76,7 @@ pub async fn get(
 pub async fn list(store: &Store, now: DateTime<Utc>) -> Result<Vec<ApiKeyItem>, StoreError> {
     let mut all: Vec<ApiKeyItem> = items::scan_all(store, API_KEYS.base).await?;
     all.retain(|k| k.expires_at > now.timestamp());
-    all.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+    all.sort_by_key(|k| std::cmp::Reverse(k.created_at));
     Ok(all)
 }
 

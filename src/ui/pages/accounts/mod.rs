@@ -137,6 +137,55 @@ fn UserTable(list: Vec<UserSummary>, actions: Actions, form_key: String) -> impl
     }
 }
 
+/// A user's role change, with a reason.
+#[component]
+fn RoleForm(name: String, role: Role, set_role: ServerAction<SetUserRole>) -> impl IntoView {
+    let options = Role::ALL
+        .into_iter()
+        .map(|r| view! { <option value=r.as_str() selected=r == role>{r.as_str()}</option> })
+        .collect_view();
+    let role_label = format!("Role for {name}");
+    let reason_label = format!("Reason for changing {name}'s role");
+    view! {
+        <ActionForm action=set_role attr:class="flex flex-wrap items-center gap-2">
+            <input type="hidden" name="name" value=name />
+            <select name="role" aria-label=role_label class="rounded border border-slate-300 px-1 py-1">
+                {options}
+            </select>
+            <input name="reason" aria-label=reason_label placeholder="Reason" required class="rounded border border-slate-300 px-2 py-1" />
+            <button type="submit" class="rounded border border-slate-300 px-2 py-1 hover:bg-slate-100">
+                "Change role"
+            </button>
+        </ActionForm>
+    }
+}
+
+/// "active" in green, or "disabled" in red.
+fn state_pill(disabled: bool) -> AnyView {
+    if disabled {
+        view! { <span class="rounded-full bg-red-100 px-2 py-0.5 text-xs font-semibold text-red-800">"disabled"</span> }.into_any()
+    } else {
+        view! { <span class="rounded-full bg-emerald-100 px-2 py-0.5 text-xs font-semibold text-emerald-800">"active"</span> }.into_any()
+    }
+}
+
+/// A user's password reset: a reason, and a new one-time password shown once.
+#[component]
+fn ResetForm(name: String, reset: ServerAction<ResetPassword>, form_key: String) -> impl IntoView {
+    let label = format!("Reason to reset {name}'s password");
+    view! {
+        <details class="mt-2">
+            <summary class="cursor-pointer text-sky-800">"Reset password…"</summary>
+            <ActionForm action=reset attr:class="mt-2 flex flex-wrap items-center gap-2">
+                <FormKey value=form_key />
+                <input type="hidden" name="name" value=name />
+                <input name="reason" aria-label=label placeholder="Reason" required class="rounded border border-slate-300 px-2 py-1" />
+                <SecretSubmit label="Reset password" />
+            </ActionForm>
+        </details>
+    }
+}
+
 /// A new user: name and role; the console makes a one-time password.
 #[component]
 fn AddUserForm(add: ServerAction<AddUser>, form_key: String) -> impl IntoView {
@@ -179,10 +228,6 @@ fn UserRow(u: UserSummary, actions: Actions, form_key: String) -> impl IntoView 
         reset,
         ..
     } = actions;
-    let options = Role::ALL
-        .into_iter()
-        .map(|r| view! { <option value=r.as_str() selected=r == u.role>{r.as_str()}</option> })
-        .collect_view();
     let last = u
         .last_login_at
         .as_ref()
@@ -191,24 +236,17 @@ fn UserRow(u: UserSummary, actions: Actions, form_key: String) -> impl IntoView 
     let toggle = if u.disabled { "false" } else { "true" };
     let toggle_label = if u.disabled { "Enable" } else { "Disable" };
     let name = u.name.clone();
-    let role_label = format!("Role for {name}");
-    let role_reason_label = format!("Reason for changing {name}'s role");
     let toggle_reason_label = format!("Reason to {} {name}", toggle_label.to_lowercase());
     let testid = format!("user-{name}");
     let name_for_toggle = name.clone();
     let name_for_reset = name.clone();
-    let reset_reason_label = format!("Reason to reset {name}'s password");
     // A disabled user's row looks it: greyed, the state in a red pill.
     let row_class = if u.disabled {
         "border-t border-slate-100 align-top bg-slate-50 text-slate-500"
     } else {
         "border-t border-slate-100 align-top"
     };
-    let state = if u.disabled {
-        view! { <span class="rounded-full bg-red-100 px-2 py-0.5 text-xs font-semibold text-red-800">"disabled"</span> }.into_any()
-    } else {
-        view! { <span class="rounded-full bg-emerald-100 px-2 py-0.5 text-xs font-semibold text-emerald-800">"active"</span> }.into_any()
-    };
+    let state = state_pill(u.disabled);
     let toggle_class = if u.disabled {
         "rounded border border-slate-300 px-2 py-1 hover:bg-slate-100"
     } else {
@@ -221,16 +259,7 @@ fn UserRow(u: UserSummary, actions: Actions, form_key: String) -> impl IntoView 
             <td class="py-3 pr-4">{state}</td>
             <td class="py-3 pr-4 whitespace-nowrap">{last}</td>
             <td class="py-3 pr-4">
-                <ActionForm action=set_role attr:class="flex flex-wrap items-center gap-2">
-                    <input type="hidden" name="name" value=name />
-                    <select name="role" aria-label=role_label class="rounded border border-slate-300 px-1 py-1">
-                        {options}
-                    </select>
-                    <input name="reason" aria-label=role_reason_label placeholder="Reason" required class="rounded border border-slate-300 px-2 py-1" />
-                    <button type="submit" class="rounded border border-slate-300 px-2 py-1 hover:bg-slate-100">
-                        "Change role"
-                    </button>
-                </ActionForm>
+                <RoleForm name=name.clone() role=u.role set_role />
                 <ActionForm action=set_disabled attr:class="mt-2 flex flex-wrap items-center gap-2">
                     <input type="hidden" name="name" value=name_for_toggle />
                     <input type="hidden" name="disabled" value=toggle />
@@ -239,15 +268,7 @@ fn UserRow(u: UserSummary, actions: Actions, form_key: String) -> impl IntoView 
                         {toggle_label}
                     </button>
                 </ActionForm>
-                <details class="mt-2">
-                    <summary class="cursor-pointer text-sky-800">"Reset password…"</summary>
-                    <ActionForm action=reset attr:class="mt-2 flex flex-wrap items-center gap-2">
-                        <FormKey value=form_key />
-                        <input type="hidden" name="name" value=name_for_reset />
-                        <input name="reason" aria-label=reset_reason_label placeholder="Reason" required class="rounded border border-slate-300 px-2 py-1" />
-                        <SecretSubmit label="Reset password" />
-                    </ActionForm>
-                </details>
+                <ResetForm name=name_for_reset reset form_key />
             </td>
         </tr>
     }

@@ -135,7 +135,6 @@ fn SearchForm() -> impl IntoView {
             company
         }
     };
-    let more_open = move || MORE.iter().any(|f| !field(f)().is_empty());
     let input = "mt-1 w-full rounded border border-slate-300 px-2 py-1 text-sm";
     view! {
         <form method="post" action="/find" class="mt-4 rounded-lg border border-slate-200 bg-white p-4 text-sm" role="search">
@@ -157,33 +156,45 @@ fn SearchForm() -> impl IntoView {
                 <button type="submit" class="rounded bg-slate-900 px-4 py-1.5 text-white">"Search"</button>
                 <a href="/conversations" class="px-2 py-1.5 text-sky-800 underline">"Clear"</a>
             </div>
-            <details class="mt-3" open=more_open>
-                <summary class="cursor-pointer text-sky-800">"More filters"</summary>
-                <div class="mt-2 grid grid-cols-2 gap-3 md:grid-cols-4">
-                    <label>"Project"<input name="project" value=field("project") class=input placeholder="pi-aaa-001" /></label>
-                    <label class="col-span-2">"Company sending number or address"
-                        <input name="company_number" value=field("company_number") class=input placeholder="+447700900444 (choose its channel)" />
-                    </label>
-                    <label>"Channel"
-                        <select name="channel" class=input>
-                            {move || view! { <Options current=field("channel")() choices=&CHANNELS /> }}
-                        </select>
-                    </label>
-                    <label>"Status"
-                        <select name="status" class=input>
-                            {move || view! { <Options current=field("status")() choices=&STATUSES /> }}
-                        </select>
-                    </label>
-                    <label>"Task"
-                        <select name="task" class=input>
-                            {move || view! { <Options current=field("task")() choices=&TASK /> }}
-                        </select>
-                    </label>
-                    <label>"Created from"<input type="date" name="from" value=field("from") class=input /></label>
-                    <label>"Created to"<input type="date" name="to" value=field("to") class=input /></label>
-                </div>
-            </details>
+            <MoreFilters />
         </form>
+    }
+}
+
+/// The filters besides the box, folded unless one of them is set.
+#[component]
+fn MoreFilters() -> impl IntoView {
+    let query = use_query_map();
+    let field = move |name: &'static str| move || query.read().get(name).unwrap_or_default();
+    let more_open = move || MORE.iter().any(|f| !field(f)().is_empty());
+    let input = "mt-1 w-full rounded border border-slate-300 px-2 py-1 text-sm";
+    view! {
+        <details class="mt-3" open=more_open>
+            <summary class="cursor-pointer text-sky-800">"More filters"</summary>
+            <div class="mt-2 grid grid-cols-2 gap-3 md:grid-cols-4">
+                <label>"Project"<input name="project" value=field("project") class=input placeholder="pi-aaa-001" /></label>
+                <label class="col-span-2">"Company sending number or address"
+                    <input name="company_number" value=field("company_number") class=input placeholder="+447700900444 (choose its channel)" />
+                </label>
+                <label>"Channel"
+                    <select name="channel" class=input>
+                        {move || view! { <Options current=field("channel")() choices=&CHANNELS /> }}
+                    </select>
+                </label>
+                <label>"Status"
+                    <select name="status" class=input>
+                        {move || view! { <Options current=field("status")() choices=&STATUSES /> }}
+                    </select>
+                </label>
+                <label>"Task"
+                    <select name="task" class=input>
+                        {move || view! { <Options current=field("task")() choices=&TASK /> }}
+                    </select>
+                </label>
+                <label>"Created from"<input type="date" name="from" value=field("from") class=input /></label>
+                <label>"Created to"<input type="date" name="to" value=field("to") class=input /></label>
+            </div>
+        </details>
     }
 }
 
