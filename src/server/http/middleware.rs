@@ -75,6 +75,8 @@ fn is_public(path: &str) -> bool {
         || path.starts_with("/api/")
         || path.starts_with("/pkg/")
         || path == "/favicon.ico"
+        || path == "/favicon.svg"
+        || path == "/local-time.js"
         || path == "/robots.txt"
 }
 
