@@ -44,6 +44,13 @@ test.describe('idempotency monitoring', () => {
     await expect(failure).toContainText('Breached');
     await expect(failure).toHaveClass(/text-red-800/);
     await expect(card.getByTestId('alert-cache_hit')).toHaveAttribute('data-breached', 'false');
+    // The compact table: the same scope, its failure rate in red, sparklines with the
+    // threshold drawn (the cache-hit alert is off by default, so it has none).
+    const row = page.getByRole('table', { name: 'Scopes' }).getByTestId(`scope-row-${SCOPE}`);
+    await expect(row.getByTestId('rate-failure')).toHaveAttribute('data-breached', 'true');
+    await expect(row.getByRole('img', { name: 'Failure rate by hour' }).getByTestId('threshold')).toHaveCount(1);
+    await expect(row.getByRole('img', { name: 'Cache-hit rate by hour' }).getByTestId('threshold')).toHaveCount(0);
+    await expect(row.getByRole('img', { name: `${SCOPE} requests by hour` })).toBeVisible();
 
     // Overview lists the breach too.
     await page.goto('/');

@@ -10,6 +10,7 @@ pub mod links;
 pub mod moment;
 pub mod pager;
 pub mod scope_card;
+pub mod scope_table;
 pub mod table;
 
 /// `2026-11-22 07:40 UTC`: the same on the server and in the browser, so hydration agrees.

@@ -5,6 +5,15 @@ use leptos::prelude::*;
 
 use crate::model::idempotency::{Alert, Counts, HourPoint, ScopeHealth};
 
+/// The card's anchor in the page (`#scope-http-POST--api-v1-events`).
+pub fn anchor(scope: &str) -> String {
+    let slug: String = scope
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    format!("scope-{slug}")
+}
+
 pub fn pct(v: Option<f64>) -> String {
     v.map(|v| format!("{v:.1} %")).unwrap_or_else(|| "–".into())
 }
@@ -30,7 +39,7 @@ pub fn ScopeCard(s: ScopeHealth) -> impl IntoView {
         ("Mismatches", totals.mismatches),
     ];
     view! {
-        <section class="mt-6 rounded-lg border border-slate-200 bg-white p-5 shadow-sm" aria-label=scope.clone() data-testid=format!("scope-{scope}")>
+        <section id=anchor(&scope) class="mt-6 rounded-lg border border-slate-200 bg-white p-5 shadow-sm" aria-label=scope.clone() data-testid=format!("scope-{scope}")>
             <h3 class="font-mono text-base font-semibold break-all">{scope.clone()}</h3>
             <div class="mt-3 grid grid-cols-1 gap-3 sm:grid-cols-3">
                 {alerts.into_iter().map(|a| view! { <AlertTile a /> }).collect_view()}

@@ -18,6 +18,7 @@ use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::links::enc;
 use crate::ui::components::pager::Pager;
 use crate::ui::components::scope_card::ScopeCard;
+use crate::ui::components::scope_table::ScopeTable;
 use crate::ui::components::table::DataTable;
 
 #[component]
@@ -138,11 +139,16 @@ fn ScopeCards(scopes: Vec<ScopeHealth>) -> impl IntoView {
         return view! { <p class="mt-6 text-slate-600">"No idempotent requests in this window yet."</p> }
             .into_any();
     }
-    scopes
+    let cards = scopes
+        .clone()
         .into_iter()
         .map(|s| view! { <ScopeCard s /> })
-        .collect_view()
-        .into_any()
+        .collect_view();
+    view! {
+        <ScopeTable scopes />
+        {cards}
+    }
+    .into_any()
 }
 
 /// Keys to watch (stuck or failed), a page at a time; `param` carries this list's cursor.
