@@ -23,14 +23,10 @@ pub struct FindForm {
     /// email, or a company's id or name.
     #[serde(default)]
     pub q: String,
-    #[serde(default)]
-    pub recipient: String,
     /// The recipient of the search on screen (a reference), kept when the box is left
     /// empty.
     #[serde(default)]
     pub recipient_ref: String,
-    #[serde(default)]
-    pub company: String,
     #[serde(default)]
     pub project: String,
     #[serde(default)]
@@ -107,13 +103,9 @@ fn conversations_query(
     let (mut conversation, mut recipient, mut company) =
         (String::new(), String::new(), String::new());
     match typed(&f.q) {
-        Typed::Nothing if f.recipient.trim().is_empty() && f.company.trim().is_empty() => {
+        Typed::Nothing => {
             conversation = f.conversation_ref.trim().to_string();
             recipient = f.recipient_ref.trim().to_string();
-        }
-        Typed::Nothing => {
-            recipient = reference(&f.recipient);
-            company = f.company.trim().to_string();
         }
         Typed::Conversation(id) => conversation = reference(id),
         Typed::Recipient(r) => recipient = reference(&r),
@@ -156,10 +148,7 @@ fn typed(q: &str) -> Typed<'_> {
     if q.contains('@') {
         return Typed::Recipient(q.to_string());
     }
-    let compact: String = q
-        .chars()
-        .filter(|c| !matches!(c, ' ' | '-' | '(' | ')' | '.'))
-        .collect();
+    let compact = crate::server::domain::conversations::search::compact_phone(q);
     let digits = compact.strip_prefix('+').unwrap_or(&compact);
     if (7..=15).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit()) {
         return Typed::Recipient(format!("+{digits}"));

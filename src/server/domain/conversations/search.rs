@@ -19,17 +19,21 @@ pub struct Search {
     pub filters: Filters,
 }
 
+/// A phone as typed, without its spaces, dashes, dots and parentheses.
+pub fn compact_phone(raw: &str) -> String {
+    raw.trim()
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '-' | '(' | ')' | '.'))
+        .collect()
+}
+
 /// A phone with its spaces, dashes and parentheses removed, or an email.
 pub fn recipient(raw: &str, field: &str) -> Result<String, AppError> {
     let t = raw.trim();
     if t.contains('@') {
         return email(t, field);
     }
-    let compact: String = t
-        .chars()
-        .filter(|c| !matches!(c, ' ' | '-' | '(' | ')' | '.'))
-        .collect();
-    e164(&compact, field).map_err(|_| {
+    e164(&compact_phone(t), field).map_err(|_| {
         AppError::invalid(
             field,
             "Enter the recipient's phone in international form (+447123456789) or their email.",

@@ -86,35 +86,19 @@ pub const USE_RESOLUTION_SECS: i64 = 3_600;
 /// Records that the key was used at `now`, unless that was recorded less than an hour ago
 /// (by any console: the condition decides, so a busy key costs one write an hour).
 pub async fn note_use(store: &Store, key_hash: &str, now: DateTime<Utc>) -> Result<(), StoreError> {
-    let table = store.table(API_KEYS.base);
-    let result = store
+    let req = store
         .client()
         .update_item()
-        .table_name(&table)
+        .table_name(store.table(API_KEYS.base))
         .key("key_hash", items::s(key_hash))
         .update_expression("SET last_used_at = :now")
         .condition_expression(
             "attribute_exists(key_hash) AND (attribute_not_exists(last_used_at) OR last_used_at < :due)",
         )
         .expression_attribute_values(":now", n(now.timestamp()))
-        .expression_attribute_values(":due", n(now.timestamp() - USE_RESOLUTION_SECS))
-        .send()
-        .await;
-    match result {
-        Ok(_) => Ok(()),
-        Err(e) if is_condition_failed(&e) => Ok(()),
-        Err(e) => Err(StoreError::request("UpdateItem")(e)),
-    }
-}
-
-fn is_condition_failed<R>(
-    e: &aws_sdk_dynamodb::error::SdkError<
-        aws_sdk_dynamodb::operation::update_item::UpdateItemError,
-        R,
-    >,
-) -> bool {
-    e.as_service_error()
-        .is_some_and(|s| s.is_conditional_check_failed_exception())
+        .expression_attribute_values(":due", n(now.timestamp() - USE_RESOLUTION_SECS));
+    // A refused condition: another console noted it this hour, or the key is gone.
+    items::update_if(req).await.map(|_| ())
 }
 
 /// Revokes a live key, with its audit record, in one transaction. `false`: there is no
