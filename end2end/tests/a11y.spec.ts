@@ -103,6 +103,23 @@ async function sideways(page: Page) {
   });
 }
 
+/** Each table's first row as a phone shows it: its display, each cell's heading, its box's overflow. */
+async function tablesAsLists(page: Page) {
+  return page.evaluate(() =>
+    [...document.querySelectorAll('table')].map((t) => {
+      const row = t.querySelector('tbody > tr');
+      const cells = row ? [...row.querySelectorAll(':scope > td')] : [];
+      const titles = [...t.querySelectorAll('thead th')].slice(0, cells.length).map((th) => th.textContent?.trim() ?? '');
+      const labels = cells.map((td) => {
+        const c = getComputedStyle(td, '::before').content;
+        return c === 'none' || c === 'normal' ? '' : c.replace(/^"|"$/g, '').replace(/\\(.)/g, '$1');
+      });
+      const box = t.parentElement!;
+      return { name: t.getAttribute('aria-label'), display: getComputedStyle(row ?? t).display, titles, labels, overflow: box.scrollWidth - box.clientWidth };
+    }),
+  );
+}
+
 test.describe('accessibility and phone layout', () => {
   for (const { name, path, signedIn } of consolePages) {
     test(`${name} (${path}): no serious axe violations, no sideways scrolling at 390 and 320 px`, async ({ page, browser, baseURL }) => {
@@ -122,7 +139,7 @@ test.describe('accessibility and phone layout', () => {
         .soft(serious.map((v) => v.id), `${path}: ${serious.length} serious or critical axe violation(s):\n${serious.map(describe).join('\n')}\n`)
         .toEqual([]);
 
-      // b. The document itself never scrolls sideways on a phone (wide tables may scroll in their own box).
+      // b. The document itself never scrolls sideways on a phone.
       for (const size of PHONES) {
         await page.setViewportSize(size);
         await open(page, path);
@@ -138,6 +155,14 @@ test.describe('accessibility and phone layout', () => {
               `Sticking out past the right edge:\n${culprits}\n`,
           )
           .toBeLessThanOrEqual(s.innerWidth + 1);
+
+        // c. Tables read as lists on a phone: each cell is a line headed by its column's
+        // title, and nothing is left to scroll inside a table's own box.
+        for (const t of await tablesAsLists(page)) {
+          expect.soft(t.display, `${path} at ${size.width} px: table "${t.name}" is still a table`).toBe('block');
+          expect.soft(t.labels, `${path} at ${size.width} px: table "${t.name}": a cell not headed by its column`).toEqual(t.titles);
+          expect.soft(t.overflow, `${path} at ${size.width} px: table "${t.name}" scrolls sideways in its box`).toBeLessThanOrEqual(1);
+        }
       }
     });
   }

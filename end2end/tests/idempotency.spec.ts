@@ -86,6 +86,16 @@ test.describe('idempotency monitoring', () => {
     await page.waitForURL(/\/idempotency\/key\?id=/);
     await ready(page);
     await expect(page.locator('main')).toContainText('http:POST /api/v1/conversations');
+    // It names the API key that sent it (a viewer cannot open the list of keys: no link)
+    // and leads to what it changed.
+    const apiKeyTerm = page.locator('dt', { hasText: 'API key' });
+    await expect(apiKeyTerm.locator('xpath=following-sibling::dd[1]')).toHaveText(who.name);
+    await expect(apiKeyTerm.locator('xpath=following-sibling::dd[1]').getByRole('link')).toHaveCount(0);
+    await page.locator('main').getByRole('link', { name: 'Conversations', exact: true }).click();
+    await page.waitForURL(/\/conversations$/);
+    await page.goBack();
+    await page.waitForURL(/\/idempotency\/key\?id=/);
+    await ready(page);
 
     await page.goto(`/idempotency?raw=never-sent-${Date.now()}&client=${encodeURIComponent(who.name)}`);
     await ready(page);

@@ -132,4 +132,40 @@ test.describe('inbox', () => {
     await ready(page);
     await expect(page.getByText(`news · billing=2d, default=7d`)).toBeVisible();
   });
+
+  test('a refused value shows its error next to its field in each inbox form', async ({ page, request }) => {
+    const r = randomBytes(3).toString('hex');
+    const tenant = `e2e-${r}`;
+    await setUp(request, tenant);
+    await signIn(page, 'operator', `/inbox?tenant=${tenant}&inbox=news`);
+    const invalid = async (field: ReturnType<Page['getByLabel']>, says: RegExp) => {
+      await expect(field).toHaveAttribute('aria-invalid', 'true');
+      await expect(field).toHaveAccessibleDescription(says);
+    };
+
+    const tenantForm = page.locator('details', { hasText: 'New tenant or edit settings…' });
+    await tenantForm.locator('summary').click();
+    await tenantForm.getByLabel('Message lifetime').fill('forever');
+    await tenantForm.getByRole('button', { name: 'Save tenant' }).click();
+    await ready(page);
+    await invalid(tenantForm.getByLabel('Message lifetime'), /a lifetime like 30d or 12h/);
+    await expect(tenantForm.getByLabel('Title')).not.toHaveAttribute('aria-invalid', 'true');
+
+    const inboxForm = page.locator('details', { hasText: 'New inbox or edit this one…' });
+    if (!(await inboxForm.getAttribute('open'))) {
+      await inboxForm.locator('summary').click();
+    }
+    await inboxForm.getByLabel('Lifetimes per type').fill('billing');
+    await inboxForm.getByRole('button', { name: 'Save inbox' }).click();
+    await ready(page);
+    await invalid(inboxForm.getByLabel('Lifetimes per type'), /Write lifetimes per type as type=7d/);
+    await expect(inboxForm.getByLabel('Default lifetime')).not.toHaveAttribute('aria-invalid', 'true');
+
+    const form = page.getByRole('form', { name: 'Compose' });
+    await form.getByLabel('Title').fill(`No body ${r}`);
+    await form.getByRole('button', { name: /Preview/ }).click();
+    await ready(page);
+    await invalid(page.getByRole('form', { name: 'Compose' }).getByLabel('Message'), /Write the message/);
+    await expect(page.getByTestId('preview')).toHaveCount(0);
+  });
 });

@@ -55,7 +55,14 @@ pub async fn load_idempotency_key(id: String) -> Result<KeySummary, AppError> {
     use crate::server::domain::idempotency::health;
     let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
-    let key = state.idempotency.key_summary(&id).await?;
+    let api_keys: Vec<(String, String)> = state
+        .accounts
+        .api_keys()
+        .await?
+        .into_iter()
+        .map(|k| (k.key_hash, k.name))
+        .collect();
+    let key = state.idempotency.key_summary(&id, &api_keys).await?;
     Ok(health::for_role(key, user.role))
 }
 
@@ -126,8 +133,12 @@ pub async fn find_idempotency_key(
         ));
     }
     let found = state.idempotency.find_raw_key(&raw, &principals).await?;
+    // Every key found was sent with one of this client's API keys.
     Ok(found
         .into_iter()
-        .map(|k| health::for_role(k, user.role))
+        .map(|k| KeySummary {
+            api_key: Some(client.trim().to_string()),
+            ..health::for_role(k, user.role)
+        })
         .collect())
 }

@@ -101,6 +101,19 @@ pub struct KeySummary {
     /// The stored, sanitized response (detail view only).
     pub response_json: Option<String>,
     pub response_status: Option<u16>,
+    /// The name of the API key that sent it (REST API keys; detail view only).
+    #[serde(default)]
+    pub api_key: Option<String>,
+    /// The page of what its operation made or changed (detail view only).
+    #[serde(default)]
+    pub resource: Option<KeyLink>,
+}
+
+/// A link from a key to a page of the console.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KeyLink {
+    pub label: String,
+    pub href: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -37,9 +37,61 @@ pub fn Options(
 /// The message of the latest submission's refusal when it names `field` (a 400 for that
 /// field), for the field itself to show.
 pub fn field_error<T>(latest: &Option<Result<T, AppError>>, field: &str) -> Option<String> {
+    field_error_where(latest, |f| f == field)
+}
+
+/// The message of the latest submission's refusal when the field it names is one `matches`
+/// accepts (one input whose value the server reads as several fields, such as
+/// `billing=7d, promo=2d`).
+pub fn field_error_where<T>(
+    latest: &Option<Result<T, AppError>>,
+    matches: impl Fn(&str) -> bool,
+) -> Option<String> {
     match latest {
-        Some(Err(e)) if e.field() == Some(field) => Some(e.to_string()),
+        Some(Err(e)) if e.field().is_some_and(matches) => Some(e.to_string()),
         _ => None,
+    }
+}
+
+/// A labelled text input (or, `rows` given, a text area) with its error under it while
+/// `error` holds one: the field is then marked invalid and described by the message.
+#[component]
+pub fn TextField(
+    #[prop(into)] label: String,
+    /// The form's name for the value.
+    name: &'static str,
+    /// The input's id, unique on the page; the error's id is derived from it.
+    id: &'static str,
+    #[prop(into, optional)] value: String,
+    #[prop(optional)] placeholder: Option<&'static str>,
+    /// Lines of a text area; a one-line input when absent.
+    #[prop(optional)]
+    rows: Option<u32>,
+    /// The wrapper's classes (its place in the form's grid).
+    #[prop(optional)]
+    class: &'static str,
+    error: Signal<Option<String>>,
+) -> impl IntoView {
+    const INPUT: &str =
+        "mt-1 w-full rounded border border-slate-300 px-2 py-1 text-sm aria-invalid:border-red-500";
+    let error_id = format!("{id}-error");
+    let (invalid, described) = invalid_attrs(error, error_id.clone());
+    let input = match rows {
+        Some(rows) => view! {
+            <textarea id=id name=name rows=rows placeholder=placeholder aria-invalid=invalid aria-describedby=described class=INPUT>{value}</textarea>
+        }
+        .into_any(),
+        None => view! {
+            <input id=id name=name value=value placeholder=placeholder aria-invalid=invalid aria-describedby=described class=INPUT />
+        }
+        .into_any(),
+    };
+    view! {
+        <div class=class>
+            <label for=id class="block">{label}</label>
+            {input}
+            <FieldError id=error_id message=error />
+        </div>
     }
 }
 

@@ -29,16 +29,73 @@ pub fn DataTable(
             view! { <th class=class>{*title}</th> }
         })
         .collect_view();
-    // On a narrow screen a wide table scrolls inside its own box; the page never does.
+    // On a narrow screen (under 640 px) every row becomes a block, each cell a line headed by
+    // its column's title (style/tailwind.css lays it out; the titles come from the rules
+    // below, one per column, scoped to this set of columns). Wider, it is a table that
+    // scrolls inside its own box if it must; the page never does.
+    let key = columns_class(columns);
     view! {
         <div class=format!("{spacing} overflow-x-auto")>
+            <style>{narrow_labels(&key, columns)}</style>
             // Every cell keeps a gap to the next, so neighbouring columns never run together.
-            <table class="w-full text-left text-sm [&_td]:pr-4 [&_th]:pr-4" aria-label=label>
+            <table
+                class=format!("data-table {key} w-full text-left text-sm [&_td]:pr-4 [&_th]:pr-4")
+                aria-label=label
+            >
                 <thead class="text-xs uppercase text-slate-500">
                     <tr>{header}</tr>
                 </thead>
                 <tbody>{children()}</tbody>
             </table>
         </div>
+    }
+}
+
+/// A class naming this set of columns (tables with the same columns share their rules).
+fn columns_class(columns: &[&str]) -> String {
+    // FNV-1a over the titles: short, stable, and the same on the server and in the browser.
+    let hash = columns
+        .iter()
+        .flat_map(|c| c.bytes().chain([0]))
+        .fold(0x811c_9dc5_u32, |h, b| {
+            (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+        });
+    format!("dt-{hash:08x}")
+}
+
+/// The CSS that heads each cell with its column's title on a narrow screen.
+fn narrow_labels(key: &str, columns: &[&str]) -> String {
+    let rules: String = columns
+        .iter()
+        .enumerate()
+        .filter(|(_, title)| !title.is_empty())
+        .map(|(i, title)| {
+            let title = title.replace('\\', "\\\\").replace('"', "\\\"");
+            format!(
+                ".{key} td:nth-child({}):before{{content:\"{title}\"}}",
+                i + 1
+            )
+        })
+        .collect();
+    format!("@media (max-width:639px){{{rules}}}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_titled_column_gets_its_label_on_a_narrow_screen() {
+        let key = columns_class(&["When", "", "Say \"hi\""]);
+        assert!(key.starts_with("dt-") && key.len() == 11);
+        assert_ne!(key, columns_class(&["When", "", "Other"]));
+        let css = narrow_labels(&key, &["When", "", "Say \"hi\""]);
+        assert_eq!(
+            css,
+            format!(
+                "@media (max-width:639px){{.{key} td:nth-child(1):before{{content:\"When\"}}\
+                 .{key} td:nth-child(3):before{{content:\"Say \\\"hi\\\"\"}}}}"
+            )
+        );
     }
 }

@@ -255,6 +255,29 @@ fn KeyDetail(
                 .unwrap_or_else(|| "–".into()),
         ),
     ];
+    // Where the key leads: the API key that sent it (the list of keys is for admins), the
+    // page of what it changed.
+    let link = |title: &'static str, label: String, href: Option<String>| {
+        let target = match href {
+            Some(href) => {
+                view! { <a class="text-sky-800 underline" href=href>{label}</a> }.into_any()
+            }
+            None => label.into_any(),
+        };
+        view! {
+            <dt class="text-slate-600">{title}</dt>
+            <dd class="col-span-2">{target}</dd>
+        }
+    };
+    let keys_page = is_admin.then(|| "/users#api-keys".to_string());
+    let api_key = k
+        .api_key
+        .clone()
+        .map(|name| link("API key", name, keys_page));
+    let resource = k
+        .resource
+        .clone()
+        .map(|r| link("What it changed", r.label, Some(r.href)));
     let form = (is_admin && !k.expired).then(|| {
         view! {
             <ActionForm action=expire attr:class="mt-6 max-w-xl space-y-2 rounded border border-amber-200 bg-amber-50 p-4">
@@ -272,6 +295,8 @@ fn KeyDetail(
                 <dt class="text-slate-600">{l}</dt>
                 <dd class="col-span-2 break-all font-mono">{v}</dd>
             }).collect_view()}
+            {api_key}
+            {resource}
         </dl>
         <h2 class="mt-6 font-semibold">"Stored response (sanitized)"</h2>
         <pre class="mt-2 max-w-3xl overflow-x-auto rounded bg-slate-100 p-3 text-xs">{k.response_json.clone().unwrap_or_else(|| "–".into())}</pre>

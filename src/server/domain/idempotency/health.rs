@@ -143,6 +143,8 @@ pub fn summary(item: KeyItem, now: DateTime<Utc>, with_response: bool) -> KeySum
             None
         },
         response_status: item.response_status,
+        api_key: None,
+        resource: None,
     }
 }
 
@@ -150,6 +152,7 @@ pub fn summary(item: KeyItem, now: DateTime<Utc>, with_response: bool) -> KeySum
 /// measurement's answer names its user) and its stop reason are redacted for them, as the
 /// user ids and reasons of the measurement attempts are.
 pub fn for_role(mut key: KeySummary, role: Role) -> KeySummary {
+    key.resource = super::links::resource(&key.scope, key.response_json.as_deref(), role);
     key.response_json = key
         .response_json
         .map(|json| redact::json_for_role(role, &json));
@@ -262,11 +265,21 @@ impl Engine {
     }
 
     /// One key, with its stored response (as it is: see [`for_role`]).
-    pub async fn key_summary(&self, id: &str) -> Result<KeySummary, AppError> {
-        match store::get(&self.store, id).await? {
-            Some(item) => Ok(summary(item, self.clock.now(), true)),
-            None => Err(AppError::NotFound),
-        }
+    /// One key with its stored answer, naming the API key that sent it from `api_keys`
+    /// (`(hash, name)`).
+    pub async fn key_summary(
+        &self,
+        id: &str,
+        api_keys: &[(String, String)],
+    ) -> Result<KeySummary, AppError> {
+        let item = store::get(&self.store, id)
+            .await?
+            .ok_or(AppError::NotFound)?;
+        let api_key = super::links::api_key_name(&item, api_keys);
+        Ok(KeySummary {
+            api_key,
+            ..summary(item, self.clock.now(), true)
+        })
     }
 
     /// An admin expires a key so its operation can run again. Audited; expiring an already

@@ -100,6 +100,11 @@ impl KeyInputs {
         self
     }
 
+    /// An input given with [`KeyInputs::id`].
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).and_then(Value::as_str)
+    }
+
     pub fn num(mut self, name: &str, value: i64) -> Self {
         self.0.insert(name.into(), Value::from(value));
         self

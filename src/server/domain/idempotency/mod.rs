@@ -11,6 +11,7 @@
 mod counters;
 pub mod health;
 mod keys;
+pub mod links;
 mod responses;
 mod writes;
 
@@ -218,6 +219,7 @@ impl Engine {
             stale_at,
             watch: Some(KeyStatus::Started),
             watch_at: Some(stale_at),
+            caller: call.inputs.get("principal").map(str::to_string),
         }
     }
 

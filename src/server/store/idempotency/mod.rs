@@ -83,6 +83,10 @@ pub struct KeyItem {
     pub watch: Option<KeyStatus>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watch_at: Option<i64>,
+    /// Who sent it, for the REST API: the API key's hash (its id among the API keys, never
+    /// the secret), so the key's page can name the API key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
 }
 
 impl KeyItem {

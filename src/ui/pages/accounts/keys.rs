@@ -39,7 +39,7 @@ pub fn ApiKeys(
         .into_any()
     };
     view! {
-        <h2 class="mt-10 text-lg font-semibold">"API keys"</h2>
+        <h2 id="api-keys" class="mt-10 text-lg font-semibold">"API keys"</h2>
         <p class="mt-1 text-sm text-slate-600">"For the helpdesk webhook, channel processors, inbox apps and devices. A key is shown once, when it is made; the console keeps only its hash."</p>
         {table}
         <CreateKeyForm scopes create form_key />

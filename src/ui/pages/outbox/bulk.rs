@@ -29,7 +29,7 @@ fn BulkForm(
                 <input type="hidden" name="cause" value=cause />
                 <FormKey value=form_key name="form_key" />
                 <label for=id.clone() class="text-sm">"Reason"</label>
-                <input id=id name="reason" maxlength="500" class="rounded border border-slate-300 px-2 py-1 text-sm" />
+                <input id=id name="reason" required maxlength="500" class="rounded border border-slate-300 px-2 py-1 text-sm" />
                 <button type="submit" class="rounded bg-slate-900 px-3 py-1 text-sm text-white">{label}</button>
             </ActionForm>
         </details>

@@ -298,7 +298,7 @@ fn RowMoves(
                         <input type="hidden" name="action" value=action />
                         <input type="hidden" name="op" value=*op />
                         <FormKey value=form_key name="form_key" />
-                        <input name="reason" aria-label=format!("Reason to {op}") maxlength="500" class="w-40 rounded border border-slate-300 px-1 text-sm" />
+                        <input name="reason" aria-label=format!("Reason to {op}") required maxlength="500" class="w-40 rounded border border-slate-300 px-1 text-sm" />
                         <button type="submit" class="rounded bg-slate-900 px-2 text-sm text-white">{label}</button>
                     </ActionForm>
                 </details>

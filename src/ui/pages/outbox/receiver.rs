@@ -6,6 +6,7 @@ use leptos::prelude::*;
 
 use super::Actions;
 use crate::model::outbox::{ReceiverView, SecretView};
+use crate::ui::components::form::{field_error, invalid_attrs, FieldError};
 
 /// What saving the receiver or adding a secret answers: the new secret, once.
 pub(super) fn shown_once(secret: &Option<String>) -> String {
@@ -31,6 +32,8 @@ pub(super) fn Receiver(receiver: ReceiverView, actions: Actions) -> impl IntoVie
     let version = receiver.version.to_string();
     let (version_add, version_list) = (version.clone(), version.clone());
     let secrets = receiver.secrets.clone();
+    let url_error = Signal::derive(move || actions.save.value().with(|v| field_error(v, "url")));
+    let (invalid, described) = invalid_attrs(url_error, "receiver-url-error".into());
     view! {
         <section aria-label="Receiver" class="mt-6 rounded-lg border border-slate-200 bg-white p-5 shadow-sm">
             <h2 class="text-lg font-semibold">"Receiver"</h2>
@@ -39,10 +42,18 @@ pub(super) fn Receiver(receiver: ReceiverView, actions: Actions) -> impl IntoVie
                 <summary class="cursor-pointer text-sm font-medium text-sky-800">"Change the receiver (admins)…"</summary>
                 <ActionForm action=actions.save attr:class="mt-3 flex flex-wrap items-end gap-3">
                     <input type="hidden" name="version" value=version />
-                    <label class="text-sm">
-                        <span class="block text-slate-600">"URL"</span>
-                        <input name="url" value=receiver.url.clone() class="w-96 max-w-full rounded border border-slate-300 px-2 py-1 font-mono text-sm" />
-                    </label>
+                    <div class="text-sm">
+                        <label for="receiver-url" class="block text-slate-600">"URL"</label>
+                        <input
+                            id="receiver-url"
+                            name="url"
+                            value=receiver.url.clone()
+                            aria-invalid=invalid
+                            aria-describedby=described
+                            class="w-96 max-w-full rounded border border-slate-300 px-2 py-1 font-mono text-sm aria-invalid:border-red-500"
+                        />
+                        <FieldError id="receiver-url-error" message=url_error />
+                    </div>
                     <label class="flex items-center gap-1 text-sm">
                         <input type="checkbox" name="enabled" value="on" checked=receiver.enabled || receiver.source == "none" />
                         "Deliver"
