@@ -59,14 +59,15 @@ test.describe('idempotency monitoring', () => {
     await expect(page.getByTestId('idempotency-alerts')).toContainText('Failure rate');
   });
 
-  test('a request is found by the Idempotency-Key its client sent, hashed on the server', async ({ page, request }) => {
+  test('a request is found by the Idempotency-Key its client sent (hashed on the server) or by its correlation id; its page names the API key and leads to what it changed', async ({ page, request }) => {
     const key = apiKey();
     const auth = { Authorization: `Bearer ${key}` };
     const who = await (await request.get('/api/v1/whoami', { headers: auth })).json();
     const raw = `e2e-lookup-${Date.now().toString(36)}`;
     const tel = `+447703${String(Date.now()).slice(-6)}`;
+    const correlation = `trace-${raw}`;
     const res = await request.post('/api/v1/conversations', {
-      headers: { ...auth, 'Idempotency-Key': raw },
+      headers: { ...auth, 'Idempotency-Key': raw, 'X-Correlation-Id': correlation },
       data: {
         conversation_id: `ci-look-001#pi-look-001#req1#${tel.slice(1)}`, channel_method: 'sms', recipient_tel: tel,
         company_id: 'ci-look-001', project_id: 'pi-look-001', request_id: 'req1',
@@ -100,5 +101,17 @@ test.describe('idempotency monitoring', () => {
     await page.goto(`/idempotency?raw=never-sent-${Date.now()}&client=${encodeURIComponent(who.name)}`);
     await ready(page);
     await expect(page.getByTestId('lookup-none')).toBeVisible();
+
+    // The same request, by the correlation id its client logged.
+    await page.getByLabel('X-Correlation-Id, as the client logged it').fill(correlation);
+    await page.getByRole('button', { name: 'Find' }).click();
+    await ready(page);
+    const byCorrelation = page.getByRole('table', { name: 'Keys with this correlation id' });
+    await expect(byCorrelation.locator('tbody tr')).toHaveCount(1);
+    await expect(byCorrelation).toContainText('http:POST /api/v1/conversations');
+    await page.getByLabel('X-Correlation-Id, as the client logged it').fill(`never-${correlation}`);
+    await page.getByRole('button', { name: 'Find' }).click();
+    await ready(page);
+    await expect(page.getByTestId('correlation-none')).toBeVisible();
   });
 });

@@ -104,6 +104,29 @@ pub async fn api_client_names() -> Result<Vec<String>, AppError> {
     Ok(names)
 }
 
+/// The keys of the REST requests that carried this `X-Correlation-Id`.
+#[server]
+pub async fn find_idempotency_by_correlation(
+    correlation_id: String,
+) -> Result<Vec<KeySummary>, AppError> {
+    use crate::model::accounts::Role;
+    use crate::server::ctx;
+    use crate::server::domain::idempotency::health;
+    let user = ctx::require(Role::Viewer)?;
+    let state = ctx::state()?;
+    if correlation_id.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let found = state
+        .idempotency
+        .find_by_correlation(&correlation_id)
+        .await?;
+    Ok(found
+        .into_iter()
+        .map(|k| health::for_role(k, user.role))
+        .collect())
+}
+
 /// The keys a client's raw `Idempotency-Key` stands for (hashed here, on the server).
 #[server]
 pub async fn find_idempotency_key(

@@ -533,6 +533,63 @@ async fn a_raw_key_is_found_for_the_client_that_sent_it_and_only_for_it() {
         .await
         .unwrap();
     assert!(unknown.is_empty());
+
+    // The key's page names the API key that sent it and leads to what it changed.
+    let api_keys = [
+        (sha256_hex(bob.as_bytes()), "bob-bot".to_string()),
+        (sha256_hex(alice.as_bytes()), "alice-bot".to_string()),
+    ];
+    let detail = engine.key_summary(&found[0].id, &api_keys).await.unwrap();
+    assert_eq!(detail.api_key.as_deref(), Some("alice-bot"));
+    let detail = ops_console::server::domain::idempotency::health::for_role(
+        detail,
+        ops_console::model::accounts::Role::Viewer,
+    );
+    assert_eq!(
+        detail.resource.map(|r| r.href).as_deref(),
+        Some("/kill-switches")
+    );
+    let unnamed = engine
+        .key_summary(&found[0].id, &api_keys[..1])
+        .await
+        .unwrap();
+    assert_eq!(unnamed.api_key, None, "only the key that sent it names it");
+}
+
+#[tokio::test]
+async fn a_request_is_found_by_the_correlation_id_it_carried_and_a_retry_is_the_same_key() {
+    let app = spawn_app().await;
+    let key = writer_key(&app, "corr-bot").await;
+    let send = |correlation: &'static str| {
+        let req = Request::post("/api/v1/kill-switches")
+            .header(header::AUTHORIZATION, format!("Bearer {key}"))
+            .header(header::CONTENT_TYPE, "application/json")
+            .header("Idempotency-Key", "corr-key-1")
+            .header("X-Correlation-Id", correlation);
+        app.send(req.body(Body::from(turn_off(0).to_string())).unwrap())
+    };
+    assert_eq!(send("trace-4711").await.status, 200);
+    // The retry logged under another correlation id replays the same key: the key keeps
+    // the id of the request that made it.
+    let retry = send("trace-4712").await;
+    assert_eq!(retry.status, 200);
+    assert!(retry.headers.get("idempotent-replayed").is_some());
+    let engine = &app.state.idempotency;
+    let found = engine.find_by_correlation("trace-4711").await.unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].scope, "http:POST /api/v1/kill-switches");
+    assert!(engine
+        .find_by_correlation("trace-4712")
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(engine
+        .find_by_correlation("never-logged")
+        .await
+        .unwrap()
+        .is_empty());
+    let bad = engine.find_by_correlation("has space").await.unwrap_err();
+    assert_eq!(bad.field(), Some("correlation_id"));
 }
 
 // --- the console ----------------------------------------------------------------------------

@@ -321,6 +321,11 @@ fn server_functions() -> Vec<Entry> {
         (CompanySuggestions::PATH, v, vec![]),
         (ApiClientNames::PATH, v, vec![]),
         (
+            FindIdempotencyByCorrelation::PATH,
+            v,
+            vec![("correlation_id", "c-1")],
+        ),
+        (
             FindIdempotencyKey::PATH,
             v,
             vec![("raw", "k-1"), ("client", "nobody")],

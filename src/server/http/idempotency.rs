@@ -15,6 +15,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::problem::Problem;
+use crate::server::domain::idempotency::links;
 use crate::server::domain::idempotency::{
     sha256_hex, Begin, Call, Engine, KeyInputs, Stored, Ticket,
 };
@@ -146,9 +147,18 @@ impl Keyed {
         request_digest.extend_from_slice(body);
         Keyed {
             scope: format!("http:{} {}", parts.method, route),
+            // A well-formed `X-Correlation-Id` is kept with the key (a malformed one is
+            // the route's to refuse).
             inputs: KeyInputs::new()
                 .id("principal", sha256_hex(token.as_bytes()))
-                .id("key", key),
+                .id("key", key)
+                .correlated(
+                    parts
+                        .headers
+                        .get("x-correlation-id")
+                        .and_then(|v| v.to_str().ok())
+                        .filter(|c| links::is_correlation_id(c)),
+                ),
             fingerprint: sha256_hex(&request_digest),
         }
     }

@@ -4,6 +4,7 @@
 
 mod csv;
 
+use crate::server::domain::idempotency::links::is_correlation_id;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::from_fn_with_state;
@@ -43,9 +44,7 @@ pub fn pages() -> Router<AppState> {
 fn context(auth: &Scoped<MeasurementsWrite>, headers: &HeaderMap) -> Result<Context, Problem> {
     let correlation_id = match headers.get("x-correlation-id").map(|v| v.to_str()) {
         None => random_hex(8),
-        Some(Ok(c)) if (1..=64).contains(&c.len()) && c.chars().all(|c| c.is_ascii_graphic()) => {
-            c.to_string()
-        }
+        Some(Ok(c)) if is_correlation_id(c) => c.to_string(),
         Some(_) => {
             return Err(Problem::invalid(
                 "X-Correlation-Id",

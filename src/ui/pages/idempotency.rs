@@ -7,8 +7,8 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::idempotency::{
-    api_client_names, find_idempotency_key, list_idempotency_keys, load_idempotency_health,
-    load_idempotency_key, ExpireIdempotencyKey,
+    api_client_names, find_idempotency_by_correlation, find_idempotency_key, list_idempotency_keys,
+    load_idempotency_health, load_idempotency_key, ExpireIdempotencyKey,
 };
 use crate::api::shell::load_shell_info;
 use crate::model::accounts::Role;
@@ -41,6 +41,7 @@ pub fn IdempotencyPage() -> impl IntoView {
             "How the engine that keeps every write exactly-once is doing, per scope. Rates: cache hit = replays / requests; stale takeover and failure = per operation run."
         </p>
         <KeyLookup />
+        <CorrelationLookup />
         <WindowTabs />
         <AsyncSection load=move || health spacing="mt-4" let:h>
             <ScopeCards scopes=h.scopes />
@@ -100,6 +101,38 @@ fn KeyLookup() -> impl IntoView {
                         ().into_any()
                     } else {
                         view! { <KeyTable page=KeyPage { keys, next_cursor: None } label="Keys found" param="lookup" /> }.into_any()
+                    }
+                }
+            </AsyncSection>
+        </section>
+    }
+}
+
+/// Looks requests up by the `X-Correlation-Id` their client logged (REST requests that
+/// carried one keep it with their key).
+#[component]
+fn CorrelationLookup() -> impl IntoView {
+    let query = use_query_map();
+    let asked = move || query.read().get("correlation").unwrap_or_default();
+    let found = Resource::new(asked, find_idempotency_by_correlation);
+    view! {
+        <section class="mt-3 rounded-lg border border-slate-200 bg-white p-4 text-sm" aria-labelledby="correlation-title">
+            <h2 id="correlation-title" class="font-semibold">"…or by its correlation id"</h2>
+            <form method="get" action="/idempotency" class="mt-2 flex flex-wrap items-end gap-2" role="search">
+                <div class="min-w-0 flex-1 basis-64">
+                    <label for="lookup-correlation">"X-Correlation-Id, as the client logged it"</label>
+                    <input id="lookup-correlation" name="correlation" value=asked class="mt-1 block w-full rounded border border-slate-300 px-2 py-1 text-sm" />
+                </div>
+                <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-white">"Find"</button>
+            </form>
+            <AsyncSection load=move || found spacing="mt-2" let:keys>
+                {
+                    if keys.is_empty() && !asked().trim().is_empty() {
+                        view! { <p class="mt-2 text-slate-600" data-testid="correlation-none">"No key was stored with this correlation id."</p> }.into_any()
+                    } else if keys.is_empty() {
+                        ().into_any()
+                    } else {
+                        view! { <KeyTable page=KeyPage { keys, next_cursor: None } label="Keys with this correlation id" param="correlation-page" /> }.into_any()
                     }
                 }
             </AsyncSection>

@@ -265,6 +265,27 @@ impl Engine {
     }
 
     /// One key, with its stored response (as it is: see [`for_role`]).
+    /// The keys of the REST requests that carried `correlation_id` (`X-Correlation-Id`),
+    /// newest first: a client's log line leads to what became of its request.
+    pub async fn find_by_correlation(
+        &self,
+        correlation_id: &str,
+    ) -> Result<Vec<KeySummary>, AppError> {
+        let id = correlation_id.trim();
+        if !super::links::is_correlation_id(id) {
+            return Err(AppError::invalid(
+                "correlation_id",
+                "A correlation id is 1 to 64 visible ASCII characters.",
+            ));
+        }
+        let now = self.clock.now();
+        Ok(store::by_correlation(&self.store, id, 20)
+            .await?
+            .into_iter()
+            .map(|k| summary(k, now, false))
+            .collect())
+    }
+
     /// One key with its stored answer, naming the API key that sent it from `api_keys`
     /// (`(hash, name)`).
     pub async fn key_summary(

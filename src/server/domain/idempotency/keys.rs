@@ -86,9 +86,10 @@ pub fn hash_text(text: &str) -> String {
 }
 
 /// The inputs a key is derived from. Values are identifiers and numbers; free text goes
-/// in through [`KeyInputs::text`], which stores only its hash.
+/// in through [`KeyInputs::text`], which stores only its hash. A correlation id rides
+/// along, kept with the key but never part of it.
 #[derive(Clone, Debug, Default)]
-pub struct KeyInputs(BTreeMap<String, Value>);
+pub struct KeyInputs(BTreeMap<String, Value>, Option<String>);
 
 impl KeyInputs {
     pub fn new() -> Self {
@@ -98,6 +99,18 @@ impl KeyInputs {
     pub fn id(mut self, name: &str, value: impl Into<String>) -> Self {
         self.0.insert(name.into(), Value::String(value.into()));
         self
+    }
+
+    /// The id the client logged the request under (REST `X-Correlation-Id`): stored with
+    /// the key so it can be found by it; not hashed, so a retry under another correlation
+    /// id is still the same key.
+    pub fn correlated(mut self, correlation_id: Option<&str>) -> Self {
+        self.1 = correlation_id.map(str::to_string);
+        self
+    }
+
+    pub fn correlation_id(&self) -> Option<&str> {
+        self.1.as_deref()
     }
 
     /// An input given with [`KeyInputs::id`].

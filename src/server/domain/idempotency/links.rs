@@ -5,6 +5,12 @@ use crate::model::accounts::Role;
 use crate::model::idempotency::KeyLink;
 use crate::server::store::idempotency::KeyItem;
 
+/// A correlation id as the REST API takes it (`X-Correlation-Id`): 1 to 64 visible ASCII
+/// characters.
+pub fn is_correlation_id(c: &str) -> bool {
+    (1..=64).contains(&c.len()) && c.chars().all(|c| c.is_ascii_graphic())
+}
+
 /// The name of the API key that sent `item`, from the API keys as `(hash, name)`.
 pub fn api_key_name(item: &KeyItem, api_keys: &[(String, String)]) -> Option<String> {
     let caller = item.caller.as_deref()?;

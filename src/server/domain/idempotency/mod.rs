@@ -220,6 +220,7 @@ impl Engine {
             watch: Some(KeyStatus::Started),
             watch_at: Some(stale_at),
             caller: call.inputs.get("principal").map(str::to_string),
+            correlation_id: call.inputs.correlation_id().map(str::to_string),
         }
     }
 

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 pub use super::items::Claim;
 use super::items::{self, n, s};
-use super::schema::{IDEMPOTENCY_KEYS, IDEMPOTENCY_WATCH_INDEX};
+use super::schema::{IDEMPOTENCY_CORRELATION_INDEX, IDEMPOTENCY_KEYS, IDEMPOTENCY_WATCH_INDEX};
 use super::{cursor, Store, StoreError};
 
 mod commit;
@@ -87,6 +87,10 @@ pub struct KeyItem {
     /// the secret), so the key's page can name the API key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caller: Option<String>,
+    /// The `X-Correlation-Id` the REST request carried, if any (the sparse
+    /// `correlation-index`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correlation_id: Option<String>,
 }
 
 impl KeyItem {
@@ -304,6 +308,34 @@ pub async fn get_many(store: &Store, ids: &[String]) -> Result<Vec<KeyItem>, Sto
         }
     }
     Ok(out)
+}
+
+/// The keys whose requests carried `correlation_id`, newest first, up to `limit` (one
+/// `Query` of the sparse `correlation-index`; like every index, it may lag a write by a
+/// moment).
+pub async fn by_correlation(
+    store: &Store,
+    correlation_id: &str,
+    limit: i32,
+) -> Result<Vec<KeyItem>, StoreError> {
+    let table = store.table(IDEMPOTENCY_KEYS.base);
+    let out = store
+        .client()
+        .query()
+        .table_name(&table)
+        .index_name(IDEMPOTENCY_CORRELATION_INDEX)
+        .key_condition_expression("correlation_id = :c")
+        .expression_attribute_values(":c", s(correlation_id))
+        .scan_index_forward(false)
+        .limit(limit)
+        .send()
+        .await
+        .map_err(StoreError::request("Query"))?;
+    out.items
+        .unwrap_or_default()
+        .into_iter()
+        .map(|i| decode(i, &table))
+        .collect()
 }
 
 pub struct WatchPage {

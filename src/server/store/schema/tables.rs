@@ -131,20 +131,30 @@ pub const API_KEYS: TableSpec = TableSpec {
 };
 
 pub const IDEMPOTENCY_WATCH_INDEX: &str = "watch-index";
+pub const IDEMPOTENCY_CORRELATION_INDEX: &str = "correlation-index";
 
 /// Idempotency keys (docs/idempotency.md; docs/data-model.md, "idempotency_keys"): one
 /// item per (tenant, scope, key_hash), keyed `tenant#scope#key_hash`. The sparse
 /// `watch-index` holds only `started` (by when they go stale) and `failed` (by when they
-/// failed) keys, so the monitoring page lists them without a Scan.
+/// failed) keys, so the monitoring page lists them without a Scan. The sparse
+/// `correlation-index` holds only the keys of REST requests that carried an
+/// `X-Correlation-Id`, so a key can be found by the id a client logged.
 pub const IDEMPOTENCY_KEYS: TableSpec = TableSpec {
     base: "idempotency_keys",
     pk: s("id"),
     sk: None,
-    gsis: &[IndexSpec {
-        name: IDEMPOTENCY_WATCH_INDEX,
-        pk: s("watch"),
-        sk: Some(n("watch_at")),
-    }],
+    gsis: &[
+        IndexSpec {
+            name: IDEMPOTENCY_WATCH_INDEX,
+            pk: s("watch"),
+            sk: Some(n("watch_at")),
+        },
+        IndexSpec {
+            name: IDEMPOTENCY_CORRELATION_INDEX,
+            pk: s("correlation_id"),
+            sk: Some(n("created_at")),
+        },
+    ],
     lsis: &[],
     ttl_attr: "expires_at",
     stream: false,
