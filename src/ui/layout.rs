@@ -7,6 +7,7 @@ use leptos_router::hooks::use_location;
 use crate::api::shell::{load_shell_info, LiveSwitch, ShellInfo};
 use crate::model::accounts::Role;
 use crate::ui::components::badge::EnvBadge;
+use crate::ui::data::page_data;
 
 /// (path, label, who sees it)
 const NAV: &[(&str, &str, Role)] = &[
@@ -37,7 +38,7 @@ pub fn Layout() -> impl IntoView {
 /// the main content (a page, or "Page not found").
 #[component]
 pub fn Frame(children: Children) -> impl IntoView {
-    let info = Resource::new(|| (), |_| load_shell_info());
+    let info = page_data(|| (), |_| load_shell_info());
     view! {
         <a
             href="#main"

@@ -14,12 +14,13 @@ use crate::ui::components::audit_table::AuditTable;
 use crate::ui::components::form::Options;
 use crate::ui::components::links::{enc, split_reference};
 use crate::ui::components::pager::Pager;
+use crate::ui::data::page_data;
 
 #[component]
 pub fn AuditPage() -> impl IntoView {
     let query = use_query_map();
     let get = move |k: &str| query.read().get(k).unwrap_or_default();
-    let rows = Resource::new(
+    let rows = page_data(
         move || {
             (
                 get("conversation"),
@@ -113,7 +114,7 @@ fn AuditResults(page: AuditRows, base: String) -> impl IntoView {
 fn MeasurementAttempts() -> impl IntoView {
     let query = use_query_map();
     let get = move |k: &str| query.read().get(k).unwrap_or_default();
-    let page = Resource::new(
+    let page = page_data(
         move || {
             (
                 get("m_user"),

@@ -13,12 +13,13 @@ use crate::ui::components::links::{enc, split_reference, state_href};
 use crate::ui::components::moment::Moment;
 use crate::ui::components::pager::Pager;
 use crate::ui::components::table::DataTable;
+use crate::ui::data::page_data;
 
 #[component]
 pub fn EventsPage() -> impl IntoView {
     let query = use_query_map();
     let conversation = move || query.read().get("conversation").unwrap_or_default();
-    let events = Resource::new(
+    let events = page_data(
         move || (conversation(), query.read().get("cursor")),
         |(c, cursor)| list_events(c, cursor),
     );
@@ -100,8 +101,8 @@ fn EventTable(page: EventPage, conversation: String) -> impl IntoView {
 pub fn ConversationStatePage() -> impl IntoView {
     let query = use_query_map();
     let id = move || query.read().get("id").unwrap_or_default();
-    let state = Resource::new(id, conversation_state);
-    let timeline = Resource::new(
+    let state = page_data(id, conversation_state);
+    let timeline = page_data(
         move || (id(), query.read().get("cursor")),
         |(id, cursor)| {
             list_audit(

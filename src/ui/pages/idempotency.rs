@@ -20,17 +20,18 @@ use crate::ui::components::pager::Pager;
 use crate::ui::components::scope_card::ScopeCard;
 use crate::ui::components::scope_table::ScopeTable;
 use crate::ui::components::table::DataTable;
+use crate::ui::data::page_data;
 
 #[component]
 pub fn IdempotencyPage() -> impl IntoView {
     let query = use_query_map();
     let window = move || query.read().get("window").unwrap_or_else(|| "24h".into());
-    let health = Resource::new(window, load_idempotency_health);
-    let stuck = Resource::new(
+    let health = page_data(window, load_idempotency_health);
+    let stuck = page_data(
         move || query.read().get("stuck"),
         |cursor| list_idempotency_keys("stuck".into(), cursor),
     );
-    let failed = Resource::new(
+    let failed = page_data(
         move || query.read().get("failed"),
         |cursor| list_idempotency_keys("failed".into(), cursor),
     );
@@ -65,8 +66,8 @@ pub fn IdempotencyPage() -> impl IntoView {
 fn KeyLookup() -> impl IntoView {
     let query = use_query_map();
     let get = move |k: &str| query.read().get(k).unwrap_or_default();
-    let clients = Resource::new(|| (), |_| api_client_names());
-    let found = Resource::new(
+    let clients = page_data(|| (), |_| api_client_names());
+    let found = page_data(
         move || (get("raw"), get("client")),
         |(raw, client)| find_idempotency_key(raw, client),
     );
@@ -114,7 +115,7 @@ fn KeyLookup() -> impl IntoView {
 fn CorrelationLookup() -> impl IntoView {
     let query = use_query_map();
     let asked = move || query.read().get("correlation").unwrap_or_default();
-    let found = Resource::new(asked, find_idempotency_by_correlation);
+    let found = page_data(asked, find_idempotency_by_correlation);
     view! {
         <section class="mt-3 rounded-lg border border-slate-200 bg-white p-4 text-sm" aria-labelledby="correlation-title">
             <h2 id="correlation-title" class="font-semibold">"…or by its correlation id"</h2>
@@ -226,7 +227,7 @@ fn KeyTable(page: KeyPage, label: &'static str, param: &'static str) -> impl Int
 pub fn IdempotencyKeyPage() -> impl IntoView {
     let query = use_query_map();
     let expire = ServerAction::<ExpireIdempotencyKey>::new();
-    let key = Resource::new(
+    let key = page_data(
         move || {
             (
                 query.read().get("id").unwrap_or_default(),
@@ -235,7 +236,7 @@ pub fn IdempotencyKeyPage() -> impl IntoView {
         },
         |(id, _)| load_idempotency_key(id),
     );
-    let shell = Resource::new(|| (), |_| load_shell_info());
+    let shell = page_data(|| (), |_| load_shell_info());
     view! {
         <Title text="Idempotency key" />
         <a href="/idempotency" class="text-sm text-sky-800 underline">"← Idempotency"</a>

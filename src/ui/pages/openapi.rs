@@ -6,10 +6,11 @@ use leptos_meta::Title;
 use crate::api::openapi::load_api_doc;
 use crate::model::openapi::{ApiDoc, Field, Operation};
 use crate::ui::components::async_section::AsyncSection;
+use crate::ui::data::page_data;
 
 #[component]
 pub fn OpenApiPage() -> impl IntoView {
-    let doc = Resource::new(|| (), |_| load_api_doc());
+    let doc = page_data(|| (), |_| load_api_doc());
     view! {
         <Title text="API" />
         <h1 class="text-2xl font-semibold">"REST API"</h1>

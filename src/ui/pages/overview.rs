@@ -15,13 +15,14 @@ use crate::model::switches::Switch;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::badge::OnOff;
 use crate::ui::components::scope_card::pct;
+use crate::ui::data::page_data;
 
 #[component]
 pub fn OverviewPage() -> impl IntoView {
-    let switches = Resource::new(|| (), |_| load_kill_switches());
-    let alerts = Resource::new(|| (), |_| idempotency_alerts());
-    let events = Resource::new(|| (), |_| load_event_stats());
-    let firing = Resource::new(|| (), |_| load_firing_alerts());
+    let switches = page_data(|| (), |_| load_kill_switches());
+    let alerts = page_data(|| (), |_| idempotency_alerts());
+    let events = page_data(|| (), |_| load_event_stats());
+    let firing = page_data(|| (), |_| load_firing_alerts());
     view! {
         <Title text="Overview" />
         <h1 class="text-2xl font-semibold">"Overview"</h1>

@@ -17,13 +17,14 @@ use crate::ui::components::form::{field_error, invalid_attrs, FieldError, FormKe
 use crate::ui::components::pager::Pager;
 use crate::ui::components::table::DataTable;
 use crate::ui::components::when;
+use crate::ui::data::page_data;
 
 #[component]
 pub fn SwitchesPage() -> impl IntoView {
     let change = ServerAction::<ChangeKillSwitch>::new();
     let query = use_query_map();
-    let data = Resource::new(move || change.version().get(), |_| load_kill_switches());
-    let history = Resource::new(
+    let data = page_data(move || change.version().get(), |_| load_kill_switches());
+    let history = page_data(
         move || (change.version().get(), query.read().get("before")),
         |(_, before)| kill_switch_history(before),
     );

@@ -18,6 +18,7 @@ use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::form::{field_error, invalid_attrs, FieldError, FormKey, SecretSubmit};
 use crate::ui::components::table::DataTable;
 use crate::ui::components::when;
+use crate::ui::data::page_data;
 
 #[component]
 pub fn AccountsPage() -> impl IntoView {
@@ -27,7 +28,7 @@ pub fn AccountsPage() -> impl IntoView {
     let reset = ServerAction::<ResetPassword>::new();
     let create_key = ServerAction::<CreateApiKey>::new();
     let revoke_key = ServerAction::<RevokeApiKey>::new();
-    let accounts = Resource::new(
+    let accounts = page_data(
         move || {
             (
                 set_role.version().get(),

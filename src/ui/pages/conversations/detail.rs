@@ -14,12 +14,13 @@ use crate::ui::components::badge::StatusPill;
 use crate::ui::components::form::{field_error, invalid_attrs, FieldError, FormKey};
 use crate::ui::components::links::state_href;
 use crate::ui::components::moment::Moment;
+use crate::ui::data::page_data;
 
 #[component]
 pub fn ConversationPage() -> impl IntoView {
     let query = use_query_map();
     let reveal = ServerAction::<RevealContact>::new();
-    let detail = Resource::new(
+    let detail = page_data(
         move || {
             (
                 query.read().get("r").unwrap_or_default(),

@@ -18,6 +18,7 @@ use crate::ui::components::links::{conversation_href, enc, is_reference};
 use crate::ui::components::moment::Moment;
 use crate::ui::components::pager::Pager;
 use crate::ui::components::table::DataTable;
+use crate::ui::data::page_data;
 
 /// The search's fields, in the order of the query string.
 const FIELDS: [&str; 10] = [
@@ -58,7 +59,7 @@ const STATUSES: [(&str, &str); 7] = [
 #[component]
 pub fn ConversationsPage() -> impl IntoView {
     let query = use_query_map();
-    let page = Resource::new(
+    let page = page_data(
         move || {
             let q = query.read();
             let f = |name: &str| q.get(name).unwrap_or_default();
@@ -79,7 +80,7 @@ pub fn ConversationsPage() -> impl IntoView {
         },
         search_conversations,
     );
-    let companies = Resource::new(|| (), |_| company_suggestions());
+    let companies = page_data(|| (), |_| company_suggestions());
     // The search without its cursor, for the paging links and the way back from a
     // conversation.
     let base = move || {

@@ -16,6 +16,7 @@ use crate::ui::components::form::{field_error, field_error_where, FieldError, Fo
 use crate::ui::components::links::enc;
 use crate::ui::components::pager::Pager;
 use crate::ui::components::table::DataTable;
+use crate::ui::data::page_data;
 
 const INPUT: &str = "mt-1 w-full rounded border border-slate-300 px-2 py-1 text-sm";
 const BUTTON: &str = "rounded bg-slate-900 px-3 py-1.5 text-sm text-white";
@@ -28,7 +29,7 @@ pub fn InboxPageView() -> impl IntoView {
     let save_inbox = ServerAction::<SaveInbox>::new();
     let save_draft = ServerAction::<SaveDraft>::new();
     let publish = ServerAction::<PublishMessage>::new();
-    let data = Resource::new(
+    let data = page_data(
         move || {
             (
                 q("tenant"),

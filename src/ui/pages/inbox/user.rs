@@ -12,13 +12,14 @@ use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::links::enc;
 use crate::ui::components::pager::Pager;
+use crate::ui::data::page_data;
 
 #[component]
 pub fn InboxUserPage() -> impl IntoView {
     let query = use_query_map();
     let q = move |k: &'static str| query.read().get(k).unwrap_or_default();
     let mark = ServerAction::<MarkRead>::new();
-    let data = Resource::new(
+    let data = page_data(
         move || {
             (
                 q("tenant"),

@@ -17,6 +17,7 @@ use crate::ui::components::attempts::AttemptsSection;
 use crate::ui::components::form::Options;
 use crate::ui::components::links::enc;
 use crate::ui::components::scope_card::{pct, ScopeCard};
+use crate::ui::data::page_data;
 
 const OUTCOMES: [(&str, &str); 8] = [
     ("", "any"),
@@ -35,7 +36,7 @@ const WINDOWS: [(&str, &str); 2] = [("24h", "24 hours"), ("7d", "7 days")];
 pub fn MeasurementsPage() -> impl IntoView {
     let query = use_query_map();
     let q = move |k: &'static str| query.read().get(k).unwrap_or_default();
-    let data = Resource::new(
+    let data = page_data(
         move || {
             (
                 q("user"),

@@ -24,6 +24,7 @@ use crate::ui::components::form::FormKey;
 use crate::ui::components::links::{enc, state_href};
 use crate::ui::components::pager::Pager;
 use crate::ui::components::table::DataTable;
+use crate::ui::data::{page_data, PageData};
 
 /// The page's actions, handed down to the sections that submit them.
 #[derive(Clone, Copy)]
@@ -63,7 +64,7 @@ pub fn OutboxPageView() -> impl IntoView {
     let actions = Actions::new();
     let query = use_query_map();
     let group = move || query.read().get("group").unwrap_or_default();
-    let data = Resource::new(
+    let data = page_data(
         move || {
             let q = query.read();
             (
@@ -91,7 +92,7 @@ pub fn OutboxPageView() -> impl IntoView {
 
 /// While a job runs, the page reads its progress every two seconds (with JavaScript;
 /// without, a reload shows it).
-fn follow_running_jobs(data: Resource<Result<OutboxPage, crate::model::AppError>>) {
+fn follow_running_jobs(data: PageData<Result<OutboxPage, crate::model::AppError>>) {
     #[cfg(feature = "hydrate")]
     {
         let handle = set_interval_with_handle(
