@@ -112,7 +112,9 @@ async function tablesAsLists(page: Page) {
       const titles = [...t.querySelectorAll('thead th')].slice(0, cells.length).map((th) => th.textContent?.trim() ?? '');
       const labels = cells.map((td) => {
         const c = getComputedStyle(td, '::before').content;
-        return c === 'none' || c === 'normal' ? '' : c.replace(/^"|"$/g, '').replace(/\\(.)/g, '$1');
+        // `"Title"`, or `"Title" / ""` where the browser keeps the alternative text.
+        const quoted = c.match(/^"((?:[^"\\]|\\.)*)"/);
+        return quoted ? quoted[1].replace(/\\(.)/g, '$1') : '';
       });
       const box = t.parentElement!;
       return { name: t.getAttribute('aria-label'), display: getComputedStyle(row ?? t).display, titles, labels, overflow: box.scrollWidth - box.clientWidth };

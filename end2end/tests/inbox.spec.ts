@@ -149,10 +149,14 @@ test.describe('inbox', () => {
     await tenantForm.getByRole('button', { name: 'Save tenant' }).click();
     await ready(page);
     await invalid(tenantForm.getByLabel('Message lifetime'), /a lifetime like 30d or 12h/);
+    if (jsEnabled()) {
+      // What was typed stays, to be corrected (without JavaScript the page is sent again).
+      await expect(tenantForm.getByLabel('Message lifetime')).toHaveValue('forever');
+    }
     await expect(tenantForm.getByLabel('Title')).not.toHaveAttribute('aria-invalid', 'true');
 
     const inboxForm = page.locator('details', { hasText: 'New inbox or edit this one…' });
-    if (!(await inboxForm.getAttribute('open'))) {
+    if (!(await inboxForm.evaluate((d) => (d as HTMLDetailsElement).open))) {
       await inboxForm.locator('summary').click();
     }
     await inboxForm.getByLabel('Lifetimes per type').fill('billing');
@@ -166,6 +170,9 @@ test.describe('inbox', () => {
     await form.getByRole('button', { name: /Preview/ }).click();
     await ready(page);
     await invalid(page.getByRole('form', { name: 'Compose' }).getByLabel('Message'), /Write the message/);
+    if (jsEnabled()) {
+      await expect(page.getByRole('form', { name: 'Compose' }).getByLabel('Title')).toHaveValue(`No body ${r}`);
+    }
     await expect(page.getByTestId('preview')).toHaveCount(0);
   });
 });

@@ -63,7 +63,7 @@ pub async fn load_idempotency_key(id: String) -> Result<KeySummary, AppError> {
         .map(|k| (k.key_hash, k.name))
         .collect();
     let key = state.idempotency.key_summary(&id, &api_keys).await?;
-    Ok(health::for_role(key, user.role))
+    Ok(health::detail_for_role(key, user.role))
 }
 
 /// Admins expire a key so a stuck operation can be run again (audited).
@@ -156,12 +156,8 @@ pub async fn find_idempotency_key(
         ));
     }
     let found = state.idempotency.find_raw_key(&raw, &principals).await?;
-    // Every key found was sent with one of this client's API keys.
     Ok(found
         .into_iter()
-        .map(|k| KeySummary {
-            api_key: Some(client.trim().to_string()),
-            ..health::for_role(k, user.role)
-        })
+        .map(|k| health::for_role(k, user.role))
         .collect())
 }

@@ -101,10 +101,10 @@ pub struct KeySummary {
     /// The stored, sanitized response (detail view only).
     pub response_json: Option<String>,
     pub response_status: Option<u16>,
-    /// The name of the API key that sent it (REST API keys; detail view only).
+    /// The name of the API key that sent it (REST keys; the key's page only).
     #[serde(default)]
     pub api_key: Option<String>,
-    /// The page of what its operation made or changed (detail view only).
+    /// The page of what its operation made or changed (the key's page only).
     #[serde(default)]
     pub resource: Option<KeyLink>,
 }

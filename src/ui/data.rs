@@ -10,6 +10,7 @@
 use std::future::Future;
 
 use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -32,6 +33,24 @@ impl<T: DeserializeOwned> codee::Decoder<T> for Json {
     fn decode(text: &str) -> Result<T, serde_json::Error> {
         serde_json::from_slice(text.as_bytes())
     }
+}
+
+/// A count that moves when a submission of `action` succeeds. Page data that reloads on it,
+/// rather than on every answer, leaves a refused form as it was typed, next to its error.
+pub fn saved<S>(action: ServerAction<S>) -> Memo<usize>
+where
+    S: ServerFn + Send + Sync + Clone + 'static,
+    S::Output: Send + Sync + 'static,
+    S::Error: Send + Sync + 'static,
+{
+    Memo::new(move |last: Option<&usize>| {
+        let version = action.version().get();
+        if action.value().with(|v| matches!(v, Some(Ok(_)))) {
+            version
+        } else {
+            last.copied().unwrap_or(version)
+        }
+    })
 }
 
 /// A page's data (see the module's documentation).

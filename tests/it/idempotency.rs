@@ -541,7 +541,7 @@ async fn a_raw_key_is_found_for_the_client_that_sent_it_and_only_for_it() {
     ];
     let detail = engine.key_summary(&found[0].id, &api_keys).await.unwrap();
     assert_eq!(detail.api_key.as_deref(), Some("alice-bot"));
-    let detail = ops_console::server::domain::idempotency::health::for_role(
+    let detail = ops_console::server::domain::idempotency::health::detail_for_role(
         detail,
         ops_console::model::accounts::Role::Viewer,
     );

@@ -15,9 +15,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::problem::Problem;
-use crate::server::domain::idempotency::links;
 use crate::server::domain::idempotency::{
-    sha256_hex, Begin, Call, Engine, KeyInputs, Stored, Ticket,
+    is_correlation_id, sha256_hex, Begin, Call, Engine, KeyInputs, Stored, Ticket,
 };
 use crate::server::state::AppState;
 
@@ -157,7 +156,7 @@ impl Keyed {
                         .headers
                         .get("x-correlation-id")
                         .and_then(|v| v.to_str().ok())
-                        .filter(|c| links::is_correlation_id(c)),
+                        .filter(|c| is_correlation_id(c)),
                 ),
             fingerprint: sha256_hex(&request_digest),
         }

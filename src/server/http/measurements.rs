@@ -4,7 +4,7 @@
 
 mod csv;
 
-use crate::server::domain::idempotency::links::is_correlation_id;
+use crate::server::domain::idempotency::is_correlation_id;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::from_fn_with_state;

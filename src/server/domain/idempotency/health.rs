@@ -152,12 +152,21 @@ pub fn summary(item: KeyItem, now: DateTime<Utc>, with_response: bool) -> KeySum
 /// measurement's answer names its user) and its stop reason are redacted for them, as the
 /// user ids and reasons of the measurement attempts are.
 pub fn for_role(mut key: KeySummary, role: Role) -> KeySummary {
-    key.resource = super::links::resource(&key.scope, key.response_json.as_deref(), role);
     key.response_json = key
         .response_json
         .map(|json| redact::json_for_role(role, &json));
     key.stop_reason = key.stop_reason.map(|r| redact::for_role(role, &r));
     key
+}
+
+/// A key's page as `role` may see it: [`for_role`], and the link to what it changed (made
+/// from the answer before its redaction, and for `role`).
+pub fn detail_for_role(key: KeySummary, role: Role) -> KeySummary {
+    let resource = super::links::resource(&key.scope, key.response_json.as_deref(), role);
+    KeySummary {
+        resource,
+        ..for_role(key, role)
+    }
 }
 
 impl Engine {
@@ -264,7 +273,6 @@ impl Engine {
         })
     }
 
-    /// One key, with its stored response (as it is: see [`for_role`]).
     /// The keys of the REST requests that carried `correlation_id` (`X-Correlation-Id`),
     /// newest first: a client's log line leads to what became of its request.
     pub async fn find_by_correlation(
@@ -272,22 +280,24 @@ impl Engine {
         correlation_id: &str,
     ) -> Result<Vec<KeySummary>, AppError> {
         let id = correlation_id.trim();
-        if !super::links::is_correlation_id(id) {
+        if !super::is_correlation_id(id) {
             return Err(AppError::invalid(
                 "correlation_id",
                 "A correlation id is 1 to 64 visible ASCII characters.",
             ));
         }
         let now = self.clock.now();
-        Ok(store::by_correlation(&self.store, id, 20)
-            .await?
-            .into_iter()
-            .map(|k| summary(k, now, false))
-            .collect())
+        Ok(
+            store::by_correlation(&self.store, &self.correlation_hash(id), 20)
+                .await?
+                .into_iter()
+                .map(|k| summary(k, now, false))
+                .collect(),
+        )
     }
 
-    /// One key with its stored answer, naming the API key that sent it from `api_keys`
-    /// (`(hash, name)`).
+    /// One key, with its stored answer as it is (see [`detail_for_role`]), naming the API
+    /// key that sent it from `api_keys` (`(hash, name)`).
     pub async fn key_summary(
         &self,
         id: &str,

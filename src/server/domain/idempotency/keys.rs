@@ -85,6 +85,12 @@ pub fn hash_text(text: &str) -> String {
     sha256_hex(collapsed.as_bytes())
 }
 
+/// A correlation id as the REST API takes it (`X-Correlation-Id`): 1 to 64 visible ASCII
+/// characters.
+pub fn is_correlation_id(c: &str) -> bool {
+    (1..=64).contains(&c.len()) && c.chars().all(|c| c.is_ascii_graphic())
+}
+
 /// The inputs a key is derived from. Values are identifiers and numbers; free text goes
 /// in through [`KeyInputs::text`], which stores only its hash. A correlation id rides
 /// along, kept with the key but never part of it.

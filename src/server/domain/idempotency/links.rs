@@ -5,18 +5,12 @@ use crate::model::accounts::Role;
 use crate::model::idempotency::KeyLink;
 use crate::server::store::idempotency::KeyItem;
 
-/// A correlation id as the REST API takes it (`X-Correlation-Id`): 1 to 64 visible ASCII
-/// characters.
-pub fn is_correlation_id(c: &str) -> bool {
-    (1..=64).contains(&c.len()) && c.chars().all(|c| c.is_ascii_graphic())
-}
-
 /// The name of the API key that sent `item`, from the API keys as `(hash, name)`.
 pub fn api_key_name(item: &KeyItem, api_keys: &[(String, String)]) -> Option<String> {
-    let caller = item.caller.as_deref()?;
+    let sender = item.api_key_hash.as_deref()?;
     api_keys
         .iter()
-        .find(|(hash, _)| hash == caller)
+        .find(|(hash, _)| hash == sender)
         .map(|(_, name)| name.clone())
 }
 
@@ -38,7 +32,11 @@ pub fn resource(scope: &str, answer: Option<&str>, role: Role) -> Option<KeyLink
         }
         ("inbox.publish", _) => page("Inbox (what was published)", "/inbox"),
         (_, Some(p)) if p.starts_with("/api/v1/inbox/") => page("Inbox", "/inbox"),
-        (s, _) if s.starts_with("accounts.") => page("Users and API keys", "/users"),
+        // The users and keys are an admin's page: others get no link to it.
+        (s, _) if s.starts_with("accounts.") => role.allows(Role::Admin).then(|| KeyLink {
+            label: "Users and API keys".into(),
+            href: "/users".into(),
+        }),
         (s, _) if s.starts_with("conversations.") => page("Conversations", "/conversations"),
         (_, Some(p)) if p.starts_with("/api/v1/conversations") => {
             page("Conversations", "/conversations")
@@ -90,6 +88,7 @@ mod tests {
             href("accounts.create_api_key", None, Role::Admin).as_deref(),
             Some("/users")
         );
+        assert_eq!(href("accounts.create_api_key", None, Role::Operator), None);
         let answer = Some(r#"{"user_id":"user 7","measurement_id":"m1"}"#);
         assert_eq!(
             href("http:POST /api/v1/measurements", answer, Role::Operator).as_deref(),
@@ -114,9 +113,9 @@ mod tests {
         .expect("a key item");
         let keys = [("abc".to_string(), "bot-x".to_string())];
         assert_eq!(api_key_name(&item, &keys), None);
-        item.caller = Some("abc".into());
+        item.api_key_hash = Some("abc".into());
         assert_eq!(api_key_name(&item, &keys).as_deref(), Some("bot-x"));
-        item.caller = Some("other".into());
+        item.api_key_hash = Some("other".into());
         assert_eq!(api_key_name(&item, &keys), None);
     }
 }

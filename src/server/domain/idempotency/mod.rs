@@ -25,7 +25,9 @@ use serde_json::Value;
 
 pub use counters::hour_key;
 use counters::Counts;
-pub use keys::{hash_text, hmac_sha256, key_hash, sha256_hex, KeyInputs, Secret};
+pub use keys::{
+    hash_text, hmac_sha256, is_correlation_id, key_hash, sha256_hex, KeyInputs, Secret,
+};
 pub use responses::{SafeResponse, StopReason};
 pub use writes::{Committal, Prepared};
 
@@ -157,6 +159,14 @@ impl Engine {
         key_hash(&self.secret, tenant, scope, inputs)
     }
 
+    /// What a key keeps of a correlation id: its HMAC under a subkey of the secret, so a
+    /// client's id (free text: it could hold anything) is never stored, yet an exact id
+    /// finds its keys.
+    pub fn correlation_hash(&self, correlation_id: &str) -> String {
+        let mac = hmac_sha256(&self.subkey("correlation-id"), correlation_id.as_bytes());
+        mac.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
     /// Claims the key, or says why not. Costs one request when the key is already there
     /// (replay, in progress, mismatch), two when it takes over a stale or failed claim.
     pub async fn begin(&self, call: &Call<'_>) -> Result<Begin, StoreError> {
@@ -219,8 +229,11 @@ impl Engine {
             stale_at,
             watch: Some(KeyStatus::Started),
             watch_at: Some(stale_at),
-            caller: call.inputs.get("principal").map(str::to_string),
-            correlation_id: call.inputs.correlation_id().map(str::to_string),
+            api_key_hash: call.inputs.get("principal").map(str::to_string),
+            correlation_hash: call
+                .inputs
+                .correlation_id()
+                .map(|c| self.correlation_hash(c)),
         }
     }
 

@@ -83,14 +83,14 @@ pub struct KeyItem {
     pub watch: Option<KeyStatus>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watch_at: Option<i64>,
-    /// Who sent it, for the REST API: the API key's hash (its id among the API keys, never
-    /// the secret), so the key's page can name the API key.
+    /// The API key that sent it (REST keys): its SHA-256, which is how the API keys know
+    /// it (never the secret), so the key's page can name the API key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub caller: Option<String>,
-    /// The `X-Correlation-Id` the REST request carried, if any (the sparse
+    pub api_key_hash: Option<String>,
+    /// The HMAC of the `X-Correlation-Id` the REST request carried, if any (the sparse
     /// `correlation-index`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub correlation_id: Option<String>,
+    pub correlation_hash: Option<String>,
 }
 
 impl KeyItem {
@@ -310,12 +310,12 @@ pub async fn get_many(store: &Store, ids: &[String]) -> Result<Vec<KeyItem>, Sto
     Ok(out)
 }
 
-/// The keys whose requests carried `correlation_id`, newest first, up to `limit` (one
-/// `Query` of the sparse `correlation-index`; like every index, it may lag a write by a
-/// moment).
+/// The keys whose requests carried the correlation id of `correlation_hash`, newest first,
+/// up to `limit` (one `Query` of the sparse `correlation-index`; like every index, it may
+/// lag a write by a moment).
 pub async fn by_correlation(
     store: &Store,
-    correlation_id: &str,
+    correlation_hash: &str,
     limit: i32,
 ) -> Result<Vec<KeyItem>, StoreError> {
     let table = store.table(IDEMPOTENCY_KEYS.base);
@@ -324,8 +324,8 @@ pub async fn by_correlation(
         .query()
         .table_name(&table)
         .index_name(IDEMPOTENCY_CORRELATION_INDEX)
-        .key_condition_expression("correlation_id = :c")
-        .expression_attribute_values(":c", s(correlation_id))
+        .key_condition_expression("correlation_hash = :c")
+        .expression_attribute_values(":c", s(correlation_hash))
         .scan_index_forward(false)
         .limit(limit)
         .send()

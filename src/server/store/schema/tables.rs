@@ -138,7 +138,7 @@ pub const IDEMPOTENCY_CORRELATION_INDEX: &str = "correlation-index";
 /// `watch-index` holds only `started` (by when they go stale) and `failed` (by when they
 /// failed) keys, so the monitoring page lists them without a Scan. The sparse
 /// `correlation-index` holds only the keys of REST requests that carried an
-/// `X-Correlation-Id`, so a key can be found by the id a client logged.
+/// `X-Correlation-Id` (by its HMAC), so a key can be found by the id a client logged.
 pub const IDEMPOTENCY_KEYS: TableSpec = TableSpec {
     base: "idempotency_keys",
     pk: s("id"),
@@ -151,7 +151,7 @@ pub const IDEMPOTENCY_KEYS: TableSpec = TableSpec {
         },
         IndexSpec {
             name: IDEMPOTENCY_CORRELATION_INDEX,
-            pk: s("correlation_id"),
+            pk: s("correlation_hash"),
             sk: Some(n("created_at")),
         },
     ],

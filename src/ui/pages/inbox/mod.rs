@@ -12,11 +12,13 @@ use crate::api::inbox::{load_inbox_page, PublishMessage, SaveDraft, SaveInbox, S
 use crate::model::inbox::{Draft, InboxPage, InboxSummary, PublicationRow, PublishForm, Receipt};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
-use crate::ui::components::form::{field_error, field_error_where, FieldError, FormKey, TextField};
+use crate::ui::components::form::{
+    field_error, field_error_where, invalid_attrs, FieldError, FormKey, TextField,
+};
 use crate::ui::components::links::enc;
 use crate::ui::components::pager::Pager;
 use crate::ui::components::table::DataTable;
-use crate::ui::data::page_data;
+use crate::ui::data::{page_data, saved};
 
 const INPUT: &str = "mt-1 w-full rounded border border-slate-300 px-2 py-1 text-sm";
 const BUTTON: &str = "rounded bg-slate-900 px-3 py-1.5 text-sm text-white";
@@ -29,6 +31,9 @@ pub fn InboxPageView() -> impl IntoView {
     let save_inbox = ServerAction::<SaveInbox>::new();
     let save_draft = ServerAction::<SaveDraft>::new();
     let publish = ServerAction::<PublishMessage>::new();
+    // Reloaded after each save, not after a refusal: the form stays as typed, next to its error.
+    let (tenant_saved, inbox_saved, draft_saved) =
+        (saved(save_tenant), saved(save_inbox), saved(save_draft));
     let data = page_data(
         move || {
             (
@@ -36,9 +41,9 @@ pub fn InboxPageView() -> impl IntoView {
                 q("inbox"),
                 query.read().get("cursor"),
                 query.read().get("draft"),
-                save_tenant.version().get()
-                    + save_inbox.version().get()
-                    + save_draft.version().get()
+                tenant_saved.get()
+                    + inbox_saved.get()
+                    + draft_saved.get()
                     + publish.version().get(),
             )
         },
@@ -279,12 +284,13 @@ fn ComposeForm(form: PublishForm, save_draft: ServerAction<SaveDraft>) -> impl I
         Signal::derive(move || save_draft.value().with(|v| field_error_where(v, matches)))
     };
     let audience_error = error(|f| f == "audience");
+    let (_, audience_described) = invalid_attrs(audience_error, "compose-audience-error".into());
     view! {
         <ActionForm action=save_draft attr:class="mt-2 grid grid-cols-2 gap-2 rounded-lg border border-slate-200 bg-white p-4 text-sm" attr:aria-label="Compose">
             {field("tenant", form.tenant.clone())}
             {field("inbox", form.inbox.clone())}
             <FormKey name="p[idempotency_key]" value=form.idempotency_key.clone() />
-            <fieldset class="col-span-2 flex flex-wrap gap-4" aria-describedby="compose-audience-error">
+            <fieldset class="col-span-2 flex flex-wrap gap-4" aria-describedby=audience_described>
                 <legend class="sr-only">"Audience"</legend>
                 <label><input type="radio" name="p[audience]" value="everyone" checked=everyone />" Everyone"</label>
                 <label><input type="radio" name="p[audience]" value="users" checked=!everyone />" These users"</label>

@@ -24,7 +24,7 @@ use crate::ui::components::form::FormKey;
 use crate::ui::components::links::{enc, state_href};
 use crate::ui::components::pager::Pager;
 use crate::ui::components::table::DataTable;
-use crate::ui::data::{page_data, PageData};
+use crate::ui::data::{page_data, saved, PageData};
 
 /// The page's actions, handed down to the sections that submit them.
 #[derive(Clone, Copy)]
@@ -35,25 +35,30 @@ struct Actions {
     add: ServerAction<AddReceiverSecret>,
     retire: ServerAction<RetireReceiverSecret>,
     test: ServerAction<TestReceiver>,
+    /// Successful receiver saves (a refused one leaves the form as typed).
+    receiver_saved: Memo<usize>,
 }
 
 impl Actions {
     fn new() -> Actions {
+        let save = ServerAction::new();
         Actions {
             job: ServerAction::new(),
             one: ServerAction::new(),
-            save: ServerAction::new(),
+            save,
+            receiver_saved: saved(save),
             add: ServerAction::new(),
             retire: ServerAction::new(),
             test: ServerAction::new(),
         }
     }
 
-    /// Changes every submission makes visible: the page reloads after each.
+    /// Changes every submission makes visible: the page reloads after each (after the
+    /// receiver's form, only once it is saved).
     fn version(&self) -> usize {
         self.job.version().get()
             + self.one.version().get()
-            + self.save.version().get()
+            + self.receiver_saved.get()
             + self.add.version().get()
             + self.retire.version().get()
     }

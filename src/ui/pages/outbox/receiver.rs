@@ -38,7 +38,8 @@ pub(super) fn Receiver(receiver: ReceiverView, actions: Actions) -> impl IntoVie
         <section aria-label="Receiver" class="mt-6 rounded-lg border border-slate-200 bg-white p-5 shadow-sm">
             <h2 class="text-lg font-semibold">"Receiver"</h2>
             <p class="mt-1 text-sm" data-testid="receiver-status">{status}</p>
-            <details class="mt-3">
+            // Open while it shows a refusal (also after a post without JavaScript).
+            <details class="mt-3" open=move || actions.save.value().with(|v| matches!(v, Some(Err(_))))>
                 <summary class="cursor-pointer text-sm font-medium text-sky-800">"Change the receiver (admins)…"</summary>
                 <ActionForm action=actions.save attr:class="mt-3 flex flex-wrap items-end gap-3">
                     <input type="hidden" name="version" value=version />
