@@ -252,19 +252,15 @@ pub fn IdempotencyKeyPage() -> impl IntoView {
     }
 }
 
-/// A key's stored state and answer; for admins, "expire now" with a reason.
-#[component]
-fn KeyDetail(
-    k: KeySummary,
-    is_admin: bool,
-    expire: ServerAction<ExpireIdempotencyKey>,
-) -> impl IntoView {
+/// A key's stored state, one `(label, value)` per line of its page.
+fn key_facts(k: &KeySummary) -> [(&'static str, String); 12] {
+    let or_dash = |v: Option<String>| v.unwrap_or_else(|| "–".into());
     let status = if k.expired {
         format!("{} (expired)", k.status)
     } else {
         k.status.clone()
     };
-    let rows = [
+    [
         ("Tenant", k.tenant.clone()),
         ("Scope", k.scope.clone()),
         ("Key hash", k.key_hash.clone()),
@@ -272,23 +268,25 @@ fn KeyDetail(
         ("Attempts", k.attempts.to_string()),
         ("Created", k.created_at.clone()),
         ("Started", k.started_at.clone()),
-        (
-            "Completed",
-            k.completed_at.clone().unwrap_or_else(|| "–".into()),
-        ),
+        ("Completed", or_dash(k.completed_at.clone())),
         ("Updated", k.updated_at.clone()),
         ("Expires", k.expires_at.clone()),
-        (
-            "Stop reason",
-            k.stop_reason.clone().unwrap_or_else(|| "–".into()),
-        ),
+        ("Stop reason", or_dash(k.stop_reason.clone())),
         (
             "Stored HTTP status",
-            k.response_status
-                .map(|s| s.to_string())
-                .unwrap_or_else(|| "–".into()),
+            or_dash(k.response_status.map(|s| s.to_string())),
         ),
-    ];
+    ]
+}
+
+/// A key's stored state and answer; for admins, "expire now" with a reason.
+#[component]
+fn KeyDetail(
+    k: KeySummary,
+    is_admin: bool,
+    expire: ServerAction<ExpireIdempotencyKey>,
+) -> impl IntoView {
+    let rows = key_facts(&k);
     // Where the key leads: the API key that sent it (the list of keys is for admins), the
     // page of what it changed.
     let link = |title: &'static str, label: String, href: Option<String>| {

@@ -6,12 +6,14 @@
 //! the engine counts its own outcomes per scope and hour for the monitoring page.
 //!
 //! `keys` derives keys, `responses` says what a stored response may hold, `counters` keeps
-//! the hourly counts, `health` reads them back for the monitoring page.
+//! the hourly counts, `health` reads them back for the monitoring page, `lookup` finds keys
+//! the way support asks and `links` says where a key leads.
 
 mod counters;
 pub mod health;
 mod keys;
 pub mod links;
+mod lookup;
 mod responses;
 mod writes;
 
@@ -28,7 +30,7 @@ use counters::Counts;
 pub use keys::{
     hash_text, hmac_sha256, is_correlation_id, key_hash, sha256_hex, KeyInputs, Secret,
 };
-pub use responses::{SafeResponse, StopReason};
+pub use responses::{SafeResponse, StopReason, Stored};
 pub use writes::{Committal, Prepared};
 
 use crate::server::clock::Clock;
@@ -46,27 +48,6 @@ pub struct Call<'a> {
     pub inputs: &'a KeyInputs,
     /// The request as a whole; `None` means the key inputs are the whole request.
     pub fingerprint: Option<String>,
-}
-
-/// A stored result, as replayed.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Stored {
-    pub status: Option<u16>,
-    /// The body: for the HTTP layer the answer's bytes exactly, else sanitized JSON.
-    pub json: String,
-    /// The answer's own headers (HTTP layer), as a JSON list of `[name, value]`.
-    pub headers: Option<String>,
-}
-
-impl Stored {
-    /// What a succeeded key holds.
-    fn of(item: &KeyItem) -> Stored {
-        Stored {
-            status: item.response_status,
-            json: item.response_json.clone().unwrap_or_else(|| "{}".into()),
-            headers: item.response_headers.clone(),
-        }
-    }
 }
 
 /// What [`Engine::begin`] found.
@@ -157,14 +138,6 @@ impl Engine {
 
     pub fn key_hash(&self, tenant: &str, scope: &str, inputs: &KeyInputs) -> String {
         key_hash(&self.secret, tenant, scope, inputs)
-    }
-
-    /// What a key keeps of a correlation id: its HMAC under a subkey of the secret, so a
-    /// client's id (free text: it could hold anything) is never stored, yet an exact id
-    /// finds its keys.
-    pub fn correlation_hash(&self, correlation_id: &str) -> String {
-        let mac = hmac_sha256(&self.subkey("correlation-id"), correlation_id.as_bytes());
-        mac.iter().map(|b| format!("{b:02x}")).collect()
     }
 
     /// Claims the key, or says why not. Costs one request when the key is already there

@@ -4,6 +4,29 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::server::store::idempotency::KeyItem;
+
+/// A stored result, as replayed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stored {
+    pub status: Option<u16>,
+    /// The body: for the HTTP layer the answer's bytes exactly, else sanitized JSON.
+    pub json: String,
+    /// The answer's own headers (HTTP layer), as a JSON list of `[name, value]`.
+    pub headers: Option<String>,
+}
+
+impl Stored {
+    /// What a succeeded key holds.
+    pub(super) fn of(item: &KeyItem) -> Stored {
+        Stored {
+            status: item.response_status,
+            json: item.response_json.clone().unwrap_or_else(|| "{}".into()),
+            headers: item.response_headers.clone(),
+        }
+    }
+}
+
 /// Names that never reach the store, at any depth.
 const BLOCKED: &[&str] = &[
     "_internal",
