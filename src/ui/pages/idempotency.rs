@@ -94,16 +94,13 @@ fn KeyLookup() -> impl IntoView {
                 <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-white">"Look up"</button>
             </form>
             <AsyncSection load=move || found spacing="mt-2" let:keys>
-                {
-                    let asked = !get("raw").trim().is_empty();
-                    if keys.is_empty() && asked {
-                        view! { <p class="mt-2 text-slate-600" data-testid="lookup-none">"No key of this client matches (keys live 24 hours by default)."</p> }.into_any()
-                    } else if keys.is_empty() {
-                        ().into_any()
-                    } else {
-                        view! { <KeyTable page=KeyPage { keys, next_cursor: None } label="Keys found" param="lookup" /> }.into_any()
-                    }
-                }
+                <FoundKeys
+                    keys
+                    asked=!get("raw").trim().is_empty()
+                    label="Keys found"
+                    none="No key of this client matches (keys live 24 hours by default)."
+                    none_id="lookup-none"
+                />
             </AsyncSection>
         </section>
     }
@@ -127,17 +124,34 @@ fn CorrelationLookup() -> impl IntoView {
                 <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-white">"Find"</button>
             </form>
             <AsyncSection load=move || found spacing="mt-2" let:keys>
-                {
-                    if keys.is_empty() && !asked().trim().is_empty() {
-                        view! { <p class="mt-2 text-slate-600" data-testid="correlation-none">"No key was stored with this correlation id."</p> }.into_any()
-                    } else if keys.is_empty() {
-                        ().into_any()
-                    } else {
-                        view! { <KeyTable page=KeyPage { keys, next_cursor: None } label="Keys with this correlation id" param="correlation-page" /> }.into_any()
-                    }
-                }
+                <FoundKeys
+                    keys
+                    asked=!asked().trim().is_empty()
+                    label="Keys with this correlation id"
+                    none="No key was stored with this correlation id."
+                    none_id="correlation-none"
+                />
             </AsyncSection>
         </section>
+    }
+}
+
+/// What a lookup found: its keys, or `none` when something was asked and nothing matched.
+#[component]
+fn FoundKeys(
+    keys: Vec<KeySummary>,
+    asked: bool,
+    label: &'static str,
+    none: &'static str,
+    none_id: &'static str,
+) -> impl IntoView {
+    if !keys.is_empty() {
+        view! { <KeyTable page=KeyPage { keys, next_cursor: None } label param="lookup" /> }
+            .into_any()
+    } else if asked {
+        view! { <p class="mt-2 text-slate-600" data-testid=none_id>{none}</p> }.into_any()
+    } else {
+        ().into_any()
     }
 }
 

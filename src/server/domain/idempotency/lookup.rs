@@ -7,6 +7,7 @@ use super::{hmac_sha256, hour_key, Engine};
 use crate::model::idempotency::KeySummary;
 use crate::model::AppError;
 use crate::server::domain::idempotency::health::summary;
+use crate::server::ids::hex;
 use crate::server::store::idempotency::{self as store, KeyItem, ALL_SCOPES};
 
 impl Engine {
@@ -14,8 +15,10 @@ impl Engine {
     /// client's id (free text: it could hold anything) is never stored, yet an exact id
     /// finds its keys.
     pub fn correlation_hash(&self, correlation_id: &str) -> String {
-        let mac = hmac_sha256(&self.subkey("correlation-id"), correlation_id.as_bytes());
-        mac.iter().map(|b| format!("{b:02x}")).collect()
+        hex(&hmac_sha256(
+            &self.subkey("correlation-id"),
+            correlation_id.as_bytes(),
+        ))
     }
 
     /// The keys a machine client's raw `Idempotency-Key` stands for: the key is bound to
