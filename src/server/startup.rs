@@ -13,7 +13,8 @@ use crate::server::domain::idempotency::{Engine, Secret};
 use crate::server::dynamo_local::{self, DynamoLocal};
 use crate::server::http::{self, middleware as mw};
 use crate::server::state::AppState;
-use crate::server::store::{schema, Connection, Store};
+use crate::server::store::schema::{self, Outcome};
+use crate::server::store::{Connection, Store, StoreError};
 
 /// The whole application as a router; tests drive it without a socket.
 /// The pages' routes, listed once per process. Listing them renders the app with resource
@@ -144,23 +145,51 @@ async fn store_for(config: &Config, endpoint: Option<&str>) -> Store {
     .await
 }
 
-pub async fn bootstrap(store: &Store) -> Result<(), StartError> {
-    let report = schema::bootstrap(store)
-        .await
-        .map_err(|e| StartError::Bootstrap(e.to_string()))?;
-    for (table, outcome) in report {
-        tracing::info!(%table, outcome = ?outcome, "table ready");
+/// Creates or completes the tables, and logs what it did. An index added to an existing
+/// table is built in the background; on AWS the console serves meanwhile (reads from that
+/// index answer 503), but the embedded DynamoDB Local only builds it when it starts, so it
+/// is restarted here.
+pub async fn bootstrap(db: &mut Database) -> Result<Vec<(String, Outcome)>, StartError> {
+    let failed = |e: StoreError| StartError::Bootstrap(e.to_string());
+    let report = schema::bootstrap(&db.store).await.map_err(failed)?;
+    for (table, outcome) in &report {
+        tracing::info!(%table, ?outcome, "table ready");
     }
-    Ok(())
+    let building = schema::indexes_building(&db.store).await.map_err(failed)?;
+    if building.is_empty() {
+        return Ok(report);
+    }
+    match db.embedded.as_mut() {
+        Some(local) => {
+            tracing::info!(indexes = ?building, "restarting DynamoDB Local to build new indexes");
+            local.restart()?;
+            let wait = Duration::from_secs(60);
+            db.store
+                .wait_until_reachable(wait)
+                .await
+                .map_err(|e| StartError::Unreachable {
+                    endpoint: db.endpoint.clone(),
+                    cause: e.to_string(),
+                })?;
+            schema::wait_indexes_built(&db.store, wait)
+                .await
+                .map_err(failed)?;
+        }
+        None => tracing::warn!(
+            indexes = ?building,
+            "indexes still being built; what reads them answers 503 until they are ACTIVE"
+        ),
+    }
+    Ok(report)
 }
 
 /// `ops-console serve`.
 pub async fn serve(config: Config) -> Result<(), StartError> {
     crate::server::telemetry::withhold_panic_messages();
-    let db = connect(&config, false).await?;
+    let mut db = connect(&config, false).await?;
     let endpoint_path = endpoint_file(&config);
     if config.env == Environment::Dev {
-        bootstrap(&db.store).await?;
+        bootstrap(&mut db).await?;
     }
     let clock = Clock::default();
     let secret = Secret::resolve(&config)

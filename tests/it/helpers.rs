@@ -100,6 +100,11 @@ pub async fn spawn_app_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
     spawn_app_on(&endpoint(), tweak).await
 }
 
+/// An app on the DynamoDB at `endpoint` (one a test started itself).
+pub async fn spawn_app_at(endpoint: &str) -> TestApp {
+    spawn_app_on(endpoint, |_| {}).await
+}
+
 /// A DynamoDB that fails as AWS's does, in front of this run's DynamoDB Local; no faults
 /// until the test switches them on.
 pub async fn faulty_dynamodb() -> dynamodb_faults::Proxy {

@@ -385,12 +385,12 @@ async fn post_switch(app: &TestApp, api_key: &str, idem: Option<&str>, body: &Va
         .await
 }
 
-fn turn_off(version: u64) -> Value {
+pub(crate) fn turn_off(version: u64) -> Value {
     json!({"switch": "safe_mode", "enable": false, "expected_version": version,
            "reason": "incident over", "confirm": true})
 }
 
-async fn writer_key(app: &TestApp, name: &str) -> String {
+pub(crate) async fn writer_key(app: &TestApp, name: &str) -> String {
     let scopes = ["switches:write".into(), "switches:read".into()];
     app.state
         .accounts

@@ -6,8 +6,10 @@ use crate::server::config::Config;
 use crate::server::store::{schema, sweep};
 
 pub async fn bootstrap(config: &Config) -> Result<(), CliError> {
-    let db = database(config).await?;
-    let report = schema::bootstrap(&db.store).await.map_err(err)?;
+    let mut db = database(config).await?;
+    let report = crate::server::startup::bootstrap(&mut db)
+        .await
+        .map_err(err)?;
     for (table, outcome) in report {
         println!("{table:40} {outcome:?}");
     }

@@ -14,6 +14,9 @@ pub enum Busy {
     Conflict,
     /// No answer, or a 5xx. For a write this is ambiguous: it may have been applied.
     Unreachable,
+    /// A read from an index that is still being built (added to an existing table; AWS
+    /// backfills it, which can take hours on a large table).
+    IndexBuilding,
 }
 
 impl Busy {
@@ -22,6 +25,7 @@ impl Busy {
             Busy::Throttled => "throttled",
             Busy::Conflict => "conflict",
             Busy::Unreachable => "unreachable",
+            Busy::IndexBuilding => "index building",
         }
     }
 }
@@ -40,7 +44,7 @@ pub enum StoreError {
     Corrupt { table: String, detail: String },
     #[error("the cursor is not one this page handed out")]
     BadCursor,
-    #[error("table {table} exists with a different key schema: {detail}")]
+    #[error("table {table}: {detail}")]
     Schema { table: String, detail: String },
 }
 
@@ -79,6 +83,18 @@ pub(crate) fn busy_code(code: Option<&str>) -> Option<Busy> {
     }
 }
 
+/// What an error says, code and message: `busy_code`, and a read from an index still
+/// being built (a `ValidationException` that a retry later fixes).
+fn busy_error(e: &impl ProvideErrorMetadata) -> Option<Busy> {
+    let backfilling = e.code() == Some("ValidationException")
+        && e.message().is_some_and(|m| m.contains("backfilling"));
+    if backfilling {
+        Some(Busy::IndexBuilding)
+    } else {
+        busy_code(e.code())
+    }
+}
+
 impl StoreError {
     /// Maps a failed request, sorting "not now" from the rest.
     pub(crate) fn request<E, R>(op: &'static str) -> impl FnOnce(SdkError<E, R>) -> StoreError
@@ -89,7 +105,7 @@ impl StoreError {
         move |e| {
             let detail = DisplayErrorContext(&e).to_string();
             let cause = match &e {
-                SdkError::ServiceError(s) => busy_code(s.err().code()),
+                SdkError::ServiceError(s) => busy_error(s.err()),
                 SdkError::ConstructionFailure(_) => None,
                 _ => Some(Busy::Unreachable),
             };
@@ -106,7 +122,7 @@ impl StoreError {
         e: &(impl std::error::Error + ProvideErrorMetadata + 'static),
     ) -> StoreError {
         let detail = DisplayErrorContext(e).to_string();
-        match busy_code(e.code()) {
+        match busy_error(e) {
             Some(cause) => StoreError::Busy { op, cause, detail },
             None => StoreError::Request { op, detail },
         }

@@ -34,35 +34,39 @@ pub async fn bootstrap(store: &Store) -> Result<Vec<(String, Outcome)>, StoreErr
 
 async fn ensure_table(store: &Store, spec: &TableSpec) -> Result<Outcome, StoreError> {
     let name = store.table(spec.base);
-    let mut changes = Vec::new();
-    let created = match describe(store, &name).await? {
-        Some(desc) => {
-            check_keys(&name, spec, &desc)?;
-            for gsi in spec.gsis {
-                let exists = desc
-                    .global_secondary_indexes()
-                    .iter()
-                    .any(|g| g.index_name() == Some(gsi.name));
-                if !exists {
-                    add_gsi(store, &name, spec, gsi).await?;
-                    changes.push(format!("index {}", gsi.name));
-                }
-            }
-            false
+    let Some(desc) = describe(store, &name).await? else {
+        if create(store, &name, spec).await? {
+            wait_active(store, &name).await?;
+            ensure_ttl(store, &name, spec.ttl_attr).await?;
+            return Ok(Outcome::Created);
         }
-        None => create(store, &name, spec).await?,
+        // Another console created it between our describe and create: complete it as theirs.
+        wait_active(store, &name).await?;
+        return Box::pin(ensure_table(store, spec)).await;
     };
-    wait_active(store, &name).await?;
-    if ensure_ttl(store, &name, spec.ttl_attr).await? && !created {
+    check_keys(&name, spec, &desc)?;
+    let mut changes = Vec::new();
+    // TTL first: a table busy with a new index may refuse other changes for a while.
+    if ensure_ttl(store, &name, spec.ttl_attr).await? {
         changes.push(format!("TTL on {}", spec.ttl_attr));
     }
-    Ok(if created {
-        Outcome::Created
-    } else if changes.is_empty() {
+    for gsi in spec.gsis {
+        if !has_index(&desc, gsi.name) {
+            add_gsi(store, &name, spec, gsi).await?;
+            changes.push(format!("index {}", gsi.name));
+        }
+    }
+    Ok(if changes.is_empty() {
         Outcome::Unchanged
     } else {
         Outcome::Updated(changes)
     })
+}
+
+fn has_index(desc: &TableDescription, index: &str) -> bool {
+    desc.global_secondary_indexes()
+        .iter()
+        .any(|g| g.index_name() == Some(index))
 }
 
 pub(super) async fn describe(
@@ -96,7 +100,10 @@ fn check_keys(name: &str, spec: &TableSpec, desc: &TableDescription) -> Result<(
     if want != have {
         return Err(StoreError::Schema {
             table: name.to_string(),
-            detail: format!("expected {want:?}, found {have:?}"),
+            detail: format!(
+                "its key schema is {have:?}, expected {want:?}; the console never changes a \
+                 table's keys"
+            ),
         });
     }
     Ok(())
@@ -217,13 +224,18 @@ async fn create(store: &Store, name: &str, spec: &TableSpec) -> Result<bool, Sto
     }
 }
 
+/// Asks DynamoDB to add an index to a table in use, without waiting for it: AWS backfills
+/// it from the table's items, which takes minutes to hours, and the table serves reads
+/// and writes meanwhile. Reads from the index answer "busy" until it is ACTIVE
+/// ([`indexes_building`]). Two consoles starting at once both ask; the one that loses
+/// finds the index listed and is done.
 async fn add_gsi(
     store: &Store,
     name: &str,
     spec: &TableSpec,
     gsi: &IndexSpec,
 ) -> Result<(), StoreError> {
-    store
+    let asked = store
         .client()
         .update_table()
         .table_name(name)
@@ -242,8 +254,49 @@ async fn add_gsi(
         )
         .send()
         .await
-        .map_err(StoreError::request("UpdateTable"))?;
-    wait_active(store, name).await
+        .map_err(StoreError::request("UpdateTable"));
+    match asked {
+        Ok(_) => Ok(()),
+        Err(e) => match describe(store, name).await? {
+            Some(desc) if has_index(&desc, gsi.name) => Ok(()),
+            _ => Err(e),
+        },
+    }
+}
+
+/// Every index of every table that is not ACTIVE yet, as `table/index`.
+pub async fn indexes_building(store: &Store) -> Result<Vec<String>, StoreError> {
+    let mut building = Vec::new();
+    for spec in ALL {
+        let name = store.table(spec.base);
+        let Some(desc) = describe(store, &name).await? else {
+            continue;
+        };
+        for g in desc.global_secondary_indexes() {
+            if g.index_status() != Some(&IndexStatus::Active) {
+                building.push(format!("{name}/{}", g.index_name().unwrap_or("?")));
+            }
+        }
+    }
+    Ok(building)
+}
+
+/// Waits until no index is being built, or `limit` has passed.
+pub async fn wait_indexes_built(store: &Store, limit: Duration) -> Result<(), StoreError> {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let building = indexes_building(store).await?;
+        if building.is_empty() {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(StoreError::Schema {
+                table: building.join(", "),
+                detail: format!("index still being built after {} s", limit.as_secs()),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// Waits for the table and all its indexes to be usable.
@@ -263,12 +316,15 @@ async fn wait_active(store: &Store, name: &str) -> Result<(), StoreError> {
     }
     Err(StoreError::Schema {
         table: name.to_string(),
-        detail: "did not become ACTIVE within 60 s".into(),
+        detail: "not ACTIVE after 60 s".into(),
     })
 }
 
-/// Returns true when TTL had to be turned on.
-async fn ensure_ttl(store: &Store, name: &str, attr: &str) -> Result<bool, StoreError> {
+/// The attribute TTL is on (or being turned on) for, if any.
+async fn ttl_attribute_or_enabling(
+    store: &Store,
+    name: &str,
+) -> Result<Option<String>, StoreError> {
     let current = store
         .client()
         .describe_time_to_live()
@@ -276,15 +332,24 @@ async fn ensure_ttl(store: &Store, name: &str, attr: &str) -> Result<bool, Store
         .send()
         .await
         .map_err(StoreError::request("DescribeTimeToLive"))?;
-    let desc = current.time_to_live_description();
-    let on = matches!(
-        desc.and_then(|d| d.time_to_live_status()),
-        Some(TimeToLiveStatus::Enabled | TimeToLiveStatus::Enabling)
-    ) && desc.and_then(|d| d.attribute_name()) == Some(attr);
-    if on {
+    Ok(current
+        .time_to_live_description()
+        .filter(|d| {
+            matches!(
+                d.time_to_live_status(),
+                Some(TimeToLiveStatus::Enabled | TimeToLiveStatus::Enabling)
+            )
+        })
+        .and_then(|d| d.attribute_name())
+        .map(str::to_string))
+}
+
+/// Returns true when TTL had to be turned on.
+async fn ensure_ttl(store: &Store, name: &str, attr: &str) -> Result<bool, StoreError> {
+    if ttl_attribute_or_enabling(store, name).await?.as_deref() == Some(attr) {
         return Ok(false);
     }
-    store
+    let asked = store
         .client()
         .update_time_to_live()
         .table_name(name)
@@ -297,8 +362,16 @@ async fn ensure_ttl(store: &Store, name: &str, attr: &str) -> Result<bool, Store
         )
         .send()
         .await
-        .map_err(StoreError::request("UpdateTimeToLive"))?;
-    Ok(true)
+        .map_err(StoreError::request("UpdateTimeToLive"));
+    match asked {
+        Ok(_) => Ok(true),
+        // Another console starting at the same moment turned it on first ("TimeToLive is
+        // already enabled", or a change already in progress).
+        Err(e) => match ttl_attribute_or_enabling(store, name).await? {
+            Some(on) if on == attr => Ok(false),
+            _ => Err(e),
+        },
+    }
 }
 
 /// TTL status per table, for tests and `bootstrap --check`.

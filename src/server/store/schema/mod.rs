@@ -6,7 +6,9 @@ mod bootstrap;
 mod drift;
 mod tables;
 
-pub use bootstrap::{bootstrap, index_names, ttl_attribute, Outcome};
+pub use bootstrap::{
+    bootstrap, index_names, indexes_building, ttl_attribute, wait_indexes_built, Outcome,
+};
 pub use drift::drift;
 pub use tables::*;
 
