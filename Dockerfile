@@ -27,7 +27,9 @@ COPY package.json package-lock.json ./
 RUN npm install --no-audit --no-fund
 COPY . .
 ENV PATH=/src/node_modules/.bin:$PATH LEPTOS_OUTPUT_NAME=ops-console
-RUN cargo leptos build --release --precompress
+# Pages are lazy routes (`--split`); each page's pieces then go in one bundle.
+RUN cargo leptos build --release --precompress --split \
+ && node scripts/bundle-wasm.mjs target/site/pkg
 
 # --- run ---------------------------------------------------------------------------------
 FROM debian:bookworm-slim

@@ -88,9 +88,11 @@ $(POWERTOOLS_STAMP):
 
 # --- run --------------------------------------------------------------------
 
-# Release: every page a lazy route split into its own wasm (`--split`), assets precompressed.
+# Release: every page a lazy route split into its own wasm (`--split`), assets precompressed,
+# each page's pieces in one bundle (scripts/bundle-wasm.mjs; docs/page-weight.md).
 build-release: tools
 	cargo leptos build --release --precompress --split
+	node scripts/bundle-wasm.mjs target/site/pkg
 
 run: build-release
 	LEPTOS_SITE_ROOT=target/site ./target/release/ops-console serve
@@ -115,6 +117,7 @@ unit:
 # Pages are lazy routes: every build splits the wasm (without `--split` they fail to load).
 build: tools
 	cargo leptos build --split
+	node scripts/bundle-wasm.mjs target/site/pkg
 
 # Browser tests: Playwright in Debian's Chromium against the debug build, on a fresh
 # embedded DynamoDB Local (port 3100, data in target/e2e-data).

@@ -1,0 +1,207 @@
+#!/usr/bin/env node
+// One download per page instead of one per wasm piece (docs/page-weight.md, "Bundles").
+//
+// `cargo leptos build --split` cuts the client into a shell and, for every lazy route, its
+// own module plus the shared chunks it needs: 50 to 145 files per page, each compressed
+// alone and each with its own response headers. Compressed together they are about half
+// the size, because the pieces repeat one another (imports, types, the same generated
+// code). So, after the build, this script:
+//
+//   1. writes `bundle_<route>.wasm` for every route: the route's chunks and its own module,
+//      one after the other (plus `.br` and `.gz` when the build precompressed). It is not
+//      one wasm module but several; it is named `.wasm` because the server's preload links
+//      are `<pkg>/<name>.wasm` for each name the manifest lists under a route, and the
+//      manifest (step 3) now lists the bundle;
+//   2. patches the loader (`__wasm_split*.js`): a route's first load fetches its bundle
+//      when most of its pieces are not loaded yet (always on a page's first load), and
+//      single pieces otherwise (a later navigation that shares most of them);
+//   3. rewrites the manifest (`__wasm_split_manifest.json`, read by the server to write a
+//      page's preload links) so each route lists its bundle: the browser starts the bundle's
+//      download with the HTML, and the loader's fetch of it reuses that download.
+//
+// The loader's shape is cargo-leptos 0.3.10's (wasm-split); any pattern not found, or
+// found a different number of times than expected, fails the build instead of shipping a
+// half-patched loader. Running it twice is harmless: a patched loader is left as it is.
+//
+// Usage: node scripts/bundle-wasm.mjs [target/site/pkg]
+
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+
+const dir = process.argv[2] ?? 'target/site/pkg';
+const fail = (msg) => {
+  console.error(`bundle-wasm: ${msg}`);
+  process.exit(1);
+};
+
+const loaderName = fs.readdirSync(dir).find((f) => /^__wasm_split\..*\.js$/.test(f));
+if (!loaderName) fail(`no __wasm_split loader in ${dir}: was the build run with --split?`);
+const loaderPath = path.join(dir, loaderName);
+let loader = fs.readFileSync(loaderPath, 'utf8');
+const MARK = '/* bundled by scripts/bundle-wasm.mjs */';
+if (loader.startsWith(MARK)) {
+  console.log('bundle-wasm: loader already patched');
+  process.exit(0);
+}
+const manifest = JSON.parse(fs.readFileSync(path.join(dir, '__wasm_split_manifest.json'), 'utf8'));
+if (Object.values(manifest).some((listed) => listed.some((name) => name.startsWith('bundle_')))) {
+  fail('the manifest lists bundles but the loader is not patched: rebuild (cargo leptos build --split)');
+}
+const precompressed = fs.existsSync(`${loaderPath}.br`);
+
+function compress(file) {
+  const data = fs.readFileSync(file);
+  const br = zlib.brotliCompressSync(data, {
+    params: {
+      [zlib.constants.BROTLI_PARAM_QUALITY]: 11,
+      [zlib.constants.BROTLI_PARAM_LGWIN]: 24,
+      [zlib.constants.BROTLI_PARAM_SIZE_HINT]: data.length,
+    },
+  });
+  fs.writeFileSync(`${file}.br`, br);
+  fs.writeFileSync(`${file}.gz`, zlib.gzipSync(data, { level: 9 }));
+}
+
+// 1. The bundles: a little-endian u32 count, a u32 length per piece, then the pieces, in
+// the manifest's order with the route's own module last.
+const bundles = {};
+for (const [route, listed] of Object.entries(manifest)) {
+  // The manifest lists a route's chunks and its own module.
+  const chunks = listed.filter((c) => c !== `split_${route}`);
+  const numbers = chunks.map((c) => {
+    const m = /^chunk_(\d+)$/.exec(c);
+    if (!m) fail(`unexpected piece name ${c}`);
+    return Number(m[1]);
+  });
+  const pieces = [...chunks, `split_${route}`];
+  const header = Buffer.alloc(4 * (pieces.length + 1));
+  header.writeUInt32LE(pieces.length, 0);
+  const buffers = [header];
+  pieces.forEach((piece, i) => {
+    const file = path.join(dir, `${piece}.wasm`);
+    if (!fs.existsSync(file)) fail(`${file} is in the manifest but not on disk`);
+    const bytes = fs.readFileSync(file);
+    header.writeUInt32LE(bytes.length, 4 * (i + 1));
+    buffers.push(bytes);
+  });
+  const file = path.join(dir, `bundle_${route}.wasm`);
+  fs.writeFileSync(file, Buffer.concat(buffers));
+  if (precompressed) compress(file);
+  bundles[route] = ranges(numbers);
+}
+
+/** `[17, 18, 19, 40]` as `"17-19,40"`: the loader carries every route's list. */
+function ranges(numbers) {
+  const out = [];
+  for (let i = 0; i < numbers.length; ) {
+    let j = i;
+    while (j + 1 < numbers.length && numbers[j + 1] === numbers[j] + 1) j += 1;
+    out.push(i === j ? `${numbers[i]}` : `${numbers[i]}-${numbers[j]}`);
+    i = j + 1;
+  }
+  return out.join(',');
+}
+
+// 2. The loader.
+function replaceAll(pattern, replacement, expected, what) {
+  let count = 0;
+  loader = loader.replace(pattern, (...args) => {
+    count += 1;
+    return typeof replacement === 'function' ? replacement(...args) : replacement;
+  });
+  if (count !== expected) fail(`${what}: expected ${expected}, found ${count}`);
+}
+
+const pieceCount = new Set([
+  ...Object.values(manifest).flat(),
+  ...Object.keys(manifest).map((route) => `split_${route}`),
+]).size;
+// Every piece's fetcher reads its bytes through `wasmBytes` (a bundle's slice or its own file).
+replaceAll(
+  // (A debug build wraps the instantiation in `debugWrap(…)`.)
+  /const src = fetch\(new URL\("\.\/((?:chunk|split)_\w+)\.wasm", import\.meta\.url\)\);\n(\s*)return async \(imports\) => (\(|debugWrap\()WebAssembly\.instantiateStreaming\(src, imports\)\);/g,
+  (_m, piece, indent, open) =>
+    `const src = wasmBytes("${piece}");\n${indent}return async (imports) => ${open}WebAssembly.instantiate(await src, imports));`,
+  pieceCount,
+  'piece fetchers',
+);
+// Every route's entry point names its bundle.
+replaceAll(
+  /export const __wasm_split_load_(\w+) = wrapAsyncCb\(makeLoad\(/g,
+  (_m, route) => {
+    if (!bundles[route]) fail(`route ${route} is not in the manifest`);
+    return `export const __wasm_split_load_${route} = wrapAsyncCb("${route}", makeLoad(`;
+  },
+  Object.keys(bundles).length,
+  'route entry points',
+);
+replaceAll(
+  'function wrapAsyncCb(callee) {\n    return async (callbackIndex, callbackData) => {\n        let success;\n        try {\n            await callee();',
+  'function wrapAsyncCb(route, callee) {\n    return async (callbackIndex, callbackData) => {\n        let success;\n        try {\n            startBundle(route);\n            await callee();',
+  1,
+  'wrapAsyncCb',
+);
+
+const runtime = `${MARK}
+const BUNDLES = ${JSON.stringify(bundles)};
+// A piece's bytes, once asked for: from a bundle under way or its own file. A failed
+// download is forgotten, so the next attempt starts afresh.
+const pieces = new Map();
+function remember(name, bytes) {
+    pieces.set(name, bytes);
+    bytes.catch(() => { if (pieces.get(name) === bytes) pieces.delete(name); });
+    return bytes;
+}
+function download(file) {
+    return fetch(new URL("./" + file, import.meta.url)).then((r) => {
+        if (!r.ok) throw new Error(file + ": HTTP " + r.status);
+        return r.arrayBuffer();
+    });
+}
+function wasmBytes(name) {
+    return pieces.get(name) ?? remember(name, download(name + ".wasm"));
+}
+// Before a route loads: its bundle when most of its pieces are still missing.
+function startBundle(route) {
+    const names = BUNDLES[route].split(",").flatMap((r) => {
+        const [a, b = a] = r.split("-").map(Number);
+        return Array.from({ length: b - a + 1 }, (_, i) => "chunk_" + (a + i));
+    });
+    names.push("split_" + route);
+    const missing = names.filter((name) => !pieces.has(name));
+    if (missing.length * 2 < names.length) return;
+    const all = download("bundle_" + route + ".wasm").then((b) => {
+        const view = new DataView(b);
+        if (view.getUint32(0, true) !== names.length) throw new Error(route + ": bundle does not match the loader");
+        const slices = new Map();
+        let offset = 4 * (names.length + 1);
+        names.forEach((name, i) => {
+            const length = view.getUint32(4 * (i + 1), true);
+            slices.set(name, b.slice(offset, offset + length));
+            offset += length;
+        });
+        return slices;
+    });
+    for (const name of missing) remember(name, all.then((slices) => slices.get(name)));
+}
+`;
+const importEnd = loader.indexOf('\n', loader.indexOf('import '));
+if (importEnd < 0) fail('no import line in the loader');
+loader = `${runtime}${loader.slice(0, importEnd + 1)}${loader.slice(importEnd + 1)}`;
+// An ES module's imports may follow other statements: they are hoisted.
+fs.writeFileSync(loaderPath, loader);
+if (precompressed) compress(loaderPath);
+
+// 3. The manifest, once the loader is written: a run stopped before this point starts over.
+const rewritten = Object.fromEntries(Object.keys(manifest).map((route) => [route, [`bundle_${route}`]]));
+const manifestPath = path.join(dir, '__wasm_split_manifest.json');
+fs.writeFileSync(manifestPath, JSON.stringify(rewritten, null, 2));
+if (precompressed) compress(manifestPath);
+
+const sizes = Object.entries(manifest).map(
+  ([route, listed]) => listed.filter((c) => c !== `split_${route}`).length + 1,
+);
+console.log(
+  `bundle-wasm: ${Object.keys(bundles).length} route bundles (${Math.min(...sizes)}–${Math.max(...sizes)} pieces each), loader patched`,
+);
