@@ -5,6 +5,7 @@ pub mod clock;
 pub mod config;
 pub mod contract;
 pub mod ctx;
+pub mod database;
 pub mod deploy;
 pub mod domain;
 pub mod dynamo_local;

@@ -3,15 +3,15 @@
 
 use std::time::Duration;
 
-use aws_sdk_dynamodb::operation::describe_table::DescribeTableError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, CreateGlobalSecondaryIndexAction, GlobalSecondaryIndex,
-    GlobalSecondaryIndexUpdate, IndexStatus, KeySchemaElement, KeyType, LocalSecondaryIndex,
-    Projection, ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
-    TableDescription, TableStatus, TimeToLiveSpecification, TimeToLiveStatus,
+    BillingMode, GlobalSecondaryIndex, IndexStatus, KeyType, LocalSecondaryIndex,
+    StreamSpecification, StreamViewType, TableDescription, TableStatus, TimeToLiveSpecification,
+    TimeToLiveStatus,
 };
 
-use super::{AttrType, IndexSpec, KeyAttr, TableSpec, ALL};
+use super::indexes::{add_gsi, has_index};
+use super::shapes::{attribute_definitions, build_err, describe, key_schema, project_all};
+use super::{TableSpec, ALL};
 use crate::server::store::{Store, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,31 +63,6 @@ async fn ensure_table(store: &Store, spec: &TableSpec) -> Result<Outcome, StoreE
     })
 }
 
-fn has_index(desc: &TableDescription, index: &str) -> bool {
-    desc.global_secondary_indexes()
-        .iter()
-        .any(|g| g.index_name() == Some(index))
-}
-
-pub(super) async fn describe(
-    store: &Store,
-    name: &str,
-) -> Result<Option<TableDescription>, StoreError> {
-    match store
-        .client()
-        .describe_table()
-        .table_name(name)
-        .send()
-        .await
-    {
-        Ok(out) => Ok(out.table),
-        Err(e) => match e.into_service_error() {
-            DescribeTableError::ResourceNotFoundException(_) => Ok(None),
-            other => Err(StoreError::service("DescribeTable", &other)),
-        },
-    }
-}
-
 fn check_keys(name: &str, spec: &TableSpec, desc: &TableDescription) -> Result<(), StoreError> {
     let want: Vec<(&str, KeyType)> = std::iter::once((spec.pk.name, KeyType::Hash))
         .chain(spec.sk.map(|k| (k.name, KeyType::Range)))
@@ -107,67 +82,6 @@ fn check_keys(name: &str, spec: &TableSpec, desc: &TableDescription) -> Result<(
         });
     }
     Ok(())
-}
-
-fn key_schema(pk: KeyAttr, sk: Option<KeyAttr>) -> Result<Vec<KeySchemaElement>, StoreError> {
-    let mut keys = vec![KeySchemaElement::builder()
-        .attribute_name(pk.name)
-        .key_type(KeyType::Hash)
-        .build()
-        .map_err(build_err)?];
-    if let Some(sk) = sk {
-        keys.push(
-            KeySchemaElement::builder()
-                .attribute_name(sk.name)
-                .key_type(KeyType::Range)
-                .build()
-                .map_err(build_err)?,
-        );
-    }
-    Ok(keys)
-}
-
-fn attribute_definitions(spec: &TableSpec) -> Result<Vec<AttributeDefinition>, StoreError> {
-    let mut attrs: Vec<KeyAttr> = vec![spec.pk];
-    attrs.extend(spec.sk);
-    for index in spec.gsis.iter().chain(spec.lsis) {
-        attrs.push(index.pk);
-        attrs.extend(index.sk);
-    }
-    let mut defs: Vec<AttributeDefinition> = Vec::new();
-    for attr in attrs {
-        if defs.iter().any(|d| d.attribute_name() == attr.name) {
-            continue;
-        }
-        defs.push(
-            AttributeDefinition::builder()
-                .attribute_name(attr.name)
-                .attribute_type(scalar(attr.ty))
-                .build()
-                .map_err(build_err)?,
-        );
-    }
-    Ok(defs)
-}
-
-fn scalar(ty: AttrType) -> ScalarAttributeType {
-    match ty {
-        AttrType::S => ScalarAttributeType::S,
-        AttrType::N => ScalarAttributeType::N,
-    }
-}
-
-fn project_all() -> Projection {
-    Projection::builder()
-        .projection_type(ProjectionType::All)
-        .build()
-}
-
-fn build_err(e: aws_sdk_dynamodb::error::BuildError) -> StoreError {
-    StoreError::Schema {
-        table: String::new(),
-        detail: e.to_string(),
-    }
 }
 
 /// Returns false when someone else created the table between our describe and create.
@@ -221,81 +135,6 @@ async fn create(store: &Store, name: &str, spec: &TableSpec) -> Result<bool, Sto
                 })
             }
         }
-    }
-}
-
-/// Asks DynamoDB to add an index to a table in use, without waiting for it: AWS backfills
-/// it from the table's items, which takes minutes to hours, and the table serves reads
-/// and writes meanwhile. Reads from the index answer "busy" until it is ACTIVE
-/// ([`indexes_building`]). Two consoles starting at once both ask; the one that loses
-/// finds the index listed and is done.
-async fn add_gsi(
-    store: &Store,
-    name: &str,
-    spec: &TableSpec,
-    gsi: &IndexSpec,
-) -> Result<(), StoreError> {
-    let asked = store
-        .client()
-        .update_table()
-        .table_name(name)
-        .set_attribute_definitions(Some(attribute_definitions(spec)?))
-        .global_secondary_index_updates(
-            GlobalSecondaryIndexUpdate::builder()
-                .create(
-                    CreateGlobalSecondaryIndexAction::builder()
-                        .index_name(gsi.name)
-                        .set_key_schema(Some(key_schema(gsi.pk, gsi.sk)?))
-                        .projection(project_all())
-                        .build()
-                        .map_err(build_err)?,
-                )
-                .build(),
-        )
-        .send()
-        .await
-        .map_err(StoreError::request("UpdateTable"));
-    match asked {
-        Ok(_) => Ok(()),
-        Err(e) => match describe(store, name).await? {
-            Some(desc) if has_index(&desc, gsi.name) => Ok(()),
-            _ => Err(e),
-        },
-    }
-}
-
-/// Every index of every table that is not ACTIVE yet, as `table/index`.
-pub async fn indexes_building(store: &Store) -> Result<Vec<String>, StoreError> {
-    let mut building = Vec::new();
-    for spec in ALL {
-        let name = store.table(spec.base);
-        let Some(desc) = describe(store, &name).await? else {
-            continue;
-        };
-        for g in desc.global_secondary_indexes() {
-            if g.index_status() != Some(&IndexStatus::Active) {
-                building.push(format!("{name}/{}", g.index_name().unwrap_or("?")));
-            }
-        }
-    }
-    Ok(building)
-}
-
-/// Waits until no index is being built, or `limit` has passed.
-pub async fn wait_indexes_built(store: &Store, limit: Duration) -> Result<(), StoreError> {
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        let building = indexes_building(store).await?;
-        if building.is_empty() {
-            return Ok(());
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Err(StoreError::Schema {
-                table: building.join(", "),
-                detail: format!("index still being built after {} s", limit.as_secs()),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 

@@ -6,7 +6,7 @@ use aws_sdk_dynamodb::types::{
     IndexStatus, KeySchemaElement, KeyType, StreamViewType, TimeToLiveStatus,
 };
 
-use super::bootstrap::describe;
+use super::shapes::describe;
 use super::{IndexSpec, KeyAttr, TableSpec, ALL};
 use crate::server::store::{Store, StoreError};
 

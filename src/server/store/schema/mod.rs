@@ -4,12 +4,13 @@
 
 mod bootstrap;
 mod drift;
+mod indexes;
+mod shapes;
 mod tables;
 
-pub use bootstrap::{
-    bootstrap, index_names, indexes_building, ttl_attribute, wait_indexes_built, Outcome,
-};
+pub use bootstrap::{bootstrap, index_names, ttl_attribute, Outcome};
 pub use drift::drift;
+pub use indexes::{indexes_building, wait_indexes_built};
 pub use tables::*;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
