@@ -2,7 +2,7 @@
 // One download per page instead of one per wasm piece (docs/page-weight.md, "Bundles").
 //
 // `cargo leptos build --split` cuts the client into a shell and, for every lazy route, its
-// own module plus the shared chunks it needs: 50 to 145 files per page, each compressed
+// own module plus the shared chunks it needs: 18 to 143 files per page, each compressed
 // alone and each with its own response headers. Compressed together they are about half
 // the size, because the pieces repeat one another (imports, types, the same generated
 // code). So, after the build, this script:
@@ -40,15 +40,19 @@ if (!loaderName) fail(`no __wasm_split loader in ${dir}: was the build run with 
 const loaderPath = path.join(dir, loaderName);
 let loader = fs.readFileSync(loaderPath, 'utf8');
 const MARK = '/* bundled by scripts/bundle-wasm.mjs */';
+const manifestPath = path.join(dir, '__wasm_split_manifest.json');
+const manifest = JSON.parse(fs.readFileSync(manifestPath, 'utf8'));
+const precompressed = fs.existsSync(`${loaderPath}.br`);
+const bundled = (listed) => listed.length === 1 && listed[0].startsWith('bundle_');
 if (loader.startsWith(MARK)) {
+  // Patched already; a run stopped before its last step may have left the manifest.
+  if (!Object.values(manifest).every(bundled)) writeManifest();
   console.log('bundle-wasm: loader already patched');
   process.exit(0);
 }
-const manifest = JSON.parse(fs.readFileSync(path.join(dir, '__wasm_split_manifest.json'), 'utf8'));
-if (Object.values(manifest).some((listed) => listed.some((name) => name.startsWith('bundle_')))) {
+if (Object.values(manifest).some(bundled)) {
   fail('the manifest lists bundles but the loader is not patched: rebuild (cargo leptos build --split)');
 }
-const precompressed = fs.existsSync(`${loaderPath}.br`);
 
 function compress(file) {
   const data = fs.readFileSync(file);
@@ -122,7 +126,7 @@ replaceAll(
   // (A debug build wraps the instantiation in `debugWrap(…)`.)
   /const src = fetch\(new URL\("\.\/((?:chunk|split)_\w+)\.wasm", import\.meta\.url\)\);\n(\s*)return async \(imports\) => (\(|debugWrap\()WebAssembly\.instantiateStreaming\(src, imports\)\);/g,
   (_m, piece, indent, open) =>
-    `const src = wasmBytes("${piece}");\n${indent}return async (imports) => ${open}WebAssembly.instantiate(await src, imports));`,
+    `const src = wasmBytes("${piece}");\n${indent}return async (imports) => ${open}instantiate("${piece}", src, imports));`,
   pieceCount,
   'piece fetchers',
 );
@@ -162,9 +166,18 @@ function download(file) {
 function wasmBytes(name) {
     return pieces.get(name) ?? remember(name, download(name + ".wasm"));
 }
+// Bytes that do not instantiate (a bundle from another deployment) are forgotten too.
+async function instantiate(name, bytes, imports) {
+    try {
+        return await WebAssembly.instantiate(await bytes, imports);
+    } catch (e) {
+        if (pieces.get(name) === bytes) pieces.delete(name);
+        throw e;
+    }
+}
 // Before a route loads: its bundle when most of its pieces are still missing.
 function startBundle(route) {
-    const names = BUNDLES[route].split(",").flatMap((r) => {
+    const names = (BUNDLES[route] ? BUNDLES[route].split(",") : []).flatMap((r) => {
         const [a, b = a] = r.split("-").map(Number);
         return Array.from({ length: b - a + 1 }, (_, i) => "chunk_" + (a + i));
     });
@@ -181,6 +194,7 @@ function startBundle(route) {
             slices.set(name, b.slice(offset, offset + length));
             offset += length;
         });
+        if (offset !== b.byteLength) throw new Error(route + ": bundle does not match the loader");
         return slices;
     });
     for (const name of missing) remember(name, all.then((slices) => slices.get(name)));
@@ -193,11 +207,14 @@ loader = `${runtime}${loader.slice(0, importEnd + 1)}${loader.slice(importEnd + 
 fs.writeFileSync(loaderPath, loader);
 if (precompressed) compress(loaderPath);
 
-// 3. The manifest, once the loader is written: a run stopped before this point starts over.
-const rewritten = Object.fromEntries(Object.keys(manifest).map((route) => [route, [`bundle_${route}`]]));
-const manifestPath = path.join(dir, '__wasm_split_manifest.json');
-fs.writeFileSync(manifestPath, JSON.stringify(rewritten, null, 2));
-if (precompressed) compress(manifestPath);
+// 3. The manifest, once the loader is written.
+writeManifest();
+
+function writeManifest() {
+  const rewritten = Object.fromEntries(Object.keys(manifest).map((route) => [route, [`bundle_${route}`]]));
+  fs.writeFileSync(manifestPath, JSON.stringify(rewritten, null, 2));
+  if (precompressed) compress(manifestPath);
+}
 
 const sizes = Object.entries(manifest).map(
   ([route, listed]) => listed.filter((c) => c !== `split_${route}`).length + 1,

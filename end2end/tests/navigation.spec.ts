@@ -33,17 +33,29 @@ test('every page opened from the sidebar after a first load renders, its code lo
     as.map((a) => ({ href: a.getAttribute('href')!, text: a.textContent!.trim() })),
   );
   expect(links.length).toBeGreaterThanOrEqual(10);
-  // There and back again: the second visit of a page finds all its code loaded already.
-  for (const { href, text } of [...links, ...links.slice().reverse()]) {
+  // There and back again: on the way back every page finds all its code loaded already.
+  const firstPass = links.length;
+  const route = [...links, ...links.slice().reverse()];
+  for (const [i, { href, text }] of route.entries()) {
     const loadedPages = documents.length;
+    const loadedCode = code.length;
+    const heading = page.getByRole('heading', { level: 1 });
+    const before = (await heading.count()) ? await heading.first().innerText() : '';
     await nav.getByRole('link', { name: text, exact: true }).click();
     await expect(page).toHaveURL(new RegExp(`${href.replace(/[?]/g, '\\?')}$`));
-    const heading = page.getByRole('heading', { level: 1 });
     await expect(heading, `${href} renders`).toBeVisible();
     await expect(heading).not.toHaveText('Page not found');
+    if (i > 0 && route[i - 1].href !== href) await expect(heading).not.toHaveText(before);
     // Rendered by its code in the browser, not a page reloaded from the server.
     expect(documents.slice(loadedPages), `${href} opened in the browser`).toEqual([]);
+    if (i >= firstPass) {
+      const fetched = code.slice(loadedCode).filter((p) => p.endsWith('.wasm'));
+      expect(fetched, `${href} needed no more code`).toEqual([]);
+    }
   }
+  // No bundle downloaded twice.
+  const bundles = code.filter((p) => p.includes('/bundle_'));
+  expect(bundles.length, bundles.join(' ')).toBe(new Set(bundles).size);
   expect(failed).toEqual([]);
   expect(errors).toEqual([]);
 });

@@ -140,7 +140,9 @@ pub async fn bootstrap(db: &mut Database) -> Result<Vec<(String, Outcome)>, Star
         }
         None => tracing::warn!(
             indexes = ?building,
-            "indexes still being built; what reads them answers 503 until they are ACTIVE"
+            "indexes still being built: on AWS, what reads them answers 503 until they are \
+             ACTIVE; on a DynamoDB Local another process started, restart that process (it \
+             builds them only when it starts, and refuses their tables until then)"
         ),
     }
     Ok(report)

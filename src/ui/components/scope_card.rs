@@ -51,7 +51,7 @@ pub fn ScopeCard(s: ScopeHealth) -> impl IntoView {
                 {numbers.into_iter().map(|(label, n)| view! {
                     <div class="flex justify-between border-b border-slate-100 py-1">
                         <dt class="text-slate-600">{label}</dt>
-                        <dd class="font-mono" data-testid=format!("count-{}", label.to_lowercase().replace(' ', "-"))>{n}</dd>
+                        <dd class="font-mono" data-testid=format!("count-{}", label.to_ascii_lowercase().replace(' ', "-"))>{n}</dd>
                     </div>
                 }).collect_view()}
             </dl>

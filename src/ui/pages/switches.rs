@@ -161,7 +161,7 @@ fn Confirmation(
         <div class="flex items-start gap-2 rounded bg-amber-50 p-2 text-sm text-amber-900">
             <input id=id.clone() type="checkbox" name="confirm" value="yes" class="mt-1" aria-invalid=invalid aria-describedby=described />
             <label for=id>
-                {format!("I confirm: {}", switch.describe(target).to_lowercase())}
+                {format!("I confirm: {}", switch.describe(target).to_ascii_lowercase())}
             </label>
         </div>
         <FieldError id=error_id message=error />
@@ -180,7 +180,7 @@ fn ChangeForm(
     change: ServerAction<ChangeKillSwitch>,
 ) -> impl IntoView {
     let on_off = if target { "on" } else { "off" };
-    let verb = format!("Turn {} {on_off}", switch.label().to_lowercase());
+    let verb = format!("Turn {} {on_off}", switch.label().to_ascii_lowercase());
     let reason_id = format!("reason-{}", switch.key());
     let confirm_id = format!("confirm-{}", switch.key());
     // A refusal names its field; it is shown on this form when this form was the one sent
@@ -209,7 +209,7 @@ fn ChangeForm(
                 <input type="hidden" name="enable" value=target.to_string() />
                 <input type="hidden" name="expected_version" value=version.to_string() />
                 <FormKey value=form_key />
-                <ReasonField id=reason_id label=format!("Reason for turning {} {on_off}", switch.label().to_lowercase()) error=reason_error />
+                <ReasonField id=reason_id label=format!("Reason for turning {} {on_off}", switch.label().to_ascii_lowercase()) error=reason_error />
                 {confirm}
                 <button
                     type="submit"

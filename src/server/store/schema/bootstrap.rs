@@ -36,24 +36,40 @@ async fn ensure_table(store: &Store, spec: &TableSpec) -> Result<Outcome, StoreE
     let name = store.table(spec.base);
     let Some(desc) = describe(store, &name).await? else {
         if create(store, &name, spec).await? {
-            wait_active(store, &name).await?;
+            wait_until(store, &name, Ready::TableAndIndexes).await?;
             ensure_ttl(store, &name, spec.ttl_attr).await?;
             return Ok(Outcome::Created);
         }
         // Another console created it between our describe and create: complete it as theirs.
-        wait_active(store, &name).await?;
         return Box::pin(ensure_table(store, spec)).await;
     };
     check_keys(&name, spec, &desc)?;
+    // Another console may have just created it: AWS refuses TTL and index changes until
+    // the table is ACTIVE (its indexes may still be building).
+    let desc = if desc.table_status() == Some(&TableStatus::Active) {
+        desc
+    } else {
+        wait_until(store, &name, Ready::Table).await?
+    };
     let mut changes = Vec::new();
     // TTL first: a table busy with a new index may refuse other changes for a while.
     if ensure_ttl(store, &name, spec.ttl_attr).await? {
         changes.push(format!("TTL on {}", spec.ttl_attr));
     }
-    for gsi in spec.gsis {
-        if !has_index(&desc, gsi.name) {
-            add_gsi(store, &name, spec, gsi).await?;
+    // AWS takes one index change on a table at a time, and the table may stay busy for as
+    // long as the index backfills: one index per start, the next one at the next start.
+    let missing: Vec<_> = spec
+        .gsis
+        .iter()
+        .filter(|g| !has_index(&desc, g.name))
+        .collect();
+    if let Some((gsi, later)) = missing.split_first() {
+        if add_gsi(store, &name, spec, gsi).await? {
             changes.push(format!("index {}", gsi.name));
+        }
+        for gsi in later {
+            tracing::warn!(table = %name, index = gsi.name, "index added at the next start");
+            changes.push(format!("index {} at the next start", gsi.name));
         }
     }
     Ok(if changes.is_empty() {
@@ -138,17 +154,30 @@ async fn create(store: &Store, name: &str, spec: &TableSpec) -> Result<bool, Sto
     }
 }
 
-/// Waits for the table and all its indexes to be usable.
-async fn wait_active(store: &Store, name: &str) -> Result<(), StoreError> {
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ready {
+    /// The table takes changes (a new index may still be building).
+    Table,
+    /// The table and every index can be used: a new table's indexes come with it.
+    TableAndIndexes,
+}
+
+/// Waits until the table is `ready`, for up to 60 s; returns its description then.
+async fn wait_until(
+    store: &Store,
+    name: &str,
+    ready: Ready,
+) -> Result<TableDescription, StoreError> {
     for _ in 0..600 {
         if let Some(desc) = describe(store, name).await? {
             let table_ready = desc.table_status() == Some(&TableStatus::Active);
-            let indexes_ready = desc
-                .global_secondary_indexes()
-                .iter()
-                .all(|g| g.index_status() == Some(&IndexStatus::Active));
+            let indexes_ready = ready == Ready::Table
+                || desc
+                    .global_secondary_indexes()
+                    .iter()
+                    .all(|g| g.index_status() == Some(&IndexStatus::Active));
             if table_ready && indexes_ready {
-                return Ok(());
+                return Ok(desc);
             }
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

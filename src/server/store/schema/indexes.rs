@@ -15,13 +15,13 @@ use crate::server::store::{Store, StoreError};
 /// it from the table's items, which takes minutes to hours, and the table serves reads
 /// and writes meanwhile. Reads from the index answer "busy" until it is ACTIVE
 /// ([`indexes_building`]). Two consoles starting at once both ask; the one that loses
-/// finds the index listed and is done.
+/// finds the index listed and is done. Returns whether this call added it.
 pub(super) async fn add_gsi(
     store: &Store,
     name: &str,
     spec: &TableSpec,
     gsi: &IndexSpec,
-) -> Result<(), StoreError> {
+) -> Result<bool, StoreError> {
     let asked = store
         .client()
         .update_table()
@@ -43,9 +43,9 @@ pub(super) async fn add_gsi(
         .await
         .map_err(StoreError::request("UpdateTable"));
     match asked {
-        Ok(_) => Ok(()),
+        Ok(_) => Ok(true),
         Err(e) => match describe(store, name).await? {
-            Some(desc) if has_index(&desc, gsi.name) => Ok(()),
+            Some(desc) if has_index(&desc, gsi.name) => Ok(false),
             _ => Err(e),
         },
     }

@@ -237,7 +237,7 @@ fn UserRow(u: UserSummary, actions: Actions, form_key: String) -> impl IntoView 
     let toggle = if u.disabled { "false" } else { "true" };
     let toggle_label = if u.disabled { "Enable" } else { "Disable" };
     let name = u.name.clone();
-    let toggle_reason_label = format!("Reason to {} {name}", toggle_label.to_lowercase());
+    let toggle_reason_label = format!("Reason to {} {name}", toggle_label.to_ascii_lowercase());
     let testid = format!("user-{name}");
     let name_for_toggle = name.clone();
     let name_for_reset = name.clone();

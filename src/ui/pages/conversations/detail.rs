@@ -125,7 +125,7 @@ fn Recipient(d: ConversationDetail, reveal: ServerAction<RevealContact>) -> impl
     .filter_map(|(label, v)| v.map(|v| (label, v)))
     .map(|(label, v)| view! {
         <div class="flex justify-between border-b border-slate-100 py-1">
-            <dt class="text-slate-600">{label}</dt><dd class="font-mono text-xs" data-testid=format!("contact-{}", label.to_lowercase())>{v}</dd>
+            <dt class="text-slate-600">{label}</dt><dd class="font-mono text-xs" data-testid=format!("contact-{}", label.to_ascii_lowercase())>{v}</dd>
         </div>
     })
     .collect_view();

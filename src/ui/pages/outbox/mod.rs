@@ -199,7 +199,7 @@ fn Counts(counts: OutboxCounts) -> impl IntoView {
         view! {
             <a href=href class="rounded-lg border border-slate-200 bg-white p-4 shadow-sm hover:border-sky-400">
                 <span class="block text-xs uppercase text-slate-500">{label}</span>
-                <span class=format!("text-2xl font-semibold {class}") data-testid=format!("count-{}", label.to_lowercase().replace(' ', "-"))>{n}</span>
+                <span class=format!("text-2xl font-semibold {class}") data-testid=format!("count-{}", label.to_ascii_lowercase().replace(' ', "-"))>{n}</span>
             </a>
         }
     };
@@ -296,7 +296,7 @@ fn RowMoves(
     ops.iter()
         .map(|op| {
             let (action, form_key) = (action.clone(), form_key.clone());
-            let label = format!("{}{}", op[..1].to_uppercase(), &op[1..]);
+            let label = format!("{}{}", op[..1].to_ascii_uppercase(), &op[1..]);
             view! {
                 <details>
                     <summary class="cursor-pointer text-sm text-sky-800 underline">{format!("{label}…")}</summary>
