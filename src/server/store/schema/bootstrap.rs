@@ -188,28 +188,38 @@ async fn wait_until(
     })
 }
 
-/// The attribute TTL is on (or being turned on) for, if any.
-async fn ttl_attribute_or_enabling(
+/// TTL as DynamoDB describes it: its status and attribute, when it has them.
+async fn describe_ttl(
     store: &Store,
     name: &str,
-) -> Result<Option<String>, StoreError> {
-    let current = store
+) -> Result<Option<(TimeToLiveStatus, String)>, StoreError> {
+    let out = store
         .client()
         .describe_time_to_live()
         .table_name(name)
         .send()
         .await
         .map_err(StoreError::request("DescribeTimeToLive"))?;
-    Ok(current
-        .time_to_live_description()
-        .filter(|d| {
-            matches!(
-                d.time_to_live_status(),
-                Some(TimeToLiveStatus::Enabled | TimeToLiveStatus::Enabling)
-            )
-        })
-        .and_then(|d| d.attribute_name())
-        .map(str::to_string))
+    Ok(out.time_to_live_description().and_then(|d| {
+        Some((
+            d.time_to_live_status()?.clone(),
+            d.attribute_name()?.to_string(),
+        ))
+    }))
+}
+
+/// The attribute TTL is on (or being turned on) for, if any.
+async fn ttl_attribute_or_enabling(
+    store: &Store,
+    name: &str,
+) -> Result<Option<String>, StoreError> {
+    Ok(describe_ttl(store, name).await?.and_then(|(status, attr)| {
+        matches!(
+            status,
+            TimeToLiveStatus::Enabled | TimeToLiveStatus::Enabling
+        )
+        .then_some(attr)
+    }))
 }
 
 /// Returns true when TTL had to be turned on.
@@ -244,18 +254,9 @@ async fn ensure_ttl(store: &Store, name: &str, attr: &str) -> Result<bool, Store
 
 /// TTL status per table, for tests and `bootstrap --check`.
 pub async fn ttl_attribute(store: &Store, name: &str) -> Result<Option<String>, StoreError> {
-    let out = store
-        .client()
-        .describe_time_to_live()
-        .table_name(name)
-        .send()
-        .await
-        .map_err(StoreError::request("DescribeTimeToLive"))?;
-    Ok(out
-        .time_to_live_description()
-        .filter(|d| d.time_to_live_status() == Some(&TimeToLiveStatus::Enabled))
-        .and_then(|d| d.attribute_name())
-        .map(str::to_string))
+    Ok(describe_ttl(store, name)
+        .await?
+        .and_then(|(status, attr)| (status == TimeToLiveStatus::Enabled).then_some(attr)))
 }
 
 /// Names of a table's global secondary indexes, for tests.
