@@ -156,3 +156,47 @@ impl StoreError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use aws_sdk_dynamodb::error::ErrorMetadata;
+
+    use super::*;
+    use crate::model::AppError;
+
+    fn answer(code: &str, message: &str) -> ErrorMetadata {
+        ErrorMetadata::builder().code(code).message(message).build()
+    }
+
+    #[test]
+    fn a_read_from_an_index_being_built_is_busy_for_a_minute_and_other_refusals_are_not() {
+        let backfilling = answer(
+            "ValidationException",
+            "Cannot read from backfilling global secondary index: correlation-index",
+        );
+        assert_eq!(busy_error(&backfilling), Some(Busy::IndexBuilding));
+        let invalid = answer(
+            "ValidationException",
+            "One or more parameter values were invalid",
+        );
+        assert_eq!(busy_error(&invalid), None);
+        assert_eq!(
+            busy_error(&answer("ThrottlingException", "Rate exceeded")),
+            Some(Busy::Throttled)
+        );
+        let app = AppError::from(StoreError::Busy {
+            op: "Query",
+            cause: Busy::IndexBuilding,
+            detail: String::new(),
+        });
+        assert!(
+            matches!(
+                app,
+                AppError::Unavailable {
+                    retry_after_secs: 60
+                }
+            ),
+            "{app:?}"
+        );
+    }
+}
