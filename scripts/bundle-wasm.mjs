@@ -15,9 +15,15 @@
 //   2. patches the loader (`__wasm_split*.js`): a route's first load fetches its bundle
 //      when most of its pieces are not loaded yet (always on a page's first load), and
 //      single pieces otherwise (a later navigation that shares most of them);
-//   3. rewrites the manifest (`__wasm_split_manifest.json`, read by the server to write a
-//      page's preload links) so each route lists its bundle: the browser starts the bundle's
-//      download with the HTML, and the loader's fetch of it reuses that download.
+//   3. writes `first_<route>.wasm` for every route: the shell (`<output-name>.wasm`) and
+//      then the route's bundle's pieces, the same way. A page's first load downloads this
+//      one file (src/ui/hydration.rs starts it): one Brotli stream over the shell and the
+//      page's code is about 10 KB smaller than the two apart. The loader takes the pieces
+//      from it (`globalThis.__opsFirstLoad`);
+//   4. rewrites the manifest (`__wasm_split_manifest.json`, read by the server to write a
+//      page's preload links) so each route lists its first-load file: the browser starts
+//      its download with the HTML, and the page's script reuses that download;
+//   5. minifies the patched loader (esbuild): it is 150 KB of generated, repetitive code.
 //
 // The loader's shape is cargo-leptos 0.3.10's (wasm-split); any pattern not found, or
 // found a different number of times than expected, fails the build instead of shipping a
@@ -28,6 +34,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
+import { transformSync } from 'esbuild';
 
 const dir = process.argv[2] ?? 'target/site/pkg';
 const fail = (msg) => {
@@ -43,10 +50,17 @@ const MARK = '/* bundled by scripts/bundle-wasm.mjs */';
 const manifestPath = path.join(dir, '__wasm_split_manifest.json');
 const manifest = JSON.parse(fs.readFileSync(manifestPath, 'utf8'));
 const precompressed = fs.existsSync(`${loaderPath}.br`);
-const bundled = (listed) => listed.length === 1 && listed[0].startsWith('bundle_');
+const bundled = (listed) => listed.length === 1 && listed[0].startsWith('first_');
 if (loader.startsWith(MARK)) {
-  // Patched already; a run stopped before its last step may have left the manifest.
+  // Patched already; a run stopped before its last step may have left the manifest, or
+  // files without their compressed copies.
   if (!Object.values(manifest).every(bundled)) writeManifest();
+  for (const route of Object.keys(manifest)) {
+    for (const file of [`bundle_${route}.wasm`, `first_${route}.wasm`].map((f) => path.join(dir, f))) {
+      if (!fs.existsSync(file)) fail(`${file} is missing: rebuild (cargo leptos build --split)`);
+      if (precompressed && !(fs.existsSync(`${file}.br`) && fs.existsSync(`${file}.gz`))) compress(file);
+    }
+  }
   console.log('bundle-wasm: loader already patched');
   process.exit(0);
 }
@@ -67,8 +81,28 @@ function compress(file) {
   fs.writeFileSync(`${file}.gz`, zlib.gzipSync(data, { level: 9 }));
 }
 
-// 1. The bundles: a little-endian u32 count, a u32 length per piece, then the pieces, in
-// the manifest's order with the route's own module last.
+// The shell: the one module that is neither a piece nor a bundle.
+const shells = fs
+  .readdirSync(dir)
+  .filter((f) => f.endsWith('.wasm') && !/^(chunk|split|bundle|first)_/.test(f));
+if (shells.length !== 1) fail(`expected one shell wasm in ${dir}, found: ${shells.join(', ') || 'none'}`);
+const shell = fs.readFileSync(path.join(dir, shells[0]));
+
+/** A little-endian u32 count, a u32 length per part, then the parts. */
+function pack(parts) {
+  const header = Buffer.alloc(4 * (parts.length + 1));
+  header.writeUInt32LE(parts.length, 0);
+  parts.forEach((bytes, i) => header.writeUInt32LE(bytes.length, 4 * (i + 1)));
+  return Buffer.concat([header, ...parts]);
+}
+
+function write(file, bytes) {
+  fs.writeFileSync(file, bytes);
+  if (precompressed) compress(file);
+}
+
+// 1. The bundles, in the manifest's order with the route's own module last; 3. the first-load
+// files, the shell and then the same pieces.
 const bundles = {};
 for (const [route, listed] of Object.entries(manifest)) {
   // The manifest lists a route's chunks and its own module.
@@ -78,20 +112,13 @@ for (const [route, listed] of Object.entries(manifest)) {
     if (!m) fail(`unexpected piece name ${c}`);
     return Number(m[1]);
   });
-  const pieces = [...chunks, `split_${route}`];
-  const header = Buffer.alloc(4 * (pieces.length + 1));
-  header.writeUInt32LE(pieces.length, 0);
-  const buffers = [header];
-  pieces.forEach((piece, i) => {
+  const pieces = [...chunks, `split_${route}`].map((piece) => {
     const file = path.join(dir, `${piece}.wasm`);
     if (!fs.existsSync(file)) fail(`${file} is in the manifest but not on disk`);
-    const bytes = fs.readFileSync(file);
-    header.writeUInt32LE(bytes.length, 4 * (i + 1));
-    buffers.push(bytes);
+    return fs.readFileSync(file);
   });
-  const file = path.join(dir, `bundle_${route}.wasm`);
-  fs.writeFileSync(file, Buffer.concat(buffers));
-  if (precompressed) compress(file);
+  write(path.join(dir, `bundle_${route}.wasm`), pack(pieces));
+  write(path.join(dir, `first_${route}.wasm`), pack([shell, ...pieces]));
   bundles[route] = ranges(numbers);
 }
 
@@ -175,13 +202,28 @@ async function instantiate(name, bytes, imports) {
         throw e;
     }
 }
-// Before a route loads: its bundle when most of its pieces are still missing.
-function startBundle(route) {
+// A route's pieces, in its bundle's order.
+function routePieces(route) {
     const names = (BUNDLES[route] ? BUNDLES[route].split(",") : []).flatMap((r) => {
         const [a, b = a] = r.split("-").map(Number);
         return Array.from({ length: b - a + 1 }, (_, i) => "chunk_" + (a + i));
     });
     names.push("split_" + route);
+    return names;
+}
+// The first load's pieces, from the file the page's script downloaded with the shell
+// (src/ui/hydration.rs): \`pieces\` resolves to them, in the route's bundle's order.
+const FIRST = globalThis.__opsFirstLoad;
+if (FIRST && Object.hasOwn(BUNDLES, FIRST.route)) {
+    const names = routePieces(FIRST.route);
+    names.forEach((name, i) => remember(name, FIRST.pieces.then((list) => {
+        if (list.length !== names.length) throw new Error(FIRST.route + ": first-load file does not match the loader");
+        return list[i];
+    })));
+}
+// Before a route loads: its bundle when most of its pieces are still missing.
+function startBundle(route) {
+    const names = routePieces(route);
     const missing = names.filter((name) => !pieces.has(name));
     if (missing.length * 2 < names.length) return;
     const all = download("bundle_" + route + ".wasm").then((b) => {
@@ -200,18 +242,17 @@ function startBundle(route) {
     for (const name of missing) remember(name, all.then((slices) => slices.get(name)));
 }
 `;
-const importEnd = loader.indexOf('\n', loader.indexOf('import '));
-if (importEnd < 0) fail('no import line in the loader');
-loader = `${runtime}${loader.slice(0, importEnd + 1)}${loader.slice(importEnd + 1)}`;
 // An ES module's imports may follow other statements: they are hoisted.
-fs.writeFileSync(loaderPath, loader);
-if (precompressed) compress(loaderPath);
+loader = `${runtime}${loader}`;
+// 5. Minified; the mark stays first, for a second run to see.
+loader = `${MARK}\n${transformSync(loader, { minify: true, format: 'esm', legalComments: 'none' }).code}`;
+write(loaderPath, loader);
 
-// 3. The manifest, once the loader is written.
+// 4. The manifest, once the loader is written.
 writeManifest();
 
 function writeManifest() {
-  const rewritten = Object.fromEntries(Object.keys(manifest).map((route) => [route, [`bundle_${route}`]]));
+  const rewritten = Object.fromEntries(Object.keys(manifest).map((route) => [route, [`first_${route}`]]));
   fs.writeFileSync(manifestPath, JSON.stringify(rewritten, null, 2));
   if (precompressed) compress(manifestPath);
 }

@@ -1,7 +1,7 @@
 //! The HTML shell and the router. Nothing else.
 
 use leptos::prelude::*;
-use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_meta::{provide_meta_context, Stylesheet, Title};
 use leptos_router::components::{ParentRoute, Route, Router, Routes};
 use leptos_router::path;
 use leptos_router::{lazy_route, Lazy, LazyRoute, SsrMode};
@@ -22,7 +22,12 @@ use crate::ui::pages::{
     switches::SwitchesPage,
 };
 
+/// The HTML page around the app (the server's only).
+#[cfg(feature = "ssr")]
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    use crate::ui::hydration::PageScripts;
+    use leptos_meta::MetaTags;
+
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -31,7 +36,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
                 <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
                 <script src="/local-time.js" defer></script>
-                <HydrationScripts options />
+                <PageScripts options />
                 <MetaTags />
             </head>
             <body class="bg-slate-50 text-slate-900 antialiased">
@@ -86,6 +91,8 @@ macro_rules! lazy_pages {
             }
 
             fn view(_this: Self) -> AnyView {
+                #[cfg(feature = "ssr")]
+                crate::ui::hydration::preload_route(stringify!($route));
                 view! { <$page /> }.into_any()
             }
         }

@@ -1,9 +1,9 @@
 import { expect, test } from '@playwright/test';
 import { jsEnabled, signIn } from './helpers';
 
-// A page's code arrives in one bundle on a first load, and piece by piece (or in its
-// bundle, when most of it is missing) when it is opened from another page
-// (scripts/bundle-wasm.mjs). Whichever way it came, every page opened from the sidebar
+// A page's code arrives with the shell in one file on a first load, and piece by piece (or
+// in its bundle, when most of it is missing) when it is opened from another page
+// (scripts/bundle-wasm.mjs, src/ui/hydration.rs). Whichever way it came, every page opened from the sidebar
 // must render in the browser, with every download answered and nothing thrown.
 test('every page opened from the sidebar after a first load renders, its code loaded', async ({ page }) => {
   test.skip(!jsEnabled(), 'navigation in the browser needs the hydrated app');
@@ -26,7 +26,9 @@ test('every page opened from the sidebar after a first load renders, its code lo
   });
   await signIn(page, 'admin', '/');
   const firstLoad = code.filter((p) => p.endsWith('.wasm'));
-  expect(firstLoad.some((p) => p.includes('/bundle___overview_route_view')), firstLoad.join(' ')).toBe(true);
+  expect(firstLoad.some((p) => p.includes('/first___overview_route_view')), firstLoad.join(' ')).toBe(true);
+  // The shell came in that file, not on its own.
+  expect(firstLoad.filter((p) => p.endsWith('/ops-console.wasm')), firstLoad.join(' ')).toEqual([]);
 
   const nav = page.getByRole('navigation', { name: 'Main' });
   const links = await nav.getByRole('link').evaluateAll((as) =>

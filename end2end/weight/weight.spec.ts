@@ -42,7 +42,15 @@ const DETAILS: string[][] = [
   ['/idempotency/key?id=console%23kill_switches.change%23none'],
 ];
 
-type Load = { page: string; bytes: number; requests: number; wasm: number; hydrated_ms: number | null };
+type Load = {
+  page: string;
+  bytes: number;
+  requests: number;
+  wasm: number;
+  hydrated_ms: number | null;
+  /** Each response: its path and its bytes on the wire, to see where a page's weight is. */
+  files: [string, number][];
+};
 
 /** Opens `url` in a fresh context (nothing cached) and adds up what came over the wire. */
 async function coldLoad(browser: Browser, state: string | undefined, url: string): Promise<Load> {
@@ -70,10 +78,12 @@ async function coldLoad(browser: Browser, state: string | undefined, url: string
   let bytes = 0;
   let wasm = 0;
   let requests = 0;
+  const files: [string, number][] = [];
   cdp.on('Network.responseReceived', (e: any) => urls.set(e.requestId, e.response.url));
   cdp.on('Network.loadingFinished', (e: any) => {
     requests += 1;
     bytes += e.encodedDataLength;
+    files.push([new URL(urls.get(e.requestId) ?? 'about:unknown').pathname, e.encodedDataLength]);
     if ((urls.get(e.requestId) ?? '').endsWith('.wasm')) wasm += e.encodedDataLength;
   });
   await page.goto(url, { waitUntil: 'networkidle' });
@@ -82,7 +92,7 @@ async function coldLoad(browser: Browser, state: string | undefined, url: string
   const hydrated = await page.evaluate(() => (window as any).__hydratedAt ?? null);
   await context.close();
   expect(errors, `${url} hydrates without errors`).toEqual([]);
-  return { page: url, bytes, requests, wasm, hydrated_ms: hydrated === null ? null : Math.round(hydrated) };
+  return { page: url, bytes, requests, wasm, hydrated_ms: hydrated === null ? null : Math.round(hydrated), files };
 }
 
 async function signedIn(browser: Browser): Promise<string> {

@@ -2,5 +2,7 @@
 
 pub mod components;
 pub mod data;
+#[cfg(feature = "ssr")]
+pub mod hydration;
 pub mod layout;
 pub mod pages;
