@@ -10,9 +10,10 @@
 use std::future::Future;
 
 use leptos::prelude::*;
-use leptos::server_fn::ServerFn;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+
+use crate::ui::components::post_form::FormAction;
 
 /// JSON, written as text and read with the reader the server functions' answers use.
 pub struct Json;
@@ -37,12 +38,7 @@ impl<T: DeserializeOwned> codee::Decoder<T> for Json {
 
 /// A count that moves when a submission of `action` succeeds. Page data that reloads on it,
 /// rather than on every answer, leaves a refused form as it was typed, next to its error.
-pub fn saved<S>(action: ServerAction<S>) -> Memo<usize>
-where
-    S: ServerFn + Send + Sync + Clone + 'static,
-    S::Output: Send + Sync + 'static,
-    S::Error: Send + Sync + 'static,
-{
+pub fn saved<O: Send + Sync + 'static>(action: FormAction<O>) -> Memo<usize> {
     Memo::new(move |last: Option<&usize>| {
         let version = action.version().get();
         if action.value().with(|v| matches!(v, Some(Ok(_)))) {

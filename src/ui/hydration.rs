@@ -57,7 +57,11 @@ pub fn preload_route(route: &str) {
     };
     // `#[lazy_route]` names a route's module `__<type in snake case>_view_<hash>`.
     let prefix = format!("__{}_view_", snake_case(route));
-    let Some(files) = routes.iter().find(|(k, _)| k.starts_with(&prefix)).map(|(_, v)| v) else {
+    let Some(files) = routes
+        .iter()
+        .find(|(k, _)| k.starts_with(&prefix))
+        .map(|(_, v)| v)
+    else {
         return;
     };
     for file in files {
@@ -113,6 +117,9 @@ mod tests {
     #[test]
     fn a_route_type_reads_as_its_module_name() {
         assert_eq!(snake_case("OpenApiRoute"), "open_api_route");
-        assert_eq!(snake_case("ConversationStateRoute"), "conversation_state_route");
+        assert_eq!(
+            snake_case("ConversationStateRoute"),
+            "conversation_state_route"
+        );
     }
 }

@@ -9,6 +9,7 @@ pub mod form;
 pub mod links;
 pub mod moment;
 pub mod pager;
+pub mod post_form;
 pub mod scope_card;
 pub mod scope_table;
 pub mod table;

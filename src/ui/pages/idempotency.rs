@@ -1,7 +1,6 @@
 //! Idempotency: the engine's health per scope (rates, alerts, hourly chart), the keys that
 //! need watching, and a key's detail with the admin's "expire now".
 
-use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -17,6 +16,7 @@ use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::links::enc;
 use crate::ui::components::pager::Pager;
+use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::components::scope_card::ScopeCard;
 use crate::ui::components::scope_table::ScopeTable;
 use crate::ui::components::table::DataTable;
@@ -240,7 +240,7 @@ fn KeyTable(page: KeyPage, label: &'static str, param: &'static str) -> impl Int
 #[component]
 pub fn IdempotencyKeyPage() -> impl IntoView {
     let query = use_query_map();
-    let expire = ServerAction::<ExpireIdempotencyKey>::new();
+    let expire = FormAction::new::<ExpireIdempotencyKey>();
     let key = page_data(
         move || {
             (
@@ -295,11 +295,7 @@ fn key_facts(k: &KeySummary) -> [(&'static str, String); 12] {
 
 /// A key's stored state and answer; for admins, "expire now" with a reason.
 #[component]
-fn KeyDetail(
-    k: KeySummary,
-    is_admin: bool,
-    expire: ServerAction<ExpireIdempotencyKey>,
-) -> impl IntoView {
+fn KeyDetail(k: KeySummary, is_admin: bool, expire: FormAction<String>) -> impl IntoView {
     let rows = key_facts(&k);
     // Where the key leads: the API key that sent it (the list of keys is for admins), the
     // page of what it changed.
@@ -326,13 +322,13 @@ fn KeyDetail(
         .map(|r| link("What it changed", r.label, Some(r.href)));
     let form = (is_admin && !k.expired).then(|| {
         view! {
-            <ActionForm action=expire attr:class="mt-6 max-w-xl space-y-2 rounded border border-amber-200 bg-amber-50 p-4">
+            <PostForm action=expire attr:class="mt-6 max-w-xl space-y-2 rounded border border-amber-200 bg-amber-50 p-4">
                 <input type="hidden" name="id" value=k.id.clone() />
                 <label for="expire-reason" class="block text-sm font-medium">"Reason for expiring this key"</label>
                 <textarea id="expire-reason" name="reason" rows="2" maxlength="500" class="w-full rounded border border-slate-300 px-2 py-1 text-sm"></textarea>
                 <button type="submit" class="rounded bg-slate-900 px-4 py-2 text-sm font-medium text-white">"Expire now"</button>
                 <p class="text-xs text-amber-900">"The next request with this key runs its operation again."</p>
-            </ActionForm>
+            </PostForm>
         }
     });
     view! {

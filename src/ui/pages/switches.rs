@@ -1,7 +1,6 @@
 //! Kill switches: state as badges, who changed each last and why, a guarded change form,
 //! and the change history.
 
-use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -15,13 +14,14 @@ use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::badge::OnOff;
 use crate::ui::components::form::{field_error, invalid_attrs, FieldError, FormKey};
 use crate::ui::components::pager::Pager;
+use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::components::table::DataTable;
 use crate::ui::components::when;
 use crate::ui::data::page_data;
 
 #[component]
 pub fn SwitchesPage() -> impl IntoView {
-    let change = ServerAction::<ChangeKillSwitch>::new();
+    let change = FormAction::new::<ChangeKillSwitch>();
     let query = use_query_map();
     let data = page_data(move || change.version().get(), |_| load_kill_switches());
     let history = page_data(
@@ -49,7 +49,7 @@ pub fn SwitchesPage() -> impl IntoView {
 
 /// One card per switch, and for viewers the note that only admins change them.
 #[component]
-fn SwitchCards(view: KillSwitchesView, change: ServerAction<ChangeKillSwitch>) -> impl IntoView {
+fn SwitchCards(view: KillSwitchesView, change: FormAction<KillSwitches>) -> impl IntoView {
     let KillSwitchesView {
         switches,
         can_change,
@@ -101,7 +101,7 @@ fn SwitchCard(
     state: SwitchState,
     version: u64,
     form_key: Option<String>,
-    change: ServerAction<ChangeKillSwitch>,
+    change: FormAction<KillSwitches>,
 ) -> impl IntoView {
     let alarming_when_on = switch == Switch::AutomationEnabled;
     let form = form_key.map(|form_key| {
@@ -177,7 +177,7 @@ fn ChangeForm(
     target: bool,
     version: u64,
     form_key: String,
-    change: ServerAction<ChangeKillSwitch>,
+    change: FormAction<KillSwitches>,
 ) -> impl IntoView {
     let on_off = if target { "on" } else { "off" };
     let verb = format!("Turn {} {on_off}", switch.label().to_ascii_lowercase());
@@ -185,11 +185,7 @@ fn ChangeForm(
     let confirm_id = format!("confirm-{}", switch.key());
     // A refusal names its field; it is shown on this form when this form was the one sent
     // (after a form post without JavaScript, the page only knows the refusal).
-    let ours = move || {
-        change
-            .input()
-            .with(|i| i.as_ref().is_none_or(|i| i.switch == switch.key()))
-    };
+    let ours = move || change.submitted("switch").is_none_or(|s| s == switch.key());
     let error_of = move |field: &'static str| {
         Signal::derive(move || {
             ours()
@@ -204,7 +200,7 @@ fn ChangeForm(
     view! {
         <details class="mt-4 rounded border border-slate-200 bg-slate-50 p-3">
             <summary class="cursor-pointer text-sm font-medium text-sky-800">{format!("{verb}…")}</summary>
-            <ActionForm action=change attr:class="mt-3 space-y-3">
+            <PostForm action=change attr:class="mt-3 space-y-3">
                 <input type="hidden" name="switch" value=switch.key() />
                 <input type="hidden" name="enable" value=target.to_string() />
                 <input type="hidden" name="expected_version" value=version.to_string() />
@@ -217,7 +213,7 @@ fn ChangeForm(
                 >
                     {verb}
                 </button>
-            </ActionForm>
+            </PostForm>
         </details>
     }
 }

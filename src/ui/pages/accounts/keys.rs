@@ -2,13 +2,12 @@
 //! who made it and when, its last use to the hour, its state), revoking one (a reason and
 //! a confirmation, in red), and creating one with the key shown once.
 
-use leptos::form::ActionForm;
 use leptos::prelude::*;
 
-use crate::api::accounts::{CreateApiKey, RevokeApiKey};
-use crate::model::accounts::ApiKeySummary;
+use crate::model::accounts::{ApiKeySummary, OneTime};
 use crate::ui::components::form::{field_error, invalid_attrs, FieldError, FormKey, SecretSubmit};
 use crate::ui::components::moment::Moment;
+use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::components::table::DataTable;
 
 #[component]
@@ -16,8 +15,8 @@ pub fn ApiKeys(
     keys: Vec<ApiKeySummary>,
     scopes: Vec<String>,
     form_key: String,
-    create: ServerAction<CreateApiKey>,
-    revoke: ServerAction<RevokeApiKey>,
+    create: FormAction<OneTime>,
+    revoke: FormAction<String>,
 ) -> impl IntoView {
     let table = if keys.is_empty() {
         view! { <p class="mt-2 text-sm text-slate-500">"No API keys yet."</p> }.into_any()
@@ -48,7 +47,7 @@ pub fn ApiKeys(
 
 /// One key, and (while it works) its revoke form.
 #[component]
-fn KeyRow(k: ApiKeySummary, revoke: ServerAction<RevokeApiKey>, form_key: String) -> impl IntoView {
+fn KeyRow(k: ApiKeySummary, revoke: FormAction<String>, form_key: String) -> impl IntoView {
     let revoked = k.revoked_at.is_some();
     let last_used = match k.last_used_at.clone() {
         Some(at) => view! { <Moment iso=at /> }.into_any(),
@@ -92,7 +91,7 @@ fn KeyRow(k: ApiKeySummary, revoke: ServerAction<RevokeApiKey>, form_key: String
 fn RevokeForm(
     key_hash: String,
     name: String,
-    revoke: ServerAction<RevokeApiKey>,
+    revoke: FormAction<String>,
     form_key: String,
 ) -> impl IntoView {
     let reason_label = format!("Reason to revoke {name}");
@@ -100,7 +99,7 @@ fn RevokeForm(
     view! {
         <details class="mt-2 text-sm">
             <summary class="cursor-pointer text-red-800">"Revoke…"</summary>
-            <ActionForm action=revoke attr:class="mt-2 space-y-2">
+            <PostForm action=revoke attr:class="mt-2 space-y-2">
                 <FormKey value=form_key />
                 <input type="hidden" name="key_hash" value=key_hash />
                 <input name="reason" aria-label=reason_label placeholder="Reason" required class="block rounded border border-slate-300 px-2 py-1" />
@@ -109,7 +108,7 @@ fn RevokeForm(
                     <label for=confirm_id>{format!("Clients using {name} stop working now")}</label>
                 </div>
                 <button type="submit" class="rounded bg-red-700 px-3 py-1 text-white hover:bg-red-800">"Revoke key"</button>
-            </ActionForm>
+            </PostForm>
         </details>
     }
 }
@@ -119,7 +118,7 @@ fn RevokeForm(
 #[component]
 fn CreateKeyForm(
     scopes: Vec<String>,
-    create: ServerAction<CreateApiKey>,
+    create: FormAction<OneTime>,
     form_key: String,
 ) -> impl IntoView {
     let boxes = scopes
@@ -139,7 +138,7 @@ fn CreateKeyForm(
     view! {
         <details class="mt-4 rounded-lg border border-slate-200 bg-white p-4 text-sm">
             <summary class="cursor-pointer font-medium text-sky-800">"Create an API key…"</summary>
-            <ActionForm action=create attr:class="mt-3 space-y-3">
+            <PostForm action=create attr:class="mt-3 space-y-3">
                 <FormKey value=form_key />
                 <div>
                     <label for="new-key-name" class="block">"Name (the client it is for)"</label>
@@ -156,7 +155,7 @@ fn CreateKeyForm(
                     <input id="new-key-days" name="days" inputmode="numeric" placeholder="365" class="mt-1 block w-24 rounded border border-slate-300 px-2 py-1" />
                 </div>
                 <SecretSubmit label="Create key" />
-            </ActionForm>
+            </PostForm>
         </details>
     }
 }

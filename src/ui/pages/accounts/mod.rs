@@ -4,7 +4,6 @@
 
 mod keys;
 
-use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -16,18 +15,19 @@ use crate::model::AppError;
 use crate::ui::components::alert::{ActionResult, ErrorBox, SuccessBox};
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::form::{field_error, invalid_attrs, FieldError, FormKey, SecretSubmit};
+use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::components::table::DataTable;
 use crate::ui::components::when;
 use crate::ui::data::page_data;
 
 #[component]
 pub fn AccountsPage() -> impl IntoView {
-    let set_role = ServerAction::<SetUserRole>::new();
-    let set_disabled = ServerAction::<SetUserDisabled>::new();
-    let add = ServerAction::<AddUser>::new();
-    let reset = ServerAction::<ResetPassword>::new();
-    let create_key = ServerAction::<CreateApiKey>::new();
-    let revoke_key = ServerAction::<RevokeApiKey>::new();
+    let set_role = FormAction::new::<SetUserRole>();
+    let set_disabled = FormAction::new::<SetUserDisabled>();
+    let add = FormAction::new::<AddUser>();
+    let reset = FormAction::new::<ResetPassword>();
+    let create_key = FormAction::new::<CreateApiKey>();
+    let revoke_key = FormAction::new::<RevokeApiKey>();
     let accounts = page_data(
         move || {
             (
@@ -70,12 +70,12 @@ pub fn AccountsPage() -> impl IntoView {
 /// Every form of the page, so that a change reloads the lists (and their fresh form key).
 #[derive(Clone, Copy)]
 struct Actions {
-    set_role: ServerAction<SetUserRole>,
-    set_disabled: ServerAction<SetUserDisabled>,
-    add: ServerAction<AddUser>,
-    reset: ServerAction<ResetPassword>,
-    create_key: ServerAction<CreateApiKey>,
-    revoke_key: ServerAction<RevokeApiKey>,
+    set_role: FormAction<String>,
+    set_disabled: FormAction<String>,
+    add: FormAction<OneTime>,
+    reset: FormAction<OneTime>,
+    create_key: FormAction<OneTime>,
+    revoke_key: FormAction<String>,
 }
 
 #[component]
@@ -140,7 +140,7 @@ fn UserTable(list: Vec<UserSummary>, actions: Actions, form_key: String) -> impl
 
 /// A user's role change, with a reason.
 #[component]
-fn RoleForm(name: String, role: Role, set_role: ServerAction<SetUserRole>) -> impl IntoView {
+fn RoleForm(name: String, role: Role, set_role: FormAction<String>) -> impl IntoView {
     let options = Role::ALL
         .into_iter()
         .map(|r| view! { <option value=r.as_str() selected=r == role>{r.as_str()}</option> })
@@ -148,7 +148,7 @@ fn RoleForm(name: String, role: Role, set_role: ServerAction<SetUserRole>) -> im
     let role_label = format!("Role for {name}");
     let reason_label = format!("Reason for changing {name}'s role");
     view! {
-        <ActionForm action=set_role attr:class="flex flex-wrap items-center gap-2">
+        <PostForm action=set_role attr:class="flex flex-wrap items-center gap-2">
             <input type="hidden" name="name" value=name />
             <select name="role" aria-label=role_label class="rounded border border-slate-300 px-1 py-1">
                 {options}
@@ -157,7 +157,7 @@ fn RoleForm(name: String, role: Role, set_role: ServerAction<SetUserRole>) -> im
             <button type="submit" class="rounded border border-slate-300 px-2 py-1 hover:bg-slate-100">
                 "Change role"
             </button>
-        </ActionForm>
+        </PostForm>
     }
 }
 
@@ -172,24 +172,24 @@ fn state_pill(disabled: bool) -> AnyView {
 
 /// A user's password reset: a reason, and a new one-time password shown once.
 #[component]
-fn ResetForm(name: String, reset: ServerAction<ResetPassword>, form_key: String) -> impl IntoView {
+fn ResetForm(name: String, reset: FormAction<OneTime>, form_key: String) -> impl IntoView {
     let label = format!("Reason to reset {name}'s password");
     view! {
         <details class="mt-2">
             <summary class="cursor-pointer text-sky-800">"Reset password…"</summary>
-            <ActionForm action=reset attr:class="mt-2 flex flex-wrap items-center gap-2">
+            <PostForm action=reset attr:class="mt-2 flex flex-wrap items-center gap-2">
                 <FormKey value=form_key />
                 <input type="hidden" name="name" value=name />
                 <input name="reason" aria-label=label placeholder="Reason" required class="rounded border border-slate-300 px-2 py-1" />
                 <SecretSubmit label="Reset password" />
-            </ActionForm>
+            </PostForm>
         </details>
     }
 }
 
 /// A new user: name and role; the console makes a one-time password.
 #[component]
-fn AddUserForm(add: ServerAction<AddUser>, form_key: String) -> impl IntoView {
+fn AddUserForm(add: FormAction<OneTime>, form_key: String) -> impl IntoView {
     let options = Role::ALL
         .into_iter()
         .map(
@@ -201,7 +201,7 @@ fn AddUserForm(add: ServerAction<AddUser>, form_key: String) -> impl IntoView {
     view! {
         <details class="mt-4 rounded-lg border border-slate-200 bg-white p-4 text-sm">
             <summary class="cursor-pointer font-medium text-sky-800">"Add a user…"</summary>
-            <ActionForm action=add attr:class="mt-3 flex flex-wrap items-start gap-3">
+            <PostForm action=add attr:class="mt-3 flex flex-wrap items-start gap-3">
                 <FormKey value=form_key />
                 <div>
                     <label for="new-user-name" class="block">"Name"</label>
@@ -214,7 +214,7 @@ fn AddUserForm(add: ServerAction<AddUser>, form_key: String) -> impl IntoView {
                 </div>
                 <div class="mt-6"><SecretSubmit label="Add user" /></div>
                 <p class="basis-full text-xs text-slate-500">"The console makes a one-time password and shows it to you once; give it to them in person or by a channel you trust, and reset it if it is lost."</p>
-            </ActionForm>
+            </PostForm>
         </details>
     }
 }
@@ -261,14 +261,14 @@ fn UserRow(u: UserSummary, actions: Actions, form_key: String) -> impl IntoView 
             <td class="py-3 pr-4 whitespace-nowrap">{last}</td>
             <td class="py-3 pr-4">
                 <RoleForm name=name.clone() role=u.role set_role />
-                <ActionForm action=set_disabled attr:class="mt-2 flex flex-wrap items-center gap-2">
+                <PostForm action=set_disabled attr:class="mt-2 flex flex-wrap items-center gap-2">
                     <input type="hidden" name="name" value=name_for_toggle />
                     <input type="hidden" name="disabled" value=toggle />
                     <input name="reason" aria-label=toggle_reason_label placeholder="Reason" required class="rounded border border-slate-300 px-2 py-1" />
                     <button type="submit" class=toggle_class>
                         {toggle_label}
                     </button>
-                </ActionForm>
+                </PostForm>
                 <ResetForm name=name_for_reset reset form_key />
             </td>
         </tr>

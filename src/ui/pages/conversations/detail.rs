@@ -1,7 +1,6 @@
 //! One conversation: header, the message thread, configuration, and for admins a
 //! reason-gated reveal of the contact details.
 
-use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -14,12 +13,13 @@ use crate::ui::components::badge::StatusPill;
 use crate::ui::components::form::{field_error, invalid_attrs, FieldError, FormKey};
 use crate::ui::components::links::state_href;
 use crate::ui::components::moment::Moment;
+use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::data::page_data;
 
 #[component]
 pub fn ConversationPage() -> impl IntoView {
     let query = use_query_map();
-    let reveal = ServerAction::<RevealContact>::new();
+    let reveal = FormAction::new::<RevealContact>();
     let detail = page_data(
         move || {
             (
@@ -63,7 +63,7 @@ fn flag(label: &'static str, on: bool) -> impl IntoView {
 /// The conversation: status and flags, facts, recipient, hand-off, the link to the
 /// middleware's state, the messages and the configuration.
 #[component]
-fn Detail(mut d: ConversationDetail, reveal: ServerAction<RevealContact>) -> impl IntoView {
+fn Detail(mut d: ConversationDetail, reveal: FormAction<()>) -> impl IntoView {
     let state_link = d.middleware_id.clone().map(|id| {
         view! { <a class="text-sky-800 underline" href=state_href(&id)>"Middleware state and audit →"</a> }
     });
@@ -115,7 +115,7 @@ fn Facts(d: ConversationDetail) -> impl IntoView {
 
 /// The recipient's contact details (masked unless revealed) and, for admins, the reveal.
 #[component]
-fn Recipient(d: ConversationDetail, reveal: ServerAction<RevealContact>) -> impl IntoView {
+fn Recipient(d: ConversationDetail, reveal: FormAction<()>) -> impl IntoView {
     let contact = [
         ("Phone", d.recipient_tel.clone()),
         ("Email", d.recipient_email.clone()),
@@ -149,13 +149,13 @@ fn Recipient(d: ConversationDetail, reveal: ServerAction<RevealContact>) -> impl
 
 /// The folded, reason-gated reveal of the contact details; the reason is audited.
 #[component]
-fn RevealForm(r: String, form_key: String, reveal: ServerAction<RevealContact>) -> impl IntoView {
+fn RevealForm(r: String, form_key: String, reveal: FormAction<()>) -> impl IntoView {
     let error = Signal::derive(move || reveal.value().with(|v| field_error(v, "reason")));
     let (invalid, described) = invalid_attrs(error, "reveal-reason-error".into());
     view! {
         <details class="mt-3 rounded border border-slate-200 bg-slate-50 p-3 text-sm">
             <summary class="cursor-pointer font-medium text-sky-800">"Reveal contact details…"</summary>
-            <ActionForm action=reveal attr:class="mt-2 space-y-2">
+            <PostForm action=reveal attr:class="mt-2 space-y-2">
                 <input type="hidden" name="r" value=r />
                 <FormKey value=form_key />
                 <label for="reveal-reason" class="block">"Why do you need them? (audited)"</label>
@@ -170,7 +170,7 @@ fn RevealForm(r: String, form_key: String, reveal: ServerAction<RevealContact>) 
                 ></textarea>
                 <FieldError id="reveal-reason-error" message=error />
                 <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-white">"Reveal"</button>
-            </ActionForm>
+            </PostForm>
         </details>
     }
 }

@@ -2,15 +2,14 @@
 //! another change keeps them) and the message being written. Each shows a refused value's
 //! error next to its field.
 
-use leptos::form::ActionForm;
 use leptos::prelude::*;
 
 use super::BUTTON;
-use crate::api::inbox::{SaveDraft, SaveInbox, SaveTenant};
 use crate::model::inbox::{InboxSummary, PublishForm};
 use crate::ui::components::form::{
     field_error, field_error_where, invalid_attrs, FieldError, FormKey, TextField,
 };
+use crate::ui::components::post_form::{FormAction, PostForm};
 
 /// A new tenant, or the chosen one's settings.
 #[component]
@@ -18,7 +17,7 @@ pub(super) fn TenantForm(
     tenant: String,
     title: String,
     ttl: String,
-    save_tenant: ServerAction<SaveTenant>,
+    save_tenant: FormAction<String>,
 ) -> impl IntoView {
     let error = move |field: &'static str| {
         Signal::derive(move || save_tenant.value().with(|v| field_error(v, field)))
@@ -28,12 +27,12 @@ pub(super) fn TenantForm(
     view! {
         <details class="mt-3 rounded border border-slate-200 bg-slate-50 p-3 text-sm" open=refused>
             <summary class="cursor-pointer font-medium text-sky-800">"New tenant or edit settings…"</summary>
-            <ActionForm action=save_tenant attr:class="mt-2 grid grid-cols-1 gap-2 sm:grid-cols-3">
+            <PostForm action=save_tenant attr:class="mt-2 grid grid-cols-1 gap-2 sm:grid-cols-3">
                 <TextField label="Tenant key" name="tenant" id="tenant-key" value=tenant error=error("tenant") />
                 <TextField label="Title" name="title" id="tenant-title" value=title error=error("title") />
                 <TextField label="Message lifetime" name="ttl" id="tenant-ttl" value=ttl error=error("ttl") />
                 <div><button type="submit" class=BUTTON>"Save tenant"</button></div>
-            </ActionForm>
+            </PostForm>
         </details>
     }
 }
@@ -43,7 +42,7 @@ pub(super) fn TenantForm(
 pub(super) fn InboxForm(
     tenant: String,
     current: Option<InboxSummary>,
-    save_inbox: ServerAction<SaveInbox>,
+    save_inbox: FormAction<String>,
 ) -> impl IntoView {
     let stored = |part: fn(&InboxSummary) -> &String| {
         current.as_ref().map(part).cloned().unwrap_or_default()
@@ -62,7 +61,7 @@ pub(super) fn InboxForm(
     view! {
         <details class="mt-3 rounded border border-slate-200 bg-slate-50 p-3 text-sm" open=refused>
             <summary class="cursor-pointer font-medium text-sky-800">"New inbox or edit this one…"</summary>
-            <ActionForm action=save_inbox attr:class="mt-2 grid grid-cols-1 gap-2 sm:grid-cols-2">
+            <PostForm action=save_inbox attr:class="mt-2 grid grid-cols-1 gap-2 sm:grid-cols-2">
                 <input type="hidden" name="tenant" value=tenant />
                 <TextField label="Inbox key" name="inbox" id="inbox-key" value=key error=error(|f| f == "inbox") />
                 <TextField label="Title" name="title" id="inbox-title" value=title error=error(|f| f == "title") />
@@ -77,7 +76,7 @@ pub(super) fn InboxForm(
                     error=error(|f| f == "ttl_types" || (f.starts_with("ttl.") && f != "ttl.default"))
                 />
                 <div><button type="submit" class=BUTTON>"Save inbox"</button></div>
-            </ActionForm>
+            </PostForm>
         </details>
     }
 }
@@ -85,7 +84,7 @@ pub(super) fn InboxForm(
 /// The message being written. Posted (never a GET: a message and its recipients do not
 /// belong in a URL) and kept as a draft under the form's key; the page then previews it.
 #[component]
-pub(super) fn ComposeForm(form: PublishForm, save_draft: ServerAction<SaveDraft>) -> impl IntoView {
+pub(super) fn ComposeForm(form: PublishForm, save_draft: FormAction<()>) -> impl IntoView {
     let everyone = form.audience != "users";
     let started = !form.body.is_empty() || !form.title.is_empty();
     let field = |name: &'static str, value: String| {
@@ -97,7 +96,7 @@ pub(super) fn ComposeForm(form: PublishForm, save_draft: ServerAction<SaveDraft>
     let audience_error = error(|f| f == "audience");
     let (_, audience_described) = invalid_attrs(audience_error, "compose-audience-error".into());
     view! {
-        <ActionForm action=save_draft attr:class="mt-2 grid grid-cols-2 gap-2 rounded-lg border border-slate-200 bg-white p-4 text-sm" attr:aria-label="Compose">
+        <PostForm action=save_draft attr:class="mt-2 grid grid-cols-2 gap-2 rounded-lg border border-slate-200 bg-white p-4 text-sm" attr:aria-label="Compose">
             {field("tenant", form.tenant.clone())}
             {field("inbox", form.inbox.clone())}
             <FormKey name="p[idempotency_key]" value=form.idempotency_key.clone() />
@@ -129,6 +128,6 @@ pub(super) fn ComposeForm(form: PublishForm, save_draft: ServerAction<SaveDraft>
                 error=error(|f| f == "cta_uri")
             />
             <div><button type="submit" class=BUTTON>{if started { "Update preview" } else { "Preview" }}</button></div>
-        </ActionForm>
+        </PostForm>
     }
 }

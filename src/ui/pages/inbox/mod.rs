@@ -6,7 +6,6 @@ pub mod user;
 
 use forms::{ComposeForm, InboxForm, TenantForm};
 
-use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -18,6 +17,7 @@ use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::form::FormKey;
 use crate::ui::components::links::enc;
 use crate::ui::components::pager::Pager;
+use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::components::table::DataTable;
 use crate::ui::data::{page_data, saved};
 
@@ -28,10 +28,10 @@ const BUTTON: &str = "rounded bg-slate-900 px-3 py-1.5 text-sm text-white";
 pub fn InboxPageView() -> impl IntoView {
     let query = use_query_map();
     let q = move |k: &'static str| query.read().get(k).unwrap_or_default();
-    let save_tenant = ServerAction::<SaveTenant>::new();
-    let save_inbox = ServerAction::<SaveInbox>::new();
-    let save_draft = ServerAction::<SaveDraft>::new();
-    let publish = ServerAction::<PublishMessage>::new();
+    let save_tenant = FormAction::new::<SaveTenant>();
+    let save_inbox = FormAction::new::<SaveInbox>();
+    let save_draft = FormAction::new::<SaveDraft>();
+    let publish = FormAction::new::<PublishMessage>();
     // Reloaded after each save, not after a refusal: the form stays as typed, next to its error.
     let (tenant_saved, inbox_saved, draft_saved) =
         (saved(save_tenant), saved(save_inbox), saved(save_draft));
@@ -70,10 +70,10 @@ pub fn InboxPageView() -> impl IntoView {
 #[component]
 fn Rooms(
     page: InboxPage,
-    save_tenant: ServerAction<SaveTenant>,
-    save_inbox: ServerAction<SaveInbox>,
-    save_draft: ServerAction<SaveDraft>,
-    publish: ServerAction<PublishMessage>,
+    save_tenant: FormAction<String>,
+    save_inbox: FormAction<String>,
+    save_draft: FormAction<()>,
+    publish: FormAction<String>,
 ) -> impl IntoView {
     let inboxes = page
         .tenant
@@ -91,7 +91,7 @@ fn Rooms(
 
 /// The tenants as links, the chosen one in bold; for writers, the tenant form.
 #[component]
-fn Tenants(page: InboxPage, save_tenant: ServerAction<SaveTenant>) -> impl IntoView {
+fn Tenants(page: InboxPage, save_tenant: FormAction<String>) -> impl IntoView {
     let tenants = page
         .tenants
         .iter()
@@ -122,7 +122,7 @@ fn Tenants(page: InboxPage, save_tenant: ServerAction<SaveTenant>) -> impl IntoV
 
 /// A tenant's inboxes as links with their lifetimes; for writers, the inbox form.
 #[component]
-fn Inboxes(tenant: String, page: InboxPage, save_inbox: ServerAction<SaveInbox>) -> impl IntoView {
+fn Inboxes(tenant: String, page: InboxPage, save_inbox: FormAction<String>) -> impl IntoView {
     let list = page
         .inboxes
         .iter()
@@ -155,8 +155,8 @@ fn InboxRoom(
     inbox: String,
     title: String,
     page: InboxPage,
-    save_draft: ServerAction<SaveDraft>,
-    publish: ServerAction<PublishMessage>,
+    save_draft: FormAction<()>,
+    publish: FormAction<String>,
 ) -> impl IntoView {
     let new_message = format!("/inbox?tenant={}&inbox={}", enc(&tenant), enc(&inbox));
     let compose = page.can_write.then(|| match &page.draft {
@@ -221,11 +221,7 @@ fn audience_label(form: &PublishForm) -> String {
 
 /// The draft as its recipients will see it, with the button that publishes it.
 #[component]
-fn Preview(
-    form: PublishForm,
-    publish: ServerAction<PublishMessage>,
-    new_message: String,
-) -> impl IntoView {
+fn Preview(form: PublishForm, publish: FormAction<String>, new_message: String) -> impl IntoView {
     let audience = audience_label(&form);
     let category = (!form.category.is_empty()).then(|| format!(" · {}", form.category));
     view! {
@@ -234,14 +230,14 @@ fn Preview(
             <h3 class="mt-1 font-semibold">{form.title.clone()}</h3>
             <p class="mt-1 whitespace-pre-wrap text-sm">{form.body.clone()}</p>
             {(!form.cta_uri.is_empty()).then(|| view! { <p class="mt-1 text-sm text-sky-800 underline">{form.cta_uri.clone()}</p> })}
-            <ActionForm action=publish attr:class="mt-3 flex items-center gap-3">
+            <PostForm action=publish attr:class="mt-3 flex items-center gap-3">
                 <input type="hidden" name="tenant" value=form.tenant.clone() />
                 <input type="hidden" name="inbox" value=form.inbox.clone() />
                 // The draft's key is the publish's idempotency key: a message is published once.
                 <FormKey name="draft" value=form.idempotency_key.clone() />
                 <button type="submit" class=BUTTON>"Publish"</button>
                 <a class="text-sm text-sky-800 underline" href=new_message>"Discard and start a new message"</a>
-            </ActionForm>
+            </PostForm>
         </div>
     }
 }

@@ -1,7 +1,6 @@
 //! One user's inbox as they see it: counts, and the feed (their messages and the public
 //! ones, newest first) with mark-read.
 
-use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -12,13 +11,14 @@ use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::links::enc;
 use crate::ui::components::pager::Pager;
+use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::data::page_data;
 
 #[component]
 pub fn InboxUserPage() -> impl IntoView {
     let query = use_query_map();
     let q = move |k: &'static str| query.read().get(k).unwrap_or_default();
-    let mark = ServerAction::<MarkRead>::new();
+    let mark = FormAction::new::<MarkRead>();
     let data = page_data(
         move || {
             (
@@ -75,7 +75,7 @@ fn CountTiles(c: Counts) -> impl IntoView {
 #[component]
 fn Feed(
     v: UserView,
-    mark: ServerAction<MarkRead>,
+    mark: FormAction<String>,
     tenant: String,
     inbox: String,
     uid: String,
@@ -94,11 +94,11 @@ fn Feed(
     let mark_all = (v.can_write && v.counts.unread > 0).then(|| {
         let hidden = hidden.clone();
         view! {
-            <ActionForm action=mark attr:class="mt-3">
+            <PostForm action=mark attr:class="mt-3">
                 {hidden()}
                 <input type="hidden" name="message_id" value="" />
                 <button type="submit" class="rounded border border-slate-300 px-3 py-1 text-sm">"Mark all read"</button>
-            </ActionForm>
+            </PostForm>
         }
     });
     let items = v
@@ -122,12 +122,7 @@ fn Feed(
 }
 
 #[component]
-fn Item<H, V>(
-    m: FeedItem,
-    mark: ServerAction<MarkRead>,
-    can_write: bool,
-    hidden: H,
-) -> impl IntoView
+fn Item<H, V>(m: FeedItem, mark: FormAction<String>, can_write: bool, hidden: H) -> impl IntoView
 where
     H: Fn() -> V + Clone + Send + Sync + 'static,
     V: IntoView + 'static,
@@ -139,11 +134,11 @@ where
     };
     let button = (!m.read && can_write).then(|| {
         view! {
-            <ActionForm action=mark>
+            <PostForm action=mark>
                 {hidden()}
                 <input type="hidden" name="message_id" value=m.id.clone() />
                 <button type="submit" class="rounded bg-slate-900 px-2 py-1 text-xs text-white">"Mark read"</button>
-            </ActionForm>
+            </PostForm>
         }
     });
     view! {

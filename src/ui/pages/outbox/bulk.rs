@@ -1,12 +1,12 @@
 //! The Outbox page's bulk moves: every dead letter of a cause redriven or discarded, every
 //! held action released or discarded, each with the count it will take and a reason.
 
-use leptos::form::ActionForm;
 use leptos::prelude::*;
 
 use super::Actions;
 use crate::ui::components::form::FormKey;
 use crate::ui::components::links::enc;
+use crate::ui::components::post_form::PostForm;
 use crate::ui::components::table::DataTable;
 
 /// A bulk move's form: the count it will take, a reason, and the button.
@@ -23,7 +23,7 @@ fn BulkForm(
     view! {
         <details class="inline-block">
             <summary class="cursor-pointer text-sm text-sky-800 underline">{format!("{label}…")}</summary>
-            <ActionForm action=actions.job attr:class="mt-2 flex flex-wrap items-end gap-2">
+            <PostForm action=actions.job attr:class="mt-2 flex flex-wrap items-end gap-2">
                 <input type="hidden" name="op" value=op />
                 <input type="hidden" name="group" value=group />
                 <input type="hidden" name="cause" value=cause />
@@ -31,7 +31,7 @@ fn BulkForm(
                 <label for=id.clone() class="text-sm">"Reason"</label>
                 <input id=id name="reason" required maxlength="500" class="rounded border border-slate-300 px-2 py-1 text-sm" />
                 <button type="submit" class="rounded bg-slate-900 px-3 py-1 text-sm text-white">{label}</button>
-            </ActionForm>
+            </PostForm>
         </details>
     }
 }

@@ -3,7 +3,6 @@
 //! discard with a reason (one, or all of a group at once with the count shown first); and
 //! the receiver: its URL, its signing secrets, a test message.
 
-use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -17,39 +16,40 @@ use crate::api::outbox::{
     load_outbox, AddReceiverSecret, MoveAction, RetireReceiverSecret, SaveReceiver, StartOutboxJob,
     TestReceiver,
 };
-use crate::model::outbox::{JobView, OutboxCounts, OutboxPage, OutboxRow};
+use crate::model::outbox::{JobView, OutboxCounts, OutboxPage, OutboxRow, TestAnswer};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::form::FormKey;
 use crate::ui::components::links::{enc, state_href};
 use crate::ui::components::pager::Pager;
+use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::components::table::DataTable;
 use crate::ui::data::{page_data, saved, PageData};
 
 /// The page's actions, handed down to the sections that submit them.
 #[derive(Clone, Copy)]
 struct Actions {
-    job: ServerAction<StartOutboxJob>,
-    one: ServerAction<MoveAction>,
-    save: ServerAction<SaveReceiver>,
-    add: ServerAction<AddReceiverSecret>,
-    retire: ServerAction<RetireReceiverSecret>,
-    test: ServerAction<TestReceiver>,
+    job: FormAction<JobView>,
+    one: FormAction<String>,
+    save: FormAction<Option<String>>,
+    add: FormAction<Option<String>>,
+    retire: FormAction<Option<String>>,
+    test: FormAction<TestAnswer>,
     /// Successful receiver saves (a refused one leaves the form as typed).
     receiver_saved: Memo<usize>,
 }
 
 impl Actions {
     fn new() -> Actions {
-        let save = ServerAction::new();
+        let save = FormAction::new::<SaveReceiver>();
         Actions {
-            job: ServerAction::new(),
-            one: ServerAction::new(),
+            job: FormAction::new::<StartOutboxJob>(),
+            one: FormAction::new::<MoveAction>(),
             save,
             receiver_saved: saved(save),
-            add: ServerAction::new(),
-            retire: ServerAction::new(),
-            test: ServerAction::new(),
+            add: FormAction::new::<AddReceiverSecret>(),
+            retire: FormAction::new::<RetireReceiverSecret>(),
+            test: FormAction::new::<TestReceiver>(),
         }
     }
 
@@ -130,7 +130,7 @@ fn Results(actions: Actions) -> impl IntoView {
             <ActionResult value=move || actions.save.value().get() success=shown_once />
             <ActionResult value=move || actions.add.value().get() success=shown_once />
             <ActionResult value=move || actions.retire.value().get() success=|_| "Secret retired: it no longer signs.".into() />
-            <ActionResult value=move || actions.test.value().get() success=|t: &crate::model::outbox::TestAnswer| {
+            <ActionResult value=move || actions.test.value().get() success=|t: &TestAnswer| {
                 format!("Test message {}: {} in {} ms. {}", t.webhook_id, t.outcome, t.ms, if t.body.is_empty() { String::new() } else { format!("It answered: {}", t.body) })
             } />
         </div>
@@ -300,13 +300,13 @@ fn RowMoves(
             view! {
                 <details>
                     <summary class="cursor-pointer text-sm text-sky-800 underline">{format!("{label}…")}</summary>
-                    <ActionForm action=actions.one attr:class="mt-1 flex gap-1">
+                    <PostForm action=actions.one attr:class="mt-1 flex gap-1">
                         <input type="hidden" name="action" value=action />
                         <input type="hidden" name="op" value=*op />
                         <FormKey value=form_key name="form_key" />
                         <input name="reason" aria-label=format!("Reason to {op}") required maxlength="500" class="w-40 rounded border border-slate-300 px-1 text-sm" />
                         <button type="submit" class="rounded bg-slate-900 px-2 text-sm text-white">{label}</button>
-                    </ActionForm>
+                    </PostForm>
                 </details>
             }
         })

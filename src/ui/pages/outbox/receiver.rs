@@ -1,12 +1,12 @@
 //! The Outbox page's receiver section: where side effects go, the secrets that sign them,
 //! a test message.
 
-use leptos::form::ActionForm;
 use leptos::prelude::*;
 
 use super::Actions;
 use crate::model::outbox::{ReceiverView, SecretView};
 use crate::ui::components::form::{field_error, invalid_attrs, FieldError};
+use crate::ui::components::post_form::PostForm;
 
 /// What saving the receiver or adding a secret answers: the new secret, once.
 pub(super) fn shown_once(secret: &Option<String>) -> String {
@@ -41,7 +41,7 @@ pub(super) fn Receiver(receiver: ReceiverView, actions: Actions) -> impl IntoVie
             // Open while it shows a refusal (also after a post without JavaScript).
             <details class="mt-3" open=move || actions.save.value().with(|v| matches!(v, Some(Err(_))))>
                 <summary class="cursor-pointer text-sm font-medium text-sky-800">"Change the receiver (admins)…"</summary>
-                <ActionForm action=actions.save attr:class="mt-3 flex flex-wrap items-end gap-3">
+                <PostForm action=actions.save attr:class="mt-3 flex flex-wrap items-end gap-3">
                     <input type="hidden" name="version" value=version />
                     <div class="text-sm">
                         <label for="receiver-url" class="block text-slate-600">"URL"</label>
@@ -60,18 +60,18 @@ pub(super) fn Receiver(receiver: ReceiverView, actions: Actions) -> impl IntoVie
                         "Deliver"
                     </label>
                     <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-sm text-white">"Save receiver"</button>
-                </ActionForm>
+                </PostForm>
                 <h3 class="mt-4 text-sm font-semibold">"Signing secrets"</h3>
                 <p class="text-xs text-slate-500">"Every secret signs each message; add the new one, give it to the receiver, then retire the old one."</p>
                 <SecretList secrets version=version_list actions />
                 <div class="mt-3 flex gap-3">
-                    <ActionForm action=actions.add>
+                    <PostForm action=actions.add>
                         <input type="hidden" name="version" value=version_add />
                         <button type="submit" class="rounded border border-slate-300 px-3 py-1 text-sm">"Add a secret"</button>
-                    </ActionForm>
-                    <ActionForm action=actions.test>
+                    </PostForm>
+                    <PostForm action=actions.test>
                         <button type="submit" class="rounded border border-slate-300 px-3 py-1 text-sm">"Send a test event"</button>
-                    </ActionForm>
+                    </PostForm>
                 </div>
             </details>
         </section>
@@ -89,11 +89,11 @@ fn SecretList(secrets: Vec<SecretView>, version: String, actions: Actions) -> im
                 <li class="flex items-center gap-3 text-sm">
                     <span class="font-mono">{s.id.clone()}</span>
                     <span class="text-slate-500">{format!("made {} by {}", s.created_at, s.created_by)}</span>
-                    <ActionForm action=actions.retire attr:class="inline">
+                    <PostForm action=actions.retire attr:class="inline">
                         <input type="hidden" name="id" value=id />
                         <input type="hidden" name="version" value=v />
                         <button type="submit" class="text-xs text-red-700 underline">"Retire"</button>
-                    </ActionForm>
+                    </PostForm>
                 </li>
             }
         })

@@ -1,0 +1,212 @@
+//! Forms posted to a server function the way the browser would post them, and the answers
+//! they get: what Leptos's `ServerAction` and `ActionForm` do, without their cost in the
+//! page's code (docs/page-weight.md, "Forms").
+//!
+//! `ActionForm` reads a submitted form into the server function's argument type
+//! (`serde_qs`), writes that back out as the same form encoding, and runs a `ServerAction`
+//! over it: all of it compiled once per server function, a few kilobytes each. A page with
+//! six forms carried six copies. [`PostForm`] posts the form's own fields as they are, and
+//! [`FormAction`] is generic over the answer only: most forms share one (`String`).
+//!
+//! Without JavaScript nothing changes: it is a plain `<form method="post">` to the server
+//! function's URL, which answers with a redirect back to the page.
+
+use leptos::prelude::*;
+use leptos::server::ServerActionError;
+use leptos::server_fn::error::ServerFnUrlError;
+use leptos::server_fn::ServerFn;
+use serde::de::DeserializeOwned;
+
+use crate::model::AppError;
+
+/// The submissions of one form to one server function, and the latest answer.
+pub struct FormAction<O: 'static> {
+    url: &'static str,
+    /// The fields of the latest submission, as posted.
+    input: RwSignal<Option<Vec<(String, String)>>>,
+    value: RwSignal<Option<Result<O, AppError>>>,
+    version: RwSignal<usize>,
+    /// Submissions sent: only the latest one's answer is shown.
+    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+    sent: StoredValue<usize>,
+}
+
+impl<O> Clone for FormAction<O> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<O> Copy for FormAction<O> {}
+
+impl<O: Send + Sync + 'static> FormAction<O> {
+    /// Submissions to the server function `S`. After a post without JavaScript that `S`
+    /// refused, the page's address carries the refusal: it is the first answer, on the
+    /// server's page and in the browser's alike (as with a `ServerAction`).
+    pub fn new<S: ServerFn<Output = O, Error = AppError>>() -> Self {
+        let refused = use_context::<ServerActionError>()
+            .filter(|e| e.path() == S::PATH)
+            .map(|e| Err(ServerFnUrlError::<AppError>::decode_err(e.err())));
+        Self {
+            url: S::url(),
+            input: RwSignal::new(None),
+            value: RwSignal::new(refused),
+            version: RwSignal::new(0),
+            sent: StoredValue::new(0),
+        }
+    }
+
+    /// How many answers have come back (each one a change when it is `Ok`).
+    pub fn version(&self) -> RwSignal<usize> {
+        self.version
+    }
+
+    /// The latest answer, if any.
+    pub fn value(&self) -> RwSignal<Option<Result<O, AppError>>> {
+        self.value
+    }
+
+    /// The value of field `name` in the latest submission from this page (none yet after a
+    /// post without JavaScript).
+    pub fn submitted(&self, name: &str) -> Option<String> {
+        self.input.with(|fields| {
+            fields
+                .as_ref()?
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+        })
+    }
+}
+
+impl<O: DeserializeOwned + Send + Sync + 'static> FormAction<O> {
+    /// Posts `form`, then shows the answer (following a redirect the server asks for).
+    #[cfg_attr(not(feature = "hydrate"), allow(unused_variables))]
+    fn submit(self, form: leptos::web_sys::HtmlFormElement) {
+        #[cfg(feature = "hydrate")]
+        {
+            let Ok((fields, body)) = client::fields(&form) else {
+                return;
+            };
+            let number = self.sent.get_value() + 1;
+            self.sent.set_value(number);
+            self.input.set(Some(fields));
+            leptos::task::spawn_local(async move {
+                let answer = client::post(self.url, body)
+                    .await
+                    .and_then(|a| a.decode::<O>());
+                if self.sent.get_value() == number {
+                    self.version.update(|n| *n += 1);
+                    self.value.set(Some(answer));
+                }
+            });
+        }
+    }
+}
+
+/// A `<form>` posting to `action`'s server function: by the page's code when it runs,
+/// by the browser otherwise. Attributes given with `attr:` go on the `<form>`.
+#[component]
+pub fn PostForm<O>(action: FormAction<O>, children: Children) -> impl IntoView
+where
+    O: DeserializeOwned + Send + Sync + 'static,
+{
+    let on_submit = move |ev: leptos::ev::SubmitEvent| {
+        if ev.default_prevented() {
+            return;
+        }
+        ev.prevent_default();
+        action.submit(event_target::<leptos::web_sys::HtmlFormElement>(&ev));
+    };
+    view! {
+        <form action=action.url method="post" on:submit=on_submit>
+            {children()}
+        </form>
+    }
+}
+
+/// The browser's side: not generic, so compiled once.
+#[cfg(feature = "hydrate")]
+mod client {
+    use leptos::prelude::{FromServerFnError, ServerFnErrorErr};
+    use leptos::server_fn::redirect::{call_redirect_hook, REDIRECT_HEADER};
+    use wasm_bindgen::{JsCast, JsValue};
+    use wasm_bindgen_futures::JsFuture;
+    use web_sys::{FormData, HtmlFormElement, RequestInit, Response, UrlSearchParams};
+
+    use crate::model::AppError;
+
+    /// A server function's answer: its status and body.
+    pub struct Answer {
+        status: u16,
+        body: Vec<u8>,
+    }
+
+    impl Answer {
+        /// The answer as the server function's client reads it: an error status carries an
+        /// `AppError`, any other the output, both as JSON.
+        pub fn decode<O: serde::de::DeserializeOwned>(self) -> Result<O, AppError> {
+            if (400..=599).contains(&self.status) {
+                Err(AppError::de(self.body.into()))
+            } else {
+                serde_json::from_slice(&self.body).map_err(|e| {
+                    AppError::from_server_fn_error(ServerFnErrorErr::Deserialization(e.to_string()))
+                })
+            }
+        }
+    }
+
+    /// The form's fields, as a list and as the body to post.
+    pub fn fields(
+        form: &HtmlFormElement,
+    ) -> Result<(Vec<(String, String)>, UrlSearchParams), JsValue> {
+        let data = FormData::new_with_form(form)?;
+        let body = UrlSearchParams::new_with_str_sequence_sequence(&data)?;
+        let mut fields = Vec::new();
+        for entry in js_sys::try_iter(&body)?.into_iter().flatten() {
+            let pair = js_sys::Array::from(&entry?);
+            let text = |v: JsValue| v.as_string().unwrap_or_default();
+            fields.push((text(pair.get(0)), text(pair.get(1))));
+        }
+        Ok((fields, body))
+    }
+
+    /// Posts `body` to `url` as a form, asking for the JSON answer (not the redirect a
+    /// form without JavaScript gets).
+    pub async fn post(url: &str, body: UrlSearchParams) -> Result<Answer, AppError> {
+        let failed = |e: JsValue| {
+            AppError::from_server_fn_error(ServerFnErrorErr::Request(
+                e.as_string().unwrap_or_else(|| "the request failed".into()),
+            ))
+        };
+        let init = RequestInit::new();
+        init.set_method("POST");
+        init.set_body(&body);
+        let headers = web_sys::Headers::new().map_err(failed)?;
+        headers.set("Accept", "application/json").map_err(failed)?;
+        init.set_headers(&headers);
+        let window = web_sys::window().ok_or_else(|| failed(JsValue::NULL))?;
+        let response: Response = JsFuture::from(window.fetch_with_str_and_init(url, &init))
+            .await
+            .map_err(failed)?
+            .unchecked_into();
+        // A server function that redirects answers a script with this header and the
+        // place in `Location` (a form without JavaScript gets a real redirect).
+        let headers = response.headers();
+        let redirect = match headers.has(REDIRECT_HEADER) {
+            Ok(true) => headers.get("Location").ok().flatten(),
+            _ => None,
+        };
+        let bytes = JsFuture::from(response.array_buffer().map_err(failed)?)
+            .await
+            .map_err(failed)?;
+        let answer = Answer {
+            status: response.status(),
+            body: js_sys::Uint8Array::new(&bytes).to_vec(),
+        };
+        if let Some(location) = redirect {
+            call_redirect_hook(&location);
+        }
+        Ok(answer)
+    }
+}
