@@ -1,6 +1,5 @@
 //! Who is signed in and what their role lets them do.
 
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::AppError;
@@ -64,8 +63,10 @@ pub struct UserSummary {
     pub name: String,
     pub role: Role,
     pub disabled: bool,
-    pub last_login_at: Option<DateTime<Utc>>,
-    pub created_at: DateTime<Utc>,
+    /// RFC 3339, UTC, to the second (as every time the pages show: the browser reads it
+    /// without a date library).
+    pub last_login_at: Option<String>,
+    pub created_at: String,
 }
 
 /// A machine client's API key on the Users page: never the key, only what it is.

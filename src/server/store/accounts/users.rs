@@ -41,8 +41,8 @@ impl UserItem {
             name: self.name.clone(),
             role: self.role,
             disabled: self.disabled,
-            last_login_at: self.last_login_at,
-            created_at: self.created_at,
+            last_login_at: self.last_login_at.map(rfc3339),
+            created_at: rfc3339(self.created_at),
         }
     }
 }
@@ -241,4 +241,8 @@ async fn transact(store: &Store, parts: Vec<TransactWriteItem>) -> Result<TxOutc
             TxOutcome::ConditionFailed(r.iter().map(|(i, _)| *i).min().unwrap_or(0))
         }
     })
+}
+
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }

@@ -15,9 +15,9 @@ use crate::model::AppError;
 use crate::ui::components::alert::{ActionResult, ErrorBox, SuccessBox};
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::form::{field_error, invalid_attrs, FieldError, FormKey, SecretSubmit};
+use crate::ui::components::moment::Moment;
 use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::components::table::DataTable;
-use crate::ui::components::when;
 use crate::ui::data::page_data;
 
 #[component]
@@ -229,11 +229,10 @@ fn UserRow(u: UserSummary, actions: Actions, form_key: String) -> impl IntoView 
         reset,
         ..
     } = actions;
-    let last = u
-        .last_login_at
-        .as_ref()
-        .map(when)
-        .unwrap_or_else(|| "never".into());
+    let last = match u.last_login_at.clone() {
+        Some(iso) => view! { <Moment iso /> }.into_any(),
+        None => "never".into_any(),
+    };
     let toggle = if u.disabled { "false" } else { "true" };
     let toggle_label = if u.disabled { "Enable" } else { "Disable" };
     let name = u.name.clone();
