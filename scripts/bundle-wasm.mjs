@@ -53,19 +53,28 @@ const precompressed = fs.existsSync(`${loaderPath}.br`);
 const bundled = (listed) => listed.length === 1 && listed[0].startsWith('first_');
 if (loader.startsWith(MARK)) {
   // Patched already; a run stopped before its last step may have left the manifest, or
-  // files without their compressed copies.
-  if (!Object.values(manifest).every(bundled)) writeManifest();
+  // files whose compressed copies are missing or older than they are (the server would
+  // send those: an unpatched loader, say).
   for (const route of Object.keys(manifest)) {
     for (const file of [`bundle_${route}.wasm`, `first_${route}.wasm`].map((f) => path.join(dir, f))) {
       if (!fs.existsSync(file)) fail(`${file} is missing: rebuild (cargo leptos build --split)`);
-      if (precompressed && !(fs.existsSync(`${file}.br`) && fs.existsSync(`${file}.gz`))) compress(file);
+      if (stale(file)) compress(file);
     }
   }
+  if (!Object.values(manifest).every(bundled)) writeManifest();
+  for (const file of [loaderPath, manifestPath]) if (stale(file)) compress(file);
   console.log('bundle-wasm: loader already patched');
   process.exit(0);
 }
 if (Object.values(manifest).some(bundled)) {
   fail('the manifest lists bundles but the loader is not patched: rebuild (cargo leptos build --split)');
+}
+
+/** True when the build precompressed and `file`'s copies are missing or older than it. */
+function stale(file) {
+  if (!precompressed) return false;
+  const modified = fs.statSync(file).mtimeMs;
+  return ['br', 'gz'].some((ext) => !fs.existsSync(`${file}.${ext}`) || fs.statSync(`${file}.${ext}`).mtimeMs < modified);
 }
 
 function compress(file) {

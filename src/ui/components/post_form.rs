@@ -26,9 +26,11 @@ pub struct FormAction<O: 'static> {
     input: RwSignal<Option<Vec<(String, String)>>>,
     value: RwSignal<Option<Result<O, AppError>>>,
     version: RwSignal<usize>,
-    /// Submissions sent: only the latest one's answer is shown.
+    /// Submissions sent, and the newest of them whose answer is shown: every answer counts
+    /// (one action often serves a form per row), but an older answer that arrives after a
+    /// newer one is not shown over it.
     #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
-    sent: StoredValue<usize>,
+    sent: StoredValue<(usize, usize)>,
 }
 
 impl<O> Clone for FormAction<O> {
@@ -52,7 +54,7 @@ impl<O: Send + Sync + 'static> FormAction<O> {
             input: RwSignal::new(None),
             value: RwSignal::new(refused),
             version: RwSignal::new(0),
-            sent: StoredValue::new(0),
+            sent: StoredValue::new((0, 0)),
         }
     }
 
@@ -88,17 +90,23 @@ impl<O: DeserializeOwned + Send + Sync + 'static> FormAction<O> {
             let Ok((fields, body)) = client::fields(&form) else {
                 return;
             };
-            let number = self.sent.get_value() + 1;
-            self.sent.set_value(number);
+            let number = self.sent.get_value().0 + 1;
+            self.sent.update_value(|(sent, _)| *sent = number);
             self.input.set(Some(fields));
             leptos::task::spawn_local(async move {
                 let answer = client::post(self.url, body)
                     .await
                     .and_then(|a| a.decode::<O>());
-                if self.sent.get_value() == number {
-                    self.version.update(|n| *n += 1);
-                    self.value.set(Some(answer));
+                // The page may be gone by now (a click elsewhere while this was on its
+                // way): then there is nothing to show it on.
+                let Some((_, shown)) = self.sent.try_get_value() else {
+                    return;
+                };
+                if number > shown {
+                    self.sent.update_value(|(_, shown)| *shown = number);
+                    self.value.try_set(Some(answer));
                 }
+                self.version.try_update(|n| *n += 1);
             });
         }
     }
@@ -204,7 +212,8 @@ mod client {
             status: response.status(),
             body: js_sys::Uint8Array::new(&bytes).to_vec(),
         };
-        if let Some(location) = redirect {
+        // As the server function's client: a refusal is shown where it was made.
+        if let Some(location) = redirect.filter(|_| !(400..=599).contains(&answer.status)) {
             call_redirect_hook(&location);
         }
         Ok(answer)
