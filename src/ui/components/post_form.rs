@@ -151,10 +151,15 @@ mod client {
     }
 
     impl Answer {
+        /// An error status: the server function refused (its body is an `AppError`).
+        fn refused(&self) -> bool {
+            (400..=599).contains(&self.status)
+        }
+
         /// The answer as the server function's client reads it: an error status carries an
         /// `AppError`, any other the output, both as JSON.
         pub fn decode<O: serde::de::DeserializeOwned>(self) -> Result<O, AppError> {
-            if (400..=599).contains(&self.status) {
+            if self.refused() {
                 Err(AppError::de(self.body.into()))
             } else {
                 serde_json::from_slice(&self.body).map_err(|e| {
@@ -213,7 +218,7 @@ mod client {
             body: js_sys::Uint8Array::new(&bytes).to_vec(),
         };
         // As the server function's client: a refusal is shown where it was made.
-        if let Some(location) = redirect.filter(|_| !(400..=599).contains(&answer.status)) {
+        if let Some(location) = redirect.filter(|_| !answer.refused()) {
             call_redirect_hook(&location);
         }
         Ok(answer)
