@@ -51,6 +51,8 @@ export default defineConfig({
       // Side effects retried within seconds, looked for often: the outbox test waits on them.
       OPS_EVENTS_RETRY_SCHEDULE: '2s,2s,2s',
       OPS_EVENTS_DISPATCH_POLL_MS: '200',
+      // The tests' receivers listen on this machine.
+      OPS_OPERATIONS_OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32',
       // Scanned after the run: no email, phone or secret may be in it.
       LOG_FILE: 'target/test-logs/e2e.log',
     },

@@ -27,7 +27,7 @@ enum Command {
         /// Calls per series.
         #[arg(long, default_value_t = 400)]
         n: usize,
-        /// Parts to run (engine, events, measurements, inbox, conversations, pages).
+        /// Parts to run (engine, events, ack, measurements, inbox, conversations, signin, pages).
         #[arg(long, value_delimiter = ',')]
         only: Vec<String>,
         /// Conversation counts the search latency is measured at.

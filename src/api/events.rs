@@ -46,7 +46,7 @@ pub async fn list_audit(
 ) -> Result<AuditRows, AppError> {
     use crate::model::accounts::Role;
     use crate::server::{ctx, domain::events::views};
-    ctx::require(Role::Viewer)?;
+    let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let cursor = cursor.filter(|c| !c.is_empty());
     let filter = views::AuditFilter {
@@ -58,7 +58,7 @@ pub async fn list_audit(
     };
     state
         .events
-        .audit_rows(&state.refs, &filter, cursor.as_deref())
+        .audit_rows(&state.refs, &filter, user.role, cursor.as_deref())
         .await
 }
 
@@ -67,7 +67,7 @@ pub async fn list_audit(
 pub async fn load_event_stats() -> Result<EventStats, AppError> {
     use crate::model::accounts::Role;
     use crate::server::ctx;
-    ctx::require(Role::Viewer)?;
+    let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
-    state.events.stats().await
+    state.events.stats(user.role).await
 }

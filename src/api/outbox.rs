@@ -17,7 +17,7 @@ pub async fn load_outbox(
     use crate::model::accounts::Role;
     use crate::server::ctx;
     use crate::server::store::events::outbox_reads::Filter;
-    ctx::require(Role::Viewer)?;
+    let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let filter = Filter {
         cause: Some(cause.trim().to_string()).filter(|c| !c.is_empty()),
@@ -26,7 +26,13 @@ pub async fn load_outbox(
     let cursor = cursor.filter(|c| !c.is_empty());
     state
         .events
-        .outbox_page(group.trim(), filter, cursor.as_deref(), &state.refs)
+        .outbox_page(
+            group.trim(),
+            filter,
+            cursor.as_deref(),
+            &state.refs,
+            user.role,
+        )
         .await
 }
 

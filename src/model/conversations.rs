@@ -134,8 +134,8 @@ pub struct ConversationDetail {
     pub company_rep: Option<String>,
     /// The middleware's state (design doc 1) exists for this conversation id.
     pub has_middleware_state: bool,
-    /// The id as the events pages know it, when it may be shown.
-    pub middleware_id: Option<String>,
+    /// The link reference of the middleware's state of this conversation, when it has one.
+    pub middleware_ref: Option<String>,
     /// A fresh key for the reveal form.
     pub form_key: String,
 }

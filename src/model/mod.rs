@@ -10,6 +10,7 @@ pub mod inbox;
 pub mod measurements;
 pub mod openapi;
 pub mod outbox;
+pub mod pages;
 pub mod switches;
 
 pub use error::AppError;

@@ -95,8 +95,6 @@ pub struct TestAnswer {
     pub webhook_id: String,
     pub outcome: String,
     pub status: Option<u16>,
-    /// The start of the receiver's answer, as text.
-    pub body: String,
     pub ms: i64,
 }
 

@@ -44,6 +44,8 @@ pub fn app(state: AppState) -> Router {
         // Outermost: what the idempotency layer stores and replays is the answer itself;
         // only the wire is compressed (files already precompressed pass through).
         .layer(tower_http::compression::CompressionLayer::new())
+        // Outside everything: a method the console does not serve goes no further.
+        .layer(middleware::from_fn(mw::known_methods))
         .with_state(state)
 }
 
@@ -89,7 +91,9 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
         "ops-console listening on http://{addr}"
     );
     let state_for_shutdown = state.clone();
-    let result = axum::serve(listener, app(state))
+    // The peer's address reaches the sign-in's counters (`http::extract::ClientAddress`).
+    let service = app(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let result = axum::serve(listener, service)
         .with_graceful_shutdown(shutdown_signal())
         .await;
     // A delivery cut short here is in flight under a lease: another console (or this one
@@ -269,4 +273,22 @@ async fn shutdown_signal() {
         _ = term => {},
     }
     tracing::info!("shutting down");
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use crate::model::pages::PAGE_PATHS;
+
+    #[test]
+    fn the_pages_a_sign_in_may_go_on_to_are_the_pages_the_router_serves() {
+        let served: BTreeSet<String> = super::route_list()
+            .iter()
+            .map(|r| r.path().to_string())
+            .filter(|p| p != "/login")
+            .collect();
+        let listed: BTreeSet<String> = PAGE_PATHS.iter().map(|p| p.to_string()).collect();
+        assert_eq!(served, listed);
+    }
 }

@@ -14,6 +14,8 @@ use crate::server::domain::idempotency::{Engine, Secret};
 use crate::server::domain::inbox::Inbox;
 use crate::server::domain::measurements::Measurements;
 use crate::server::domain::switches::{self, Switches};
+use crate::server::http::health::Readiness;
+use crate::server::store::cursor::Cursors;
 use crate::server::store::Store;
 
 /// Everything a request handler needs. Cheap to clone.
@@ -41,6 +43,8 @@ pub struct AppState {
     pub measurements: Measurements,
     /// The alert rules, judged in the background and announced once (docs/operations.md).
     pub alerts: Alerts,
+    /// This console's last readiness check (`/readyz`), shared by probes for a few seconds.
+    pub readiness: Arc<Readiness>,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -60,6 +64,9 @@ impl AppState {
             .site_addr(config.site_addr)
             .env(leptos::config::Env::PROD)
             .build();
+        // Every console of the environment seals page cursors under the same key, so a
+        // cursor opens behind any of them.
+        let store = store.with_cursors(Cursors::new(secret.seal("page-cursor"), clock.clone()));
         let idempotency = Engine::new(
             store.clone(),
             secret,
@@ -77,13 +84,14 @@ impl AppState {
             clock.clone(),
             AccountTtls::from(&config.ttl),
             config.auth.clone(),
-        );
+        )
+        .with_address_key(idempotency.subkey("login-address"));
         let conversations = Conversations::new(store.clone(), &config.ttl);
         let inbox = Inbox::new(store.clone(), config.ttl.settings_days);
         let measurements = Measurements::new(store.clone(), config.measurements.clone());
         let config = Arc::new(config);
         // `serve` checks the webhook settings before it gets here, with a readable error.
-        let seal = crate::server::domain::seal::Seal::new(&idempotency, "receiver-secret");
+        let seal = idempotency.seal("receiver-secret");
         let events = Events::new(store.clone(), clock.clone(), config.clone(), seal)
             .unwrap_or_else(|e| panic!("invalid events settings: {e}"));
         let alerts = Alerts::new(
@@ -106,6 +114,7 @@ impl AppState {
             store,
             config,
             clock,
+            readiness: Arc::default(),
         }
     }
 }

@@ -183,6 +183,8 @@ async fn spawn_app_on(endpoint: &str, tweak: impl FnOnce(&mut Config)) -> TestAp
     let endpoint = endpoint.to_string();
     let prefix = format!("t{}_", random_hex(6));
     let mut config = Config::for_tests(&endpoint, &prefix);
+    // The tests' receivers and alert channels listen on this machine.
+    config.operations.outbound_allowed_networks = "127.0.0.0/8, ::1".into();
     tweak(&mut config);
     let store = Store::connect(Connection {
         endpoint: Some(&endpoint),
@@ -199,11 +201,12 @@ async fn spawn_app_on(endpoint: &str, tweak: impl FnOnce(&mut Config)) -> TestAp
     let clock = Clock::default();
     let secret_bytes = format!("test-secret-{}", random_hex(16)).into_bytes();
     let secret = Secret::new(secret_bytes.clone());
-    let state = AppState::new(config, store.clone(), clock.clone(), secret);
+    let state = AppState::new(config, store, clock.clone(), secret);
     let router = startup::app(state.clone());
     TestApp {
+        // The console's own store: its page cursors open behind the router.
+        store: state.store.clone(),
         state,
-        store,
         clock,
         router,
         secret: secret_bytes,

@@ -3,6 +3,7 @@
 
 mod accounts;
 mod alerts;
+mod attacks;
 mod bootstrap;
 mod conversation_search;
 mod conversations;

@@ -255,7 +255,9 @@ fn the_iam_policy_names_exactly_the_environments_tables() {
 #[tokio::test]
 async fn readyz_names_an_index_that_is_gone() {
     let app = spawn_app().await;
-    let ready = app.get("/readyz", None).await;
+    // What differs names tables: only a `metrics:read` key (or an admin) reads it.
+    let key = app.api_key(&["metrics:read"]).await;
+    let ready = app.api("GET", "/readyz", &key, None).await;
     assert_eq!(ready.status, 200, "{}", ready.body);
     assert_eq!(ready.json()["status"], "ready");
     assert_eq!(ready.json()["problems"], serde_json::json!([]));
@@ -279,13 +281,21 @@ async fn readyz_names_an_index_that_is_gone() {
         .send()
         .await
         .unwrap();
-    let drift = app.get("/readyz", None).await;
+    // A check answers probes for 5 s.
+    app.clock.advance(chrono::Duration::seconds(6));
+    let drift = app.api("GET", "/readyz", &key, None).await;
     assert_eq!(drift.status, 503, "{}", drift.body);
     assert_eq!(drift.json()["status"], "not ready");
     let problems = drift.json()["problems"].to_string();
     assert!(
         problems.contains(&table) && problems.contains(schema::AUDIT_BY_DAY_INDEX),
         "names the table and the index: {problems}"
+    );
+    let public = app.get("/readyz", None).await;
+    assert_eq!(public.status, 503);
+    assert!(
+        !public.body.contains(&table),
+        "the public answer names no table"
     );
     // Liveness is not readiness: DynamoDB still answers.
     assert_eq!(app.get("/healthz", None).await.status, 200);

@@ -162,7 +162,10 @@ async fn a_receiver_verifies_every_message_and_a_rotation_keeps_it_verifying() {
     let key = app.api_key(&["events:write"]).await;
     let events = app.state.events.clone();
     // The admin saves the receiver (it keeps the settings' secret) and adds a second one.
-    let view = events.receiver().await.unwrap();
+    let view = events
+        .receiver(ops_console::model::accounts::Role::Admin)
+        .await
+        .unwrap();
     events
         .change_receiver(
             Change::Url {
@@ -188,7 +191,13 @@ async fn a_receiver_verifies_every_message_and_a_rotation_keeps_it_verifying() {
     assert_eq!(*receiver.bad_signatures.lock().unwrap(), 0);
     // The old secret is retired; a receiver that still only knows it refuses (401): a
     // dead letter, not retried.
-    let old_id = events.receiver().await.unwrap().secrets[0].id.clone();
+    let old_id = events
+        .receiver(ops_console::model::accounts::Role::Admin)
+        .await
+        .unwrap()
+        .secrets[0]
+        .id
+        .clone();
     events
         .change_receiver(Change::RetireSecret { id: old_id }, 2, "admin")
         .await
@@ -385,7 +394,11 @@ async fn a_receiver_that_is_gone_stops_delivery_until_an_admin_turns_it_on() {
     let (app, receiver) = app_with_receiver().await;
     let key = app.api_key(&["events:write"]).await;
     let events = app.state.events.clone();
-    let url = events.receiver().await.unwrap().url;
+    let url = events
+        .receiver(ops_console::model::accounts::Role::Admin)
+        .await
+        .unwrap()
+        .url;
     events
         .change_receiver(
             Change::Url {
@@ -400,7 +413,10 @@ async fn a_receiver_that_is_gone_stops_delivery_until_an_admin_turns_it_on() {
     receiver.fail_next(1, 410);
     post_event(&app, &key, &event("c-gone", Some("m-1"), "hi")).await;
     events.dispatch_all().await.unwrap();
-    let view = events.receiver().await.unwrap();
+    let view = events
+        .receiver(ops_console::model::accounts::Role::Admin)
+        .await
+        .unwrap();
     assert!(!view.enabled, "410 turned delivery off");
     assert_eq!(receiver.total(), 0);
     // The next one waits (not a dead letter) until an admin turns delivery on again.
@@ -518,11 +534,22 @@ async fn a_receiver_named_only_in_the_settings_that_is_gone_is_turned_off_too() 
     let (app, receiver) = app_with_receiver().await;
     let key = app.api_key(&["events:write"]).await;
     let events = app.state.events.clone();
-    assert_eq!(events.receiver().await.unwrap().version, 0, "never saved");
+    assert_eq!(
+        events
+            .receiver(ops_console::model::accounts::Role::Admin)
+            .await
+            .unwrap()
+            .version,
+        0,
+        "never saved"
+    );
     receiver.fail_next(1, 410);
     post_event(&app, &key, &event("c-gone-cfg", Some("m-1"), "hi")).await;
     events.dispatch_all().await.unwrap();
-    let view = events.receiver().await.unwrap();
+    let view = events
+        .receiver(ops_console::model::accounts::Role::Admin)
+        .await
+        .unwrap();
     assert!(!view.enabled, "410 turned delivery off: {view:?}");
     post_event(&app, &key, &event("c-gone-cfg2", Some("m-1"), "hi")).await;
     let round = events.dispatch_all().await.unwrap();

@@ -28,7 +28,7 @@ pub async fn bench_events(
     use ops_console::server::store::schema::{MW_CONVERSATION_STATE, MW_IDEMPOTENCY};
 
     let clock = Clock::default();
-    let seal = ops_console::server::domain::seal::Seal::from_keys([1; 32], [2; 32]);
+    let seal = ops_console::server::crypto::Seal::from_keys([1; 32], [2; 32]);
     let events = Events::new(
         store.clone(),
         clock.clone(),
@@ -179,8 +179,8 @@ pub async fn bench_ack(
     n: usize,
 ) -> Result<Vec<serde_json::Value>, String> {
     use ops_console::server::config::Secret;
+    use ops_console::server::crypto::Seal;
     use ops_console::server::domain::events::{parse, Events};
-    use ops_console::server::domain::seal::Seal;
     use ops_console::server::outbound::signature::SigningSecret;
 
     let mut rows = Vec::new();

@@ -9,6 +9,7 @@ mod events;
 mod inbox;
 mod measurements;
 mod pages;
+mod signin;
 
 use std::time::Duration;
 
@@ -59,7 +60,7 @@ pub struct Options {
     /// Calls per series.
     pub n: usize,
     /// Parts to run (`engine`, `events`, `ack`, `measurements`, `inbox`, `conversations`,
-    /// `pages`); empty: all.
+    /// `signin`, `pages`); empty: all.
     pub only: Vec<String>,
     /// Conversation counts the search latency is measured at.
     pub conversation_sizes: Vec<usize>,
@@ -115,6 +116,10 @@ pub async fn run(opts: &Options) -> Result<(), String> {
     if wants("conversations") {
         let v = conversations::bench_conversations(&store, &opts.conversation_sizes).await?;
         report.insert("conversations".into(), v);
+    }
+    if wants("signin") {
+        let rows = signin::bench_signin(&store, &config, opts.n / 2).await?;
+        report.insert("signin_flood".into(), Value::Array(rows));
     }
     if wants("pages") {
         report.insert("page_weight".into(), pages::weight());

@@ -80,7 +80,7 @@ pub async fn render(store: &Store, config: &Config, n: usize) -> Result<Vec<Valu
         .map_err(|e| e.to_string())?;
     let (session, _) = state
         .accounts
-        .login("bench-admin", &password)
+        .login("bench-admin", &password, None)
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| format!("{e:?}"))?;

@@ -86,6 +86,11 @@ fn console_env(
             format!("http://127.0.0.1:{hook_port}/hook"),
         ),
         ("OPS_EVENTS_WEBHOOK_SECRET", hook_secret.into()),
+        // The receiver listens on this machine.
+        (
+            "OPS_OPERATIONS_OUTBOUND_ALLOWED_NETWORKS",
+            "127.0.0.0/8".into(),
+        ),
         // Shorter than the receiver's slow answers: those attempts end "unknown".
         ("OPS_EVENTS_WEBHOOK_TIMEOUT_MS", "2000".into()),
         // About a minute in all: longer than any stretch the receiver is down.
@@ -415,7 +420,7 @@ async fn drain_outbox(store: &Store, config: &Config) -> Result<(), String> {
         store.clone(),
         Clock::default(),
         std::sync::Arc::new(config.clone()),
-        ops_console::server::domain::seal::Seal::from_keys([9; 32], [9; 32]),
+        ops_console::server::crypto::Seal::from_keys([9; 32], [9; 32]),
     )?;
     if count(store, Group::Held, &Filter::default())
         .await

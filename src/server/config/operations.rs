@@ -17,6 +17,10 @@ pub struct OperationsSection {
     pub alert_check_seconds: i64,
     /// The console's address as people reach it, for links in alerts (empty: none).
     pub public_url: String,
+    /// Networks outside the public internet that the console's own requests (the
+    /// receiver, alerts) may go to, comma-separated CIDRs (`10.20.0.0/16, fd00::/8`); empty:
+    /// the public internet only.
+    pub outbound_allowed_networks: String,
 }
 
 impl Default for OperationsSection {
@@ -27,6 +31,7 @@ impl Default for OperationsSection {
             alert_slack_url: String::new(),
             alert_check_seconds: 60,
             public_url: String::new(),
+            outbound_allowed_networks: String::new(),
         }
     }
 }

@@ -50,6 +50,26 @@ pub(super) fn settings(s: &Settings) -> Result<(), ConfigError> {
     range("auth.session_absolute_days", a.session_absolute_days, 1, 90)?;
     range("auth.lockout_failures", a.lockout_failures, 1, 100)?;
     range("auth.lockout_minutes", a.lockout_minutes, 1, 1440)?;
+    range(
+        "auth.lockout_address_failures",
+        a.lockout_address_failures,
+        1,
+        10_000,
+    )?;
+    range(
+        "auth.lockout_name_failures",
+        a.lockout_name_failures,
+        1,
+        10_000,
+    )?;
+    range(
+        "auth.password_checks_at_once",
+        a.password_checks_at_once,
+        0,
+        256,
+    )?;
+    crate::server::outbound::networks::Networks::parse(&a.trusted_proxies)
+        .map_err(|e| ConfigError::new("auth.trusted_proxies", &e))?;
     idempotency(&s.idempotency, s.app.environment)?;
     events(&s.events)?;
     let i = &s.inbox;
@@ -278,6 +298,8 @@ fn operations(o: &super::OperationsSection) -> Result<(), ConfigError> {
             return Err(ConfigError::new(key, "must be an http or https URL"));
         }
     }
+    crate::server::outbound::networks::Networks::parse(&o.outbound_allowed_networks)
+        .map_err(|e| ConfigError::new("operations.outbound_allowed_networks", &e))?;
     range(
         "operations.alert_check_seconds",
         o.alert_check_seconds,

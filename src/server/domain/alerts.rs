@@ -19,6 +19,7 @@ use crate::server::config::Config;
 use crate::server::domain::idempotency::Engine;
 use crate::server::domain::measurements::views;
 use crate::server::metrics;
+use crate::server::outbound::networks::Resolver;
 use crate::server::outbound::{parse_url, Answer, Message, Sender};
 use crate::server::store::alerts::{self as store, AlertItem, Change, Firing};
 use crate::server::store::events::outbox::Group;
@@ -70,12 +71,13 @@ pub struct Alerts {
 
 impl Alerts {
     pub fn new(store: Store, clock: Clock, config: Arc<Config>, engine: Engine) -> Alerts {
+        let resolver = Resolver::of_settings(&config.operations);
         Alerts {
             store,
             clock,
             config,
             engine,
-            sender: Arc::new(Sender::new(Duration::from_secs(5))),
+            sender: Arc::new(Sender::new(Duration::from_secs(5), resolver)),
         }
     }
 

@@ -10,5 +10,4 @@ pub mod inbox;
 pub mod limits;
 pub mod measurements;
 pub mod redact;
-pub mod seal;
 pub mod switches;

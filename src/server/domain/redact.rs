@@ -128,6 +128,36 @@ pub fn for_role(role: crate::model::accounts::Role, text: &str) -> String {
     }
 }
 
+/// A URL (the receiver's) as `role` may see it: admins whole; everyone else without user
+/// info and with every query value masked (a URL can carry a token in either). Text that
+/// is not a URL is redacted as free text.
+pub fn url_for_role(role: crate::model::accounts::Role, url: &str) -> String {
+    if role.allows(crate::model::accounts::Role::Admin) || url.is_empty() {
+        return url.to_string();
+    }
+    let Ok(uri) = url.trim().parse::<hyper::Uri>() else {
+        return redact(url);
+    };
+    let (Some(scheme), Some(host)) = (uri.scheme_str(), uri.host()) else {
+        return redact(url);
+    };
+    let port = uri.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
+    let query = uri
+        .query()
+        .map(|q| {
+            let masked: Vec<String> = q
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((k, _)) => format!("{k}=***"),
+                    None => "***".to_string(),
+                })
+                .collect();
+            format!("?{}", masked.join("&"))
+        })
+        .unwrap_or_default();
+    format!("{scheme}://{host}{port}{}{query}", uri.path())
+}
+
 /// A JSON text (a stored answer) as `role` may see it: for viewers, every string in it is
 /// redacted as [`for_role`] redacts text (a measurement's answer names its user); text
 /// that is not JSON is redacted whole. Operators and admins get it as it is.
@@ -195,6 +225,26 @@ mod json_for_role_tests {
             json_for_role(Role::Viewer, "call 555-123-4567"),
             "call ***-***-4567"
         );
+    }
+}
+
+#[cfg(test)]
+mod url_for_role_tests {
+    use super::url_for_role;
+    use crate::model::accounts::Role;
+
+    #[test]
+    fn below_admin_a_url_keeps_no_user_info_and_no_query_value() {
+        let url = "https://bot:s3cret@hooks.example.com:8443/in/abc?token=t0k3n&v=2";
+        assert_eq!(url_for_role(Role::Admin, url), url);
+        for role in [Role::Viewer, Role::Operator] {
+            let seen = url_for_role(role, url);
+            assert_eq!(
+                seen,
+                "https://hooks.example.com:8443/in/abc?token=***&v=***"
+            );
+        }
+        assert_eq!(url_for_role(Role::Viewer, ""), "");
     }
 }
 

@@ -8,8 +8,9 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Form, Json};
 use serde::Deserialize;
 
-use super::extract::ApiAuth;
+use super::extract::{ApiAuth, ClientAddress};
 use super::middleware::{session_cookie, url_encode, SESSION_COOKIE};
+use crate::model::pages::PAGE_PATHS;
 use crate::server::config::Environment;
 use crate::server::contract::accounts::WhoAmI;
 use crate::server::domain::accounts::sessions::LoginError;
@@ -25,13 +26,15 @@ pub struct LoginForm {
     next: String,
 }
 
-/// Only paths on this site: never `//evil.example` or an absolute URL.
+/// Where a sign-in goes on to: a page of the console's own (one of [`PAGE_PATHS`], with
+/// its query), written in visible ASCII without a backslash; anything else (another site,
+/// `//evil.example`, `/\\evil.example`, a control character a browser would drop) is `/`.
 pub fn safe_next(next: &str) -> &str {
-    if next.starts_with('/')
-        && !next.starts_with("//")
-        && !next.starts_with("/\\")
-        && !next.starts_with("/login")
-    {
+    let visible = next
+        .bytes()
+        .all(|b| (0x21..=0x7e).contains(&b) && b != b'\\');
+    let path = next.split(['?', '#']).next().unwrap_or_default();
+    if visible && PAGE_PATHS.contains(&path) {
         next
     } else {
         "/"
@@ -58,11 +61,15 @@ fn cookie(state: &AppState, value: &str, max_age: i64) -> HeaderValue {
     HeaderValue::from_str(&c).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
-pub async fn login(State(state): State<AppState>, Form(form): Form<LoginForm>) -> Response {
+pub async fn login(
+    State(state): State<AppState>,
+    ClientAddress(from): ClientAddress,
+    Form(form): Form<LoginForm>,
+) -> Response {
     if form.name.trim().is_empty() || form.password.is_empty() {
         return back_to_login("missing", &form.next);
     }
-    match state.accounts.login(&form.name, &form.password).await {
+    match state.accounts.login(&form.name, &form.password, from).await {
         Ok(Ok((id, _user))) => {
             let max_age = state.config.auth.session_absolute_days * 24 * 3600;
             let mut res = Redirect::to(safe_next(&form.next)).into_response();
@@ -72,6 +79,12 @@ pub async fn login(State(state): State<AppState>, Form(form): Form<LoginForm>) -
         }
         Ok(Err(LoginError::Invalid)) => back_to_login("invalid", &form.next),
         Ok(Err(LoginError::Locked { .. })) => back_to_login("locked", &form.next),
+        Ok(Err(LoginError::Busy)) => {
+            let mut res = back_to_login("busy", &form.next);
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            res
+        }
         Err(_) => back_to_login("unavailable", &form.next),
     }
 }
@@ -98,6 +111,26 @@ mod tests {
         assert_eq!(safe_next("https://evil.example"), "/");
         assert_eq!(safe_next("/\\evil.example"), "/");
         assert_eq!(safe_next(""), "/");
+        // What browsers turn into another site after a real sign-in.
+        for bad in [
+            "/\t/evil.example",
+            "/\n/evil.example",
+            "/\r\n//evil.example",
+            "/\\/evil.example",
+            "\\\\evil.example",
+            "/%2F%2Fevil.example",
+            "/ /evil.example",
+            "/\u{0}//evil.example",
+            "/login",
+            "/logout",
+            "/api/v1/whoami",
+            "/outbox/../..//evil.example",
+            "https:evil.example",
+        ] {
+            assert_eq!(safe_next(bad), "/", "{bad:?}");
+        }
+        assert_eq!(safe_next("/outbox?group=dead#x"), "/outbox?group=dead#x");
+        assert_eq!(safe_next("/"), "/");
     }
 }
 

@@ -28,19 +28,21 @@ fn key_of_path(pc: &str, id: &str) -> Result<(), Problem> {
     Ok(())
 }
 
+/// The idempotency layer wraps the methods each route serves, so a method it does not
+/// serve is a 405 before anything is claimed.
 pub fn routes(state: &AppState) -> Router<AppState> {
+    let keyed = || from_fn_with_state(state.clone(), idempotency::optional_key);
     Router::new()
-        .route("/api/v1/conversations", post(create))
+        .route("/api/v1/conversations", post(create).route_layer(keyed()))
         .route("/api/v1/conversations/lookup", get(lookup))
         .route(
             "/api/v1/conversations/{primary_channel}/{conversation_id}",
-            get(read).patch(update),
+            get(read).patch(update).route_layer(keyed()),
         )
         .route(
             "/api/v1/conversations/{primary_channel}/{conversation_id}/messages",
-            post(append),
+            post(append).route_layer(keyed()),
         )
-        .route_layer(from_fn_with_state(state.clone(), idempotency::optional_key))
 }
 
 #[utoipa::path(

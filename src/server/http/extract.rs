@@ -14,6 +14,60 @@ use super::problem::Problem;
 use crate::server::domain::accounts::api_keys::ApiPrincipal;
 use crate::server::state::AppState;
 
+/// The client's address: the connection's own, or, when the connection comes from a
+/// trusted proxy (`auth.trusted_proxies`), the nearest address in `X-Forwarded-For` that is
+/// not one of those proxies (a client can write anything into the header; only what the
+/// proxies appended is believed). `None` where the server does not know it (tests that
+/// call the router directly).
+pub struct ClientAddress(pub Option<std::net::IpAddr>);
+
+impl FromRequestParts<AppState> for ClientAddress {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        use axum::extract::ConnectInfo;
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<std::net::SocketAddr>>()
+            .map(|c| c.0.ip());
+        let trusted =
+            crate::server::outbound::networks::Networks::parse(&state.config.auth.trusted_proxies)
+                .unwrap_or_default();
+        let forwarded = parts
+            .headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .collect::<Vec<_>>();
+        Ok(ClientAddress(client_address(peer, &forwarded, &trusted)))
+    }
+}
+
+/// The client among a connection's peer and the `X-Forwarded-For` hops (oldest first).
+pub fn client_address(
+    peer: Option<std::net::IpAddr>,
+    forwarded: &[&str],
+    trusted: &crate::server::outbound::networks::Networks,
+) -> Option<std::net::IpAddr> {
+    let mut client = peer?;
+    for hop in forwarded.iter().rev() {
+        if !trusted.contains(client) {
+            break;
+        }
+        match hop.parse() {
+            Ok(ip) => client = ip,
+            // A hop a proxy would not write: stop believing the header here.
+            Err(_) => break,
+        }
+    }
+    Some(client)
+}
+
 /// The caller of a REST endpoint, from `Authorization: Bearer <key>`.
 pub struct ApiAuth(pub ApiPrincipal);
 
@@ -134,5 +188,43 @@ impl<T: DeserializeOwned, const LIMIT: usize> FromRequest<AppState> for JsonBody
     async fn from_request(req: Request, _state: &AppState) -> Result<Self, Self::Rejection> {
         let bytes = read_body(req.into_body(), LIMIT).await?;
         Ok(JsonBody(crate::server::contract::from_json(&bytes)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::client_address;
+    use crate::server::outbound::networks::Networks;
+
+    #[test]
+    fn forwarded_for_is_believed_only_from_trusted_proxies() {
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+        let lb = Networks::parse("10.0.0.0/16").unwrap();
+        let none = Networks::default();
+        // Straight from a client: its own address, whatever the header says.
+        assert_eq!(
+            client_address(Some(ip("203.0.113.9")), &["1.2.3.4"], &lb),
+            Some(ip("203.0.113.9"))
+        );
+        // Through the load balancer: the address it appended.
+        assert_eq!(
+            client_address(Some(ip("10.0.1.5")), &["198.51.100.7"], &lb),
+            Some(ip("198.51.100.7"))
+        );
+        // A client that writes its own header first is not believed for it.
+        assert_eq!(
+            client_address(Some(ip("10.0.1.5")), &["1.1.1.1", "198.51.100.7"], &lb),
+            Some(ip("198.51.100.7"))
+        );
+        // No trusted proxies: the peer.
+        assert_eq!(
+            client_address(Some(ip("10.0.1.5")), &["198.51.100.7"], &none),
+            Some(ip("10.0.1.5"))
+        );
+        assert_eq!(
+            client_address(Some(ip("10.0.1.5")), &["junk"], &lb),
+            Some(ip("10.0.1.5"))
+        );
+        assert_eq!(client_address(None, &["198.51.100.7"], &lb), None);
     }
 }

@@ -5,11 +5,13 @@
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::IntoResponse;
-use axum::Json;
+use axum::{Extension, Json};
+use chrono::{DateTime, Utc};
 
 use super::extract::{MetricsRead, Scoped};
+use crate::model::accounts::{CurrentUser, Role};
 use crate::server::contract::health::{Health, Ready};
 use crate::server::state::AppState;
 use crate::server::store::schema;
@@ -63,35 +65,81 @@ pub(crate) async fn healthz(State(state): State<AppState>) -> impl IntoResponse 
     ),
     security(())
 )]
-pub(crate) async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
-    let problems = match tokio::time::timeout(Duration::from_secs(5), check(&state)).await {
-        Ok(Ok(p)) => p,
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "readiness check: DynamoDB failed");
-            vec!["DynamoDB could not be asked (the console's log says why)".to_string()]
-        }
-        Err(_) => vec!["DynamoDB did not answer within 5 s".to_string()],
-    };
+pub(crate) async fn readyz(
+    State(state): State<AppState>,
+    user: Option<Extension<CurrentUser>>,
+    headers: HeaderMap,
+) -> impl IntoResponse {
+    let problems = state.readiness.problems(&state).await;
     let status = if problems.is_empty() {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
+    let detail = user.is_some_and(|u| u.role.allows(Role::Admin))
+        || may_read_metrics(&state, &headers).await;
     let ready = Ready {
         status: if problems.is_empty() {
             "ready"
         } else {
             "not ready"
         },
-        problems,
+        problems: detail.then_some(problems),
     };
     (status, Json(ready))
 }
 
-/// Each check asks DynamoDB to describe every table and its TTL (two requests a table):
-/// probe every 10 s or slower.
-async fn check(state: &AppState) -> Result<Vec<String>, crate::server::store::StoreError> {
-    schema::drift(&state.store).await
+/// Whether the request carries an API key with `metrics:read`.
+async fn may_read_metrics(state: &AppState, headers: &HeaderMap) -> bool {
+    let Some(token) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    else {
+        return false;
+    };
+    matches!(
+        state.accounts.resolve_api_key(token.trim()).await,
+        Ok(Some(p)) if p.has_scope("metrics:read")
+    )
+}
+
+/// How long one readiness check answers every probe: a flood of probes costs DynamoDB's
+/// control plane one check (two requests a table) per this long per console.
+const READINESS_FOR: chrono::Duration = chrono::Duration::seconds(5);
+
+/// The last readiness check of this console, shared by every probe while it is fresh;
+/// probes that arrive while it runs wait for it rather than start their own.
+#[derive(Default)]
+pub struct Readiness {
+    last: tokio::sync::Mutex<Option<(DateTime<Utc>, Vec<String>)>>,
+}
+
+impl Readiness {
+    async fn problems(&self, state: &AppState) -> Vec<String> {
+        let mut last = self.last.lock().await;
+        let now = state.clock.now();
+        if let Some((at, problems)) = last.as_ref() {
+            if now - *at < READINESS_FOR && *at <= now {
+                return problems.clone();
+            }
+        }
+        let problems = check(state).await;
+        *last = Some((now, problems.clone()));
+        problems
+    }
+}
+
+/// Asks DynamoDB to describe every table and its TTL.
+async fn check(state: &AppState) -> Vec<String> {
+    match tokio::time::timeout(Duration::from_secs(5), schema::drift(&state.store)).await {
+        Ok(Ok(p)) => p,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "readiness check: DynamoDB failed");
+            vec!["DynamoDB could not be asked (the console's log says why)".to_string()]
+        }
+        Err(_) => vec!["DynamoDB did not answer within 5 s".to_string()],
+    }
 }
 
 /// The Prometheus text format's media type.

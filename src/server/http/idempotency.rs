@@ -84,7 +84,13 @@ async fn handle(
         Ok(b) => b,
         Err(_) => return too_large(),
     };
-    let keyed = Keyed::of(&parts, &token, &key, &bytes);
+    // Only a route the router matched has a scope: nothing a client sends makes one.
+    let Some(keyed) = Keyed::of(&parts, &token, &key, &bytes) else {
+        parts.extensions.insert(principal);
+        return next
+            .run(Request::from_parts(parts, Body::from(bytes)))
+            .await;
+    };
     let engine = &state.idempotency;
     let ticket = match engine.begin(&keyed.call()).await {
         Err(e) => return Problem::from(e).into_response(),
@@ -127,25 +133,34 @@ fn sent_key(
     }
 }
 
-/// A keyed request as the engine sees it: its scope is the route, its key is bound to the
-/// API key that sent it, and its fingerprint covers method, URI and body.
+/// A keyed request as the engine sees it: its scope is the route template and the method
+/// (one the route serves: the layer wraps only those), its key is bound to the API key
+/// that sent it, and its fingerprint covers method, URI and body.
 struct Keyed {
     scope: String,
     inputs: KeyInputs,
     fingerprint: String,
 }
 
+/// The methods a keyed route can serve, by name: a scope is made of one of these.
+fn method_name(method: &Method) -> Option<&'static str> {
+    Some(match *method {
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        _ => return None,
+    })
+}
+
 impl Keyed {
-    fn of(parts: &Parts, token: &str, key: &str, body: &[u8]) -> Keyed {
-        let route = parts
-            .extensions
-            .get::<MatchedPath>()
-            .map(|m| m.as_str().to_string())
-            .unwrap_or_else(|| parts.uri.path().to_string());
-        let mut request_digest = format!("{} {}\n", parts.method, parts.uri).into_bytes();
+    fn of(parts: &Parts, token: &str, key: &str, body: &[u8]) -> Option<Keyed> {
+        let route = parts.extensions.get::<MatchedPath>()?.as_str();
+        let method = method_name(&parts.method)?;
+        let mut request_digest = format!("{method} {}\n", parts.uri).into_bytes();
         request_digest.extend_from_slice(body);
-        Keyed {
-            scope: format!("http:{} {}", parts.method, route),
+        Some(Keyed {
+            scope: format!("http:{method} {route}"),
             // A well-formed `X-Correlation-Id` is kept with the key (a malformed one is
             // the route's to refuse).
             inputs: KeyInputs::new()
@@ -159,7 +174,7 @@ impl Keyed {
                         .filter(|c| is_correlation_id(c)),
                 ),
             fingerprint: sha256_hex(&request_digest),
-        }
+        })
     }
 
     fn call(&self) -> Call<'_> {

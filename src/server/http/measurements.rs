@@ -29,11 +29,16 @@ use crate::server::state::AppState;
 
 const ADMIN: &str = "measurements:admin";
 
+/// The idempotency layer wraps the methods each route serves (a method it does not serve
+/// is a 405 before anything is claimed).
 pub fn routes(state: &AppState) -> Router<AppState> {
+    let keyed = || from_fn_with_state(state.clone(), idempotency::optional_key);
     Router::new()
-        .route("/api/v1/measurements", post(one))
-        .route("/api/v1/measurements/batch", post(many))
-        .route_layer(from_fn_with_state(state.clone(), idempotency::optional_key))
+        .route("/api/v1/measurements", post(one).route_layer(keyed()))
+        .route(
+            "/api/v1/measurements/batch",
+            post(many).route_layer(keyed()),
+        )
 }
 
 /// The console's CSV export (signed-in staff; pages' guard checks the session).

@@ -116,6 +116,33 @@ pub async fn guard_pages(req: Request, next: Next) -> Response {
     next.run(req).await
 }
 
+/// The methods the console serves anywhere. Any other is refused before any other layer
+/// runs: nothing a client invents reaches a session lookup, a metric label or an
+/// idempotency scope.
+pub const METHODS: [Method; 7] = [
+    Method::GET,
+    Method::HEAD,
+    Method::POST,
+    Method::PUT,
+    Method::PATCH,
+    Method::DELETE,
+    Method::OPTIONS,
+];
+
+/// 405 for a method outside [`METHODS`].
+pub async fn known_methods(req: Request, next: Next) -> Response {
+    if METHODS.contains(req.method()) {
+        return next.run(req).await;
+    }
+    super::problem::Problem::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method-not-allowed",
+        "Method not allowed",
+        "The console serves GET, HEAD, POST, PUT, PATCH, DELETE and OPTIONS only.",
+    )
+    .into_response()
+}
+
 /// Counts every answer by route template (never the path: ids stay out of labels), method
 /// and status, and times it.
 pub async fn measure(req: Request, next: Next) -> Response {

@@ -1,8 +1,11 @@
 //! Delivering side effects to the receiver: one signed POST per attempt (Standard Webhooks
 //! headers, see [`signature`]), and what its answer means for the next attempt. Which
 //! action to send, when, and what to record is the events outbox's business
-//! (`domain/events/outbox.rs`); this module only talks HTTP.
+//! (`domain/events/outbox.rs`); this module only talks HTTP. Every request the console
+//! makes goes through one [`Sender`], whose connections reach only the public internet and
+//! the networks the settings list ([`networks`]).
 
+pub mod networks;
 pub mod schedule;
 pub mod signature;
 
@@ -17,6 +20,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
+use networks::Resolver;
 use signature::SigningSecret;
 
 /// One message to a receiver.
@@ -81,13 +85,14 @@ impl Answer {
 /// The HTTP client of deliveries (plain and TLS), shared by every attempt of this console.
 #[derive(Clone)]
 pub struct Sender {
-    plain: Client<HttpConnector, Full<Bytes>>,
-    tls: Option<Client<HttpsConnector<HttpConnector>, Full<Bytes>>>,
+    plain: Client<HttpConnector<Resolver>, Full<Bytes>>,
+    tls: Option<Client<HttpsConnector<HttpConnector<Resolver>>, Full<Bytes>>>,
+    resolver: Resolver,
     timeout: Duration,
 }
 
-fn connector(timeout: Duration) -> HttpConnector {
-    let mut c = HttpConnector::new();
+fn connector(timeout: Duration, resolver: &Resolver) -> HttpConnector<Resolver> {
+    let mut c = HttpConnector::new_with_resolver(resolver.clone());
     // A connection that cannot be made in this time was not made: the request did not go
     // out, so the attempt is "unreachable", not "unknown".
     c.set_connect_timeout(Some(timeout.min(Duration::from_secs(3))));
@@ -96,49 +101,42 @@ fn connector(timeout: Duration) -> HttpConnector {
 }
 
 impl Sender {
-    /// A sender whose attempts wait at most `timeout` for an answer.
-    pub fn new(timeout: Duration) -> Sender {
-        let plain = Client::builder(TokioExecutor::new()).build(connector(timeout));
+    /// A sender whose attempts wait at most `timeout` for an answer, and connect only where
+    /// `resolver` allows.
+    pub fn new(timeout: Duration, resolver: Resolver) -> Sender {
+        let plain = Client::builder(TokioExecutor::new()).build(connector(timeout, &resolver));
         let tls = hyper_rustls::HttpsConnectorBuilder::new()
             .with_native_roots()
             .ok()
             .map(|b| {
                 b.https_or_http()
                     .enable_http1()
-                    .wrap_connector(connector(timeout))
+                    .wrap_connector(connector(timeout, &resolver))
             })
             .map(|c| Client::builder(TokioExecutor::new()).build(c));
         Sender {
             plain,
             tls,
+            resolver,
             timeout,
         }
     }
 
+    /// Where this sender may connect.
+    pub fn resolver(&self) -> &Resolver {
+        &self.resolver
+    }
+
     /// Posts `msg` to `url`, signed with every secret in `secrets`.
     pub async fn send(&self, url: &Uri, secrets: &[SigningSecret], msg: &Message<'_>) -> Answer {
-        self.exchange(url, secrets, msg, 0).await.0
-    }
-
-    /// As [`Sender::send`], and the start of the receiver's answer (at most `max_body`
-    /// bytes, as text): what an admin's test message shows.
-    pub async fn probe(
-        &self,
-        url: &Uri,
-        secrets: &[SigningSecret],
-        msg: &Message<'_>,
-        max_body: usize,
-    ) -> (Answer, String) {
-        self.exchange(url, secrets, msg, max_body).await
-    }
-
-    async fn exchange(
-        &self,
-        url: &Uri,
-        secrets: &[SigningSecret],
-        msg: &Message<'_>,
-        max_body: usize,
-    ) -> (Answer, String) {
+        // A literal address is connected to without a name to resolve: checked here.
+        let refused = url
+            .host()
+            .and_then(networks::literal)
+            .and_then(|ip| self.resolver.allowed().refusal(ip));
+        if let Some(r) = refused {
+            return Answer::Unreachable(format!("refused: {r}"));
+        }
         let signature = signature::header(secrets, msg.id, msg.timestamp, &msg.body);
         let req = Request::builder()
             .method(Method::POST)
@@ -150,15 +148,11 @@ impl Sender {
             .body(Full::new(msg.body.clone()));
         let req = match req {
             Ok(r) => r,
-            Err(e) => {
-                let why = format!("the request cannot be built: {e}");
-                return (Answer::Unreachable(why), String::new());
-            }
+            Err(e) => return Answer::Unreachable(format!("the request cannot be built: {e}")),
         };
         let https = url.scheme_str() == Some("https");
         if https && self.tls.is_none() {
-            let why = "this console found no CA certificates for https".to_string();
-            return (Answer::Unreachable(why), String::new());
+            return Answer::Unreachable("this console found no CA certificates for https".into());
         }
         let exchanged = async {
             let res = match &self.tls {
@@ -171,24 +165,13 @@ impl Sender {
                 .get(RETRY_AFTER)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string);
-            let body = if max_body > 0 {
-                read_start(res.into_body(), max_body).await
-            } else {
-                String::new()
-            };
-            Ok::<_, hyper_util::client::legacy::Error>((status, retry_after, body))
+            Ok::<_, hyper_util::client::legacy::Error>((status, retry_after))
         };
         match tokio::time::timeout(self.timeout, exchanged).await {
-            Ok(Ok((status, retry_after, body))) => (classify(status, retry_after.as_deref()), body),
-            Ok(Err(e)) if e.is_connect() => (Answer::Unreachable(e.to_string()), String::new()),
-            Ok(Err(e)) => (
-                Answer::Unknown(format!("the connection broke: {e}")),
-                String::new(),
-            ),
-            Err(_) => (
-                Answer::Unknown(format!("no answer within {} ms", self.timeout.as_millis())),
-                String::new(),
-            ),
+            Ok(Ok((status, retry_after))) => classify(status, retry_after.as_deref()),
+            Ok(Err(e)) if e.is_connect() => Answer::Unreachable(connect_error(&e)),
+            Ok(Err(e)) => Answer::Unknown(format!("the connection broke: {e}")),
+            Err(_) => Answer::Unknown(format!("no answer within {} ms", self.timeout.as_millis())),
         }
     }
 
@@ -198,26 +181,21 @@ impl Sender {
     }
 }
 
-/// The first `max` bytes of a body, as text (control characters dropped).
-async fn read_start(body: hyper::body::Incoming, max: usize) -> String {
-    use http_body_util::BodyExt;
-    let mut body = body;
-    let mut out: Vec<u8> = Vec::new();
-    while out.len() < max {
-        match body.frame().await {
-            Some(Ok(frame)) => {
-                if let Some(data) = frame.data_ref() {
-                    out.extend_from_slice(data);
-                }
-            }
-            _ => break,
+/// Why a connection was not made, in words: the refusal of a destination when it was
+/// one, else the connector's own error.
+fn connect_error(e: &hyper_util::client::legacy::Error) -> String {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        let inner = s
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .and_then(|i| i.downcast_ref::<networks::Refused>());
+        if let Some(r) = inner {
+            return format!("refused: {r}");
         }
+        source = s.source();
     }
-    out.truncate(max);
-    String::from_utf8_lossy(&out)
-        .chars()
-        .filter(|c| !c.is_control() || *c == '\n')
-        .collect()
+    e.to_string()
 }
 
 /// An HTTP status (and `Retry-After`) as an [`Answer`].

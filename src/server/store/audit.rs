@@ -162,6 +162,8 @@ pub struct AuditQuery<'a> {
     pub day: Option<&'a str>,
     /// RFC 3339 bounds on the record's time (both inclusive).
     pub between: Option<(&'a str, &'a str)>,
+    /// Partitions whose records are left out (those the reader may not see).
+    pub hidden: &'a [&'a str],
 }
 
 /// Newest first, every filter applied together: one `Query` of the narrowest partition,
@@ -180,6 +182,11 @@ pub async fn list(
         .map(|(from, to)| Cond::Between(s(from), s(&format!("{to}~"))))
         .or_else(|| q.day.map(|d| Cond::BeginsWith(d.to_string())));
     let mut filters = Vec::new();
+    if q.partition.is_none() {
+        for p in q.hidden {
+            filters.push(("conversation_id", Cond::Ne(s(p))));
+        }
+    }
     let (index, pk, key_attrs) = if let Some(p) = q.partition {
         if let Some(t) = q.action_type {
             filters.push(("action_type", Cond::Eq(s(t))));

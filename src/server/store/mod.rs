@@ -56,6 +56,7 @@ pub struct Store {
     streams: aws_sdk_dynamodbstreams::Client,
     names: TableNames,
     requests: Arc<RequestCounter>,
+    cursors: cursor::Cursors,
 }
 
 /// How to reach DynamoDB.
@@ -102,7 +103,20 @@ impl Store {
             streams,
             names: TableNames::new(conn.table_prefix, conn.env),
             requests,
+            cursors: cursor::Cursors::ephemeral(),
         }
+    }
+
+    /// This store, sealing page cursors with `cursors` (keys every console of the
+    /// environment shares; until then, keys of this process alone).
+    pub fn with_cursors(mut self, cursors: cursor::Cursors) -> Store {
+        self.cursors = cursors;
+        self
+    }
+
+    /// Seals and opens page cursors.
+    pub fn cursors(&self) -> &cursor::Cursors {
+        &self.cursors
     }
 
     pub fn table(&self, base: &str) -> String {

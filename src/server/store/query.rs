@@ -1,13 +1,14 @@
 //! Paged `Query`s with filters, forward and back: a page of exactly `size` matching items
 //! however many DynamoDB had to skip for a `FilterExpression`, with cursors that come back
-//! as opaque strings. Never a `Scan`.
+//! sealed and bound to the query ([`cursor`]). Never a `Scan`.
 
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, Select};
 
-use super::{cursor, Store, StoreError};
+use super::cursor::{self, Binding};
+use super::{Store, StoreError};
 
 pub type Item = HashMap<String, AttributeValue>;
 
@@ -20,6 +21,8 @@ pub enum Cond {
     BeginsWith(String),
     /// Strictly less than.
     Lt(AttributeValue),
+    /// Anything but this value.
+    Ne(AttributeValue),
 }
 
 /// One query: a partition of the table or of one of its indexes, an optional sort-key
@@ -49,12 +52,31 @@ pub enum Start<'a> {
     Before(&'a str),
 }
 
+/// Where a page starts, as a table key (for a cursor made of several queries' positions,
+/// sealed once by its maker).
+#[derive(Clone, Debug)]
+pub enum From {
+    First,
+    After(Item),
+    Before(Item),
+}
+
+/// A page, with the sealed cursors of the pages either side.
 #[derive(Debug, Default)]
 pub struct Page {
     /// In display order.
     pub items: Vec<Item>,
     pub next: Option<String>,
     pub prev: Option<String>,
+}
+
+/// A page, with the table keys where the pages either side start.
+#[derive(Debug, Default)]
+pub struct KeyedPage {
+    /// In display order.
+    pub items: Vec<Item>,
+    pub next: Option<Item>,
+    pub prev: Option<Item>,
 }
 
 /// Query calls one page may make before it answers with what it found (a filter that
@@ -86,6 +108,10 @@ fn condition(
         Cond::Lt(v) => {
             values.insert(format!(":{placeholder}"), v.clone());
             format!("#{placeholder} < :{placeholder}")
+        }
+        Cond::Ne(v) => {
+            values.insert(format!(":{placeholder}"), v.clone());
+            format!("#{placeholder} <> :{placeholder}")
         }
         Cond::BeginsWith(prefix) => {
             values.insert(format!(":{placeholder}"), AttributeValue::S(prefix.clone()));
@@ -135,13 +161,40 @@ impl Spec {
         Some(parts.join(", "))
     }
 
-    pub(crate) fn cursor_of(&self, item: &Item) -> String {
-        let key: Item = self
-            .key_attrs
+    /// The key attributes of `item` (where a page after it starts).
+    pub(crate) fn key_of(&self, item: &Item) -> Item {
+        self.key_attrs
             .iter()
             .filter_map(|a| item.get(*a).map(|v| (a.to_string(), v.clone())))
-            .collect();
-        cursor::encode(&key)
+            .collect()
+    }
+
+    /// What this query's cursors are bound to: everything that decides which items it
+    /// reads and in which order.
+    pub(crate) fn binding(&self) -> Binding {
+        let mut parts = vec![
+            self.table.clone(),
+            self.index.unwrap_or("").to_string(),
+            self.pk.0.to_string(),
+            cursor::part(&self.pk.1),
+            self.ascending.to_string(),
+        ];
+        let conds = self.sk.iter().chain(self.filters.iter());
+        for (name, cond) in conds {
+            parts.push(name.to_string());
+            parts.extend(cond_parts(cond));
+        }
+        Binding::new(parts.iter().map(String::as_str))
+    }
+}
+
+fn cond_parts(cond: &Cond) -> Vec<String> {
+    match cond {
+        Cond::Eq(v) => vec!["=".into(), cursor::part(v)],
+        Cond::Between(a, b) => vec!["between".into(), cursor::part(a), cursor::part(b)],
+        Cond::BeginsWith(p) => vec!["begins".into(), p.clone()],
+        Cond::Lt(v) => vec!["<".into(), cursor::part(v)],
+        Cond::Ne(v) => vec!["<>".into(), cursor::part(v)],
     }
 }
 
@@ -159,24 +212,45 @@ fn request(store: &Store, spec: &Spec, built: &Built) -> QueryFluentBuilder {
         .set_expression_attribute_values(Some(built.values.clone()))
 }
 
-/// One page of matching items.
+/// One page of matching items, from a cursor this query handed out.
 pub async fn page(
     store: &Store,
     spec: &Spec,
     start: Start<'_>,
     size: usize,
 ) -> Result<Page, StoreError> {
-    let size = size.max(1);
-    let (forward, from) = match start {
-        Start::First => (spec.ascending, None),
-        Start::After(c) => (spec.ascending, Some(c)),
-        Start::Before(c) => (!spec.ascending, Some(c)),
+    let binding = spec.binding();
+    let cursors = store.cursors();
+    let open = |c: &str| cursors.open_key(&binding, c, &spec.key_attrs);
+    let from = match start {
+        Start::First => From::First,
+        Start::After(c) => From::After(open(c)?),
+        Start::Before(c) => From::Before(open(c)?),
     };
-    let exclusive = from
-        .map(|c| cursor::decode(c, &spec.key_attrs))
-        .transpose()?;
+    let page = page_from(store, spec, from, size).await?;
+    let seal = |k: Item| cursors.seal_key(&binding, &k);
+    Ok(Page {
+        items: page.items,
+        next: page.next.map(seal),
+        prev: page.prev.map(seal),
+    })
+}
+
+/// One page of matching items, from a table key.
+pub async fn page_from(
+    store: &Store,
+    spec: &Spec,
+    from: From,
+    size: usize,
+) -> Result<KeyedPage, StoreError> {
+    let size = size.max(1);
+    let (forward, exclusive) = match &from {
+        From::First => (spec.ascending, None),
+        From::After(k) => (spec.ascending, Some(k.clone())),
+        From::Before(k) => (!spec.ascending, Some(k.clone())),
+    };
     let read = read_matches(store, spec, forward, exclusive, size).await?;
-    Ok(arrange(spec, start, read, size))
+    Ok(arrange(spec, from, read, size))
 }
 
 /// What the `Query` calls of one page found, in reading order.
@@ -232,33 +306,31 @@ async fn read_matches(
 
 /// The page `start` asked for: at most `size` items in display order, with the cursors of
 /// the pages either side (a page read backwards is turned round).
-fn arrange(spec: &Spec, start: Start<'_>, read: Read, size: usize) -> Page {
+fn arrange(spec: &Spec, from: From, read: Read, size: usize) -> KeyedPage {
     let Read { mut found, resume } = read;
     let more = found.len() > size || resume.is_some();
     found.truncate(size);
     // Past the items found, where the next page in this direction begins.
-    let onward = match &resume {
-        Some(k) => Some(cursor::encode(k)),
-        None if more => found.last().map(|i| spec.cursor_of(i)),
+    let onward = match resume {
+        Some(k) => Some(k),
+        None if more => found.last().map(|i| spec.key_of(i)),
         None => None,
     };
-    let mut page = Page::default();
-    match start {
-        Start::First | Start::After(_) => {
+    let mut page = KeyedPage::default();
+    match from {
+        From::First => {
             page.next = onward;
-            page.prev = match start {
-                Start::After(_) => found.first().map(|i| spec.cursor_of(i)),
-                _ => None,
-            };
             page.items = found;
         }
-        Start::Before(c) => {
+        From::After(_) => {
+            page.next = onward;
+            page.prev = found.first().map(|i| spec.key_of(i));
+            page.items = found;
+        }
+        From::Before(start) => {
             found.reverse();
             page.prev = onward;
-            page.next = found
-                .last()
-                .map(|i| spec.cursor_of(i))
-                .or(Some(c.to_string()));
+            page.next = found.last().map(|i| spec.key_of(i)).or(Some(start));
             page.items = found;
         }
     }

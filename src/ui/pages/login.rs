@@ -11,6 +11,7 @@ pub fn LoginPage() -> impl IntoView {
             "locked" => "Too many failed attempts. Try again in 15 minutes.",
             "missing" => "Enter your user name and password.",
             "unavailable" => "Sign-in is unavailable right now. Try again shortly.",
+            "busy" => "Too many sign-ins at once. Try again in a moment.",
             _ => "Wrong user name or password.",
         })
     };

@@ -15,7 +15,7 @@ use crate::model::switches::Reason;
 use crate::model::AppError;
 use crate::server::clock::Clock;
 use crate::server::config::{AuthSection, TtlSection};
-use crate::server::domain::accounts::passwords::{check_new_password, hash_password, new_password};
+use crate::server::domain::accounts::passwords::{check_new_password, new_password, PasswordWork};
 use crate::server::domain::redact::redact;
 use crate::server::errors::internal;
 use crate::server::ids::random_hex;
@@ -56,16 +56,37 @@ pub struct Accounts {
     clock: Clock,
     ttls: AccountTtls,
     auth: AuthSection,
+    /// Password hashing and checking, off the async workers and bounded.
+    password_work: PasswordWork,
+    /// The HMAC key sign-in counters keep client addresses under.
+    address_key: [u8; 32],
 }
 
 impl Accounts {
     pub fn new(store: Store, clock: Clock, ttls: AccountTtls, auth: AuthSection) -> Accounts {
+        let mut address_key = [0u8; 32];
+        // Replaced by the server secret's key where sign-ins are served (`with_address_key`).
+        getrandom::fill(&mut address_key)
+            .expect("the operating system's random generator is available");
+        let password_work = match auth.password_checks_at_once {
+            0 => PasswordWork::for_this_machine(),
+            n => PasswordWork::new(n as usize),
+        };
         Accounts {
             store,
             clock,
             ttls,
             auth,
+            password_work,
+            address_key,
         }
+    }
+
+    /// These accounts, keeping client addresses under `key` (the same on every console,
+    /// so an address's attempts count together behind a load balancer).
+    pub fn with_address_key(mut self, key: [u8; 32]) -> Accounts {
+        self.address_key = key;
+        self
     }
 
     /// An audit record of `actor`'s change to users, at `now`.
@@ -97,7 +118,11 @@ impl Accounts {
         let now = self.clock.now();
         let name = parse_user_name(name)?;
         check_new_password(password)?;
-        let hash = hash_password(password).map_err(|e| internal(&e))?;
+        let hash = self
+            .password_work
+            .hash(password)
+            .await
+            .map_err(|e| internal(&e))?;
         let item = UserItem {
             name: name.clone(),
             role,
@@ -149,7 +174,7 @@ impl Accounts {
         let now = self.clock.now();
         let name = parse_user_name(name)?;
         let reason = redact(Reason::parse(reason)?.as_str());
-        let hash = new_password_hash(&change)?;
+        let hash = new_password_hash(&self.password_work, &change).await?;
         for _ in 0..CHANGE_TRIES {
             match self
                 .try_change(&name, &change, &reason, hash.as_deref(), actor, now)
@@ -205,11 +230,14 @@ pub enum Change {
 
 /// The new password's hash, when the change sets one: checked and hashed before anything
 /// is read.
-fn new_password_hash(change: &Change) -> Result<Option<String>, AppError> {
+async fn new_password_hash(
+    work: &PasswordWork,
+    change: &Change,
+) -> Result<Option<String>, AppError> {
     match change {
         Change::ResetPassword(p) => {
             check_new_password(p)?;
-            Ok(Some(hash_password(p).map_err(|e| internal(&e))?))
+            Ok(Some(work.hash(p).await.map_err(|e| internal(&e))?))
         }
         _ => Ok(None),
     }

@@ -3,11 +3,9 @@
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
-use chrono::{DateTime, Duration, Utc};
-use sha2::{Digest, Sha256};
 
 use crate::model::AppError;
-use crate::server::ids::{hex, random_hex};
+use crate::server::ids::random_hex;
 
 pub const MIN_PASSWORD_CHARS: usize = 12;
 pub const API_KEY_PREFIX: &str = "opsk_";
@@ -48,6 +46,75 @@ pub fn verify_password(password: &str, phc: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// Password work (argon2id, expensive by design) runs on blocking threads, at most a
+/// bounded number at once per console (half its cores), so a flood of sign-ins never
+/// stalls the async workers that serve every other request. A sign-in that finds the bound
+/// full is refused at once ([`PasswordWork::try_start`]); hashing a new password waits.
+#[derive(Clone)]
+pub struct PasswordWork {
+    permits: std::sync::Arc<tokio::sync::Semaphore>,
+}
+
+/// The right to check one password now.
+pub struct Permit(tokio::sync::OwnedSemaphorePermit);
+
+impl PasswordWork {
+    pub fn new(at_once: usize) -> PasswordWork {
+        PasswordWork {
+            permits: std::sync::Arc::new(tokio::sync::Semaphore::new(at_once.max(1))),
+        }
+    }
+
+    /// Half this machine's cores (at least one): the other half keeps serving.
+    pub fn for_this_machine() -> PasswordWork {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        PasswordWork::new(cores / 2)
+    }
+
+    /// A permit, if one is free now.
+    pub fn try_start(&self) -> Option<Permit> {
+        self.permits.clone().try_acquire_owned().ok().map(Permit)
+    }
+
+    /// The hash of a new password, computed off the async workers when a permit frees.
+    pub async fn hash(&self, password: &str) -> Result<String, String> {
+        let permit = self
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|e| e.to_string())?;
+        let password = password.to_string();
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            hash_password(&password)
+        })
+        .await
+        .map_err(|e| e.to_string())?
+    }
+}
+
+impl Permit {
+    /// Whether `password` matches `phc` (none: no such user, checked against nothing in
+    /// the same time), off the async workers.
+    pub async fn verify(self, password: &str, phc: Option<String>) -> bool {
+        let password = password.to_string();
+        let permit = self.0;
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            match phc {
+                Some(phc) => verify_password(&password, &phc),
+                None => {
+                    verify_against_nothing(&password);
+                    false
+                }
+            }
+        })
+        .await
+        .unwrap_or(false)
+    }
+}
+
 /// Spends the same time as a real verification, so an unknown user name answers no faster
 /// than a wrong password.
 pub fn verify_against_nothing(password: &str) {
@@ -56,9 +123,7 @@ pub fn verify_against_nothing(password: &str) {
     let _ = verify_password(password, phc);
 }
 
-pub fn sha256_hex(data: &[u8]) -> String {
-    hex(&Sha256::digest(data))
-}
+pub use crate::server::crypto::sha256_hex;
 
 /// A 256-bit session id (hex); only its hash is stored.
 pub fn new_session_id() -> String {
@@ -74,35 +139,6 @@ pub fn new_password() -> String {
     random_hex(12)
 }
 
-/// Failed sign-ins for one name: locked once `limit` fall within `window`; the lock lasts
-/// `window` from the failure that reached the limit.
-pub struct Lockout {
-    pub limit: usize,
-    pub window: Duration,
-}
-
-impl Lockout {
-    /// `failures` are the recorded failure times (any order). Returns the lock's end if the
-    /// name is locked at `now`.
-    pub fn locked_until(
-        &self,
-        failures: &[DateTime<Utc>],
-        now: DateTime<Utc>,
-    ) -> Option<DateTime<Utc>> {
-        let mut sorted: Vec<DateTime<Utc>> = failures.to_vec();
-        sorted.sort();
-        // The latest failure that completed a run of `limit` within the window.
-        let mut until = None;
-        for end in (self.limit.max(1) - 1)..sorted.len() {
-            let start = sorted[end + 1 - self.limit.max(1)];
-            if sorted[end] - start <= self.window {
-                until = Some(sorted[end] + self.window);
-            }
-        }
-        until.filter(|u| *u > now)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,37 +152,15 @@ mod tests {
         assert!(!verify_password("x", "not a hash"));
     }
 
-    #[test]
-    fn lockout_after_five_failures_in_fifteen_minutes() {
-        let rule = Lockout {
-            limit: 5,
-            window: Duration::minutes(15),
-        };
-        let t0 = Utc::now();
-        let f = |mins: &[i64]| {
-            mins.iter()
-                .map(|m| t0 + Duration::minutes(*m))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(
-            rule.locked_until(&f(&[0, 1, 2, 3]), t0 + Duration::minutes(4)),
-            None
-        );
-        let five = f(&[0, 1, 2, 3, 4]);
-        assert_eq!(
-            rule.locked_until(&five, t0 + Duration::minutes(5)),
-            Some(t0 + Duration::minutes(19))
-        );
-        assert_eq!(
-            rule.locked_until(&five, t0 + Duration::minutes(20)),
-            None,
-            "the lock ends"
-        );
-        // five failures spread over more than the window do not lock
-        assert_eq!(
-            rule.locked_until(&f(&[0, 4, 8, 12, 16]), t0 + Duration::minutes(16)),
-            None
-        );
+    #[tokio::test]
+    async fn password_work_is_bounded_and_refuses_at_once_past_the_bound() {
+        let work = PasswordWork::new(1);
+        let first = work.try_start().expect("a free permit");
+        assert!(work.try_start().is_none(), "the bound is full");
+        let h = hash_password("correct horse battery").unwrap();
+        assert!(first.verify("correct horse battery", Some(h)).await);
+        let again = work.try_start().expect("the permit came back");
+        assert!(!again.verify("anything", None).await, "no user: never true");
     }
 
     #[test]

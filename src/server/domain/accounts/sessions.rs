@@ -3,13 +3,12 @@
 use chrono::{DateTime, Duration, Utc};
 
 use super::Accounts;
-use crate::model::accounts::CurrentUser;
+use crate::model::accounts::{parse_user_name, CurrentUser};
 use crate::model::AppError;
-use crate::server::config::AuthSection;
-use crate::server::domain::accounts::passwords::{
-    new_session_id, sha256_hex, verify_against_nothing, verify_password, Lockout,
-};
-use crate::server::store::accounts::login_attempts;
+use crate::server::crypto::hmac_sha256;
+use crate::server::domain::accounts::passwords::{new_session_id, sha256_hex, Permit};
+use crate::server::ids::hex;
+use crate::server::store::accounts::login_attempts::{self, Reserved, Rule};
 use crate::server::store::accounts::sessions::{self, SessionItem};
 use crate::server::store::accounts::users::{self, UserItem};
 
@@ -23,38 +22,93 @@ pub enum LoginError {
     Locked {
         until: DateTime<Utc>,
     },
+    /// Every password check this console allows at once is running: try again in a moment.
+    Busy,
 }
 
-fn lockout(cfg: &AuthSection) -> Lockout {
-    Lockout {
-        limit: cfg.lockout_failures as usize,
-        window: Duration::minutes(cfg.lockout_minutes),
-    }
+/// Where a sign-in comes from: the client's address, when the console knows it.
+pub type From = Option<std::net::IpAddr>;
+
+/// One counter an attempt is counted against, and its rule.
+struct Counter {
+    key: String,
+    rule: Rule,
+}
+
+/// A counted attempt, to be taken back if it was right.
+struct Counted {
+    counter: Counter,
+    n: u32,
+    window_start: i64,
 }
 
 impl Accounts {
+    /// The counters a sign-in as `name` from `from` is counted against: the name from that
+    /// address (the lockout people see: 5 in 15 minutes), the address across names, and
+    /// the name across addresses (a ceiling for guesses spread over many addresses, high
+    /// enough that nobody locks a name out alone). Addresses are kept as HMACs.
+    fn counters(&self, name: &str, from: From) -> [Counter; 3] {
+        let window = Duration::minutes(self.auth.lockout_minutes);
+        let rule = |limit: u32| Rule { limit, window };
+        let address = match from {
+            Some(ip) => {
+                hex(&hmac_sha256(&self.address_key, ip.to_string().as_bytes()))[..32].to_string()
+            }
+            None => "unknown".to_string(),
+        };
+        [
+            Counter {
+                key: format!("pair:{name}|{address}"),
+                rule: rule(self.auth.lockout_failures),
+            },
+            Counter {
+                key: format!("addr:{address}"),
+                rule: rule(self.auth.lockout_address_failures),
+            },
+            Counter {
+                key: format!("name:{name}"),
+                rule: rule(self.auth.lockout_name_failures),
+            },
+        ]
+    }
+
     /// Checks the password and opens a session. Returns the session id (for the cookie).
+    /// The attempt is counted before the password is checked, so concurrent guesses are
+    /// checked at most as often as the lockout allows.
     pub async fn login(
         &self,
         name: &str,
         password: &str,
+        from: From,
     ) -> Result<Result<(String, CurrentUser), LoginError>, AppError> {
         let now = self.clock.now();
-        let name = name.trim().to_ascii_lowercase();
-        if name.is_empty() || name.len() > 64 {
-            verify_against_nothing(password);
-            return Ok(Err(LoginError::Invalid));
-        }
-        let attempts = login_attempts::get(&self.store, &name).await?;
-        if let Some(until) = attempts.locked_until.filter(|u| *u > now) {
-            return Ok(Err(LoginError::Locked { until }));
-        }
-        let Some(user) = self.check_password(&name, password, now).await? else {
-            return Ok(Err(self.count_failure(&name, now).await?));
+        // Before any I/O: a flood is refused without touching DynamoDB.
+        let Some(permit) = self.password_work.try_start() else {
+            return Ok(Err(LoginError::Busy));
         };
-        if !attempts.failures.is_empty() {
-            login_attempts::clear(&self.store, &name).await?;
+        // A name no user can have is refused in the time a wrong password takes.
+        let Ok(name) = parse_user_name(name) else {
+            permit.verify(password, None).await;
+            return Ok(Err(LoginError::Invalid));
+        };
+        let mut counted = Vec::new();
+        for counter in self.counters(&name, from) {
+            match login_attempts::reserve(&self.store, &counter.key, counter.rule, now).await? {
+                Reserved::Counted { n, window_start } => counted.push(Counted {
+                    counter,
+                    n,
+                    window_start,
+                }),
+                Reserved::Locked { until } => {
+                    self.release(&counted).await?;
+                    return Ok(Err(LoginError::Locked { until }));
+                }
+            }
         }
+        let Some(user) = self.check_password(&name, password, now, permit).await? else {
+            return Ok(Err(self.count_failure(&counted, now).await?));
+        };
+        self.release(&counted).await?;
         let id = self.open_session(&user, now).await?;
         tracing::info!(user = %user.name, "signed in");
         Ok(Ok((
@@ -66,6 +120,14 @@ impl Accounts {
         )))
     }
 
+    /// Takes back attempts that were right (or not checked).
+    async fn release(&self, counted: &[Counted]) -> Result<(), AppError> {
+        for c in counted {
+            login_attempts::release(&self.store, &c.counter.key, c.window_start).await?;
+        }
+        Ok(())
+    }
+
     /// The user, if `password` is theirs and they may sign in. An unknown name costs the
     /// same time as a wrong password.
     async fn check_password(
@@ -73,30 +135,35 @@ impl Accounts {
         name: &str,
         password: &str,
         now: DateTime<Utc>,
+        permit: Permit,
     ) -> Result<Option<UserItem>, AppError> {
         let user = users::get(&self.store, name, now).await?;
-        let ok = match &user {
-            Some(u) => verify_password(password, &u.password_hash) && !u.disabled,
-            None => {
-                verify_against_nothing(password);
-                false
-            }
-        };
-        Ok(user.filter(|_| ok))
+        let phc = user.as_ref().map(|u| u.password_hash.clone());
+        let ok = permit.verify(password, phc).await;
+        Ok(user.filter(|u| ok && !u.disabled))
     }
 
-    /// Records a failed sign-in for `name`, and locks the name once the failures reach
-    /// the limit.
-    async fn count_failure(&self, name: &str, now: DateTime<Utc>) -> Result<LoginError, AppError> {
-        let rule = lockout(&self.auth);
-        let expires = (now + rule.window * 2).timestamp();
-        let failures = login_attempts::record_failure(&self.store, name, now, expires).await?;
-        let Some(until) = rule.locked_until(&failures, now) else {
-            return Ok(LoginError::Invalid);
-        };
-        login_attempts::lock(&self.store, name, until, expires.max(until.timestamp())).await?;
-        tracing::warn!("sign-in locked after repeated failures");
-        Ok(LoginError::Locked { until })
+    /// A wrong password: its counted attempts stand, and each counter it filled locks for
+    /// its window.
+    async fn count_failure(
+        &self,
+        counted: &[Counted],
+        now: DateTime<Utc>,
+    ) -> Result<LoginError, AppError> {
+        let mut locked: Option<DateTime<Utc>> = None;
+        for c in counted.iter().filter(|c| c.n >= c.counter.rule.limit) {
+            let until = now + c.counter.rule.window;
+            let expires = (until + c.counter.rule.window).timestamp();
+            login_attempts::lock(&self.store, &c.counter.key, until, expires).await?;
+            locked = Some(locked.map_or(until, |l| l.max(until)));
+        }
+        Ok(match locked {
+            Some(until) => {
+                tracing::warn!("sign-in locked after repeated failures");
+                LoginError::Locked { until }
+            }
+            None => LoginError::Invalid,
+        })
     }
 
     /// Opens a session for `user` and records the sign-in, which keeps the account alive

@@ -3,8 +3,8 @@
 //! (SIV: the IV is an HMAC of the key, the keystream HMAC-SHA256 in counter mode) and
 //! authenticated by that same IV, under keys derived from the server secret.
 
+use crate::server::crypto::Seal;
 use crate::server::domain::idempotency::Engine;
-use crate::server::domain::seal::Seal;
 
 #[derive(Clone)]
 pub struct Refs {
@@ -14,7 +14,7 @@ pub struct Refs {
 impl Refs {
     pub fn new(engine: &Engine) -> Refs {
         Refs {
-            seal: Seal::new(engine, "conversation-ref"),
+            seal: engine.seal("conversation-ref"),
         }
     }
 

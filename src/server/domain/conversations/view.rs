@@ -183,7 +183,6 @@ impl Contact {
 /// the helpdesk middleware keeps state for it.
 pub fn detail(c: &Conversation, r: &str, seen: Seen, has_state: bool) -> ConversationDetail {
     let masked_id = crate::server::domain::redact::conversation_id(&c.conversation_id);
-    let id_is_plain = masked_id == c.conversation_id;
     let revealed = seen.revealed;
     let contact = Contact::of(c, revealed);
     ConversationDetail {
@@ -225,7 +224,7 @@ pub fn detail(c: &Conversation, r: &str, seen: Seen, has_state: bool) -> Convers
         project_data: pretty(&c.project_data, revealed),
         company_rep: pretty(&c.company_rep, revealed),
         has_middleware_state: has_state,
-        middleware_id: (has_state && (revealed || id_is_plain)).then(|| c.conversation_id.clone()),
+        middleware_ref: None,
         form_key: random_hex(16),
     }
 }
@@ -293,6 +292,11 @@ impl Conversations {
             Seen::of(role, revealed_at.is_some()),
             state.version > 0,
         );
+        // The middleware's state is linked by its reference, never by the id (which can
+        // hold a phone number or an email), for everyone who may open this page.
+        d.middleware_ref = d
+            .has_middleware_state
+            .then(|| refs.of_id(&c.conversation_id));
         d.revealed_until = revealed_at.map(|at| {
             (at + Duration::minutes(REVEAL_MINUTES)).to_rfc3339_opts(SecondsFormat::Secs, true)
         });

@@ -22,9 +22,10 @@ use serde::Serialize;
 use super::{apply, decide, Decision, Incoming, Switches};
 use crate::server::clock::Clock;
 use crate::server::config::Config;
+use crate::server::crypto::Seal;
 use crate::server::domain::accounts::passwords::sha256_hex;
-use crate::server::domain::seal::Seal;
 use crate::server::ids::random_hex;
+use crate::server::outbound::networks::Resolver;
 use crate::server::outbound::schedule::RetrySchedule;
 use crate::server::outbound::Sender;
 use crate::server::store::audit::AuditItem;
@@ -127,7 +128,7 @@ impl Events {
         Ok(Events {
             store,
             clock,
-            sender: Sender::new(timeout),
+            sender: Sender::new(timeout, Resolver::of_settings(&config.operations)),
             schedule,
             seal,
             kick: Arc::new(Notify::new()),

@@ -10,6 +10,7 @@ use super::ingest::{iso, short, Events};
 use super::jobs::job_view;
 pub use super::jobs::{group_named, job_op, BulkRequest};
 use super::views::masked_in;
+use crate::model::accounts::Role;
 use crate::model::outbox::{OutboxCounts, OutboxPage, OutboxRow, TryRow};
 use crate::model::AppError;
 use crate::server::domain::conversations::reference::Refs;
@@ -63,6 +64,7 @@ impl Events {
         filter: Filter,
         cursor: Option<&str>,
         refs: &Refs,
+        role: Role,
     ) -> Result<OutboxPage, AppError> {
         let g = group_named(group)?;
         let (rows, next) = outbox_reads::list(&self.store, g, &filter, cursor, PAGE).await?;
@@ -82,7 +84,7 @@ impl Events {
                 .map(job_view)
                 .collect(),
             safe_mode: self.live_switches().await?.safe_mode,
-            receiver: self.receiver().await?,
+            receiver: self.receiver(role).await?,
             form_key: random_hex(16),
         })
     }

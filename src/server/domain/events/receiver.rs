@@ -9,6 +9,7 @@ use hyper::Uri;
 use serde_json::json;
 
 use super::ingest::{iso, Events};
+use crate::model::accounts::Role;
 use crate::model::outbox::{ReceiverView, SecretView, TestAnswer};
 use crate::model::AppError;
 use crate::server::domain::redact;
@@ -72,11 +73,12 @@ impl Events {
         SigningSecret::parse(&text).ok()
     }
 
-    /// The receiver as the Outbox page shows it.
-    pub async fn receiver(&self) -> Result<ReceiverView, AppError> {
+    /// The receiver as the Outbox page shows it to `role` (below admin, its URL without
+    /// user info or query values: they can hold a token).
+    pub async fn receiver(&self, role: Role) -> Result<ReceiverView, AppError> {
         if let Some(item) = store::load(&self.store).await? {
             return Ok(ReceiverView {
-                url: item.url,
+                url: redact::url_for_role(role, &item.url),
                 enabled: item.enabled,
                 disabled_reason: item.disabled_reason,
                 secrets: item
@@ -96,7 +98,7 @@ impl Events {
         }
         let cfg = &self.config.events;
         Ok(ReceiverView {
-            url: cfg.webhook_url.clone(),
+            url: redact::url_for_role(role, &cfg.webhook_url),
             enabled: !cfg.webhook_url.is_empty(),
             source: if cfg.webhook_url.is_empty() {
                 "none"
@@ -116,6 +118,9 @@ impl Events {
         version: i64,
         actor: &str,
     ) -> Result<Option<String>, AppError> {
+        if let Change::Url { url, .. } = &change {
+            self.check_destination(url).await?;
+        }
         let now = self.clock.now();
         let current = store::load(&self.store).await?;
         let read_version = current.as_ref().map_or(0, |i| i.version);
@@ -138,6 +143,20 @@ impl Events {
         }
         tracing::info!(actor = %actor, change = %what, "receiver changed");
         Ok(shown)
+    }
+
+    /// A receiver URL an admin saves: http(s), with a host the console may send to (the
+    /// public internet, or a network the settings list). Checked again at every connection.
+    async fn check_destination(&self, url: &str) -> Result<(), AppError> {
+        let uri = parse_url(url.trim())
+            .map_err(|why| AppError::invalid("url", format!("The URL is {why}.")))?;
+        let host = uri.host().unwrap_or_default();
+        let within = std::time::Duration::from_secs(2);
+        self.sender
+            .resolver()
+            .check_host(host, within)
+            .await
+            .map_err(|r| AppError::invalid("url", format!("This URL is refused: {r}.")))
     }
 
     /// Stores the receiver the settings name, as an admin's first save would, so that it
@@ -273,7 +292,8 @@ impl Events {
         a
     }
 
-    /// Sends a signed test message to the receiver and reports its answer.
+    /// Sends a signed test message to the receiver and reports its status and time (never
+    /// what it answered: the console does not read other services for an admin).
     pub async fn test_receiver(&self, actor: &str) -> Result<TestAnswer, AppError> {
         let Some(target) = self.target().await? else {
             return Err(AppError::invalid("url", "Set a receiver first."));
@@ -292,10 +312,7 @@ impl Events {
             body: body.into(),
         };
         let started = std::time::Instant::now();
-        let (answer, text) = self
-            .sender
-            .probe(&target.url, &target.secrets, &msg, 500)
-            .await;
+        let answer = self.sender.send(&target.url, &target.secrets, &msg).await;
         let status = match &answer {
             Answer::Delivered(c) | Answer::Refused(c) => Some(*c),
             Answer::Retry { status, .. } => Some(*status),
@@ -307,7 +324,6 @@ impl Events {
             webhook_id: id,
             outcome: answer.describe(),
             status,
-            body: text,
             ms: started.elapsed().as_millis() as i64,
         })
     }

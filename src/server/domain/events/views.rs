@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, Duration, NaiveDate, SecondsFormat, Utc};
 
+use crate::model::accounts::Role;
 use crate::model::events::{
     AuditRow, AuditRows, EventPage, EventRow, EventStats, StateView, ACTION_TYPES,
 };
@@ -10,6 +11,7 @@ use crate::model::AppError;
 use crate::server::domain::conversations::reference::Refs;
 use crate::server::domain::redact;
 use crate::server::store::audit::{self, AuditItem};
+use crate::server::store::cursor::Binding;
 use crate::server::store::events::{self as records, EventRecord};
 use crate::server::store::query::Start;
 
@@ -18,6 +20,14 @@ use crate::server::store::events::outbox::Group;
 use crate::server::store::events::outbox_reads::{self, Filter};
 
 const PAGE: i32 = 50;
+
+/// The audit partitions of the console's staff and API keys: admins only.
+const ADMIN_PARTITIONS: [&str; 2] = [
+    crate::server::domain::accounts::AUDIT_PARTITION,
+    crate::server::domain::accounts::api_keys::AUDIT_PARTITION,
+];
+/// The action types recorded only in those partitions.
+const ADMIN_ACTION_TYPES: [&str; 3] = ["user_change", "api_key_created", "api_key_revoked"];
 
 /// `text` (a key, a payload) with the conversation id it embeds masked, and anything else
 /// personal redacted: event and action keys are built from conversation ids.
@@ -68,7 +78,8 @@ fn check_conversation(id: &str) -> Result<(), AppError> {
 
 impl Events {
     /// Recent events, newest first (today, then yesterday), or one conversation's events.
-    /// A cursor for the recent list also says which day it is in: `<day>:<key cursor>`.
+    /// A cursor for the recent list also says which day it is in: `{day, key cursor}`,
+    /// sealed as one.
     pub async fn list(
         &self,
         refs: &Refs,
@@ -87,20 +98,26 @@ impl Events {
         }
         let now = self.clock.now();
         let today = now.format("%Y-%m-%d").to_string();
+        let cursors = self.store.cursors();
+        let binding = Binding::new(["recent-events"]);
         let (day, inner) = match cursor {
             None => (today.clone(), None),
             Some(c) => {
-                let (d, rest) = c.split_once(':').ok_or(bad_cursor())?;
-                NaiveDate::parse_from_str(d, "%Y-%m-%d").map_err(|_| bad_cursor())?;
-                (d.to_string(), (!rest.is_empty()).then_some(rest))
+                let v = cursors.open(&binding, c)?;
+                let day = v["day"].as_str().ok_or(bad_cursor())?.to_string();
+                NaiveDate::parse_from_str(&day, "%Y-%m-%d").map_err(|_| bad_cursor())?;
+                (day, v["inner"].as_str().map(str::to_string))
             }
         };
-        let page = records::events_of_day(&self.store, &day, inner, PAGE).await?;
+        let page = records::events_of_day(&self.store, &day, inner.as_deref(), PAGE).await?;
         let yesterday = (now - Duration::days(1)).format("%Y-%m-%d").to_string();
         // Today runs out: go on with yesterday (two days are "recent").
+        let seal = |day: &str, inner: Option<String>| {
+            cursors.seal(&binding, serde_json::json!({"day": day, "inner": inner}))
+        };
         let next_cursor = match page.next_cursor {
-            Some(c) => Some(format!("{day}:{c}")),
-            None if day == today => Some(format!("{yesterday}:")),
+            Some(c) => Some(seal(&day, Some(c))),
+            None if day == today => Some(seal(&yesterday, None)),
             None => None,
         };
         Ok(EventPage {
@@ -130,7 +147,7 @@ impl Events {
             last_intent: s.last_intent,
             last_routed_team: s.last_routed_team,
             last_routing_confidence: s.last_routing_confidence,
-            last_processed_message_id: s.last_processed_message_id,
+            last_processed_message_id: s.last_processed_message_id.map(|m| redact::redact(&m)),
             risk_flags: s.risk_flags,
             pending_flow: s.pending_flow.map(|f| {
                 format!(
@@ -148,22 +165,32 @@ impl Events {
     }
 
     /// Audit records by conversation, by action type, or by day (and time range), newest
-    /// first, cursor-paged.
+    /// first, cursor-paged. Records about staff and API keys are for admins only.
     pub async fn audit_rows(
         &self,
         refs: &Refs,
         f: &AuditFilter<'_>,
+        role: Role,
         cursor: Option<&str>,
     ) -> Result<AuditRows, AppError> {
         let conversation = refs.resolve(f.conversation);
         check_conversation(&conversation)?;
         check_action_type(f.action_type)?;
+        let admin = role.allows(Role::Admin);
+        let staff_records = ADMIN_PARTITIONS.contains(&conversation.as_str())
+            || ADMIN_ACTION_TYPES.contains(&f.action_type);
+        if staff_records && !admin {
+            return Err(AppError::Refused(
+                "Only admins may read the records of users and API keys.".into(),
+            ));
+        }
         let (day, between) = audit_window(f, &conversation, self.clock.now())?;
         let q = audit::AuditQuery {
             partition: (!conversation.is_empty()).then_some(conversation.as_str()),
             action_type: (!f.action_type.is_empty()).then_some(f.action_type),
             day: day.as_deref(),
             between: between.as_ref().map(|(a, b)| (a.as_str(), b.as_str())),
+            hidden: if admin { &[] } else { &ADMIN_PARTITIONS },
         };
         let start = cursor.map_or(Start::First, Start::After);
         let (items, next_cursor) = audit::list(&self.store, &q, start, PAGE as usize).await?;
@@ -177,7 +204,7 @@ impl Events {
 
     /// Overview's figures: the last hour's events and duplicates, today's suppressed side
     /// effects, the outbox, and where side effects are delivered.
-    pub async fn stats(&self) -> Result<EventStats, AppError> {
+    pub async fn stats(&self, role: Role) -> Result<EventStats, AppError> {
         let now = self.clock.now();
         let from = now - Duration::hours(1);
         let from_sk = from.to_rfc3339_opts(SecondsFormat::Millis, true);
@@ -203,7 +230,10 @@ impl Events {
             suppressed_today: audit::count_day_results(&self.store, &days[0], "suppressed").await?,
             outbox_pending: outbox_reads::count(&self.store, Group::Due, &Filter::default())
                 .await?,
-            webhook: self.target().await?.map(|t| redact::redact(&t.url_text)),
+            webhook: self
+                .target()
+                .await?
+                .map(|t| redact::url_for_role(role, &t.url_text)),
         })
     }
 }

@@ -6,7 +6,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use crate::server::config::{Config, Environment};
 use crate::server::ids::{hex, random_hex};
@@ -24,6 +23,17 @@ impl std::fmt::Debug for Secret {
 impl Secret {
     pub fn new(bytes: impl Into<Vec<u8>>) -> Secret {
         Secret(Arc::new(bytes.into()))
+    }
+
+    /// A key for another purpose, derived from the secret (HMAC of `label`).
+    pub fn subkey(&self, label: &str) -> [u8; 32] {
+        hmac_sha256(&self.0, label.as_bytes())
+    }
+
+    /// The seal of one purpose under this secret (link references, page cursors, signing
+    /// secrets at rest).
+    pub fn seal(&self, purpose: &str) -> crate::server::crypto::Seal {
+        crate::server::crypto::Seal::derive(&self.0, purpose)
     }
 
     /// The configured secret; in dev without one, the one generated on first start and
@@ -66,18 +76,7 @@ fn load_or_create(path: &Path) -> Result<Secret, String> {
     Ok(Secret::new(secret.into_bytes()))
 }
 
-/// HMAC-SHA256 (RFC 2104) over SHA-256.
-pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
-    use hmac::{KeyInit, Mac};
-    // HMAC takes a key of any length; `new_from_slice` cannot fail for it.
-    let mut mac = hmac::Hmac::<Sha256>::new_from_slice(key).expect("HMAC accepts any key length");
-    mac.update(message);
-    mac.finalize().into_bytes().into()
-}
-
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
+pub use crate::server::crypto::{hmac_sha256, sha256_hex};
 
 /// Free text enters a key only as this: SHA-256 of the trimmed, whitespace-collapsed text.
 pub fn hash_text(text: &str) -> String {

@@ -35,6 +35,7 @@ pub use writes::{Committal, Prepared};
 
 use crate::server::clock::Clock;
 use crate::server::config::IdempotencySection;
+use crate::server::crypto::Seal;
 use crate::server::ids::random_hex;
 use crate::server::store::idempotency::{
     self as store, Claim, Finish, Guarded, KeyItem, KeyStatus, Reclaim,
@@ -133,7 +134,12 @@ impl Engine {
     /// A key for another purpose, derived from the secret (HMAC of `label`), so one secret
     /// serves several uses without one use revealing another's key.
     pub fn subkey(&self, label: &str) -> [u8; 32] {
-        hmac_sha256(&self.secret.0, label.as_bytes())
+        self.secret.subkey(label)
+    }
+
+    /// The seal of one purpose under the server secret.
+    pub fn seal(&self, purpose: &str) -> Seal {
+        self.secret.seal(purpose)
     }
 
     pub fn key_hash(&self, tenant: &str, scope: &str, inputs: &KeyInputs) -> String {

@@ -10,9 +10,11 @@ use serde_json::Value;
 use super::{key, Inbox};
 use crate::model::inbox::{Counts, FeedItem, FeedPage};
 use crate::model::AppError;
+use crate::server::store::cursor::Binding;
 use crate::server::store::inbox::{
     self as store, Kind, MessageItem, Receipt, Written, ALL, KEEP_DAYS,
 };
+use crate::server::store::Store;
 
 pub const PAGE_SIZE: usize = 20;
 
@@ -26,18 +28,28 @@ struct Reading {
     sk: String,
 }
 
-/// A cursor as a feed gives it: a message id (17 letters and digits), or none.
-fn feed_cursor(cursor: Option<&str>) -> Result<Option<&str>, AppError> {
-    let cursor = cursor.filter(|c| !c.is_empty());
-    if let Some(c) = cursor {
-        if c.len() != 17 || !c.chars().all(|ch| ch.is_ascii_alphanumeric()) {
-            return Err(AppError::invalid(
-                "cursor",
-                "This cursor is not one a feed gave.",
-            ));
+/// What a feed's cursors are bound to: the one user's feed of one inbox.
+fn feed_binding(tenant: &str, inbox: &str, uid: &str) -> Binding {
+    Binding::new(["inbox-feed", tenant, inbox, uid])
+}
+
+/// The message id a feed's cursor holds (sealed: 17 letters and digits), or none.
+fn feed_cursor(
+    store: &Store,
+    binding: &Binding,
+    cursor: Option<&str>,
+) -> Result<Option<String>, AppError> {
+    let Some(c) = cursor.filter(|c| !c.is_empty()) else {
+        return Ok(None);
+    };
+    let refused = || AppError::invalid("cursor", "This cursor is not one a feed gave.");
+    let id = store.cursors().open(binding, c).map_err(|_| refused())?;
+    match id.as_str() {
+        Some(id) if id.len() == 17 && id.chars().all(|ch| ch.is_ascii_alphanumeric()) => {
+            Ok(Some(id.to_string()))
         }
+        _ => Err(refused()),
     }
-    Ok(cursor)
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -76,11 +88,18 @@ impl Inbox {
             key(inbox, "inbox")?,
             key(uid, "uid")?,
         );
-        let cursor = feed_cursor(cursor)?;
+        let binding = feed_binding(&tenant, &inbox, &uid);
+        let cursor = feed_cursor(&self.store, &binding, cursor)?;
         let user_pk = store::user_pk(&tenant, &uid, &inbox);
         let public_pk = store::public_pk(&tenant, &inbox);
         let (merged, more) = self
-            .newest(&user_pk, &public_pk, cursor, size, now.timestamp())
+            .newest(
+                &user_pk,
+                &public_pk,
+                cursor.as_deref(),
+                size,
+                now.timestamp(),
+            )
             .await?;
         let public_ids: Vec<String> = merged
             .iter()
@@ -100,7 +119,8 @@ impl Inbox {
             })
             .collect();
         let next = if more {
-            items.last().map(|i| i.id.clone())
+            let seal = |id: &String| self.store.cursors().seal(&binding, id.as_str().into());
+            items.last().map(|i| seal(&i.id))
         } else {
             None
         };

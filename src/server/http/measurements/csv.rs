@@ -61,8 +61,9 @@ pub(super) async fn audit_csv(
         ));
     }
     let outcome = parse_outcome(&q.outcome.unwrap_or_default())?;
+    // The file is named after the outcome, or just "user": never after the user's id.
     let (scope, name) = match outcome {
-        _ if !user.is_empty() => (Scope::User(&user), redact::for_role(role, &user)),
+        _ if !user.is_empty() => (Scope::User(&user), "user".to_string()),
         Some(o) => (Scope::Outcome(o), o.as_str().to_string()),
         None => return Err(Problem::invalid("user", "Give a user or an outcome.")),
     };
@@ -125,9 +126,13 @@ fn row(a: &AuditItem, role: Role) -> String {
     .join(",")
 }
 
+/// What a spreadsheet reads as the start of a formula (OWASP, "CSV Injection"): `=`, `+`,
+/// `-`, `@`, a tab and a carriage return.
+const FORMULA_STARTS: [char; 6] = ['=', '+', '-', '@', '\t', '\r'];
+
 fn csv_field(s: &str) -> String {
     // Quote everything; neutralize spreadsheet formulas.
-    let s = if s.starts_with(['=', '+', '-', '@']) {
+    let s = if s.starts_with(FORMULA_STARTS) {
         format!("'{s}")
     } else {
         s.to_string()
@@ -152,4 +157,19 @@ fn attachment(rows: Vec<String>, name: &str) -> Response {
         res.headers_mut().insert(header::CONTENT_DISPOSITION, v);
     }
     res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::csv_field;
+
+    #[test]
+    fn every_formula_start_owasp_lists_is_neutralized() {
+        for lead in ["=", "+", "-", "@", "\t", "\r"] {
+            let field = csv_field(&format!("{lead}HYPERLINK(\"http://x\")"));
+            assert!(field.starts_with("\"'"), "{lead:?}: {field}");
+        }
+        assert_eq!(csv_field("kg"), "\"kg\"");
+        assert_eq!(csv_field("a\"b"), "\"a\"\"b\"");
+    }
 }

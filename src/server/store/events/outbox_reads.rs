@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 use super::outbox::{Group, SHARDS};
 use super::ActionRecord;
 use crate::server::store::items::{decode, s};
-use crate::server::store::query::{self, Cond, Spec, Start};
+use serde_json::Value;
+
+use crate::server::store::cursor;
+use crate::server::store::query::{self, Cond, From, Spec, Start};
 use crate::server::store::schema::{MW_IDEMPOTENCY, OUTBOX_INDEX};
 use crate::server::store::{Store, StoreError};
 
@@ -93,7 +96,7 @@ pub async fn list_shard(
 }
 
 /// A page of a group across its shards, in the group's order, and the cursor of the next.
-/// The cursor holds each shard's position (`<shard>=<cursor>`, `<shard>=-` when spent).
+/// The cursor holds each shard's position (where it goes on, or spent), sealed once.
 pub async fn list(
     store: &Store,
     group: Group,
@@ -101,23 +104,29 @@ pub async fn list(
     cursor: Option<&str>,
     size: usize,
 ) -> Result<(Vec<ActionRecord>, Option<String>), StoreError> {
-    let positions = Positions::parse(cursor);
-    let mut found: Vec<(u32, query::Item, String)> = Vec::new();
+    // One binding for the whole group: shard 0's query differs from the others' by its
+    // partition only.
+    let binding = spec(store, group, 0, filter, None).binding();
+    let positions = match cursor {
+        Some(c) => Positions::open(store.cursors().open(&binding, c)?)?,
+        None => Positions::default(),
+    };
+    let mut found: Vec<(u32, query::Item, query::Item)> = Vec::new();
     // Per shard read: how many items it gave, and whether it had more.
     let mut read: BTreeMap<u32, (usize, bool)> = BTreeMap::new();
     let table = store.table(MW_IDEMPOTENCY.base);
     for shard in 0..SHARDS {
-        let start = match positions.of(shard) {
+        let from = match positions.of(shard) {
             Position::Spent => continue,
-            Position::Start => Start::First,
-            Position::After(c) => Start::After(c),
+            Position::Start => From::First,
+            Position::After(k) => From::After(k.clone()),
         };
         let spec = spec(store, group, shard, filter, None);
-        let page = query::page(store, &spec, start, size).await?;
+        let page = query::page_from(store, &spec, from, size).await?;
         read.insert(shard, (page.items.len(), page.next.is_some()));
         for item in page.items {
-            let c = spec.cursor_of(&item);
-            found.push((shard, item, c));
+            let k = spec.key_of(&item);
+            found.push((shard, item, k));
         }
     }
     let sk = |i: &query::Item| {
@@ -144,7 +153,8 @@ pub async fn list(
         }
     }
     let items = decode_all(page.into_iter().map(|(_, i, _)| i).collect(), &table)?;
-    Ok((items, has_more.then(|| next.encode())))
+    let next = has_more.then(|| store.cursors().seal(&binding, next.to_json()));
+    Ok((items, next))
 }
 
 /// How many actions a group holds (filtered), across its shards, reading at most a few
@@ -183,7 +193,7 @@ pub async fn dead_by_cause(
 #[derive(Clone, Debug, PartialEq)]
 enum Position {
     Start,
-    After(String),
+    After(query::Item),
     Spent,
 }
 
@@ -191,26 +201,25 @@ enum Position {
 #[derive(Clone, Debug, Default)]
 struct Positions(BTreeMap<u32, Position>);
 
+/// The key attributes of the outbox index's items (every shard's).
+const KEY_ATTRS: [&str; 3] = ["event_id", "outbox", "outbox_sk"];
+
 impl Positions {
-    fn parse(cursor: Option<&str>) -> Positions {
-        let mut map = BTreeMap::new();
-        for part in cursor
-            .unwrap_or_default()
-            .split('.')
-            .filter(|p| !p.is_empty())
-        {
-            if let Some((shard, pos)) = part.split_once('=') {
-                if let Ok(shard) = shard.parse::<u32>() {
-                    let pos = if pos == "-" {
-                        Position::Spent
-                    } else {
-                        Position::After(pos.to_string())
-                    };
-                    map.insert(shard, pos);
-                }
-            }
+    /// The positions a cursor held: `{"<shard>": <key> | "-"}`.
+    fn open(value: Value) -> Result<Positions, StoreError> {
+        let Value::Object(map) = value else {
+            return Err(StoreError::BadCursor);
+        };
+        let mut positions = Positions::default();
+        for (shard, pos) in map {
+            let shard: u32 = shard.parse().map_err(|_| StoreError::BadCursor)?;
+            let pos = match pos {
+                Value::String(s) if s == "-" => Position::Spent,
+                key => Position::After(cursor::key_of_json(&key, &KEY_ATTRS)?),
+            };
+            positions.set(shard, pos);
         }
-        Positions(map)
+        Ok(positions)
     }
 
     fn of(&self, shard: u32) -> &Position {
@@ -221,15 +230,16 @@ impl Positions {
         self.0.insert(shard, p);
     }
 
-    fn encode(&self) -> String {
-        self.0
+    fn to_json(&self) -> Value {
+        let map: serde_json::Map<String, Value> = self
+            .0
             .iter()
             .filter_map(|(shard, p)| match p {
                 Position::Start => None,
-                Position::After(c) => Some(format!("{shard}={c}")),
-                Position::Spent => Some(format!("{shard}=-")),
+                Position::After(k) => Some((shard.to_string(), cursor::key_json(k))),
+                Position::Spent => Some((shard.to_string(), Value::String("-".into()))),
             })
-            .collect::<Vec<_>>()
-            .join(".")
+            .collect();
+        Value::Object(map)
     }
 }

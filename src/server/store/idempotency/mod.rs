@@ -354,7 +354,10 @@ pub async fn list_watch(
 ) -> Result<WatchPage, StoreError> {
     let table = store.table(IDEMPOTENCY_KEYS.base);
     let keys = ["id", "watch", "watch_at"];
-    let start = cursor_in.map(|c| cursor::decode(c, &keys)).transpose()?;
+    let binding = cursor::Binding::new([table.as_str(), IDEMPOTENCY_WATCH_INDEX, status.as_str()]);
+    let start = cursor_in
+        .map(|c| store.cursors().open_key(&binding, c, &keys))
+        .transpose()?;
     let mut req = store
         .client()
         .query()
@@ -380,6 +383,9 @@ pub async fn list_watch(
         .into_iter()
         .map(|i| decode(i, &table))
         .collect::<Result<Vec<_>, _>>()?;
-    let next_cursor = cursor::next(out.last_evaluated_key.as_ref());
+    let next_cursor = out
+        .last_evaluated_key
+        .filter(|k| !k.is_empty())
+        .map(|k| store.cursors().seal_key(&binding, &k));
     Ok(WatchPage { items, next_cursor })
 }

@@ -64,11 +64,9 @@ fn flag(label: &'static str, on: bool) -> impl IntoView {
 /// middleware's state, the messages and the configuration.
 #[component]
 fn Detail(mut d: ConversationDetail, reveal: FormAction<()>) -> impl IntoView {
-    let state_link = d.middleware_id.clone().map(|id| {
-        view! { <a class="text-sky-800 underline" href=state_href(&id)>"Middleware state and audit →"</a> }
+    let state_link = d.middleware_ref.clone().map(|r| {
+        view! { <a class="text-sky-800 underline" href=state_href(&r)>"Middleware state and audit →"</a> }
     });
-    let state_note = (d.has_middleware_state && d.middleware_id.is_none())
-        .then(|| view! { <span class="text-slate-500">"The middleware has state for this conversation (reveal to open it)."</span> });
     let thread = std::mem::take(&mut d.messages)
         .into_iter()
         .map(|m| view! { <Message m /> })
@@ -89,7 +87,7 @@ fn Detail(mut d: ConversationDetail, reveal: FormAction<()>) -> impl IntoView {
         {d.hand_off_reason.clone().map(|r| view! {
             <p class="mt-4 rounded bg-amber-50 p-3 text-sm text-amber-900" data-testid="hand-off-reason">"Handed off to a human: "{r}</p>
         })}
-        <p class="mt-4 text-sm">{state_link}{state_note}</p>
+        <p class="mt-4 text-sm">{state_link}</p>
         <h2 class="mt-6 text-lg font-semibold">"Messages"</h2>
         <ol class="mt-2 space-y-2" aria-label="Messages">{thread}</ol>
         <h2 class="mt-6 text-lg font-semibold">"Configuration"</h2>
