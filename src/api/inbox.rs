@@ -198,6 +198,8 @@ pub async fn load_user_view(
     let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let now = state.clock.now();
+    // Links carry the user's reference, never the id (docs/security.md).
+    let uid = state.refs.resolve_user(&uid);
     let feed = state
         .inbox
         .feed(&tenant, &inbox, &uid, cursor.as_deref(), PAGE_SIZE, now)
@@ -207,6 +209,8 @@ pub async fn load_user_view(
         feed,
         counts,
         can_write: user.role.allows(Role::Operator),
+        uid_ref: state.refs.user(&uid),
+        uid,
     })
 }
 
@@ -223,6 +227,7 @@ pub async fn mark_read(
     ctx::require(Role::Operator)?;
     let state = ctx::state()?;
     let now = state.clock.now();
+    let uid = state.refs.resolve_user(&uid);
     if message_id.trim().is_empty() {
         let n = state
             .inbox

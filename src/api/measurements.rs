@@ -18,21 +18,24 @@ pub async fn load_measurements(
     let me = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let now = state.clock.now();
-    let user = user.trim().to_string();
+    // Links carry a user's reference, never the id (docs/security.md).
+    let user = state.refs.resolve_user(&user);
     let (points, rejected) = if user.is_empty() {
         (Vec::new(), Vec::new())
     } else {
         views::series(&state.store, &user).await?
     };
-    let attempts = views::for_role(
+    let mut attempts = views::for_role(
         views::attempts(&state.store, &user, &outcome, cursor.as_deref()).await?,
         me.role,
     );
+    attempts.user_ref = state.refs.user(&user);
     let settings = &state.measurements.settings;
     let rates = views::rates(&state.store, &window, settings.alert_duplicate_max_pct, now).await?;
     let health = state.idempotency.health(&rates.window).await?;
     Ok(MeasurementsView {
-        user,
+        user_ref: state.refs.user(&user),
+        user: crate::server::domain::redact::for_role(me.role, &user),
         points,
         rejected,
         attempts,
@@ -57,6 +60,9 @@ pub async fn list_measurement_attempts(
     use crate::server::domain::measurements::views;
     let me = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
+    let user = state.refs.resolve_user(&user);
     let page = views::attempts(&state.store, &user, &outcome, cursor.as_deref()).await?;
-    Ok(views::for_role(page, me.role))
+    let mut page = views::for_role(page, me.role);
+    page.user_ref = state.refs.user(&user);
+    Ok(page)
 }

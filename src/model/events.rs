@@ -25,6 +25,9 @@ pub struct EventRow {
 pub struct EventPage {
     pub events: Vec<EventRow>,
     pub next_cursor: Option<String>,
+    /// The link reference of the conversation the events are filtered by (empty: all).
+    #[serde(default)]
+    pub conversation_ref: String,
 }
 
 /// Every action type an audit record can have, with what people call it.
@@ -67,6 +70,9 @@ pub struct AuditRows {
     /// The conversation the rows are filtered by, masked, when they are.
     #[serde(default)]
     pub conversation: Option<String>,
+    /// Its link reference (empty: none), for the paging links.
+    #[serde(default)]
+    pub conversation_ref: String,
 }
 
 /// Table B as the page shows it.

@@ -125,4 +125,10 @@ pub struct UserView {
     pub feed: FeedPage,
     pub counts: Counts,
     pub can_write: bool,
+    /// Whose inbox it is.
+    #[serde(default)]
+    pub uid: String,
+    /// Their link reference: what links and forms carry.
+    #[serde(default)]
+    pub uid_ref: String,
 }

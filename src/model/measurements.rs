@@ -37,6 +37,9 @@ pub struct AttemptRow {
 pub struct AttemptPage {
     pub rows: Vec<AttemptRow>,
     pub next: Option<String>,
+    /// The link reference of the user the attempts are of (empty: by outcome).
+    #[serde(default)]
+    pub user_ref: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -67,7 +70,11 @@ pub struct Rates {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct MeasurementsView {
+    /// The user shown, as the reader may see their id.
     pub user: String,
+    /// The user's link reference (empty: none chosen).
+    #[serde(default)]
+    pub user_ref: String,
     pub points: Vec<Point>,
     pub rejected: Vec<Rejected>,
     pub attempts: AttemptPage,

@@ -19,3 +19,15 @@ pub const PAGE_PATHS: [&str; 15] = [
     "/users",
     "/api",
 ];
+
+/// A query value, percent-encoded (everything but letters, digits and `-_.~`).
+pub fn query_value(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

@@ -688,3 +688,113 @@ async fn readyz_tells_the_public_only_ready_or_not_and_a_flood_costs_one_check()
     let no_scope = app.api("GET", "/readyz", &other, None).await;
     assert!(no_scope.json().get("problems").is_none());
 }
+
+/// Every `href`, `action` and `src` of a page, percent-decoded.
+fn urls_of(html: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for attr in ["href=\"", "action=\"", "src=\""] {
+        for part in html.split(attr).skip(1) {
+            let url = part.split('"').next().unwrap_or_default().replace("&amp;", "&");
+            out.push(percent_decoded(&url));
+        }
+    }
+    out
+}
+
+fn percent_decoded(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match (b[i], s.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(v)) => {
+                out.push(v);
+                i += 3;
+            }
+            (b'+', _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test]
+async fn no_url_the_console_makes_carries_anything_personal() {
+    use ops_console::server::domain::inbox::publish::Publish;
+    let app = spawn_app().await;
+    app.set_switches(false, true).await;
+    seed_pages(&app).await;
+    let p = Publish::build(
+        Some(vec![USER.to_string()]),
+        None,
+        None,
+        "Your invoice".into(),
+        "It is ready.".into(),
+        None,
+        None,
+        "test",
+        None,
+    )
+    .unwrap();
+    app.state
+        .inbox
+        .publish("acme", "news", &p, "job-1", app.clock.now())
+        .await
+        .unwrap();
+    let secrets = [DIGITS, "jane.doe", "helpdesk-4477"];
+    let conversation = format!("helpdesk-{DIGITS}");
+    let forms: Vec<Vec<(&str, &str)>> = vec![
+        vec![("page", "conversations"), ("q", TEL)],
+        vec![("page", "events"), ("conversation", &conversation)],
+        vec![("page", "audit"), ("conversation", &conversation)],
+        vec![("page", "measurements"), ("user", USER), ("window", "24h")],
+        vec![("page", "attempts"), ("user", USER)],
+        vec![("page", "inbox-user"), ("tenant", "acme"), ("inbox", "news"), ("user", USER)],
+        // A raw value in a hidden field is sealed too.
+        vec![("page", "measurements"), ("user_ref", USER)],
+        vec![("page", "events"), ("conversation_ref", &conversation)],
+    ];
+    for role in [Role::Viewer, Role::Operator, Role::Admin] {
+        let cookie = app.session_as(&format!("u{}", random_hex(3)), role).await;
+        for f in &forms {
+            let found = app.post_form("/find", form(f), Some(&cookie)).await;
+            assert_eq!(found.status, 303, "{f:?}");
+            let location = found.location().unwrap().to_string();
+            assert!(
+                !secrets.iter().any(|s| percent_decoded(&location).contains(s)),
+                "{f:?} led to {location}"
+            );
+            let page = app.get(&location, Some(&cookie)).await;
+            assert_eq!(page.status, 200, "{location}: {}", page.body);
+            for url in urls_of(&page.body) {
+                assert!(
+                    !secrets.iter().any(|s| url.contains(s)),
+                    "{role:?} on {location}: a link carries it: {url}"
+                );
+            }
+            // The page found what was asked for (the reference opened).
+            assert!(
+                page.body.contains("attempt-row")
+                    || page.body.contains("event-row")
+                    || page.body.contains("feed-item")
+                    || page.body.contains("audit")
+                    || page.body.contains("conversation-row"),
+                "{location} shows results"
+            );
+        }
+    }
+    // The CSV's file name is not the user's id.
+    let viewer = app.session_as("csv-reader", Role::Operator).await;
+    let csv = app
+        .get(&format!("/measurements/audit.csv?user={}", crate::helpers::pct(USER)), Some(&viewer))
+        .await;
+    assert_eq!(csv.status, 200);
+    let name = csv.headers["content-disposition"].to_str().unwrap().to_string();
+    assert!(!name.contains("jane"), "{name}");
+}

@@ -544,6 +544,7 @@ async fn a_raw_key_is_found_for_the_client_that_sent_it_and_only_for_it() {
     let detail = ops_console::server::domain::idempotency::health::detail_for_role(
         detail,
         ops_console::model::accounts::Role::Viewer,
+        &|u| app.state.refs.user(u),
     );
     assert_eq!(
         detail.resource.map(|r| r.href).as_deref(),

@@ -1,8 +1,8 @@
-//! `POST /find`: the console's search and filter forms (Conversations, Events, Audit) post
-//! what a person typed here, and get redirected to the page with the conversation or the
-//! recipient as a link reference. A typed conversation id or recipient can be a phone
-//! number or an email; posted, it never lands in the URL, the browser history, a link on
-//! the page or a proxy's log.
+//! `POST /find`: the console's search and filter forms (Conversations, Events, Audit,
+//! Measurements, an inbox's user) post what a person typed here, and get redirected to the
+//! page with the conversation, the recipient or the user as a link reference. A typed
+//! conversation id, recipient or user id can be a phone number or an email; posted, it
+//! never lands in the URL, the browser history, a link on the page or a proxy's log.
 
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -12,11 +12,12 @@ use serde::Deserialize;
 
 use crate::model::accounts::CurrentUser;
 use crate::server::state::AppState;
-use crate::ui::components::links::enc;
+use crate::model::pages::query_value as enc;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct FindForm {
-    /// `conversations`, `events` or `audit`.
+    /// `conversations`, `events`, `audit`, `measurements`, `attempts` (the Audit page's
+    /// measurement attempts) or `inbox-user`.
     #[serde(default)]
     pub page: String,
     /// The Conversations page's one search box: a conversation id, a recipient's phone or
@@ -51,6 +52,20 @@ pub struct FindForm {
     pub from: String,
     #[serde(default)]
     pub to: String,
+    /// A measurements user id, or an inbox's user id, as typed.
+    #[serde(default)]
+    pub user: String,
+    /// The user on screen (a reference), kept when the box is left empty.
+    #[serde(default)]
+    pub user_ref: String,
+    #[serde(default)]
+    pub outcome: String,
+    #[serde(default)]
+    pub window: String,
+    #[serde(default)]
+    pub tenant: String,
+    #[serde(default)]
+    pub inbox: String,
 }
 
 /// Redirects to the page the form names with what was typed as link references. Not signed
@@ -66,6 +81,9 @@ pub async fn find(
     let page = match f.page.as_str() {
         "events" => "events",
         "conversations" => "conversations",
+        "measurements" => "measurements",
+        "attempts" => "attempts",
+        "inbox-user" => "inbox/user",
         _ => "audit",
     };
     // A typed conversation id or recipient, as the reference of its id.
@@ -77,13 +95,40 @@ pub async fn find(
             state.refs.of_id(&state.refs.resolve(typed))
         }
     };
-    let query = match page {
-        "conversations" => conversations_query(&f, reference),
-        "events" => vec![("conversation", conversation(&f, reference))],
+    // A typed user id, as its reference (the one on screen when the box was left empty).
+    let typed_user = if f.user.trim().is_empty() {
+        &f.user_ref
+    } else {
+        &f.user
+    };
+    let user = state.refs.user(&state.refs.resolve_user(typed_user));
+    let (page, query) = match page {
+        "conversations" => (page, conversations_query(&f, reference)),
+        "events" => (page, vec![("conversation", conversation(&f, reference))]),
+        "measurements" => (
+            page,
+            vec![
+                ("user", user),
+                ("outcome", f.outcome.trim().to_string()),
+                ("window", f.window.trim().to_string()),
+            ],
+        ),
+        "attempts" => (
+            "audit",
+            vec![("m_user", user), ("m_outcome", f.outcome.trim().to_string())],
+        ),
+        "inbox/user" => (
+            page,
+            vec![
+                ("tenant", f.tenant.trim().to_string()),
+                ("inbox", f.inbox.trim().to_string()),
+                ("uid", user),
+            ],
+        ),
         _ => {
             let mut q = vec![("conversation", conversation(&f, reference))];
             q.extend(audit_filters(&f));
-            q
+            (page, q)
         }
     };
     see_other(location(page, query))
@@ -103,9 +148,11 @@ fn conversations_query(
     let (mut conversation, mut recipient, mut company) =
         (String::new(), String::new(), String::new());
     match typed(&f.q) {
+        // The hidden fields are sealed again: a value a client put there raw never
+        // reaches the URL.
         Typed::Nothing => {
-            conversation = f.conversation_ref.trim().to_string();
-            recipient = f.recipient_ref.trim().to_string();
+            conversation = reference(&f.conversation_ref);
+            recipient = reference(&f.recipient_ref);
         }
         Typed::Conversation(id) => conversation = reference(id),
         Typed::Recipient(r) => recipient = reference(&r),
@@ -160,7 +207,7 @@ fn typed(q: &str) -> Typed<'_> {
 /// when the box was left empty).
 fn conversation(f: &FindForm, reference: impl Fn(&str) -> String) -> String {
     if f.conversation.trim().is_empty() {
-        f.conversation_ref.trim().to_string()
+        reference(&f.conversation_ref)
     } else {
         reference(&f.conversation)
     }

@@ -167,7 +167,8 @@ pub async fn measure(req: Request, next: Next) -> Response {
     res
 }
 
-/// Pages must not be kept by the browser: after sign-out, Back shows the login page.
+/// Pages must not be kept by the browser (after sign-out, Back shows the login page), and
+/// their address goes to no other site as a `Referer` (a feed's link leads elsewhere).
 pub async fn no_store(req: Request, next: Next) -> Response {
     let mut res = next.run(req).await;
     let html = res
@@ -178,6 +179,10 @@ pub async fn no_store(req: Request, next: Next) -> Response {
     if html {
         res.headers_mut()
             .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        res.headers_mut().insert(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("same-origin"),
+        );
     }
     res
 }

@@ -23,17 +23,17 @@ const COLUMNS: [&str; 8] = [
 #[component]
 pub fn AttemptsSection(
     page: AttemptPage,
-    user: String,
     outcome: String,
     base: String,
     #[prop(default = "cursor")] cursor_param: &'static str,
 ) -> impl IntoView {
-    if user.is_empty() && outcome.is_empty() {
+    if page.user_ref.is_empty() && outcome.is_empty() {
         return view! { <p class="mt-6 text-sm text-slate-500">"Choose a user or an outcome to see attempts."</p> }.into_any();
     }
+    // The user by their reference: no user id in the address.
     let csv = format!(
         "/measurements/audit.csv?user={}&outcome={}",
-        enc(&user),
+        enc(&page.user_ref),
         enc(&outcome)
     );
     let rows = page

@@ -33,11 +33,12 @@ pub fn AuditPage() -> impl IntoView {
         },
         |(c, t, d, f, to, cursor)| list_audit(c, t, d, f, to, cursor),
     );
-    // The filters without their cursor, for the paging links.
-    let base = move || {
+    // The filters without their cursor, for the paging links; the conversation by the
+    // reference the server answered with.
+    let base = move |conversation_ref: &str| {
         format!(
             "/audit?conversation={}&action_type={}&day={}&from={}&to={}",
-            enc(&get("conversation")),
+            enc(conversation_ref),
             enc(&get("action_type")),
             enc(&get("day")),
             enc(&get("from")),
@@ -50,7 +51,10 @@ pub fn AuditPage() -> impl IntoView {
         <p class="mt-1 text-sm text-slate-600">"By conversation, action type, day (UTC) and time range, in any combination; newest first."</p>
         <AuditFilters />
         <AsyncSection load=move || rows spacing="mt-4" let:page>
-            <AuditResults page base=base() />
+            {
+                let base = base(&page.conversation_ref);
+                view! { <AuditResults page base /> }
+            }
         </AsyncSection>
         <MeasurementAttempts />
     }
@@ -126,16 +130,24 @@ fn MeasurementAttempts() -> impl IntoView {
     );
     view! {
         <h2 class="mt-10 text-lg font-semibold">"Measurement attempts"</h2>
-        <form method="get" action="/audit" class="mt-2 flex flex-wrap items-end gap-2 text-sm">
-            <label><span class="block text-slate-600">"User id"</span><input name="m_user" value=move || get("m_user") class="w-40 rounded border border-slate-300 px-2 py-1" /></label>
-            <label><span class="block text-slate-600">"Outcome"</span><input name="m_outcome" value=move || get("m_outcome") placeholder="out_of_order, conflict…" class="w-40 rounded border border-slate-300 px-2 py-1" /></label>
+        // Posted to /find: a typed user id goes into the address as its reference only.
+        <form method="post" action="/find" class="mt-2 flex flex-wrap items-end gap-2 text-sm">
+            <input type="hidden" name="page" value="attempts" />
+            {move || {
+                let (reference, typed) = split_reference(get("m_user"));
+                view! {
+                    <input type="hidden" name="user_ref" value=reference />
+                    <label><span class="block text-slate-600">"User id"</span><input name="user" value=typed class="w-40 rounded border border-slate-300 px-2 py-1" /></label>
+                }
+            }}
+            <label><span class="block text-slate-600">"Outcome"</span><input name="outcome" value=move || get("m_outcome") placeholder="out_of_order, conflict…" class="w-40 rounded border border-slate-300 px-2 py-1" /></label>
             <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-white">"Show attempts"</button>
         </form>
         <AsyncSection load=move || page spacing="mt-2" let:p>
             {
-                let (user, outcome) = (get("m_user"), get("m_outcome"));
-                let base = format!("/audit?m_user={}&m_outcome={}", enc(&user), enc(&outcome));
-                view! { <AttemptsSection page=p user outcome base cursor_param="m_cursor" /> }
+                let outcome = get("m_outcome");
+                let base = format!("/audit?m_user={}&m_outcome={}", enc(&p.user_ref), enc(&outcome));
+                view! { <AttemptsSection page=p outcome base cursor_param="m_cursor" /> }
             }
         </AsyncSection>
     }

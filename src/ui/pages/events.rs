@@ -41,7 +41,7 @@ pub fn EventsPage() -> impl IntoView {
             <a href="/events" class="px-2 py-1.5 text-sm text-sky-800 underline">"All"</a>
         </form>
         <AsyncSection load=move || events spacing="mt-4" let:page>
-            <EventTable page conversation=conversation() />
+            <EventTable page />
         </AsyncSection>
         <p class="mt-6 text-sm text-slate-600">
             "Side effects of these events are delivered from the "
@@ -52,7 +52,7 @@ pub fn EventsPage() -> impl IntoView {
 
 /// One page of events, newest first.
 #[component]
-fn EventTable(page: EventPage, conversation: String) -> impl IntoView {
+fn EventTable(page: EventPage) -> impl IntoView {
     if page.events.is_empty() {
         return view! { <p class="mt-4 text-sm text-slate-500" data-testid="no-events">"No events."</p> }.into_any();
     }
@@ -89,7 +89,7 @@ fn EventTable(page: EventPage, conversation: String) -> impl IntoView {
             {rows}
         </DataTable>
         <Pager
-            base=format!("/events?conversation={}", enc(&conversation))
+            base=format!("/events?conversation={}", enc(&page.conversation_ref))
             next=page.next_cursor
             label="Pages of events"
         />
@@ -124,22 +124,24 @@ pub fn ConversationStatePage() -> impl IntoView {
         </AsyncSection>
         <h2 class="mt-8 text-lg font-semibold">"Audit timeline"</h2>
         <AsyncSection load=move || timeline let:rows>
-            <Timeline rows id=id() />
+            <Timeline rows />
         </AsyncSection>
-        <a class="mt-4 inline-block text-sm text-sky-800 underline" href=move || format!("/events?conversation={}", enc(&id()))>"This conversation's events"</a>
     }
 }
 
-/// One page of a conversation's audit records.
+/// One page of a conversation's audit records, and the way to its events. Links carry the
+/// conversation's reference from the server, never what the address held.
 #[component]
-fn Timeline(rows: AuditRows, id: String) -> impl IntoView {
+fn Timeline(rows: AuditRows) -> impl IntoView {
+    let reference = rows.conversation_ref.clone();
     view! {
         <AuditTable rows=rows.rows />
         <Pager
-            base=format!("/events/conversation?id={}", enc(&id))
+            base=format!("/events/conversation?id={}", enc(&reference))
             next=rows.next_cursor
             label="Pages of the timeline"
         />
+        <a class="mt-4 inline-block text-sm text-sky-800 underline" href=format!("/events?conversation={}", enc(&reference))>"This conversation's events"</a>
     }
 }
 

@@ -1,7 +1,8 @@
-//! Links to a conversation without its phone number or email in the URL (where browser
-//! history, proxies and logs would keep it): the table key, encrypted deterministically
-//! (SIV: the IV is an HMAC of the key, the keystream HMAC-SHA256 in counter mode) and
-//! authenticated by that same IV, under keys derived from the server secret.
+//! Links without personal data in the URL (where browser history, proxies and logs would
+//! keep it): a conversation by its table key, and a user (of measurements, of an inbox) by
+//! their id, each encrypted deterministically (SIV: the IV is an HMAC of the text, the
+//! keystream HMAC-SHA256 in counter mode) and authenticated by that same IV, under keys
+//! derived from the server secret, one key per kind.
 
 use crate::server::crypto::Seal;
 use crate::server::domain::idempotency::Engine;
@@ -9,13 +10,33 @@ use crate::server::domain::idempotency::Engine;
 #[derive(Clone)]
 pub struct Refs {
     seal: Seal,
+    users: Seal,
 }
 
 impl Refs {
     pub fn new(engine: &Engine) -> Refs {
         Refs {
             seal: engine.seal("conversation-ref"),
+            users: engine.seal("user-ref"),
         }
+    }
+
+    /// The reference of a user id (measurements', an inbox's); empty for none.
+    pub fn user(&self, uid: &str) -> String {
+        if uid.is_empty() {
+            return String::new();
+        }
+        self.users.seal(uid.as_bytes())
+    }
+
+    /// The user id a page was given: a reference this server made (what every link
+    /// carries), or an id a person typed.
+    pub fn resolve_user(&self, given: &str) -> String {
+        let given = given.trim();
+        self.users
+            .open(given)
+            .and_then(|b| String::from_utf8(b).ok())
+            .unwrap_or_else(|| given.to_string())
     }
 
     /// The reference of a conversation's table key.
@@ -58,7 +79,20 @@ mod tests {
                 hmac_sha256(secret.as_bytes(), b"iv"),
                 hmac_sha256(secret.as_bytes(), b"enc"),
             ),
+            users: Seal::derive(secret.as_bytes(), "user-ref"),
         }
+    }
+
+    #[test]
+    fn a_user_reference_hides_the_id_and_a_typed_id_passes_through() {
+        let r = refs("one");
+        let token = r.user("jane.doe@example.com");
+        assert!(!token.contains("jane"));
+        assert_eq!(r.resolve_user(&token), "jane.doe@example.com");
+        assert_eq!(r.resolve_user(" u-42 "), "u-42");
+        assert_eq!(r.user(""), "");
+        // A conversation's reference is not a user's.
+        assert_ne!(r.resolve_user(&r.of_id("c-1")), "c-1");
     }
 
     #[test]

@@ -94,6 +94,7 @@ impl Events {
             return Ok(EventPage {
                 events: page.items.into_iter().map(|r| row(r, refs)).collect(),
                 next_cursor: page.next_cursor,
+                conversation_ref: refs.of_id(conversation),
             });
         }
         let now = self.clock.now();
@@ -123,6 +124,7 @@ impl Events {
         Ok(EventPage {
             events: page.items.into_iter().map(|r| row(r, refs)).collect(),
             next_cursor,
+            conversation_ref: String::new(),
         })
     }
 
@@ -199,6 +201,11 @@ impl Events {
             next_cursor,
             conversation: (!conversation.is_empty())
                 .then(|| redact::conversation_id(&conversation)),
+            conversation_ref: if conversation.is_empty() {
+                String::new()
+            } else {
+                refs.of_id(&conversation)
+            },
         })
     }
 

@@ -161,8 +161,13 @@ pub fn for_role(mut key: KeySummary, role: Role) -> KeySummary {
 
 /// A key's page as `role` may see it: [`for_role`], and the link to what it changed (made
 /// from the answer before its redaction, and for `role`).
-pub fn detail_for_role(key: KeySummary, role: Role) -> KeySummary {
-    let resource = super::links::resource(&key.scope, key.response_json.as_deref(), role);
+pub fn detail_for_role(
+    key: KeySummary,
+    role: Role,
+    user_ref: &dyn Fn(&str) -> String,
+) -> KeySummary {
+    let answer = key.response_json.as_deref();
+    let resource = super::links::resource(&key.scope, answer, role, user_ref);
     KeySummary {
         resource,
         ..for_role(key, role)

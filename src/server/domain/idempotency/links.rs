@@ -15,11 +15,16 @@ pub fn api_key_name(item: &KeyItem, api_keys: &[(String, String)]) -> Option<Str
 }
 
 /// The page of what an operation of `scope` made or changed. `answer` is the stored answer
-/// before redaction: a measurement's user is put in the link only for roles that see user
-/// ids. A conversation's key links to the conversations' search, not to the conversation:
+/// before redaction: a measurement's user is put in the link (as the reference
+/// `user_ref` makes of it) only for roles that see user ids. A conversation's key links to the conversations' search, not to the conversation:
 /// its id is in the request, never in the stored answer, and the key keeps no copy of it
 /// (a conversation id can hold a phone number).
-pub fn resource(scope: &str, answer: Option<&str>, role: Role) -> Option<KeyLink> {
+pub fn resource(
+    scope: &str,
+    answer: Option<&str>,
+    role: Role,
+    user_ref: &dyn Fn(&str) -> String,
+) -> Option<KeyLink> {
     let path = scope
         .strip_prefix("http:")
         .and_then(|r| r.split_once(' '))
@@ -51,7 +56,7 @@ pub fn resource(scope: &str, answer: Option<&str>, role: Role) -> Option<KeyLink
                     format!("Measurements of user {u}"),
                     format!(
                         "/measurements?user={}",
-                        crate::server::http::middleware::url_encode(&u)
+                        crate::model::pages::query_value(&user_ref(&u))
                     ),
                 ),
                 None => page("Measurements", "/measurements"),
@@ -70,8 +75,10 @@ mod tests {
 
     #[test]
     fn each_scope_leads_to_its_page() {
-        let href =
-            |scope: &str, answer: Option<&str>, role| resource(scope, answer, role).map(|l| l.href);
+        let sealed = |u: &str| format!("ref-of-{}", u.len());
+        let href = |scope: &str, answer: Option<&str>, role| {
+            resource(scope, answer, role, &sealed).map(|l| l.href)
+        };
         assert_eq!(
             href("http:POST /api/v1/kill-switches", None, Role::Viewer).as_deref(),
             Some("/kill-switches")
@@ -92,7 +99,8 @@ mod tests {
         let answer = Some(r#"{"user_id":"user 7","measurement_id":"m1"}"#);
         assert_eq!(
             href("http:POST /api/v1/measurements", answer, Role::Operator).as_deref(),
-            Some("/measurements?user=user%207")
+            Some("/measurements?user=ref-of-6"),
+            "the user by a reference, never by id"
         );
         // A viewer does not see user ids: the link does not carry one.
         assert_eq!(

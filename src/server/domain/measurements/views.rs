@@ -55,6 +55,7 @@ pub async fn attempts(
     Ok(AttemptPage {
         rows: items.into_iter().map(row).collect(),
         next,
+        user_ref: String::new(),
     })
 }
 

@@ -53,7 +53,7 @@ pub(super) async fn audit_csv(
     else {
         return Err(Problem::from(AppError::Unauthenticated));
     };
-    let user = q.user.unwrap_or_default();
+    let user = state.refs.resolve_user(&q.user.unwrap_or_default());
     if user.chars().count() > 128 {
         return Err(Problem::invalid(
             "user",

@@ -179,11 +179,13 @@ fn InboxRoom(
             view! { <ComposeForm form=fresh save_draft /> }.into_any()
         }
     });
+    // Posted to /find: the user id goes into the address as its reference only.
     let user_form = view! {
-        <form method="get" action="/inbox/user" class="mt-2 flex items-end gap-2 text-sm">
+        <form method="post" action="/find" class="mt-2 flex items-end gap-2 text-sm">
+            <input type="hidden" name="page" value="inbox-user" />
             <input type="hidden" name="tenant" value=tenant.clone() />
             <input type="hidden" name="inbox" value=inbox.clone() />
-            <label>"User id"<input name="uid" class=INPUT /></label>
+            <label>"User id"<input name="user" class=INPUT /></label>
             <button type="submit" class=BUTTON>"View as user"</button>
         </form>
     }
@@ -254,15 +256,7 @@ fn PublishReceipt(form: PublishForm, receipt: Receipt, new_message: String) -> i
                 .find(|u| !u.is_empty())
                 .map(str::to_string)
         })
-        .flatten()
-        .map(|uid| {
-            format!(
-                "/inbox/user?tenant={}&inbox={}&uid={}",
-                enc(&form.tenant),
-                enc(&form.inbox),
-                enc(&uid)
-            )
-        });
+        .flatten();
     view! {
         <div class="mt-2 rounded-lg border-2 border-emerald-300 bg-emerald-50 p-4 text-sm" role="status" data-testid="receipt">
             <p class="font-semibold text-emerald-900">"Published"</p>
@@ -270,7 +264,16 @@ fn PublishReceipt(form: PublishForm, receipt: Receipt, new_message: String) -> i
             <p class="mt-1 text-xs text-emerald-800">{format!("At {} · message {}", receipt.published_at, receipt.message_id)}</p>
             <p class="mt-3 flex gap-4">
                 <a class="rounded bg-slate-900 px-3 py-1.5 text-white" href=new_message>"New message"</a>
-                {view_as.map(|href| view! { <a class="self-center text-sky-800 underline" href=href>"See it as its first recipient"</a> })}
+                // A post, not a link: the user id stays out of the address.
+                {view_as.map(|uid| view! {
+                    <form method="post" action="/find" class="self-center">
+                        <input type="hidden" name="page" value="inbox-user" />
+                        <input type="hidden" name="tenant" value=form.tenant.clone() />
+                        <input type="hidden" name="inbox" value=form.inbox.clone() />
+                        <input type="hidden" name="user" value=uid />
+                        <button type="submit" class="text-sky-800 underline">"See it as its first recipient"</button>
+                    </form>
+                })}
             </p>
         </div>
     }

@@ -34,10 +34,10 @@ pub fn InboxUserPage() -> impl IntoView {
     view! {
         <Title text="Inbox · user" />
         <a class="text-sm text-sky-800 underline" href=move || format!("/inbox?tenant={}&inbox={}", enc(&q("tenant")), enc(&q("inbox")))>"← Inbox"</a>
-        <h1 class="mt-2 text-2xl font-semibold">"Inbox of "<span class="font-mono">{q("uid")}</span></h1>
         <div class="mt-3"><ActionResult value=move || mark.value().get() success=|m: &String| m.clone() /></div>
         <AsyncSection load=move || data spacing="mt-4" let:v>
-            <Feed v mark tenant=q("tenant") inbox=q("inbox") uid=q("uid") />
+            <h1 class="mt-2 text-2xl font-semibold">"Inbox of "<span class="font-mono">{v.uid.clone()}</span></h1>
+            <Feed v mark tenant=q("tenant") inbox=q("inbox") />
         </AsyncSection>
     }
 }
@@ -73,13 +73,9 @@ fn CountTiles(c: Counts) -> impl IntoView {
 
 /// The user's counts and feed, newest first, with mark-read for writers.
 #[component]
-fn Feed(
-    v: UserView,
-    mark: FormAction<String>,
-    tenant: String,
-    inbox: String,
-    uid: String,
-) -> impl IntoView {
+fn Feed(v: UserView, mark: FormAction<String>, tenant: String, inbox: String) -> impl IntoView {
+    // The user by their reference: forms and links carry no user id.
+    let uid = v.uid_ref.clone();
     // Which user's inbox a mark-read form is for.
     let hidden = {
         let (t, i, u) = (tenant.clone(), inbox.clone(), uid.clone());

@@ -15,7 +15,7 @@ use crate::model::measurements::{MeasurementsView, RateHour, Rates};
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::attempts::AttemptsSection;
 use crate::ui::components::form::Options;
-use crate::ui::components::links::enc;
+use crate::ui::components::links::{enc, split_reference};
 use crate::ui::components::scope_card::{pct, ScopeCard};
 use crate::ui::data::page_data;
 
@@ -54,8 +54,16 @@ pub fn MeasurementsPage() -> impl IntoView {
         <Title text="Measurements" />
         <h1 class="text-2xl font-semibold">"Measurements"</h1>
         <p class="mt-1 text-sm text-slate-600">"Each measurement id is stored once and each user's timestamps only move forward; every attempt is audited."</p>
-        <form method="get" action="/measurements" class="mt-4 flex flex-wrap items-end gap-3 text-sm">
-            <label>"User id"<input name="user" value=move || q("user") class=input /></label>
+        // Posted to /find: a typed user id goes into the address as its reference only.
+        <form method="post" action="/find" class="mt-4 flex flex-wrap items-end gap-3 text-sm">
+            <input type="hidden" name="page" value="measurements" />
+            {move || {
+                let (reference, typed) = split_reference(q("user"));
+                view! {
+                    <input type="hidden" name="user_ref" value=reference />
+                    <label>"User id"<input name="user" value=typed class=input /></label>
+                }
+            }}
             <label>"Outcome"
                 <select name="outcome" class=input>
                     {move || view! { <Options current=q("outcome") choices=&OUTCOMES /> }}
@@ -78,17 +86,18 @@ pub fn MeasurementsPage() -> impl IntoView {
 #[component]
 fn Body(v: MeasurementsView, outcome: String) -> impl IntoView {
     let MeasurementsView {
-        user,
+        user_ref,
         points,
         rejected,
         attempts,
         rates,
         idempotency,
+        ..
     } = v;
-    let chart = (!user.is_empty()).then(|| view! { <Series points rejected /> }.into_any());
+    let chart = (!user_ref.is_empty()).then(|| view! { <Series points rejected /> }.into_any());
     let base = format!(
         "/measurements?user={}&outcome={}&window={}",
-        enc(&user),
+        enc(&user_ref),
         enc(&outcome),
         enc(&rates.window)
     );
@@ -97,7 +106,7 @@ fn Body(v: MeasurementsView, outcome: String) -> impl IntoView {
         {chart}
         <RateTiles rates=rates.clone() />
         {idempotency.into_iter().map(|s| view! { <ScopeCard s /> }).collect_view()}
-        <AttemptsSection page=attempts user=user.clone() outcome base />
+        <AttemptsSection page=attempts outcome base />
     }
 }
 
