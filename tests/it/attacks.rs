@@ -694,7 +694,11 @@ fn urls_of(html: &str) -> Vec<String> {
     let mut out = Vec::new();
     for attr in ["href=\"", "action=\"", "src=\""] {
         for part in html.split(attr).skip(1) {
-            let url = part.split('"').next().unwrap_or_default().replace("&amp;", "&");
+            let url = part
+                .split('"')
+                .next()
+                .unwrap_or_default()
+                .replace("&amp;", "&");
             out.push(percent_decoded(&url));
         }
     }
@@ -706,7 +710,11 @@ fn percent_decoded(s: &str) -> String {
     let mut out = Vec::new();
     let mut i = 0;
     while i < b.len() {
-        match (b[i], s.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok())) {
+        match (
+            b[i],
+            s.get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok()),
+        ) {
             (b'%', Some(v)) => {
                 out.push(v);
                 i += 3;
@@ -755,7 +763,12 @@ async fn no_url_the_console_makes_carries_anything_personal() {
         vec![("page", "audit"), ("conversation", &conversation)],
         vec![("page", "measurements"), ("user", USER), ("window", "24h")],
         vec![("page", "attempts"), ("user", USER)],
-        vec![("page", "inbox-user"), ("tenant", "acme"), ("inbox", "news"), ("user", USER)],
+        vec![
+            ("page", "inbox-user"),
+            ("tenant", "acme"),
+            ("inbox", "news"),
+            ("user", USER),
+        ],
         // A raw value in a hidden field is sealed too.
         vec![("page", "measurements"), ("user_ref", USER)],
         vec![("page", "events"), ("conversation_ref", &conversation)],
@@ -767,7 +780,9 @@ async fn no_url_the_console_makes_carries_anything_personal() {
             assert_eq!(found.status, 303, "{f:?}");
             let location = found.location().unwrap().to_string();
             assert!(
-                !secrets.iter().any(|s| percent_decoded(&location).contains(s)),
+                !secrets
+                    .iter()
+                    .any(|s| percent_decoded(&location).contains(s)),
                 "{f:?} led to {location}"
             );
             let page = app.get(&location, Some(&cookie)).await;
@@ -792,9 +807,15 @@ async fn no_url_the_console_makes_carries_anything_personal() {
     // The CSV's file name is not the user's id.
     let viewer = app.session_as("csv-reader", Role::Operator).await;
     let csv = app
-        .get(&format!("/measurements/audit.csv?user={}", crate::helpers::pct(USER)), Some(&viewer))
+        .get(
+            &format!("/measurements/audit.csv?user={}", crate::helpers::pct(USER)),
+            Some(&viewer),
+        )
         .await;
     assert_eq!(csv.status, 200);
-    let name = csv.headers["content-disposition"].to_str().unwrap().to_string();
+    let name = csv.headers["content-disposition"]
+        .to_str()
+        .unwrap()
+        .to_string();
     assert!(!name.contains("jane"), "{name}");
 }

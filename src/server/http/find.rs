@@ -11,8 +11,8 @@ use axum::Form;
 use serde::Deserialize;
 
 use crate::model::accounts::CurrentUser;
-use crate::server::state::AppState;
 use crate::model::pages::query_value as enc;
+use crate::server::state::AppState;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct FindForm {
@@ -115,7 +115,10 @@ pub async fn find(
         ),
         "attempts" => (
             "audit",
-            vec![("m_user", user), ("m_outcome", f.outcome.trim().to_string())],
+            vec![
+                ("m_user", user),
+                ("m_outcome", f.outcome.trim().to_string()),
+            ],
         ),
         "inbox/user" => (
             page,
