@@ -45,6 +45,17 @@ enum Command {
         consoles: usize,
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Break a console on purpose (the checker's own tests): `unavailable` (DynamoDB
+        /// away for the whole storm), `other-secret` (the second console hashes keys with
+        /// another secret), `bypass-proxy` (the second console skips the proxy).
+        #[arg(long)]
+        broken: Option<String>,
+        /// Succeed only if the run fails with a violation containing this text.
+        #[arg(long)]
+        expect_violation: Option<String>,
+        /// How long clients retry after the storm before they give up, in seconds.
+        #[arg(long, default_value_t = 120)]
+        give_up: u64,
     },
 }
 
@@ -71,18 +82,47 @@ async fn main() -> ExitCode {
             clients,
             consoles,
             seed,
+            broken,
+            expect_violation,
+            give_up,
         } => {
+            let broken = match broken.as_deref() {
+                None => None,
+                Some("unavailable") => Some(chaos::Break::Unavailable),
+                Some("other-secret") => Some(chaos::Break::OtherSecret),
+                Some("bypass-proxy") => Some(chaos::Break::BypassProxy),
+                Some(other) => {
+                    eprintln!("ops-harness chaos: no such break: {other}");
+                    return ExitCode::from(2);
+                }
+            };
+            let dir = match broken {
+                Some(_) => std::path::PathBuf::from("target/chaos-broken"),
+                None => std::path::PathBuf::from("target/chaos"),
+            };
             let opts = chaos::Options {
                 seconds,
                 clients,
                 consoles,
                 seed,
-                dir: std::path::PathBuf::from("target/chaos"),
+                dir,
+                broken,
+                give_up_seconds: give_up,
             };
-            match chaos::run(&opts).await {
-                Ok(true) => ExitCode::SUCCESS,
-                Ok(false) => ExitCode::FAILURE,
-                Err(e) => {
+            match (chaos::run(&opts).await, expect_violation) {
+                (Ok(v), None) if v.is_empty() => ExitCode::SUCCESS,
+                (Ok(_), None) => ExitCode::FAILURE,
+                (Ok(v), Some(want)) if v.iter().any(|v| v.contains(&want)) => {
+                    println!("the checker caught the broken console: a violation names \"{want}\"");
+                    ExitCode::SUCCESS
+                }
+                (Ok(_), Some(want)) => {
+                    eprintln!(
+                        "ops-harness chaos: the broken run should have failed with \"{want}\""
+                    );
+                    ExitCode::FAILURE
+                }
+                (Err(e), _) => {
                     eprintln!("ops-harness chaos: {e}");
                     ExitCode::from(2)
                 }

@@ -214,6 +214,23 @@ async fn spawn_app_on(endpoint: &str, tweak: impl FnOnce(&mut Config)) -> TestAp
 }
 
 impl TestApp {
+    /// Another console on the same tables, settings, secret and clock that reaches
+    /// DynamoDB through `endpoint` (a proxy of its own: one console slow, another not).
+    pub async fn console_via(&self, endpoint: &str) -> TestApp {
+        let store = store_for(self, endpoint).await;
+        let config = (*self.state.config).clone();
+        let secret = Secret::new(self.secret.clone());
+        let state = AppState::new(config, store, self.clock.clone(), secret);
+        let router = startup::app(state.clone());
+        TestApp {
+            store: state.store.clone(),
+            state,
+            clock: self.clock.clone(),
+            router,
+            secret: self.secret.clone(),
+        }
+    }
+
     /// Another console on the same tables, settings, secret and clock: its own services
     /// (its own dispatcher, caches and leases), as a second process would have.
     pub fn second_console(&self) -> TestApp {

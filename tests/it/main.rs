@@ -4,6 +4,7 @@
 mod accounts;
 mod alerts;
 mod attacks;
+mod aws_failures;
 mod bootstrap;
 mod conversation_search;
 mod conversations;

@@ -61,6 +61,38 @@ pub(crate) fn transaction_conflict() -> Answer {
     )
 }
 
+pub(crate) fn transaction_in_progress() -> Answer {
+    error(
+        StatusCode::BAD_REQUEST,
+        &format!("{DYNAMODB}#TransactionInProgressException"),
+        "The transaction with the given request token is already in progress.",
+    )
+}
+
+pub(crate) fn expired_iterator() -> Answer {
+    error(
+        StatusCode::BAD_REQUEST,
+        "com.amazonaws.dynamodb.v20120810#ExpiredIteratorException",
+        "Iterator expired. The iterator was created over 15 minutes ago.",
+    )
+}
+
+pub(crate) fn trimmed_data() -> Answer {
+    error(
+        StatusCode::BAD_REQUEST,
+        "com.amazonaws.dynamodb.v20120810#TrimmedDataAccessException",
+        "The operation attempted to read past the oldest stream record in a shard.",
+    )
+}
+
+pub(crate) fn limit_exceeded() -> Answer {
+    error(
+        StatusCode::BAD_REQUEST,
+        "com.amazonaws.dynamodb.v20120810#LimitExceededException",
+        "Too many requests for this stream: slow down.",
+    )
+}
+
 pub(crate) fn idempotent_parameter_mismatch() -> Answer {
     error(
         StatusCode::BAD_REQUEST,

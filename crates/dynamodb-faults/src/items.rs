@@ -88,30 +88,78 @@ pub(crate) fn writes(op: &str, body: &Value) -> Vec<Write> {
     }
 }
 
-/// The key attribute names of each table, learnt from `DescribeTable`.
+/// What the proxy knows of a table: its key attribute names (partition key first) and the
+/// names of its global indexes.
+#[derive(Clone, Debug, Default)]
+struct TableSchema {
+    keys: Vec<String>,
+    global_indexes: Vec<String>,
+}
+
+/// The tables' schemas, learnt from `DescribeTable`.
 #[derive(Default)]
-pub(crate) struct Schemas(Mutex<HashMap<String, Vec<String>>>);
+pub(crate) struct Schemas(Mutex<HashMap<String, TableSchema>>);
 
 impl Schemas {
+    /// The table's key attribute names, partition key first.
     pub(crate) fn get(&self, table: &str) -> Option<Vec<String>> {
-        self.0.lock().ok()?.get(table).cloned()
+        Some(self.0.lock().ok()?.get(table)?.keys.clone())
+    }
+
+    /// Whether `index` is a global index of `table` (known tables only).
+    pub(crate) fn is_global_index(&self, table: &str, index: &str) -> bool {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|m| {
+                m.get(table)
+                    .map(|s| s.global_indexes.iter().any(|g| g == index))
+            })
+            .unwrap_or(false)
     }
 
     pub(crate) fn learn(&self, table: &str, describe_table_answer: &Value) {
-        let names: Vec<String> = describe_table_answer["Table"]["KeySchema"]
+        let t = &describe_table_answer["Table"];
+        let mut keys: Vec<(String, String)> = t["KeySchema"]
             .as_array()
             .map(|ks| {
                 ks.iter()
-                    .filter_map(|k| k["AttributeName"].as_str().map(str::to_string))
+                    .filter_map(|k| {
+                        Some((
+                            k["AttributeName"].as_str()?.to_string(),
+                            k["KeyType"].as_str().unwrap_or("HASH").to_string(),
+                        ))
+                    })
                     .collect()
             })
             .unwrap_or_default();
-        if !names.is_empty() {
+        // The partition key first.
+        keys.sort_by_key(|(_, kind)| kind != "HASH");
+        let global_indexes = t["GlobalSecondaryIndexes"]
+            .as_array()
+            .map(|g| {
+                g.iter()
+                    .filter_map(|i| i["IndexName"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !keys.is_empty() {
             if let Ok(mut m) = self.0.lock() {
-                m.insert(table.to_string(), names);
+                m.insert(
+                    table.to_string(),
+                    TableSchema {
+                        keys: keys.into_iter().map(|(k, _)| k).collect(),
+                        global_indexes,
+                    },
+                );
             }
         }
     }
+}
+
+/// `table|name=value`: the partition an item is in (its table and partition key).
+pub(crate) fn partition(w: &Write, key_names: &[String]) -> String {
+    identity(w, &key_names[..key_names.len().min(1)])
 }
 
 /// `table|name=value|...`: one string per item, whichever way the request named it.
@@ -187,9 +235,13 @@ impl Holds {
 /// How long DynamoDB remembers a successful transaction's client request token.
 pub(crate) const TOKEN_WINDOW: Duration = Duration::from_secs(600);
 
-/// Client request tokens of the transactions that succeeded, with a hash of the request.
+/// Client request tokens of the transactions that succeeded, with a hash of the request,
+/// and those of the transactions still running.
 #[derive(Default)]
-pub(crate) struct Tokens(Mutex<HashMap<String, (u64, Instant)>>);
+pub(crate) struct Tokens {
+    done: Mutex<HashMap<String, (u64, Instant)>>,
+    running: Mutex<std::collections::HashSet<String>>,
+}
 
 pub(crate) enum TokenSeen {
     New,
@@ -197,6 +249,30 @@ pub(crate) enum TokenSeen {
     Replay,
     /// The token came with another request.
     Mismatch,
+    /// A transaction with this token is still running.
+    InProgress,
+}
+
+/// A running transaction's token, forgotten as running when dropped.
+pub(crate) struct Running<'a> {
+    tokens: &'a Tokens,
+    token: Option<String>,
+}
+
+impl Running<'_> {
+    /// Leaves the token running after this guard is gone (a late write holds it until it
+    /// lands, then calls [`Tokens::release_running`]).
+    pub(crate) fn keep(mut self) {
+        self.token = None;
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if let (Some(t), Ok(mut r)) = (&self.token, self.tokens.running.lock()) {
+            r.remove(t);
+        }
+    }
 }
 
 fn request_hash(body: &Value) -> u64 {
@@ -206,11 +282,43 @@ fn request_hash(body: &Value) -> u64 {
 }
 
 impl Tokens {
+    /// Marks the transaction of `body` running; `None` when one with its token already is.
+    pub(crate) fn start(&self, body: &Value) -> Option<Running<'_>> {
+        let token = body["ClientRequestToken"].as_str().map(str::to_string);
+        if let (Some(t), Ok(mut r)) = (&token, self.running.lock()) {
+            if !r.insert(t.clone()) {
+                return None;
+            }
+        }
+        Some(Running {
+            tokens: self,
+            token,
+        })
+    }
+
+    /// A guard for a write without a token.
+    pub(crate) fn none(&self) -> Running<'_> {
+        Running {
+            tokens: self,
+            token: None,
+        }
+    }
+
+    /// The transaction with this token (left running by [`Running::keep`]) has ended.
+    pub(crate) fn release_running(&self, token: &str) {
+        if let Ok(mut r) = self.running.lock() {
+            r.remove(token);
+        }
+    }
+
     pub(crate) fn check(&self, body: &Value) -> TokenSeen {
         let Some(token) = body["ClientRequestToken"].as_str() else {
             return TokenSeen::New;
         };
-        let Ok(m) = self.0.lock() else {
+        if self.running.lock().is_ok_and(|r| r.contains(token)) {
+            return TokenSeen::InProgress;
+        }
+        let Ok(m) = self.done.lock() else {
             return TokenSeen::New;
         };
         match m.get(token) {
@@ -229,7 +337,7 @@ impl Tokens {
         let Some(token) = body["ClientRequestToken"].as_str() else {
             return;
         };
-        if let Ok(mut m) = self.0.lock() {
+        if let Ok(mut m) = self.done.lock() {
             if m.len() > 100_000 {
                 m.retain(|_, (_, at)| at.elapsed() < TOKEN_WINDOW);
             }
@@ -277,5 +385,16 @@ mod tests {
         assert!(matches!(tokens.check(&body), TokenSeen::Replay));
         let other = json!({"ClientRequestToken": "t1", "TransactItems": []});
         assert!(matches!(tokens.check(&other), TokenSeen::Mismatch));
+    }
+
+    #[test]
+    fn a_token_whose_transaction_runs_is_in_progress_until_it_ends() {
+        let tokens = Tokens::default();
+        let body = json!({"ClientRequestToken": "t2", "TransactItems": []});
+        let running = tokens.start(&body).expect("not running yet");
+        assert!(matches!(tokens.check(&body), TokenSeen::InProgress));
+        assert!(tokens.start(&body).is_none());
+        drop(running);
+        assert!(matches!(tokens.check(&body), TokenSeen::New));
     }
 }

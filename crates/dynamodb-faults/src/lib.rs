@@ -17,13 +17,30 @@
 //! - **outages**: connections refused, or accepted and never answered;
 //! - **client request tokens**: a `TransactWriteItems` repeated with the token of one that
 //!   succeeded within ten minutes succeeds again without writing (AWS's idempotency window);
-//! - **streams**: empty `GetRecords` pages that still carry a next iterator, and shards that
-//!   close and continue in two child shards (records split between them by key).
+//! - **streams**: empty `GetRecords` pages that still carry a next iterator, shards that
+//!   close and continue in two child shards (records split between them by key), and
+//!   children that split again; expired iterators, trimmed positions and
+//!   `LimitExceededException`;
+//! - **partial batches**: `BatchWriteItem` and `BatchGetItem` handing part of their items
+//!   or keys back unprocessed;
+//! - **ambiguous 500s**: a write that commits and is answered `InternalServerError`;
+//! - **late writes**: a write answered 500 at once and applied later, after its client gave
+//!   up (and perhaps retried); while it is pending, a transaction with its client token is
+//!   answered `TransactionInProgressException`;
+//! - **throttling by write units** per partition, counted as AWS bills them: the item's
+//!   size rounded up to 1 KB, one more write per index copy, transactions twice (as
+//!   DynamoDB Local reports them); the same count is reported per operation
+//!   (`Report::units`);
+//! - **index lag**: a query of a global index does not see the items written in the last
+//!   few milliseconds.
 //!
 //! It is test tooling: nothing in the product depends on it.
 
+mod batch;
+mod capacity;
 mod errors;
 mod items;
+mod lag;
 mod limiter;
 mod rng;
 mod server;
@@ -62,10 +79,66 @@ pub struct Faults {
     pub lost_answer_hang_ms: u64,
     /// Share of `GetRecords` calls answered with an empty page and the same position.
     pub empty_page_rate: f64,
-    /// An open stream shard is closed and split in two once this many of its records have
-    /// passed (0: never).
+    /// An open stream shard (a child too) is closed and split in two once this many of its
+    /// records have passed (0: never).
     pub split_after_records: u64,
     pub outage: Outage,
+    /// Share of `BatchWriteItem` and `BatchGetItem` calls that come back with part of their
+    /// items or keys unprocessed.
+    pub partial_batch_rate: f64,
+    /// How many items or keys such a batch processes at most (0: a random half).
+    pub partial_batch_keeps: usize,
+    /// A `Query` page ends after this many items (0: at DynamoDB Local's own 1 MB): the
+    /// 1 MB page at a scale a test can fill.
+    pub query_page_items: u32,
+    /// Share of writes that commit and are then answered `InternalServerError`.
+    pub error_after_commit_rate: f64,
+    /// Share of writes answered `InternalServerError` at once and applied `late_write_ms`
+    /// later.
+    pub late_write_rate: f64,
+    pub late_write_ms: u64,
+    /// Write units (as AWS counts them) one partition takes per second before its writes
+    /// are throttled (0: no limit).
+    pub partition_write_units_per_s: u32,
+    /// A query of a global index does not see items written in the last this many
+    /// milliseconds (0: it sees everything at once).
+    pub index_lag_ms: u64,
+    /// Share of `GetRecords` calls answered `ExpiredIteratorException`.
+    pub expired_iterator_rate: f64,
+    /// Share of stream reads (`GetRecords`, `DescribeStream`) answered
+    /// `LimitExceededException`.
+    pub stream_limit_rate: f64,
+    /// Share of `GetShardIterator` calls at a sequence number answered
+    /// `TrimmedDataAccessException`.
+    pub trimmed_rate: f64,
+}
+
+impl Faults {
+    /// The kinds this setting switches on (those a run must see injected at least once).
+    pub fn switched_on(&self) -> Vec<Kind> {
+        let mut on = Vec::new();
+        let mut add = |yes: bool, kind: Kind| {
+            if yes {
+                on.push(kind);
+            }
+        };
+        add(self.conflicts, Kind::Conflict);
+        add(self.conflict_rate > 0.0, Kind::RandomConflict);
+        add(self.throttle_rate > 0.0, Kind::Throttle);
+        add(self.internal_error_rate > 0.0, Kind::InternalError);
+        add(self.reset_rate > 0.0, Kind::Reset);
+        add(self.lost_answer_rate > 0.0, Kind::LostAnswer);
+        add(self.empty_page_rate > 0.0, Kind::EmptyPage);
+        add(self.split_after_records > 0, Kind::ShardSplit);
+        add(self.partial_batch_rate > 0.0, Kind::PartialBatch);
+        add(self.error_after_commit_rate > 0.0, Kind::ErrorAfterCommit);
+        add(self.late_write_rate > 0.0, Kind::LateWrite);
+        add(self.index_lag_ms > 0, Kind::IndexLag);
+        add(self.expired_iterator_rate > 0.0, Kind::ExpiredIterator);
+        add(self.stream_limit_rate > 0.0, Kind::StreamLimit);
+        add(self.trimmed_rate > 0.0, Kind::Trimmed);
+        on
+    }
 }
 
 /// DynamoDB unreachable, as a client sees it.
@@ -104,10 +177,25 @@ pub enum Kind {
     OutageRefused,
     /// A request left unanswered by an outage.
     OutageHung,
+    /// A batch call that came back with part of it unprocessed.
+    PartialBatch,
+    /// A write that committed and was answered `InternalServerError`.
+    ErrorAfterCommit,
+    /// A write answered 500 at once and applied later.
+    LateWrite,
+    /// A transaction whose client token belonged to one still running.
+    TokenInProgress,
+    /// A write throttled by its partition's write units.
+    PartitionThrottle,
+    /// An item a query of a global index did not see yet.
+    IndexLag,
+    ExpiredIterator,
+    StreamLimit,
+    Trimmed,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 21] = [
         Kind::Conflict,
         Kind::RandomConflict,
         Kind::Throttle,
@@ -120,6 +208,15 @@ impl Kind {
         Kind::ShardSplit,
         Kind::OutageRefused,
         Kind::OutageHung,
+        Kind::PartialBatch,
+        Kind::ErrorAfterCommit,
+        Kind::LateWrite,
+        Kind::TokenInProgress,
+        Kind::PartitionThrottle,
+        Kind::IndexLag,
+        Kind::ExpiredIterator,
+        Kind::StreamLimit,
+        Kind::Trimmed,
     ];
 
     pub fn name(self) -> &'static str {
@@ -136,15 +233,26 @@ impl Kind {
             Kind::ShardSplit => "stream shard splits",
             Kind::OutageRefused => "outage: connections reset",
             Kind::OutageHung => "outage: unanswered",
+            Kind::PartialBatch => "batches partly unprocessed",
+            Kind::ErrorAfterCommit => "500 after commit",
+            Kind::LateWrite => "late writes (500, applied later)",
+            Kind::TokenInProgress => "client token in progress",
+            Kind::PartitionThrottle => "throttles (partition write units)",
+            Kind::IndexLag => "items an index did not see yet",
+            Kind::ExpiredIterator => "expired stream iterators",
+            Kind::StreamLimit => "stream LimitExceeded",
+            Kind::Trimmed => "trimmed stream positions",
         }
     }
 }
 
 #[derive(Default)]
 pub(crate) struct Counters {
-    by_kind: [AtomicU64; 12],
+    by_kind: [AtomicU64; 21],
     requests: AtomicU64,
     writes: AtomicU64,
+    /// Late writes not applied yet.
+    pub(crate) late_pending: AtomicU64,
 }
 
 impl Counters {
@@ -163,6 +271,37 @@ pub struct Report {
     pub injected: BTreeMap<Kind, u64>,
     /// The item written most often within one second, and how often.
     pub hottest: Option<(String, u32)>,
+    /// Capacity units by operation, as AWS bills them.
+    pub units: BTreeMap<String, Units>,
+    /// Late writes still waiting to land.
+    pub late_pending: u64,
+}
+
+/// What calls of one operation consumed, as AWS bills them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Units {
+    pub calls: u64,
+    pub write: f64,
+    pub read: f64,
+}
+
+impl Report {
+    /// Units consumed since `before` (an earlier report of the same proxy), all operations.
+    pub fn units_since(&self, before: &Report) -> Units {
+        let total = |r: &Report| {
+            r.units.values().fold(Units::default(), |a, u| Units {
+                calls: a.calls + u.calls,
+                write: a.write + u.write,
+                read: a.read + u.read,
+            })
+        };
+        let (now, then) = (total(self), total(before));
+        Units {
+            calls: now.calls - then.calls,
+            write: now.write - then.write,
+            read: now.read - then.read,
+        }
+    }
 }
 
 impl Report {
@@ -201,6 +340,8 @@ pub(crate) struct Shared {
     pub(crate) schemas: items::Schemas,
     pub(crate) tokens: items::Tokens,
     pub(crate) streams: streams::Streams,
+    pub(crate) capacity: capacity::Capacity,
+    pub(crate) recent: lag::RecentWrites,
 }
 
 impl Shared {
@@ -214,6 +355,8 @@ impl Shared {
             schemas: items::Schemas::default(),
             tokens: items::Tokens::default(),
             streams: streams::Streams::default(),
+            capacity: capacity::Capacity::default(),
+            recent: lag::RecentWrites::default(),
         })
     }
 
@@ -252,6 +395,8 @@ impl Shared {
             writes: self.counters.writes.load(Ordering::Relaxed),
             injected,
             hottest: self.limiter.hottest(),
+            units: self.capacity.units(),
+            late_pending: self.counters.late_pending.load(Ordering::Relaxed),
         }
     }
 }

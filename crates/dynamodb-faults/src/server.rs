@@ -23,7 +23,7 @@ use tokio::sync::{watch, Notify};
 
 use crate::errors::{self, json_answer, Answer};
 use crate::items::{self, TokenSeen};
-use crate::streams;
+use crate::{batch, capacity, streams};
 use crate::{Faults, Kind, Outage, Report, Shared};
 
 /// A running proxy. Dropping it stops it.
@@ -32,6 +32,7 @@ pub struct Proxy {
     port: u16,
     outage: watch::Sender<Outage>,
     task: tokio::task::JoinHandle<()>,
+    ctx: Arc<Ctx>,
 }
 
 struct Ctx {
@@ -41,6 +42,11 @@ struct Ctx {
     outage: watch::Receiver<Outage>,
     conns: Mutex<HashMap<u64, Arc<Notify>>>,
     next_id: AtomicU64,
+    /// This context, for work that outlives a request (late writes).
+    me: std::sync::Weak<Ctx>,
+    /// The access key every forwarded request is signed with (DynamoDB Local keeps one
+    /// database per access key): `None` leaves each request's own.
+    access_key: Mutex<Option<String>>,
 }
 
 impl Proxy {
@@ -59,21 +65,34 @@ impl Proxy {
         let port = listener.local_addr()?.port();
         let (tx, rx) = watch::channel(faults.outage);
         let shared = Shared::new(faults, seed);
-        let ctx = Arc::new(Ctx {
+        let ctx = Arc::new_cyclic(|me| Ctx {
             shared: shared.clone(),
             upstream: upstream.trim_end_matches('/').to_string(),
             client: Client::builder(TokioExecutor::new()).build_http(),
             outage: rx,
             conns: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
+            me: me.clone(),
+            access_key: Mutex::new(None),
         });
-        let task = tokio::spawn(accept_loop(ctx, listener, port));
+        let task = tokio::spawn(accept_loop(ctx.clone(), listener, port));
         Ok(Proxy {
             shared,
             port,
             outage: tx,
             task,
+            ctx,
         })
+    }
+
+    /// Forwards every request as signed by `key` (DynamoDB Local keeps one database per
+    /// access key): clients of the proxy sign with their own key, so one that reaches
+    /// DynamoDB Local without the proxy lands in a database of its own, where a test can
+    /// see it.
+    pub fn forward_as(&self, key: &str) {
+        if let Ok(mut k) = self.ctx.access_key.lock() {
+            *k = Some(key.to_string());
+        }
     }
 
     pub fn port(&self) -> u16 {
@@ -293,17 +312,104 @@ async fn handle(ctx: &Ctx, kill: &Notify, req: Request<Incoming>) -> Answer {
         };
     }
     let json: Option<Value> = serde_json::from_slice(&body).ok();
-    let Some(json) = json else {
+    let Some(mut json) = json else {
         return forward_or_reset(ctx, kill, &parts.headers, &parts.uri, body).await;
     };
     if service.starts_with("DynamoDBStreams") {
         return stream_request(ctx, kill, &parts.headers, &parts.uri, op, json, &faults).await;
     }
-    let writes = items::writes(op, &json);
-    if writes.is_empty() {
+    if !is_data_op(op) {
         return forward_or_reset(ctx, kill, &parts.headers, &parts.uri, body).await;
     }
-    write_request(ctx, kill, &parts, op, &json, body, &writes, &faults).await
+    // A batch handed back in part: forward the rest, answer with the part as unprocessed.
+    let mut held_back = None;
+    if matches!(op, "BatchWriteItem" | "BatchGetItem") && shared.roll(faults.partial_batch_rate) {
+        let mut forwarded = 0;
+        let hold = |_: &str, _: usize| {
+            forwarded += 1;
+            match faults.partial_batch_keeps {
+                0 => shared.roll(0.5),
+                keep => forwarded > keep,
+            }
+        };
+        if let Some(s) = batch::split(op, &json, hold) {
+            shared.counters.add(Kind::PartialBatch);
+            json = s.forwarded;
+            held_back = Some(s.held);
+        }
+    }
+    let writes = items::writes(op, &json);
+    let answer = if writes.is_empty() {
+        read_request(ctx, kill, &parts, op, json, &faults).await
+    } else {
+        write_request(ctx, kill, &parts, op, json, &writes, &faults).await
+    };
+    match held_back {
+        Some(held) if answer.status() == StatusCode::OK => {
+            let Ok(b) = answer.into_body().collect().await;
+            let v: Value = serde_json::from_slice(&b.to_bytes()).unwrap_or_default();
+            json_answer(StatusCode::OK, &batch::merge(op, v, held))
+        }
+        _ => answer,
+    }
+}
+
+/// A data request that writes nothing: forwarded with its capacity counted; a query of a
+/// global index without the items written too recently for it to see.
+async fn read_request(
+    ctx: &Ctx,
+    kill: &Notify,
+    parts: &hyper::http::request::Parts,
+    op: &str,
+    mut json: Value,
+    faults: &Faults,
+) -> Answer {
+    let shared = &ctx.shared;
+    let asked = capacity::ask(&mut json);
+    if op == "Query" && faults.query_page_items > 0 {
+        let limit = json["Limit"]
+            .as_u64()
+            .map_or(faults.query_page_items as u64, |l| {
+                l.min(u64::from(faults.query_page_items))
+            });
+        json["Limit"] = json!(limit);
+    }
+    let mut answer = match forward_json(ctx, kill, &parts.headers, &parts.uri, &json).await {
+        Ok(a) => a,
+        Err(a) => {
+            shared.capacity.record_call(op);
+            return a;
+        }
+    };
+    shared.capacity.record(op, &mut answer, asked);
+    let table = json["TableName"].as_str().unwrap_or_default();
+    let index = json["IndexName"].as_str();
+    if let (Some(index), true) = (index, faults.index_lag_ms > 0 && op == "Query") {
+        if !shared.schemas.is_global_index(table, index) && shared.schemas.get(table).is_none() {
+            learn_schema(ctx, &parts.headers, table).await;
+        }
+        if let (true, Some(keys)) = (
+            shared.schemas.is_global_index(table, index),
+            shared.schemas.get(table),
+        ) {
+            let lag = Duration::from_millis(faults.index_lag_ms);
+            for _ in 0..shared.recent.hide(table, &keys, &mut answer, lag) {
+                shared.counters.add(Kind::IndexLag);
+            }
+        }
+    }
+    json_answer(StatusCode::OK, &answer)
+}
+
+/// The partition of each write, by its index in `writes` (empty for tables not known).
+fn partitions(shared: &Shared, writes: &[items::Write]) -> Vec<(String, String)> {
+    writes
+        .iter()
+        .filter_map(|w| {
+            let keys = shared.schemas.get(&w.table)?;
+            Some((w.table.clone(), items::partition(w, &keys)))
+        })
+        .collect()
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -312,20 +418,23 @@ async fn write_request(
     kill: &Notify,
     parts: &hyper::http::request::Parts,
     op: &str,
-    json: &Value,
-    body: Bytes,
+    mut json: Value,
     writes: &[items::Write],
     faults: &Faults,
 ) -> Answer {
     let shared = &ctx.shared;
     let transaction = op == "TransactWriteItems";
     if transaction {
-        match shared.tokens.check(json) {
+        match shared.tokens.check(&json) {
             TokenSeen::Replay => {
                 shared.counters.add(Kind::TokenReplay);
                 return json_answer(StatusCode::OK, &json!({}));
             }
             TokenSeen::Mismatch => return errors::idempotent_parameter_mismatch(),
+            TokenSeen::InProgress => {
+                shared.counters.add(Kind::TokenInProgress);
+                return errors::transaction_in_progress();
+            }
             TokenSeen::New => {}
         }
     }
@@ -339,7 +448,8 @@ async fn write_request(
                     Some(n) => n,
                     // No such table: DynamoDB Local gives the right error.
                     None => {
-                        return forward_or_reset(ctx, kill, &parts.headers, &parts.uri, body).await
+                        let body = Bytes::from(json.to_string());
+                        return forward_or_reset(ctx, kill, &parts.headers, &parts.uri, body).await;
                     }
                 }
             }
@@ -379,6 +489,27 @@ async fn write_request(
             };
         }
     }
+    let parts_of = partitions(shared, writes);
+    let names: Vec<String> = parts_of.iter().map(|(_, p)| p.clone()).collect();
+    let over = shared
+        .capacity
+        .over(&names, faults.partition_write_units_per_s);
+    if !over.is_empty() {
+        shared.counters.add(Kind::PartitionThrottle);
+        return if transaction {
+            cancelled_at(ids.len(), &over, "ThrottlingError")
+        } else {
+            errors::throughput_exceeded()
+        };
+    }
+    let Some(running) = (if transaction {
+        shared.tokens.start(&json)
+    } else {
+        Some(shared.tokens.none())
+    }) else {
+        shared.counters.add(Kind::TokenInProgress);
+        return errors::transaction_in_progress();
+    };
     shared
         .counters
         .writes
@@ -390,22 +521,96 @@ async fn write_request(
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
     }
-    let Some(answer) = forward(ctx, &parts.headers, &parts.uri, body).await else {
+    let asked = capacity::ask(&mut json);
+    if shared.roll(faults.late_write_rate) {
+        // Answered now as failed, applied later: the client gives up (or retries) first.
+        shared.counters.add(Kind::LateWrite);
         drop(held);
-        return reset(kill).await;
-    };
-    if transaction && answer.status() == StatusCode::OK {
-        shared.tokens.succeeded(json);
+        running.keep();
+        late_write(ctx, parts, op, json, ids, parts_of, faults);
+        return errors::internal_error();
     }
+    let result = forward_json(ctx, kill, &parts.headers, &parts.uri, &json).await;
     drop(held);
-    if answer.status() == StatusCode::OK && shared.roll(faults.lost_answer_rate) {
+    let mut answer = match result {
+        Ok(a) => a,
+        Err(a) => {
+            shared.capacity.record_call(op);
+            return a;
+        }
+    };
+    if transaction {
+        shared.tokens.succeeded(&json);
+    }
+    drop(running);
+    shared.recent.note(&ids);
+    let by_table = shared.capacity.record(op, &mut answer, asked);
+    let charges = capacity::per_partition(&by_table, &parts_of);
+    shared
+        .capacity
+        .charge(&charges, faults.partition_write_units_per_s);
+    if shared.roll(faults.error_after_commit_rate) {
+        shared.counters.add(Kind::ErrorAfterCommit);
+        return errors::internal_error();
+    }
+    if shared.roll(faults.lost_answer_rate) {
         shared.counters.add(Kind::LostAnswer);
         if faults.lost_answer_hang_ms > 0 {
             tokio::time::sleep(Duration::from_millis(faults.lost_answer_hang_ms)).await;
         }
         return reset(kill).await;
     }
-    answer
+    json_answer(StatusCode::OK, &answer)
+}
+
+/// Applies a write `late_write_ms` from now, in the background, as a slow request that
+/// reaches DynamoDB after its client gave up. A transaction's token counts as running
+/// until then.
+#[allow(clippy::too_many_arguments)]
+fn late_write(
+    ctx: &Ctx,
+    parts: &hyper::http::request::Parts,
+    op: &str,
+    json: Value,
+    ids: Vec<String>,
+    parts_of: Vec<(String, String)>,
+    faults: &Faults,
+) {
+    let Some(me) = ctx.me.upgrade() else {
+        return;
+    };
+    let headers = parts.headers.clone();
+    let uri = parts.uri.clone();
+    let op = op.to_string();
+    let (delay, per_s) = (faults.late_write_ms, faults.partition_write_units_per_s);
+    let token = json["ClientRequestToken"].as_str().map(str::to_string);
+    me.shared
+        .counters
+        .late_pending
+        .fetch_add(1, Ordering::Relaxed);
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+        let body = Bytes::from(json.to_string());
+        let answer = forward(&me, &headers, &uri, body).await;
+        if let Some(a) = answer.filter(|a| a.status() == StatusCode::OK) {
+            if op == "TransactWriteItems" {
+                me.shared.tokens.succeeded(&json);
+            }
+            me.shared.recent.note(&ids);
+            let Ok(b) = a.into_body().collect().await;
+            let mut v: Value = serde_json::from_slice(&b.to_bytes()).unwrap_or_default();
+            let by_table = me.shared.capacity.record(&op, &mut v, true);
+            let charges = capacity::per_partition(&by_table, &parts_of);
+            me.shared.capacity.charge(&charges, per_s);
+        }
+        if let Some(t) = &token {
+            me.shared.tokens.release_running(t);
+        }
+        me.shared
+            .counters
+            .late_pending
+            .fetch_sub(1, Ordering::Relaxed);
+    });
 }
 
 fn cancelled_at(n: usize, at: &[usize], code: &str) -> Answer {
@@ -449,7 +654,14 @@ async fn forward(ctx: &Ctx, headers: &HeaderMap, uri: &hyper::Uri, body: Bytes) 
     let mut req = Request::builder()
         .method("POST")
         .uri(format!("{}{path}", ctx.upstream));
+    let key = ctx.access_key.lock().ok().and_then(|k| k.clone());
     for (name, value) in headers {
+        if name == "authorization" {
+            if let Some(k) = &key {
+                req = req.header(name, signed_as(value.to_str().unwrap_or_default(), k));
+                continue;
+            }
+        }
         if name != "host" && name != "content-length" {
             req = req.header(name, value);
         }
@@ -459,6 +671,17 @@ async fn forward(ctx: &Ctx, headers: &HeaderMap, uri: &hyper::Uri, body: Bytes) 
     let (parts, body) = res.into_parts();
     let bytes = body.collect().await.ok()?.to_bytes();
     Some(hyper::Response::from_parts(parts, Full::new(bytes)))
+}
+
+/// An `Authorization` header with its credential's access key replaced by `key`.
+fn signed_as(authorization: &str, key: &str) -> String {
+    match authorization.split_once("Credential=") {
+        Some((head, rest)) => {
+            let scope = rest.split_once('/').map_or("", |(_, s)| s);
+            format!("{head}Credential={key}/{scope}")
+        }
+        None => authorization.to_string(),
+    }
 }
 
 async fn forward_or_reset(
@@ -508,6 +731,10 @@ async fn stream_request(
     let shared = &ctx.shared;
     match op {
         "DescribeStream" => {
+            if shared.roll(faults.stream_limit_rate) {
+                shared.counters.add(Kind::StreamLimit);
+                return errors::limit_exceeded();
+            }
             if let Some(start) = body["ExclusiveStartShardId"].as_str() {
                 body["ExclusiveStartShardId"] = json!(streams::parse_shard(start).real);
             }
@@ -519,22 +746,50 @@ async fn stream_request(
         "GetShardIterator" => {
             let asked = body["ShardId"].as_str().unwrap_or_default().to_string();
             let v = streams::parse_shard(&asked);
-            let split = shared.streams.split_point(&v.real);
             let kind = body["ShardIteratorType"]
                 .as_str()
                 .unwrap_or_default()
                 .to_string();
+            let at_position = matches!(
+                kind.as_str(),
+                "AFTER_SEQUENCE_NUMBER" | "AT_SEQUENCE_NUMBER"
+            );
+            if at_position && shared.roll(faults.trimmed_rate) {
+                // As AWS trims records older than a day: what the reader asked for is gone,
+                // and the shard's trim horizon starts after it.
+                if let Some(seq) = body["SequenceNumber"].as_str() {
+                    shared.streams.trim(&asked, seq);
+                }
+                shared.counters.add(Kind::Trimmed);
+                return errors::trimmed_data();
+            }
             let mut last = match kind.as_str() {
                 "AFTER_SEQUENCE_NUMBER" => body["SequenceNumber"].as_str().map(str::to_string),
                 _ => None,
             };
             body["ShardId"] = json!(v.real);
-            match (v.child, &split) {
-                (Some(_), Some(at)) if kind == "TRIM_HORIZON" => {
+            // A child starts after its parent's split point; a closed shard read from its
+            // latest position has nothing more.
+            let parent_split = v.parent().and_then(|p| shared.streams.split_point(&p));
+            let horizon = match (parent_split, shared.streams.trimmed(&asked)) {
+                (Some(a), Some(b)) => Some(if streams::seq_cmp(&a, &b).is_gt() {
+                    a
+                } else {
+                    b
+                }),
+                (a, b) => a.or(b),
+            };
+            match (horizon, kind.as_str()) {
+                (Some(at), "TRIM_HORIZON") => {
                     body["ShardIteratorType"] = json!("AFTER_SEQUENCE_NUMBER");
                     body["SequenceNumber"] = json!(at);
+                    last = Some(at);
                 }
-                (None, Some(at)) if kind == "LATEST" => last = Some(at.clone()),
+                _ if kind == "LATEST" => {
+                    if let Some(at) = shared.streams.split_point(&asked) {
+                        last = Some(at);
+                    }
+                }
                 _ => {}
             }
             match forward_json(ctx, kill, headers, uri, &body).await {
@@ -559,6 +814,14 @@ async fn stream_request(
                     Err(a) => a,
                 };
             };
+            if shared.roll(faults.stream_limit_rate) {
+                shared.counters.add(Kind::StreamLimit);
+                return errors::limit_exceeded();
+            }
+            if shared.roll(faults.expired_iterator_rate) {
+                shared.counters.add(Kind::ExpiredIterator);
+                return errors::expired_iterator();
+            }
             if shared.roll(faults.empty_page_rate) {
                 shared.counters.add(Kind::EmptyPage);
                 return json_answer(
@@ -571,17 +834,13 @@ async fn stream_request(
                 Ok(p) => p,
                 Err(a) => return a,
             };
-            let v = streams::parse_shard(&w.shard);
-            if v.child.is_none() {
-                let records = page["Records"].as_array().cloned().unwrap_or_default();
-                if shared
-                    .streams
-                    .observe(&v.real, &records, faults.split_after_records)
-                {
-                    shared.counters.add(Kind::ShardSplit);
-                }
-            }
             let (records, next) = shared.streams.page(&w, &page);
+            if shared
+                .streams
+                .observe(&w.shard, &records, faults.split_after_records)
+            {
+                shared.counters.add(Kind::ShardSplit);
+            }
             let mut answer = json!({ "Records": records });
             if let Some(n) = next {
                 answer["NextShardIterator"] = json!(n);

@@ -1,9 +1,11 @@
 //! DynamoDB Streams as AWS hands them out. DynamoDB Local keeps one open shard per table
 //! and always has records ready; AWS returns empty pages while records follow, and closes
-//! shards and continues them in child shards. The proxy shows each real shard, once it
-//! has passed `split_after_records` records, as a parent closed at the last record seen
-//! then, with two children that share what follows, each record going to one child by a
-//! hash of its key (so one item's records stay in one child, in order).
+//! shards and continues them in child shards. The proxy shows each shard, once it has
+//! passed `split_after_records` records, as a parent closed at the last record seen then,
+//! with two children that share what follows, each record going to one child by a hash of
+//! its key (so one item's records stay in one child, in order). Children split the same
+//! way (`<real>-c0-c1` is the second child of the first child), each level hashing the key
+//! with its own salt.
 //!
 //! Iterators are wrapped (`dfx1|<shard>|<last sequence seen>|<real iterator>`) so the
 //! proxy knows which virtual shard a page is for and where the reader is.
@@ -17,13 +19,19 @@ use serde_json::{json, Value};
 
 const PREFIX: &str = "dfx1|";
 const CHILDREN: usize = 2;
+/// How many levels of children a shard splits into at most (AWS's shards split again and
+/// again; two levels are what a reader must get right).
+const MAX_DEPTH: usize = 2;
 
 #[derive(Default)]
 struct State {
-    /// Real shard → sequence number of its last record before the split.
+    /// Shard (real or virtual) → sequence number of its last record before the split.
     splits: HashMap<String, String>,
-    /// Real shard → records seen and the highest sequence number.
+    /// Shard (real or virtual) → records seen and the highest sequence number.
     seen: HashMap<String, (u64, String)>,
+    /// Shard (real or virtual) → the last sequence number trimmed away: its trim horizon
+    /// starts after it.
+    trimmed: HashMap<String, String>,
 }
 
 #[derive(Default)]
@@ -40,26 +48,37 @@ fn child_id(real: &str, i: usize) -> String {
     format!("{real}-c{i}")
 }
 
-/// A virtual shard: the real one (parent, or unsplit), or child `i` of it.
+/// A virtual shard: the real one (`path` empty), or a descendant of it (the child index
+/// at each level, from the real shard down).
 pub(crate) struct Virtual {
     pub(crate) real: String,
-    pub(crate) child: Option<usize>,
+    pub(crate) path: Vec<usize>,
+}
+
+impl Virtual {
+    /// The shard this one continues, when it is a child.
+    pub(crate) fn parent(&self) -> Option<String> {
+        let (_, up) = self.path.split_last()?;
+        Some(up.iter().fold(self.real.clone(), |id, i| child_id(&id, *i)))
+    }
 }
 
 pub(crate) fn parse_shard(id: &str) -> Virtual {
-    if let Some((real, n)) = id.rsplit_once("-c") {
-        if let Ok(i) = n.parse::<usize>() {
-            if i < CHILDREN {
-                return Virtual {
-                    real: real.to_string(),
-                    child: Some(i),
-                };
+    let mut rest = id;
+    let mut path = Vec::new();
+    while let Some((head, n)) = rest.rsplit_once("-c") {
+        match n.parse::<usize>() {
+            Ok(i) if i < CHILDREN && n.len() == 1 => {
+                path.push(i);
+                rest = head;
             }
+            _ => break,
         }
     }
+    path.reverse();
     Virtual {
-        real: id.to_string(),
-        child: None,
+        real: rest.to_string(),
+        path,
     }
 }
 
@@ -86,10 +105,18 @@ pub(crate) fn unwrap(iterator: &str) -> Option<Wrapped> {
     })
 }
 
-fn key_hash(record: &Value) -> usize {
+fn key_hash(record: &Value, level: usize) -> usize {
     let mut h = DefaultHasher::new();
+    level.hash(&mut h);
     record["dynamodb"]["Keys"].to_string().hash(&mut h);
     (h.finish() % CHILDREN as u64) as usize
+}
+
+/// Whether a record of the real shard goes to the virtual shard at `path`.
+fn belongs(record: &Value, path: &[usize]) -> bool {
+    path.iter()
+        .enumerate()
+        .all(|(level, i)| key_hash(record, level) == *i)
 }
 
 impl Streams {
@@ -97,13 +124,28 @@ impl Streams {
         self.0.lock().ok()?.splits.get(real).cloned()
     }
 
-    /// Counts the records a page of `real` carried; splits the shard once it passed
-    /// `after` records. True when it split now.
-    pub(crate) fn observe(&self, real: &str, records: &[Value], after: u64) -> bool {
+    /// Everything of `shard` up to `seq` is trimmed away (a reader was told so).
+    pub(crate) fn trim(&self, shard: &str, seq: &str) {
+        if let Ok(mut st) = self.0.lock() {
+            let e = st.trimmed.entry(shard.to_string()).or_default();
+            if seq_cmp(seq, e).is_gt() {
+                *e = seq.to_string();
+            }
+        }
+    }
+
+    /// Where `shard`'s trim horizon starts: after this sequence number (none: its start).
+    pub(crate) fn trimmed(&self, shard: &str) -> Option<String> {
+        self.0.lock().ok()?.trimmed.get(shard).cloned()
+    }
+
+    /// Counts the records a page of `shard` (real or virtual) carried; splits the shard
+    /// once it passed `after` records. True when it split now.
+    pub(crate) fn observe(&self, shard: &str, records: &[Value], after: u64) -> bool {
         let Ok(mut st) = self.0.lock() else {
             return false;
         };
-        let entry = st.seen.entry(real.to_string()).or_default();
+        let entry = st.seen.entry(shard.to_string()).or_default();
         for r in records {
             if let Some(seq) = r["dynamodb"]["SequenceNumber"].as_str() {
                 entry.0 += 1;
@@ -113,11 +155,40 @@ impl Streams {
             }
         }
         let (count, max) = entry.clone();
-        if after > 0 && count >= after && !max.is_empty() && !st.splits.contains_key(real) {
-            st.splits.insert(real.to_string(), max);
+        let shallow = parse_shard(shard).path.len() < MAX_DEPTH;
+        if after > 0
+            && shallow
+            && count >= after
+            && !max.is_empty()
+            && !st.splits.contains_key(shard)
+        {
+            st.splits.insert(shard.to_string(), max);
             return true;
         }
         false
+    }
+
+    /// `shard` as `DescribeStream` lists it (`listed`: its own entry), closed if it split,
+    /// followed by its descendants.
+    fn expand(&self, shard: &str, mut listed: Value, out: &mut Vec<Value>) {
+        let split = self.split_point(shard);
+        if let Some(at) = &split {
+            if listed["SequenceNumberRange"]["EndingSequenceNumber"].is_null() {
+                listed["SequenceNumberRange"]["EndingSequenceNumber"] = json!(at);
+            }
+        }
+        out.push(listed);
+        if let Some(at) = split {
+            for i in 0..CHILDREN {
+                let child = child_id(shard, i);
+                let entry = json!({
+                    "ShardId": child,
+                    "ParentShardId": shard,
+                    "SequenceNumberRange": {"StartingSequenceNumber": at},
+                });
+                self.expand(&child, entry, out);
+            }
+        }
     }
 
     /// `DescribeStream`'s answer with every split shard closed and its children added.
@@ -128,23 +199,7 @@ impl Streams {
         let mut out = Vec::new();
         for shard in shards {
             let real = shard["ShardId"].as_str().unwrap_or_default().to_string();
-            match self.split_point(&real) {
-                Some(at) => {
-                    let mut parent = shard.clone();
-                    if parent["SequenceNumberRange"]["EndingSequenceNumber"].is_null() {
-                        parent["SequenceNumberRange"]["EndingSequenceNumber"] = json!(at);
-                    }
-                    out.push(parent);
-                    for i in 0..CHILDREN {
-                        out.push(json!({
-                            "ShardId": child_id(&real, i),
-                            "ParentShardId": real,
-                            "SequenceNumberRange": {"StartingSequenceNumber": at},
-                        }));
-                    }
-                }
-                None => out.push(shard),
-            }
+            self.expand(&real, shard, &mut out);
         }
         answer["StreamDescription"]["Shards"] = Value::Array(out);
         answer
@@ -154,7 +209,13 @@ impl Streams {
     /// records that belong to it, and its next iterator (`None`: closed, read to its end).
     pub(crate) fn page(&self, w: &Wrapped, real_page: &Value) -> (Vec<Value>, Option<String>) {
         let v = parse_shard(&w.shard);
-        let records = real_page["Records"].as_array().cloned().unwrap_or_default();
+        let records: Vec<Value> = real_page["Records"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|r| belongs(r, &v.path))
+            .collect();
         let real_next = real_page["NextShardIterator"].as_str();
         let last_real = records
             .iter()
@@ -163,8 +224,8 @@ impl Streams {
             .map(str::to_string)
             .or_else(|| w.last.clone());
         let next = |last: Option<&str>| real_next.map(|n| wrap(&w.shard, last, n));
-        match (v.child, self.split_point(&v.real)) {
-            (None, Some(at)) => {
+        match self.split_point(&w.shard) {
+            Some(at) => {
                 let mine: Vec<Value> = records
                     .iter()
                     .filter(|r| {
@@ -183,11 +244,7 @@ impl Streams {
                     (mine, next(last_real.as_deref()))
                 }
             }
-            (Some(i), _) => {
-                let mine = records.into_iter().filter(|r| key_hash(r) == i).collect();
-                (mine, next(last_real.as_deref()))
-            }
-            (None, None) => (records, next(last_real.as_deref())),
+            None => (records, next(last_real.as_deref())),
         }
     }
 }
@@ -220,8 +277,15 @@ mod tests {
             "a real iterator passes as it is"
         );
         let c = parse_shard("shard-1-c1");
-        assert_eq!((c.real.as_str(), c.child), ("shard-1", Some(1)));
-        assert_eq!(parse_shard("shard-1").child, None);
+        assert_eq!((c.real.as_str(), c.path.clone()), ("shard-1", vec![1]));
+        assert_eq!(c.parent().as_deref(), Some("shard-1"));
+        assert!(parse_shard("shard-1").path.is_empty());
+        let g = parse_shard("shardId-0001-c5f3e2a1-c0-c1");
+        assert_eq!(
+            (g.real.as_str(), g.path.clone()),
+            ("shardId-0001-c5f3e2a1", vec![0, 1])
+        );
+        assert_eq!(g.parent().as_deref(), Some("shardId-0001-c5f3e2a1-c0"));
     }
 
     #[test]
@@ -257,5 +321,56 @@ mod tests {
             "3"
         );
         assert_eq!(shards[1]["ParentShardId"], "sh");
+    }
+
+    #[test]
+    fn a_child_splits_again_and_its_children_share_its_records() {
+        let s = Streams::default();
+        assert!(s.observe("sh", &[record("1", "a")], 1));
+        let child = child_id("sh", 0);
+        let page = |keys: &[(&str, &str)]| json!({"Records": keys.iter().map(|(q, k)| record(q, k)).collect::<Vec<_>>(), "NextShardIterator": "n"});
+        let w = unwrap(&wrap(&child, Some("1"), "real")).unwrap();
+        let all: Vec<(String, String)> =
+            (2..40).map(|i| (i.to_string(), format!("k{i}"))).collect();
+        let refs: Vec<(&str, &str)> = all.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        let (mine, _) = s.page(&w, &page(&refs));
+        assert!(
+            !mine.is_empty() && mine.len() < all.len(),
+            "the child gets its share"
+        );
+        assert!(
+            s.observe(&child, &mine, 3),
+            "and splits after its own records"
+        );
+        let described = s.describe(json!({"StreamDescription": {"Shards": [{"ShardId": "sh", "SequenceNumberRange": {"StartingSequenceNumber": "1"}}]}}));
+        let ids: Vec<&str> = described["StreamDescription"]["Shards"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["ShardId"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, vec!["sh", "sh-c0", "sh-c0-c0", "sh-c0-c1", "sh-c1"]);
+        // Past the child's split, its records go to its two children, each to one.
+        let later: Vec<(String, String)> = (100..160)
+            .map(|i| (i.to_string(), format!("k{i}")))
+            .collect();
+        let refs: Vec<(&str, &str)> = later
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
+        let of_child: usize = {
+            let w = unwrap(&wrap(&child, Some("99"), "real")).unwrap();
+            // The closed child shows nothing past its split.
+            s.page(&w, &page(&refs)).0.len()
+        };
+        assert_eq!(of_child, 0);
+        let mut seen = 0;
+        for i in 0..CHILDREN {
+            let w = unwrap(&wrap(&child_id(&child, i), Some("99"), "real")).unwrap();
+            seen += s.page(&w, &page(&refs)).0.len();
+        }
+        let w = unwrap(&wrap(&child_id("sh", 1), Some("99"), "real")).unwrap();
+        seen += s.page(&w, &page(&refs)).0.len();
+        assert_eq!(seen, later.len(), "every record in exactly one open shard");
     }
 }

@@ -284,3 +284,156 @@ pub async fn check(store: &Store, acked: &[Acked], receiver: &Receiver) -> Resul
     }
     Ok(f)
 }
+
+/// What the duplicate checks found, counted from what the clients sent.
+#[derive(Debug, Default)]
+pub struct SentFound {
+    pub violations: Vec<String>,
+    /// Effects beyond the one each request may have.
+    pub duplicates: usize,
+}
+
+/// Each request a client sent has at most one effect, whichever console served it and
+/// however often it was retried: one publication per publish key (its title names the
+/// key), one decision per event, one kill-switch change per flip key (its reason names
+/// it). Counted against what the clients sent, not against what the system wrote in the
+/// same transaction (a second job would come with its own second publication).
+pub async fn check_sent(
+    store: &Store,
+    sent: &[super::clients::Sent],
+    acked: &[Acked],
+) -> Result<SentFound, String> {
+    use super::clients::Sent;
+    let err = |e: ops_console::server::store::StoreError| e.to_string();
+    let inbox_items = scan_json(store, INBOX.base).await.map_err(err)?;
+    let audits = scan_json(store, MW_AUDIT_ACTIONS.base).await.map_err(err)?;
+    let mut publications: BTreeMap<String, usize> = BTreeMap::new();
+    for p in inbox_items.iter().filter(|v| v["kind"] == "PB") {
+        if let Some(key) = s(p, "title").strip_prefix("Chaos ") {
+            *publications.entry(key.to_string()).or_default() += 1;
+        }
+    }
+    let mut decisions: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut changes: Vec<&str> = Vec::new();
+    for a in &audits {
+        match s(a, "action_type") {
+            "decision" => *decisions.entry(s(a, "idempotency_key")).or_default() += 1,
+            "kill_switch_change" => changes.push(s(a, "action_payload_redacted")),
+            _ => {}
+        }
+    }
+    let mut f = SentFound::default();
+    for one in sent {
+        let (what, n) = match one {
+            Sent::Publish { key } => (
+                format!("publish key {key}"),
+                publications.get(key).copied().unwrap_or(0),
+            ),
+            Sent::Event { key } => (
+                format!("event {key}"),
+                decisions.get(key.as_str()).copied().unwrap_or(0),
+            ),
+            Sent::Flip { key } => {
+                let reason = format!("chaos flip {key}");
+                let n = changes.iter().filter(|p| p.contains(&reason)).count();
+                (format!("flip {key}"), n)
+            }
+        };
+        if n > 1 {
+            f.duplicates += n - 1;
+            f.violations
+                .push(format!("{what} was sent once and took effect {n} times"));
+        }
+    }
+    let acked_publishes = acked
+        .iter()
+        .filter(|a| matches!(a, Acked::Publish { .. }))
+        .count();
+    let sent_publishes = sent
+        .iter()
+        .filter(|s| matches!(s, Sent::Publish { .. }))
+        .count();
+    let total: usize = publications.values().sum();
+    if total < acked_publishes || total > sent_publishes {
+        f.violations.push(format!(
+            "{total} publications for {acked_publishes} acknowledged and {sent_publishes} sent publish keys"
+        ));
+    }
+    Ok(f)
+}
+
+/// Moves every inbox item that would expire within two hours (the `ops` messages and
+/// their receipts) to just past its expiry, as if the hour went by for it; nothing is
+/// deleted yet (TTL deletes late). Returns the ids of the messages now expired.
+pub async fn expire_short_lived(store: &Store) -> Result<BTreeSet<String>, String> {
+    let err = |e: ops_console::server::store::StoreError| e.to_string();
+    let now = chrono::Utc::now().timestamp();
+    let items = scan_json(store, INBOX.base).await.map_err(err)?;
+    let mut expired = BTreeSet::new();
+    for v in &items {
+        let at = v["expiredat"].as_i64().unwrap_or(i64::MAX);
+        if at >= now + 2 * 3600 {
+            continue;
+        }
+        if v["kind"] == "UM" {
+            expired.insert(s(v, "id").to_string());
+        }
+        store
+            .client()
+            .update_item()
+            .table_name(store.table(INBOX.base))
+            .key(
+                "pk",
+                aws_sdk_dynamodb::types::AttributeValue::S(s(v, "pk").into()),
+            )
+            .key(
+                "sk",
+                aws_sdk_dynamodb::types::AttributeValue::S(s(v, "sk").into()),
+            )
+            .update_expression("SET expiredat = :past")
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_values(
+                ":past",
+                aws_sdk_dynamodb::types::AttributeValue::N((now - 1).to_string()),
+            )
+            .send()
+            .await
+            .map_err(|e| format!("expiring an item: {e}"))?;
+    }
+    Ok(expired)
+}
+
+/// Reads every chaos user's feed through the consoles: none may show an expired message.
+pub async fn feeds_hide(http: &super::clients::Http, expired: &BTreeSet<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let now = chrono::Utc::now().timestamp();
+    for u in 0..60 {
+        let mut cursor: Option<String> = None;
+        for _ in 0..5 {
+            let mut path = format!("/api/v1/inbox/tenants/chaos/inboxes/news/users/u{u}/feed");
+            if let Some(c) = &cursor {
+                path.push_str(&format!("?cursor={c}"));
+            }
+            let give_up = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+            let Some((200, page)) = http
+                .until_final(hyper::Method::GET, &path, &Value::Null, None, give_up)
+                .await
+            else {
+                break;
+            };
+            for item in page["items"].as_array().into_iter().flatten() {
+                let id = s(item, "id");
+                if expired.contains(id) || item["expires_s"].as_i64().is_some_and(|e| e <= now) {
+                    out.push(format!(
+                        "the feed of u{u} showed message {id} after it expired"
+                    ));
+                }
+            }
+            match page["next"].as_str() {
+                Some(c) => cursor = Some(c.to_string()),
+                None => break,
+            }
+        }
+    }
+    out
+}

@@ -20,6 +20,37 @@ use tokio::time::Instant;
 use ops_console::server::ids::random_hex;
 use ops_console::server::seed::Rng;
 
+/// What a client sent (acknowledged or not): what the duplicate checks count against.
+#[derive(Clone, Debug)]
+pub enum Sent {
+    /// An event: its key as the console makes it (`evt:rp:<conversation>:<message>`).
+    Event { key: String },
+    /// A publish, by its `Idempotency-Key` (also in its title).
+    Publish { key: String },
+    /// A kill-switch flip, by its `Idempotency-Key` (also in its reason).
+    Flip { key: String },
+}
+
+/// One client's run.
+#[derive(Debug, Default)]
+pub struct ClientRun {
+    pub acked: Vec<Acked>,
+    pub sent: Vec<Sent>,
+    /// Requests sent again after their acknowledgement (as a client whose answer was lost
+    /// would) that got another answer than the first.
+    pub repeats_differed: Vec<String>,
+    pub repeats: u64,
+}
+
+/// A key in lower-case letters only: it appears in a title or a reason, and a run of digits
+/// there could be redacted as a phone number.
+fn letters_key() -> String {
+    random_hex(12)
+        .bytes()
+        .map(|b| (b'a' + (b as char).to_digit(16).unwrap_or(0) as u8) as char)
+        .collect()
+}
+
 /// What a 2xx answer promised.
 #[derive(Clone, Debug)]
 pub enum Acked {
@@ -79,6 +110,10 @@ impl Http {
             key,
             tally,
         }
+    }
+
+    pub fn tally(&self) -> &Tally {
+        &self.tally
     }
 
     /// The console this attempt goes to: round robin, like a load balancer.
@@ -175,16 +210,38 @@ impl Http {
     }
 }
 
-/// One client's run: operations until `stop`, retries until `give_up`.
+/// Sends an acknowledged request once more with the same key and body, as a client whose
+/// answer was lost would; the answer must say the same (`same` compares the two).
+async fn repeat(
+    http: &Http,
+    run: &mut ClientRun,
+    what: &str,
+    (method, path, body, idem): (Method, &str, &Value, Option<&str>),
+    give_up: Instant,
+    same: impl Fn(u16, &Value) -> bool,
+) {
+    run.repeats += 1;
+    if let Some((s, v)) = http.until_final(method, path, body, idem, give_up).await {
+        if !same(s, &v) {
+            run.repeats_differed
+                .push(format!("{what}: sent again, answered {s} {v}"));
+        }
+    }
+}
+
+/// One client's run: operations until `stop`, retries until `give_up`. A quarter of the
+/// acknowledged requests are sent once more (round robin: to another console) and must be
+/// answered the same.
 pub async fn client(
     http: Http,
     id: usize,
     seed: u64,
     stop: Instant,
     give_up: Instant,
-) -> Result<Vec<Acked>, String> {
+) -> Result<ClientRun, String> {
     let mut rng = Rng::new(seed ^ ((id as u64 + 1) * 0x9E37));
-    let mut acked = Vec::new();
+    let mut run = ClientRun::default();
+    let acked = &mut Vec::new();
     let start = Utc::now() - Span::days(1);
     let mut n = 0i64;
     while Instant::now() < stop {
@@ -196,12 +253,29 @@ pub async fn client(
             let message = format!("c{id}-m{n}");
             let body = json!({"conversation_id": conversation, "message_id": message, "created_at": Utc::now().to_rfc3339(),
                               "channel": "email", "text": rng.pick(TEXTS), "customer": {"id": format!("cust-{id}")}});
+            run.sent.push(Sent::Event {
+                key: format!("evt:rp:{conversation}:{message}"),
+            });
             if let Some((s, v)) = http
                 .until_final(Method::POST, "/api/v1/events", &body, None, give_up)
                 .await
             {
                 if s == 200 {
                     let key = v["event_key"].as_str().unwrap_or_default().to_string();
+                    if rng.below(4) == 0 {
+                        let request = (Method::POST, "/api/v1/events", &body, None);
+                        let same =
+                            |s: u16, again: &Value| s == 200 && again["event_key"] == key.as_str();
+                        repeat(
+                            &http,
+                            &mut run,
+                            &format!("event {key}"),
+                            request,
+                            give_up,
+                            same,
+                        )
+                        .await;
+                    }
                     acked.push(Acked::Event { key });
                 } else {
                     return Err(format!("event {message}: unexpected {s} {v}"));
@@ -216,21 +290,32 @@ pub async fn client(
                 Some(u) => json!({"kind": "users", "uids": u}),
             };
             let category = *rng.pick(&["billing", "news", "ops"]);
-            let body = json!({"audience": audience, "category": category, "title": format!("Chaos {id}-{n}"), "body": "Under fire."});
-            let key = random_hex(12);
+            let key = letters_key();
+            let body = json!({"audience": audience, "category": category, "title": format!("Chaos {key}"), "body": "Under fire."});
+            run.sent.push(Sent::Publish { key: key.clone() });
+            let path = "/api/v1/inbox/tenants/chaos/inboxes/news/messages";
             if let Some((s, v)) = http
-                .until_final(
-                    Method::POST,
-                    "/api/v1/inbox/tenants/chaos/inboxes/news/messages",
-                    &body,
-                    Some(&key),
-                    give_up,
-                )
+                .until_final(Method::POST, path, &body, Some(&key), give_up)
                 .await
             {
                 if s == 201 {
+                    let id = v["message_id"].as_str().unwrap_or_default().to_string();
+                    if rng.below(4) == 0 {
+                        let request = (Method::POST, path, &body, Some(key.as_str()));
+                        let same =
+                            |s: u16, again: &Value| s == 201 && again["message_id"] == id.as_str();
+                        repeat(
+                            &http,
+                            &mut run,
+                            &format!("publish {key}"),
+                            request,
+                            give_up,
+                            same,
+                        )
+                        .await;
+                    }
                     acked.push(Acked::Publish {
-                        id: v["message_id"].as_str().unwrap_or_default().to_string(),
+                        id,
                         uids,
                         short_lived: category == "ops",
                     });
@@ -249,6 +334,19 @@ pub async fn client(
                 .await
             {
                 if s == 201 || s == 200 {
+                    if rng.below(4) == 0 {
+                        let request = (Method::POST, "/api/v1/measurements", &body, None);
+                        let same = |s: u16, _: &Value| s == 200 || s == 201;
+                        repeat(
+                            &http,
+                            &mut run,
+                            &format!("measurement {mid}"),
+                            request,
+                            give_up,
+                            same,
+                        )
+                        .await;
+                    }
                     acked.push(Acked::Measurement { user, id: mid });
                 } else {
                     return Err(format!("measurement {mid}: unexpected {s} {v}"));
@@ -268,25 +366,37 @@ pub async fn client(
                 continue;
             };
             let switch = *rng.pick(&["safe_mode", "automation_enabled"]);
+            let key = letters_key();
             let body = json!({"switch": switch, "enable": !now[switch].as_bool().unwrap_or(false),
-                              "expected_version": now["version"], "reason": "chaos flip", "confirm": true});
-            let key = random_hex(12);
+                              "expected_version": now["version"], "reason": format!("chaos flip {key}"), "confirm": true});
+            run.sent.push(Sent::Flip { key: key.clone() });
+            let path = "/api/v1/kill-switches";
             match http
-                .until_final(
-                    Method::POST,
-                    "/api/v1/kill-switches",
-                    &body,
-                    Some(&key),
-                    give_up,
-                )
+                .until_final(Method::POST, path, &body, Some(&key), give_up)
                 .await
             {
-                Some((200, _)) => acked.push(Acked::Flip),
+                Some((200, first)) => {
+                    if rng.below(4) == 0 {
+                        let request = (Method::POST, path, &body, Some(key.as_str()));
+                        let same = |s: u16, again: &Value| s == 200 && *again == first;
+                        repeat(
+                            &http,
+                            &mut run,
+                            &format!("flip {key}"),
+                            request,
+                            give_up,
+                            same,
+                        )
+                        .await;
+                    }
+                    acked.push(Acked::Flip);
+                }
                 // Someone else changed it first: a final answer, nothing applied.
                 Some((409, _)) | None => {}
                 Some((s, v)) => return Err(format!("flip: unexpected {s} {v}")),
             }
         }
     }
-    Ok(acked)
+    run.acked = std::mem::take(acked);
+    Ok(run)
 }

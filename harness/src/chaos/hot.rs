@@ -16,6 +16,7 @@ use super::clients::Http;
 pub const USERS: usize = 50;
 pub const ITEM_WRITES_PER_S: u32 = 20;
 
+#[derive(Default)]
 pub struct HotRun {
     pub throttled: u64,
     pub hottest: Option<(String, u32)>,

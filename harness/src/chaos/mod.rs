@@ -37,9 +37,37 @@ pub struct Options {
     pub consoles: usize,
     pub seed: u64,
     pub dir: PathBuf,
+    /// A console broken on purpose (the checker's own tests): the run must fail.
+    pub broken: Option<Break>,
+    /// How long clients keep retrying after the storm before they give up.
+    pub give_up_seconds: u64,
 }
 
-/// The faults switched on for the whole run (outages and kills come on top).
+/// What a deliberately broken run breaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Break {
+    /// DynamoDB unreachable for the whole storm: the consoles answer 503 to everything.
+    Unavailable,
+    /// The second console hashes keys with another `IDEMPOTENCY_SECRET`.
+    OtherSecret,
+    /// The second console talks to DynamoDB Local directly, not through the proxy.
+    BypassProxy,
+}
+
+/// The least share of the clients' operations that must end acknowledged. Under these
+/// faults a correct console acknowledges nearly every one; the rest are flips refused
+/// because another came first, and requests still unanswered when the clients give up.
+pub const MIN_ACKED_SHARE: f64 = 0.6;
+
+/// The access key the consoles sign with (DynamoDB Local takes letters and digits only).
+/// The proxy forwards everything as the harness's own key, so a console that reaches
+/// DynamoDB Local directly works in a database of its own (DynamoDB Local keeps one per
+/// key), where the harness finds it.
+const CONSOLE_KEY: &str = "chaosconsole";
+
+/// The faults switched on for the whole run (outages and kills come on top). Every kind
+/// switched on must be injected at least once: the rates are set so that a 25-second run
+/// gives each a few dozen chances at least.
 pub fn steady_faults() -> Faults {
     Faults {
         conflicts: true,
@@ -52,8 +80,19 @@ pub fn steady_faults() -> Faults {
         lost_answer_rate: 0.03,
         lost_answer_hang_ms: 0,
         empty_page_rate: 0.3,
-        split_after_records: 200,
+        split_after_records: 60,
         outage: Outage::None,
+        partial_batch_rate: 0.2,
+        partial_batch_keeps: 0,
+        query_page_items: 0,
+        error_after_commit_rate: 0.02,
+        late_write_rate: 0.02,
+        late_write_ms: 1500,
+        partition_write_units_per_s: 0,
+        index_lag_ms: 300,
+        expired_iterator_rate: 0.05,
+        stream_limit_rate: 0.05,
+        trimmed_rate: 0.3,
     }
 }
 
@@ -65,22 +104,31 @@ pub struct Disruptions {
 }
 
 const SECRET: &str = "chaos-idempotency-secret-0123456789abcdef";
+const OTHER_SECRET: &str = "chaos-another-secret-for-the-broken-run-0";
+
+/// What a console is started with: where it finds DynamoDB, and its secret.
+struct ConsoleSetup<'a> {
+    endpoint: String,
+    secret: &'a str,
+}
 
 fn console_env(
-    proxy: &Proxy,
+    setup: &ConsoleSetup<'_>,
     port: u16,
     hook: (u16, &str),
     dir: &std::path::Path,
 ) -> Vec<(String, String)> {
     let (hook_port, hook_secret) = hook;
     vec![
-        ("OPS_DYNAMODB_ENDPOINT", proxy.endpoint()),
+        ("OPS_DYNAMODB_ENDPOINT", setup.endpoint.clone()),
+        ("AWS_ACCESS_KEY_ID", CONSOLE_KEY.into()),
+        ("AWS_SECRET_ACCESS_KEY", "chaos".into()),
         ("OPS_APP_SITE_ADDR", format!("127.0.0.1:{port}")),
         ("OPS_APP_DATA_DIR", dir.display().to_string()),
         ("OPS_APP_DEMO_DATA", "false".into()),
         // Every console must hash keys with the same secret, or a retry that lands on
         // another console would not find its key.
-        ("IDEMPOTENCY_SECRET", SECRET.into()),
+        ("IDEMPOTENCY_SECRET", setup.secret.into()),
         (
             "OPS_EVENTS_WEBHOOK_URL",
             format!("http://127.0.0.1:{hook_port}/hook"),
@@ -153,8 +201,8 @@ async fn prepare_inbox(store: &Store) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs the harness; `Ok(true)` when every check held.
-pub async fn run(opts: &Options) -> Result<bool, String> {
+/// Runs the harness; the broken promises (none: every check held).
+pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
     let _ = std::fs::remove_dir_all(&opts.dir);
     std::fs::create_dir_all(&opts.dir).map_err(|e| e.to_string())?;
     let exe = procs::console_binary()?;
@@ -188,14 +236,27 @@ pub async fn run(opts: &Options) -> Result<bool, String> {
     let proxy = Proxy::start(&local.endpoint(), Faults::default(), opts.seed)
         .await
         .map_err(|e| format!("proxy: {e}"))?;
+    // Whatever the consoles sign with, the proxy reaches the harness's database.
+    proxy.forward_as(&std::env::var("AWS_ACCESS_KEY_ID").unwrap_or_else(|_| "local".into()));
     let receiver = Arc::new(Receiver::new());
     let hook_port = procs::start_receiver(receiver.clone()).await?;
     let hook_secret = receiver.secret.expose();
     let mut consoles = Vec::new();
     for i in 0..opts.consoles.max(1) {
         let port = free_port()?;
+        let second = i == 1;
+        let setup = ConsoleSetup {
+            endpoint: match opts.broken {
+                Some(Break::BypassProxy) if second => local.endpoint(),
+                _ => proxy.endpoint(),
+            },
+            secret: match opts.broken {
+                Some(Break::OtherSecret) if second => OTHER_SECRET,
+                _ => SECRET,
+            },
+        };
         let env = console_env(
-            &proxy,
+            &setup,
             port,
             (hook_port, &hook_secret),
             &opts.dir.join(format!("console-{i}")),
@@ -216,13 +277,20 @@ pub async fn run(opts: &Options) -> Result<bool, String> {
         Arc::new(Tally::default()),
         0,
     );
-    let hot_run = hot::run(&proxy, &hot_http).await;
+    // A broken run is about its break: the hot-item run is the healthy runs' business.
+    let hot_run = match opts.broken {
+        None => hot::run(&proxy, &hot_http).await,
+        Some(_) => hot::HotRun::default(),
+    };
     print_hot(&hot_run);
     proxy.set(steady_faults());
+    if opts.broken == Some(Break::Unavailable) {
+        proxy.update(|f| f.outage = Outage::Refuse);
+    }
 
     let started = Instant::now();
     let stop = started + Duration::from_secs(opts.seconds);
-    let give_up = stop + Duration::from_secs(120);
+    let give_up = stop + Duration::from_secs(opts.give_up_seconds);
     let tally = Arc::new(Tally::default());
     let ports: Vec<u16> = consoles.iter().map(|c| c.port).collect();
     let mut tasks = tokio::task::JoinSet::new();
@@ -236,22 +304,29 @@ pub async fn run(opts: &Options) -> Result<bool, String> {
     let mut hits = Disruptions::default();
     while Instant::now() + Duration::from_millis(1500) < stop {
         tokio::time::sleep(Duration::from_millis(1500 + rng.below(3000))).await;
-        disrupt(&mut rng, &proxy, &mut consoles, &mut hits).await?;
+        if opts.broken != Some(Break::Unavailable) {
+            disrupt(&mut rng, &proxy, &mut consoles, &mut hits).await?;
+        }
     }
 
-    let mut acked: Vec<Acked> = Vec::new();
-    let mut client_errors = Vec::new();
+    let mut runs = ClientRuns::default();
     while let Some(done) = tasks.join_next().await {
         match done.map_err(|e| e.to_string())? {
-            Ok(a) => acked.extend(a),
-            Err(e) => client_errors.push(e),
+            Ok(r) => runs.add(r),
+            Err(e) => runs.errors.push(e),
         }
     }
     let elapsed = started.elapsed().as_secs_f64();
+    if opts.broken == Some(Break::Unavailable) {
+        proxy.update(|f| f.outage = Outage::None);
+    }
 
-    // Expiry: remove the short-lived messages as DynamoDB's TTL would, while the faults
-    // and the kills go on; the consoles' stream consumers must count every removal once.
-    let removed = expire(&store, &proxy, &mut rng, &mut consoles, &mut hits).await?;
+    // Expiry: the short-lived messages pass their expiry and stay a while (TTL deletes
+    // late), then are removed as DynamoDB's TTL would, while the faults and the kills go
+    // on; no feed may show one once expired, and the consoles' stream consumers must count
+    // every removal once.
+    let http = Http::new(ports.clone(), key.clone(), tally.clone(), 7);
+    let expiry = expire(&store, &proxy, &http, &mut rng, &mut consoles, &mut hits).await?;
     proxy.set(Faults::default());
     let _ = weather.await;
     let report = proxy.report();
@@ -261,15 +336,42 @@ pub async fn run(opts: &Options) -> Result<bool, String> {
         c.stop(true);
     }
 
-    let found = checks::check(&store, &acked, &receiver).await?;
+    let acked = &runs.acked;
+    let found = checks::check(&store, acked, &receiver).await?;
+    let sent = checks::check_sent(&store, &runs.sent, acked).await?;
     print_report(
-        opts, elapsed, &tally, &acked, &hits, &report, removed, &found,
+        opts,
+        elapsed,
+        &tally,
+        acked,
+        &hits,
+        &report,
+        expiry.removed,
+        &found,
     );
-    let mut violations: Vec<String> = client_errors
-        .into_iter()
-        .map(|e| format!("client: {e}"))
-        .collect();
+    println!(
+        "  sent again after an acknowledgement: {} requests ({} answered otherwise); duplicates counted from what clients sent: {}",
+        runs.repeats,
+        runs.repeats_differed.len(),
+        sent.duplicates
+    );
+    let mut violations: Vec<String> = runs.errors.iter().map(|e| format!("client: {e}")).collect();
     violations.extend(found.violations.iter().cloned());
+    violations.extend(sent.violations.iter().cloned());
+    violations.extend(
+        runs.repeats_differed
+            .iter()
+            .map(|r| format!("a repeat: {r}")),
+    );
+    violations.extend(expiry.violations.iter().cloned());
+    violations.extend(proof_of_work(&tally, acked, &report));
+    violations.extend(bypassed(&local.endpoint(), &config).await);
+    let hot_missing = hot_http.tally().without_retry_after.load(Ordering::Relaxed);
+    if hot_missing > 0 {
+        violations.push(format!(
+            "the hot-item run answered {hot_missing} 5xx without Retry-After"
+        ));
+    }
     if let Err(e) = settled {
         violations.push(e);
     }
@@ -302,16 +404,15 @@ pub async fn run(opts: &Options) -> Result<bool, String> {
     for v in &violations {
         println!("  VIOLATION: {v}");
     }
-    let ok = violations.is_empty();
     println!(
         "  {}",
-        if ok {
+        if violations.is_empty() {
             "every check held"
         } else {
             "checks FAILED"
         }
     );
-    Ok(ok)
+    Ok(violations)
 }
 
 /// One disruption: a console killed (and restarted), or DynamoDB unreachable for a while
@@ -349,21 +450,107 @@ async fn disrupt(
     Ok(())
 }
 
-/// Deletes every expired inbox item as of two hours from now (the `ops` messages), page by
-/// page, with disruptions in between. Returns how many items it removed.
+/// The clients' runs put together.
+#[derive(Default)]
+struct ClientRuns {
+    acked: Vec<Acked>,
+    sent: Vec<clients::Sent>,
+    repeats: u64,
+    repeats_differed: Vec<String>,
+    errors: Vec<String>,
+}
+
+impl ClientRuns {
+    fn add(&mut self, r: clients::ClientRun) {
+        self.acked.extend(r.acked);
+        self.sent.extend(r.sent);
+        self.repeats += r.repeats;
+        self.repeats_differed.extend(r.repeats_differed);
+    }
+}
+
+/// A run proves something only if it did work and met faults: enough of the clients'
+/// operations ended acknowledged, and every kind of fault switched on was injected.
+fn proof_of_work(tally: &Tally, acked: &[Acked], report: &dynamodb_faults::Report) -> Vec<String> {
+    let mut out = Vec::new();
+    let operations = tally.operations.load(Ordering::Relaxed);
+    let share = acked.len() as f64 / operations.max(1) as f64;
+    println!(
+        "  acknowledged share: {:.0} % of {operations} client operations (at least {:.0} % must be)",
+        share * 100.0,
+        MIN_ACKED_SHARE * 100.0
+    );
+    if operations == 0 || share < MIN_ACKED_SHARE {
+        out.push(format!(
+            "only {:.0} % of {operations} client operations were acknowledged (at least {:.0} % must be): the run proves nothing",
+            share * 100.0,
+            MIN_ACKED_SHARE * 100.0
+        ));
+    }
+    for kind in steady_faults().switched_on() {
+        if report.get(kind) == 0 {
+            out.push(format!(
+                "the fault \"{}\" was switched on and injected 0 times",
+                kind.name()
+            ));
+        }
+    }
+    out
+}
+
+/// Tables that exist in the database of the consoles' own access key: only a console
+/// that reached DynamoDB Local without the proxy could have made them.
+async fn bypassed(local: &str, config: &Config) -> Vec<String> {
+    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+    let conf = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new(config.dynamodb.region.clone()))
+        .endpoint_url(local)
+        .credentials_provider(Credentials::new(CONSOLE_KEY, "chaos", None, None, "chaos"))
+        .build();
+    let client = aws_sdk_dynamodb::Client::from_conf(conf);
+    match client.list_tables().send().await {
+        Ok(out) if !out.table_names().is_empty() => vec![format!(
+            "requests reached DynamoDB Local without the proxy: the consoles' own database has {} tables",
+            out.table_names().len()
+        )],
+        Ok(_) => Vec::new(),
+        Err(e) => vec![format!("could not look for requests that bypassed the proxy: {e}")],
+    }
+}
+
+/// What the expiry phase found.
+struct Expiry {
+    removed: usize,
+    violations: Vec<String>,
+}
+
+/// The short-lived (`ops`) messages pass their expiry (as if an hour went by for them) and
+/// stay there a while, as DynamoDB's TTL leaves expired items for hours or days; every
+/// user's feed is read through the consoles meanwhile, and none may show one. Then every
+/// expired item is deleted, page by page, with disruptions in between.
 async fn expire(
     store: &Store,
     proxy: &Proxy,
+    http: &Http,
     rng: &mut Rng,
     consoles: &mut [Console],
     hits: &mut Disruptions,
-) -> Result<usize, String> {
-    let later = chrono::Utc::now().timestamp() + 2 * 3600;
+) -> Result<Expiry, String> {
+    let expired = checks::expire_short_lived(store).await?;
+    let mut violations = Vec::new();
+    for _ in 0..3 {
+        violations.extend(checks::feeds_hide(http, &expired).await);
+        if rng.below(2) == 0 {
+            disrupt(rng, proxy, consoles, hits).await?;
+        }
+    }
+    let now = chrono::Utc::now().timestamp();
     let mut start = None;
     let mut removed = 0;
     loop {
         let (_, deleted, next) =
-            ops_console::server::store::inbox::stream::sweep_page(store, later, start)
+            ops_console::server::store::inbox::stream::sweep_page(store, now, start)
                 .await
                 .map_err(|e| e.to_string())?;
         removed += deleted;
@@ -378,7 +565,10 @@ async fn expire(
     // A few more seconds of faults while the consumers read the removals.
     tokio::time::sleep(Duration::from_secs(3)).await;
     disrupt(rng, proxy, consoles, hits).await?;
-    Ok(removed)
+    Ok(Expiry {
+        removed,
+        violations,
+    })
 }
 
 /// Waits until the consoles' stream consumers have counted every removal (the inbox

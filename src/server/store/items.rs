@@ -271,11 +271,14 @@ pub async fn batch_get(
                     request = left;
                     tokio::time::sleep(std::time::Duration::from_millis(5 << attempt)).await;
                 }
+                // DynamoDB keeps handing them back: its partitions are busy, not our data
+                // wrong; a retry later will do (503 with Retry-After).
                 Some(_) => {
-                    return Err(StoreError::corrupt(
-                        &table,
-                        "reads kept coming back unprocessed",
-                    ))
+                    return Err(StoreError::Busy {
+                        op: "BatchGetItem",
+                        cause: super::Busy::Throttled,
+                        detail: format!("{table}: reads kept coming back unprocessed"),
+                    })
                 }
                 None => break,
             }

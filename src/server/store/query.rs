@@ -365,6 +365,26 @@ pub async fn count(
     Ok(Count { n, exact: false })
 }
 
+/// Every item a `Query` matches, page after page: DynamoDB ends each page at 1 MB (or at a
+/// `Limit`), and a caller that needs every match must follow `LastEvaluatedKey`.
+pub async fn every(req: QueryFluentBuilder) -> Result<Vec<Item>, StoreError> {
+    let mut out = Vec::new();
+    let mut start = None;
+    loop {
+        let page = req
+            .clone()
+            .set_exclusive_start_key(start.take())
+            .send()
+            .await
+            .map_err(StoreError::request("Query"))?;
+        out.extend(page.items.unwrap_or_default());
+        match page.last_evaluated_key.filter(|k| !k.is_empty()) {
+            Some(k) => start = Some(k),
+            None => return Ok(out),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Count {
     pub n: u64,

@@ -71,6 +71,11 @@ pub fn group_named(name: &str) -> Result<Group, AppError> {
 /// Actions one job moves per round before it saves its progress.
 const JOB_PAGE: usize = 50;
 
+/// How long after a pass that found nothing left another must find nothing too before a
+/// job ends: longer than a global index takes to show a write (well under a second on
+/// AWS), so an action that entered the group before the job began is not missed.
+pub const CONFIRM_MS: i64 = 2_000;
+
 pub(super) fn job_view(j: JobRecord) -> JobView {
     JobView {
         id: j.event_id.trim_start_matches("job:").to_string(),
@@ -120,6 +125,7 @@ impl Events {
             done: 0,
             skipped: 0,
             status: JobStatus::Running,
+            empty_since_ms: None,
             claim_nonce: String::new(),
             lease_until_ms: 0,
             created_at: iso(now),
@@ -183,8 +189,10 @@ impl Events {
         Ok(())
     }
 
-    /// Moves up to [`JOB_PAGE`] actions of a job and saves its progress; a pass that finds
-    /// nothing left finishes it.
+    /// Moves up to [`JOB_PAGE`] actions of a job and saves its progress. It reads the group
+    /// from the outbox index, which may not show the latest writes yet, so a pass that
+    /// finds nothing left does not end the job: a later pass, [`CONFIRM_MS`] on, that
+    /// finds nothing either does.
     async fn job_page(&self, job: &JobRecord) -> Result<(), StoreError> {
         let group = group_named(&job.group).unwrap_or(Group::Dead);
         let Ok((_, mv)) = job.op.group_and_move(group) else {
@@ -225,13 +233,18 @@ impl Events {
                 }
             }
         }
+        let now = self.clock.now();
+        let empty_since_ms =
+            (seen == 0).then(|| job.empty_since_ms.unwrap_or(now.timestamp_millis()));
+        let confirmed = empty_since_ms.is_some_and(|t| now.timestamp_millis() - t >= CONFIRM_MS);
         let p = Progress {
             key: &job.event_id,
             nonce: &self.owner,
             was: (job.done, job.skipped),
             now: (job.done + moved, job.skipped + skipped),
-            finished: seen == 0,
-            now_iso: &iso(self.clock.now()),
+            empty_since_ms,
+            finished: confirmed,
+            now_iso: &iso(now),
         };
         jobs::progress(&self.store, &p).await?;
         Ok(())

@@ -17,7 +17,6 @@ mod lookup;
 mod responses;
 mod writes;
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -26,7 +25,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 pub use counters::hour_key;
-use counters::Counts;
+use counters::Counters;
 pub use keys::{
     hash_text, hmac_sha256, is_correlation_id, key_hash, sha256_hex, KeyInputs, Secret,
 };
@@ -113,7 +112,9 @@ pub struct Engine {
     secret: Secret,
     clock: Clock,
     settings: Arc<IdempotencySection>,
-    counters: Arc<Mutex<HashMap<(String, String), Counts>>>,
+    counters: Arc<Mutex<Counters>>,
+    /// This console's name in the counters it writes (each console writes its own).
+    console: String,
 }
 
 impl Engine {
@@ -124,6 +125,7 @@ impl Engine {
             clock,
             settings: Arc::new(settings),
             counters: Arc::default(),
+            console: random_hex(6),
         }
     }
 

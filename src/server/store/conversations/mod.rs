@@ -349,7 +349,11 @@ pub async fn load_batch(store: &Store, items: &[Conversation]) -> Result<(), Sto
                         .await;
                 }
                 Some(_) => {
-                    return Err(StoreError::corrupt(&table, "batch writes kept coming back"))
+                    return Err(StoreError::Busy {
+                        op: "BatchWriteItem",
+                        cause: crate::server::store::Busy::Throttled,
+                        detail: format!("{table}: batch writes kept coming back unprocessed"),
+                    })
                 }
             }
         }

@@ -74,6 +74,10 @@ pub struct JobRecord {
     #[serde(default)]
     pub skipped: i64,
     pub status: JobStatus,
+    /// When a pass first found nothing left (ms), if the passes since found nothing
+    /// either: the job ends on a later pass that finds nothing too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub empty_since_ms: Option<i64>,
     pub claim_nonce: String,
     pub lease_until_ms: i64,
     pub created_at: String,
@@ -197,6 +201,8 @@ pub struct Progress<'a> {
     pub was: (i64, i64),
     /// The counts now (moved, skipped).
     pub now: (i64, i64),
+    /// When the passes began to find nothing left (none: this one found some).
+    pub empty_since_ms: Option<i64>,
     pub finished: bool,
     pub now_iso: &'a str,
 }
@@ -207,12 +213,18 @@ pub struct Progress<'a> {
 pub async fn progress(store: &Store, p: &Progress<'_>) -> Result<bool, StoreError> {
     let status = if p.finished { "finished" } else { "running" };
     let table = store.table(MW_IDEMPOTENCY.base);
+    let (expression, empty) = match p.empty_since_ms {
+        Some(ms) => (", empty_since_ms = :empty", Some(ms)),
+        None => (" REMOVE empty_since_ms", None),
+    };
     let req = store
         .client()
         .update_item()
         .table_name(&table)
         .key("event_id", s(p.key))
-        .update_expression("SET #st = :st, updated_at = :now, #done = :done, #skipped = :skipped")
+        .update_expression(format!(
+            "SET #st = :st, updated_at = :now, #done = :done, #skipped = :skipped{expression}"
+        ))
         .condition_expression(
             "claim_nonce = :me AND #st = :running AND #done = :was_done AND #skipped = :was_skipped",
         )
@@ -226,10 +238,14 @@ pub async fn progress(store: &Store, p: &Progress<'_>) -> Result<bool, StoreErro
         .expression_attribute_values(":done", n(p.now.0))
         .expression_attribute_values(":skipped", n(p.now.1))
         .expression_attribute_values(":was_done", n(p.was.0))
-        .expression_attribute_values(":was_skipped", n(p.was.1))
-        .return_values_on_condition_check_failure(
-            aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld,
-        );
+        .expression_attribute_values(":was_skipped", n(p.was.1));
+    let req = match empty {
+        Some(ms) => req.expression_attribute_values(":empty", n(ms)),
+        None => req,
+    };
+    let req = req.return_values_on_condition_check_failure(
+        aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld,
+    );
     let (me, now) = (p.nonce.to_string(), p.now);
     tx::retrying(|| async {
         match req.clone().send().await {

@@ -69,21 +69,18 @@ pub async fn receipts(
         .collect())
 }
 
-/// Every stats item of a partition (`c#*` and each category).
+/// Every stats item of a partition (`c#*` and each category), however many pages.
 pub async fn stats(store: &Store, pk: &str) -> Result<Vec<Stats>, StoreError> {
-    let out = store
+    let req = store
         .client()
         .query()
         .table_name(table(store))
         .key_condition_expression("pk = :pk AND begins_with(sk, :c)")
         .expression_attribute_values(":pk", s(pk))
         .expression_attribute_values(":c", s("c#"))
-        .consistent_read(true)
-        .send()
-        .await
-        .map_err(StoreError::request("Query"))?;
-    out.items
-        .unwrap_or_default()
+        .consistent_read(true);
+    query::every(req)
+        .await?
         .into_iter()
         .map(|i| decode(store, i))
         .collect()
@@ -151,20 +148,16 @@ pub async fn read_counts(
     Ok(counts)
 }
 
-/// The tenants that have settings or inboxes.
+/// The tenants that have settings or inboxes, however many pages.
 pub async fn tenants(store: &Store) -> Result<Vec<String>, StoreError> {
-    let out = store
+    let req = store
         .client()
         .query()
         .table_name(table(store))
         .key_condition_expression("pk = :pk")
-        .expression_attribute_values(":pk", s(REGISTRY_PK))
-        .send()
-        .await
-        .map_err(StoreError::request("Query"))?;
-    Ok(out
-        .items
-        .unwrap_or_default()
+        .expression_attribute_values(":pk", s(REGISTRY_PK));
+    Ok(query::every(req)
+        .await?
         .iter()
         .filter_map(|i| i.get("sk").and_then(|v| v.as_s().ok()).cloned())
         .collect())

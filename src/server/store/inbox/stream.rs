@@ -28,6 +28,8 @@ pub struct Report {
     pub counted: usize,
     /// Removals seen before (a repeated delivery).
     pub repeated: usize,
+    /// Shards left for the next round because DynamoDB would not read them now.
+    pub deferred: usize,
 }
 
 fn field<'a>(item: &'a HashMap<String, AttributeValue>, name: &str) -> Option<&'a str> {

@@ -74,20 +74,16 @@ async fn stats_shard(
     from_hour: &str,
     to_hour: &str,
 ) -> Result<Vec<(String, HashMap<String, i64>)>, StoreError> {
-    let out = store
+    let req = store
         .client()
         .query()
         .table_name(table(store))
         .key_condition_expression("PK = :pk AND SK BETWEEN :a AND :b")
         .expression_attribute_values(":pk", s(stats_pk(shard)))
         .expression_attribute_values(":a", s(from_hour))
-        .expression_attribute_values(":b", s(to_hour))
-        .send()
-        .await
-        .map_err(StoreError::request("Query"))?;
-    Ok(out
-        .items
-        .unwrap_or_default()
+        .expression_attribute_values(":b", s(to_hour));
+    Ok(crate::server::store::query::every(req)
+        .await?
         .into_iter()
         .filter_map(|item| {
             let hour = item.get("SK")?.as_s().ok()?.clone();

@@ -262,7 +262,8 @@ fn PublishReceipt(form: PublishForm, receipt: Receipt, new_message: String) -> i
             <p class="font-semibold text-emerald-900">"Published"</p>
             <p class="mt-1">{format!("\u{201c}{}\u{201d} {} · {} recipient(s)", form.title, audience_label(&form), receipt.recipients)}</p>
             <p class="mt-1 text-xs text-emerald-800">{format!("At {} · message {}", receipt.published_at, receipt.message_id)}</p>
-            <p class="mt-3 flex gap-4">
+            // A form may not sit in a paragraph (the browser would close the paragraph first).
+            <div class="mt-3 flex gap-4">
                 <a class="rounded bg-slate-900 px-3 py-1.5 text-white" href=new_message>"New message"</a>
                 // A post, not a link: the user id stays out of the address.
                 {view_as.map(|uid| view! {
@@ -274,7 +275,7 @@ fn PublishReceipt(form: PublishForm, receipt: Receipt, new_message: String) -> i
                         <button type="submit" class="text-sky-800 underline">"See it as its first recipient"</button>
                     </form>
                 })}
-            </p>
+            </div>
         </div>
     }
 }

@@ -183,8 +183,18 @@ impl Consumer {
                 self.iterators.remove(&sh.id);
                 continue;
             }
-            if self.read_shard(&arn, &sh.id, &mut report).await? {
-                finished.insert(sh.id.clone(), true);
+            // One shard that DynamoDB will not read now (a throttled stream, a 5xx) waits
+            // for the next round; the others are read in this one.
+            match self.read_shard(&arn, &sh.id, &mut report).await {
+                Ok(true) => {
+                    finished.insert(sh.id.clone(), true);
+                }
+                Ok(false) => {}
+                Err(e) if e.busy().is_some() => {
+                    self.iterators.remove(&sh.id);
+                    report.deferred += 1;
+                }
+                Err(e) => return Err(e),
             }
         }
         Ok(report)

@@ -92,7 +92,9 @@ impl Leases {
     }
 
     /// Saves how far `shard` was read (and renews the lease), only while this console
-    /// holds it. False: the lease went to another console.
+    /// holds it, and never backwards: a save that lands late (after a later one) does not
+    /// move the position back or reopen a finished shard. False: the lease went to another
+    /// console, or a later save is there.
     pub(super) async fn save(
         &self,
         shard: &str,
@@ -102,17 +104,28 @@ impl Leases {
         let now = now_ms();
         let mut update =
             String::from("SET lease_until_ms = :until, finished = :f, expires_at = :exp");
+        let mut condition =
+            String::from("#o = :me AND (attribute_not_exists(finished) OR finished = :no)");
         let mut req = self
-            .held(shard)
+            .update(shard)
+            .expression_attribute_names("#o", "owner")
+            .expression_attribute_values(":me", s(&self.owner))
+            .expression_attribute_values(":no", AttributeValue::Bool(false))
             .expression_attribute_values(":until", n(now + self.lease.as_millis() as i64))
             .expression_attribute_values(":f", AttributeValue::Bool(finished))
             .expression_attribute_values(":exp", n(keep_until()));
         if let Some(seq) = sequence {
-            update.push_str(", #sq = :seq");
+            // Sequence numbers are decimal strings of any length: padded, they compare.
+            update.push_str(", #sq = :seq, sequence_order = :order");
+            condition.push_str(
+                " AND (attribute_not_exists(sequence_order) OR sequence_order <= :order)",
+            );
             req = req
                 .expression_attribute_names("#sq", "sequence")
-                .expression_attribute_values(":seq", s(seq));
+                .expression_attribute_values(":seq", s(seq))
+                .expression_attribute_values(":order", s(format!("{seq:0>48}")));
         }
+        let mut req = req.condition_expression(condition);
         if finished {
             update.push_str(", finished_at = :at");
             req = req.expression_attribute_values(":at", n(now));

@@ -1,0 +1,575 @@
+//! More of what AWS serves and DynamoDB Local does not, each through the `dynamodb-faults`
+//! proxy and each with what the console must do about it: batches handed back in part,
+//! 500s after a commit, writes that land late, a client token still in progress, write
+//! units per partition, an index that has not seen the latest writes, stream errors and
+//! shards that split twice, query pages that end before the matches do, and monitoring
+//! counts under lost answers.
+
+use std::time::Duration as StdDuration;
+
+use dynamodb_faults::{Faults, Kind};
+use serde_json::json;
+
+use crate::helpers::{faulty_dynamodb, spawn_app_via};
+use ops_console::server::domain::inbox::publish::Publish;
+use ops_console::server::store::events::outbox::Group;
+use ops_console::server::store::events::outbox_reads::{self, Filter};
+use ops_console::server::store::items::scan_json;
+use ops_console::server::store::schema::{IDEMPOTENCY_STATS, MEASUREMENTS, SETTINGS};
+
+fn to_everyone(i: usize) -> Publish {
+    Publish {
+        uids: None,
+        label: "everyone".into(),
+        category: Some("news".into()),
+        title: format!("public {i}"),
+        body: "for all".into(),
+        cta_uri: None,
+        ttl: None,
+        sender: "test".into(),
+        host_system_id: None,
+    }
+}
+
+/// Waits until the proxy has applied every late write it holds.
+async fn late_writes_landed(proxy: &dynamodb_faults::Proxy) {
+    for _ in 0..600 {
+        if proxy.report().late_pending == 0 {
+            return;
+        }
+        tokio::time::sleep(StdDuration::from_millis(50)).await;
+    }
+    panic!("late writes never landed: {}", proxy.report());
+}
+
+#[tokio::test]
+async fn a_batch_handed_back_in_part_is_finished_and_one_that_never_finishes_is_503() {
+    let proxy = faulty_dynamodb().await;
+    let (app, _direct) = spawn_app_via(&proxy, |_| {}).await;
+    let now = app.clock.now();
+    for i in 0..5 {
+        app.state
+            .inbox
+            .publish("acme", "news", &to_everyone(i), &format!("p{i}"), now)
+            .await
+            .unwrap();
+    }
+    let key = app.api_key(&["inbox:read"]).await;
+    let feed = "/api/v1/inbox/tenants/acme/inboxes/news/users/u1/feed";
+    // Every batch comes back with all but one of its keys unprocessed: the receipts of
+    // five public messages take five calls, and the answer is whole.
+    proxy.update(|f| {
+        f.partial_batch_rate = 1.0;
+        f.partial_batch_keeps = 1;
+    });
+    let a = app.api("GET", feed, &key, None).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.json()["items"].as_array().unwrap().len(), 5);
+    assert!(
+        proxy.report().get(Kind::PartialBatch) >= 4,
+        "{}",
+        proxy.report()
+    );
+    // Twenty keys one at a time: past the store's retries, DynamoDB is busy, not the data
+    // wrong: 503 with Retry-After, never a 500.
+    proxy.set(Faults::default());
+    for i in 5..25 {
+        app.state
+            .inbox
+            .publish("acme", "news", &to_everyone(i), &format!("p{i}"), now)
+            .await
+            .unwrap();
+    }
+    proxy.update(|f| {
+        f.partial_batch_rate = 1.0;
+        f.partial_batch_keeps = 1;
+    });
+    let busy = app.api("GET", feed, &key, None).await;
+    assert_eq!(busy.status, 503, "{}", busy.body);
+    assert!(
+        busy.headers.contains_key("retry-after"),
+        "{:?}",
+        busy.headers
+    );
+}
+
+#[tokio::test]
+async fn a_write_answered_500_after_it_committed_is_stored_once() {
+    let proxy = faulty_dynamodb().await;
+    let (app, direct) = spawn_app_via(&proxy, |_| {}).await;
+    let key = app.api_key(&["measurements:write"]).await;
+    let body = json!({"measurement_id": "m-500", "user_id": "u-500", "weight": 70.1,
+                      "unit": "kg", "timestamp": app.clock.now().to_rfc3339(), "source": "scale"});
+    proxy.update(|f| f.error_after_commit_rate = 1.0);
+    let first = app
+        .post_json("/api/v1/measurements", &key, body.to_string())
+        .await;
+    proxy.set(Faults::default());
+    assert!(
+        matches!(first.status.as_u16(), 201 | 503),
+        "accepted (its token answered the retry), or busy: {} {}",
+        first.status,
+        first.body
+    );
+    let again = app
+        .post_json("/api/v1/measurements", &key, body.to_string())
+        .await;
+    assert!(matches!(again.status.as_u16(), 200 | 201), "{}", again.body);
+    let stored = scan_json(&direct, MEASUREMENTS.base).await.unwrap();
+    let copies = stored
+        .iter()
+        .filter(|v| v["SK"].as_str().is_some_and(|s| s.starts_with("MEAS#")))
+        .count();
+    assert_eq!(copies, 1);
+    assert!(
+        proxy.report().get(Kind::ErrorAfterCommit) >= 1,
+        "{}",
+        proxy.report()
+    );
+}
+
+#[tokio::test]
+async fn a_transaction_sent_again_while_it_runs_is_in_progress_then_replayed_and_applied_once() {
+    use ops_console::server::store::tx;
+    let proxy = faulty_dynamodb().await;
+    let (app, direct) = spawn_app_via(&proxy, |_| {}).await;
+    // Longer than the store's retries last: every retry meets the first still running.
+    proxy.update(|f| {
+        f.late_write_rate = 1.0;
+        f.late_write_ms = 5_000;
+    });
+    let item = |pk: &str| {
+        let u = aws_sdk_dynamodb::types::Update::builder()
+            .table_name(app.store.table(SETTINGS.base))
+            .key("pk", aws_sdk_dynamodb::types::AttributeValue::S(pk.into()))
+            .update_expression("ADD hits :one SET expires_at = :e")
+            .expression_attribute_values(
+                ":one",
+                aws_sdk_dynamodb::types::AttributeValue::N("1".into()),
+            )
+            .expression_attribute_values(
+                ":e",
+                aws_sdk_dynamodb::types::AttributeValue::N("4102444800".into()),
+            )
+            .build()
+            .unwrap();
+        aws_sdk_dynamodb::types::TransactWriteItem::builder()
+            .update(u)
+            .build()
+    };
+    // The first send lands late; every retry with its token meets it in progress.
+    let busy = tx::transact(&app.store, vec![item("slow")]).await;
+    proxy.update(|f| f.late_write_rate = 0.0);
+    late_writes_landed(&proxy).await;
+    // Once it landed, the same transaction (a new call: a new token) finds its work done
+    // only if its conditions say so; here the counter shows the first one applied once.
+    let done = format!("{busy:?}");
+    let stored = scan_json(&direct, SETTINGS.base).await.unwrap();
+    let hits = stored
+        .iter()
+        .find(|v| v["pk"] == "slow")
+        .and_then(|v| v["hits"].as_i64());
+    assert_eq!(hits, Some(1), "applied once ({done:?})");
+    let r = proxy.report();
+    assert!(
+        r.get(Kind::LateWrite) >= 1 && r.get(Kind::TokenInProgress) >= 1,
+        "{r}"
+    );
+}
+
+#[tokio::test]
+async fn a_late_claim_never_undoes_the_work_of_the_console_that_took_over() {
+    let slow = faulty_dynamodb().await;
+    let (a, direct) = spawn_app_via(&slow, |_| {}).await;
+    let fast = faulty_dynamodb().await;
+    let b = a.console_via(&fast.endpoint()).await;
+    let key = a.api_key(&["switches:read", "switches:write"]).await;
+    let now = a
+        .api("GET", "/api/v1/kill-switches", &key, None)
+        .await
+        .json();
+    let body = json!({"switch": "automation_enabled", "enable": !now["automation_enabled"].as_bool().unwrap(),
+                      "expected_version": now["version"], "reason": "late claim", "confirm": true})
+    .to_string();
+    let request = || {
+        axum::http::Request::post("/api/v1/kill-switches")
+            .header("host", "localhost")
+            .header("authorization", format!("Bearer {key}"))
+            .header("content-type", "application/json")
+            .header("idempotency-key", "late-claim-1")
+            .body(axum::body::Body::from(body.clone()))
+            .unwrap()
+    };
+    // Console A is slow: its writes are answered 500 and land later, after console B
+    // has done the work.
+    slow.update(|f| {
+        f.late_write_rate = 1.0;
+        f.late_write_ms = 8_000;
+    });
+    let first = a.send(request()).await;
+    assert_eq!(first.status, 503, "{}", first.body);
+    assert!(first.headers.contains_key("retry-after"));
+    // The client tries again; the load balancer sends it to console B.
+    let second = b.send(request()).await;
+    assert_eq!(second.status, 200, "{}", second.body);
+    late_writes_landed(&slow).await;
+    slow.set(Faults::default());
+    // A's writes landed after B's: nothing was done twice, nothing undone.
+    let third = a.send(request()).await;
+    assert_eq!(third.status, 200, "{}", third.body);
+    assert_eq!(third.body, second.body, "the same answer, replayed");
+    let switches = ops_console::server::store::switches::load(&direct, a.clock.now())
+        .await
+        .unwrap();
+    assert_eq!(
+        switches.version,
+        now["version"].as_u64().unwrap() + 1,
+        "one change"
+    );
+    assert!(slow.report().get(Kind::LateWrite) >= 1, "{}", slow.report());
+}
+
+#[tokio::test]
+async fn a_late_position_never_moves_a_stream_back_nor_reopens_a_finished_shard() {
+    use ops_console::server::store::inbox::stream::Consumer;
+    let slow = faulty_dynamodb().await;
+    let (app, direct) = spawn_app_via(&slow, |_| {}).await;
+    // Removals to count.
+    let now = app.clock.now();
+    for i in 0..6 {
+        let mut p = to_everyone(i);
+        p.category = Some("ops".into());
+        p.ttl = Some("1h".into());
+        p.uids = Some(vec![format!("r{i}")]);
+        app.state
+            .inbox
+            .publish("acme", "news", &p, &format!("k{i}"), now)
+            .await
+            .unwrap();
+    }
+    let later = (now + chrono::Duration::hours(2)).timestamp();
+    let (_, deleted, _) =
+        ops_console::server::store::inbox::stream::sweep_page(&direct, later, None)
+            .await
+            .unwrap();
+    assert_eq!(deleted, 6);
+    // Every save of the reading console lands late, after the next one.
+    slow.update(|f| {
+        f.late_write_rate = 1.0;
+        f.late_write_ms = 300;
+    });
+    let mut consumer = Consumer::new(app.store.clone(), "one", StdDuration::from_secs(30));
+    for _ in 0..20 {
+        let _ = consumer.round().await;
+        tokio::time::sleep(StdDuration::from_millis(100)).await;
+    }
+    slow.set(Faults::default());
+    late_writes_landed(&slow).await;
+    let states: Vec<serde_json::Value> = scan_json(&direct, SETTINGS.base)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|v| {
+            v["pk"].as_str().is_some_and(|p| p.contains('#')) && v.get("sequence").is_some()
+        })
+        .collect();
+    // Whatever landed in whatever order, the saved position is the furthest one.
+    let mut fresh = Consumer::new(direct.clone(), "two", StdDuration::from_secs(30));
+    let mut counted = 0;
+    for _ in 0..50 {
+        counted += fresh.round().await.map(|r| r.counted).unwrap_or(0);
+    }
+    assert_eq!(
+        counted, 0,
+        "nothing counted twice after the late saves: {states:?}"
+    );
+    assert!(slow.report().get(Kind::LateWrite) >= 1, "{}", slow.report());
+}
+
+#[tokio::test]
+async fn writes_are_billed_and_throttled_by_write_units_as_aws_counts_them() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let proxy = faulty_dynamodb().await;
+    let (app, _direct) = spawn_app_via(&proxy, |_| {}).await;
+    let table = app.store.table(SETTINGS.base);
+    let big = "x".repeat(1500);
+    let put = |pk: &str| {
+        app.store
+            .client()
+            .put_item()
+            .table_name(&table)
+            .item("pk", AttributeValue::S(pk.into()))
+            .item("blob", AttributeValue::S(big.clone()))
+    };
+    put("units-a").send().await.unwrap();
+    let before = proxy.report();
+    put("units-b").send().await.unwrap();
+    let plain = proxy.report().units_since(&before);
+    assert_eq!(plain.write, 2.0, "1.5 KB rounds up to 2 units: {plain:?}");
+    let before = proxy.report();
+    let p = aws_sdk_dynamodb::types::Put::builder()
+        .table_name(&table)
+        .item("pk", AttributeValue::S("units-c".into()))
+        .item("blob", AttributeValue::S(big.clone()))
+        .build()
+        .unwrap();
+    app.store
+        .client()
+        .transact_write_items()
+        .transact_items(
+            aws_sdk_dynamodb::types::TransactWriteItem::builder()
+                .put(p)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let tx = proxy.report().units_since(&before);
+    assert_eq!(
+        tx.write, 4.0,
+        "a transaction's item is billed twice: {tx:?}"
+    );
+    // One partition takes 5 units a second: the third 2-unit write of one item in a row
+    // finds it in debt (the SDK retries it once it has paid).
+    proxy.update(|f| f.partition_write_units_per_s = 5);
+    for _ in 0..6 {
+        let _ = put("units-hot").send().await;
+    }
+    assert!(
+        proxy.report().get(Kind::PartitionThrottle) >= 1,
+        "{}",
+        proxy.report()
+    );
+}
+
+#[tokio::test]
+async fn a_bulk_release_misses_nothing_the_index_had_not_shown_yet() {
+    let secret = ops_console::server::outbound::signature::SigningSecret::generate();
+    let (_receiver, url) = crate::receiver::Receiver::start(vec![secret.clone()]).await;
+    let proxy = faulty_dynamodb().await;
+    let (app, direct) = spawn_app_via(&proxy, move |c| {
+        c.events.webhook_url = url;
+        c.events.webhook_secret = ops_console::server::config::Secret::new(secret.expose());
+    })
+    .await;
+    app.set_switches(false, true).await;
+    let key = app.api_key(&["events:write"]).await;
+    for i in 0..12 {
+        let e = crate::events::event(&format!("lag-{i}"), Some("m1"), "I am filing a chargeback");
+        assert!(crate::events::post_event(&app, &key, &e)
+            .await
+            .status
+            .is_success());
+    }
+    // Safe mode goes on before they are delivered: the dispatcher holds them.
+    app.set_switches(true, true).await;
+    app.state.events.dispatch_all().await.unwrap();
+    let held = outbox_reads::count(&direct, Group::Held, &Filter::default())
+        .await
+        .unwrap();
+    assert!(held >= 12, "{held} held");
+    // The index shows nothing written in the last two seconds: the job's first passes
+    // find the group empty.
+    proxy.update(|f| f.index_lag_ms = 2_000);
+    use ops_console::server::domain::events::outbox::{job_op, BulkRequest};
+    let req = BulkRequest {
+        op: job_op("release").unwrap(),
+        filter: Filter::default(),
+        reason: "lag".into(),
+        actor: "test".into(),
+        form_key: "lag-release".into(),
+    };
+    app.set_switches(false, true).await;
+    app.state.events.start_bulk("held", req).await.unwrap();
+    let mut finished = false;
+    for _ in 0..200 {
+        app.state.events.run_jobs().await.unwrap();
+        let jobs = scan_json(
+            &direct,
+            ops_console::server::store::schema::MW_IDEMPOTENCY.base,
+        )
+        .await
+        .unwrap();
+        finished = jobs
+            .iter()
+            .any(|v| v["kind"] == "job" && v["status"] == "finished");
+        if finished {
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(100)).await;
+    }
+    assert!(finished, "the job ended");
+    proxy.set(Faults::default());
+    let left = outbox_reads::count(&direct, Group::Held, &Filter::default())
+        .await
+        .unwrap();
+    assert_eq!(left, 0, "every held action was released");
+    assert!(
+        proxy.report().get(Kind::IndexLag) >= 1,
+        "{}",
+        proxy.report()
+    );
+}
+
+#[tokio::test]
+async fn the_stream_consumer_reads_on_through_expired_iterators_trims_limits_and_splits_of_splits()
+{
+    use ops_console::server::store::inbox::stream::Consumer;
+    let proxy = faulty_dynamodb().await;
+    let (app, direct) = spawn_app_via(&proxy, |_| {}).await;
+    proxy.update(|f| {
+        f.expired_iterator_rate = 0.4;
+        f.trimmed_rate = 0.5;
+        f.stream_limit_rate = 0.3;
+        f.split_after_records = 3;
+    });
+    let mut consumer = Consumer::new(app.store.clone(), "one", StdDuration::from_secs(30));
+    let kinds = [Kind::ExpiredIterator, Kind::StreamLimit, Kind::Trimmed];
+    let (mut deleted, mut counted) = (0, 0);
+    // Removals keep coming while the consumer reads: a shard splits, and its children,
+    // reading what follows, split again.
+    for batch in 0..6 {
+        let now = app.clock.now();
+        for i in 0..10 {
+            let mut p = to_everyone(i);
+            p.category = Some("ops".into());
+            p.ttl = Some("1h".into());
+            p.uids = Some(vec![format!("r{batch}-{i}")]);
+            app.state
+                .inbox
+                .publish("acme", "news", &p, &format!("k{batch}-{i}"), now)
+                .await
+                .unwrap();
+        }
+        let later = (now + chrono::Duration::hours(2)).timestamp();
+        let mut start = None;
+        loop {
+            let (_, d, next) =
+                ops_console::server::store::inbox::stream::sweep_page(&direct, later, start)
+                    .await
+                    .unwrap();
+            deleted += d;
+            match next {
+                Some(k) => start = Some(k),
+                None => break,
+            }
+        }
+        for _ in 0..300 {
+            if let Ok(r) = consumer.round().await {
+                counted += r.counted;
+            }
+            if counted == deleted {
+                break;
+            }
+        }
+    }
+    assert_eq!(deleted, 60);
+    // Until the consumer has met every fault at least once.
+    for _ in 0..300 {
+        if kinds.iter().all(|k| proxy.report().get(*k) > 0) {
+            break;
+        }
+        if let Ok(r) = consumer.round().await {
+            counted += r.counted;
+        }
+    }
+    assert_eq!(
+        counted,
+        deleted,
+        "every removal counted once: {}",
+        proxy.report()
+    );
+    let r = proxy.report();
+    for kind in kinds {
+        assert!(r.get(kind) >= 1, "{kind:?}: {r}");
+    }
+    assert!(r.get(Kind::ShardSplit) >= 2, "a child split again: {r}");
+}
+
+#[tokio::test]
+async fn every_read_that_needs_every_match_reads_every_page() {
+    let proxy = faulty_dynamodb().await;
+    let (app, _direct) = spawn_app_via(&proxy, |_| {}).await;
+    let now = app.clock.now();
+    for (i, category) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+        let mut p = to_everyone(i);
+        p.uids = Some(vec!["reader".into()]);
+        p.category = Some(category.to_string());
+        app.state
+            .inbox
+            .publish("acme", "news", &p, &format!("c{i}"), now)
+            .await
+            .unwrap();
+    }
+    for t in ["t1", "t2", "t3", "t4", "t5"] {
+        let settings = ops_console::server::contract::inbox::TenantSettings {
+            title: Some(t.into()),
+            ttl: None,
+        };
+        app.state.inbox.put_tenant(t, settings, now).await.unwrap();
+    }
+    let whole_counts = app
+        .state
+        .inbox
+        .counts("acme", "news", "reader")
+        .await
+        .unwrap();
+    let whole_tenants = ops_console::server::store::inbox::tenants(&app.store)
+        .await
+        .unwrap();
+    // Every query page ends after two items, as a 1 MB page ends.
+    proxy.update(|f| f.query_page_items = 2);
+    let paged_counts = app
+        .state
+        .inbox
+        .counts("acme", "news", "reader")
+        .await
+        .unwrap();
+    let paged_tenants = ops_console::server::store::inbox::tenants(&app.store)
+        .await
+        .unwrap();
+    assert_eq!(paged_counts, whole_counts);
+    assert_eq!(paged_counts.unread_by_category.len(), 5);
+    assert_eq!(paged_tenants, whole_tenants);
+    assert!(paged_tenants.len() >= 5);
+}
+
+#[tokio::test]
+async fn monitoring_counts_are_not_counted_twice_when_answers_are_lost() {
+    let proxy = faulty_dynamodb().await;
+    let (app, direct) = spawn_app_via(&proxy, |_| {}).await;
+    let key = app.api_key(&["switches:read", "switches:write"]).await;
+    for i in 0..4 {
+        let now = app
+            .api("GET", "/api/v1/kill-switches", &key, None)
+            .await
+            .json();
+        let body = json!({"switch": "automation_enabled", "enable": !now["automation_enabled"].as_bool().unwrap(),
+                          "expected_version": now["version"], "reason": "counted", "confirm": true});
+        let req = axum::http::Request::post("/api/v1/kill-switches")
+            .header("host", "localhost")
+            .header("authorization", format!("Bearer {key}"))
+            .header("content-type", "application/json")
+            .header("idempotency-key", format!("count-{i}"))
+            .body(axum::body::Body::from(body.to_string()))
+            .unwrap();
+        assert_eq!(app.send(req).await.status, 200);
+    }
+    // Every write commits and its answer is lost, also the SDK's retries of it.
+    proxy.update(|f| f.lost_answer_rate = 1.0);
+    let _ = app.state.idempotency.flush_stats().await;
+    proxy.set(Faults::default());
+    app.state.idempotency.flush_stats().await.unwrap();
+    let stats = scan_json(&direct, IDEMPOTENCY_STATS.base).await.unwrap();
+    let requests: i64 = stats
+        .iter()
+        .filter(|v| {
+            v["scope"]
+                .as_str()
+                .is_some_and(|s| s.contains("kill-switches"))
+        })
+        .filter_map(|v| v["requests"].as_i64())
+        .sum();
+    assert_eq!(requests, 4, "four requests, counted once each: {stats:?}");
+    assert!(proxy.report().get(Kind::LostAnswer) >= 1);
+}
