@@ -38,13 +38,15 @@ impl RecentWrites {
             .unwrap_or(false)
     }
 
-    /// Takes out of a query answer's `Items` those written within `lag`; how many.
+    /// Takes out of a query answer's `Items` those written within `lag` (of those whose
+    /// JSON contains `matching`, when it is not empty); how many.
     pub(crate) fn hide(
         &self,
         table: &str,
         keys: &[String],
         answer: &mut Value,
         lag: Duration,
+        matching: &str,
     ) -> u64 {
         let Some(items) = answer["Items"].as_array().cloned() else {
             return 0;
@@ -52,6 +54,9 @@ impl RecentWrites {
         let kept: Vec<Value> = items
             .iter()
             .filter(|item| {
+                if !matching.is_empty() && !item.to_string().contains(matching) {
+                    return true;
+                }
                 let w = Write {
                     table: table.to_string(),
                     target: Target::Item((*item).clone()),
@@ -94,6 +99,13 @@ mod tests {
         assert_eq!(answer["Count"], 1);
         assert_eq!(answer["Items"][0]["pk"]["S"], "b");
         let mut later = json!({"Count": 1, "Items": [{"pk": {"S": "a"}}]});
-        assert_eq!(recent.hide("t", &keys, &mut later, Duration::ZERO), 0);
+        assert_eq!(recent.hide("t", &keys, &mut later, Duration::ZERO, ""), 0);
+        let mut other = json!({"Count": 1, "Items": [{"pk": {"S": "a"}, "g": {"S": "y"}}]});
+        let lag = Duration::from_secs(5);
+        assert_eq!(
+            recent.hide("t", &keys, &mut other, lag, "\"x\""),
+            0,
+            "another partition"
+        );
     }
 }

@@ -97,12 +97,17 @@ pub struct Faults {
     /// later.
     pub late_write_rate: f64,
     pub late_write_ms: u64,
+    /// Only writes whose request contains this text are made late (empty: any write).
+    pub late_write_matching: String,
     /// Write units (as AWS counts them) one partition takes per second before its writes
     /// are throttled (0: no limit).
     pub partition_write_units_per_s: u32,
     /// A query of a global index does not see items written in the last this many
     /// milliseconds (0: it sees everything at once).
     pub index_lag_ms: u64,
+    /// Only items whose JSON contains this text lag (empty: every item): AWS replicates
+    /// each index partition on its own, so one partition can lag behind another.
+    pub index_lag_matching: String,
     /// Share of `GetRecords` calls answered `ExpiredIteratorException`.
     pub expired_iterator_rate: f64,
     /// Share of stream reads (`GetRecords`, `DescribeStream`) answered

@@ -393,7 +393,8 @@ async fn read_request(
             shared.schemas.get(table),
         ) {
             let lag = Duration::from_millis(faults.index_lag_ms);
-            for _ in 0..shared.recent.hide(table, &keys, &mut answer, lag) {
+            let matching = &faults.index_lag_matching;
+            for _ in 0..shared.recent.hide(table, &keys, &mut answer, lag, matching) {
                 shared.counters.add(Kind::IndexLag);
             }
         }
@@ -522,7 +523,9 @@ async fn write_request(
         }
     }
     let asked = capacity::ask(&mut json);
-    if shared.roll(faults.late_write_rate) {
+    let matching = faults.late_write_matching.is_empty()
+        || json.to_string().contains(&faults.late_write_matching);
+    if matching && shared.roll(faults.late_write_rate) {
         // Answered now as failed, applied later: the client gives up (or retries) first.
         shared.counters.add(Kind::LateWrite);
         drop(held);
