@@ -93,7 +93,7 @@ mod tests {
             {"pk": {"S": "b"}, "g": {"S": "x"}},
         ]});
         assert_eq!(
-            recent.hide("t", &keys, &mut answer, Duration::from_secs(5)),
+            recent.hide("t", &keys, &mut answer, Duration::from_secs(5), ""),
             1
         );
         assert_eq!(answer["Count"], 1);
