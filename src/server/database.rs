@@ -126,7 +126,9 @@ pub async fn bootstrap(db: &mut Database) -> Result<Vec<(String, Outcome)>, Star
         Some(local) => {
             tracing::info!(indexes = ?building, "restarting DynamoDB Local to build new indexes");
             local.restart()?;
-            let wait = Duration::from_secs(60);
+            // A JVM start and an index build on a machine busy with other work: minutes at
+            // worst; it goes on as soon as they are done.
+            let wait = Duration::from_secs(300);
             db.store
                 .wait_until_reachable(wait)
                 .await

@@ -16,6 +16,7 @@ pub mod http;
 pub mod ids;
 pub mod metrics;
 pub mod outbound;
+pub mod readiness;
 pub mod seed;
 pub mod startup;
 pub mod state;

@@ -14,7 +14,7 @@ use crate::server::domain::idempotency::{Engine, Secret};
 use crate::server::domain::inbox::Inbox;
 use crate::server::domain::measurements::Measurements;
 use crate::server::domain::switches::{self, Switches};
-use crate::server::http::health::Readiness;
+use crate::server::readiness::Readiness;
 use crate::server::store::cursor::Cursors;
 use crate::server::store::Store;
 
@@ -53,17 +53,23 @@ impl FromRef<AppState> for LeptosOptions {
     }
 }
 
+/// Leptos's options: the site as cargo-leptos built it (`LEPTOS_SITE_ROOT`, default
+/// `target/site`), served at the configured address.
+fn leptos_options(config: &Config) -> LeptosOptions {
+    LeptosOptions::builder()
+        .output_name("ops-console")
+        .site_root(std::env::var("LEPTOS_SITE_ROOT").unwrap_or_else(|_| "target/site".into()))
+        .site_pkg_dir(std::env::var("LEPTOS_SITE_PKG_DIR").unwrap_or_else(|_| "pkg".into()))
+        .site_addr(config.site_addr)
+        .env(leptos::config::Env::PROD)
+        .build()
+}
+
 impl AppState {
     pub fn new(config: Config, store: Store, clock: Clock, secret: Secret) -> Self {
         // The metrics recorder exists before anything counts.
         crate::server::metrics::handle();
-        let leptos = LeptosOptions::builder()
-            .output_name("ops-console")
-            .site_root(std::env::var("LEPTOS_SITE_ROOT").unwrap_or_else(|_| "target/site".into()))
-            .site_pkg_dir(std::env::var("LEPTOS_SITE_PKG_DIR").unwrap_or_else(|_| "pkg".into()))
-            .site_addr(config.site_addr)
-            .env(leptos::config::Env::PROD)
-            .build();
+        let leptos = leptos_options(&config);
         // Every console of the environment seals page cursors under the same key, so a
         // cursor opens behind any of them.
         let store = store.with_cursors(Cursors::new(secret.seal("page-cursor"), clock.clone()));

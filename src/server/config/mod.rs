@@ -8,6 +8,7 @@
 //! `DYNAMODB_ENDPOINT`, `AWS_REGION`, `IDEMPOTENCY_SECRET`, and the measurement variables of
 //! the design).
 
+mod auth;
 mod operations;
 mod sections;
 mod validate;
@@ -19,6 +20,7 @@ use std::path::PathBuf;
 use figment::providers::Serialized;
 use figment::Figment;
 
+pub use auth::AuthSection;
 pub use operations::OperationsSection;
 pub use sections::*;
 

@@ -7,6 +7,8 @@ use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
 
+use super::auth::AuthSection;
+
 use super::operations::OperationsSection;
 
 /// `dev`, `staging` or `prod`: every table name ends in `-<environment>`.
@@ -139,41 +141,6 @@ impl Default for TtlSection {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct AuthSection {
-    pub session_idle_hours: i64,
-    pub session_absolute_days: i64,
-    /// Failed sign-ins of one name from one address that lock it (for that address).
-    pub lockout_failures: u32,
-    pub lockout_minutes: i64,
-    /// Failed sign-ins from one address, across names, that lock the address.
-    pub lockout_address_failures: u32,
-    /// Failed sign-ins of one name from any address that lock the name everywhere.
-    pub lockout_name_failures: u32,
-    /// Proxies (comma-separated CIDRs, such as the load balancer's subnets) whose
-    /// `X-Forwarded-For` names the client; empty: the connection's own address counts.
-    pub trusted_proxies: String,
-    /// Password checks one console runs at once (each on a blocking thread); past this a
-    /// sign-in is refused at once. 0: half the machine's cores.
-    pub password_checks_at_once: u32,
-}
-
-impl Default for AuthSection {
-    fn default() -> Self {
-        AuthSection {
-            session_idle_hours: 8,
-            session_absolute_days: 7,
-            lockout_failures: 5,
-            lockout_minutes: 15,
-            lockout_address_failures: 20,
-            lockout_name_failures: 50,
-            trusted_proxies: String::new(),
-            password_checks_at_once: 0,
-        }
-    }
-}
-
 /// The idempotency engine and its alert thresholds (docs/idempotency.md).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -276,6 +243,9 @@ pub struct EventsSection {
     pub outbox_days: i64,
     /// A claim on an event or an action older than this may be taken over (a crashed worker).
     pub lease_seconds: i64,
+    /// A bulk job ends on a pass that finds nothing this long after an earlier empty pass:
+    /// longer than the outbox index takes to show a write.
+    pub bulk_confirm_ms: i64,
     /// Without a message id, the same text within one bucket of `created_at` is one event.
     pub hash_bucket_seconds: i64,
     /// Messages without an order number while the console waits for one, before escalating.
@@ -296,6 +266,7 @@ impl Default for EventsSection {
             dispatch_concurrency: 4,
             outbox_days: 30,
             lease_seconds: 60,
+            bulk_confirm_ms: 2_000,
             hash_bucket_seconds: 300,
             order_flow_max_attempts: 3,
             rules: Vec::new(),

@@ -219,6 +219,7 @@ fn events(e: &EventsSection) -> Result<(), ConfigError> {
     range("events.dispatch_concurrency", e.dispatch_concurrency, 1, 64)?;
     range("events.outbox_days", e.outbox_days, 1, 3650)?;
     range("events.lease_seconds", e.lease_seconds, 1, 3600)?;
+    range("events.bulk_confirm_ms", e.bulk_confirm_ms, 0, 600_000)?;
     // A delivery still waiting for its answer must not be taken over by another console.
     if e.webhook_timeout_ms >= e.lease_seconds * 1000 {
         return Err(ConfigError::new(

@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use crate::model::accounts::CurrentUser;
 use crate::model::pages::query_value as enc;
+use crate::server::domain::conversations::reference::Refs;
 use crate::server::state::AppState;
 
 #[derive(Debug, Default, Deserialize)]
@@ -78,21 +79,19 @@ pub async fn find(
     if user.is_none() {
         return see_other("/login".to_string());
     }
-    let page = match f.page.as_str() {
-        "events" => "events",
-        "conversations" => "conversations",
-        "measurements" => "measurements",
-        "attempts" => "attempts",
-        "inbox-user" => "inbox/user",
-        _ => "audit",
-    };
+    let (page, query) = destination(&state.refs, &f);
+    see_other(location(page, query))
+}
+
+/// The page a form leads to, and its query: what was typed as references.
+fn destination(refs: &Refs, f: &FindForm) -> (&'static str, Vec<(&'static str, String)>) {
     // A typed conversation id or recipient, as the reference of its id.
     let reference = |typed: &str| {
         let typed = typed.trim();
         if typed.is_empty() {
             String::new()
         } else {
-            state.refs.of_id(&state.refs.resolve(typed))
+            refs.of_id(&refs.resolve(typed))
         }
     };
     // A typed user id, as its reference (the one on screen when the box was left empty).
@@ -101,12 +100,12 @@ pub async fn find(
     } else {
         &f.user
     };
-    let user = state.refs.user(&state.refs.resolve_user(typed_user));
-    let (page, query) = match page {
-        "conversations" => (page, conversations_query(&f, reference)),
-        "events" => (page, vec![("conversation", conversation(&f, reference))]),
+    let user = refs.user(&refs.resolve_user(typed_user));
+    match f.page.as_str() {
+        "conversations" => ("conversations", conversations_query(f, reference)),
+        "events" => ("events", vec![("conversation", conversation(f, reference))]),
         "measurements" => (
-            page,
+            "measurements",
             vec![
                 ("user", user),
                 ("outcome", f.outcome.trim().to_string()),
@@ -120,8 +119,8 @@ pub async fn find(
                 ("m_outcome", f.outcome.trim().to_string()),
             ],
         ),
-        "inbox/user" => (
-            page,
+        "inbox-user" => (
+            "inbox/user",
             vec![
                 ("tenant", f.tenant.trim().to_string()),
                 ("inbox", f.inbox.trim().to_string()),
@@ -129,12 +128,11 @@ pub async fn find(
             ],
         ),
         _ => {
-            let mut q = vec![("conversation", conversation(&f, reference))];
-            q.extend(audit_filters(&f));
-            (page, q)
+            let mut q = vec![("conversation", conversation(f, reference))];
+            q.extend(audit_filters(f));
+            ("audit", q)
         }
-    };
-    see_other(location(page, query))
+    }
 }
 
 fn see_other(location: String) -> Response {

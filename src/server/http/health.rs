@@ -8,13 +8,11 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::{Extension, Json};
-use chrono::{DateTime, Utc};
 
 use super::extract::{MetricsRead, Scoped};
 use crate::model::accounts::{CurrentUser, Role};
 use crate::server::contract::health::{Health, Ready};
 use crate::server::state::AppState;
-use crate::server::store::schema;
 
 #[utoipa::path(
     get,
@@ -70,7 +68,7 @@ pub(crate) async fn readyz(
     user: Option<Extension<CurrentUser>>,
     headers: HeaderMap,
 ) -> impl IntoResponse {
-    let problems = state.readiness.problems(&state).await;
+    let problems = state.readiness.problems(&state.store, &state.clock).await;
     let status = if problems.is_empty() {
         StatusCode::OK
     } else {
@@ -102,44 +100,6 @@ async fn may_read_metrics(state: &AppState, headers: &HeaderMap) -> bool {
         state.accounts.resolve_api_key(token.trim()).await,
         Ok(Some(p)) if p.has_scope("metrics:read")
     )
-}
-
-/// How long one readiness check answers every probe: a flood of probes costs DynamoDB's
-/// control plane one check (two requests a table) per this long per console.
-const READINESS_FOR: chrono::Duration = chrono::Duration::seconds(5);
-
-/// The last readiness check of this console, shared by every probe while it is fresh;
-/// probes that arrive while it runs wait for it rather than start their own.
-#[derive(Default)]
-pub struct Readiness {
-    last: tokio::sync::Mutex<Option<(DateTime<Utc>, Vec<String>)>>,
-}
-
-impl Readiness {
-    async fn problems(&self, state: &AppState) -> Vec<String> {
-        let mut last = self.last.lock().await;
-        let now = state.clock.now();
-        if let Some((at, problems)) = last.as_ref() {
-            if now - *at < READINESS_FOR && *at <= now {
-                return problems.clone();
-            }
-        }
-        let problems = check(state).await;
-        *last = Some((now, problems.clone()));
-        problems
-    }
-}
-
-/// Asks DynamoDB to describe every table and its TTL.
-async fn check(state: &AppState) -> Vec<String> {
-    match tokio::time::timeout(Duration::from_secs(5), schema::drift(&state.store)).await {
-        Ok(Ok(p)) => p,
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "readiness check: DynamoDB failed");
-            vec!["DynamoDB could not be asked (the console's log says why)".to_string()]
-        }
-        Err(_) => vec!["DynamoDB did not answer within 5 s".to_string()],
-    }
 }
 
 /// The Prometheus text format's media type.
