@@ -33,7 +33,7 @@ fn to_everyone(i: usize) -> Publish {
 
 /// Waits until the proxy has applied every late write it holds.
 async fn late_writes_landed(proxy: &dynamodb_faults::Proxy) {
-    for _ in 0..600 {
+    for _ in 0..1200 {
         if proxy.report().late_pending == 0 {
             return;
         }
@@ -204,7 +204,7 @@ async fn a_late_claim_never_undoes_the_work_of_the_console_that_took_over() {
     // has done the work.
     slow.update(|f| {
         f.late_write_rate = 1.0;
-        f.late_write_ms = 8_000;
+        f.late_write_ms = 20_000;
     });
     let first = a.send(request()).await;
     assert_eq!(first.status, 503, "{}", first.body);
@@ -319,11 +319,14 @@ async fn writes_are_billed_and_throttled_by_write_units_as_aws_counts_them() {
         tx.write, 4.0,
         "a transaction's item is billed twice: {tx:?}"
     );
-    // One partition takes 5 units a second: the third 2-unit write of one item in a row
-    // finds it in debt (the SDK retries it once it has paid).
-    proxy.update(|f| f.partition_write_units_per_s = 5);
-    for _ in 0..6 {
+    // One partition takes 1 unit a second: a 2-unit write leaves it in debt, and the next
+    // write within the second is throttled (the SDK retries it once it has paid).
+    proxy.update(|f| f.partition_write_units_per_s = 1);
+    for _ in 0..20 {
         let _ = put("units-hot").send().await;
+        if proxy.report().get(Kind::PartitionThrottle) > 0 {
+            break;
+        }
     }
     assert!(
         proxy.report().get(Kind::PartitionThrottle) >= 1,
@@ -340,6 +343,8 @@ async fn a_bulk_release_misses_nothing_the_index_had_not_shown_yet() {
     let (app, direct) = spawn_app_via(&proxy, move |c| {
         c.events.webhook_url = url;
         c.events.webhook_secret = ops_console::server::config::Secret::new(secret.expose());
+        // Room for a slow machine between the holds and the job's first pass.
+        c.events.bulk_confirm_ms = 8_000;
     })
     .await;
     app.set_switches(false, true).await;
@@ -354,11 +359,11 @@ async fn a_bulk_release_misses_nothing_the_index_had_not_shown_yet() {
     // Safe mode goes on before they are delivered: the dispatcher holds them.
     app.set_switches(true, true).await;
     app.state.events.dispatch_all().await.unwrap();
-    // From now, the partitions of the held group show nothing written in the last 1.5 s
+    // From now, the partitions of the held group show nothing written in the last 6 s
     // (less than a job waits before it trusts an empty pass), while the job's own
     // partition is up to date: the job's first passes find the group empty.
     proxy.update(|f| {
-        f.index_lag_ms = 1_500;
+        f.index_lag_ms = 6_000;
         f.index_lag_matching = "held#".into();
     });
     let held = outbox_reads::count(&direct, Group::Held, &Filter::default())
@@ -376,7 +381,7 @@ async fn a_bulk_release_misses_nothing_the_index_had_not_shown_yet() {
     app.set_switches(false, true).await;
     app.state.events.start_bulk("held", req).await.unwrap();
     let mut finished = false;
-    for _ in 0..200 {
+    for _ in 0..600 {
         app.state.events.run_jobs().await.unwrap();
         let jobs = scan_json(
             &direct,

@@ -71,11 +71,6 @@ pub fn group_named(name: &str) -> Result<Group, AppError> {
 /// Actions one job moves per round before it saves its progress.
 const JOB_PAGE: usize = 50;
 
-/// How long after a pass that found nothing left another must find nothing too before a
-/// job ends: longer than a global index takes to show a write (well under a second on
-/// AWS), so an action that entered the group before the job began is not missed.
-pub const CONFIRM_MS: i64 = 2_000;
-
 pub(super) fn job_view(j: JobRecord) -> JobView {
     JobView {
         id: j.event_id.trim_start_matches("job:").to_string(),
@@ -191,8 +186,9 @@ impl Events {
 
     /// Moves up to [`JOB_PAGE`] actions of a job and saves its progress. It reads the group
     /// from the outbox index, which may not show the latest writes yet, so a pass that
-    /// finds nothing left does not end the job: a later pass, [`CONFIRM_MS`] on, that
-    /// finds nothing either does.
+    /// finds nothing left does not end the job: a later pass, `events.bulk_confirm_ms` on
+    /// (longer than an index takes to show a write, well under a second on AWS), that finds
+    /// nothing either does.
     async fn job_page(&self, job: &JobRecord) -> Result<(), StoreError> {
         let group = group_named(&job.group).unwrap_or(Group::Dead);
         let Ok((_, mv)) = job.op.group_and_move(group) else {
@@ -236,7 +232,8 @@ impl Events {
         let now = self.clock.now();
         let empty_since_ms =
             (seen == 0).then(|| job.empty_since_ms.unwrap_or(now.timestamp_millis()));
-        let confirmed = empty_since_ms.is_some_and(|t| now.timestamp_millis() - t >= CONFIRM_MS);
+        let confirm_ms = self.config.events.bulk_confirm_ms;
+        let confirmed = empty_since_ms.is_some_and(|t| now.timestamp_millis() - t >= confirm_ms);
         let p = Progress {
             key: &job.event_id,
             nonce: &self.owner,
