@@ -23,7 +23,7 @@ use ops_console::api::outbox::{LoadOutbox, SaveReceiver, TestReceiver};
 use ops_console::model::accounts::Role;
 use ops_console::server::ids::{hex, random_hex};
 use ops_console::server::outbound::signature::SigningSecret;
-use ops_console::server::store::schema::IDEMPOTENCY_KEYS;
+use ops_console::server::store::schema::{ALL, IDEMPOTENCY_KEYS};
 
 const TEL: &str = "+447700900555";
 /// What the recipient's phone looks like inside ids.
@@ -664,7 +664,15 @@ async fn readyz_tells_the_public_only_ready_or_not_and_a_flood_costs_one_check()
     let public = app.get("/readyz", None).await;
     assert_eq!(public.status, 200, "{}", public.body);
     assert_eq!(public.json(), json!({"status": "ready"}));
-    let before = app.store.requests().snapshot();
+    let described = || {
+        app.store
+            .requests()
+            .snapshot()
+            .get("DescribeTable")
+            .copied()
+            .unwrap_or(0)
+    };
+    let (before, started) = (described(), std::time::Instant::now());
     let probes: Vec<_> = (0..50)
         .map(|_| {
             let app = app.clone();
@@ -674,11 +682,12 @@ async fn readyz_tells_the_public_only_ready_or_not_and_a_flood_costs_one_check()
     for p in probes {
         assert_eq!(p.await.unwrap(), 200);
     }
-    let after = app.store.requests().snapshot();
-    assert_eq!(
-        format!("{before:?}"),
-        format!("{after:?}"),
-        "fifty probes within the cache's life asked DynamoDB nothing"
+    // One check (a DescribeTable per table) per 5 s at most, however slow the machine.
+    let checks = described() - before;
+    let allowed = (started.elapsed().as_secs() / 5 + 1) * ALL.len() as u64;
+    assert!(
+        checks <= allowed,
+        "fifty probes asked DynamoDB {checks} times ({allowed} allowed)"
     );
     let key = app.api_key(&["metrics:read"]).await;
     app.clock.advance(Duration::seconds(6));

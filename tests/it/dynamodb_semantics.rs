@@ -68,10 +68,10 @@ async fn a_transaction_touching_an_item_another_transaction_holds_is_cancelled_a
     let store = app.store.clone();
     proxy.set(Faults {
         conflicts: true,
-        hold_ms: (400, 400),
+        hold_ms: (3_000, 3_000),
         ..Faults::default()
     });
-    // The first holds "x" for 400 ms; the second, sent meanwhile, meets it.
+    // The first holds "x" for 3 s; the second, sent once the first is holding, meets it.
     let first = {
         let store = store.clone();
         tokio::spawn(async move {
@@ -83,13 +83,16 @@ async fn a_transaction_touching_an_item_another_transaction_holds_is_cancelled_a
                 .await
         })
     };
-    tokio::time::sleep(StdDuration::from_millis(100)).await;
+    while proxy.report().writes == 0 {
+        tokio::time::sleep(StdDuration::from_millis(10)).await;
+    }
     let reasons = raw_reasons(&store, vec![bump(&store, "y"), bump(&store, "x")]).await;
     assert_eq!(reasons, vec![Reason::None, Reason::Conflict]);
     first.await.unwrap().expect("the first transaction commits");
     assert_eq!(proxy.report().get(Kind::Conflict), 1);
 
     // The helper waits its turn: both land, once each.
+    proxy.update(|f| f.hold_ms = (400, 400));
     let a = tokio::spawn({
         let store = store.clone();
         async move { tx::transact(&store, vec![bump(&store, "z")]).await }
@@ -178,20 +181,23 @@ async fn conflicts_past_the_budget_are_busy_and_the_api_answers_503_with_retry_a
 
 #[tokio::test]
 async fn a_hot_item_is_throttled_inside_a_transaction_and_the_helper_waits_for_capacity() {
+    // Three writes within half a second: no other test's load in between.
+    crate::helpers::alone().await;
     let proxy = faulty_dynamodb().await;
     let (app, direct) = spawn_app_via(&proxy, |_| {}).await;
     let store = app.store.clone();
     proxy.update(|f| f.item_writes_per_s = 2);
-    // Two writes spend the item's capacity; the third is throttled.
-    for _ in 0..2 {
+    // Two writes at once spend the item's capacity; the third is throttled.
+    let write = || {
         store
             .client()
             .transact_write_items()
             .transact_items(bump(&store, "hot"))
             .send()
-            .await
-            .unwrap();
-    }
+    };
+    let (a, b) = tokio::join!(write(), write());
+    a.unwrap();
+    b.unwrap();
     let reasons = raw_reasons(&store, vec![bump(&store, "cold"), bump(&store, "hot")]).await;
     assert_eq!(reasons, vec![Reason::None, Reason::Throttled]);
     // The helper backs off until the item has capacity again.
@@ -276,7 +282,10 @@ async fn a_transaction_whose_answer_is_lost_is_sent_again_with_its_token_and_app
         let store = store.clone();
         async move { tx::transact(&store, vec![bump(&store, "lost")]).await }
     });
-    tokio::time::sleep(StdDuration::from_millis(300)).await;
+    // Once an answer was lost, the answers come back.
+    while proxy.report().get(Kind::LostAnswer) == 0 {
+        tokio::time::sleep(StdDuration::from_millis(10)).await;
+    }
     proxy.update(|f| f.lost_answer_rate = 0.0);
     let out = task.await.unwrap();
     assert!(
@@ -487,16 +496,22 @@ async fn a_shard_held_by_a_console_that_died_is_taken_over_after_its_lease() {
     let proxy = faulty_dynamodb().await;
     let (app, direct) = spawn_app_via(&proxy, |_| {}).await;
     let second = store_for(&app, &proxy.endpoint()).await;
-    let lease = StdDuration::from_secs(2);
+    // Long enough for the removals and a round of the other console, however slow.
+    let lease = StdDuration::from_secs(15);
     let mut first = Consumer::new(app.store.clone(), "first", lease);
     first.round().await.unwrap();
+    let taken = std::time::Instant::now();
     // The first console dies holding the lease; removals come meanwhile.
     drop(first);
     let deleted = publish_and_expire(&app, &direct, 3).await;
     let mut other = Consumer::new(second, "second", lease);
     let blocked = other.round().await.unwrap();
     assert_eq!(blocked.records, 0, "the shard is still the first console's");
-    tokio::time::sleep(lease + StdDuration::from_millis(200)).await;
+    tokio::time::sleep(
+        (taken + lease + StdDuration::from_millis(200))
+            .saturating_duration_since(std::time::Instant::now()),
+    )
+    .await;
     let mut counted = 0;
     for _ in 0..50 {
         counted += other.round().await.unwrap().counted;
@@ -528,6 +543,7 @@ async fn fifty_users_at_once_throttle_no_item() {
     crate::helpers::alone().await;
     let proxy = faulty_dynamodb().await;
     let (app, direct) = spawn_app_via(&proxy, |_| {}).await;
+    let started_hour = app.clock.now().format("%Y-%m-%dT%H").to_string();
     let key = app
         .api_key(&["measurements:write", "inbox:write", "inbox:read"])
         .await;
@@ -599,9 +615,10 @@ async fn fifty_users_at_once_throttle_no_item() {
         "{refused:?} of {} requests",
         statuses.len()
     );
-    // The counters are exact: the shards add up to what was recorded.
+    // The counters are exact: the shards add up to what was recorded (from the hour the
+    // run began to the hour it ended).
     let hour = app.clock.now().format("%Y-%m-%dT%H").to_string();
-    let stats = ops_console::server::store::measurements::stats(&direct, &hour, &hour)
+    let stats = ops_console::server::store::measurements::stats(&direct, &started_hour, &hour)
         .await
         .unwrap();
     let attempts: i64 = stats

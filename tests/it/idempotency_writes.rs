@@ -295,7 +295,10 @@ async fn a_call_whose_answer_is_lost_is_written_once_and_answered_as_fresh() {
         let (engine, store, inputs) = (engine.clone(), app.store.clone(), inputs.clone());
         async move { write_once(&engine, &store, &call(&inputs, "a"), "lost").await }
     });
-    tokio::time::sleep(StdDuration::from_millis(300)).await;
+    // Once an answer was lost, the answers come back.
+    while proxy.report().get(Kind::LostAnswer) == 0 {
+        tokio::time::sleep(StdDuration::from_millis(10)).await;
+    }
     proxy.update(|f| f.lost_answer_rate = 0.0);
     let out = task.await.unwrap();
     assert!(
