@@ -1,11 +1,12 @@
 import { defineConfig } from '@playwright/test';
 import base from './playwright.config';
 
-// The page-weight budget: the release build (what production serves, precompressed),
-// with the demo data so pages show what a team's console shows. Its own port and data.
+// The page-weight budget: the release site (what production serves, precompressed), with
+// the demo data so pages show what a team's console shows. Its own port and data. The
+// server is the one the tests built (`make build`); a release server sends the same bytes.
 const port = process.env.WEIGHT_PORT ?? '3200';
 const baseURL = `http://127.0.0.1:${port}`;
-const server = './target/release/ops-console';
+const server = process.env.E2E_SERVER ?? './target/debug/ops-console';
 
 export default defineConfig({
   ...base,

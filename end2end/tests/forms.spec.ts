@@ -43,20 +43,21 @@ test.describe('forms', () => {
 
   test('after disabling and enabling a user the reason boxes are empty again', async ({ page }) => {
     await signIn(page, 'admin', '/users');
-    const operator = user('operator').name;
-    const row = page.getByTestId(`user-${operator}`);
-    const reason = row.getByLabel(`Reason to disable ${operator}`);
+    // A user of its own: no other test signs in as it, whatever happens here.
+    const spare = user('spare').name;
+    const row = page.getByTestId(`user-${spare}`);
+    const reason = row.getByLabel(`Reason to disable ${spare}`);
     await reason.fill(unique('e2e leave'));
     await row.getByRole('button', { name: 'Disable' }).click();
     await ready(page);
     await expect(row).toContainText('disabled');
-    const again = row.getByLabel(`Reason to enable ${operator}`);
+    const again = row.getByLabel(`Reason to enable ${spare}`);
     await expect(again).toHaveValue('');
     await again.fill(unique('e2e back'));
     await row.getByRole('button', { name: 'Enable' }).click();
     await ready(page);
     await expect(row).toContainText('active');
-    await expect(row.getByLabel(`Reason to disable ${operator}`)).toHaveValue('');
+    await expect(row.getByLabel(`Reason to disable ${spare}`)).toHaveValue('');
   });
 
   test('audit filters apply together, and an unknown action type says so', async ({ page, request }) => {

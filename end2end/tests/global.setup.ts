@@ -13,15 +13,16 @@ setup('create the users the tests sign in as', async () => {
   const bin = process.env.E2E_SERVER ?? path.join(root, 'target', 'debug', 'ops-console');
   const env = { ...process.env, OPS_APP_DATA_DIR: process.env.E2E_DATA_DIR ?? 'target/e2e-data' };
   const users: Record<string, { name: string; password: string } | string> = {};
-  for (const role of ['admin', 'operator', 'viewer']) {
-    const name = `e2e-${role}-${randomBytes(3).toString('hex')}`;
+  // `spare` is a viewer the users' tests disable and enable: nobody else signs in as it.
+  for (const [key, role] of [['admin', 'admin'], ['operator', 'operator'], ['viewer', 'viewer'], ['spare', 'viewer']]) {
+    const name = `e2e-${key}-${randomBytes(3).toString('hex')}`;
     const password = randomBytes(12).toString('hex');
     execFileSync(bin, ['user', 'add', name, '--role', role, '--password-stdin'], {
       cwd: root,
       env,
       input: `${password}\n`,
     });
-    users[role] = { name, password };
+    users[key] = { name, password };
   }
   // A machine client for the scripted API calls.
   users.apiKey = execFileSync(

@@ -1,10 +1,11 @@
-import { expect, Page, test } from '@playwright/test';
+import { APIRequestContext, expect, Page, test } from '@playwright/test';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 
 export type Role = 'admin' | 'operator' | 'viewer';
 
-export function user(role: Role): { name: string; password: string } {
+export function user(role: Role | 'spare'): { name: string; password: string } {
   const file = path.join(__dirname, '..', '..', 'target', 'e2e-users.json');
   return JSON.parse(readFileSync(file, 'utf8'))[role];
 }
@@ -17,7 +18,8 @@ export function jsEnabled(): boolean {
 /** Waits until the page can act on clicks the way its project expects. */
 export async function ready(page: Page) {
   if (jsEnabled()) {
-    await expect(page.locator('body[data-hydrated="true"]')).toHaveCount(1);
+    // A debug build's wasm on a busy machine can take a while to compile.
+    await expect(page.locator('body[data-hydrated="true"]')).toHaveCount(1, { timeout: 30_000 });
   }
 }
 
@@ -39,4 +41,17 @@ export function unique(label: string) {
 export function apiKey(): string {
   const file = path.join(__dirname, '..', '..', 'target', 'e2e-users.json');
   return JSON.parse(readFileSync(file, 'utf8')).apiKey;
+}
+
+/** Sets a kill switch through the API (a test starts from the state it needs, whatever
+ * an earlier test left). */
+export async function setSwitch(request: APIRequestContext, name: 'safe_mode' | 'automation_enabled', on: boolean) {
+  const auth = { Authorization: `Bearer ${apiKey()}` };
+  const current = await (await request.get('/api/v1/kill-switches', { headers: auth })).json();
+  if (current[name] === on) return;
+  const res = await request.post('/api/v1/kill-switches', {
+    headers: { ...auth, 'Idempotency-Key': randomBytes(8).toString('hex') },
+    data: { switch: name, enable: on, expected_version: current.version, reason: `e2e: ${name} ${on ? 'on' : 'off'} to start from`, confirm: true },
+  });
+  expect(res.status(), await res.text()).toBe(200);
 }

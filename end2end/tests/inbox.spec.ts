@@ -58,7 +58,8 @@ test.describe('inbox', () => {
     await ready(page);
     await expect(published.filter({ hasText: `Invoice ${r}` })).toHaveCount(1);
     await expect(published.filter({ hasText: `Invoice ${r}` })).toContainText('2 users');
-    if (jsEnabled()) await page.waitForTimeout(500);
+    // The second click's post has its answer before the page is loaded again.
+    if (jsEnabled()) await page.waitForLoadState('networkidle');
     await page.reload();
     await ready(page);
     await expect(published.filter({ hasText: `Invoice ${r}` })).toHaveCount(1);

@@ -1,8 +1,10 @@
 import { expect, test } from '@playwright/test';
-import { ready, signIn, unique } from './helpers';
+import { ready, setSwitch, signIn, unique } from './helpers';
 
 test.describe('kill switches', () => {
-  test('while safe mode is off every page says so, with who, when and why; back on, it is gone', async ({ page }) => {
+  test('while safe mode is off every page says so, with who, when and why; back on, it is gone', async ({ page, request }) => {
+    await setSwitch(request, 'safe_mode', true);
+    await setSwitch(request, 'automation_enabled', false);
     const admin = await signIn(page, 'admin', '/kill-switches');
     const card = page.getByTestId('switch-safe_mode');
     const state = card.locator('span', { hasText: /^(ON|OFF)$/ });
@@ -13,7 +15,6 @@ test.describe('kill switches', () => {
       await card.getByRole('button', { name: `Turn safe mode ${verb}` }).click();
       await expect(state).toHaveText(verb === 'off' ? 'OFF' : 'ON');
     };
-    if ((await state.innerText()).trim() === 'OFF') await flip('on', unique('e2e reset'));
     const reason = unique('e2e banner');
     await flip('off', reason);
     for (const path of ['/events', '/audit', '/users']) {
@@ -30,11 +31,12 @@ test.describe('kill switches', () => {
     await flip('on', unique('e2e banner done'));
     await page.goto('/events');
     await ready(page);
-    // (Another test may have left automation on: that line stays, this one goes.)
     await expect(page.getByTestId('switch-banner').filter({ hasText: 'Safe mode is off' })).toHaveCount(0);
   });
 
-  test('an admin flips safe mode with a reason; the change and its history survive a reload', async ({ page }) => {
+  test('an admin flips safe mode with a reason; the change and its history survive a reload', async ({ page, request }) => {
+    // From on: the risky direction, with its confirmation.
+    await setSwitch(request, 'safe_mode', true);
     const admin = await signIn(page, 'admin', '/kill-switches');
     const card = page.getByTestId('switch-safe_mode');
     const before = (await card.locator('span', { hasText: /^(ON|OFF)$/ }).innerText()).trim();
@@ -61,7 +63,8 @@ test.describe('kill switches', () => {
     await expect(page.getByTestId('switch-safe_mode').getByTestId('last-change')).toContainText(admin.name);
   });
 
-  test('an empty reason shows an error and changes nothing', async ({ page }) => {
+  test('an empty reason shows an error and changes nothing', async ({ page, request }) => {
+    await setSwitch(request, 'automation_enabled', false);
     await signIn(page, 'admin', '/kill-switches');
     const card = page.getByTestId('switch-automation_enabled');
     const badge = card.locator('span', { hasText: /^(ON|OFF)$/ });
@@ -89,7 +92,8 @@ test.describe('kill switches', () => {
     expect(newestAfter).toBe(newestBefore);
   });
 
-  test('a double-clicked submit changes the switch once and writes one history entry', async ({ page }) => {
+  test('a double-clicked submit changes the switch once and writes one history entry', async ({ page, request }) => {
+    await setSwitch(request, 'automation_enabled', false);
     await signIn(page, 'admin', '/kill-switches');
     const card = page.getByTestId('switch-automation_enabled');
     const before = (await card.locator('span', { hasText: /^(ON|OFF)$/ }).innerText()).trim();

@@ -109,13 +109,19 @@ async function signedIn(browser: Browser): Promise<string> {
   return file;
 }
 
-/** Follows the first link matching each selector in turn, from `start`. */
+/** Follows the first link matching each selector in turn, from `start`. The demo data is
+ * seeded in the background after the console starts: a page is loaded again until its link
+ * is there. */
 async function follow(page: Page, start: string, selectors: string[]): Promise<string> {
   let url = start;
   for (const selector of selectors) {
-    await page.goto(url);
     const link = page.locator(selector).first();
-    await link.waitFor({ timeout: 15_000 });
+    await expect
+      .poll(async () => {
+        await page.goto(url);
+        return link.count();
+      }, { timeout: 120_000 })
+      .toBeGreaterThan(0);
     url = (await link.getAttribute('href'))!;
   }
   return url;
