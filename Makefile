@@ -22,7 +22,7 @@ APT_UPDATED := target/.apt-updated
 
 .PHONY: help run test tools system-tools rust-tools node-tools python-tools \
         check lint unit e2e fuzz fuzz-short harness chaos chaos-short chaos-checker scan-logs deploy-check \
-        build build-release bench weight python-powertools wasm-size clean-data
+        build server site build-release bench weight python-powertools wasm-size clean-data
 
 help:
 	@echo "make run    - build and start the console (http://127.0.0.1:3000)"
@@ -114,30 +114,38 @@ lint:
 unit:
 	cargo test --workspace --features ssr
 
+# What the tests run: the server as `cargo test` builds it (debug, one target dir for
+# both), serving the site as production serves it (the release wasm, every page a lazy
+# route split into its own piece and bundled, assets precompressed). Building the release
+# server too would only make the same bytes on the wire.
+build: server site
+
+server: tools
+	cargo leptos build --split --server-only
+
 # Pages are lazy routes: every build splits the wasm (without `--split` they fail to load).
-build: tools
-	cargo leptos build --split
+site: tools
+	cargo leptos build --release --precompress --split --frontend-only
 	node scripts/bundle-wasm.mjs target/site/pkg
 
-# Browser tests: Playwright in Debian's Chromium against the debug build, on a fresh
+# Browser tests: Playwright in Debian's Chromium against the tests' build, on a fresh
 # embedded DynamoDB Local (port 3100, data in target/e2e-data).
 e2e: build
 	rm -rf target/e2e-data end2end/test-results target/test-logs/e2e.log
 	npx playwright test --config end2end/playwright.config.ts
 
 # What a person receives: the cold first load of every page (bytes on the wire, as the
-# release build serves them, until hydrated), against the budget in end2end/weight; the
-# figures go to target/bench/page-weight.json. After the e2e run: it rebuilds target/site.
-weight: build-release
+# release site is served, until hydrated), against the budget in end2end/weight; the
+# figures go to target/bench/page-weight.json.
+weight: build
 	rm -rf target/weight-data
-	E2E_SERVER=./target/release/ops-console E2E_DATA_DIR=target/weight-data \
-	  npx playwright test --config end2end/weight.config.ts
+	E2E_DATA_DIR=target/weight-data npx playwright test --config end2end/weight.config.ts
 
 # The REST API against its own OpenAPI document: no 5xx, nothing the document does not allow.
-fuzz: build python-tools
+fuzz: server python-tools
 	scripts/fuzz 50
 
-fuzz-short: build python-tools
+fuzz-short: server python-tools
 	scripts/fuzz 10
 
 # The test harness (benchmarks, chaos run, DynamoDB proxy): its own binary, not the product's.
@@ -149,16 +157,16 @@ harness: tools
 # writes, partial batches, index lag, outages, stream errors and shard splits), consoles
 # killed at random; then every promise is checked, and the run fails if it did no work
 # or met no fault of a kind that was switched on. Three seeds.
-chaos: build harness
+chaos: server harness
 	for seed in 1 2 3; do RUST_LOG=warn ./target/debug/ops-harness chaos --seconds 60 --clients 6 --consoles 2 --seed $$seed; done
 
-chaos-short: build harness
+chaos-short: server harness
 	RUST_LOG=warn ./target/debug/ops-harness chaos --seconds 25 --clients 4 --consoles 2
 
 # The checker's own test: a run against a console broken on purpose must fail, naming the
 # break: DynamoDB away (nothing acknowledged), a second console with another secret (a
 # publish took effect twice), a console that bypasses the proxy.
-chaos-checker: build harness
+chaos-checker: server harness
 	RUST_LOG=warn ./target/debug/ops-harness chaos --seconds 8 --give-up 10 --broken unavailable --expect-violation "client operations were acknowledged"
 	RUST_LOG=warn ./target/debug/ops-harness chaos --seconds 8 --give-up 10 --broken other-secret --expect-violation "took effect 2 times"
 	RUST_LOG=warn ./target/debug/ops-harness chaos --seconds 8 --give-up 10 --broken bypass-proxy --expect-violation "without the proxy"
@@ -168,7 +176,7 @@ chaos-checker: build harness
 # Prometheus rules (promtool check and unit tests) and the /metrics text a test scraped.
 DEPLOY := target/deploy
 AWS_ARGS := --account 123456789012 --region eu-west-1
-deploy-check: build python-tools
+deploy-check: server python-tools
 	mkdir -p $(DEPLOY)
 	for env in dev staging prod; do ./target/debug/ops-console aws cloudformation --env $$env > $(DEPLOY)/tables-$$env.json; done
 	./target/debug/ops-console aws iam-policy --env prod $(AWS_ARGS) > $(DEPLOY)/console-policy.json
@@ -191,7 +199,7 @@ bench: weight python-powertools
 	cargo build --release -p ops-harness
 	RUST_LOG=warn ./target/release/ops-harness bench --n 400
 
-wasm-size: build-release
+wasm-size: site
 	@f=target/site/pkg/ops-console.wasm; \
 	echo "release wasm: $$(stat -c %s $$f) bytes, $$(gzip -9 -c $$f | wc -c) gzip"; \
 	c=target/site/pkg/ops-console.css; \
