@@ -48,20 +48,34 @@ pub fn verify_password(password: &str, phc: &str) -> bool {
 
 /// Password work (argon2id, expensive by design) runs on blocking threads, at most a
 /// bounded number at once per console (half its cores), so a flood of sign-ins never
-/// stalls the async workers that serve every other request. A sign-in that finds the bound
-/// full is refused at once ([`PasswordWork::try_start`]); hashing a new password waits.
+/// stalls the async workers that serve every other request. Sign-ins in flight (counting
+/// the attempt in DynamoDB, waiting for their turn, checking) are bounded too, at
+/// [`IN_FLIGHT_PER_CHECK`] per check: one that finds them full is refused at once, before
+/// any I/O ([`PasswordWork::try_start`]); one admitted waits its turn for a check in order.
+/// A check holds its slot only while argon2 runs, not while DynamoDB answers.
 #[derive(Clone)]
 pub struct PasswordWork {
-    permits: std::sync::Arc<tokio::sync::Semaphore>,
+    admitted: std::sync::Arc<tokio::sync::Semaphore>,
+    checks: std::sync::Arc<tokio::sync::Semaphore>,
 }
 
-/// The right to check one password now.
-pub struct Permit(tokio::sync::OwnedSemaphorePermit);
+/// Sign-ins admitted at once per password check that can run at once.
+pub const IN_FLIGHT_PER_CHECK: usize = 8;
+
+/// A sign-in admitted: the right to wait for one password check.
+pub struct Permit {
+    _admitted: tokio::sync::OwnedSemaphorePermit,
+    checks: std::sync::Arc<tokio::sync::Semaphore>,
+}
 
 impl PasswordWork {
     pub fn new(at_once: usize) -> PasswordWork {
+        let at_once = at_once.max(1);
         PasswordWork {
-            permits: std::sync::Arc::new(tokio::sync::Semaphore::new(at_once.max(1))),
+            admitted: std::sync::Arc::new(tokio::sync::Semaphore::new(
+                at_once * IN_FLIGHT_PER_CHECK,
+            )),
+            checks: std::sync::Arc::new(tokio::sync::Semaphore::new(at_once)),
         }
     }
 
@@ -71,22 +85,26 @@ impl PasswordWork {
         PasswordWork::new(cores / 2)
     }
 
-    /// A permit, if one is free now.
+    /// Admission of one sign-in, if the bound has room now.
     pub fn try_start(&self) -> Option<Permit> {
-        self.permits.clone().try_acquire_owned().ok().map(Permit)
+        let admitted = self.admitted.clone().try_acquire_owned().ok()?;
+        Some(Permit {
+            _admitted: admitted,
+            checks: self.checks.clone(),
+        })
     }
 
-    /// The hash of a new password, computed off the async workers when a permit frees.
+    /// The hash of a new password, computed off the async workers when a check's slot frees.
     pub async fn hash(&self, password: &str) -> Result<String, String> {
-        let permit = self
-            .permits
+        let slot = self
+            .checks
             .clone()
             .acquire_owned()
             .await
             .map_err(|e| e.to_string())?;
         let password = password.to_string();
         tokio::task::spawn_blocking(move || {
-            let _permit = permit;
+            let _slot = slot;
             hash_password(&password)
         })
         .await
@@ -96,12 +114,14 @@ impl PasswordWork {
 
 impl Permit {
     /// Whether `password` matches `phc` (none: no such user, checked against nothing in
-    /// the same time), off the async workers.
+    /// the same time), off the async workers, when a check's slot frees (in turn).
     pub async fn verify(self, password: &str, phc: Option<String>) -> bool {
+        let Ok(slot) = self.checks.clone().acquire_owned().await else {
+            return false;
+        };
         let password = password.to_string();
-        let permit = self.0;
         tokio::task::spawn_blocking(move || {
-            let _permit = permit;
+            let _slot = slot;
             match phc {
                 Some(phc) => verify_password(&password, &phc),
                 None => {
@@ -155,11 +175,20 @@ mod tests {
     #[tokio::test]
     async fn password_work_is_bounded_and_refuses_at_once_past_the_bound() {
         let work = PasswordWork::new(1);
-        let first = work.try_start().expect("a free permit");
+        let admitted: Vec<Permit> = (0..IN_FLIGHT_PER_CHECK)
+            .map(|_| work.try_start().expect("room for a sign-in"))
+            .collect();
         assert!(work.try_start().is_none(), "the bound is full");
         let h = hash_password("correct horse battery").unwrap();
-        assert!(first.verify("correct horse battery", Some(h)).await);
-        let again = work.try_start().expect("the permit came back");
+        // They all wait their turn for the one check that can run; none is refused.
+        let results = futures_util::future::join_all(
+            admitted
+                .into_iter()
+                .map(|p| p.verify("correct horse battery", Some(h.clone()))),
+        )
+        .await;
+        assert!(results.iter().all(|ok| *ok));
+        let again = work.try_start().expect("the permits came back");
         assert!(!again.verify("anything", None).await, "no user: never true");
     }
 
