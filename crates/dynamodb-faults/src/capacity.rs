@@ -1,11 +1,18 @@
 //! Capacity units as AWS bills them, and the write units each partition takes per second.
 //!
-//! DynamoDB Local computes the units of every request as AWS bills them
+//! DynamoDB Local computes the units of a single-item write or a read as AWS bills them
 //! (`ReturnConsumedCapacity = INDEXES`: the item's size rounded up to 1 KB for a write,
-//! 4 KB for a read, one more for each index copy, and a transaction's items twice: a
-//! 1.5 KB put is 2 units, the same put in a transaction 4, as the tests measure). The
-//! proxy asks for them on every data request, keeps the totals by operation, and hands the
-//! client its answer as it would have been without them.
+//! 4 KB for a read, one more for each index copy: a 1.5 KB put is 2 units). The proxy asks
+//! for them on every data request, keeps the totals by operation, and hands the client its
+//! answer as it would have been without them.
+//!
+//! For `TransactWriteItems` DynamoDB Local reports one item's units per table, twice,
+//! whatever the number of items (five small puts to one table: 2 units). AWS bills each
+//! item of a transaction twice its size rounded up to 1 KB, so the proxy counts each item
+//! itself ([`transaction_units`]) and keeps the larger figure. An item's size is known for
+//! a `Put`; for an `Update`, a `Delete` or a `ConditionCheck` it counts the key and the
+//! values the request carries, a lower bound (the item itself is not read). Index copies
+//! of a transaction's items are not counted.
 //!
 //! The partition limit is a token bucket per partition (table and partition key) of
 //! `per_s` units a second, holding one second's worth. A request is admitted while its
@@ -69,6 +76,7 @@ impl Capacity {
     pub(crate) fn record(
         &self,
         op: &str,
+        request: &Value,
         answer: &mut Value,
         client_asked: bool,
     ) -> Vec<(String, f64)> {
@@ -82,13 +90,21 @@ impl Capacity {
                 o.remove("ConsumedCapacity");
             }
         }
-        let by_table: Vec<(String, f64)> = entries
+        let mut by_table: Vec<(String, f64)> = entries
             .iter()
             .map(|e| {
                 let table = e["TableName"].as_str().unwrap_or_default().to_string();
                 (table, entry_units(e))
             })
             .collect();
+        if op == "TransactWriteItems" {
+            for (table, units) in transaction_units(request) {
+                match by_table.iter_mut().find(|(t, _)| *t == table) {
+                    Some((_, reported)) => *reported = reported.max(units),
+                    None => by_table.push((table, units)),
+                }
+            }
+        }
         let total: f64 = by_table.iter().map(|(_, u)| u).sum();
         if let Ok(mut st) = self.0.lock() {
             let u = st.by_op.entry(op.to_string()).or_default();
@@ -163,6 +179,72 @@ impl Capacity {
     }
 }
 
+/// The write units of a `TransactWriteItems` request as AWS bills them, by table: each
+/// item twice its size rounded up to 1 KB (see the module's note on what size is known).
+pub(crate) fn transaction_units(request: &Value) -> Vec<(String, f64)> {
+    let mut out: Vec<(String, f64)> = Vec::new();
+    for item in request["TransactItems"].as_array().into_iter().flatten() {
+        let Some((_, action)) = item.as_object().and_then(|o| o.iter().next()) else {
+            continue;
+        };
+        let table = action["TableName"].as_str().unwrap_or_default().to_string();
+        let size = match action.get("Item") {
+            Some(Value::Object(attrs)) => item_size(attrs),
+            _ => {
+                let key = action["Key"].as_object().map_or(0, item_size);
+                let values = action["ExpressionAttributeValues"]
+                    .as_object()
+                    .map_or(0, |v| v.values().map(value_size).sum());
+                key + values
+            }
+        };
+        let units = 2.0 * size.div_ceil(1024).max(1) as f64;
+        match out.iter_mut().find(|(t, _)| *t == table) {
+            Some((_, u)) => *u += units,
+            None => out.push((table, units)),
+        }
+    }
+    out
+}
+
+/// An item's size as DynamoDB counts it: each attribute's name and value.
+fn item_size(attrs: &serde_json::Map<String, Value>) -> usize {
+    attrs.iter().map(|(k, v)| k.len() + value_size(v)).sum()
+}
+
+/// A typed value's size (`{"S": …}`, `{"N": …}`, `{"M": …}` …) as DynamoDB counts it.
+fn value_size(v: &Value) -> usize {
+    let Some((t, inner)) = v.as_object().and_then(|o| o.iter().next()) else {
+        return 0;
+    };
+    match (t.as_str(), inner) {
+        ("S", Value::String(s)) => s.len(),
+        // Base64 in JSON: the bytes are three quarters of the text.
+        ("B", Value::String(b)) => b.len() * 3 / 4,
+        ("N", Value::String(n)) => n.trim_start_matches('-').len().div_ceil(2) + 1,
+        ("BOOL", _) | ("NULL", _) => 1,
+        ("SS", Value::Array(a)) => a.iter().filter_map(Value::as_str).map(str::len).sum(),
+        ("NS", Value::Array(a)) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(|n| n.len().div_ceil(2) + 1)
+            .sum(),
+        ("BS", Value::Array(a)) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(|b| b.len() * 3 / 4)
+            .sum(),
+        ("L", Value::Array(a)) => 3 + a.iter().map(|e| 1 + value_size(e)).sum::<usize>(),
+        ("M", Value::Object(m)) => {
+            3 + m
+                .iter()
+                .map(|(k, e)| 1 + k.len() + value_size(e))
+                .sum::<usize>()
+        }
+        _ => 0,
+    }
+}
+
 /// Spreads each table's write units evenly over the partitions of that table's items
 /// (`partitions` as `(table, partition)`, one per item written).
 pub(crate) fn per_partition(
@@ -196,7 +278,7 @@ mod tests {
             {"TableName": "t", "CapacityUnits": 3.0},
             {"TableName": "u", "CapacityUnits": 1.0},
         ]});
-        let by_table = c.record("TransactWriteItems", &mut answer, false);
+        let by_table = c.record("TransactWriteItems", &json!({}), &mut answer, false);
         assert_eq!(
             by_table,
             vec![("t".to_string(), 3.0), ("u".to_string(), 1.0)]
@@ -204,7 +286,7 @@ mod tests {
         assert!(answer.get("ConsumedCapacity").is_none());
         let mut read =
             json!({"Items": [], "ConsumedCapacity": {"TableName": "t", "CapacityUnits": 0.5}});
-        assert!(c.record("Query", &mut read, true).is_empty());
+        assert!(c.record("Query", &json!({}), &mut read, true).is_empty());
         assert!(read.get("ConsumedCapacity").is_some(), "the client asked");
         let units = c.units();
         assert_eq!(units["TransactWriteItems"].write, 4.0);
@@ -212,6 +294,32 @@ mod tests {
         let mut body = json!({"TableName": "t"});
         assert!(!ask(&mut body));
         assert_eq!(body["ReturnConsumedCapacity"], "INDEXES");
+    }
+
+    #[test]
+    fn a_transaction_is_billed_per_item_twice_its_size_where_local_reports_one_per_table() {
+        let c = Capacity::default();
+        let big = "x".repeat(1500);
+        let request = json!({"TransactItems": [
+            {"Put": {"TableName": "t", "Item": {"pk": {"S": "a"}}}},
+            {"Put": {"TableName": "t", "Item": {"pk": {"S": "b"}, "body": {"S": big}}}},
+            {"Update": {"TableName": "t", "Key": {"pk": {"S": "c"}},
+                "UpdateExpression": "ADD n :one", "ExpressionAttributeValues": {":one": {"N": "1"}}}},
+            {"ConditionCheck": {"TableName": "u", "Key": {"pk": {"S": "d"}},
+                "ConditionExpression": "attribute_exists(pk)"}},
+        ]});
+        // What DynamoDB Local answers for it: 2 units for each table.
+        let mut answer = json!({"ConsumedCapacity": [
+            {"TableName": "t", "CapacityUnits": 2.0},
+            {"TableName": "u", "CapacityUnits": 2.0},
+        ]});
+        let by_table = c.record("TransactWriteItems", &request, &mut answer, false);
+        // t: 2 (small) + 4 (1.5 KB) + 2 (update); u: 2 (the check).
+        assert_eq!(
+            by_table,
+            vec![("t".to_string(), 8.0), ("u".to_string(), 2.0)]
+        );
+        assert_eq!(c.units()["TransactWriteItems"].write, 10.0);
     }
 
     #[test]

@@ -381,7 +381,7 @@ async fn read_request(
             return a;
         }
     };
-    shared.capacity.record(op, &mut answer, asked);
+    shared.capacity.record(op, &json, &mut answer, asked);
     let table = json["TableName"].as_str().unwrap_or_default();
     let index = json["IndexName"].as_str();
     if let (Some(index), true) = (index, faults.index_lag_ms > 0 && op == "Query") {
@@ -547,7 +547,7 @@ async fn write_request(
     }
     drop(running);
     shared.recent.note(&ids);
-    let by_table = shared.capacity.record(op, &mut answer, asked);
+    let by_table = shared.capacity.record(op, &json, &mut answer, asked);
     let charges = capacity::per_partition(&by_table, &parts_of);
     shared
         .capacity
@@ -602,7 +602,7 @@ fn late_write(
             me.shared.recent.note(&ids);
             let Ok(b) = a.into_body().collect().await;
             let mut v: Value = serde_json::from_slice(&b.to_bytes()).unwrap_or_default();
-            let by_table = me.shared.capacity.record(&op, &mut v, true);
+            let by_table = me.shared.capacity.record(&op, &json, &mut v, true);
             let charges = capacity::per_partition(&by_table, &parts_of);
             me.shared.capacity.charge(&charges, per_s);
         }
