@@ -104,5 +104,34 @@ pub async fn bench_inbox(store: &Store, n: usize, per_side: usize) -> Result<Vec
     }
     let mut rows = feed_rows;
     rows.extend(print_rows("inbox mark read", &[plain, counted]));
+
+    // Publishing: to everyone (one public copy), and to ten users (ten copies).
+    let mut everyone = Series::new("inbox: publish to everyone");
+    let mut ten = Series::new("inbox: publish to ten users");
+    for i in 0..n.min(200) {
+        let r0 = store.requests().total();
+        let t = Instant::now();
+        inbox
+            .publish(
+                T,
+                I,
+                &message(i, true)?,
+                &format!("pub-all-{i}"),
+                Utc::now(),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        everyone.add(t.elapsed(), store.requests().total() - r0);
+        let mut to_ten = message(i, false)?;
+        to_ten.uids = Some((0..10).map(|u| format!("u{u}")).collect());
+        let r0 = store.requests().total();
+        let t = Instant::now();
+        inbox
+            .publish(T, I, &to_ten, &format!("pub-ten-{i}"), Utc::now())
+            .await
+            .map_err(|e| e.to_string())?;
+        ten.add(t.elapsed(), store.requests().total() - r0);
+    }
+    rows.extend(print_rows("inbox publish", &[everyone, ten]));
     Ok(rows)
 }

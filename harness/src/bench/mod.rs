@@ -11,8 +11,10 @@ mod measurements;
 mod pages;
 mod signin;
 
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+use dynamodb_faults::{Faults, Proxy, Report, Units};
 use serde_json::{json, Map, Value};
 
 use ops_console::server::config::Config;
@@ -25,15 +27,43 @@ pub(crate) struct Series {
     pub samples: Vec<Duration>,
     pub wall: Duration,
     pub requests: u64,
+    /// Capacity units the calls consumed, as AWS bills them.
+    pub units: Units,
+}
+
+/// The proxy every benchmark's DynamoDB requests go through (no faults): it counts the
+/// capacity units of each operation as AWS bills them.
+static METER: OnceLock<Proxy> = OnceLock::new();
+/// The meter's reading at the last call any series recorded.
+static MARK: Mutex<Option<Report>> = Mutex::new(None);
+
+/// The units consumed since the last call any series recorded (a call's own, and whatever
+/// was done to set it up).
+fn units_since_mark() -> Units {
+    let Some(meter) = METER.get() else {
+        return Units::default();
+    };
+    let now = meter.report();
+    let Ok(mut mark) = MARK.lock() else {
+        return Units::default();
+    };
+    let used = mark
+        .as_ref()
+        .map_or_else(Units::default, |m| now.units_since(m));
+    *mark = Some(now);
+    used
 }
 
 impl Series {
     pub fn new(name: &'static str) -> Series {
+        // What was done before this series' first call is not its own.
+        units_since_mark();
         Series {
             name,
             samples: vec![],
             wall: Duration::ZERO,
             requests: 0,
+            units: Units::default(),
         }
     }
 
@@ -41,6 +71,9 @@ impl Series {
         self.samples.push(took);
         self.wall += took;
         self.requests += requests;
+        let u = units_since_mark();
+        self.units.write += u.write;
+        self.units.read += u.read;
     }
 
     pub fn pct(&self, p: f64) -> f64 {
@@ -77,8 +110,13 @@ pub async fn run(opts: &Options) -> Result<(), String> {
     .map_err(|e| e.to_string())?;
     let prefix = format!("bench{}_", random_hex(3));
     let config = Config::for_tests(&local.endpoint(), &prefix);
+    let meter = Proxy::start(&local.endpoint(), Faults::default(), 1)
+        .await
+        .map_err(|e| format!("meter: {e}"))?;
+    let endpoint = meter.endpoint();
+    let _ = METER.set(meter);
     let store = Store::connect(Connection {
-        endpoint: Some(&local.endpoint()),
+        endpoint: Some(&endpoint),
         region: &config.dynamodb.region,
         table_prefix: &prefix,
         env: config.env.as_str(),
@@ -127,6 +165,8 @@ pub async fn run(opts: &Options) -> Result<(), String> {
         report.insert("pages".into(), Value::Array(rows));
     }
     summary(&report);
+    let cost = costs(&report);
+    report.insert("cost".into(), cost);
     std::fs::create_dir_all("target/bench").map_err(|e| e.to_string())?;
     std::fs::write(
         "target/bench/report.json",
@@ -136,6 +176,72 @@ pub async fn run(opts: &Options) -> Result<(), String> {
     println!("\nwritten to target/bench/report.json");
     local.stop();
     Ok(())
+}
+
+/// On-demand prices (us-east-1, standard tables, since November 2024): dollars per million
+/// write and read request units.
+const DOLLARS_PER_MILLION: (f64, f64) = (0.625, 0.125);
+
+/// What a million of each operation costs on demand, from the units this run measured.
+fn costs(report: &Map<String, Value>) -> Value {
+    let find = |part: &str, series: &str| -> Option<(f64, f64)> {
+        report.get(part)?.as_array()?.iter().find_map(|r| {
+            (r["series"].as_str()? == series).then(|| {
+                (
+                    r["write_units_per_call"].as_f64().unwrap_or(0.0),
+                    r["read_units_per_call"].as_f64().unwrap_or(0.0),
+                )
+            })
+        })
+    };
+    let picks = [
+        (
+            "events",
+            "events: new event (claim, decide, 1 effect queued)",
+            "a new event",
+        ),
+        ("events", "events: duplicate delivery", "a duplicate event"),
+        (
+            "measurements",
+            "measurements: + idempotency + ordering",
+            "a new measurement",
+        ),
+        (
+            "measurements",
+            "measurements: duplicate (same id, same payload)",
+            "a duplicate measurement",
+        ),
+        (
+            "inbox",
+            "inbox: publish to everyone",
+            "a publish to everyone",
+        ),
+        (
+            "inbox",
+            "inbox: publish to ten users",
+            "a publish to ten users",
+        ),
+        (
+            "inbox",
+            "inbox: mark read (once, with counters)",
+            "a read receipt",
+        ),
+    ];
+    println!();
+    println!(
+        "{:<36} {:>9} {:>9} {:>22}",
+        "cost (on demand, as AWS bills)", "WRU/op", "RRU/op", "$ per million ops"
+    );
+    let rows: Vec<Value> = picks
+        .iter()
+        .filter_map(|(part, series, what)| {
+            let (w, r) = find(part, series)?;
+            let dollars = w * DOLLARS_PER_MILLION.0 + r * DOLLARS_PER_MILLION.1;
+            println!("{what:<36} {w:>9.2} {r:>9.2} {dollars:>22.2}");
+            Some(json!({"operation": what, "write_units": w, "read_units": r, "dollars_per_million": dollars}))
+        })
+        .collect();
+    json!({"dollars_per_million_units": {"write": DOLLARS_PER_MILLION.0, "read": DOLLARS_PER_MILLION.1}, "operations": rows})
 }
 
 /// The headline figures of every part in one table, each a ratio to the baseline measured
@@ -218,26 +324,39 @@ pub(crate) fn print_rows(title: &str, series: &[Series]) -> Vec<serde_json::Valu
     let base_rate = series[0].per_sec();
     println!();
     println!(
-        "{:<56} {:>9} {:>9} {:>9} {:>10} {:>12} {:>10}",
-        title, "p50 ms", "p99 ms", "calls/s", "req/call", "p50 ratio", "rate ratio"
+        "{:<56} {:>9} {:>9} {:>9} {:>10} {:>9} {:>9} {:>12} {:>10}",
+        title,
+        "p50 ms",
+        "p99 ms",
+        "calls/s",
+        "req/call",
+        "WRU/call",
+        "RRU/call",
+        "p50 ratio",
+        "rate ratio"
     );
     series
         .iter()
         .map(|s| {
-            let reqs = s.requests as f64 / s.samples.len().max(1) as f64;
+            let calls = s.samples.len().max(1) as f64;
+            let reqs = s.requests as f64 / calls;
+            let (wru, rru) = (s.units.write / calls, s.units.read / calls);
             println!(
-                "{:<56} {:>9.2} {:>9.2} {:>9.0} {:>10.2} {:>11.2}x {:>9.2}x",
+                "{:<56} {:>9.2} {:>9.2} {:>9.0} {:>10.2} {:>9.2} {:>9.2} {:>11.2}x {:>9.2}x",
                 s.name,
                 s.pct(0.5),
                 s.pct(0.99),
                 s.per_sec(),
                 reqs,
+                wru,
+                rru,
                 s.pct(0.5) / base_p50.max(1e-9),
                 s.per_sec() / base_rate.max(1e-9)
             );
             json!({
                 "series": s.name, "calls": s.samples.len(), "p50_ms": s.pct(0.5), "p99_ms": s.pct(0.99),
                 "calls_per_sec": s.per_sec(), "dynamodb_requests_per_call": reqs,
+                "write_units_per_call": wru, "read_units_per_call": rru,
                 "p50_ratio_vs_baseline": s.pct(0.5) / base_p50.max(1e-9),
                 "rate_ratio_vs_baseline": s.per_sec() / base_rate.max(1e-9),
             })
