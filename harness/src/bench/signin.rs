@@ -154,7 +154,14 @@ async fn under(
         p.units = Default::default();
     }
     let (sent, busy) = (sent.load(Ordering::Relaxed), busy.load(Ordering::Relaxed));
-    Ok((h, p, format!("{sent} answered ({:.0}/s), {busy} of them \"busy, try again\"", sent as f64 / took)))
+    Ok((
+        h,
+        p,
+        format!(
+            "{sent} answered ({:.0}/s), {busy} of them \"busy, try again\"",
+            sent as f64 / took
+        ),
+    ))
 }
 
 pub async fn bench_signin(store: &Store, config: &Config, n: usize) -> Result<Vec<Value>, String> {
@@ -189,7 +196,14 @@ pub async fn bench_signin(store: &Store, config: &Config, n: usize) -> Result<Ve
     let client: Http = Client::builder(TokioExecutor::new()).build_http();
     let base = format!("http://{addr}");
     // Warm up (connections, the page's first render).
-    series(&client, "warm-up", &format!("{base}/kill-switches"), &cookie, 5).await?;
+    series(
+        &client,
+        "warm-up",
+        &format!("{base}/kill-switches"),
+        &cookie,
+        5,
+    )
+    .await?;
     let (idle_h, idle_p, _) = under(&client, &base, &cookie, n, None).await?;
     let (page_h, page_p, page_sent) = under(
         &client,
