@@ -89,7 +89,10 @@ test.describe('outbox', () => {
       await expect(page.getByTestId('outbox-row').filter({ hasText: conversation }).getByTestId('outbox-status')).toContainText('dead letter (http 400)');
       // Fixed; an operator redrives every http 400 dead letter, saying why.
       receiver.state.status = 204;
+      // A cause's forms are on its own list, bound to the cause in the address.
       await signIn(page, 'operator', '/outbox');
+      await page.goto('/outbox?group=dead&cause=http%20400');
+      await ready(page);
       const redrive = page.locator('details').filter({ has: page.getByText(/^Redrive \d+ dead letters? \(http 400\)…$/) });
       await redrive.locator('summary').click();
       // Without a reason the browser refuses the form at the field itself: nothing is sent.
@@ -132,12 +135,80 @@ test.describe('outbox', () => {
       await signIn(page, 'operator', '/outbox?group=held');
       const row = page.getByTestId('outbox-row').filter({ hasText: conversation });
       await row.getByText('Release…').click();
-      await row.getByLabel('Reason to release').fill('e2e: incident over');
-      await row.getByRole('button', { name: 'Release' }).click();
+      const form = page.getByTestId('move-form');
+      await expect(form).toContainText(conversation);
+      await form.getByLabel('Reason to release').fill('e2e: incident over');
+      await form.getByRole('button', { name: 'Release' }).click();
       await expect.poll(() => receiver.state.accepted.filter((id) => id === key).length, { timeout: 20_000 }).toBe(1);
       await page.goto('/outbox?group=held');
       await expect(page.getByTestId('outbox-row').filter({ hasText: conversation })).toHaveCount(0);
     } finally {
+      receiver.close();
+    }
+  });
+
+  test('an open form stays with its side effect while the rows around it change', async ({ page, browser, request }) => {
+    const receiver = await startReceiver();
+    const other = await browser.newPage();
+    try {
+      await setSafeMode(request, false);
+      await signIn(page, 'admin', '/outbox');
+      await saveReceiver(page, receiver.url);
+      // Three side effects held by safe mode (each failed once, then came due under it).
+      receiver.state.status = 503;
+      const conversations = [conversationId(), conversationId(), conversationId()];
+      const keys = new Map<string, string>();
+      for (const c of conversations) keys.set(c, await postEvent(request, c));
+      await setSafeMode(request, true);
+      const rows = page.getByTestId('outbox-row');
+      await expect
+        .poll(async () => {
+          await page.goto('/outbox?group=held');
+          const texts = await rows.allTextContents();
+          return conversations.filter((c) => texts.some((t) => t.includes(c))).length;
+        }, { timeout: 30_000 })
+        .toBe(3);
+      await setSafeMode(request, false);
+      receiver.state.status = 204;
+      // In the order shown: when the first leaves, every row after it moves up by one.
+      await signIn(page, 'operator', '/outbox?group=held');
+      const texts = await rows.allTextContents();
+      const at = (c: string) => texts.findIndex((t) => t.includes(c));
+      const [first, second, third] = [...conversations].sort((x, y) => at(x) - at(y));
+      const row = (p: Page, c: string) => p.getByTestId('outbox-row').filter({ hasText: c });
+      // This operator opens the second one's release and types a reason...
+      await row(page, second).getByText('Release…').click();
+      const form = page.getByTestId('move-form');
+      await expect(form).toContainText(second);
+      await form.getByLabel('Reason to release').fill('e2e: the second one');
+      // ...while another releases the first, in another tab.
+      await signIn(other, 'operator', '/outbox?group=held');
+      await row(other, first).getByText('Release…').click();
+      await other.getByTestId('move-form').getByLabel('Reason to release').fill('e2e: the first one');
+      await other.getByTestId('move-form').getByRole('button', { name: 'Release' }).click();
+      await expect.poll(() => receiver.state.accepted.filter((id) => id === keys.get(first)).length, { timeout: 20_000 }).toBe(1);
+      if (jsEnabled()) {
+        // The first page reads the list again by itself: the first is gone, the rows moved
+        // up, and the open form is still the second one's, with what was typed.
+        await expect(row(page, first)).toHaveCount(0, { timeout: 20_000 });
+        await expect(form).toContainText(second);
+        await expect(form.getByLabel('Reason to release')).toHaveValue('e2e: the second one');
+      }
+      await form.getByRole('button', { name: 'Release' }).click();
+      await expect.poll(() => receiver.state.accepted.filter((id) => id === keys.get(second)).length, { timeout: 20_000 }).toBe(1);
+      // The form of an item that left the list offers nothing.
+      await expect(page.getByTestId('move-form')).toHaveCount(0);
+      await expect(page.getByTestId('move-gone')).toBeVisible();
+      // The third was never released: still held, nothing sent.
+      await page.goto('/outbox?group=held');
+      await expect(row(page, third)).toHaveCount(1);
+      expect(receiver.state.accepted).not.toContain(keys.get(third));
+      await row(page, third).getByText('Discard…').click();
+      await page.getByTestId('move-form').getByLabel('Reason to discard').fill('e2e: tidy up');
+      await page.getByTestId('move-form').getByRole('button', { name: 'Discard' }).click();
+      await expect(row(page, third)).toHaveCount(0);
+    } finally {
+      await other.close();
       receiver.close();
     }
   });

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::model::outbox::{JobView, OutboxPage, TestAnswer};
+use crate::model::outbox::{JobView, OutboxPage};
 use crate::model::AppError;
 
 /// The outbox: counts, dead letters by cause, one group's list (`due`, `held`, `dead`),
@@ -37,7 +37,8 @@ pub async fn load_outbox(
 }
 
 /// Starts a bulk redrive, release or discard of a group (`held`, `dead`), narrowed to
-/// one cause when given.
+/// one cause when given; answers what it started, in words (the page follows the job's
+/// progress in the list of jobs).
 #[server]
 pub async fn start_outbox_job(
     op: String,
@@ -45,7 +46,7 @@ pub async fn start_outbox_job(
     cause: String,
     reason: String,
     form_key: String,
-) -> Result<JobView, AppError> {
+) -> Result<String, AppError> {
     use crate::model::accounts::Role;
     use crate::server::ctx;
     use crate::server::domain::events::outbox::{job_op, BulkRequest};
@@ -62,7 +63,11 @@ pub async fn start_outbox_job(
         actor: user.name,
         form_key,
     };
-    state.events.start_bulk(group.trim(), req).await
+    let j = state.events.start_bulk(group.trim(), req).await?;
+    Ok(format!(
+        "Started: {} of {} {} ({}).",
+        j.op, j.total, j.group, j.reason
+    ))
 }
 
 /// A job as it stands.
@@ -150,11 +155,16 @@ pub async fn retire_receiver_secret(id: String, version: i64) -> Result<Option<S
         .await
 }
 
-/// Sends a signed test message to the receiver and shows its answer.
+/// Sends a signed test message to the receiver and says, in words, how it answered
+/// (its status and time, never what it wrote back).
 #[server]
-pub async fn test_receiver() -> Result<TestAnswer, AppError> {
+pub async fn test_receiver() -> Result<String, AppError> {
     use crate::model::accounts::Role;
     use crate::server::ctx;
     let user = ctx::require(Role::Admin)?;
-    ctx::state()?.events.test_receiver(&user.name).await
+    let t = ctx::state()?.events.test_receiver(&user.name).await?;
+    Ok(format!(
+        "Test message {}: {} in {} ms.",
+        t.webhook_id, t.outcome, t.ms
+    ))
 }

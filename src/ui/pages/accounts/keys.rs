@@ -21,10 +21,9 @@ pub fn ApiKeys(
     let table = if keys.is_empty() {
         view! { <p class="mt-2 text-sm text-slate-500">"No API keys yet."</p> }.into_any()
     } else {
-        let rows = keys
-            .into_iter()
-            .map(|k| view! { <KeyRow k revoke form_key=form_key.clone() /> })
-            .collect_view();
+        // Keyed by the key and its state: an open revoke form stays with its key when
+        // the list changes around it, and closes when its own key changed.
+        let form_key = form_key.clone();
         view! {
             <DataTable
                 label="API keys"
@@ -32,7 +31,11 @@ pub fn ApiKeys(
                 padded=true
                 spacing="mt-2"
             >
-                {rows}
+                <For
+                    each=move || keys.clone()
+                    key=|k| (k.key_hash.clone(), k.revoked_at.is_some())
+                    children=move |k| view! { <KeyRow k revoke form_key=form_key.clone() /> }
+                />
             </DataTable>
         }
         .into_any()

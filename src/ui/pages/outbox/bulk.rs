@@ -36,38 +36,48 @@ fn BulkForm(
     }
 }
 
-/// Dead letters grouped by cause, each group with its redrive and discard.
+/// Dead letters grouped by cause, each a link to its list; the cause open in the address
+/// (and only it) gets its redrive and discard forms, so a form is always for the cause it
+/// names whatever the other causes do.
 #[component]
 pub(super) fn DeadLetters(
     causes: Vec<(String, u64)>,
+    selected: String,
     actions: Actions,
     form_key: String,
 ) -> impl IntoView {
     if causes.is_empty() {
         return ().into_any();
     }
+    let forms = causes.iter().find(|(c, _)| *c == selected).map(|(cause, n)| {
+        let plural = if *n == 1 { "" } else { "s" };
+        view! {
+            <div class="mt-2 space-x-4" data-testid="cause-moves">
+                <BulkForm op="redrive" group="dead" cause=cause.clone() label=format!("Redrive {n} dead letter{plural} ({cause})") form_key=form_key.clone() actions />
+                <BulkForm op="discard" group="dead" cause=cause.clone() label=format!("Discard {n} dead letter{plural} ({cause})") form_key actions />
+            </div>
+        }
+    });
     let rows = causes
         .into_iter()
         .map(|(cause, n)| {
             let href = format!("/outbox?group=dead&cause={}", enc(&cause));
-            let plural = if n == 1 { "" } else { "s" };
+            let open = (cause == selected).then_some("page");
             view! {
                 <tr class="border-t border-slate-100">
-                    <td class="py-2"><a class="text-sky-800 underline" href=href>{cause.clone()}</a></td>
+                    <td class="py-2"><a class="text-sky-800 underline" href=href aria-current=open>{cause}</a></td>
                     <td class="py-2 text-right">{n}</td>
-                    <td class="space-x-4 py-2 pl-4">
-                        <BulkForm op="redrive" group="dead" cause=cause.clone() label=format!("Redrive {n} dead letter{plural} ({cause})") form_key=form_key.clone() actions />
-                        <BulkForm op="discard" group="dead" cause=cause.clone() label=format!("Discard {n} dead letter{plural} ({cause})") form_key=form_key.clone() actions />
-                    </td>
                 </tr>
             }
         })
         .collect_view();
     view! {
         <h2 class="mt-8 text-lg font-semibold">"Dead letters by cause"</h2>
-        <DataTable label="Dead letters by cause" columns=&["Cause", "Count", ""] align_right=&["Count"]>
+        <p class="mt-1 text-sm text-slate-600">"Open a cause to redrive or discard all of its dead letters."</p>
+        <DataTable label="Dead letters by cause" columns=&["Cause", "Count"] align_right=&["Count"]>
             {rows}
         </DataTable>
+        {forms}
     }
     .into_any()
 }

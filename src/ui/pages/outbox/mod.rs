@@ -2,6 +2,11 @@
 //! held by safe mode, dead letters by cause — each with its attempts; redrive, release and
 //! discard with a reason (one, or all of a group at once with the count shown first); and
 //! the receiver: its URL, its signing secrets, a test message.
+//!
+//! A move's form is bound to the item it is for through the address (`act` and `op` for
+//! one side effect, `cause` for a group of dead letters), never to a row's position: the
+//! list is read again every few seconds and after every move, rows come and go and move up,
+//! and the open form stays with its item, or closes saying the item moved.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -16,7 +21,7 @@ use crate::api::outbox::{
     load_outbox, AddReceiverSecret, MoveAction, RetireReceiverSecret, SaveReceiver, StartOutboxJob,
     TestReceiver,
 };
-use crate::model::outbox::{JobView, OutboxCounts, OutboxPage, OutboxRow, TestAnswer};
+use crate::model::outbox::{JobView, OutboxCounts, OutboxPage, OutboxRow};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::form::FormKey;
@@ -29,12 +34,12 @@ use crate::ui::data::{page_data, saved, PageData};
 /// The page's actions, handed down to the sections that submit them.
 #[derive(Clone, Copy)]
 struct Actions {
-    job: FormAction<JobView>,
+    job: FormAction<String>,
     one: FormAction<String>,
     save: FormAction<Option<String>>,
     add: FormAction<Option<String>>,
     retire: FormAction<Option<String>>,
-    test: FormAction<TestAnswer>,
+    test: FormAction<String>,
     /// Successful receiver saves (a refused one leaves the form as typed).
     receiver_saved: Memo<usize>,
 }
@@ -69,6 +74,14 @@ pub fn OutboxPageView() -> impl IntoView {
     let actions = Actions::new();
     let query = use_query_map();
     let group = move || query.read().get("group").unwrap_or_default();
+    let selected = move || {
+        let q = query.read();
+        Selected {
+            act: q.get("act").unwrap_or_default(),
+            op: q.get("op").unwrap_or_default(),
+            cursor: q.get("cursor").unwrap_or_default(),
+        }
+    };
     let data = page_data(
         move || {
             let q = query.read();
@@ -81,7 +94,7 @@ pub fn OutboxPageView() -> impl IntoView {
         },
         |(_, g, c, cursor)| load_outbox(g.unwrap_or_default(), c.unwrap_or_default(), cursor),
     );
-    follow_running_jobs(data);
+    keep_current(data);
     view! {
         <Title text="Outbox" />
         <h1 class="text-2xl font-semibold">"Outbox"</h1>
@@ -90,23 +103,26 @@ pub fn OutboxPageView() -> impl IntoView {
         </p>
         <Results actions />
         <AsyncSection load=move || data spacing="mt-4" let:page>
-            <Outbox page actions group=group() />
+            <Outbox page actions group=group() selected=selected() />
         </AsyncSection>
     }
 }
 
-/// While a job runs, the page reads its progress every two seconds (with JavaScript;
-/// without, a reload shows it).
-fn follow_running_jobs(data: PageData<Result<OutboxPage, crate::model::AppError>>) {
+/// The page reads the outbox again every ten seconds, and every two while a job runs
+/// (with JavaScript; without, a reload shows it): other consoles deliver, other operators
+/// move items.
+fn keep_current(data: PageData<Result<OutboxPage, crate::model::AppError>>) {
     #[cfg(feature = "hydrate")]
     {
+        let ticks = std::cell::Cell::new(0u32);
         let handle = set_interval_with_handle(
             move || {
                 let running = data
                     .get_untracked()
                     .and_then(|r| r.ok())
                     .is_some_and(|p| p.jobs.iter().any(|j| j.running));
-                if running {
+                ticks.set(ticks.get() + 1);
+                if running || ticks.get() % 5 == 0 {
                     data.refetch();
                 }
             },
@@ -125,21 +141,28 @@ fn follow_running_jobs(data: PageData<Result<OutboxPage, crate::model::AppError>
 fn Results(actions: Actions) -> impl IntoView {
     view! {
         <div class="mt-4 space-y-2">
-            <ActionResult value=move || actions.job.value().get() success=|j: &JobView| format!("Started: {} of {} {} ({}).", j.op, j.total, j.group, j.reason) />
+            <ActionResult value=move || actions.job.value().get() success=|m: &String| m.clone() />
             <ActionResult value=move || actions.one.value().get() success=|m: &String| m.clone() />
             <ActionResult value=move || actions.save.value().get() success=shown_once />
             <ActionResult value=move || actions.add.value().get() success=shown_once />
             <ActionResult value=move || actions.retire.value().get() success=|_| "Secret retired: it no longer signs.".into() />
-            <ActionResult value=move || actions.test.value().get() success=|t: &TestAnswer| {
-                format!("Test message {}: {} in {} ms.", t.webhook_id, t.outcome, t.ms)
-            } />
+            <ActionResult value=move || actions.test.value().get() success=|m: &String| m.clone() />
         </div>
     }
 }
 
+/// The side effect a move's form is open for (its reference and the move), from the
+/// address, and the page of the list it was opened on.
+#[derive(Clone, Default)]
+struct Selected {
+    act: String,
+    op: String,
+    cursor: String,
+}
+
 /// Everything below the results.
 #[component]
-fn Outbox(page: OutboxPage, actions: Actions, group: String) -> impl IntoView {
+fn Outbox(page: OutboxPage, actions: Actions, group: String, selected: Selected) -> impl IntoView {
     let safe = page.safe_mode.then(|| view! {
         <p role="status" class="mt-4 rounded border border-amber-300 bg-amber-50 px-3 py-2 text-sm text-amber-900">
             "Safe mode is on: side effects that come due are held here until an operator releases or discards them."
@@ -165,14 +188,20 @@ fn Outbox(page: OutboxPage, actions: Actions, group: String) -> impl IntoView {
             format!("&cause={}", enc(&cause))
         }
     );
+    let here = if selected.cursor.is_empty() {
+        base.clone()
+    } else {
+        format!("{base}&cursor={}", enc(&selected.cursor))
+    };
     view! {
         {safe}
         <Counts counts=counts.clone() />
         <Receiver receiver actions />
-        <DeadLetters causes=dead_by_cause actions form_key=form_key.clone() />
+        <DeadLetters causes=dead_by_cause selected=cause.clone() actions form_key=form_key.clone() />
         <HeldBulk held=counts.held actions form_key=form_key.clone() />
         <h2 class="mt-8 text-lg font-semibold">{group_title(&group, &cause)}</h2>
-        <Rows rows actions form_key />
+        <MoveForm rows=rows.clone() selected here=here.clone() actions form_key />
+        <Rows rows here />
         <Pager base next next_label="More" label="Pages of side effects" />
         <Jobs jobs />
     }
@@ -217,13 +246,13 @@ fn Counts(counts: OutboxCounts) -> impl IntoView {
 /// Where side effects go, and (for admins) the forms that change it.
 /// One group's side effects.
 #[component]
-fn Rows(rows: Vec<OutboxRow>, actions: Actions, form_key: String) -> impl IntoView {
+fn Rows(rows: Vec<OutboxRow>, here: String) -> impl IntoView {
     if rows.is_empty() {
         return view! { <p class="mt-2 text-sm text-slate-500">"Nothing here."</p> }.into_any();
     }
     let rows = rows
         .into_iter()
-        .map(|r| view! { <Row r actions form_key=form_key.clone() /> })
+        .map(|r| view! { <Row r here=here.clone() /> })
         .collect_view();
     view! {
         <DataTable label="Side effects" columns=&["Action", "Conversation", "Status", "Attempts", "Last result", ""]>
@@ -251,22 +280,35 @@ fn status_text(r: &OutboxRow) -> String {
     }
 }
 
+/// The moves a side effect in this status can make.
+fn moves_of(status: &str) -> &'static [&'static str] {
+    match status {
+        "held" => &["release", "discard"],
+        "dead" => &["redrive", "discard"],
+        _ => &[],
+    }
+}
+
+/// "release" → "Release".
+fn capitalized(op: &str) -> String {
+    format!("{}{}", op[..1].to_ascii_uppercase(), &op[1..])
+}
+
 #[component]
-fn Row(r: OutboxRow, actions: Actions, form_key: String) -> impl IntoView {
+fn Row(r: OutboxRow, here: String) -> impl IntoView {
     let tries = r
         .tries
         .iter()
         .map(|t| view! { <li>{format!("#{} at {} ({} ms): {}", t.n, t.at, t.ms, t.result)}</li> })
         .collect_view();
-    let buttons = match r.status.as_str() {
-        "held" => Some(
-            view! { <RowMoves action=r.key_ref.clone() ops=&["release", "discard"] actions form_key /> },
-        ),
-        "dead" => Some(
-            view! { <RowMoves action=r.key_ref.clone() ops=&["redrive", "discard"] actions form_key /> },
-        ),
-        _ => None,
-    };
+    // Links, not forms: the form opens above the list for this item (by its reference).
+    let buttons = moves_of(&r.status)
+        .iter()
+        .map(|op| {
+            let href = format!("{here}&act={}&op={op}", enc(&r.key_ref));
+            view! { <a class="block text-sm text-sky-800 underline" href=href>{format!("{}…", capitalized(op))}</a> }
+        })
+        .collect_view();
     view! {
         <tr class="border-t border-slate-100 align-top" data-testid="outbox-row">
             <td class="py-2 pr-3">
@@ -285,32 +327,57 @@ fn Row(r: OutboxRow, actions: Actions, form_key: String) -> impl IntoView {
     }
 }
 
-/// One row's moves, each with a reason.
+/// The open move's form, for the side effect the address names: what it is, a reason and
+/// the button; the item is looked up in the list as read now, so after any change the form
+/// is still its own, or says it moved and offers nothing.
 #[component]
-fn RowMoves(
-    action: String,
-    ops: &'static [&'static str],
+fn MoveForm(
+    rows: Vec<OutboxRow>,
+    selected: Selected,
+    here: String,
     actions: Actions,
     form_key: String,
 ) -> impl IntoView {
-    ops.iter()
-        .map(|op| {
-            let (action, form_key) = (action.clone(), form_key.clone());
-            let label = format!("{}{}", op[..1].to_ascii_uppercase(), &op[1..]);
-            view! {
-                <details>
-                    <summary class="cursor-pointer text-sm text-sky-800 underline">{format!("{label}…")}</summary>
-                    <PostForm action=actions.one attr:class="mt-1 flex gap-1">
-                        <input type="hidden" name="action" value=action />
-                        <input type="hidden" name="op" value=*op />
-                        <FormKey value=form_key name="form_key" />
-                        <input name="reason" aria-label=format!("Reason to {op}") required maxlength="500" class="w-40 rounded border border-slate-300 px-1 text-sm" />
-                        <button type="submit" class="rounded bg-slate-900 px-2 text-sm text-white">{label}</button>
-                    </PostForm>
-                </details>
-            }
-        })
-        .collect_view()
+    if selected.act.is_empty() {
+        return ().into_any();
+    }
+    let Some(r) = rows.into_iter().find(|r| r.key_ref == selected.act) else {
+        return view! {
+            <p role="status" class="mt-2 rounded border border-slate-300 bg-slate-50 px-3 py-2 text-sm" data-testid="move-gone">
+                "That side effect has left this list (moved by you or by another operator): nothing to do here. "
+                <a class="text-sky-800 underline" href=here>"Close"</a>
+            </p>
+        }
+        .into_any();
+    };
+    let Some(op) = moves_of(&r.status)
+        .iter()
+        .copied()
+        .find(|op| *op == selected.op)
+    else {
+        return ().into_any();
+    };
+    let label = capitalized(op);
+    let name = format!("{label} one side effect");
+    view! {
+        <section class="mt-2 rounded border border-sky-300 bg-sky-50 p-3 text-sm" aria-label=name data-testid="move-form">
+            <p>
+                <span class="font-semibold">{format!("{label}: ")}</span>
+                {format!("{} → {}, conversation {}, ", r.action_type, r.target, r.conversation_id)}
+                <span class="font-mono text-xs">{r.key.clone()}</span>
+            </p>
+            <PostForm action=actions.one attr:class="mt-2 flex flex-wrap items-center gap-2">
+                <input type="hidden" name="action" value=r.key_ref.clone() />
+                <input type="hidden" name="op" value=op />
+                <FormKey value=form_key name="form_key" />
+                <label for="move-reason">{format!("Reason to {op}")}</label>
+                <input id="move-reason" name="reason" required maxlength="500" class="w-64 rounded border border-slate-300 px-2 py-1" />
+                <button type="submit" class="rounded bg-slate-900 px-3 py-1 text-white">{label}</button>
+                <a class="text-sky-800 underline" href=here>"Cancel"</a>
+            </PostForm>
+        </section>
+    }
+    .into_any()
 }
 
 /// The latest bulk jobs with their progress.
