@@ -3,6 +3,7 @@
 #
 #   docker build -t ops-console .
 #   docker run -p 3000:3000 -e OPS_ENV=prod -e AWS_REGION=eu-west-1 \
+#     -e OPS_AUTH_TRUSTED_PROXIES=10.0.0.0/16 \
 #     -e IDEMPOTENCY_SECRET=... -e OPS_EVENTS_WEBHOOK_SECRET=... ops-console
 
 # Node.js 20 for Tailwind v4 (Debian bookworm's is 18).

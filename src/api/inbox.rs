@@ -210,7 +210,9 @@ pub async fn load_user_view(
         counts,
         can_write: user.role.allows(Role::Operator),
         uid_ref: state.refs.user(&uid),
-        uid,
+        // A viewer holding a reference (a link from the Measurements page, a ticket, the
+        // history) sees the user masked, as everywhere else.
+        uid: crate::server::domain::redact::for_role(user.role, &uid),
     })
 }
 

@@ -17,11 +17,26 @@ pub struct AuthSection {
     /// Failed sign-ins of one name from any address that lock the name everywhere.
     pub lockout_name_failures: u32,
     /// Proxies (comma-separated CIDRs, such as the load balancer's subnets) whose
-    /// `X-Forwarded-For` names the client; empty: the connection's own address counts.
+    /// `X-Forwarded-For` names the client; `none`: clients connect directly, their
+    /// connection's address counts. Must be set outside `dev`: behind a load balancer
+    /// left unset, every client would share the balancer's address, and 20 wrong
+    /// passwords from anyone would lock every sign-in.
     pub trusted_proxies: String,
     /// Password checks one console runs at once (each on a blocking thread); past this a
     /// sign-in is refused at once. 0: half the machine's cores.
     pub password_checks_at_once: u32,
+}
+
+impl AuthSection {
+    /// The trusted proxies as a list of CIDRs (`none` and empty: no proxy).
+    pub fn proxies(&self) -> &str {
+        let p = self.trusted_proxies.trim();
+        if p.eq_ignore_ascii_case("none") {
+            ""
+        } else {
+            p
+        }
+    }
 }
 
 impl Default for AuthSection {

@@ -19,7 +19,7 @@ fn defaults_are_valid_dev_with_embedded_dynamodb() {
 
 #[test]
 fn environment_overrides_file() {
-    let file = "[app]\nenvironment = \"staging\"\n[ttl]\naudit_days = 10\n[idempotency]\nsecret = \"0123456789abcdef0123456789abcdef\"\n";
+    let file = "[app]\nenvironment = \"staging\"\n[ttl]\naudit_days = 10\n[idempotency]\nsecret = \"0123456789abcdef0123456789abcdef\"\n[auth]\ntrusted_proxies = \"10.0.0.0/16\"\n";
     let c = Config::from_parts(
         Some(file),
         &env(&[("OPS_TTL_AUDIT_DAYS", "20")]),
@@ -36,6 +36,36 @@ fn environment_overrides_file() {
     )
     .unwrap();
     assert_eq!(c.env, Environment::Prod);
+}
+
+#[test]
+fn outside_dev_the_trusted_proxies_must_be_said() {
+    // Behind a load balancer, unset, every client would share its address: one guesser
+    // would lock every sign-in. So staging and prod refuse to start without them.
+    let secret = "s".repeat(32);
+    let err = Config::from_parts(
+        None,
+        &env(&[("OPS_ENV", "prod"), ("IDEMPOTENCY_SECRET", &secret)]),
+        "t".into(),
+    )
+    .unwrap_err();
+    assert_eq!(err.key, "auth.trusted_proxies");
+    for said in ["none", "10.0.0.0/16, 10.1.0.0/16"] {
+        let c = Config::from_parts(
+            None,
+            &env(&[
+                ("OPS_ENV", "prod"),
+                ("IDEMPOTENCY_SECRET", &secret),
+                ("OPS_AUTH_TRUSTED_PROXIES", said),
+            ]),
+            "t".into(),
+        )
+        .unwrap();
+        assert_eq!(c.auth.proxies(), if said == "none" { "" } else { said });
+    }
+    // In dev, unset means no proxy.
+    let c = Config::from_parts(None, &env(&[]), "t".into()).unwrap();
+    assert_eq!(c.auth.proxies(), "");
 }
 
 #[test]
@@ -81,7 +111,11 @@ fn idempotency_secret_is_required_outside_dev_and_never_short() {
     assert!(err.to_string().contains("at least 32"), "{err}");
 
     let long = "k".repeat(32);
-    let ok = env(&[("OPS_ENV", "prod"), ("IDEMPOTENCY_SECRET", &long)]);
+    let ok = env(&[
+        ("OPS_ENV", "prod"),
+        ("IDEMPOTENCY_SECRET", &long),
+        ("OPS_AUTH_TRUSTED_PROXIES", "none"),
+    ]);
     assert_eq!(
         Config::from_parts(None, &ok, "t".into())
             .unwrap()

@@ -68,9 +68,15 @@ pub(super) fn settings(s: &Settings) -> Result<(), ConfigError> {
         0,
         256,
     )?;
-    crate::server::outbound::networks::Networks::parse(&a.trusted_proxies)
+    crate::server::outbound::networks::Networks::parse(a.proxies())
         .map_err(|e| ConfigError::new("auth.trusted_proxies", &e))?;
     idempotency(&s.idempotency, s.app.environment)?;
+    if s.app.environment != Environment::Dev && s.auth.trusted_proxies.trim().is_empty() {
+        return Err(ConfigError::new(
+            "auth.trusted_proxies",
+            "must be set outside dev: the load balancer's networks as CIDRs, or `none` when clients connect directly",
+        ));
+    }
     events(&s.events)?;
     let i = &s.inbox;
     range(

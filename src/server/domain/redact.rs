@@ -128,8 +128,9 @@ pub fn for_role(role: crate::model::accounts::Role, text: &str) -> String {
     }
 }
 
-/// A URL (the receiver's) as `role` may see it: admins whole; everyone else without user
-/// info and with every query value masked (a URL can carry a token in either). Text that
+/// A URL (the receiver's) as `role` may see it: admins whole; everyone else its scheme,
+/// host and port, with every path segment and query value masked and no user info (a URL
+/// can carry a token in any of them: `/hook/<token>`, `?token=`, `user:pass@`). Text that
 /// is not a URL is redacted as free text.
 pub fn url_for_role(role: crate::model::accounts::Role, url: &str) -> String {
     if role.allows(crate::model::accounts::Role::Admin) || url.is_empty() {
@@ -155,7 +156,13 @@ pub fn url_for_role(role: crate::model::accounts::Role, url: &str) -> String {
             format!("?{}", masked.join("&"))
         })
         .unwrap_or_default();
-    format!("{scheme}://{host}{port}{}{query}", uri.path())
+    let path: String = uri
+        .path()
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(|_| "/***")
+        .collect();
+    format!("{scheme}://{host}{port}{path}{query}")
 }
 
 /// A JSON text (a stored answer) as `role` may see it: for viewers, every string in it is
@@ -234,16 +241,22 @@ mod url_for_role_tests {
     use crate::model::accounts::Role;
 
     #[test]
-    fn below_admin_a_url_keeps_no_user_info_and_no_query_value() {
+    fn below_admin_a_url_keeps_no_user_info_no_path_segment_and_no_query_value() {
         let url = "https://bot:s3cret@hooks.example.com:8443/in/abc?token=t0k3n&v=2";
         assert_eq!(url_for_role(Role::Admin, url), url);
         for role in [Role::Viewer, Role::Operator] {
             let seen = url_for_role(role, url);
             assert_eq!(
                 seen,
-                "https://hooks.example.com:8443/in/abc?token=***&v=***"
+                "https://hooks.example.com:8443/***/***?token=***&v=***"
             );
         }
+        // A token in the path (Slack-style hooks) is not shown either.
+        let slack = "https://hooks.slack.com/services/T000/B000/XXXXSECRET";
+        assert_eq!(
+            url_for_role(Role::Operator, slack),
+            "https://hooks.slack.com/***/***/***/***"
+        );
         assert_eq!(url_for_role(Role::Viewer, ""), "");
     }
 }

@@ -34,7 +34,7 @@ impl FromRequestParts<AppState> for ClientAddress {
             .get::<ConnectInfo<std::net::SocketAddr>>()
             .map(|c| c.0.ip());
         let trusted =
-            crate::server::outbound::networks::Networks::parse(&state.config.auth.trusted_proxies)
+            crate::server::outbound::networks::Networks::parse(state.config.auth.proxies())
                 .unwrap_or_default();
         let forwarded = parts
             .headers

@@ -42,6 +42,23 @@ struct Counted {
     window_start: i64,
 }
 
+/// The address a sign-in is counted under: an IPv4 address as it is (an IPv4-mapped IPv6
+/// address as its IPv4 address), an IPv6 address by its /64 (one subscriber, one host,
+/// gets a whole /64: counted per address, it would have 2^64 fresh ones).
+fn counted_address(ip: std::net::IpAddr) -> std::net::IpAddr {
+    use std::net::{IpAddr, Ipv6Addr};
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+    }
+}
+
 impl Accounts {
     /// The counters a sign-in as `name` from `from` is counted against: the name from that
     /// address (the lockout people see: 5 in 15 minutes), the address across names, and
@@ -51,9 +68,11 @@ impl Accounts {
         let window = Duration::minutes(self.auth.lockout_minutes);
         let rule = |limit: u32| Rule { limit, window };
         let address = match from {
-            Some(ip) => {
-                hex(&hmac_sha256(&self.address_key, ip.to_string().as_bytes()))[..32].to_string()
-            }
+            Some(ip) => hex(&hmac_sha256(
+                &self.address_key,
+                counted_address(ip).to_string().as_bytes(),
+            ))[..32]
+                .to_string(),
             None => "unknown".to_string(),
         };
         [
@@ -86,9 +105,11 @@ impl Accounts {
         let Some(permit) = self.password_work.try_start() else {
             return Ok(Err(LoginError::Busy));
         };
-        // A name no user can have is refused in the time a wrong password takes.
+        // A name no user can have is refused at once: the rules for names are public, so
+        // answering fast tells nothing, and a password check for it would be argon2 time
+        // that no counter sees.
         let Ok(name) = parse_user_name(name) else {
-            permit.verify(password, None).await;
+            drop(permit);
             return Ok(Err(LoginError::Invalid));
         };
         let mut counted = Vec::new();
@@ -219,5 +240,26 @@ impl Accounts {
     pub async fn logout(&self, session_id: &str) -> Result<(), AppError> {
         sessions::delete(&self.store, &sha256_hex(session_id.as_bytes())).await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::counted_address;
+
+    #[test]
+    fn an_ipv6_client_is_counted_by_its_64_and_a_mapped_ipv4_as_itself() {
+        let a = counted_address("2001:db8:1:2:aaaa::1".parse().unwrap());
+        let b = counted_address("2001:db8:1:2:ffff:ffff:ffff:ffff".parse().unwrap());
+        assert_eq!(a, b, "one /64, one counter");
+        assert_ne!(a, counted_address("2001:db8:1:3::1".parse().unwrap()));
+        assert_eq!(
+            counted_address("::ffff:203.0.113.9".parse().unwrap()),
+            counted_address("203.0.113.9".parse().unwrap())
+        );
+        assert_ne!(
+            counted_address("203.0.113.9".parse().unwrap()),
+            counted_address("203.0.113.10".parse().unwrap())
+        );
     }
 }
