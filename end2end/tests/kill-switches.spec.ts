@@ -1,5 +1,5 @@
 import { expect, test } from '@playwright/test';
-import { ready, setSwitch, signIn, unique } from './helpers';
+import { jsEnabled, ready, setSwitch, signIn, unique } from './helpers';
 
 test.describe('kill switches', () => {
   test('while safe mode is off every page says so, with who, when and why; back on, it is gone', async ({ page, request }) => {
@@ -32,6 +32,41 @@ test.describe('kill switches', () => {
     await page.goto('/events');
     await ready(page);
     await expect(page.getByTestId('switch-banner').filter({ hasText: 'Safe mode is off' })).toHaveCount(0);
+  });
+
+  test('the banner follows a change at once, without a reload, and in a second tab within seconds', async ({ page, request }) => {
+    test.skip(!jsEnabled(), 'without JavaScript every change is a new page, and an open page does not change');
+    await setSwitch(request, 'safe_mode', true);
+    await setSwitch(request, 'automation_enabled', false);
+    await signIn(page, 'admin', '/kill-switches');
+    const other = await page.context().newPage();
+    try {
+      await other.goto('/events');
+      await ready(other);
+      const banner = (p: typeof page) => p.getByTestId('switch-banner').filter({ hasText: 'Safe mode is off' });
+      await expect(banner(page)).toHaveCount(0);
+      await expect(banner(other)).toHaveCount(0);
+      const card = page.getByTestId('switch-safe_mode');
+      const state = card.locator('span', { hasText: /^(ON|OFF)$/ });
+      const flip = async (verb: 'on' | 'off', reason: string) => {
+        await card.locator('summary').click();
+        await card.getByLabel(`Reason for turning safe mode ${verb}`).fill(reason);
+        if (verb === 'off') await card.getByLabel(/I confirm/).check();
+        await card.getByRole('button', { name: `Turn safe mode ${verb}` }).click();
+        await expect(state).toHaveText(verb === 'off' ? 'OFF' : 'ON');
+      };
+      const reason = unique('e2e live banner');
+      await flip('off', reason);
+      // This tab: with the change, not at a reload.
+      await expect(banner(page)).toContainText(reason, { timeout: 5_000 });
+      // The other tab (no reload, no navigation): at its next read of the switches.
+      await expect(banner(other)).toContainText(reason, { timeout: 20_000 });
+      await flip('on', unique('e2e live banner done'));
+      await expect(banner(page)).toHaveCount(0, { timeout: 5_000 });
+      await expect(banner(other)).toHaveCount(0, { timeout: 20_000 });
+    } finally {
+      await other.close();
+    }
   });
 
   test('an admin flips safe mode with a reason; the change and its history survive a reload', async ({ page, request }) => {

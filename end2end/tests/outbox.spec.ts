@@ -190,7 +190,7 @@ test.describe('outbox', () => {
       if (jsEnabled()) {
         // The first page reads the list again by itself: the first is gone, the rows moved
         // up, and the open form is still the second one's, with what was typed.
-        await expect(row(page, first)).toHaveCount(0, { timeout: 20_000 });
+        await expect(row(page, first)).toHaveCount(0, { timeout: 30_000 });
         await expect(form).toContainText(second);
         await expect(form.getByLabel('Reason to release')).toHaveValue('e2e: the second one');
       }

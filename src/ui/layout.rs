@@ -7,7 +7,17 @@ use leptos_router::hooks::use_location;
 use crate::api::shell::{load_shell_info, LiveSwitch, ShellInfo};
 use crate::model::accounts::Role;
 use crate::ui::components::badge::EnvBadge;
-use crate::ui::data::page_data;
+use crate::ui::data::{page_data, PageData};
+
+/// The frame's data (who is signed in, the switches out of their safe position), for a
+/// page that changed what it shows (the kill switches) to read it again at once.
+#[derive(Clone, Copy)]
+pub struct ShellData(pub PageData<Result<ShellInfo, crate::model::AppError>>);
+
+/// How often every open page reads the switches again (with JavaScript): a change made
+/// in another tab, by another admin or through the API shows in the banner within this.
+#[cfg(feature = "hydrate")]
+const SWITCHES_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// (path, label, who sees it)
 const NAV: &[(&str, &str, Role)] = &[
@@ -39,6 +49,11 @@ pub fn Layout() -> impl IntoView {
 #[component]
 pub fn Frame(children: Children) -> impl IntoView {
     let info = page_data(|| (), |_| load_shell_info());
+    provide_context(ShellData(info));
+    #[cfg(feature = "hydrate")]
+    if let Ok(h) = set_interval_with_handle(move || info.refetch(), SWITCHES_EVERY) {
+        on_cleanup(move || h.clear());
+    }
     view! {
         <a
             href="#main"

@@ -18,6 +18,7 @@ use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::components::table::DataTable;
 use crate::ui::components::when;
 use crate::ui::data::page_data;
+use crate::ui::layout::ShellData;
 
 #[component]
 pub fn SwitchesPage() -> impl IntoView {
@@ -28,6 +29,14 @@ pub fn SwitchesPage() -> impl IntoView {
         move || (change.version().get(), query.read().get("before")),
         |(_, before)| kill_switch_history(before),
     );
+    // The banner above every page shows a change at once, not at its next read.
+    if let Some(shell) = use_context::<ShellData>() {
+        Effect::new(move |_| {
+            if change.version().get() > 0 {
+                shell.0.refetch();
+            }
+        });
+    }
     view! {
         <Title text="Kill switches" />
         <h1 class="text-2xl font-semibold">"Kill switches"</h1>
