@@ -119,6 +119,17 @@ test.describe('kill switches', () => {
     const reason = card.getByLabel(/^Reason for turning/);
     await expect(reason).toHaveAttribute('aria-invalid', 'true');
     await expect(reason).toHaveAccessibleDescription('A reason is required.');
+    if (jsEnabled() && verb === 'on') {
+      // Another refusal, with a reason typed: the form stays open, the error is at its
+      // field and what was typed is still there.
+      await reason.fill('e2e: typed and kept');
+      await card.getByLabel(/I confirm/).uncheck();
+      await card.getByRole('button', { name: `Turn automation ${verb}` }).click();
+      const confirm = card.getByLabel(/I confirm/);
+      await expect(confirm).toHaveAttribute('aria-invalid', 'true');
+      await expect(confirm).toBeVisible();
+      await expect(reason).toHaveValue('e2e: typed and kept');
+    }
     await expect(page.getByTestId('switch-automation_enabled').locator('span', { hasText: /^(ON|OFF)$/ })).toHaveText(before);
     await page.goto('/kill-switches');
     await ready(page);

@@ -83,6 +83,9 @@ impl<O: Send + Sync + 'static> FormAction<O> {
 
 impl<O: DeserializeOwned + Send + Sync + 'static> FormAction<O> {
     /// Posts `form`, then shows the answer (following a redirect the server asks for).
+    /// A form that was answered with success is emptied and folded away (the `<details>`
+    /// around it closed); one that was refused stays open as it was typed, its errors
+    /// shown next to their fields.
     #[cfg_attr(not(feature = "hydrate"), allow(unused_variables))]
     fn submit(self, form: leptos::web_sys::HtmlFormElement) {
         #[cfg(feature = "hydrate")]
@@ -97,6 +100,9 @@ impl<O: DeserializeOwned + Send + Sync + 'static> FormAction<O> {
                 let answer = client::post(self.url, body)
                     .await
                     .and_then(|a| a.decode::<O>());
+                if answer.is_ok() {
+                    client::done(&form);
+                }
                 // The page may be gone by now (a click elsewhere while this was on its
                 // way): then there is nothing to show it on.
                 let Some((_, shown)) = self.sent.try_get_value() else {
@@ -143,6 +149,15 @@ mod client {
     use web_sys::{FormData, HtmlFormElement, RequestInit, Response, UrlSearchParams};
 
     use crate::model::AppError;
+
+    /// After a success: the form empty again (its fields back to what the page gave them)
+    /// and the `<details>` it sits in, if any, closed.
+    pub fn done(form: &HtmlFormElement) {
+        form.reset();
+        if let Ok(Some(details)) = form.closest("details") {
+            let _ = details.remove_attribute("open");
+        }
+    }
 
     /// A server function's answer: its status and body.
     pub struct Answer {

@@ -64,21 +64,20 @@ fn SwitchCards(view: KillSwitchesView, change: FormAction<KillSwitches>) -> impl
         can_change,
         form_key,
     } = view;
-    // Keyed by the version: after a change the cards are built anew, so the form that was
-    // used comes back closed and empty (an error keeps what was typed).
-    let items: Vec<(Switch, u64)> = Switch::ALL
+    // The two cards, always in this order: read again after every answer, each stays in
+    // place. The form that was sent is emptied and closed after a success (`PostForm`),
+    // and stays open as typed after a refusal.
+    let cards = Switch::ALL
         .into_iter()
-        .map(|s| (s, switches.version))
-        .collect();
-    let card = move |(switch, version): (Switch, u64)| {
-        let state = switches.get(switch).clone();
-        let form_key = can_change.then(|| form_key.clone());
-        view! { <SwitchCard switch state version form_key change /> }
-    };
+        .map(|switch| {
+            let state = switches.get(switch).clone();
+            let form_key = can_change.then(|| form_key.clone());
+            let version = switches.version;
+            view! { <SwitchCard switch state version form_key change /> }
+        })
+        .collect_view();
     view! {
-        <div class="mt-4 grid gap-4 md:grid-cols-2">
-            <For each=move || items.clone() key=|(s, v)| (s.key(), *v) children=card />
-        </div>
+        <div class="mt-4 grid gap-4 md:grid-cols-2">{cards}</div>
         {(!can_change)
             .then(|| {
                 view! {
