@@ -122,7 +122,7 @@ fn keep_current(data: PageData<Result<OutboxPage, crate::model::AppError>>) {
                     .and_then(|r| r.ok())
                     .is_some_and(|p| p.jobs.iter().any(|j| j.running));
                 ticks.set(ticks.get() + 1);
-                if running || ticks.get() % 5 == 0 {
+                if running || ticks.get().is_multiple_of(5) {
                     data.refetch();
                 }
             },
