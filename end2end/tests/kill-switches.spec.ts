@@ -1,20 +1,23 @@
-import { expect, test } from '@playwright/test';
+import { expect, Page, test } from '@playwright/test';
 import { jsEnabled, ready, setSwitch, signIn, unique } from './helpers';
+
+/** Flips safe mode through its card on the Kill switches page, with a reason (and the
+ * confirmation turning it off asks for), and waits for the card to show it. */
+async function flipSafeMode(page: Page, verb: 'on' | 'off', reason: string) {
+  const card = page.getByTestId('switch-safe_mode');
+  await card.locator('summary').click();
+  await card.getByLabel(`Reason for turning safe mode ${verb}`).fill(reason);
+  if (verb === 'off') await card.getByLabel(/I confirm/).check();
+  await card.getByRole('button', { name: `Turn safe mode ${verb}` }).click();
+  await expect(card.locator('span', { hasText: /^(ON|OFF)$/ })).toHaveText(verb === 'off' ? 'OFF' : 'ON');
+}
 
 test.describe('kill switches', () => {
   test('while safe mode is off every page says so, with who, when and why; back on, it is gone', async ({ page, request }) => {
     await setSwitch(request, 'safe_mode', true);
     await setSwitch(request, 'automation_enabled', false);
     const admin = await signIn(page, 'admin', '/kill-switches');
-    const card = page.getByTestId('switch-safe_mode');
-    const state = card.locator('span', { hasText: /^(ON|OFF)$/ });
-    const flip = async (verb: 'on' | 'off', reason: string) => {
-      await card.locator('summary').click();
-      await card.getByLabel(`Reason for turning safe mode ${verb}`).fill(reason);
-      if (verb === 'off') await card.getByLabel(/I confirm/).check();
-      await card.getByRole('button', { name: `Turn safe mode ${verb}` }).click();
-      await expect(state).toHaveText(verb === 'off' ? 'OFF' : 'ON');
-    };
+    const flip = (verb: 'on' | 'off', reason: string) => flipSafeMode(page, verb, reason);
     const reason = unique('e2e banner');
     await flip('off', reason);
     for (const path of ['/events', '/audit', '/users']) {
@@ -46,15 +49,7 @@ test.describe('kill switches', () => {
       const banner = (p: typeof page) => p.getByTestId('switch-banner').filter({ hasText: 'Safe mode is off' });
       await expect(banner(page)).toHaveCount(0);
       await expect(banner(other)).toHaveCount(0);
-      const card = page.getByTestId('switch-safe_mode');
-      const state = card.locator('span', { hasText: /^(ON|OFF)$/ });
-      const flip = async (verb: 'on' | 'off', reason: string) => {
-        await card.locator('summary').click();
-        await card.getByLabel(`Reason for turning safe mode ${verb}`).fill(reason);
-        if (verb === 'off') await card.getByLabel(/I confirm/).check();
-        await card.getByRole('button', { name: `Turn safe mode ${verb}` }).click();
-        await expect(state).toHaveText(verb === 'off' ? 'OFF' : 'ON');
-      };
+      const flip = (verb: 'on' | 'off', reason: string) => flipSafeMode(page, verb, reason);
       const reason = unique('e2e live banner');
       await flip('off', reason);
       // This tab: with the change, not at a reload.
