@@ -94,7 +94,6 @@ pub struct ReceiverView {
 pub struct TestAnswer {
     pub webhook_id: String,
     pub outcome: String,
-    pub status: Option<u16>,
     pub ms: i64,
 }
 

@@ -15,7 +15,7 @@ use crate::model::AppError;
 use crate::server::domain::redact;
 use crate::server::ids::random_hex;
 use crate::server::outbound::signature::SigningSecret;
-use crate::server::outbound::{parse_url, Answer, Message};
+use crate::server::outbound::{parse_url, Message};
 use crate::server::store::audit::AuditItem;
 use crate::server::store::events::receiver::{self as store, ReceiverItem, StoredSecret};
 
@@ -313,17 +313,10 @@ impl Events {
         };
         let started = std::time::Instant::now();
         let answer = self.sender.send(&target.url, &target.secrets, &msg).await;
-        let status = match &answer {
-            Answer::Delivered(c) | Answer::Refused(c) => Some(*c),
-            Answer::Retry { status, .. } => Some(*status),
-            Answer::Gone => Some(410),
-            _ => None,
-        };
         tracing::info!(actor = %actor, outcome = %answer.cause(), "receiver test message");
         Ok(TestAnswer {
             webhook_id: id,
             outcome: answer.describe(),
-            status,
             ms: started.elapsed().as_millis() as i64,
         })
     }
