@@ -101,11 +101,13 @@ pub struct StateView {
 pub struct EventStats {
     pub events_last_hour: u64,
     pub per_minute: f64,
-    pub deliveries_last_hour: u64,
+    /// Calls of the helpdesk webhook: events and their duplicate deliveries.
+    pub received_last_hour: u64,
     pub duplicates_last_hour: u64,
-    /// Duplicates / deliveries, in percent; `None` without deliveries.
+    /// Duplicates / calls received, in percent; `None` without calls.
     pub duplicate_rate_pct: Option<f64>,
     pub suppressed_today: u64,
     pub outbox_pending: u64,
-    pub webhook: Option<String>,
+    /// Where side effects go and how that goes (the URL shown by role).
+    pub receiver: crate::model::outbox::ReceiverView,
 }

@@ -87,6 +87,28 @@ pub struct ReceiverView {
     pub version: i64,
     pub updated_at: String,
     pub updated_by: String,
+    /// How its deliveries went; `None` without a receiver.
+    pub health: Option<ReceiverHealth>,
+}
+
+/// How a receiver's deliveries went (every console's attempts, from DynamoDB).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReceiverHealth {
+    /// Delivery attempts of the last hour, and how many the receiver took.
+    pub attempts_last_hour: u64,
+    pub delivered_last_hour: u64,
+    /// The same over the alert rule's window (15 min).
+    pub window_attempts: u64,
+    pub window_delivered: u64,
+    /// The alert rule's verdict: every attempt of the window failed (and there were some).
+    pub every_attempt_failed: bool,
+    /// RFC 3339 (UTC).
+    pub last_success: Option<String>,
+    /// The first failure after the last success, while the newest attempt failed.
+    pub failing_since: Option<String>,
+    /// The newest failure's error in words, while failing.
+    pub last_error: Option<String>,
+    pub last_error_at: Option<String>,
 }
 
 /// What a test message to the receiver came back with.

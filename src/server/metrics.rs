@@ -83,6 +83,14 @@ fn describe_areas() {
         "opsconsole_outbox_deliveries_total",
         "Delivery attempts of side effects by result: delivered, retry, dead."
     );
+    describe_gauge!(
+        "opsconsole_receiver_attempts",
+        "Delivery attempts to the receiver over the last 15 minutes, every console's, as last counted from DynamoDB."
+    );
+    describe_gauge!(
+        "opsconsole_receiver_delivered",
+        "Deliveries the receiver took over the last 15 minutes, every console's, as last counted from DynamoDB."
+    );
     describe_counter!(
         "opsconsole_outbox_dead_letters_total",
         "Side effects that became dead letters."
@@ -155,6 +163,12 @@ pub fn event_decided(mode: &str) {
 
 pub fn outbox_actions(group: &'static str, n: u64) {
     gauge!("opsconsole_outbox_actions", "group" => group).set(n as f64);
+}
+
+/// The receiver's attempts and deliveries of the alert window (every console's).
+pub fn receiver_attempts(attempts: u64, delivered: u64) {
+    gauge!("opsconsole_receiver_attempts").set(attempts as f64);
+    gauge!("opsconsole_receiver_delivered").set(delivered as f64);
 }
 
 /// One delivery attempt's end: `delivered`, `retry` or `dead`.

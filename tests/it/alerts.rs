@@ -11,7 +11,10 @@ use axum::Router;
 use chrono::Duration;
 use serde_json::{json, Value};
 
+use crate::events::{event, post_event};
 use crate::helpers::spawn_app_with;
+use crate::receiver::Receiver;
+use ops_console::server::outbound::signature::SigningSecret;
 
 /// Every message a channel got: (path, webhook-id, body).
 type Heard = Arc<Mutex<Vec<(String, String, Value)>>>;
@@ -138,4 +141,116 @@ async fn a_breach_is_announced_once_by_two_consoles_and_its_end_once() {
         .unwrap()
         .iter()
         .any(|a| a.id == "measurements.duplicates"));
+}
+
+/// A receiver that fails every delivery: its health says so (attempts against deliveries
+/// as the receiver counted them, since when, the last error in words), both consoles
+/// announce the alert once, and once more when it takes deliveries again.
+#[tokio::test]
+async fn a_receiver_failing_every_delivery_shows_its_health_and_is_announced_once() {
+    use ops_console::model::accounts::Role;
+    let (heard, base) = channel().await;
+    let secret = SigningSecret::generate();
+    let (receiver, url) = Receiver::start(vec![secret.clone()]).await;
+    let app = spawn_app_with(move |c| {
+        c.events.webhook_url = url;
+        c.events.webhook_secret = ops_console::server::config::Secret::new(secret.expose());
+        c.events.retry_schedule = "1s,2s,4s,8s".into();
+        c.operations.alert_webhook_url = format!("{base}/json");
+    })
+    .await;
+    app.set_switches(false, true).await;
+    let other = app.second_console();
+    let key = app.api_key(&["events:write"]).await;
+    receiver.fail_next(1000, 503);
+    for c in 0..3 {
+        let e = event(&format!("c-fail-{c}"), Some("m-1"), "hi");
+        assert_eq!(post_event(&app, &key, &e).await.status, 200);
+    }
+    for _ in 0..3 {
+        let (a, b) = tokio::join!(
+            app.state.events.dispatch_all(),
+            other.state.events.dispatch_all()
+        );
+        a.unwrap();
+        b.unwrap();
+        app.clock.advance(Duration::milliseconds(2_100));
+    }
+    let sent = 1000 - receiver.fail_first.lock().unwrap().0 as u64;
+    assert!(sent >= 6, "the receiver was called: {sent}");
+    let h = app
+        .state
+        .events
+        .receiver(Role::Viewer)
+        .await
+        .unwrap()
+        .health
+        .unwrap();
+    assert_eq!(h.attempts_last_hour, sent, "every attempt the receiver saw");
+    assert_eq!(h.delivered_last_hour, 0, "failed attempts are not deliveries");
+    assert!(h.every_attempt_failed && h.failing_since.is_some(), "{h:?}");
+    assert_eq!(h.last_success, None);
+    assert_eq!(h.last_error.as_deref(), Some("receiver answered 503"));
+
+    for _ in 0..3 {
+        let (a, b) = tokio::join!(app.state.alerts.check(), other.state.alerts.check());
+        a.unwrap();
+        b.unwrap();
+    }
+    let firing = about(&heard, "outbox.receiver_failing");
+    assert_eq!(firing.len(), 1, "announced once: {firing:?}");
+    assert_eq!(firing[0].1, "outbox.receiver_failing#1#firing");
+    let summary = firing[0].2["summary"].as_str().unwrap();
+    assert!(
+        summary.contains(&format!("took 0 of {sent} delivery attempts"))
+            && summary.contains("receiver answered 503"),
+        "{summary}"
+    );
+    assert_eq!(firing[0].2["sample"], sent);
+
+    // The receiver takes deliveries again: healthy, and the alert resolves once.
+    receiver.fail_next(0, 503);
+    app.clock.advance(Duration::seconds(10));
+    app.state.events.dispatch_all().await.unwrap();
+    let delivered = receiver.total() as u64;
+    assert!(delivered >= 3, "every side effect delivered: {delivered}");
+    assert!(receiver.counts().values().all(|n| *n == 1), "once each");
+    let h = app.state.events.receiver(Role::Viewer).await.unwrap().health.unwrap();
+    assert_eq!(h.delivered_last_hour, delivered);
+    assert_eq!(h.attempts_last_hour, sent + delivered);
+    assert!(h.failing_since.is_none() && h.last_error.is_none() && h.last_success.is_some());
+    for _ in 0..3 {
+        let (a, b) = tokio::join!(app.state.alerts.check(), other.state.alerts.check());
+        a.unwrap();
+        b.unwrap();
+    }
+    let all = about(&heard, "outbox.receiver_failing");
+    assert_eq!(all.len(), 2, "firing once, resolved once: {all:?}");
+    assert_eq!(all[1].1, "outbox.receiver_failing#1#resolved");
+}
+
+/// A receiver nobody listens at: its error reads in words, not the connector's.
+#[tokio::test]
+async fn a_receiver_that_refuses_connections_reads_so_in_words() {
+    use ops_console::model::accounts::Role;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", closed.local_addr().unwrap());
+    drop(closed);
+    let secret = SigningSecret::generate();
+    let app = spawn_app_with(move |c| {
+        c.events.webhook_url = url;
+        c.events.webhook_secret = ops_console::server::config::Secret::new(secret.expose());
+    })
+    .await;
+    app.set_switches(false, true).await;
+    let key = app.api_key(&["events:write"]).await;
+    let e = event("c-closed", Some("m-1"), "hi");
+    assert_eq!(post_event(&app, &key, &e).await.status, 200);
+    app.state.events.dispatch_all().await.unwrap();
+    let h = app.state.events.receiver(Role::Admin).await.unwrap().health.unwrap();
+    assert_eq!((h.attempts_last_hour, h.delivered_last_hour), (1, 0));
+    assert_eq!(
+        h.last_error.as_deref(),
+        Some("could not connect: connection refused (nothing listens at that address)")
+    );
 }

@@ -16,7 +16,10 @@ use serde_json::{json, Value};
 use crate::model::AppError;
 use crate::server::clock::Clock;
 use crate::server::config::Config;
+use crate::model::accounts::Role;
+use crate::server::domain::events::health as receiver_health;
 use crate::server::domain::idempotency::Engine;
+use crate::server::domain::redact;
 use crate::server::domain::measurements::views;
 use crate::server::metrics;
 use crate::server::outbound::networks::Resolver;
@@ -146,7 +149,38 @@ impl Alerts {
             sample: dead,
             page: "/outbox?group=dead",
         });
+        out.push(self.receiver_rule().await?);
         Ok(out)
+    }
+
+    /// The receiver failed every delivery attempt of the window (and made enough of them).
+    async fn receiver_rule(&self) -> Result<Judged, AppError> {
+        let (h, url) = match receiver_health::current_url(&self.store, &self.config).await? {
+            Some(url) => (receiver_health::of(&self.store, &url, self.clock.now()).await?, url),
+            None => Default::default(),
+        };
+        metrics::receiver_attempts(h.window_attempts, h.window_delivered);
+        let error = h
+            .last_error
+            .as_deref()
+            .map(|e| format!("; last error: {e}"))
+            .unwrap_or_default();
+        let minutes = receiver_health::ALERT_WINDOW_MS / 60_000;
+        Ok(Judged {
+            id: "outbox.receiver_failing".into(),
+            breached: h.every_attempt_failed,
+            summary: format!(
+                "The receiver {} took {} of {} delivery attempts over {minutes} min{error}",
+                redact::url_for_role(Role::Viewer, &url),
+                h.window_delivered,
+                h.window_attempts
+            ),
+            value: Some(h.window_delivered as f64),
+            threshold: 0.0,
+            window: "15m",
+            sample: h.window_attempts,
+            page: "/outbox",
+        })
     }
 
     /// One check: judge, record what changed, announce what this console recorded (or

@@ -76,8 +76,8 @@ impl Answer {
                 retry_after: Some(r),
             } => format!("receiver answered {status}, retry after {} s", r.as_secs()),
             Answer::Retry { status, .. } => format!("receiver answered {status}"),
-            Answer::Unreachable(why) => format!("no connection: {why}"),
-            Answer::Unknown(why) => format!("unknown: {why}"),
+            Answer::Unreachable(why) => format!("could not connect: {why}"),
+            Answer::Unknown(why) => format!("no answer, it may have arrived: {why}"),
         }
     }
 }
@@ -170,7 +170,7 @@ impl Sender {
         match tokio::time::timeout(self.timeout, exchanged).await {
             Ok(Ok((status, retry_after))) => classify(status, retry_after.as_deref()),
             Ok(Err(e)) if e.is_connect() => Answer::Unreachable(connect_error(&e)),
-            Ok(Err(e)) => Answer::Unknown(format!("the connection broke: {e}")),
+            Ok(Err(_)) => Answer::Unknown("the connection broke before the answer".into()),
             Err(_) => Answer::Unknown(format!("no answer within {} ms", self.timeout.as_millis())),
         }
     }
@@ -193,9 +193,29 @@ fn connect_error(e: &hyper_util::client::legacy::Error) -> String {
         if let Some(r) = inner {
             return format!("refused: {r}");
         }
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return io_words(io);
+        }
         source = s.source();
     }
-    e.to_string()
+    "the connection could not be made".into()
+}
+
+/// A connection's failure as people say it (never the connector's `client error (Connect)`).
+fn io_words(io: &std::io::Error) -> String {
+    use std::io::ErrorKind as K;
+    match io.kind() {
+        K::ConnectionRefused => "connection refused (nothing listens at that address)".into(),
+        K::TimedOut => "connecting took too long".into(),
+        K::ConnectionReset | K::ConnectionAborted => "the connection was cut".into(),
+        K::AddrNotAvailable | K::NetworkUnreachable | K::HostUnreachable => {
+            "no route to the receiver's address".into()
+        }
+        _ if io.to_string().contains("dns") || io.to_string().contains("resolve") => {
+            "the receiver's name does not resolve".into()
+        }
+        _ => io.to_string(),
+    }
 }
 
 /// An HTTP status (and `Retry-After`) as an [`Answer`].

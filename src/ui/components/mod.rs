@@ -10,6 +10,7 @@ pub mod links;
 pub mod moment;
 pub mod pager;
 pub mod post_form;
+pub mod receiver;
 pub mod scope_card;
 pub mod scope_table;
 pub mod table;

@@ -14,6 +14,7 @@ use crate::model::idempotency::Alert;
 use crate::model::switches::Switch;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::badge::OnOff;
+use crate::ui::components::receiver::ReceiverStatus;
 use crate::ui::components::scope_card::pct;
 use crate::ui::data::page_data;
 
@@ -90,10 +91,8 @@ fn EventTiles(s: EventStats) -> impl IntoView {
         ("Outbox", s.outbox_pending.to_string(), "outbox-pending"),
     ];
     let summary = format!(
-        "{} events, {} deliveries in the last hour. Side effects go to {}.",
-        s.events_last_hour,
-        s.deliveries_last_hour,
-        s.webhook.unwrap_or_else(|| "the outbox".into())
+        "{} events in the last hour, from {} webhook calls ({} of them duplicates).",
+        s.events_last_hour, s.received_last_hour, s.duplicates_last_hour
     );
     view! {
         <div class="mt-2 grid gap-4 md:grid-cols-4">
@@ -106,6 +105,11 @@ fn EventTiles(s: EventStats) -> impl IntoView {
         </div>
         <p class="mt-2 text-xs text-slate-500">{summary}</p>
         <a class="mt-1 inline-block text-sm text-sky-700 underline" href="/events">"Open Events"</a>
+        <section aria-label="Receiver" class="mt-6">
+            <h2 class="text-lg font-semibold">"Receiver"</h2>
+            <ReceiverStatus receiver=s.receiver />
+            <a class="mt-1 inline-block text-sm text-sky-700 underline" href="/outbox">"Open Outbox"</a>
+        </section>
     }
 }
 

@@ -19,7 +19,9 @@ use crate::server::ids::random_hex;
 use crate::server::outbound::{Answer, Message};
 use crate::server::store::audit::AuditItem;
 use crate::server::store::events::outbox::{self, Ending, Move, SHARDS};
-use crate::server::store::events::{outbox_reads, receiver, ActionRecord, ActionStatus, Try};
+use crate::server::store::events::{
+    health, outbox_reads, receiver, ActionRecord, ActionStatus, Try,
+};
 use crate::server::store::StoreError;
 
 /// Actions one page of a shard holds.
@@ -200,6 +202,7 @@ impl Events {
                 ms,
                 result: answer.describe(),
             },
+            receiver: &health::receiver_key(&target.url_text),
         };
         if !outbox::finish(&self.store, &end, &audit).await? {
             return Ok(Step::Taken);

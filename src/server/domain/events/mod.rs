@@ -6,6 +6,7 @@
 //! (`views`).
 
 pub mod dispatch;
+pub mod health;
 mod incoming;
 pub mod ingest;
 mod jobs;

@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use hyper::Uri;
 use serde_json::json;
 
+use super::health;
 use super::ingest::{iso, Events};
 use crate::model::accounts::Role;
 use crate::model::outbox::{ReceiverView, SecretView, TestAnswer};
@@ -76,6 +77,14 @@ impl Events {
     /// The receiver as the Outbox page shows it to `role` (below admin, its URL without
     /// user info or query values: they can hold a token).
     pub async fn receiver(&self, role: Role) -> Result<ReceiverView, AppError> {
+        let mut view = self.receiver_settings(role).await?;
+        if let Some(url) = health::current_url(&self.store, &self.config).await? {
+            view.health = Some(health::of(&self.store, &url, self.clock.now()).await?);
+        }
+        Ok(view)
+    }
+
+    async fn receiver_settings(&self, role: Role) -> Result<ReceiverView, AppError> {
         if let Some(item) = store::load(&self.store).await? {
             return Ok(ReceiverView {
                 url: redact::url_for_role(role, &item.url),
@@ -94,6 +103,7 @@ impl Events {
                 version: item.version,
                 updated_at: item.updated_at,
                 updated_by: item.updated_by,
+                health: None,
             });
         }
         let cfg = &self.config.events;

@@ -230,17 +230,14 @@ impl Events {
         Ok(EventStats {
             events_last_hour: events,
             per_minute: events as f64 / 60.0,
-            deliveries_last_hour: deliveries,
+            received_last_hour: deliveries,
             duplicates_last_hour: duplicates,
             duplicate_rate_pct: (deliveries > 0)
                 .then(|| duplicates as f64 * 100.0 / deliveries as f64),
             suppressed_today: audit::count_day_results(&self.store, &days[0], "suppressed").await?,
             outbox_pending: outbox_reads::count(&self.store, Group::Due, &Filter::default())
                 .await?,
-            webhook: self
-                .target()
-                .await?
-                .map(|t| redact::url_for_role(role, &t.url_text)),
+            receiver: self.receiver(role).await?,
         })
     }
 }

@@ -15,6 +15,7 @@ pub use super::items::Claim;
 
 mod claims;
 mod decisions;
+pub mod health;
 pub mod jobs;
 pub mod outbox;
 pub mod outbox_reads;

@@ -7,6 +7,7 @@ use super::Actions;
 use crate::model::outbox::{ReceiverView, SecretView};
 use crate::ui::components::form::{field_error, invalid_attrs, FieldError};
 use crate::ui::components::post_form::PostForm;
+use crate::ui::components::receiver::ReceiverStatus;
 
 /// What saving the receiver or adding a secret answers: the new secret, once.
 pub(super) fn shown_once(secret: &Option<String>) -> String {
@@ -20,15 +21,6 @@ pub(super) fn shown_once(secret: &Option<String>) -> String {
 
 #[component]
 pub(super) fn Receiver(receiver: ReceiverView, actions: Actions) -> impl IntoView {
-    let status = match (receiver.source.as_str(), receiver.enabled) {
-        ("none", _) => "No receiver: side effects wait in the outbox.".to_string(),
-        (_, true) => format!("Delivering to {}", receiver.url),
-        (_, false) => format!(
-            "Delivery to {} is off. {}",
-            receiver.url,
-            receiver.disabled_reason.clone().unwrap_or_default()
-        ),
-    };
     let version = receiver.version.to_string();
     let (version_add, version_list) = (version.clone(), version.clone());
     let secrets = receiver.secrets.clone();
@@ -37,7 +29,7 @@ pub(super) fn Receiver(receiver: ReceiverView, actions: Actions) -> impl IntoVie
     view! {
         <section aria-label="Receiver" class="mt-6 rounded-lg border border-slate-200 bg-white p-5 shadow-sm">
             <h2 class="text-lg font-semibold">"Receiver"</h2>
-            <p class="mt-1 text-sm" data-testid="receiver-status">{status}</p>
+            <ReceiverStatus receiver=receiver.clone() />
             // Open while it shows a refusal (also after a post without JavaScript).
             <details class="mt-3" open=move || actions.save.value().with(|v| matches!(v, Some(Err(_))))>
                 <summary class="cursor-pointer text-sm font-medium text-sky-800">"Change the receiver (admins)…"</summary>

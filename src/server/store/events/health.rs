@@ -1,0 +1,181 @@
+//! A receiver's health (docs/events.md, "Receiver health"): how its deliveries went, kept
+//! in `settings-<env>` beside the receiver. Each attempt's end adds to two items in the
+//! same transaction as the attempt's record, so a retried or replayed end never counts
+//! twice: the receiver's state on the attempt's shard (last success, last error, failing
+//! since) and the shard's tally of the five minutes it ended in (attempts, deliveries).
+//! Both are spread over the outbox's shards, so no single item takes every attempt.
+//! Items are named by a hash of the receiver's URL: a new receiver starts with a clean
+//! record, and no URL is ever part of a key.
+
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
+use serde::{Deserialize, Serialize};
+
+use super::outbox::SHARDS;
+use crate::server::store::items::{self, n, s, Item};
+use crate::server::store::schema::SETTINGS;
+use crate::server::store::{Store, StoreError};
+
+/// The tally's time slice.
+pub const BUCKET_MS: i64 = 5 * 60_000;
+
+/// How long a receiver's record is kept after its last attempt.
+const KEEP_DAYS: i64 = 30;
+
+/// The end of one attempt, as the health record counts it.
+pub struct Attempt<'a> {
+    /// [`receiver_key`] of the receiver it went to.
+    pub receiver: &'a str,
+    pub shard: u32,
+    pub delivered: bool,
+    /// The error in words, when not delivered.
+    pub error: Option<&'a str>,
+    pub now_ms: i64,
+}
+
+/// The short name of a receiver in keys: a hash of its URL.
+pub fn receiver_key(url: &str) -> String {
+    crate::server::crypto::sha256_hex(url.as_bytes())[..16].to_string()
+}
+
+fn state_pk(receiver: &str, shard: u32) -> String {
+    format!("receiver-health#{receiver}#{shard}")
+}
+
+fn tally_pk(receiver: &str, bucket_ms: i64, shard: u32) -> String {
+    format!("receiver-tally#{receiver}#{bucket_ms}#{shard}")
+}
+
+/// The two transaction parts that count `a`.
+pub fn writes(store: &Store, a: &Attempt<'_>) -> Result<Vec<TransactWriteItem>, StoreError> {
+    let table = store.table(SETTINGS.base);
+    let expires = n(a.now_ms / 1000 + KEEP_DAYS * 86_400);
+    let state = Update::builder()
+        .table_name(&table)
+        .key("pk", s(state_pk(a.receiver, a.shard)))
+        .expression_attribute_values(":now", n(a.now_ms))
+        .expression_attribute_values(":exp", expires.clone());
+    let state = if a.delivered {
+        state.update_expression("SET last_success_ms = :now, expires_at = :exp REMOVE failing_since_ms")
+    } else {
+        state
+            .update_expression(
+                "SET last_failure_ms = :now, last_error = :e, expires_at = :exp, \
+                 failing_since_ms = if_not_exists(failing_since_ms, :now)",
+            )
+            .expression_attribute_values(":e", s(a.error.unwrap_or("failed")))
+    };
+    let bucket = a.now_ms - a.now_ms.rem_euclid(BUCKET_MS);
+    let tally = Update::builder()
+        .table_name(&table)
+        .key("pk", s(tally_pk(a.receiver, bucket, a.shard)))
+        .update_expression("ADD attempts :one, delivered :d SET bucket_ms = :b, expires_at = :exp")
+        .expression_attribute_values(":one", n(1))
+        .expression_attribute_values(":d", n(u8::from(a.delivered)))
+        .expression_attribute_values(":b", n(bucket))
+        .expression_attribute_values(":exp", expires);
+    [state.build(), tally.build()]
+        .into_iter()
+        .map(|u| {
+            u.map(|u| TransactWriteItem::builder().update(u).build())
+                .map_err(|e| StoreError::corrupt(&table, e))
+        })
+        .collect()
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+struct StateItem {
+    #[serde(default)]
+    last_success_ms: Option<i64>,
+    #[serde(default)]
+    last_failure_ms: Option<i64>,
+    #[serde(default)]
+    last_error: Option<String>,
+    #[serde(default)]
+    failing_since_ms: Option<i64>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+struct TallyItem {
+    bucket_ms: i64,
+    #[serde(default)]
+    attempts: u64,
+    #[serde(default)]
+    delivered: u64,
+}
+
+/// A receiver's health, over every shard.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Health {
+    pub last_success_ms: Option<i64>,
+    pub last_failure_ms: Option<i64>,
+    pub last_error: Option<String>,
+    /// The first failure after the last success, while the last attempt failed.
+    pub failing_since_ms: Option<i64>,
+    /// `(bucket start, attempts, delivered)`, oldest first, within the asked window.
+    pub tallies: Vec<(i64, u64, u64)>,
+}
+
+impl Health {
+    /// Attempts and deliveries of the buckets that start at or after `from_ms`.
+    pub fn since(&self, from_ms: i64) -> (u64, u64) {
+        self.tallies
+            .iter()
+            .filter(|(b, _, _)| *b >= from_ms)
+            .fold((0, 0), |(a, d), (_, ta, td)| (a + ta, d + td))
+    }
+}
+
+/// The health of `receiver` with its tallies of the buckets from `from_ms` to `now_ms`.
+pub async fn read(
+    store: &Store,
+    receiver: &str,
+    from_ms: i64,
+    now_ms: i64,
+) -> Result<Health, StoreError> {
+    let table = store.table(SETTINGS.base);
+    let key = |pk: String| Item::from([("pk".to_string(), s(pk))]);
+    let first = from_ms - from_ms.rem_euclid(BUCKET_MS);
+    let mut keys: Vec<Item> = (0..SHARDS).map(|i| key(state_pk(receiver, i))).collect();
+    let mut bucket = first;
+    while bucket <= now_ms {
+        keys.extend((0..SHARDS).map(|i| key(tally_pk(receiver, bucket, i))));
+        bucket += BUCKET_MS;
+    }
+    let mut health = Health::default();
+    let mut tallies = std::collections::BTreeMap::<i64, (u64, u64)>::new();
+    for item in items::batch_get(store, SETTINGS.base, keys).await? {
+        let pk = match item.get("pk") {
+            Some(AttributeValue::S(pk)) => pk.clone(),
+            _ => continue,
+        };
+        if pk.starts_with("receiver-tally#") {
+            let t: TallyItem =
+                serde_dynamo::from_item(item).map_err(|e| StoreError::corrupt(&table, e))?;
+            let e = tallies.entry(t.bucket_ms).or_default();
+            e.0 += t.attempts;
+            e.1 += t.delivered;
+            continue;
+        }
+        let st: StateItem =
+            serde_dynamo::from_item(item).map_err(|e| StoreError::corrupt(&table, e))?;
+        health.last_success_ms = health.last_success_ms.max(st.last_success_ms);
+        if st.last_failure_ms > health.last_failure_ms {
+            health.last_failure_ms = st.last_failure_ms;
+            health.last_error = st.last_error.clone();
+        }
+        if let Some(f) = st.failing_since_ms {
+            let earliest = health.failing_since_ms.map_or(f, |h| h.min(f));
+            health.failing_since_ms = Some(earliest);
+        }
+    }
+    // Failing: the newest attempt anywhere failed. Since: the first failure after the
+    // newest success (a shard that failed before another shard's success does not date it).
+    let failing = health.last_failure_ms > health.last_success_ms;
+    health.failing_since_ms = match (failing, health.failing_since_ms) {
+        (false, _) => None,
+        (true, Some(f)) => Some(health.last_success_ms.map_or(f, |ok| f.max(ok + 1))),
+        (true, None) => health.last_failure_ms,
+    };
+    health.tallies = tallies.into_iter().map(|(b, (a, d))| (b, a, d)).collect();
+    Ok(health)
+}
