@@ -51,6 +51,10 @@ export default defineConfig({
       // Side effects retried within seconds, looked for often: the outbox test waits on them.
       OPS_EVENTS_RETRY_SCHEDULE: '2s,2s,2s',
       OPS_EVENTS_DISPATCH_POLL_MS: '200',
+      // Alerts judged often: the receiver test waits for its alert on the Overview.
+      OPS_OPERATIONS_ALERT_CHECK_SECONDS: '5',
+      // A cache-hit alert the idempotency test can breach with a scripted mix of calls.
+      OPS_IDEMPOTENCY_ALERT_CACHE_HIT_MIN_PCT: '80',
       // The tests' receivers listen on this machine.
       OPS_OPERATIONS_OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32',
       // Scanned after the run: no email, phone or secret may be in it.

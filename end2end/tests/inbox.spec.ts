@@ -63,7 +63,7 @@ test.describe('inbox', () => {
     await page.reload();
     await ready(page);
     await expect(published.filter({ hasText: `Invoice ${r}` })).toHaveCount(1);
-    await expect(page.getByTestId('receipt')).toContainText('2 recipient(s)');
+    await expect(page.getByTestId('receipt')).toContainText(`to 2 users: ann-${r}, bob-${r}`);
 
     await page.getByLabel('User id', { exact: true }).fill(`ann-${r}`);
     await page.getByRole('button', { name: 'View as user' }).click();

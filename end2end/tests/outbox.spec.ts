@@ -8,8 +8,9 @@ const auth = () => ({ Authorization: `Bearer ${apiKey()}` });
 
 /** A receiver in this test's process: answers `status`, and records what it accepted. */
 async function startReceiver() {
-  const state = { status: 204, accepted: [] as string[] };
+  const state = { status: 204, accepted: [] as string[], calls: 0 };
   const server = http.createServer((req, res) => {
+    state.calls += 1;
     req.resume();
     req.on('end', () => {
       if (state.status < 300) state.accepted.push(String(req.headers['webhook-id'] ?? ''));
@@ -60,6 +61,66 @@ async function saveReceiver(page: Page, url: string) {
 }
 
 test.describe('outbox', () => {
+  test('a receiver that fails every delivery shows its health on the Overview and the Outbox and raises its alert', async ({ page, browser, request }) => {
+    const receiver = await startReceiver();
+    receiver.state.status = 503;
+    try {
+      await setSafeMode(request, false);
+      await signIn(page, 'admin', '/outbox');
+      await saveReceiver(page, receiver.url);
+      for (let i = 0; i < 3; i++) await postEvent(request, conversationId());
+      const health = page.getByTestId('receiver-health');
+      await expect
+        .poll(async () => {
+          await page.goto('/');
+          return health.getAttribute('data-failing');
+        }, { timeout: 30_000 })
+        .toBe('true');
+      expect(receiver.state.calls).toBeGreaterThan(0);
+      await expect(health).toContainText(/Last hour: 0 of \d+ delivery attempts delivered\./);
+      await expect(health).toContainText(/Failing since .*UTC/);
+      await expect(health).toContainText('receiver answered 503');
+      await expect(health).toContainText('No delivery has succeeded yet.');
+      await expect(page.getByTestId('receiver-status')).toHaveText(`Delivering to ${receiver.url}`);
+      // The alert the consoles judge every few seconds here: on the Overview, in words.
+      await expect
+        .poll(async () => {
+          await page.goto('/');
+          return (await page.getByTestId('firing-alerts').innerText()).includes('delivery attempts over 15 min');
+        }, { timeout: 30_000 })
+        .toBe(true);
+      // The Outbox says the same.
+      await page.goto('/outbox');
+      await expect(health).toHaveAttribute('data-failing', 'true');
+      await expect(health).toContainText('receiver answered 503');
+      // A viewer reads the URL the same way on both pages, without its path.
+      const viewer = await browser.newPage();
+      try {
+        await signIn(viewer, 'viewer', '/outbox');
+        const onOutbox = await viewer.getByTestId('receiver-status').innerText();
+        expect(onOutbox).not.toContain('/hook');
+        await viewer.goto('/');
+        await expect(viewer.getByTestId('receiver-status')).toHaveText(onOutbox);
+        await expect(viewer.getByTestId('receiver-health')).toHaveAttribute('data-failing', 'true');
+      } finally {
+        await viewer.close();
+      }
+      // It takes deliveries again: healthy, with its last success.
+      receiver.state.status = 204;
+      await postEvent(request, conversationId());
+      await expect
+        .poll(async () => {
+          await page.goto('/');
+          return health.getAttribute('data-failing');
+        }, { timeout: 30_000 })
+        .toBe('false');
+      await expect(health).toContainText(/Last success .*UTC/);
+      await expect(health).not.toContainText('Last error');
+    } finally {
+      receiver.close();
+    }
+  });
+
   test('a dead letter is redriven with a reason and reaches the receiver once', async ({ page, request }) => {
     const receiver = await startReceiver();
     try {
@@ -130,12 +191,23 @@ test.describe('outbox', () => {
         }, { timeout: 20_000 })
         .toBe(1);
       await expect(page.getByRole('status').filter({ hasText: 'Safe mode is on' })).toBeVisible();
-      await setSafeMode(request, false);
-      receiver.state.status = 204;
+      // Released while safe mode is still on: refused in words, not "done" while it stays held.
       await signIn(page, 'operator', '/outbox?group=held');
       const row = page.getByTestId('outbox-row').filter({ hasText: conversation });
       await row.getByText('Release…').click();
       const form = page.getByTestId('move-form');
+      await expect(form).toContainText(conversation);
+      await form.getByLabel('Reason to release').fill('e2e: too soon');
+      await form.getByRole('button', { name: 'Release' }).click();
+      await expect(page.getByRole('alert').filter({ hasText: 'would only be held again' })).toBeVisible();
+      await expect(page.getByText('Done: release')).toHaveCount(0);
+      await page.goto('/outbox?group=held');
+      await expect(row).toHaveCount(1);
+      await setSafeMode(request, false);
+      receiver.state.status = 204;
+      await page.goto('/outbox?group=held');
+      await ready(page);
+      await row.getByText('Release…').click();
       await expect(form).toContainText(conversation);
       await form.getByLabel('Reason to release').fill('e2e: incident over');
       await form.getByRole('button', { name: 'Release' }).click();

@@ -235,11 +235,14 @@ pub async fn mark_read(
             .inbox
             .mark_all_read(&tenant, &inbox, &uid, now)
             .await?;
-        return Ok(format!("Marked {n} message(s) read."));
+        return Ok(match n {
+            1 => "Marked 1 message read for this user.".into(),
+            n => format!("Marked {n} messages read for this user."),
+        });
     }
     state
         .inbox
         .mark_read(&tenant, &inbox, &uid, &message_id, now)
         .await?;
-    Ok("Marked read.".into())
+    Ok("Marked read for this user.".into())
 }

@@ -13,8 +13,13 @@ pub struct Counts {
     pub in_progress: u64,
     pub takeovers: u64,
     pub retries: u64,
+    /// Operations that failed (5xx, a dependency, an answer that could not be stored).
     pub failures: u64,
     pub mismatches: u64,
+    /// Requests the operation refused on purpose, as the client's own business (a 409 for
+    /// the same id with another payload, a 4xx refusal before any write): not failures.
+    #[serde(default)]
+    pub client_errors: u64,
 }
 
 impl Counts {
@@ -27,6 +32,7 @@ impl Counts {
         self.retries += o.retries;
         self.failures += o.failures;
         self.mismatches += o.mismatches;
+        self.client_errors += o.client_errors;
     }
 
     /// Replays among all requests.
@@ -55,6 +61,34 @@ pub struct Alert {
     /// `true`: alert when above the threshold; `false`: when below.
     pub above: bool,
     pub breached: bool,
+}
+
+impl Alert {
+    /// Where the rate stands against its threshold: `breached`; `near` (within a fifth of
+    /// it); `fine`; `off` (a "below" threshold of 0 is no alert); `none` (no data).
+    pub fn standing(&self) -> &'static str {
+        let Some(v) = self.value else { return "none" };
+        let t = self.threshold;
+        if !self.above && t <= 0.0 {
+            "off"
+        } else if self.breached {
+            "breached"
+        } else if (self.above && v >= t * 0.8) || (!self.above && v <= t * 1.25) {
+            "near"
+        } else {
+            "fine"
+        }
+    }
+
+    /// The text colour of its standing.
+    pub fn colour(&self) -> &'static str {
+        match self.standing() {
+            "breached" => "text-red-800",
+            "near" => "text-amber-800",
+            "fine" => "text-emerald-800",
+            _ => "text-slate-800",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -57,7 +57,7 @@ fn describe() {
         "opsconsole_http_request_duration_seconds",
         "Time to answer an HTTP request, by route template and method."
     );
-    describe_counter!("opsconsole_idempotency_outcomes_total", "Idempotency-keyed requests by scope and outcome: fresh, replayed, in_progress, mismatch, stale_takeover, retry, failed, lost_ownership.");
+    describe_counter!("opsconsole_idempotency_outcomes_total", "Idempotency-keyed requests by scope and outcome: fresh, replayed, in_progress, mismatch, stale_takeover, retry, failed, client_error, lost_ownership.");
     describe_areas();
 }
 
@@ -143,6 +143,7 @@ pub fn idempotency_outcome(scope: &str, engine_counter: &str) {
         "takeovers" => "stale_takeover",
         "retries" => "retry",
         "failures" => "failed",
+        "client_errors" => "client_error",
         "lost_ownership" => "lost_ownership",
         _ => return,
     };

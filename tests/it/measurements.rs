@@ -710,3 +710,28 @@ async fn two_consoles_keep_one_order_and_an_in_order_measurement_costs_one_reque
     assert_eq!(ids.len(), 5, "{ids:?}");
     assert!(!ids.contains(&"x4".to_string()));
 }
+
+/// A 409 (the same id with another payload) is the client's business conflict, answered on
+/// purpose: it counts as a client error of its scope, never as a failure.
+#[tokio::test]
+async fn a_409_counts_as_a_client_error_and_not_in_the_failure_rate() {
+    let app = spawn_app().await;
+    let key = writer(&app).await;
+    let t0 = now() - Duration::hours(1);
+    for (i, w) in [70.0, 71.5, 72.0].into_iter().enumerate() {
+        let idem = format!("idem-409-{i}");
+        let b = body("m-409", "u409", w, "kg", t0);
+        let a = post(&app, &key, "/api/v1/measurements", &b, &[("Idempotency-Key", &idem)]).await;
+        assert_eq!(a.status, if w == 70.0 { 201 } else { 409 }, "{}", a.body);
+    }
+    app.state.idempotency.flush_stats().await.unwrap();
+    let health = app.state.idempotency.health("24h").await.unwrap();
+    let scope = health
+        .scopes
+        .iter()
+        .find(|s| s.scope.contains("measurements"))
+        .unwrap_or_else(|| panic!("{:?}", health.scopes.iter().map(|s| &s.scope).collect::<Vec<_>>()));
+    let t = &scope.totals;
+    assert_eq!((t.client_errors, t.failures), (2, 0), "{t:?}");
+    assert_eq!(t.failure_pct(), Some(0.0));
+}

@@ -299,6 +299,30 @@ async fn safe_mode_holds_queued_side_effects_until_an_operator_releases_them() {
     assert_eq!(round.held, 4, "{round:?}");
     assert_eq!(receiver.total(), 0);
     assert_eq!(count(&app, Group::Held).await, 4);
+    // Releasing while safe mode is on would only hold them again: refused, saying so.
+    let held_one = outbox_reads::list(&app.store, Group::Held, &Filter::default(), None, 1)
+        .await
+        .unwrap()
+        .0;
+    let early = app.state.refs.encode("action", &held_one[0].event_id);
+    let refused = app
+        .state
+        .events
+        .move_one(&early, job_op("release").unwrap(), "too soon", "ops", "f0", &app.state.refs)
+        .await;
+    assert!(
+        matches!(&refused, Err(ops_console::model::AppError::Conflict(m)) if m.contains("Safe mode is on")),
+        "{refused:?}"
+    );
+    let bulk = BulkRequest {
+        op: job_op("release").unwrap(),
+        filter: Filter::default(),
+        reason: "too soon".into(),
+        actor: "ops".into(),
+        form_key: "f0".into(),
+    };
+    assert!(app.state.events.start_bulk("held", bulk).await.is_err());
+    assert_eq!(count(&app, Group::Held).await, 4, "nothing moved");
     // Safe mode off again: held ones stay held until released.
     app.set_switches(false, true).await;
     app.state.events.dispatch_all().await.unwrap();

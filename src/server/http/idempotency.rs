@@ -242,7 +242,10 @@ async fn keep(engine: &Engine, ticket: &Ticket, response: Response) -> Result<Re
     };
     let status = res_parts.status.as_u16();
     let retryable = res_parts.status.is_server_error() || matches!(status, 408 | 409 | 425 | 429);
-    let result = if retryable {
+    let result = if status == 409 {
+        // The client's business conflict, answered on purpose: open for its correction.
+        engine.refuse(ticket, "http_409").await
+    } else if retryable {
         engine.fail(ticket, &format!("http_{status}")).await
     } else {
         match std::str::from_utf8(&res_bytes) {

@@ -63,7 +63,7 @@ pub fn TextField(
     /// The input's id, unique on the page; the error's id is derived from it.
     id: &'static str,
     #[prop(into, optional)] value: String,
-    #[prop(optional)] placeholder: Option<&'static str>,
+    #[prop(optional, into)] placeholder: Option<String>,
     /// Lines of a text area; a one-line input when absent.
     #[prop(optional)]
     rows: Option<u32>,

@@ -20,6 +20,24 @@ pub fn Moment(
     }
 }
 
+/// Milliseconds since the epoch as RFC 3339 (UTC, to the second), for [`Moment`]. Written
+/// out field by field (chrono's formatter would weigh on every page, docs/page-weight.md).
+pub fn iso_of_ms(ms: i64) -> String {
+    use chrono::{Datelike, Timelike};
+    let Some(t) = chrono::DateTime::from_timestamp_millis(ms) else {
+        return String::new();
+    };
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+        t.year(),
+        t.month(),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    )
+}
+
 /// `2026-11-24T08:01:02.123Z` → `2026-11-24 08:01 UTC`; anything else as it is.
 pub fn short_utc(iso: &str) -> String {
     match (iso.get(..10), iso.get(11..16)) {
@@ -33,6 +51,11 @@ pub fn short_utc(iso: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::short_utc;
+
+    #[test]
+    fn milliseconds_read_as_rfc_3339() {
+        assert_eq!(super::iso_of_ms(1_764_144_062_123), "2025-11-26T08:01:02Z");
+    }
 
     #[test]
     fn utc_times_are_shortened_to_the_minute() {

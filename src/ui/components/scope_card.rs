@@ -36,6 +36,7 @@ pub fn ScopeCard(s: ScopeHealth) -> impl IntoView {
         ("Stale takeovers", totals.takeovers),
         ("Retries after failure", totals.retries),
         ("Failures", totals.failures),
+        ("Client errors", totals.client_errors),
         ("Mismatches", totals.mismatches),
     ];
     view! {
@@ -55,6 +56,7 @@ pub fn ScopeCard(s: ScopeHealth) -> impl IntoView {
                     </div>
                 }).collect_view()}
             </dl>
+            <p class="mt-1 text-xs text-slate-500">"Failures: the operation did not happen (an error of ours or a dependency's). Client errors: it refused on purpose (a 409 for the same id with another payload, an invalid request); they are not in the failure rate."</p>
             <Chart series />
         </section>
     }
@@ -62,14 +64,14 @@ pub fn ScopeCard(s: ScopeHealth) -> impl IntoView {
 
 #[component]
 fn AlertTile(a: Alert) -> impl IntoView {
-    let class = if a.breached {
-        "rounded border border-red-300 bg-red-50 p-3 text-red-800"
-    } else {
-        "rounded border border-slate-200 bg-slate-50 p-3 text-slate-800"
+    let class = match a.standing() {
+        "breached" => "rounded border border-red-300 bg-red-50 p-3 text-red-800",
+        "near" => "rounded border border-amber-300 bg-amber-50 p-3 text-amber-800",
+        "fine" => "rounded border border-emerald-200 bg-emerald-50 p-3 text-emerald-800",
+        _ => "rounded border border-slate-200 bg-slate-50 p-3 text-slate-800",
     };
-    let rule = if !a.above && a.threshold <= 0.0 {
-        "no alert for this scope (set alert_cache_hit_min_pct where callers always retry)"
-            .to_string()
+    let rule = if a.standing() == "off" {
+        "no alert for this scope: few replays only mean its callers rarely retry".to_string()
     } else {
         format!(
             "alert when {} {:.0} %",
@@ -78,7 +80,7 @@ fn AlertTile(a: Alert) -> impl IntoView {
         )
     };
     view! {
-        <div class=class data-testid=format!("alert-{}", a.name) data-breached=a.breached.to_string()>
+        <div class=class data-testid=format!("alert-{}", a.name) data-breached=a.breached.to_string() data-standing=a.standing()>
             <div class="text-xs uppercase tracking-wide">{a.label.clone()}</div>
             <div class="text-2xl font-semibold">{pct(a.value)}</div>
             <div class="text-xs">{if a.breached { format!("Breached: {rule}") } else { rule }}</div>

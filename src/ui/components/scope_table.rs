@@ -39,7 +39,7 @@ pub fn ScopeTable(scopes: Vec<ScopeHealth>) -> impl IntoView {
             {rows}
         </DataTable>
         <p class="mt-1 text-xs text-slate-500">
-            "Sparklines by hour, oldest on the left. Requests share one scale (the busiest hour of any scope); rates run from 0 to 100 %, the dashed line is the scope's alert threshold, red when breached."
+            "Sparklines by hour, oldest on the left. Requests share one scale (the busiest hour of any scope); rates run from 0 to 100 %, the dashed line is the scope's alert threshold. A rate is red past its threshold, amber within a fifth of it, green below."
         </p>
     }
     .into_any()
@@ -83,13 +83,9 @@ fn RateCell(a: Alert, series: Vec<HourPoint>, rate: fn(&Counts) -> Option<f64>) 
         .collect();
     // A "below" threshold of 0 is no alert: nothing to draw.
     let threshold = (a.above || a.threshold > 0.0).then_some(a.threshold);
-    let class = if a.breached {
-        "font-mono font-semibold text-red-700"
-    } else {
-        "font-mono"
-    };
+    let class = format!("font-mono font-semibold {}", a.colour());
     view! {
-        <span class=class data-testid=format!("rate-{}", a.name) data-breached=a.breached.to_string()>{pct(a.value)}</span>
+        <span class=class data-testid=format!("rate-{}", a.name) data-breached=a.breached.to_string() data-standing=a.standing()>{pct(a.value)}</span>
         " "
         <Spark values top=100.0 threshold breached=a.breached label=format!("{} by hour", a.label) />
     }

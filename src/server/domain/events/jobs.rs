@@ -91,7 +91,8 @@ pub(super) fn job_view(j: JobRecord) -> JobView {
 impl Events {
     /// Starts a bulk job; a second start from the same form finds the first.
     pub async fn start_bulk(&self, group: &str, req: BulkRequest) -> Result<JobView, AppError> {
-        let (g, _) = req.op.group_and_move(group_named(group)?)?;
+        let (g, mv) = req.op.group_and_move(group_named(group)?)?;
+        self.refuse_under_safe_mode(mv).await?;
         let reason = redact::redact(req.reason.trim());
         if reason.is_empty() {
             return Err(AppError::invalid("reason", "Say why."));

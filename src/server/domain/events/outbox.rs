@@ -148,10 +148,24 @@ impl Events {
             }
         };
         let (_, mv) = op.group_and_move(group)?;
+        self.refuse_under_safe_mode(mv).await?;
         let reason = redact::redact(reason);
         Ok(self
             .operator_move(&rec, mv, &reason, actor, form_key)
             .await?)
+    }
+
+    /// A release or redrive under safe mode would only be held again at once: refused,
+    /// saying so (a 409), rather than answered "done" while nothing goes.
+    pub(super) async fn refuse_under_safe_mode(&self, mv: Move) -> Result<(), AppError> {
+        if matches!(mv, Move::Release | Move::Redrive) && self.live_switches().await?.safe_mode {
+            return Err(AppError::Conflict(
+                "Safe mode is on: a released or redriven side effect would only be held again. \
+                 Turn safe mode off on Kill switches first (or discard it)."
+                    .into(),
+            ));
+        }
+        Ok(())
     }
 
     pub(super) async fn operator_move(

@@ -34,6 +34,7 @@ fn counts_of(b: &BTreeMap<String, u64>) -> Counts {
         retries: g("retries"),
         failures: g("failures"),
         mismatches: g("mismatches"),
+        client_errors: g("client_errors"),
     }
 }
 

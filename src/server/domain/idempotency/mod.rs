@@ -276,6 +276,18 @@ impl Engine {
         self.finish(ticket, false, None, Some(stop_reason)).await
     }
 
+    /// The operation refused on purpose (a 409: the client's business conflict). The key
+    /// stays open for the client's corrected request, as after a failure, but it counts
+    /// as a client error, not as a failure of the operation.
+    pub async fn refuse(
+        &self,
+        ticket: &Ticket,
+        stop_reason: &str,
+    ) -> Result<Result<(), Option<Stored>>, StoreError> {
+        self.count(&ticket.scope, &["client_errors"]);
+        self.finish(ticket, false, None, Some(stop_reason)).await
+    }
+
     async fn finish(
         &self,
         ticket: &Ticket,
@@ -370,6 +382,10 @@ impl Engine {
                         retry_after: Duration::from_secs(1),
                     }),
                 }
+            }
+            Err(e) if e.answered() => {
+                self.refuse(&ticket, &e.stop_reason()).await?.ok();
+                Ok(Outcome::Failed(e))
             }
             Err(e) => {
                 self.fail(&ticket, &e.stop_reason()).await?.ok();

@@ -129,6 +129,15 @@ impl SafeResponse {
 /// A short, customer-safe name for why an operation stopped (no messages, no text).
 pub trait StopReason {
     fn stop_reason(&self) -> String;
+
+    /// The operation refused on purpose, as the client's own business (a conflict, an
+    /// invalid or forbidden request): counted as a client error, not a failure.
+    fn answered(&self) -> bool {
+        matches!(
+            self.stop_reason().as_str(),
+            "invalid" | "conflict" | "not_found" | "refused" | "too_large"
+        )
+    }
 }
 
 impl StopReason for String {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{in_progress, Attempt, Begin, Call, Engine, Outcome, SafeResponse, Stored};
+use super::{in_progress, Attempt, Begin, Call, Engine, Outcome, SafeResponse, StopReason, Stored};
 use crate::server::store::idempotency::{self as store, Committed, KeyItem, KeyStatus};
 use crate::server::store::tx::{Refusal, Writes};
 use crate::server::store::StoreError;
@@ -45,6 +45,7 @@ impl Engine {
     where
         F: FnOnce(Attempt) -> Fut,
         Fut: Future<Output = Result<Prepared, E>>,
+        E: StopReason,
     {
         let now = self.clock.now();
         let mut key = self.fresh_claim(call, now);
@@ -70,8 +71,9 @@ impl Engine {
             }
             Committed::Held(held) => Ok(Committal::Held(self.held(&key, &held))),
             Committed::Refused(r) => {
-                self.count(call.scope, &["requests", "failures"]);
-                Ok(Committal::Failed(refused(r)))
+                let e = refused(r);
+                self.count(call.scope, &["requests", failed_as(&e)]);
+                Ok(Committal::Failed(e))
             }
         }
     }
@@ -87,6 +89,7 @@ impl Engine {
     where
         F: FnOnce(Attempt) -> Fut,
         Fut: Future<Output = Result<(Writes, Value), E>>,
+        E: StopReason,
     {
         let prepare = |attempt| async move {
             let (writes, value) = prepare(attempt).await?;
@@ -122,7 +125,7 @@ impl Engine {
 
     /// The operation refused before writing. If a live request holds the key, that is the
     /// answer (one more read, on this path only); else the refusal is.
-    async fn not_run<E>(
+    async fn not_run<E: StopReason>(
         &self,
         call: &Call<'_>,
         mine: &KeyItem,
@@ -133,7 +136,7 @@ impl Engine {
                 Ok(Committal::Held(self.held(mine, &held)))
             }
             _ => {
-                self.count(call.scope, &["requests", "failures"]);
+                self.count(call.scope, &["requests", failed_as(&e)]);
                 Ok(Committal::Failed(e))
             }
         }
@@ -177,4 +180,14 @@ fn finished(key: &mut KeyItem, answer: &Stored, now_ms: i64) {
     key.updated_at = now_ms;
     key.watch = None;
     key.watch_at = None;
+}
+
+/// The counter of an operation that did not happen: a client error when it refused on
+/// purpose, else a failure.
+fn failed_as(e: &impl StopReason) -> &'static str {
+    if e.answered() {
+        "client_errors"
+    } else {
+        "failures"
+    }
 }

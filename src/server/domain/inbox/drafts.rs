@@ -196,8 +196,8 @@ pub fn receipt(data: Option<Value>) -> Receipt {
 
 /// What the console says once a draft is published.
 pub fn published_text(r: &Receipt) -> String {
-    format!(
-        "Published {} to {} recipient(s).",
-        r.message_id, r.recipients
-    )
+    match r.recipients {
+        1 => format!("Published {} to 1 recipient.", r.message_id),
+        n => format!("Published {} to {n} recipients.", r.message_id),
+    }
 }

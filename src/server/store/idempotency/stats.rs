@@ -22,6 +22,7 @@ pub const COUNTERS: &[&str] = &[
     "retries",
     "failures",
     "mismatches",
+    "client_errors",
     "lost_ownership",
 ];
 

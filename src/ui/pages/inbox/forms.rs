@@ -84,7 +84,11 @@ pub(super) fn InboxForm(
 /// The message being written. Posted (never a GET: a message and its recipients do not
 /// belong in a URL) and kept as a draft under the form's key; the page then previews it.
 #[component]
-pub(super) fn ComposeForm(form: PublishForm, save_draft: FormAction<()>) -> impl IntoView {
+pub(super) fn ComposeForm(
+    form: PublishForm,
+    lifetime: String,
+    save_draft: FormAction<()>,
+) -> impl IntoView {
     let everyone = form.audience != "users";
     let started = !form.body.is_empty() || !form.title.is_empty();
     let field = |name: &'static str, value: String| {
@@ -116,7 +120,7 @@ pub(super) fn ComposeForm(form: PublishForm, save_draft: FormAction<()>) -> impl
                 error=error(|f| f == "uids" || f.starts_with("audience."))
             />
             <TextField label="Category" name="p[category]" id="compose-category" value=form.category.clone() error=error(|f| f == "category") />
-            <TextField label="Lifetime (empty: the inbox's)" name="p[ttl]" id="compose-ttl" value=form.ttl.clone() placeholder="7d" error=error(|f| f == "ttl") />
+            <TextField label=format!("Lifetime (empty: the inbox's, {lifetime})") name="p[ttl]" id="compose-ttl" value=form.ttl.clone() placeholder=lifetime.clone() error=error(|f| f == "ttl") />
             <TextField label="Title" name="p[title]" id="compose-title" value=form.title.clone() class="col-span-2" error=error(|f| f == "title") />
             <TextField label="Message" name="p[body]" id="compose-body" value=form.body.clone() rows=3 class="col-span-2" error=error(|f| f == "body") />
             <TextField

@@ -123,6 +123,16 @@ fn Tenants(page: InboxPage, save_tenant: FormAction<String>) -> impl IntoView {
 /// A tenant's inboxes as links with their lifetimes; for writers, the inbox form.
 #[component]
 fn Inboxes(tenant: String, page: InboxPage, save_inbox: FormAction<String>) -> impl IntoView {
+    // Unknown: no settings, no inbox (a tenant is made by either).
+    if page.tenant_title.is_none() && page.inboxes.is_empty() && !page.tenants.contains(&tenant) {
+        return view! {
+            <p class="mt-6 text-sm" role="status" data-testid="unknown-tenant">
+                {format!("There is no tenant named \u{201c}{tenant}\u{201d}. Pick one above, or create it with the tenant form.")}
+            </p>
+        }
+        .into_any();
+    }
+    let empty = page.inboxes.is_empty().then(|| view! { <li class="text-slate-500">"No inbox yet."</li> });
     let list = page
         .inboxes
         .iter()
@@ -142,10 +152,11 @@ fn Inboxes(tenant: String, page: InboxPage, save_inbox: FormAction<String>) -> i
     view! {
         <section class="mt-6">
             <h2 class="text-lg font-semibold">{format!("Inboxes of {tenant}")}</h2>
-            <ul class="mt-1 text-sm">{list}</ul>
+            <ul class="mt-1 text-sm">{empty}{list}</ul>
             {form}
         </section>
     }
+    .into_any()
 }
 
 /// The chosen inbox: compose (or the last receipt), view as a user, and what was published.
@@ -159,12 +170,19 @@ fn InboxRoom(
     publish: FormAction<String>,
 ) -> impl IntoView {
     let new_message = format!("/inbox?tenant={}&inbox={}", enc(&tenant), enc(&inbox));
+    // The lifetime a message gets when the form leaves it empty (the server's own figure).
+    let lifetime = page
+        .inbox
+        .as_ref()
+        .and_then(|i| i.ttl.split(", ").find_map(|p| p.strip_prefix("default=")))
+        .unwrap_or_default()
+        .to_string();
     let compose = page.can_write.then(|| match &page.draft {
         Some(Draft { form, receipt: Some(r) }) => {
             view! { <PublishReceipt form=form.clone() receipt=r.clone() new_message=new_message.clone() /> }.into_any()
         }
         Some(Draft { form, receipt: None }) => view! {
-            <ComposeForm form=form.clone() save_draft />
+            <ComposeForm form=form.clone() lifetime=lifetime.clone() save_draft />
             <Preview form=form.clone() publish new_message=new_message.clone() />
         }
         .into_any(),
@@ -176,7 +194,7 @@ fn InboxRoom(
                 idempotency_key: page.form_key.clone(),
                 ..PublishForm::default()
             };
-            view! { <ComposeForm form=fresh save_draft /> }.into_any()
+            view! { <ComposeForm form=fresh lifetime=lifetime.clone() save_draft /> }.into_any()
         }
     });
     // Posted to /find: the user id goes into the address as its reference only.
@@ -207,15 +225,14 @@ fn InboxRoom(
 /// Who a message goes to, in words.
 fn audience_label(form: &PublishForm) -> String {
     if form.audience == "users" {
-        format!(
-            "to users: {}",
-            form.uids
-                .split([',', '\n'])
-                .map(str::trim)
-                .filter(|u| !u.is_empty())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
+        let uids: Vec<&str> = form
+            .uids
+            .split([',', '\n'])
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .collect();
+        let who = if uids.len() == 1 { "user" } else { "users" };
+        format!("to {} {who}: {}", uids.len(), uids.join(", "))
     } else {
         "to everyone".into()
     }
@@ -260,7 +277,7 @@ fn PublishReceipt(form: PublishForm, receipt: Receipt, new_message: String) -> i
     view! {
         <div class="mt-2 rounded-lg border-2 border-emerald-300 bg-emerald-50 p-4 text-sm" role="status" data-testid="receipt">
             <p class="font-semibold text-emerald-900">"Published"</p>
-            <p class="mt-1">{format!("\u{201c}{}\u{201d} {} · {} recipient(s)", form.title, audience_label(&form), receipt.recipients)}</p>
+            <p class="mt-1">{format!("\u{201c}{}\u{201d} {}", form.title, audience_label(&form))}</p>
             <p class="mt-1 text-xs text-emerald-800">{format!("At {} · message {}", receipt.published_at, receipt.message_id)}</p>
             // A form may not sit in a paragraph (the browser would close the paragraph first).
             <div class="mt-3 flex gap-4">

@@ -10,6 +10,7 @@ use crate::model::inbox::{Counts, FeedItem, UserView};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::links::enc;
+use crate::ui::components::moment::{iso_of_ms, Moment};
 use crate::ui::components::pager::Pager;
 use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::data::page_data;
@@ -93,7 +94,7 @@ fn Feed(v: UserView, mark: FormAction<String>, tenant: String, inbox: String) ->
             <PostForm action=mark attr:class="mt-3">
                 {hidden()}
                 <input type="hidden" name="message_id" value="" />
-                <button type="submit" class="rounded border border-slate-300 px-3 py-1 text-sm">"Mark all read"</button>
+                <button type="submit" class="rounded border border-slate-300 px-3 py-1 text-sm">"Mark all read for this user"</button>
             </PostForm>
         }
     });
@@ -109,8 +110,14 @@ fn Feed(v: UserView, mark: FormAction<String>, tenant: String, inbox: String) ->
         enc(&inbox),
         enc(&uid)
     );
+    let warning = v.can_write.then(|| view! {
+        <p class="mt-3 rounded border border-amber-300 bg-amber-50 px-3 py-2 text-sm text-amber-900" data-testid="view-as-warning">
+            "You are viewing this user's own inbox: marking a message read here changes what they see, as if they had read it in their app."
+        </p>
+    });
     view! {
         <CountTiles c=v.counts />
+        {warning}
         {mark_all}
         <ol class="mt-4 space-y-2" aria-label="Feed">{items}</ol>
         <Pager base next=v.feed.next label="Pages of the feed" />
@@ -133,7 +140,7 @@ where
             <PostForm action=mark>
                 {hidden()}
                 <input type="hidden" name="message_id" value=m.id.clone() />
-                <button type="submit" class="rounded bg-slate-900 px-2 py-1 text-xs text-white">"Mark read"</button>
+                <button type="submit" class="rounded bg-slate-900 px-2 py-1 text-xs text-white">"Mark read for this user"</button>
             </PostForm>
         }
     });
@@ -143,6 +150,7 @@ where
                 <span>{if m.public { "everyone" } else { "personal" }}{m.category.clone().map(|c| format!(" · {c}"))}</span>
                 <span data-testid="read-state">{if m.read { "read" } else { "unread" }}</span>
             </div>
+            <div class="text-xs text-slate-500" data-testid="feed-date">"Received " <Moment iso=iso_of_ms(m.received_ms) /></div>
             <h3 class="mt-1 font-semibold">{m.title.clone()}</h3>
             <p class="whitespace-pre-wrap">{m.body.clone()}</p>
             {m.cta_uri.clone().map(|u| view! { <a class="text-sky-800 underline" href=u.clone() rel="noopener noreferrer">{u.clone()}</a> })}

@@ -48,14 +48,22 @@ struct Actions {
 impl Actions {
     fn new() -> Actions {
         let save = FormAction::new::<SaveReceiver>();
+        let receiver_saved = saved(save);
+        let test = FormAction::new::<TestReceiver>();
+        // A test's answer was about the receiver before: a new one makes it stale.
+        Effect::watch(
+            move || receiver_saved.get(),
+            move |_, _, _| test.value().set(None),
+            false,
+        );
         Actions {
             job: FormAction::new::<StartOutboxJob>(),
             one: FormAction::new::<MoveAction>(),
             save,
-            receiver_saved: saved(save),
+            receiver_saved,
             add: FormAction::new::<AddReceiverSecret>(),
             retire: FormAction::new::<RetireReceiverSecret>(),
-            test: FormAction::new::<TestReceiver>(),
+            test,
         }
     }
 

@@ -22,6 +22,8 @@ pub(super) fn shown_once(secret: &Option<String>) -> String {
 #[component]
 pub(super) fn Receiver(receiver: ReceiverView, actions: Actions) -> impl IntoView {
     let version = receiver.version.to_string();
+    // Nothing to test before there is a receiver.
+    let has_receiver = receiver.source != "none";
     let (version_add, version_list) = (version.clone(), version.clone());
     let secrets = receiver.secrets.clone();
     let url_error = Signal::derive(move || actions.save.value().with(|v| field_error(v, "url")));
@@ -61,9 +63,11 @@ pub(super) fn Receiver(receiver: ReceiverView, actions: Actions) -> impl IntoVie
                         <input type="hidden" name="version" value=version_add />
                         <button type="submit" class="rounded border border-slate-300 px-3 py-1 text-sm">"Add a secret"</button>
                     </PostForm>
-                    <PostForm action=actions.test>
-                        <button type="submit" class="rounded border border-slate-300 px-3 py-1 text-sm">"Send a test event"</button>
-                    </PostForm>
+                    {has_receiver.then(|| view! {
+                        <PostForm action=actions.test>
+                            <button type="submit" class="rounded border border-slate-300 px-3 py-1 text-sm">"Send a test event"</button>
+                        </PostForm>
+                    })}
                 </div>
             </details>
         </section>
