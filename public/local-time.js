@@ -1,10 +1,11 @@
 // The console's times come from the server in UTC (<time datetime="…" data-local>). This
-// shows them in the reader's own time zone, on the first page and on every page the console
-// shows after it. Only the text changes (the same text node), so hydration is unaffected;
+// shows them in the reader's own time zone, to the second and with the zone's name (one
+// format on every page), on the first page and on every page the console shows after it. Only the text changes (the same text node), so hydration is unaffected;
 // without this script the UTC text stays.
 (function () {
   var format = new Intl.DateTimeFormat(undefined, {
     year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit',
+    second: '2-digit', timeZoneName: 'short',
   });
   function show(root) {
     var times = root.querySelectorAll('time[data-local]:not([data-shown])');

@@ -55,3 +55,7 @@ export async function setSwitch(request: APIRequestContext, name: 'safe_mode' | 
   });
   expect(res.status(), await res.text()).toBe(200);
 }
+
+/** A moment as every page shows it, one format: the server's UTC text (without JavaScript)
+ * or the reader's zone to the second with its name (hydrated), e.g. `Nov 26, 2026, 12:51:05 PM UTC`. */
+export const MOMENT = /(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC|[A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d{2}:\d{2}\s[AP]M [A-Z][A-Za-z+\d:-]{1,8})/;

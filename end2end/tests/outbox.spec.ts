@@ -2,19 +2,20 @@ import { APIRequestContext, expect, Page, test } from '@playwright/test';
 import { randomBytes } from 'node:crypto';
 import * as http from 'node:http';
 import { AddressInfo } from 'node:net';
-import { apiKey, jsEnabled, ready, signIn } from './helpers';
+import { apiKey, jsEnabled, MOMENT, ready, signIn } from './helpers';
 
 const auth = () => ({ Authorization: `Bearer ${apiKey()}` });
 
 /** A receiver in this test's process: answers `status`, and records what it accepted. */
 async function startReceiver() {
-  const state = { status: 204, accepted: [] as string[], calls: 0 };
+  const state = { status: 204, accepted: [] as string[], calls: 0, retryAfter: '' };
   const server = http.createServer((req, res) => {
     state.calls += 1;
     req.resume();
     req.on('end', () => {
       if (state.status < 300) state.accepted.push(String(req.headers['webhook-id'] ?? ''));
       res.statusCode = state.status;
+      if (state.status >= 300 && state.retryAfter) res.setHeader('Retry-After', state.retryAfter);
       res.end(state.status < 300 ? '' : 'not now');
     });
   });
@@ -61,6 +62,56 @@ async function saveReceiver(page: Page, url: string) {
 }
 
 test.describe('outbox', () => {
+  test("a conversation's timeline counts a duplicate delivery and says failed until the receiver takes it, then delivered", async ({ page, request }) => {
+    const receiver = await startReceiver();
+    try {
+      await setSafeMode(request, false);
+      await signIn(page, 'admin', '/outbox');
+      await saveReceiver(page, receiver.url);
+      // The receiver refuses for now, asking for 5 s between attempts.
+      receiver.state.status = 503;
+      receiver.state.retryAfter = '5';
+      const conversation = conversationId();
+      await postEvent(request, conversation);
+      const again = await request.post('/api/v1/events', {
+        headers: auth(),
+        data: { conversation_id: conversation, message_id: 'm-1', created_at: new Date().toISOString(), channel: 'email', text: 'hello there' },
+      });
+      expect((await again.json()).duplicate).toBe(true);
+      await page.goto(`/events?conversation=${conversation}`);
+      await page.getByRole('table', { name: 'Events' }).getByRole('link', { name: conversation }).click();
+      await ready(page);
+      const event = page.getByTestId('timeline-event');
+      await expect(event).toHaveCount(1);
+      await expect(event.getByTestId('timeline-message')).toHaveText('m-1');
+      await expect(event.getByTestId('timeline-duplicates')).toContainText('1 duplicate');
+      await expect(event.getByTestId('timeline-decision')).toContainText('Decided');
+      // Every moment to the second.
+      await expect(event.locator('time').first()).toHaveText(MOMENT);
+      const effects = event.getByTestId('timeline-effect');
+      const states = async () => (await effects.evaluateAll((els) => els.map((e) => e.getAttribute('data-state')))).sort();
+      await expect.poll(async () => {
+        await page.reload();
+        return (await states()).some((s) => s === 'failed');
+      }, { timeout: 20_000 }).toBe(true);
+      // Not taken by the receiver: never "sent" or "delivered".
+      expect(receiver.state.accepted).toHaveLength(0);
+      expect(await states()).not.toContain('delivered');
+      expect(await states()).not.toContain('sent');
+      // The receiver takes them now: each delivered, once.
+      receiver.state.status = 204;
+      const n = await effects.count();
+      await expect.poll(async () => {
+        await page.reload();
+        return (await states()).every((s) => s === 'delivered');
+      }, { timeout: 30_000 }).toBe(true);
+      expect(receiver.state.accepted).toHaveLength(n);
+      expect(new Set(receiver.state.accepted).size).toBe(n);
+    } finally {
+      receiver.close();
+    }
+  });
+
   test('a receiver that fails every delivery shows its health on the Overview and the Outbox and raises its alert', async ({ page, browser, request }) => {
     const receiver = await startReceiver();
     receiver.state.status = 503;
@@ -78,7 +129,8 @@ test.describe('outbox', () => {
         .toBe('true');
       expect(receiver.state.calls).toBeGreaterThan(0);
       await expect(health).toContainText(/Last hour: 0 of \d+ delivery attempts delivered\./);
-      await expect(health).toContainText(/Failing since .*UTC/);
+      await expect(health.locator('time').first()).toHaveText(MOMENT);
+      await expect(health).toContainText('Failing since');
       await expect(health).toContainText('receiver answered 503');
       await expect(health).toContainText('No delivery has succeeded yet.');
       await expect(page.getByTestId('receiver-status')).toHaveText(`Delivering to ${receiver.url}`);
@@ -114,7 +166,8 @@ test.describe('outbox', () => {
           return health.getAttribute('data-failing');
         }, { timeout: 30_000 })
         .toBe('false');
-      await expect(health).toContainText(/Last success .*UTC/);
+      await expect(health).toContainText('Last success');
+      await expect(health.locator('time').first()).toHaveText(MOMENT);
       await expect(health).not.toContainText('Last error');
     } finally {
       receiver.close();

@@ -1,6 +1,6 @@
 use leptos::prelude::*;
 
-use crate::model::events::{AuditRows, EventPage, EventStats, StateView};
+use crate::model::events::{AuditRows, EventPage, EventStats, StateView, Timeline};
 use crate::model::AppError;
 
 /// Recent events, newest first (today, then yesterday), or one conversation's events.
@@ -30,6 +30,19 @@ pub async fn conversation_state(conversation: String) -> Result<StateView, AppEr
     state
         .events
         .conversation_state(&state.refs, conversation.trim())
+        .await
+}
+
+/// One conversation's timeline: events, decisions, side effects and where they are.
+#[server]
+pub async fn conversation_timeline(conversation: String) -> Result<Timeline, AppError> {
+    use crate::model::accounts::Role;
+    use crate::server::ctx;
+    ctx::require(Role::Viewer)?;
+    let state = ctx::state()?;
+    state
+        .events
+        .timeline(&state.refs, conversation.trim())
         .await
 }
 

@@ -57,7 +57,7 @@ fn live(s: &crate::model::switches::KillSwitches) -> Vec<LiveSwitch> {
         by: st.changed_by.clone().unwrap_or_else(|| "nobody yet".into()),
         when: st
             .changed_at
-            .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
             .unwrap_or_default(),
         why: st.reason.clone().filter(|r| !r.is_empty()),
     };

@@ -111,3 +111,39 @@ pub struct EventStats {
     /// Where side effects go and how that goes (the URL shown by role).
     pub receiver: crate::model::outbox::ReceiverView,
 }
+
+/// One conversation's story, oldest first: each event the helpdesk sent (its message id,
+/// duplicate deliveries counted), what was decided, and each side effect with where it is.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timeline {
+    pub entries: Vec<TimelineEntry>,
+    /// Older events exist than the ones shown (the newest are shown).
+    pub older: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TimelineEntry {
+    /// RFC 3339: when the event arrived.
+    pub at: String,
+    /// Redacted.
+    pub message_id: Option<String>,
+    /// Deliveries of the same event after the first (answered from the record, no effect).
+    pub duplicates: i64,
+    /// The decision in words ("Decided “order status” for billing (90 % sure)").
+    pub decision: String,
+    pub effects: Vec<TimelineEffect>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TimelineEffect {
+    /// `route`, `tag`, …, in words: "Route to billing".
+    pub what: String,
+    /// `not queued`, `queued`, `held`, `sending`, `sent`, `delivered`, `failed`, `dead`,
+    /// `discarded`: "sent" only once it went out, "delivered" only once the receiver took it.
+    pub state: String,
+    /// The state in a sentence, with the last attempt's answer.
+    pub words: String,
+    pub attempts: i64,
+    /// RFC 3339: when it reached this state.
+    pub at: String,
+}

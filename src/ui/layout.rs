@@ -7,6 +7,7 @@ use leptos_router::hooks::use_location;
 use crate::api::shell::{load_shell_info, LiveSwitch, ShellInfo};
 use crate::model::accounts::Role;
 use crate::ui::components::badge::EnvBadge;
+use crate::ui::components::moment::Moment;
 use crate::ui::data::{page_data, PageData};
 
 /// The frame's data (who is signed in, the switches out of their safe position), for a
@@ -97,7 +98,7 @@ fn SwitchBanner(lines: Vec<LiveSwitch>) -> impl IntoView {
     let items = lines
         .into_iter()
         .map(|l| {
-            let when = (!l.when.is_empty()).then(|| format!(", {}", l.when));
+            let when = (!l.when.is_empty()).then(|| view! { ", " <Moment iso=l.when /> });
             view! {
                 <li>
                     <strong>{l.what}</strong>

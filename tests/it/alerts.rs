@@ -187,7 +187,10 @@ async fn a_receiver_failing_every_delivery_shows_its_health_and_is_announced_onc
         .health
         .unwrap();
     assert_eq!(h.attempts_last_hour, sent, "every attempt the receiver saw");
-    assert_eq!(h.delivered_last_hour, 0, "failed attempts are not deliveries");
+    assert_eq!(
+        h.delivered_last_hour, 0,
+        "failed attempts are not deliveries"
+    );
     assert!(h.every_attempt_failed && h.failing_since.is_some(), "{h:?}");
     assert_eq!(h.last_success, None);
     assert_eq!(h.last_error.as_deref(), Some("receiver answered 503"));
@@ -215,7 +218,14 @@ async fn a_receiver_failing_every_delivery_shows_its_health_and_is_announced_onc
     let delivered = receiver.total() as u64;
     assert!(delivered >= 3, "every side effect delivered: {delivered}");
     assert!(receiver.counts().values().all(|n| *n == 1), "once each");
-    let h = app.state.events.receiver(Role::Viewer).await.unwrap().health.unwrap();
+    let h = app
+        .state
+        .events
+        .receiver(Role::Viewer)
+        .await
+        .unwrap()
+        .health
+        .unwrap();
     assert_eq!(h.delivered_last_hour, delivered);
     assert_eq!(h.attempts_last_hour, sent + delivered);
     assert!(h.failing_since.is_none() && h.last_error.is_none() && h.last_success.is_some());
@@ -247,7 +257,14 @@ async fn a_receiver_that_refuses_connections_reads_so_in_words() {
     let e = event("c-closed", Some("m-1"), "hi");
     assert_eq!(post_event(&app, &key, &e).await.status, 200);
     app.state.events.dispatch_all().await.unwrap();
-    let h = app.state.events.receiver(Role::Admin).await.unwrap().health.unwrap();
+    let h = app
+        .state
+        .events
+        .receiver(Role::Admin)
+        .await
+        .unwrap()
+        .health
+        .unwrap();
     assert_eq!((h.attempts_last_hour, h.delivered_last_hour), (1, 0));
     assert_eq!(
         h.last_error.as_deref(),

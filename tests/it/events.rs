@@ -508,3 +508,47 @@ async fn the_pages_show_events_state_and_audit() {
         "1 duplicate of 2 deliveries"
     );
 }
+
+/// A conversation's timeline answers "did we send it twice?": the event with its message
+/// id and its duplicate delivery counted, the decision, and each side effect "queued"
+/// until the receiver took it, then "delivered" — never "sent" before it went out.
+#[tokio::test]
+async fn a_conversation_timeline_counts_duplicates_and_says_queued_until_delivered() {
+    let (app, receiver) = app_with_receiver().await;
+    let key = app.api_key(&["events:write"]).await;
+    let e = event("c-timeline", Some("m-1"), "where is my order?");
+    for _ in 0..2 {
+        assert_eq!(post_event(&app, &key, &e).await.status, 200);
+    }
+    let refs = &app.state.refs;
+    let t = app.state.events.timeline(refs, "c-timeline").await.unwrap();
+    assert_eq!(t.entries.len(), 1, "{t:?}");
+    let entry = &t.entries[0];
+    assert_eq!(entry.duplicates, 1);
+    assert_eq!(entry.message_id.as_deref(), Some("m-1"));
+    assert!(entry.decision.starts_with("Decided"), "{}", entry.decision);
+    assert!(!entry.effects.is_empty());
+    assert!(
+        entry
+            .effects
+            .iter()
+            .all(|f| f.state == "queued" && f.attempts == 0),
+        "{:?}",
+        entry.effects
+    );
+    app.state.events.dispatch_all().await.unwrap();
+    let t = app.state.events.timeline(refs, "c-timeline").await.unwrap();
+    let effects = &t.entries[0].effects;
+    assert_eq!(
+        effects.len(),
+        receiver.total(),
+        "each one reached the receiver once"
+    );
+    assert!(
+        effects
+            .iter()
+            .all(|f| f.state == "delivered" && f.attempts == 1),
+        "{effects:?}"
+    );
+    assert!(receiver.counts().values().all(|n| *n == 1));
+}

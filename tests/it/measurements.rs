@@ -721,7 +721,14 @@ async fn a_409_counts_as_a_client_error_and_not_in_the_failure_rate() {
     for (i, w) in [70.0, 71.5, 72.0].into_iter().enumerate() {
         let idem = format!("idem-409-{i}");
         let b = body("m-409", "u409", w, "kg", t0);
-        let a = post(&app, &key, "/api/v1/measurements", &b, &[("Idempotency-Key", &idem)]).await;
+        let a = post(
+            &app,
+            &key,
+            "/api/v1/measurements",
+            &b,
+            &[("Idempotency-Key", &idem)],
+        )
+        .await;
         assert_eq!(a.status, if w == 70.0 { 201 } else { 409 }, "{}", a.body);
     }
     app.state.idempotency.flush_stats().await.unwrap();
@@ -730,7 +737,12 @@ async fn a_409_counts_as_a_client_error_and_not_in_the_failure_rate() {
         .scopes
         .iter()
         .find(|s| s.scope.contains("measurements"))
-        .unwrap_or_else(|| panic!("{:?}", health.scopes.iter().map(|s| &s.scope).collect::<Vec<_>>()));
+        .unwrap_or_else(|| {
+            panic!(
+                "{:?}",
+                health.scopes.iter().map(|s| &s.scope).collect::<Vec<_>>()
+            )
+        });
     let t = &scope.totals;
     assert_eq!((t.client_errors, t.failures), (2, 0), "{t:?}");
     assert_eq!(t.failure_pct(), Some(0.0));

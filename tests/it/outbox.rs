@@ -308,7 +308,14 @@ async fn safe_mode_holds_queued_side_effects_until_an_operator_releases_them() {
     let refused = app
         .state
         .events
-        .move_one(&early, job_op("release").unwrap(), "too soon", "ops", "f0", &app.state.refs)
+        .move_one(
+            &early,
+            job_op("release").unwrap(),
+            "too soon",
+            "ops",
+            "f0",
+            &app.state.refs,
+        )
         .await;
     assert!(
         matches!(&refused, Err(ops_console::model::AppError::Conflict(m)) if m.contains("Safe mode is on")),

@@ -13,14 +13,14 @@ use axum::body::Bytes;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{json, Value};
 
+use crate::model::accounts::Role;
 use crate::model::AppError;
 use crate::server::clock::Clock;
 use crate::server::config::Config;
-use crate::model::accounts::Role;
 use crate::server::domain::events::health as receiver_health;
 use crate::server::domain::idempotency::Engine;
-use crate::server::domain::redact;
 use crate::server::domain::measurements::views;
+use crate::server::domain::redact;
 use crate::server::metrics;
 use crate::server::outbound::networks::Resolver;
 use crate::server::outbound::{parse_url, Answer, Message, Sender};
@@ -156,7 +156,10 @@ impl Alerts {
     /// The receiver failed every delivery attempt of the window (and made enough of them).
     async fn receiver_rule(&self) -> Result<Judged, AppError> {
         let (h, url) = match receiver_health::current_url(&self.store, &self.config).await? {
-            Some(url) => (receiver_health::of(&self.store, &url, self.clock.now()).await?, url),
+            Some(url) => (
+                receiver_health::of(&self.store, &url, self.clock.now()).await?,
+                url,
+            ),
             None => Default::default(),
         };
         metrics::receiver_attempts(h.window_attempts, h.window_delivered);

@@ -7,6 +7,7 @@ use super::links::enc;
 use super::pager::Pager;
 use super::table::DataTable;
 use crate::model::measurements::AttemptPage;
+use crate::ui::components::moment::{time_or_text, Moment};
 
 const COLUMNS: [&str; 8] = [
     "When",
@@ -43,13 +44,13 @@ pub fn AttemptsSection(
             let bad = !matches!(r.action.as_str(), "accepted" | "duplicate" | "override");
             view! {
                 <tr class="border-t border-slate-100 align-top" data-testid="attempt-row">
-                    <td class="py-1 text-xs whitespace-nowrap">{r.at}</td>
+                    <td class="py-1 text-xs whitespace-nowrap"><Moment iso=r.at /></td>
                     <td class="py-1 font-mono text-xs">{r.user_id}</td>
                     <td class="py-1 font-mono text-xs">{r.measurement_id}</td>
                     <td class=if bad { "py-1 font-medium text-red-700" } else { "py-1" } data-testid="attempt-action">{r.action}</td>
                     <td class="py-1 text-xs">{r.reason}</td>
                     <td class="py-1 text-right">{r.weight_kg}</td>
-                    <td class="py-1 text-xs">{r.timestamp}</td>
+                    <td class="py-1 text-xs">{time_or_text(r.timestamp)}</td>
                     <td class="py-1 font-mono text-xs">{r.correlation_id}</td>
                 </tr>
             }

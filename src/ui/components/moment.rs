@@ -1,7 +1,8 @@
-//! A moment in time as the console shows it everywhere: `2026-11-24 08:01 UTC` from the
-//! server (the same text on the server and in the browser, so hydration agrees), turned
-//! into the reader's own time zone by `public/local-time.js` once the page is shown, with
-//! the exact UTC time on hover and, when given, how long ago.
+//! A moment in time as the console shows it everywhere, one format: `2026-11-24 08:01:02
+//! UTC` from the server (the same text on the server and in the browser, so hydration
+//! agrees), turned into the reader's own time zone, to the second and with the zone's
+//! name (`Nov 24, 2026, 3:01:02 AM EST`), by `public/local-time.js` once the page is
+//! shown; the exact UTC time on hover and, when given, how long ago.
 
 use leptos::prelude::*;
 
@@ -38,9 +39,21 @@ pub fn iso_of_ms(ms: i64) -> String {
     )
 }
 
-/// `2026-11-24T08:01:02.123Z` → `2026-11-24 08:01 UTC`; anything else as it is.
+/// A stored value that may be a moment: as a [`Moment`] when it is one (RFC 3339), else
+/// as the text it is.
+pub fn time_or_text(value: String) -> AnyView {
+    let b = value.as_bytes();
+    let moment = b.len() >= 19 && b[4] == b'-' && b[7] == b'-' && b[10] == b'T' && b[13] == b':';
+    if moment {
+        view! { <Moment iso=value /> }.into_any()
+    } else {
+        value.into_any()
+    }
+}
+
+/// `2026-11-24T08:01:02.123Z` → `2026-11-24 08:01:02 UTC`; anything else as it is.
 pub fn short_utc(iso: &str) -> String {
-    match (iso.get(..10), iso.get(11..16)) {
+    match (iso.get(..10), iso.get(11..19)) {
         (Some(day), Some(time)) if iso.ends_with('Z') || iso.ends_with("+00:00") => {
             format!("{day} {time} UTC")
         }
@@ -58,14 +71,14 @@ mod tests {
     }
 
     #[test]
-    fn utc_times_are_shortened_to_the_minute() {
+    fn utc_times_read_to_the_second() {
         assert_eq!(
             short_utc("2026-11-24T08:01:02.123Z"),
-            "2026-11-24 08:01 UTC"
+            "2026-11-24 08:01:02 UTC"
         );
         assert_eq!(
             short_utc("2026-11-24T08:01:02+00:00"),
-            "2026-11-24 08:01 UTC"
+            "2026-11-24 08:01:02 UTC"
         );
         assert_eq!(short_utc("yesterday"), "yesterday");
     }

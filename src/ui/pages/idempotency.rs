@@ -15,6 +15,7 @@ use crate::model::idempotency::{KeyPage, KeySummary, ScopeHealth};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::links::enc;
+use crate::ui::components::moment::{time_or_text, Moment};
 use crate::ui::components::pager::Pager;
 use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::components::scope_card::ScopeCard;
@@ -216,7 +217,7 @@ fn KeyTable(page: KeyPage, label: &'static str, param: &'static str) -> impl Int
                     <td class="py-1 font-mono text-xs">{k.scope}</td>
                     <td class="py-1">{k.tenant}</td>
                     <td class="py-1">{k.attempts}</td>
-                    <td class="py-1">{k.started_at}</td>
+                    <td class="py-1"><Moment iso=k.started_at /></td>
                     <td class="py-1">{k.stop_reason.unwrap_or_default()}</td>
                 </tr>
             }
@@ -335,7 +336,7 @@ fn KeyDetail(k: KeySummary, is_admin: bool, expire: FormAction<String>) -> impl 
         <dl class="mt-4 grid max-w-3xl grid-cols-3 gap-y-1 text-sm">
             {rows.into_iter().map(|(l, v)| view! {
                 <dt class="text-slate-600">{l}</dt>
-                <dd class="col-span-2 break-all font-mono">{v}</dd>
+                <dd class="col-span-2 break-all font-mono">{time_or_text(v)}</dd>
             }).collect_view()}
             {api_key}
             {resource}

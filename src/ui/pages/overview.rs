@@ -14,6 +14,7 @@ use crate::model::idempotency::Alert;
 use crate::model::switches::Switch;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::badge::OnOff;
+use crate::ui::components::moment::Moment;
 use crate::ui::components::receiver::ReceiverStatus;
 use crate::ui::components::scope_card::pct;
 use crate::ui::data::page_data;
@@ -153,7 +154,7 @@ fn FiringAlerts(list: Vec<FiringAlert>) -> impl IntoView {
                 {list.into_iter().map(|a| view! {
                     <li class="rounded border border-red-300 bg-red-50 px-3 py-2 text-sm text-red-800">
                         {a.summary}
-                        <span class="ml-2 text-xs text-red-700">"since " {a.since}</span>
+                        <span class="ml-2 text-xs text-red-700">"since " <Moment iso=a.since /></span>
                     </li>
                 }).collect_view()}
             </ul>

@@ -13,10 +13,10 @@ use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::badge::OnOff;
 use crate::ui::components::form::{field_error, invalid_attrs, FieldError, FormKey};
+use crate::ui::components::moment::{iso_of_ms, Moment};
 use crate::ui::components::pager::Pager;
 use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::components::table::DataTable;
-use crate::ui::components::when;
 use crate::ui::data::page_data;
 use crate::ui::layout::ShellData;
 
@@ -90,14 +90,15 @@ fn SwitchCards(view: KillSwitchesView, change: FormAction<KillSwitches>) -> impl
 }
 
 /// Who changed a switch last, when and why; or that it still has its safe default.
-fn last_change(state: &SwitchState) -> String {
+fn last_change(state: &SwitchState) -> AnyView {
     match (&state.changed_by, &state.changed_at) {
-        (Some(by), Some(at)) => format!(
-            "Last changed by {by} at {}: “{}”",
-            when(at),
-            state.reason.clone().unwrap_or_default()
-        ),
-        _ => "Never changed: this is the safe default.".to_string(),
+        (Some(by), Some(at)) => view! {
+            {format!("Last changed by {by} at ")}
+            <Moment iso=iso_of_ms(at.timestamp_millis()) />
+            {format!(": “{}”", state.reason.clone().unwrap_or_default())}
+        }
+        .into_any(),
+        _ => "Never changed: this is the safe default.".into_any(),
     }
 }
 
@@ -239,7 +240,7 @@ fn History(page: HistoryPage) -> impl IntoView {
         .map(|e| {
             view! {
                 <tr class="border-t border-slate-100">
-                    <td class="py-2 pr-4 whitespace-nowrap">{when(&e.at)}</td>
+                    <td class="py-2 pr-4 whitespace-nowrap"><Moment iso=iso_of_ms(e.at.timestamp_millis()) /></td>
                     <td class="py-2 pr-4">{e.actor}</td>
                     <td class="py-2 pr-4">{e.switch.label()}</td>
                     <td class="py-2 pr-4 whitespace-nowrap">{format!("{} → {}", on_off(e.from), on_off(e.to))}</td>

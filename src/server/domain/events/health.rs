@@ -27,7 +27,11 @@ pub async fn current_url(store: &Store, config: &Config) -> Result<Option<String
 }
 
 /// The health of the receiver at `url`, as of `now`.
-pub async fn of(store: &Store, url: &str, now: DateTime<Utc>) -> Result<ReceiverHealth, StoreError> {
+pub async fn of(
+    store: &Store,
+    url: &str,
+    now: DateTime<Utc>,
+) -> Result<ReceiverHealth, StoreError> {
     let now_ms = now.timestamp_millis();
     let h = store::read(store, &receiver_key(url), now_ms - HOUR_MS, now_ms).await?;
     Ok(view(&h, now_ms))

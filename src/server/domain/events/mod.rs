@@ -16,6 +16,7 @@ pub mod outbox;
 mod queue;
 pub mod receiver;
 mod rules;
+mod timeline;
 pub mod views;
 mod wording;
 

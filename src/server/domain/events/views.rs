@@ -61,7 +61,7 @@ fn row(r: EventRecord, refs: &Refs) -> EventRow {
     }
 }
 
-fn check_conversation(id: &str) -> Result<(), AppError> {
+pub(super) fn check_conversation(id: &str) -> Result<(), AppError> {
     let ok = id.len() <= 512
         && id.chars().all(|c| {
             c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '@' | '+' | '/' | '#' | ':')

@@ -55,7 +55,9 @@ pub fn writes(store: &Store, a: &Attempt<'_>) -> Result<Vec<TransactWriteItem>, 
         .expression_attribute_values(":now", n(a.now_ms))
         .expression_attribute_values(":exp", expires.clone());
     let state = if a.delivered {
-        state.update_expression("SET last_success_ms = :now, expires_at = :exp REMOVE failing_since_ms")
+        state.update_expression(
+            "SET last_success_ms = :now, expires_at = :exp REMOVE failing_since_ms",
+        )
     } else {
         state
             .update_expression(

@@ -20,6 +20,23 @@ pub async fn get_action(store: &Store, key: &str) -> Result<Option<ActionRecord>
     items::get(store, MW_IDEMPOTENCY.base, "event_id", key).await
 }
 
+/// The side effects of `keys` that exist, in no particular order (one request per 100).
+pub async fn get_actions(
+    store: &Store,
+    keys: Vec<String>,
+) -> Result<Vec<ActionRecord>, StoreError> {
+    let table = store.table(MW_IDEMPOTENCY.base);
+    let keys = keys
+        .into_iter()
+        .map(|k| items::Item::from([("event_id".to_string(), s(k))]))
+        .collect();
+    items::batch_get(store, MW_IDEMPOTENCY.base, keys)
+        .await?
+        .into_iter()
+        .map(|i| serde_dynamo::from_item(i).map_err(|e| StoreError::corrupt(&table, e)))
+        .collect()
+}
+
 /// A conversation's state (strongly consistent), or an empty one at version 0.
 pub async fn get_state(
     store: &Store,

@@ -12,7 +12,7 @@ use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::badge::StatusPill;
 use crate::ui::components::form::{field_error, invalid_attrs, FieldError, FormKey};
 use crate::ui::components::links::state_href;
-use crate::ui::components::moment::Moment;
+use crate::ui::components::moment::{time_or_text, Moment};
 use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::data::page_data;
 
@@ -104,8 +104,8 @@ fn Facts(d: ConversationDetail) -> impl IntoView {
             <div class=row><dt class="text-slate-600">"Company"</dt><dd>{d.company}</dd></div>
             <div class=row><dt class="text-slate-600">"Project"</dt><dd>{d.project}</dd></div>
             <div class=row><dt class="text-slate-600">"Channel"</dt><dd>{d.channel}</dd></div>
-            <div class=row><dt class="text-slate-600">"Created"</dt><dd class="text-xs">{d.created_at}</dd></div>
-            <div class=row><dt class="text-slate-600">"Updated"</dt><dd class="text-xs">{d.updated_at}</dd></div>
+            <div class=row><dt class="text-slate-600">"Created"</dt><dd class="text-xs">{time_or_text(d.created_at)}</dd></div>
+            <div class=row><dt class="text-slate-600">"Updated"</dt><dd class="text-xs">{time_or_text(d.updated_at)}</dd></div>
             <div class="flex justify-between py-1"><dt class="text-slate-600">"Function call"</dt><dd>{d.function_call_type.unwrap_or_else(|| "–".into())}</dd></div>
         </dl>
     }
@@ -225,7 +225,7 @@ fn Message(m: MessageView) -> impl IntoView {
         <li class=format!("rounded-lg border p-3 text-sm {align} {tone}") data-testid="message">
             <div class="flex justify-between text-xs text-slate-500">
                 <span class="font-semibold uppercase">{m.role}</span>
-                <span>{m.timestamp}</span>
+                <span>{time_or_text(m.timestamp)}</span>
             </div>
             <div class="mt-1">{body}</div>
             <div class="mt-1 text-xs text-slate-500">{stats}</div>

@@ -16,6 +16,7 @@ use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::form::FormKey;
 use crate::ui::components::links::enc;
+use crate::ui::components::moment::time_or_text;
 use crate::ui::components::pager::Pager;
 use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::components::table::DataTable;
@@ -132,7 +133,10 @@ fn Inboxes(tenant: String, page: InboxPage, save_inbox: FormAction<String>) -> i
         }
         .into_any();
     }
-    let empty = page.inboxes.is_empty().then(|| view! { <li class="text-slate-500">"No inbox yet."</li> });
+    let empty = page
+        .inboxes
+        .is_empty()
+        .then(|| view! { <li class="text-slate-500">"No inbox yet."</li> });
     let list = page
         .inboxes
         .iter()
@@ -278,7 +282,7 @@ fn PublishReceipt(form: PublishForm, receipt: Receipt, new_message: String) -> i
         <div class="mt-2 rounded-lg border-2 border-emerald-300 bg-emerald-50 p-4 text-sm" role="status" data-testid="receipt">
             <p class="font-semibold text-emerald-900">"Published"</p>
             <p class="mt-1">{format!("\u{201c}{}\u{201d} {}", form.title, audience_label(&form))}</p>
-            <p class="mt-1 text-xs text-emerald-800">{format!("At {} · message {}", receipt.published_at, receipt.message_id)}</p>
+            <p class="mt-1 text-xs text-emerald-800">"At " {time_or_text(receipt.published_at)} {format!(" · message {}", receipt.message_id)}</p>
             // A form may not sit in a paragraph (the browser would close the paragraph first).
             <div class="mt-3 flex gap-4">
                 <a class="rounded bg-slate-900 px-3 py-1.5 text-white" href=new_message>"New message"</a>
@@ -309,7 +313,7 @@ fn Publications(rows: Vec<PublicationRow>) -> impl IntoView {
         .map(|r| {
             view! {
                 <tr class="border-t border-slate-100" data-testid="publication">
-                    <td class="py-1 text-xs">{r.created_at}</td>
+                    <td class="py-1 text-xs">{time_or_text(r.created_at)}</td>
                     <td class="py-1">{r.title}</td>
                     <td class="py-1">{r.audience}</td>
                     <td class="py-1">{r.category.unwrap_or_default()}</td>

@@ -27,6 +27,7 @@ use crate::model::outbox::{JobView, OutboxCounts, OutboxPage};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::links::enc;
+use crate::ui::components::moment::Moment;
 use crate::ui::components::pager::Pager;
 use crate::ui::components::post_form::FormAction;
 use crate::ui::components::table::DataTable;
@@ -273,7 +274,7 @@ fn Jobs(jobs: Vec<JobView>) -> impl IntoView {
             );
             view! {
                 <tr class="border-t border-slate-100" data-testid="outbox-job">
-                    <td class="py-1">{j.created_at}</td>
+                    <td class="py-1"><Moment iso=j.created_at /></td>
                     <td class="py-1">{what}</td>
                     <td class="py-1">{j.actor}</td>
                     <td class="py-1">{j.reason}</td>

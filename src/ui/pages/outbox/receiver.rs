@@ -6,6 +6,7 @@ use leptos::prelude::*;
 use super::Actions;
 use crate::model::outbox::{ReceiverView, SecretView};
 use crate::ui::components::form::{field_error, invalid_attrs, FieldError};
+use crate::ui::components::moment::Moment;
 use crate::ui::components::post_form::PostForm;
 use crate::ui::components::receiver::ReceiverStatus;
 
@@ -84,7 +85,7 @@ fn SecretList(secrets: Vec<SecretView>, version: String, actions: Actions) -> im
             view! {
                 <li class="flex items-center gap-3 text-sm">
                     <span class="font-mono">{s.id.clone()}</span>
-                    <span class="text-slate-500">{format!("made {} by {}", s.created_at, s.created_by)}</span>
+                    <span class="text-slate-500">"made " <Moment iso=s.created_at.clone() /> {format!(" by {}", s.created_by)}</span>
                     <PostForm action=actions.retire attr:class="inline">
                         <input type="hidden" name="id" value=id />
                         <input type="hidden" name="version" value=v />

@@ -7,6 +7,7 @@ use super::Actions;
 use crate::model::outbox::OutboxRow;
 use crate::ui::components::form::FormKey;
 use crate::ui::components::links::{enc, state_href};
+use crate::ui::components::moment::Moment;
 use crate::ui::components::post_form::PostForm;
 use crate::ui::components::table::DataTable;
 
@@ -74,7 +75,7 @@ fn Row(r: OutboxRow, here: String) -> impl IntoView {
     let tries = r
         .tries
         .iter()
-        .map(|t| view! { <li>{format!("#{} at {} ({} ms): {}", t.n, t.at, t.ms, t.result)}</li> })
+        .map(|t| view! { <li>{format!("#{} at ", t.n)} <Moment iso=t.at.clone() /> {format!(" ({} ms): {}", t.ms, t.result)}</li> })
         .collect_view();
     // Links, not forms: the form opens above the list for this item (by its reference).
     let buttons = moves_of(&r.status)

@@ -5,15 +5,18 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::events::{conversation_state, list_audit, list_events};
+use crate::api::events::{conversation_state, conversation_timeline, list_audit, list_events};
 use crate::model::events::{AuditRows, EventPage, StateView};
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::audit_table::AuditTable;
 use crate::ui::components::links::{enc, split_reference, state_href};
-use crate::ui::components::moment::Moment;
+use crate::ui::components::moment::{time_or_text, Moment};
 use crate::ui::components::pager::Pager;
 use crate::ui::components::table::DataTable;
 use crate::ui::data::page_data;
+
+mod timeline;
+use timeline::ConversationTimeline;
 
 #[component]
 pub fn EventsPage() -> impl IntoView {
@@ -102,7 +105,8 @@ pub fn ConversationStatePage() -> impl IntoView {
     let query = use_query_map();
     let id = move || query.read().get("id").unwrap_or_default();
     let state = page_data(id, conversation_state);
-    let timeline = page_data(
+    let story = page_data(id, conversation_timeline);
+    let audit = page_data(
         move || (id(), query.read().get("cursor")),
         |(id, cursor)| {
             list_audit(
@@ -122,9 +126,13 @@ pub fn ConversationStatePage() -> impl IntoView {
             <h1 class="mt-2 text-2xl font-semibold">"Conversation "<span class="font-mono" data-testid="conversation-id">{s.conversation_id.clone()}</span></h1>
             <StateCard s />
         </AsyncSection>
-        <h2 class="mt-8 text-lg font-semibold">"Audit timeline"</h2>
-        <AsyncSection load=move || timeline let:rows>
-            <Timeline rows />
+        <h2 class="mt-8 text-lg font-semibold">"Timeline"</h2>
+        <AsyncSection load=move || story let:t>
+            <ConversationTimeline t />
+        </AsyncSection>
+        <h2 class="mt-8 text-lg font-semibold">"Audit records"</h2>
+        <AsyncSection load=move || audit let:rows>
+            <AuditRecords rows />
         </AsyncSection>
     }
 }
@@ -132,14 +140,14 @@ pub fn ConversationStatePage() -> impl IntoView {
 /// One page of a conversation's audit records, and the way to its events. Links carry the
 /// conversation's reference from the server, never what the address held.
 #[component]
-fn Timeline(rows: AuditRows) -> impl IntoView {
+fn AuditRecords(rows: AuditRows) -> impl IntoView {
     let reference = rows.conversation_ref.clone();
     view! {
         <AuditTable rows=rows.rows />
         <Pager
             base=format!("/events/conversation?id={}", enc(&reference))
             next=rows.next_cursor
-            label="Pages of the timeline"
+            label="Pages of the audit records"
         />
         <a class="mt-4 inline-block text-sm text-sky-800 underline" href=format!("/events?conversation={}", enc(&reference))>"This conversation's events"</a>
     }
@@ -169,7 +177,8 @@ fn StateCard(s: StateView) -> impl IntoView {
             "Last auto-reply",
             s.last_auto_reply.unwrap_or_else(|| "none".into()),
         ),
-        ("Auto-replies sent", s.auto_replies_sent.join(", ")),
+        // Decided, not delivered: the timeline says where each one is.
+        ("Auto-replies decided", s.auto_replies_sent.join(", ")),
         ("Order number", s.order_ref_last4.unwrap_or_default()),
         (
             "Last message",
@@ -184,7 +193,7 @@ fn StateCard(s: StateView) -> impl IntoView {
             {fields.into_iter().map(|(label, value)| view! {
                 <div class="flex justify-between border-b border-slate-100 py-1">
                     <dt class="text-slate-600">{label}</dt>
-                    <dd class="font-mono text-xs">{value}</dd>
+                    <dd class="font-mono text-xs">{time_or_text(value)}</dd>
                 </div>
             }).collect_view()}
         </dl>

@@ -1,0 +1,33 @@
+import { expect, test } from '@playwright/test';
+import { jsEnabled, ready, setSwitch, signIn } from './helpers';
+
+/** Hydrated, in New York: the reader's zone, to the second, with the zone's name. */
+const NEW_YORK = /^[A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d{2}:\d{2}\s[AP]M E[SD]T$/;
+/** Without JavaScript: the server's text, in UTC and saying so. */
+const SERVER_UTC = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/;
+
+test.describe('one clock', () => {
+  test.use({ timezoneId: 'America/New_York' });
+
+  test('a New York browser reads every moment in one format with its zone, the exact UTC time on hover', async ({ page, request }) => {
+    // A change of each direction: the banner, the history and the audit all have a moment.
+    await setSwitch(request, 'safe_mode', true);
+    await setSwitch(request, 'safe_mode', false);
+    await signIn(page, 'viewer', '/kill-switches');
+    const format = jsEnabled() ? NEW_YORK : SERVER_UTC;
+    for (const path of ['/kill-switches', '/audit', '/']) {
+      await page.goto(path);
+      await ready(page);
+      const times = page.locator('time');
+      await expect(times.first()).toBeVisible();
+      await expect
+        .poll(async () => (await times.allInnerTexts()).filter((t) => !format.test(t.trim())), { timeout: 10_000 })
+        .toEqual([]);
+      // The exact moment, in UTC, on hover.
+      expect(await times.first().getAttribute('title')).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|\+00:00)$/);
+      // No raw timestamp anywhere on the page.
+      expect(await page.locator('body').innerText()).not.toMatch(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/);
+    }
+    await setSwitch(request, 'safe_mode', true);
+  });
+});
