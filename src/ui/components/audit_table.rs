@@ -30,16 +30,17 @@ pub fn AuditTable(rows: Vec<AuditRow>) -> impl IntoView {
                     </td>
                     <td class="py-1.5">
                         <p class=summary_class data-testid="audit-summary">{r.summary}</p>
-                        <p class="text-xs text-slate-500">
-                            <span class="font-mono" data-testid="audit-action">{r.action_type}</span>
-                            " · "
-                            <span data-testid="audit-result">{r.result}</span>
-                        </p>
                     </td>
                     <td class="py-1.5 text-xs">{r.actor}</td>
                     <td class="py-1.5 text-xs">
                         <details>
                             <summary class="cursor-pointer text-sky-800">"JSON"</summary>
+                            // The stored codes, for whoever reads the raw record.
+                            <p class="mt-1 text-slate-500">
+                                <span class="font-mono" data-testid="audit-action">{r.action_type}</span>
+                                " · "
+                                <span data-testid="audit-result">{r.result}</span>
+                            </p>
                             <pre class="mt-1 max-w-md whitespace-pre-wrap break-all font-mono text-slate-600">{r.payload}</pre>
                         </details>
                     </td>

@@ -16,7 +16,7 @@ pub fn Moment(
     let ago = (!ago.is_empty())
         .then(|| view! { <span class="block text-xs text-slate-500">{ago}</span> });
     view! {
-        <time datetime=iso.clone() title=iso data-local="" class="whitespace-nowrap">{short}</time>
+        <time datetime=iso.clone() title=iso data-local="">{short}</time>
         {ago}
     }
 }

@@ -24,7 +24,7 @@ pub fn Pager(
     #[prop(default = None)] prev: Option<String>,
     #[prop(default = "before")] prev_param: &'static str,
     #[prop(default = "← Previous page")] prev_label: &'static str,
-    #[prop(optional)] first: Option<&'static str>,
+    #[prop(default = None)] first: Option<&'static str>,
     /// The navigation's name (a page with two pagers names each).
     #[prop(default = "Pages")]
     label: &'static str,

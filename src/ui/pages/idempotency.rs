@@ -84,7 +84,9 @@ fn KeyLookup() -> impl IntoView {
                 <div>
                     <label for="lookup-client">"Client (API key)"</label>
                     <AsyncSection load=move || clients let:names>
-                        <select id="lookup-client" name="client" class=input>
+                        <select id="lookup-client" name="client" class=input required>
+                            // No client is assumed: the person picks the one that sent the key.
+                            <option value="" selected=get("client").is_empty()>"Choose the client…"</option>
                             {names.into_iter().map(|n| {
                                 let selected = n == get("client");
                                 view! { <option value=n.clone() selected=selected>{n.clone()}</option> }
@@ -99,7 +101,7 @@ fn KeyLookup() -> impl IntoView {
                     keys
                     asked=!get("raw").trim().is_empty()
                     label="Keys found"
-                    none="No key of this client matches (keys live 24 hours by default)."
+                    none="This client sent no request with this key, or sent it more than a day ago (keys are kept 24 hours by default): check the client and the key as it was sent."
                     none_id="lookup-none"
                 />
             </AsyncSection>

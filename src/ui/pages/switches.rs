@@ -51,7 +51,7 @@ pub fn SwitchesPage() -> impl IntoView {
         </AsyncSection>
         <h2 class="mt-10 text-lg font-semibold">"History"</h2>
         <AsyncSection load=move || history let:page>
-            <History page />
+            <History page older=query.read_untracked().get("before").is_some_and(|b| !b.is_empty()) />
         </AsyncSection>
     }
 }
@@ -229,7 +229,7 @@ fn ChangeForm(
 
 /// The change history, newest first, a page at a time.
 #[component]
-fn History(page: HistoryPage) -> impl IntoView {
+fn History(page: HistoryPage, older: bool) -> impl IntoView {
     if page.entries.is_empty() {
         return view! { <p class="text-sm text-slate-500">"No changes yet."</p> }.into_any();
     }
@@ -255,7 +255,8 @@ fn History(page: HistoryPage) -> impl IntoView {
         </DataTable>
         <Pager
             base="/kill-switches"
-            first="Newest"
+            // Back to the newest: only from an older page (on the first it led to itself).
+            first=older.then_some("Newest")
             next=page.next_cursor
             next_param="before"
             next_label="Older →"

@@ -118,7 +118,11 @@ impl Events {
         };
         let next_cursor = match page.next_cursor {
             Some(c) => Some(seal(&day, Some(c))),
-            None if day == today => Some(seal(&yesterday, None)),
+            // "Older" only when yesterday has something to show (one item read to know).
+            None if day == today => {
+                let peek = records::events_of_day(&self.store, &yesterday, None, 1).await?;
+                (!peek.items.is_empty()).then(|| seal(&yesterday, None))
+            }
             None => None,
         };
         Ok(EventPage {

@@ -12,6 +12,12 @@ pub fn describe(action_type: &str, payload: &str, result: &str) -> String {
         .map(|r| format!(": “{r}”"))
         .unwrap_or_default();
     let target = text("target").unwrap_or("?");
+    // A delivery attempt of a side effect: about the delivery, not the routing.
+    if let Some(n) = p.get("attempt").and_then(Value::as_i64) {
+        if let Some(line) = attempt(action_type, target, n, result) {
+            return line;
+        }
+    }
     let what = match action_type {
         "decision" => decision(&p),
         "route" => format!("Routed to {target}"),
@@ -40,6 +46,24 @@ pub fn describe(action_type: &str, payload: &str, result: &str) -> String {
         Some(o) => format!("{what} — {o}"),
         None => what,
     }
+}
+
+/// An attempt's record in words: "“Route billing” not delivered (attempt 2): receiver
+/// answered 503". `None` for a result that is not an attempt's.
+fn attempt(action_type: &str, target: &str, n: i64, result: &str) -> Option<String> {
+    let effect = format!("“{} {target}”", capitalised(&action_type.replace('_', " ")));
+    let (verb, why) = if let Some(why) = result.strip_prefix("success: ") {
+        ("delivered", why)
+    } else if let Some(why) = result.strip_prefix("fail: ") {
+        ("not delivered", why)
+    } else if let Some(why) = result.strip_prefix("dead letter: ") {
+        ("became a dead letter", why)
+    } else if result == "held: safe_mode" {
+        return Some(format!("{effect} held by safe mode, not sent"));
+    } else {
+        return None;
+    };
+    Some(format!("{effect} {verb} (attempt {n}): {why}"))
 }
 
 /// What a result adds to the line: nothing for a plain success.
@@ -159,6 +183,14 @@ mod tests {
                 "success: redrive"
             ),
             "Side effect redrive: “receiver fixed”"
+        );
+        assert_eq!(
+            describe(
+                "route",
+                r#"{"target":"billing","attempt":1,"event_key":"evt:x"}"#,
+                "fail: receiver answered 503"
+            ),
+            "“Route billing” not delivered (attempt 1): receiver answered 503"
         );
         assert_eq!(
             describe("mystery_thing", "not json", "failed: timeout"),

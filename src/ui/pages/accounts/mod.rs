@@ -257,7 +257,7 @@ fn UserRow(u: UserSummary, actions: Actions, form_key: String) -> impl IntoView 
             <td class="py-3 pr-4 font-medium">{u.name.clone()}</td>
             <td class="py-3 pr-4">{u.role.as_str()}</td>
             <td class="py-3 pr-4">{state}</td>
-            <td class="py-3 pr-4 whitespace-nowrap">{last}</td>
+            <td class="py-3 pr-4">{last}</td>
             <td class="py-3 pr-4">
                 <RoleForm name=name.clone() role=u.role set_role />
                 <PostForm action=set_disabled attr:class="mt-2 flex flex-wrap items-center gap-2">

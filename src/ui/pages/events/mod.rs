@@ -53,6 +53,15 @@ pub fn EventsPage() -> impl IntoView {
     }
 }
 
+/// A decision's mode as people say it.
+fn mode_words(mode: &str) -> &'static str {
+    match mode {
+        "automation_candidate" => "automation on",
+        "route_only" => "routing only (automation off)",
+        _ => "other",
+    }
+}
+
 /// One page of events, newest first.
 #[component]
 fn EventTable(page: EventPage) -> impl IntoView {
@@ -74,7 +83,7 @@ fn EventTable(page: EventPage) -> impl IntoView {
                     <td class="py-1 font-mono text-xs"><a class="text-sky-800 underline" href=state_href(&e.conversation_ref)>{e.conversation_id.clone()}</a></td>
                     <td class="py-1 font-mono text-xs">{e.message_id.clone().unwrap_or_else(|| "(hash)".into())}</td>
                     <td class="py-1">{e.channel.clone()}</td>
-                    <td class="py-1">{e.mode.clone()}{e.safe_mode.then_some(" · safe mode")}</td>
+                    <td class="py-1">{mode_words(&e.mode)}{e.safe_mode.then_some(" · safe mode")}</td>
                     <td class="py-1">{decision}</td>
                     <td class="py-1 text-right" data-testid="duplicates">{e.duplicates}</td>
                     <td class="py-1">{e.status.replace('_', " ")}</td>
