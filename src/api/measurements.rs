@@ -31,9 +31,20 @@ pub async fn load_measurements(
     );
     attempts.user_ref = state.refs.user(&user);
     let settings = &state.measurements.settings;
-    let rates = views::rates(&state.store, &window, settings.alert_duplicate_max_pct, now).await?;
+    let max = settings.alert_duplicate_max_pct;
+    let (rates, resolution) = if user.is_empty() {
+        (
+            views::rates(&state.store, &window, max, now).await?,
+            String::new(),
+        )
+    } else {
+        views::rates_of_user(&state.store, &user, &window, max, now).await?
+    };
     let health = state.idempotency.health(&rates.window).await?;
+    let rules = views::rule_lines(&state.store, &state.idempotency, settings, now).await?;
     Ok(MeasurementsView {
+        rules,
+        resolution,
         user_ref: state.refs.user(&user),
         user: crate::server::domain::redact::for_role(me.role, &user),
         points,
@@ -43,7 +54,10 @@ pub async fn load_measurements(
         idempotency: health
             .scopes
             .into_iter()
-            .filter(|s| s.scope.contains("/api/v1/measurements"))
+            .filter(|s| {
+                s.scope
+                    .contains(crate::server::domain::alerts::measurements::SCOPE)
+            })
             .collect(),
     })
 }

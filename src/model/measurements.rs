@@ -58,6 +58,9 @@ pub struct RateHour {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Rates {
+    /// Whose attempts: "every user" or "this user".
+    #[serde(default)]
+    pub of: String,
     pub window: String,
     pub totals: RateHour,
     pub series: Vec<RateHour>,
@@ -70,6 +73,13 @@ pub struct Rates {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct MeasurementsView {
+    /// The measurement alert rules over every user (design doc 5), judged as the alerter
+    /// judges them.
+    #[serde(default)]
+    pub rules: Vec<RuleLine>,
+    /// How long the chosen user's conflicts took to resolve, in words (empty: none).
+    #[serde(default)]
+    pub resolution: String,
     /// The user shown, as the reader may see their id.
     pub user: String,
     /// The user's link reference (empty: none chosen).
@@ -81,4 +91,11 @@ pub struct MeasurementsView {
     pub rates: Rates,
     /// The request-level idempotency of the measurement endpoints.
     pub idempotency: Vec<ScopeHealth>,
+}
+
+/// One alert rule's verdict now, as the Measurements page lists it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RuleLine {
+    pub summary: String,
+    pub breached: bool,
 }

@@ -59,6 +59,19 @@ fn describe() {
     );
     describe_counter!("opsconsole_idempotency_outcomes_total", "Idempotency-keyed requests by scope and outcome: fresh, replayed, in_progress, mismatch, stale_takeover, retry, failed, client_error, lost_ownership.");
     describe_areas();
+    describe_receiver();
+}
+
+/// The receiver's health, as the alert check last read it.
+fn describe_receiver() {
+    describe_gauge!(
+        "opsconsole_receiver_attempts",
+        "Delivery attempts to the receiver over the last 15 minutes, every console's, as last counted from DynamoDB."
+    );
+    describe_gauge!(
+        "opsconsole_receiver_delivered",
+        "Deliveries the receiver took over the last 15 minutes, every console's, as last counted from DynamoDB."
+    );
 }
 
 /// The areas' own metrics.
@@ -82,14 +95,6 @@ fn describe_areas() {
     describe_counter!(
         "opsconsole_outbox_deliveries_total",
         "Delivery attempts of side effects by result: delivered, retry, dead."
-    );
-    describe_gauge!(
-        "opsconsole_receiver_attempts",
-        "Delivery attempts to the receiver over the last 15 minutes, every console's, as last counted from DynamoDB."
-    );
-    describe_gauge!(
-        "opsconsole_receiver_delivered",
-        "Deliveries the receiver took over the last 15 minutes, every console's, as last counted from DynamoDB."
     );
     describe_counter!(
         "opsconsole_outbox_dead_letters_total",

@@ -271,3 +271,32 @@ async fn a_receiver_that_refuses_connections_reads_so_in_words() {
         Some("could not connect: connection refused (nothing listens at that address)")
     );
 }
+
+/// The measurement rules of design doc 5 are judged by the alerter: a burst of measurements
+/// older than the user's newest is an out-of-order spike against a quiet day.
+#[tokio::test]
+async fn an_out_of_order_spike_is_judged_breached_and_the_quiet_rules_not() {
+    let app = spawn_app_with(|_| {}).await;
+    let key = app.api_key(&["measurements:write"]).await;
+    let newest = app.clock.now() - Duration::minutes(5);
+    for i in 0..22i64 {
+        let t = (newest - Duration::minutes(i * 10)).to_rfc3339();
+        let body = json!({"measurement_id": format!("ooo-{i}"), "user_id": "u-ooo", "weight": 70.0,
+                          "unit": "kg", "timestamp": t, "source": "scale"})
+        .to_string();
+        let a = app.post_json("/api/v1/measurements", &key, body).await;
+        assert!(a.status.as_u16() < 500, "{}", a.body);
+    }
+    let judged = app.state.alerts.judge().await.unwrap();
+    let rule = |id: &str| {
+        judged
+            .iter()
+            .find(|j| j.id == id)
+            .unwrap_or_else(|| panic!("{id}: {judged:?}"))
+    };
+    let spike = rule("measurements.out_of_order_spike");
+    assert!(spike.breached, "{spike:?}");
+    assert_eq!(spike.sample, 22);
+    assert!(!rule("measurements.audit_growth").breached);
+    assert!(!rule("measurements.duplicates").breached);
+}

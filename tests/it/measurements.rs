@@ -747,3 +747,26 @@ async fn a_409_counts_as_a_client_error_and_not_in_the_failure_rate() {
     assert_eq!((t.client_errors, t.failures), (2, 0), "{t:?}");
     assert_eq!(t.failure_pct(), Some(0.0));
 }
+
+/// The rates of a chosen user count that user's attempts only.
+#[tokio::test]
+async fn the_rates_of_a_chosen_user_count_only_that_users_attempts() {
+    let app = spawn_app().await;
+    let key = writer(&app).await;
+    let t0 = now() - Duration::hours(1);
+    let mine = body("m-r1", "u-rates-1", 70.0, "kg", t0);
+    for b in [&mine, &mine, &body("m-r2", "u-rates-2", 80.0, "kg", t0)] {
+        assert!(one(&app, &key, b).await.status.is_success());
+    }
+    use ops_console::server::domain::measurements::views;
+    let now = app.clock.now();
+    let (user, _) = views::rates_of_user(&app.store, "u-rates-1", "24h", 10.0, now)
+        .await
+        .unwrap();
+    assert_eq!(user.of, "this user");
+    assert_eq!((user.totals.attempts, user.totals.duplicate), (2, 1));
+    assert_eq!(user.duplicate_pct, Some(50.0));
+    let everyone = views::rates(&app.store, "24h", 10.0, now).await.unwrap();
+    assert_eq!(everyone.of, "every user");
+    assert_eq!(everyone.totals.attempts, 3);
+}

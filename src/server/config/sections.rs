@@ -339,6 +339,11 @@ pub struct MeasurementsSection {
     pub measurement_ttl_days: i64,
     /// Alert when more than this share of attempts are duplicates.
     pub alert_duplicate_max_pct: f64,
+    /// Alert when the last hour's out-of-order share passes this and three times the
+    /// 23 hours before it.
+    pub alert_out_of_order_max_pct: f64,
+    /// Alert when more attempt records than this were written in the last hour.
+    pub alert_audit_per_hour_max: i64,
 }
 
 impl Default for MeasurementsSection {
@@ -353,6 +358,8 @@ impl Default for MeasurementsSection {
             allow_timestamp_override: false,
             measurement_ttl_days: 365,
             alert_duplicate_max_pct: 10.0,
+            alert_out_of_order_max_pct: 5.0,
+            alert_audit_per_hour_max: 10_000,
         }
     }
 }

@@ -192,6 +192,18 @@ fn measurements(m: &MeasurementsSection) -> Result<(), ConfigError> {
         m.alert_duplicate_max_pct,
         0.0,
         100.0,
+    )?;
+    range(
+        "measurements.alert_out_of_order_max_pct",
+        m.alert_out_of_order_max_pct,
+        0.0,
+        100.0,
+    )?;
+    range(
+        "measurements.alert_audit_per_hour_max",
+        m.alert_audit_per_hour_max,
+        1,
+        100_000_000,
     )
 }
 

@@ -33,7 +33,8 @@ pub async fn of(
     now: DateTime<Utc>,
 ) -> Result<ReceiverHealth, StoreError> {
     let now_ms = now.timestamp_millis();
-    let h = store::read(store, &receiver_key(url), now_ms - HOUR_MS, now_ms).await?;
+    let shards = crate::server::store::events::outbox::SHARDS;
+    let h = store::read(store, &receiver_key(url), shards, now_ms - HOUR_MS, now_ms).await?;
     Ok(view(&h, now_ms))
 }
 

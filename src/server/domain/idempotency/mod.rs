@@ -320,27 +320,6 @@ impl Engine {
         }
     }
 
-    /// Waits up to `max` for a claim another call holds to finish; the stored result if
-    /// it succeeded. Reads only (the claim is not touched, nothing is counted).
-    pub async fn wait(&self, call: &Call<'_>, max: Duration) -> Result<Option<Stored>, StoreError> {
-        let key_hash = self.key_hash(call.tenant, call.scope, call.inputs);
-        let id = KeyItem::id_for(call.tenant, call.scope, &key_hash);
-        let deadline = tokio::time::Instant::now() + max;
-        loop {
-            match store::get(&self.store, &id).await? {
-                Some(item) if item.status == KeyStatus::Succeeded => {
-                    return Ok(Some(Stored::of(&item)))
-                }
-                Some(item) if item.status == KeyStatus::Started => {}
-                _ => return Ok(None),
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return Ok(None);
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
     /// Runs `op` at most once per key. Its response is sanitized before it is stored, and
     /// the caller gets the sanitized form too, so a fresh answer and a replay are equal.
     pub async fn run<F, Fut, E>(&self, call: &Call<'_>, op: F) -> Result<Outcome<E>, StoreError>

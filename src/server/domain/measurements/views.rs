@@ -1,9 +1,13 @@
 //! What the console reads of measurements: a user's series and attempts, attempts by
 //! outcome, and the hourly rates with their alert.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Duration, Utc};
 
-use crate::model::measurements::{AttemptPage, AttemptRow, Point, RateHour, Rates, Rejected};
+use crate::model::measurements::{
+    AttemptPage, AttemptRow, Point, RateHour, Rates, Rejected, RuleLine,
+};
 use crate::model::{percent, AppError};
 use crate::server::store::measurements::{self as store, Action, AuditItem};
 use crate::server::store::query::Start;
@@ -122,13 +126,128 @@ pub async fn rates(
     alert_duplicate_max_pct: f64,
     now: DateTime<Utc>,
 ) -> Result<Rates, AppError> {
-    let hours = match window {
+    let hours = window_hours(window);
+    let from = now - Duration::hours(hours - 1);
+    let found = store::stats(store, &hour_of(from), &hour_of(now)).await?;
+    Ok(rates_of(
+        found,
+        hours,
+        alert_duplicate_max_pct,
+        now,
+        "every user",
+    ))
+}
+
+/// Attempts audited per user read for the user's rates, at most (the newest).
+const USER_AUDITS_MAX: usize = 5_000;
+
+/// [`rates`] of one user, counted from the user's own attempt records in the window (the
+/// hourly counters are kept for every user together), and how long the user's conflicts
+/// took to resolve ([`resolution`]).
+pub async fn rates_of_user(
+    store: &Store,
+    user: &str,
+    window: &str,
+    alert_duplicate_max_pct: f64,
+    now: DateTime<Utc>,
+) -> Result<(Rates, String), AppError> {
+    let hours = window_hours(window);
+    let first = hour_of(now - Duration::hours(hours - 1));
+    let mut by_hour: std::collections::BTreeMap<String, HashMap<String, i64>> = Default::default();
+    let mut start = None::<String>;
+    let mut read = 0;
+    let mut seen = Vec::new();
+    'pages: loop {
+        let at = start.as_deref().map_or(Start::First, Start::After);
+        let (items, _, next) = store::audits_of_user(store, user, None, at, 500).await?;
+        for a in items {
+            let hour = a.at.get(..13).unwrap_or_default().to_string();
+            if hour < first {
+                break 'pages;
+            }
+            let c = by_hour.entry(hour).or_default();
+            *c.entry("attempts".into()).or_default() += 1;
+            *c.entry(a.action.as_str().into()).or_default() += 1;
+            read += 1;
+            seen.push((a.measurement_id, a.action, a.at));
+        }
+        match next {
+            Some(n) if read < USER_AUDITS_MAX => start = Some(n),
+            _ => break,
+        }
+    }
+    let found = by_hour.into_iter().collect();
+    let rates = rates_of(found, hours, alert_duplicate_max_pct, now, "this user");
+    Ok((rates, resolution(seen)))
+}
+
+/// Conflict resolution time (design doc 5): from a measurement's first refused attempt
+/// (409 conflict or 422 invalid) to the client's next accepted one of the same id (stored,
+/// answered as a duplicate of what is stored, or an override), in words.
+pub fn resolution(mut seen: Vec<(String, Action, String)>) -> String {
+    seen.sort_by(|a, b| a.2.cmp(&b.2));
+    let mut open: HashMap<String, DateTime<Utc>> = HashMap::new();
+    let mut took: Vec<i64> = Vec::new();
+    for (id, action, at) in seen {
+        let Ok(at) = DateTime::parse_from_rfc3339(&at).map(|t| t.with_timezone(&Utc)) else {
+            continue;
+        };
+        match action {
+            Action::Conflict | Action::Invalid => {
+                open.entry(id).or_insert(at);
+            }
+            Action::Accepted | Action::Duplicate | Action::Override => {
+                if let Some(first) = open.remove(&id) {
+                    took.push((at - first).num_seconds().max(0));
+                }
+            }
+            _ => {}
+        }
+    }
+    if took.is_empty() && open.is_empty() {
+        return String::new();
+    }
+    took.sort_unstable();
+    let words = |s: i64| match s {
+        s if s < 120 => format!("{s} s"),
+        s if s < 7200 => format!("{} min", s / 60),
+        s => format!("{} h", s / 3600),
+    };
+    let mut line = match took.len() {
+        0 => "No conflict resolved yet".to_string(),
+        n => format!(
+            "{n} conflict(s) resolved: median {}, longest {}",
+            words(took[n / 2]),
+            words(took[n - 1])
+        ),
+    };
+    if !open.is_empty() {
+        line.push_str(&format!("; {} still open", open.len()));
+    }
+    line
+}
+
+fn window_hours(window: &str) -> i64 {
+    match window {
         "7d" => 7 * 24,
         _ => 24,
-    };
-    let hour = |t: DateTime<Utc>| t.format("%Y-%m-%dT%H").to_string();
+    }
+}
+
+fn hour_of(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%dT%H").to_string()
+}
+
+/// The rates of hourly counts `found` (`hour → counter → n`) over `hours` up to `now`.
+fn rates_of(
+    found: Vec<(String, HashMap<String, i64>)>,
+    hours: i64,
+    alert_duplicate_max_pct: f64,
+    now: DateTime<Utc>,
+    of: &str,
+) -> Rates {
+    let hour = hour_of;
     let from = now - Duration::hours(hours - 1);
-    let found = store::stats(store, &hour(from), &hour(now)).await?;
     let mut series = Vec::with_capacity(hours as usize);
     let mut totals = RateHour::default();
     for i in 0..hours {
@@ -161,7 +280,8 @@ pub async fn rates(
         series.push(r);
     }
     let duplicate_pct = percent(totals.duplicate, totals.attempts);
-    Ok(Rates {
+    Rates {
+        of: of.to_string(),
         window: if hours == 24 { "24h" } else { "7d" }.into(),
         duplicate_pct,
         out_of_order_pct: percent(totals.out_of_order, totals.attempts),
@@ -171,5 +291,52 @@ pub async fn rates(
             && duplicate_pct.is_some_and(|p| p > alert_duplicate_max_pct),
         totals,
         series,
-    })
+    }
+}
+
+/// The measurement alert rules now, over every user (docs/measurements.md, "Alerts").
+pub async fn rule_lines(
+    store: &Store,
+    engine: &crate::server::domain::idempotency::Engine,
+    m: &crate::server::config::MeasurementsSection,
+    now: DateTime<Utc>,
+) -> Result<Vec<RuleLine>, AppError> {
+    use crate::server::domain::alerts::measurements::{rules, SCOPE};
+    let all = rates(store, "24h", m.alert_duplicate_max_pct, now).await?;
+    let scopes: Vec<_> = engine
+        .health("24h")
+        .await?
+        .scopes
+        .into_iter()
+        .filter(|s| s.scope.contains(SCOPE))
+        .collect();
+    Ok(rules(&all, &scopes, m)
+        .into_iter()
+        .map(|j| RuleLine {
+            summary: j.summary,
+            breached: j.breached,
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_conflict_is_resolved_by_the_next_accepted_attempt_of_its_id() {
+        let at = |m: u32| format!("2026-11-26T10:{m:02}:00Z");
+        let seen = vec![
+            ("m-2".to_string(), Action::Accepted, at(9)),
+            ("m-1".to_string(), Action::Conflict, at(0)),
+            ("m-1".to_string(), Action::Conflict, at(1)),
+            ("m-1".to_string(), Action::Duplicate, at(4)),
+            ("m-3".to_string(), Action::Invalid, at(5)),
+        ];
+        assert_eq!(
+            resolution(seen),
+            "1 conflict(s) resolved: median 4 min, longest 4 min; 1 still open"
+        );
+        assert_eq!(resolution(Vec::new()), "");
+    }
 }

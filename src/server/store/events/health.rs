@@ -10,7 +10,6 @@
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 use serde::{Deserialize, Serialize};
 
-use super::outbox::SHARDS;
 use crate::server::store::items::{self, n, s, Item};
 use crate::server::store::schema::SETTINGS;
 use crate::server::store::{Store, StoreError};
@@ -127,20 +126,22 @@ impl Health {
     }
 }
 
-/// The health of `receiver` with its tallies of the buckets from `from_ms` to `now_ms`.
+/// The health of `receiver` over `shards` shards, with its tallies of the buckets from
+/// `from_ms` to `now_ms`.
 pub async fn read(
     store: &Store,
     receiver: &str,
+    shards: u32,
     from_ms: i64,
     now_ms: i64,
 ) -> Result<Health, StoreError> {
     let table = store.table(SETTINGS.base);
     let key = |pk: String| Item::from([("pk".to_string(), s(pk))]);
     let first = from_ms - from_ms.rem_euclid(BUCKET_MS);
-    let mut keys: Vec<Item> = (0..SHARDS).map(|i| key(state_pk(receiver, i))).collect();
+    let mut keys: Vec<Item> = (0..shards).map(|i| key(state_pk(receiver, i))).collect();
     let mut bucket = first;
     while bucket <= now_ms {
-        keys.extend((0..SHARDS).map(|i| key(tally_pk(receiver, bucket, i))));
+        keys.extend((0..shards).map(|i| key(tally_pk(receiver, bucket, i))));
         bucket += BUCKET_MS;
     }
     let mut health = Health::default();

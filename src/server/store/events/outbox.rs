@@ -152,6 +152,17 @@ fn tries_value(tries: &[Try], table: &str) -> Result<AttributeValue, StoreError>
     serde_dynamo::to_attribute_value(tries).map_err(|e| StoreError::corrupt(table, e))
 }
 
+/// The attempt's end as the receiver's health counts it.
+fn counted<'a>(end: &'a Ending<'a>, shard: u32) -> health::Attempt<'a> {
+    health::Attempt {
+        receiver: end.receiver,
+        shard,
+        delivered: end.status == ActionStatus::Delivered,
+        error: Some(end.this_try.result.as_str()),
+        now_ms: end.now_ms,
+    }
+}
+
 /// Records an attempt's end with its audit record and counts it in the receiver's health
 /// (one transaction: an end recorded twice is counted once). False: the claim was lost
 /// (another console took the action over; what it records stands).
@@ -201,20 +212,13 @@ pub async fn finish(
         _ => update.update_expression(format!("SET {common} REMOVE outbox, outbox_sk, cause")),
     };
     let update = update.build().map_err(|e| StoreError::corrupt(&table, e))?;
-    let counted = health::Attempt {
-        receiver: end.receiver,
-        shard,
-        delivered: end.status == ActionStatus::Delivered,
-        error: Some(end.this_try.result.as_str()),
-        now_ms: end.now_ms,
-    };
     // Refused by the audit record alone (its id is this attempt's): this very end was
     // recorded before and only its answer was lost.
     audit::with_record_and(
         store,
         TransactWriteItem::builder().update(update).build(),
         audit_record,
-        health::writes(store, &counted)?,
+        health::writes(store, &counted(end, shard))?,
     )
     .await
 }

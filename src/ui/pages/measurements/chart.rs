@@ -27,7 +27,7 @@ impl Plot {
     const WIDTH: f64 = 720.0;
     const HEIGHT: f64 = 220.0;
     /// Room for the weight labels on the left and the dates below.
-    const LEFT: f64 = 48.0;
+    const LEFT: f64 = 72.0;
     const RIGHT: f64 = 16.0;
     const TOP: f64 = 12.0;
     const BOTTOM: f64 = 28.0;
@@ -151,7 +151,7 @@ fn Axes(plot: Plot) -> impl IntoView {
             let y = format!("{:.1}", plot.y(kg));
             view! {
                 <line x1=format!("{}", Plot::LEFT) x2=format!("{}", Plot::WIDTH - Plot::RIGHT) y1=y.clone() y2=y.clone() class="stroke-slate-200" stroke-width="1" />
-                <text x=format!("{}", Plot::LEFT - 6.0) y=y dominant-baseline="middle" text-anchor="end" class="fill-slate-500 text-[11px]" data-testid="weight-tick">{format!("{kg:.1} kg")}</text>
+                <text x=format!("{}", Plot::LEFT - 6.0) y=y dominant-baseline="middle" text-anchor="end" class="fill-slate-500 text-[11px] max-sm:text-[20px]" data-testid="weight-tick">{format!("{kg:.1}")}</text>
             }
         })
         .collect_view();
@@ -162,7 +162,7 @@ fn Axes(plot: Plot) -> impl IntoView {
         .map(|(i, t)| {
             let anchor = ["start", "middle", "end"][i];
             view! {
-                <text x=format!("{:.1}", plot.x(t)) y=format!("{}", Plot::HEIGHT - 8.0) text-anchor=anchor class="fill-slate-500 text-[11px]" data-testid="time-tick">{short_time(t)}</text>
+                <text x=format!("{:.1}", plot.x(t)) y=format!("{}", Plot::HEIGHT - 8.0) text-anchor=anchor class="fill-slate-500 text-[11px] max-sm:text-[20px]" data-testid="time-tick">{short_time(t)}</text>
             }
         })
         .collect_view();
@@ -181,7 +181,7 @@ fn Legend() -> impl IntoView {
             <li class="flex items-center gap-1"><span class="inline-block h-2.5 w-2.5 rounded-full bg-sky-700"></span>"accepted"</li>
             <li class="flex items-center gap-1"><span class="inline-block h-2.5 w-2.5 rounded-full bg-violet-600"></span>"accepted as an override"</li>
             <li class="flex items-center gap-1"><span class="font-bold text-red-600">"×"</span>"rejected (duplicate, out of order, conflict, invalid)"</li>
-            <li class="text-slate-500">"times in UTC"</li>
+            <li class="text-slate-500">"weights in kg, times in UTC"</li>
         </ul>
     }
 }

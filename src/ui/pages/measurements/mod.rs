@@ -49,7 +49,7 @@ pub fn MeasurementsPage() -> impl IntoView {
     );
     // Anything but "7d" is the default window.
     let window = move || if q("window") == "7d" { "7d" } else { "24h" };
-    let input = "mt-1 rounded border border-slate-300 px-2 py-1 text-sm";
+    let input = "mt-1 block rounded border border-slate-300 px-2 py-1 text-sm";
     view! {
         <Title text="Measurements" />
         <h1 class="text-2xl font-semibold">"Measurements"</h1>
@@ -92,6 +92,8 @@ fn Body(v: MeasurementsView, outcome: String) -> impl IntoView {
         attempts,
         rates,
         idempotency,
+        rules,
+        resolution,
         ..
     } = v;
     let chart = (!user_ref.is_empty()).then(|| view! { <Series points rejected /> }.into_any());
@@ -105,6 +107,15 @@ fn Body(v: MeasurementsView, outcome: String) -> impl IntoView {
     view! {
         {chart}
         <RateTiles rates=rates.clone() />
+        {(!resolution.is_empty()).then(|| view! {
+            <p class="mt-2 text-sm" data-testid="conflict-resolution">"Conflict resolution time (409 or 422 to the accepted resubmission): "{resolution}</p>
+        })}
+        <h2 class="mt-6 text-lg font-semibold">"Alert rules (every user)"</h2>
+        <ul class="mt-2 space-y-1 text-sm" data-testid="measurement-rules">
+            {rules.into_iter().map(|r| view! {
+                <li class=if r.breached { "font-medium text-red-800" } else { "text-slate-700" } data-breached=r.breached.to_string()>{r.summary}</li>
+            }).collect_view()}
+        </ul>
         {idempotency.into_iter().map(|s| view! { <ScopeCard s /> }).collect_view()}
         <AttemptsSection page=attempts outcome base />
     }
@@ -140,7 +151,7 @@ fn RateTiles(rates: Rates) -> impl IntoView {
     );
     view! {
         <section class="mt-6" aria-label="Rates">
-            <h2 class="text-lg font-semibold">{format!("Rates, last {}", rates.window)}</h2>
+            <h2 class="text-lg font-semibold">{format!("Rates of {}, last {}", rates.of, rates.window)}</h2>
             <div class="mt-2 grid grid-cols-1 gap-3 sm:grid-cols-4">
                 <div class="rounded border border-slate-200 bg-white p-3">
                     <div class="text-xs uppercase tracking-wide">"Attempts"</div>

@@ -50,13 +50,9 @@ impl Actions {
     fn new() -> Actions {
         let save = FormAction::new::<SaveReceiver>();
         let receiver_saved = saved(save);
+        // The test button shows only once there is a receiver, so no "Set a receiver first."
+        // can be left standing from before one was saved.
         let test = FormAction::new::<TestReceiver>();
-        // A test's answer was about the receiver before: a new one makes it stale.
-        Effect::watch(
-            move || receiver_saved.get(),
-            move |_, _, _| test.value().set(None),
-            false,
-        );
         Actions {
             job: FormAction::new::<StartOutboxJob>(),
             one: FormAction::new::<MoveAction>(),

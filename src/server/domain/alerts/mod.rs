@@ -1,10 +1,12 @@
 //! Alerts that reach people (docs/operations.md, "Alerts"). Every console judges, every
 //! `operations.alert_check_seconds`, the rules the pages judge — the Idempotency page's
-//! three rates per scope, the Measurements page's duplicate rate, the outbox's dead
-//! letters — and records each change of state with a conditional write: whichever console
+//! three rates per scope, the Measurements page's rules (`measurements`), the outbox's
+//! dead letters and the receiver's failures — and records each change of state with a conditional write: whichever console
 //! records a change announces it, once, to the configured channels (a JSON webhook, a Slack
 //! incoming webhook). A console that dies between recording and announcing leaves the
 //! announcement to another, which takes it over after [`TAKEOVER_MS`].
+
+pub mod measurements;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,6 +55,31 @@ pub struct Judged {
     pub page: &'static str,
 }
 
+/// The Idempotency page's three rates per scope, each a rule.
+fn idempotency_rules(scopes: &[crate::model::idempotency::ScopeHealth]) -> Vec<Judged> {
+    let mut out = Vec::new();
+    for scope in scopes {
+        for a in &scope.alerts {
+            let value = a.value.map_or("no data".into(), |v| format!("{v:.1}%"));
+            let side = if a.above { "above" } else { "below" };
+            out.push(Judged {
+                id: format!("idempotency.{}:{}", a.name, scope.scope),
+                breached: a.breached,
+                summary: format!(
+                    "{} of {} is {value}, {side} {:.1}%, over 24 h ({} requests)",
+                    a.label, scope.scope, a.threshold, scope.totals.requests
+                ),
+                value: a.value,
+                threshold: a.threshold,
+                window: "24h",
+                sample: scope.totals.requests,
+                page: "/idempotency",
+            });
+        }
+    }
+    out
+}
+
 /// What one check did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Checked {
@@ -91,45 +118,29 @@ impl Alerts {
 
     /// Every rule's verdict now.
     pub async fn judge(&self) -> Result<Vec<Judged>, AppError> {
-        let mut out = Vec::new();
         let health = self.engine.health("24h").await?;
-        for scope in &health.scopes {
-            for a in &scope.alerts {
-                let value = a.value.map_or("no data".into(), |v| format!("{v:.1}%"));
-                let side = if a.above { "above" } else { "below" };
-                out.push(Judged {
-                    id: format!("idempotency.{}:{}", a.name, scope.scope),
-                    breached: a.breached,
-                    summary: format!(
-                        "{} of {} is {value}, {side} {:.1}%, over 24 h ({} requests)",
-                        a.label, scope.scope, a.threshold, scope.totals.requests
-                    ),
-                    value: a.value,
-                    threshold: a.threshold,
-                    window: "24h",
-                    sample: scope.totals.requests,
-                    page: "/idempotency",
-                });
-            }
-        }
-        let max = self.config.measurements.alert_duplicate_max_pct;
-        let rates = views::rates(&self.store, "24h", max, self.clock.now()).await?;
-        let value = rates
-            .duplicate_pct
-            .map_or("no data".into(), |v| format!("{v:.1}%"));
-        out.push(Judged {
-            id: "measurements.duplicates".into(),
-            breached: rates.duplicate_breached,
-            summary: format!(
-                "Measurement duplicate rate is {value}, above {max:.1}%, over 24 h ({} attempts)",
-                rates.totals.attempts
-            ),
-            value: rates.duplicate_pct,
-            threshold: max,
-            window: "24h",
-            sample: rates.totals.attempts,
-            page: "/measurements",
-        });
+        let mut out = idempotency_rules(&health.scopes);
+        let m = &self.config.measurements;
+        let rates = views::rates(
+            &self.store,
+            "24h",
+            m.alert_duplicate_max_pct,
+            self.clock.now(),
+        )
+        .await?;
+        let scopes: Vec<_> = health
+            .scopes
+            .into_iter()
+            .filter(|s| s.scope.contains(measurements::SCOPE))
+            .collect();
+        out.extend(measurements::rules(&rates, &scopes, m));
+        out.push(self.dead_letter_rule().await?);
+        out.push(self.receiver_rule().await?);
+        Ok(out)
+    }
+
+    /// Dead letters in the outbox now (and every group's depth, for `/metrics`).
+    async fn dead_letter_rule(&self) -> Result<Judged, AppError> {
         let mut depth = [0u64; 3];
         for (i, group) in [Group::Due, Group::Held, Group::Dead]
             .into_iter()
@@ -139,7 +150,7 @@ impl Alerts {
             metrics::outbox_actions(group.as_str(), depth[i]);
         }
         let dead = depth[2];
-        out.push(Judged {
+        Ok(Judged {
             id: "outbox.dead_letters".into(),
             breached: dead > 0,
             summary: format!("{dead} side effects are dead letters"),
@@ -148,9 +159,7 @@ impl Alerts {
             window: "now",
             sample: dead,
             page: "/outbox?group=dead",
-        });
-        out.push(self.receiver_rule().await?);
-        Ok(out)
+        })
     }
 
     /// The receiver failed every delivery attempt of the window (and made enough of them).
