@@ -108,7 +108,6 @@ pub struct ReceiverHealth {
     pub failing_since: Option<String>,
     /// The newest failure's error in words, while failing.
     pub last_error: Option<String>,
-    pub last_error_at: Option<String>,
 }
 
 /// What a test message to the receiver came back with.

@@ -39,11 +39,7 @@ fn Health(h: ReceiverHealth) -> impl IntoView {
     let trouble = h.failing_since.map(|since| {
         view! {
             <span class="block font-medium">"Failing since " <Moment iso=since /> "."</span>
-            <span class="block">
-                "Last error"
-                {h.last_error_at.map(|at| view! { " (" <Moment iso=at /> ")" })}
-                ": " {h.last_error.unwrap_or_default()}
-            </span>
+            <span class="block">"Last error: " {h.last_error.unwrap_or_default()}</span>
         }
     });
     let class = if failing {

@@ -55,7 +55,6 @@ pub fn view(h: &Health, now_ms: i64) -> ReceiverHealth {
         last_success: at(h.last_success_ms),
         failing_since: at(h.failing_since_ms),
         last_error: h.failing_since_ms.and(h.last_error.clone()),
-        last_error_at: h.failing_since_ms.and(at(h.last_failure_ms)),
     }
 }
 

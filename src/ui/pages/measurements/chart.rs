@@ -83,10 +83,18 @@ impl Plot {
     }
 }
 
-/// `24 Nov 08:00` (UTC), for the time axis.
+/// `24 Nov 08:00` (UTC), for the time axis. Written out field by field: chrono's
+/// format-string parser would be in the page's code for this one line (docs/page-weight.md).
 fn short_time(ms: i64) -> String {
+    use chrono::{Datelike, Timelike};
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
     chrono::DateTime::from_timestamp_millis(ms)
-        .map(|t| t.format("%d %b %H:%M").to_string())
+        .map(|t| {
+            let month = MONTHS[t.month0() as usize % 12];
+            format!("{:02} {month} {:02}:{:02}", t.day(), t.hour(), t.minute())
+        })
         .unwrap_or_default()
 }
 
@@ -253,4 +261,13 @@ fn Crosses(rejected: Vec<Rejected>, plot: Plot) -> impl IntoView {
             })
         })
         .collect_view()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_time_axis_reads_day_month_and_time() {
+        // 2025-11-26T08:01:02Z
+        assert_eq!(super::short_time(1_764_144_062_123), "26 Nov 08:01");
+    }
 }

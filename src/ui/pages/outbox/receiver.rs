@@ -64,11 +64,9 @@ pub(super) fn Receiver(receiver: ReceiverView, actions: Actions) -> impl IntoVie
                         <input type="hidden" name="version" value=version_add />
                         <button type="submit" class="rounded border border-slate-300 px-3 py-1 text-sm">"Add a secret"</button>
                     </PostForm>
-                    {has_receiver.then(|| view! {
-                        <PostForm action=actions.test>
-                            <button type="submit" class="rounded border border-slate-300 px-3 py-1 text-sm">"Send a test event"</button>
-                        </PostForm>
-                    })}
+                    <PostForm action=actions.test attr:hidden=!has_receiver>
+                        <button type="submit" class="rounded border border-slate-300 px-3 py-1 text-sm">"Send a test event"</button>
+                    </PostForm>
                 </div>
             </details>
         </section>
