@@ -40,10 +40,18 @@ pub async fn load_measurements(
     } else {
         views::rates_of_user(&state.store, &user, &window, max, now).await?
     };
-    let health = state.idempotency.health(&rates.window).await?;
-    let rules = views::rule_lines(&state.store, &state.idempotency, settings, now).await?;
+    let scopes = views::endpoint_health(&state.idempotency, &rates.window).await?;
+    // The rules judge every user over 24 hours: read again only what the page did not.
+    let everyone = match (user.is_empty(), rates.window.as_str()) {
+        (true, "24h") => rates.clone(),
+        _ => views::rates(&state.store, "24h", max, now).await?,
+    };
+    let scopes_24h = match rates.window.as_str() {
+        "24h" => scopes.clone(),
+        _ => views::endpoint_health(&state.idempotency, "24h").await?,
+    };
     Ok(MeasurementsView {
-        rules,
+        rules: views::rule_lines(&everyone, &scopes_24h, settings),
         resolution,
         user_ref: state.refs.user(&user),
         user: crate::server::domain::redact::for_role(me.role, &user),
@@ -51,14 +59,7 @@ pub async fn load_measurements(
         rejected,
         attempts,
         rates,
-        idempotency: health
-            .scopes
-            .into_iter()
-            .filter(|s| {
-                s.scope
-                    .contains(crate::server::domain::alerts::measurements::SCOPE)
-            })
-            .collect(),
+        idempotency: scopes,
     })
 }
 

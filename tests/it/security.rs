@@ -145,6 +145,7 @@ fn server_functions() -> Vec<Entry> {
         ),
         (ListEvents::PATH, v, vec![("conversation", "")]),
         (ConversationState::PATH, v, vec![("conversation", "c-1")]),
+        (ConversationTimeline::PATH, v, vec![("conversation", "c-1")]),
         (
             ListAudit::PATH,
             v,

@@ -211,10 +211,13 @@ fn io_words(io: &std::io::Error) -> String {
         K::AddrNotAvailable | K::NetworkUnreachable | K::HostUnreachable => {
             "no route to the receiver's address".into()
         }
+        K::InvalidData => "the secure connection was refused (its certificate or TLS)".into(),
         _ if io.to_string().contains("dns") || io.to_string().contains("resolve") => {
             "the receiver's name does not resolve".into()
         }
-        _ => io.to_string(),
+        // Never the error's own text: a TLS error names hosts and addresses the
+        // certificate covers, and these words reach every role and the alert channels.
+        kind => format!("the connection failed ({kind})"),
     }
 }
 

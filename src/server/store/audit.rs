@@ -106,19 +106,7 @@ pub(crate) async fn with_record(
     write: TransactWriteItem,
     record: &AuditItem,
 ) -> Result<bool, StoreError> {
-    with_record_and(store, write, record, Vec::new()).await
-}
-
-/// [`with_record`], with `more` writes that carry no condition of their own (counters).
-pub(crate) async fn with_record_and(
-    store: &Store,
-    write: TransactWriteItem,
-    record: &AuditItem,
-    more: Vec<TransactWriteItem>,
-) -> Result<bool, StoreError> {
-    let mut all = vec![write, write_once(store, record)?];
-    all.extend(more);
-    let outcome = super::tx::transact(store, all).await?;
+    let outcome = super::tx::transact(store, vec![write, write_once(store, record)?]).await?;
     Ok(outcome.refused_at(0).is_none())
 }
 

@@ -202,10 +202,21 @@ impl Events {
                 ms,
                 result: answer.describe(),
             },
-            receiver: &health::receiver_key(&target.url_text),
         };
         if !outbox::finish(&self.store, &end, &audit).await? {
             return Ok(Step::Taken);
+        }
+        let counted = health::Attempt {
+            receiver: &health::receiver_key(&target.url_text),
+            shard: outbox::shard_of(&mine.conversation_id),
+            delivered: status == ActionStatus::Delivered,
+            error: Some(end.this_try.result.as_str()),
+            now_ms: end.now_ms,
+        };
+        // The delivery is recorded; its place in the health figures is not worth failing
+        // the round for.
+        if let Err(e) = health::count(&self.store, &counted).await {
+            tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "receiver health not counted");
         }
         let counted = match status {
             ActionStatus::Delivered => "delivered",

@@ -54,7 +54,11 @@ pub fn view(h: &Health, now_ms: i64) -> ReceiverHealth {
         every_attempt_failed: window_attempts >= ALERT_MIN_ATTEMPTS && window_delivered == 0,
         last_success: at(h.last_success_ms),
         failing_since: at(h.failing_since_ms),
-        last_error: h.failing_since_ms.and(h.last_error.clone()),
+        last_error: h.failing_since_ms.and(
+            h.last_error
+                .as_deref()
+                .map(crate::server::domain::redact::redact),
+        ),
     }
 }
 

@@ -79,7 +79,13 @@ impl Events {
     pub async fn receiver(&self, role: Role) -> Result<ReceiverView, AppError> {
         let mut view = self.receiver_settings(role).await?;
         if let Some(url) = health::current_url(&self.store, &self.config).await? {
-            view.health = Some(health::of(&self.store, &url, self.clock.now()).await?);
+            // Busy figures leave the card without its health, not the page without a card.
+            match health::of(&self.store, &url, self.clock.now()).await {
+                Ok(h) => view.health = Some(h),
+                Err(e) => {
+                    tracing::warn!(error = %redact::redact(&e.to_string()), "receiver health not read")
+                }
+            }
         }
         Ok(view)
     }

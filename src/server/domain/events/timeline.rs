@@ -15,6 +15,8 @@ use super::{Decision, Events};
 
 /// Events a timeline shows (the newest).
 const EVENTS: i32 = 50;
+/// Side effects read for them, at most (five each, more than a decision plans).
+const MAX_EFFECTS: usize = 250;
 
 /// What people call a side effect: "Route to billing".
 fn what(action_type: &str, target: &str) -> String {
@@ -99,11 +101,15 @@ impl Events {
                     .and_then(|d| serde_json::from_str(d).ok())
             })
             .collect();
-        let keys: Vec<String> = decisions
+        // BatchGetItem refuses a request that names a key twice.
+        let mut keys: Vec<String> = decisions
             .iter()
             .flatten()
             .flat_map(|d| d.actions.iter().map(|a| a.key.clone()))
             .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        keys.truncate(MAX_EFFECTS);
         let actions: HashMap<String, ActionRecord> = records::get_actions(&self.store, keys)
             .await?
             .into_iter()

@@ -139,7 +139,7 @@ pub async fn rates(
 }
 
 /// Attempts audited per user read for the user's rates, at most (the newest).
-const USER_AUDITS_MAX: usize = 5_000;
+const USER_AUDITS_MAX: usize = 2_000;
 
 /// [`rates`] of one user, counted from the user's own attempt records in the window (the
 /// hourly counters are kept for every user together), and how long the user's conflicts
@@ -156,10 +156,11 @@ pub async fn rates_of_user(
     let mut by_hour: std::collections::BTreeMap<String, HashMap<String, i64>> = Default::default();
     let mut start = None::<String>;
     let mut read = 0;
+    let mut capped = false;
     let mut seen = Vec::new();
     'pages: loop {
         let at = start.as_deref().map_or(Start::First, Start::After);
-        let (items, _, next) = store::audits_of_user(store, user, None, at, 500).await?;
+        let (items, next, _) = store::audits_of_user(store, user, None, at, 500).await?;
         for a in items {
             let hour = a.at.get(..13).unwrap_or_default().to_string();
             if hour < first {
@@ -173,11 +174,20 @@ pub async fn rates_of_user(
         }
         match next {
             Some(n) if read < USER_AUDITS_MAX => start = Some(n),
-            _ => break,
+            Some(_) => {
+                capped = true;
+                break;
+            }
+            None => break,
         }
     }
     let found = by_hour.into_iter().collect();
-    let rates = rates_of(found, hours, alert_duplicate_max_pct, now, "this user");
+    let of = if capped {
+        format!("this user's newest {USER_AUDITS_MAX} attempts")
+    } else {
+        "this user".to_string()
+    };
+    let rates = rates_of(found, hours, alert_duplicate_max_pct, now, &of);
     Ok((rates, resolution(seen)))
 }
 
@@ -295,28 +305,35 @@ fn rates_of(
 }
 
 /// The measurement alert rules now, over every user (docs/measurements.md, "Alerts").
-pub async fn rule_lines(
-    store: &Store,
+/// The measurement endpoints' idempotency health over `window`.
+pub async fn endpoint_health(
     engine: &crate::server::domain::idempotency::Engine,
-    m: &crate::server::config::MeasurementsSection,
-    now: DateTime<Utc>,
-) -> Result<Vec<RuleLine>, AppError> {
-    use crate::server::domain::alerts::measurements::{rules, SCOPE};
-    let all = rates(store, "24h", m.alert_duplicate_max_pct, now).await?;
-    let scopes: Vec<_> = engine
-        .health("24h")
+    window: &str,
+) -> Result<Vec<crate::model::idempotency::ScopeHealth>, AppError> {
+    use crate::server::domain::alerts::measurements::SCOPE;
+    Ok(engine
+        .health(window)
         .await?
         .scopes
         .into_iter()
         .filter(|s| s.scope.contains(SCOPE))
-        .collect();
-    Ok(rules(&all, &scopes, m)
+        .collect())
+}
+
+/// `all` are every user's rates over 24 hours, `scopes` the measurement endpoints'
+/// idempotency health over the same window.
+pub fn rule_lines(
+    all: &Rates,
+    scopes: &[crate::model::idempotency::ScopeHealth],
+    m: &crate::server::config::MeasurementsSection,
+) -> Vec<RuleLine> {
+    crate::server::domain::alerts::measurements::rules(all, scopes, m)
         .into_iter()
         .map(|j| RuleLine {
             summary: j.summary,
             breached: j.breached,
         })
-        .collect())
+        .collect()
 }
 
 #[cfg(test)]

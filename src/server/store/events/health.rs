@@ -1,24 +1,26 @@
 //! A receiver's health (docs/events.md, "Receiver health"): how its deliveries went, kept
-//! in `settings-<env>` beside the receiver. Each attempt's end adds to two items in the
-//! same transaction as the attempt's record, so a retried or replayed end never counts
-//! twice: the receiver's state on the attempt's shard (last success, last error, failing
+//! in `settings-<env>` beside the receiver. Each attempt's end, once recorded, adds to two
+//! items: the receiver's state on the attempt's shard (last success, last error, failing
 //! since) and the shard's tally of the five minutes it ended in (attempts, deliveries).
 //! Both are spread over the outbox's shards, so no single item takes every attempt.
 //! Items are named by a hash of the receiver's URL: a new receiver starts with a clean
 //! record, and no URL is ever part of a key.
 
-use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 
 use crate::server::store::items::{self, n, s, Item};
 use crate::server::store::schema::SETTINGS;
-use crate::server::store::{Store, StoreError};
+use crate::server::store::{tx, Store, StoreError};
 
 /// The tally's time slice.
 pub const BUCKET_MS: i64 = 5 * 60_000;
 
-/// How long a receiver's record is kept after its last attempt.
+/// How long a receiver's state is kept after its last attempt.
 const KEEP_DAYS: i64 = 30;
+/// How long a tally is kept after its five minutes: only the last hour is read (and the
+/// settings table is scanned for the company directory: no month of tallies in it).
+const TALLY_KEEP_S: i64 = 2 * 3600;
 
 /// The end of one attempt, as the health record counts it.
 pub struct Attempt<'a> {
@@ -44,43 +46,64 @@ fn tally_pk(receiver: &str, bucket_ms: i64, shard: u32) -> String {
     format!("receiver-tally#{receiver}#{bucket_ms}#{shard}")
 }
 
-/// The two transaction parts that count `a`.
-pub fn writes(store: &Store, a: &Attempt<'_>) -> Result<Vec<TransactWriteItem>, StoreError> {
+/// Counts `a`: two single updates, made once the attempt's end is recorded. Not part of
+/// that transaction: every attempt of a shard touches these two items, and on AWS
+/// transactions that share an item cancel each other (a backlog's ends would run out of
+/// retries). An update whose answer was lost and that is sent again can count an attempt
+/// twice; a health figure tolerates that, a delivery record would not.
+pub async fn count(store: &Store, a: &Attempt<'_>) -> Result<(), StoreError> {
     let table = store.table(SETTINGS.base);
-    let expires = n(a.now_ms / 1000 + KEEP_DAYS * 86_400);
-    let state = Update::builder()
-        .table_name(&table)
-        .key("pk", s(state_pk(a.receiver, a.shard)))
-        .expression_attribute_values(":now", n(a.now_ms))
-        .expression_attribute_values(":exp", expires.clone());
-    let state = if a.delivered {
-        state.update_expression(
-            "SET last_success_ms = :now, expires_at = :exp REMOVE failing_since_ms",
-        )
-    } else {
-        state
-            .update_expression(
+    let state_expires = n(a.now_ms / 1000 + KEEP_DAYS * 86_400);
+    let bucket = a.now_ms - a.now_ms.rem_euclid(BUCKET_MS);
+    let tally_expires = n((bucket + BUCKET_MS) / 1000 + TALLY_KEEP_S);
+    tx::retrying(|| {
+        let req = store
+            .client()
+            .update_item()
+            .table_name(&table)
+            .key("pk", s(state_pk(a.receiver, a.shard)))
+            .expression_attribute_values(":now", n(a.now_ms))
+            .expression_attribute_values(":exp", state_expires.clone());
+        let req = if a.delivered {
+            req.update_expression(
+                "SET last_success_ms = :now, expires_at = :exp REMOVE failing_since_ms",
+            )
+        } else {
+            req.update_expression(
                 "SET last_failure_ms = :now, last_error = :e, expires_at = :exp, \
                  failing_since_ms = if_not_exists(failing_since_ms, :now)",
             )
             .expression_attribute_values(":e", s(a.error.unwrap_or("failed")))
-    };
-    let bucket = a.now_ms - a.now_ms.rem_euclid(BUCKET_MS);
-    let tally = Update::builder()
-        .table_name(&table)
-        .key("pk", s(tally_pk(a.receiver, bucket, a.shard)))
-        .update_expression("ADD attempts :one, delivered :d SET bucket_ms = :b, expires_at = :exp")
-        .expression_attribute_values(":one", n(1))
-        .expression_attribute_values(":d", n(u8::from(a.delivered)))
-        .expression_attribute_values(":b", n(bucket))
-        .expression_attribute_values(":exp", expires);
-    [state.build(), tally.build()]
-        .into_iter()
-        .map(|u| {
-            u.map(|u| TransactWriteItem::builder().update(u).build())
-                .map_err(|e| StoreError::corrupt(&table, e))
-        })
-        .collect()
+        };
+        async move {
+            req.send()
+                .await
+                .map(|_| ())
+                .map_err(StoreError::request("UpdateItem"))
+        }
+    })
+    .await?;
+    tx::retrying(|| {
+        let req = store
+            .client()
+            .update_item()
+            .table_name(&table)
+            .key("pk", s(tally_pk(a.receiver, bucket, a.shard)))
+            .update_expression(
+                "ADD attempts :one, delivered :d SET bucket_ms = :b, expires_at = :exp",
+            )
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":d", n(u8::from(a.delivered)))
+            .expression_attribute_values(":b", n(bucket))
+            .expression_attribute_values(":exp", tally_expires.clone());
+        async move {
+            req.send()
+                .await
+                .map(|_| ())
+                .map_err(StoreError::request("UpdateItem"))
+        }
+    })
+    .await
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]

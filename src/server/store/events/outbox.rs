@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::{
     Update,
 };
 
-use super::{health, ActionRecord, ActionStatus, Try, MAX_TRIES_KEPT};
+use super::{ActionRecord, ActionStatus, Try, MAX_TRIES_KEPT};
 use crate::server::store::audit::{self, AuditItem};
 use crate::server::store::items::{self, n, s};
 use crate::server::store::schema::MW_IDEMPOTENCY;
@@ -136,8 +136,6 @@ pub struct Ending<'a> {
     pub now_ms: i64,
     pub now_iso: &'a str,
     pub this_try: Try,
-    /// [`super::health::receiver_key`] of the receiver it went to.
-    pub receiver: &'a str,
 }
 
 /// The attempts to keep: the claimed copy's, then this one, at most [`MAX_TRIES_KEPT`].
@@ -152,20 +150,8 @@ fn tries_value(tries: &[Try], table: &str) -> Result<AttributeValue, StoreError>
     serde_dynamo::to_attribute_value(tries).map_err(|e| StoreError::corrupt(table, e))
 }
 
-/// The attempt's end as the receiver's health counts it.
-fn counted<'a>(end: &'a Ending<'a>, shard: u32) -> health::Attempt<'a> {
-    health::Attempt {
-        receiver: end.receiver,
-        shard,
-        delivered: end.status == ActionStatus::Delivered,
-        error: Some(end.this_try.result.as_str()),
-        now_ms: end.now_ms,
-    }
-}
-
-/// Records an attempt's end with its audit record and counts it in the receiver's health
-/// (one transaction: an end recorded twice is counted once). False: the claim was lost
-/// (another console took the action over; what it records stands).
+/// Records an attempt's end with its audit record. False: the claim was lost (another
+/// console took the action over; what it records stands).
 pub async fn finish(
     store: &Store,
     end: &Ending<'_>,
@@ -214,11 +200,10 @@ pub async fn finish(
     let update = update.build().map_err(|e| StoreError::corrupt(&table, e))?;
     // Refused by the audit record alone (its id is this attempt's): this very end was
     // recorded before and only its answer was lost.
-    audit::with_record_and(
+    audit::with_record(
         store,
         TransactWriteItem::builder().update(update).build(),
         audit_record,
-        health::writes(store, &counted(end, shard))?,
     )
     .await
 }
