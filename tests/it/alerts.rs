@@ -46,6 +46,15 @@ async fn channel() -> (Heard, String) {
     (heard, format!("http://{addr}"))
 }
 
+/// Both consoles judge at once, three times over.
+async fn check_both(app: &crate::helpers::TestApp, other: &crate::helpers::TestApp) {
+    for _ in 0..3 {
+        let (a, b) = tokio::join!(app.state.alerts.check(), other.state.alerts.check());
+        a.unwrap();
+        b.unwrap();
+    }
+}
+
 fn about(heard: &Heard, alert: &str) -> Vec<(String, String, Value)> {
     heard
         .lock()
@@ -82,12 +91,7 @@ async fn a_breach_is_announced_once_by_two_consoles_and_its_end_once() {
             assert!(a.status.is_success(), "{}", a.body);
         }
     }
-    // Both consoles judge at once, three times over.
-    for _ in 0..3 {
-        let (a, b) = tokio::join!(app.state.alerts.check(), other.state.alerts.check());
-        a.unwrap();
-        b.unwrap();
-    }
+    check_both(&app, &other).await;
     let firing = about(&heard, "measurements.duplicates");
     assert_eq!(firing.len(), 2, "one message per channel: {firing:?}");
     let json_msg = firing.iter().find(|(p, _, _)| p == "/json").unwrap();
@@ -116,11 +120,7 @@ async fn a_breach_is_announced_once_by_two_consoles_and_its_end_once() {
 
     // A day later the window holds no attempts: the alert clears, announced once.
     app.clock.advance(Duration::hours(25));
-    for _ in 0..3 {
-        let (a, b) = tokio::join!(app.state.alerts.check(), other.state.alerts.check());
-        a.unwrap();
-        b.unwrap();
-    }
+    check_both(&app, &other).await;
     let all = about(&heard, "measurements.duplicates");
     let resolved: Vec<_> = all
         .iter()
@@ -195,11 +195,7 @@ async fn a_receiver_failing_every_delivery_shows_its_health_and_is_announced_onc
     assert_eq!(h.last_success, None);
     assert_eq!(h.last_error.as_deref(), Some("receiver answered 503"));
 
-    for _ in 0..3 {
-        let (a, b) = tokio::join!(app.state.alerts.check(), other.state.alerts.check());
-        a.unwrap();
-        b.unwrap();
-    }
+    check_both(&app, &other).await;
     let firing = about(&heard, "outbox.receiver_failing");
     assert_eq!(firing.len(), 1, "announced once: {firing:?}");
     assert_eq!(firing[0].1, "outbox.receiver_failing#1#firing");
@@ -229,11 +225,7 @@ async fn a_receiver_failing_every_delivery_shows_its_health_and_is_announced_onc
     assert_eq!(h.delivered_last_hour, delivered);
     assert_eq!(h.attempts_last_hour, sent + delivered);
     assert!(h.failing_since.is_none() && h.last_error.is_none() && h.last_success.is_some());
-    for _ in 0..3 {
-        let (a, b) = tokio::join!(app.state.alerts.check(), other.state.alerts.check());
-        a.unwrap();
-        b.unwrap();
-    }
+    check_both(&app, &other).await;
     let all = about(&heard, "outbox.receiver_failing");
     assert_eq!(all.len(), 2, "firing once, resolved once: {all:?}");
     assert_eq!(all[1].1, "outbox.receiver_failing#1#resolved");

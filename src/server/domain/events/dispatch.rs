@@ -206,18 +206,7 @@ impl Events {
         if !outbox::finish(&self.store, &end, &audit).await? {
             return Ok(Step::Taken);
         }
-        let counted = health::Attempt {
-            receiver: &health::receiver_key(&target.url_text),
-            shard: outbox::shard_of(&mine.conversation_id),
-            delivered: status == ActionStatus::Delivered,
-            error: Some(end.this_try.result.as_str()),
-            now_ms: end.now_ms,
-        };
-        // The delivery is recorded; its place in the health figures is not worth failing
-        // the round for.
-        if let Err(e) = health::count(&self.store, &counted).await {
-            tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "receiver health not counted");
-        }
+        self.count_health(mine, target, &end).await;
         let counted = match status {
             ActionStatus::Delivered => "delivered",
             ActionStatus::Dead => "dead",
@@ -229,6 +218,21 @@ impl Events {
         }
         tracing::info!(action = %short(&mine.event_id), attempt = mine.attempts, status = %status, ms, "side effect attempt");
         Ok(Step::Ended(status))
+    }
+
+    /// Counts a recorded attempt in the receiver's health. The delivery is recorded; its
+    /// place in the health figures is not worth failing the round for.
+    async fn count_health(&self, mine: &ActionRecord, target: &Target, end: &Ending<'_>) {
+        let counted = health::Attempt {
+            receiver: &health::receiver_key(&target.url_text),
+            shard: outbox::shard_of(&mine.conversation_id),
+            delivered: end.status == ActionStatus::Delivered,
+            error: Some(end.this_try.result.as_str()),
+            now_ms: end.now_ms,
+        };
+        if let Err(e) = health::count(&self.store, &counted).await {
+            tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "receiver health not counted");
+        }
     }
 
     /// Where an attempt leaves the action: delivered, a retry while the schedule lasts, or a
