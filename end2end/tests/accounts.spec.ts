@@ -11,6 +11,11 @@ test.describe('accounts', () => {
     const res = await page.goto('/users');
     expect(res?.status()).toBe(403);
     await expect(page.getByRole('heading', { name: 'Not allowed' })).toBeVisible();
+    // The refusal is said once, with what to do instead.
+    await expect(page.getByTestId('not-allowed')).toHaveCount(1);
+    const refusal = await page.getByTestId('not-allowed').innerText();
+    expect(refusal.match(/role does not/gi)).toHaveLength(1);
+    expect(refusal).toContain('Ask an admin if you need it.');
     // Inside the console's frame, with the way back.
     await expect(page.getByRole('navigation', { name: 'Main' })).toBeVisible();
     await expect(page.getByTestId('not-allowed').getByRole('link', { name: 'Back to the overview' })).toBeVisible();

@@ -9,7 +9,8 @@ pub fn ErrorBox(error: AppError) -> impl IntoView {
         return view! {
             <div role="alert" class="rounded-lg border border-amber-300 bg-amber-50 p-6 text-sm text-amber-900" data-testid="not-allowed">
                 <h2 class="text-lg font-semibold">"Not allowed"</h2>
-                <p class="mt-1">{error.to_string()}" Your role does not include this; an admin can change it on the Users page."</p>
+                // Said once (the error's own text said it already): what to do instead.
+                <p class="mt-1">{error.to_string()}" Ask an admin if you need it."</p>
                 <p class="mt-3"><a class="text-sky-800 underline" href="/">"Back to the overview"</a></p>
             </div>
         }
