@@ -23,6 +23,17 @@
     new MutationObserver(function () { show(document); })
       .observe(document.body, { childList: true, subtree: true, characterData: true });
   }
+  // A form with a `data-zone-offset` field (the Audit filter) says the reader's offset from
+  // UTC, in minutes, on the day it asks for (or today), as it is sent.
+  document.addEventListener('submit', function (e) {
+    var form = e.target;
+    var zone = form.querySelector && form.querySelector('input[data-zone-offset]');
+    if (!zone) return;
+    var day = form.querySelector('input[name=day]');
+    var m = day && /^(\d{4})-(\d{2})-(\d{2})$/.exec(day.value.trim());
+    var at = m ? new Date(+m[1], +m[2] - 1, +m[3], 12) : new Date();
+    zone.value = String(-at.getTimezoneOffset());
+  }, true);
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
   else start();
 })();

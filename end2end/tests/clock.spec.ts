@@ -30,4 +30,22 @@ test.describe('one clock', () => {
     }
     await setSwitch(request, 'safe_mode', true);
   });
+
+  test('the Audit filter asks for a day in the reader\'s zone: a New York day reads as New York\'s', async ({ page, request }) => {
+    await setSwitch(request, 'safe_mode', false);
+    await setSwitch(request, 'safe_mode', true);
+    const today = new Intl.DateTimeFormat('en-CA', { timeZone: 'America/New_York' }).format(new Date());
+    await signIn(page, 'viewer', '/audit');
+    await page.getByLabel('Day', { exact: true }).fill(today);
+    await page.getByRole('button', { name: 'Show', exact: true }).click();
+    await page.waitForURL(/\/audit\?.*day=/);
+    await ready(page);
+    // With JavaScript the browser says its offset on that day (New York in November:
+    // UTC−05:00); without, the page reads the day in UTC and says so.
+    const zone = jsEnabled() ? 'UTC−05:00' : 'UTC';
+    expect(new URL(page.url()).searchParams.get('tz') ?? '').toBe(jsEnabled() ? '-300' : '');
+    await expect(page.getByTestId('audit-window')).toHaveText(`Records of ${today}, 00:00–23:59, ${zone}.`);
+    // The change just made is a record of New York's today (in UTC it may be another day).
+    if (jsEnabled()) await expect(page.getByTestId('audit-row').first()).toBeVisible();
+  });
 });

@@ -35,6 +35,9 @@ test.describe('idempotency monitoring', () => {
     await signIn(page, 'viewer', '/idempotency');
     const card = page.getByTestId(`scope-${SCOPE}`);
     await expect(card).toBeVisible();
+    // The operation in words, the same whether the console's form or the API ran it.
+    await expect(card.getByRole('heading', { level: 3 })).toHaveText('Change a kill switch');
+    await expect(card).toContainText('From the REST API');
     const count = async (id: string) => Number(await card.getByTestId(id).innerText());
     expect(await count('count-requests')).toBeGreaterThanOrEqual(21);
     expect(await count('count-replayed')).toBeGreaterThanOrEqual(14);

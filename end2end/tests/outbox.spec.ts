@@ -107,6 +107,19 @@ test.describe('outbox', () => {
       }, { timeout: 30_000 }).toBe(true);
       expect(receiver.state.accepted).toHaveLength(n);
       expect(new Set(receiver.state.accepted).size).toBe(n);
+      // The Outbox, narrowed to this conversation: its delivered side effects, exactly the
+      // ones the receiver took.
+      await page.getByRole('link', { name: 'Its side effects on the Outbox' }).click();
+      await page.waitForURL(/\/outbox\?group=delivered&conversation=/);
+      await ready(page);
+      expect(page.url()).not.toContain(conversation);
+      await expect(page.getByTestId('outbox-conversation')).toContainText(conversation);
+      const rows = page.getByTestId('outbox-row');
+      await expect(rows).toHaveCount(n);
+      for (const status of await page.getByTestId('outbox-status').allInnerTexts()) {
+        expect(status).toContain('delivered');
+      }
+      await expect(page.getByRole('navigation', { name: 'Outbox lists' }).getByRole('link', { name: 'Delivered' })).toHaveAttribute('aria-current', 'page');
     } finally {
       receiver.close();
     }

@@ -46,8 +46,8 @@ pub async fn conversation_timeline(conversation: String) -> Result<Timeline, App
         .await
 }
 
-/// Audit records by conversation, by action type, or by day (and time range), newest
-/// first, cursor-paged.
+/// Audit records by conversation, by action type, or by day (and time range, in the
+/// reader's zone: `tz` minutes east of UTC), newest first, cursor-paged.
 #[server]
 pub async fn list_audit(
     conversation: String,
@@ -55,6 +55,7 @@ pub async fn list_audit(
     day: String,
     from: String,
     to: String,
+    tz: String,
     cursor: Option<String>,
 ) -> Result<AuditRows, AppError> {
     use crate::model::accounts::Role;
@@ -65,9 +66,12 @@ pub async fn list_audit(
     let filter = views::AuditFilter {
         conversation: conversation.trim(),
         action_type: action_type.trim(),
-        day: day.trim(),
-        from: from.trim(),
-        to: to.trim(),
+        window: views::Typed {
+            day: day.trim(),
+            from: from.trim(),
+            to: to.trim(),
+            tz: tz.trim(),
+        },
     };
     state
         .events

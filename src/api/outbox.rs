@@ -6,12 +6,14 @@ use leptos::prelude::*;
 use crate::model::outbox::{JobView, OutboxPage};
 use crate::model::AppError;
 
-/// The outbox: counts, dead letters by cause, one group's list (`due`, `held`, `dead`),
+/// The outbox: counts, dead letters by cause, one group's list (`due`, `held`, `dead`,
+/// `delivered`; one conversation's when `conversation` names one by its reference),
 /// the jobs and the receiver.
 #[server]
 pub async fn load_outbox(
     group: String,
     cause: String,
+    conversation: String,
     cursor: Option<String>,
 ) -> Result<OutboxPage, AppError> {
     use crate::model::accounts::Role;
@@ -29,6 +31,7 @@ pub async fn load_outbox(
         .outbox_page(
             group.trim(),
             filter,
+            &conversation,
             cursor.as_deref(),
             &state.refs,
             user.role,

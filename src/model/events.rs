@@ -73,6 +73,9 @@ pub struct AuditRows {
     /// Its link reference (empty: none), for the paging links.
     #[serde(default)]
     pub conversation_ref: String,
+    /// The day and time range read, in the reader's zone, in words.
+    #[serde(default)]
+    pub window: Option<String>,
 }
 
 /// Table B as the page shows it.

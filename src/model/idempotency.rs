@@ -155,3 +155,67 @@ pub struct KeyPage {
     pub keys: Vec<KeySummary>,
     pub next_cursor: Option<String>,
 }
+
+/// What a scope's operation is, in words, and where its requests come from: one operation
+/// reads the same whether the console's form or the REST API ran it (`inbox.publish` and
+/// `http:POST …/messages` are both "Publish to an inbox"). A scope not named here reads as
+/// itself.
+pub fn operation(scope: &str) -> (String, &'static str) {
+    const REST: &str = "REST API";
+    const CONSOLE: &str = "console";
+    let named = |name: &str, via| (name.to_string(), via);
+    let Some(route) = scope.strip_prefix("http:") else {
+        return match scope {
+            "inbox.publish" => named("Publish to an inbox", CONSOLE),
+            "kill_switches.change" => named("Change a kill switch", CONSOLE),
+            "conversations.reveal" => named("Reveal a conversation's text", CONSOLE),
+            "accounts.add_user" => named("Add a user", CONSOLE),
+            "accounts.reset_password" => named("Reset a password", CONSOLE),
+            "accounts.create_api_key" => named("Create an API key", CONSOLE),
+            "accounts.revoke_api_key" => named("Revoke an API key", CONSOLE),
+            other => (other.to_string(), CONSOLE),
+        };
+    };
+    let name = match route {
+        "POST /api/v1/events" => "Receive a helpdesk event",
+        "POST /api/v1/kill-switches" => "Change a kill switch",
+        "POST /api/v1/conversations" => "Create a conversation",
+        "POST /api/v1/conversations/{primary_channel}/{conversation_id}/messages" => {
+            "Add a message to a conversation"
+        }
+        "PATCH /api/v1/conversations/{primary_channel}/{conversation_id}" => {
+            "Change a conversation"
+        }
+        "PUT /api/v1/inbox/tenants/{tenant}" => "Set up an inbox tenant",
+        "PUT /api/v1/inbox/tenants/{tenant}/inboxes/{inbox}" => "Set up an inbox",
+        "POST /api/v1/inbox/tenants/{tenant}/inboxes/{inbox}/messages" => "Publish to an inbox",
+        "POST /api/v1/inbox/tenants/{tenant}/inboxes/{inbox}/users/{uid}/messages/{message_id}/read" => {
+            "Mark an inbox message read"
+        }
+        "POST /api/v1/inbox/tenants/{tenant}/inboxes/{inbox}/users/{uid}/read-all" => {
+            "Mark a user's inbox read"
+        }
+        "POST /api/v1/measurements" => "Post a measurement",
+        "POST /api/v1/measurements/batch" => "Post measurements in a batch",
+        other => return (other.to_string(), REST),
+    };
+    named(name, REST)
+}
+
+#[cfg(test)]
+mod operation_tests {
+    use super::operation;
+
+    #[test]
+    fn one_operation_reads_the_same_from_the_console_and_the_api() {
+        let console = operation("inbox.publish");
+        let api = operation("http:POST /api/v1/inbox/tenants/{tenant}/inboxes/{inbox}/messages");
+        assert_eq!(console.0, api.0);
+        assert_eq!((console.1, api.1), ("console", "REST API"));
+        assert_eq!(
+            operation("kill_switches.change").0,
+            operation("http:POST /api/v1/kill-switches").0
+        );
+        assert_eq!(operation("http:GET /x"), ("GET /x".to_string(), "REST API"));
+    }
+}

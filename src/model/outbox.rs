@@ -48,6 +48,14 @@ pub struct OutboxRow {
     pub tries: Vec<TryRow>,
 }
 
+/// A list narrowed to one conversation: its reference (for links; never its id) and its
+/// id as the reader may see it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConversationFilter {
+    pub reference: String,
+    pub shown: String,
+}
+
 /// A bulk redrive, release or discard.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobView {
@@ -123,9 +131,11 @@ pub struct TestAnswer {
 pub struct OutboxPage {
     pub counts: OutboxCounts,
     pub dead_by_cause: Vec<(String, u64)>,
-    /// due, held or dead: the list shown.
+    /// due, held, dead or delivered: the list shown.
     pub group: String,
     pub cause: String,
+    /// The one conversation the list is narrowed to.
+    pub conversation: Option<ConversationFilter>,
     pub rows: Vec<OutboxRow>,
     pub next: Option<String>,
     pub jobs: Vec<JobView>,

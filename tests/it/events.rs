@@ -552,3 +552,112 @@ async fn a_conversation_timeline_counts_duplicates_and_says_queued_until_deliver
     );
     assert!(receiver.counts().values().all(|n| *n == 1));
 }
+
+/// The Audit page's day is the reader's: a New York day is read from two UTC days (the
+/// by-day index's partitions), newest first, paged across both, and nothing from the hours
+/// either side of it.
+#[tokio::test]
+async fn an_audit_day_in_new_york_reads_two_utc_days_and_pages_across_them() {
+    use ops_console::model::accounts::Role;
+    use ops_console::server::domain::events::views::{AuditFilter, Typed};
+    use ops_console::server::store::audit::{self, AuditItem};
+    let app = spawn_app().await;
+    let at = |s: &str| {
+        chrono::DateTime::parse_from_rfc3339(s)
+            .unwrap()
+            .with_timezone(&chrono::Utc)
+    };
+    let put = |when: chrono::DateTime<chrono::Utc>, id: String| {
+        let store = app.store.clone();
+        async move {
+            let item = AuditItem::new("c-zone", "decision", when, &id, 30);
+            audit::put(&store, &item).await.unwrap();
+        }
+    };
+    // Either side of the New York day of 25 November (UTC−05:00).
+    put(at("2026-11-25T04:59:59Z"), "before".into()).await;
+    put(at("2026-11-26T05:00:00Z"), "after".into()).await;
+    // Within it: 30 on each UTC day.
+    let mut sent = Vec::new();
+    for i in 0..30 {
+        let first = at("2026-11-25T05:00:00Z") + chrono::Duration::minutes(i * 10);
+        let second = at("2026-11-26T04:59:00Z") - chrono::Duration::minutes(i * 10);
+        for (when, id) in [
+            (first, format!("in-a{i:02}")),
+            (second, format!("in-b{i:02}")),
+        ] {
+            put(when, id.clone()).await;
+            sent.push(id);
+        }
+    }
+    let (refs, events) = (&app.state.refs, &app.state.events);
+    let read = |cursor: Option<String>| async move {
+        let f = AuditFilter {
+            conversation: "",
+            action_type: "",
+            window: Typed {
+                day: "2026-11-25",
+                from: "",
+                to: "",
+                tz: "-300",
+            },
+        };
+        events
+            .audit_rows(refs, &f, Role::Admin, cursor.as_deref())
+            .await
+            .unwrap()
+    };
+    let first = read(None).await;
+    assert_eq!(
+        first.window.as_deref(),
+        Some("2026-11-25, 00:00–23:59, UTC−05:00")
+    );
+    let second = read(first.next_cursor.clone()).await;
+    assert!(second.next_cursor.is_none());
+    let times: Vec<String> = first
+        .rows
+        .iter()
+        .chain(&second.rows)
+        .map(|r| r.at.clone())
+        .collect();
+    assert_eq!(
+        times.len(),
+        sent.len(),
+        "every record of the day, once: {times:?}"
+    );
+    assert!(times.windows(2).all(|w| w[0] >= w[1]), "newest first");
+    assert_eq!(
+        times.first().map(String::as_str),
+        Some("2026-11-26T04:59:00Z")
+    );
+    assert_eq!(
+        times.last().map(String::as_str),
+        Some("2026-11-25T05:00:00Z")
+    );
+    // In UTC, the same day is the other 24 hours: the record before it, and the 30 of the
+    // 25th UTC.
+    let f = AuditFilter {
+        conversation: "",
+        action_type: "",
+        window: Typed {
+            day: "2026-11-25",
+            from: "",
+            to: "",
+            tz: "",
+        },
+    };
+    let utc = app
+        .state
+        .events
+        .audit_rows(refs, &f, Role::Admin, None)
+        .await
+        .unwrap();
+    assert_eq!(utc.rows.len(), 31);
+    // A cursor is the server's: one made up is refused as the reader's mistake.
+    let forged = app
+        .state
+        .events
+        .audit_rows(refs, &f, Role::Admin, Some("1.x"))
+        .await;
+    assert!(forged.is_err());
+}

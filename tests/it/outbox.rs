@@ -611,3 +611,69 @@ async fn a_receiver_named_only_in_the_settings_that_is_gone_is_turned_off_too() 
     events.dispatch_all().await.unwrap();
     assert_eq!(receiver.total(), 1);
 }
+
+#[tokio::test]
+async fn the_outbox_lists_one_conversations_side_effects_and_the_delivered_ones() {
+    use ops_console::model::accounts::Role;
+    let (app, receiver) = app_with_receiver().await;
+    let key = app.api_key(&["events:write"]).await;
+    for (i, conv) in ["c-narrow", "c-beside", "c-narrow"].iter().enumerate() {
+        let body = event(
+            conv,
+            Some(&format!("m-{i}")),
+            "I want a refund for my order",
+        );
+        assert_eq!(post_event(&app, &key, &body).await.status, 200);
+    }
+    let events = &app.state.events;
+    let refs = &app.state.refs;
+    let page = |group: &'static str, conversation: String| async move {
+        events
+            .outbox_page(
+                group,
+                Filter::default(),
+                &conversation,
+                None,
+                refs,
+                Role::Viewer,
+            )
+            .await
+            .unwrap()
+    };
+    let narrow = refs.of_id("c-narrow");
+    // Before delivery: one conversation's queued side effects, by its reference only.
+    let queued = page("due", narrow.clone()).await;
+    let queued_all = page("due", String::new()).await;
+    assert!(!queued.rows.is_empty());
+    assert!(
+        queued.rows.len() < queued_all.rows.len(),
+        "the other conversation's are left out"
+    );
+    assert!(queued.rows.iter().all(|r| r.conversation_ref == narrow));
+    assert_eq!(
+        queued.conversation.as_ref().map(|c| c.reference.clone()),
+        Some(narrow.clone())
+    );
+    assert!(page("delivered", narrow.clone()).await.rows.is_empty());
+
+    events.dispatch_all().await.unwrap();
+    // Delivered: exactly what the receiver took of this conversation, and nothing is due.
+    let mut took: Vec<String> = Vec::new();
+    for k in receiver.order() {
+        if action(&app, &k).await.conversation_id == "c-narrow" {
+            took.push(k);
+        }
+    }
+    assert!(!took.is_empty());
+    let delivered = page("delivered", narrow.clone()).await;
+    assert_eq!(delivered.rows.len(), took.len(), "{took:?}");
+    assert!(delivered.rows.iter().all(|r| r.status == "delivered"));
+    assert!(page("due", narrow.clone()).await.rows.is_empty());
+    let all_delivered = page("delivered", String::new()).await.rows.len();
+    assert_eq!(all_delivered, receiver.order().len());
+    // A group that does not exist is the reader's mistake.
+    let wrong = events
+        .outbox_page("sent", Filter::default(), "", None, refs, Role::Viewer)
+        .await;
+    assert!(wrong.is_err());
+}

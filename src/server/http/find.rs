@@ -53,6 +53,9 @@ pub struct FindForm {
     pub from: String,
     #[serde(default)]
     pub to: String,
+    /// The reader's offset from UTC in minutes, for the day and times.
+    #[serde(default)]
+    pub tz: String,
     /// A measurements user id, or an inbox's user id, as typed.
     #[serde(default)]
     pub user: String,
@@ -215,12 +218,13 @@ fn conversation(f: &FindForm, reference: impl Fn(&str) -> String) -> String {
 }
 
 /// The Audit page's other filters, as typed.
-fn audit_filters(f: &FindForm) -> [(&'static str, String); 4] {
+fn audit_filters(f: &FindForm) -> [(&'static str, String); 5] {
     [
         ("action_type", f.action_type.trim().to_string()),
         ("day", f.day.trim().to_string()),
         ("from", f.from.trim().to_string()),
         ("to", f.to.trim().to_string()),
+        ("tz", f.tz.trim().to_string()),
     ]
 }
 

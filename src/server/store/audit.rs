@@ -225,6 +225,51 @@ pub async fn list(
     Ok((items, page.next))
 }
 
+/// Newest first across by-day index partitions (`days`, newest first), the time range and
+/// filters of `q` on each: one page, filled from the next day when a day runs out. The
+/// cursor says which day it is in: `<i>.<that day's cursor>` (`<i>.` for its start).
+pub async fn list_days(
+    store: &Store,
+    q: &AuditQuery<'_>,
+    days: &[String],
+    cursor: Option<&str>,
+    size: usize,
+) -> Result<(Vec<AuditItem>, Option<String>), StoreError> {
+    let (mut i, mut inner) = match cursor {
+        None => (0, None),
+        Some(c) => {
+            let (i, rest) = c.split_once('.').ok_or(StoreError::BadCursor)?;
+            let i = i
+                .parse::<usize>()
+                .ok()
+                .filter(|i| *i < days.len())
+                .ok_or(StoreError::BadCursor)?;
+            (i, Some(rest).filter(|r| !r.is_empty()))
+        }
+    };
+    let mut out = Vec::new();
+    while i < days.len() {
+        let on_day = AuditQuery {
+            day: Some(&days[i]),
+            ..q.clone()
+        };
+        // A full page only asks whether the next day has anything at all.
+        let want = size.saturating_sub(out.len()).max(1);
+        let start = inner.map_or(Start::First, Start::After);
+        let (items, next) = list(store, &on_day, start, want).await?;
+        if out.len() >= size {
+            return Ok((out, (!items.is_empty()).then(|| format!("{i}."))));
+        }
+        out.extend(items);
+        if let Some(n) = next {
+            return Ok((out, Some(format!("{i}.{n}"))));
+        }
+        i += 1;
+        inner = None;
+    }
+    Ok((out, None))
+}
+
 /// How many of one day's records have a result starting with `prefix` (every page of the
 /// day's index partition is counted).
 pub async fn count_day_results(store: &Store, day: &str, prefix: &str) -> Result<u64, StoreError> {

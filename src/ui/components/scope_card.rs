@@ -28,6 +28,7 @@ pub fn ScopeCard(s: ScopeHealth) -> impl IntoView {
         min_requests,
     } = s;
     let judged = totals.requests as i64 >= min_requests;
+    let (name, via) = crate::model::idempotency::operation(&scope);
     let numbers = [
         ("Requests", totals.requests),
         ("Ran", totals.fresh),
@@ -41,7 +42,8 @@ pub fn ScopeCard(s: ScopeHealth) -> impl IntoView {
     ];
     view! {
         <section id=anchor(&scope) class="mt-6 rounded-lg border border-slate-200 bg-white p-5 shadow-sm" aria-label=scope.clone() data-testid=format!("scope-{scope}")>
-            <h3 class="font-mono text-base font-semibold break-all">{scope.clone()}</h3>
+            <h3 class="text-base font-semibold">{name}</h3>
+            <p class="text-xs text-slate-500 break-all">{format!("From the {via} · scope ")}<code>{scope.clone()}</code></p>
             <div class="mt-3 grid grid-cols-1 gap-3 sm:grid-cols-3">
                 {alerts.into_iter().map(|a| view! { <AlertTile a /> }).collect_view()}
             </div>

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 
 use super::scope_card::{anchor, pct};
 use super::table::DataTable;
-use crate::model::idempotency::{Alert, Counts, HourPoint, ScopeHealth};
+use crate::model::idempotency::{operation, Alert, Counts, HourPoint, ScopeHealth};
 
 const W: f64 = 96.0;
 const H: f64 = 24.0;
@@ -48,6 +48,7 @@ pub fn ScopeTable(scopes: Vec<ScopeHealth>) -> impl IntoView {
 #[component]
 fn ScopeRow(s: ScopeHealth, busiest: u64) -> impl IntoView {
     let href = format!("#{}", anchor(&s.scope));
+    let (name, via) = operation(&s.scope);
     let series = s.series;
     let rate_cell = |name: &str, rate: fn(&Counts) -> Option<f64>| {
         s.alerts
@@ -62,7 +63,7 @@ fn ScopeRow(s: ScopeHealth, busiest: u64) -> impl IntoView {
     let requests: Vec<f64> = series.iter().map(|p| p.counts.requests as f64).collect();
     view! {
         <tr class="border-t border-slate-100 align-middle" data-testid=format!("scope-row-{}", s.scope)>
-            <td class="py-1.5 font-mono text-xs break-all"><a class="text-sky-800 underline" href=href>{s.scope.clone()}</a></td>
+            <td class="py-1.5 text-sm"><a class="text-sky-800 underline" href=href title=s.scope.clone()>{name}</a><span class="block text-xs text-slate-500">{via}</span></td>
             <td class="py-1.5 text-right">
                 <span class="mr-2 font-mono">{s.totals.requests}</span>
                 <Spark values=requests top=busiest as f64 threshold=None breached=false label=format!("{} requests by hour", s.scope) />

@@ -28,27 +28,29 @@ pub fn AuditPage() -> impl IntoView {
                 get("day"),
                 get("from"),
                 get("to"),
+                get("tz"),
                 query.read().get("cursor"),
             )
         },
-        |(c, t, d, f, to, cursor)| list_audit(c, t, d, f, to, cursor),
+        |(c, t, d, f, to, tz, cursor)| list_audit(c, t, d, f, to, tz, cursor),
     );
     // The filters without their cursor, for the paging links; the conversation by the
     // reference the server answered with.
     let base = move |conversation_ref: &str| {
         format!(
-            "/audit?conversation={}&action_type={}&day={}&from={}&to={}",
+            "/audit?conversation={}&action_type={}&day={}&from={}&to={}&tz={}",
             enc(conversation_ref),
             enc(&get("action_type")),
             enc(&get("day")),
             enc(&get("from")),
-            enc(&get("to"))
+            enc(&get("to")),
+            enc(&get("tz"))
         )
     };
     view! {
         <Title text="Audit" />
         <h1 class="text-2xl font-semibold">"Audit"</h1>
-        <p class="mt-1 text-sm text-slate-600">"By conversation, action type, day (UTC) and time range, in any combination; newest first."</p>
+        <p class="mt-1 text-sm text-slate-600">"By conversation, action type, day and time range (in your time zone; in UTC where the page runs without JavaScript), in any combination; newest first."</p>
         <AuditFilters />
         <AsyncSection load=move || rows spacing="mt-4" let:page>
             {
@@ -94,6 +96,9 @@ fn AuditFilters() -> impl IntoView {
             {field("day", "Day", "YYYY-MM-DD")}
             {field("from", "From", "HH:MM")}
             {field("to", "To", "HH:MM")}
+            // Filled as the form is sent (public/local-time.js): the reader's offset from
+            // UTC on that day, in minutes.
+            <input type="hidden" name="tz" data-zone-offset="" value=move || get("tz") />
             <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-sm text-white">"Show"</button>
             <a href="/audit" class="px-2 py-1.5 text-sm text-sky-800 underline">"Clear"</a>
         </form>
@@ -106,8 +111,12 @@ fn AuditResults(page: AuditRows, base: String) -> impl IntoView {
     let filtered = page.conversation.map(|c| view! {
         <p class="mt-3 text-sm text-slate-600" data-testid="audit-conversation">"Conversation "<span class="font-mono">{c}</span></p>
     });
+    let window = page.window.map(|w| view! {
+        <p class="mt-3 text-sm text-slate-600" data-testid="audit-window">{format!("Records of {w}.")}</p>
+    });
     view! {
         {filtered}
+        {window}
         <AuditTable rows=page.rows />
         <Pager base next=page.next_cursor label="Pages of audit records" />
     }

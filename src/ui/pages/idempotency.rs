@@ -11,7 +11,7 @@ use crate::api::idempotency::{
 };
 use crate::api::shell::load_shell_info;
 use crate::model::accounts::Role;
-use crate::model::idempotency::{KeyPage, KeySummary, ScopeHealth};
+use crate::model::idempotency::{operation, KeyPage, KeySummary, ScopeHealth};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::links::enc;
@@ -216,7 +216,7 @@ fn KeyTable(page: KeyPage, label: &'static str, param: &'static str) -> impl Int
             view! {
                 <tr class="border-t border-slate-100">
                     <td class="py-1 font-mono text-xs"><a class="text-sky-800 underline" href=href>{k.key_hash[..12.min(k.key_hash.len())].to_string()}"…"</a></td>
-                    <td class="py-1 font-mono text-xs">{k.scope}</td>
+                    <td class="py-1 text-xs">{operation(&k.scope).0}<span class="block font-mono text-slate-500">{k.scope}</span></td>
                     <td class="py-1">{k.tenant}</td>
                     <td class="py-1">{k.attempts}</td>
                     <td class="py-1"><Moment iso=k.started_at /></td>
@@ -270,7 +270,7 @@ pub fn IdempotencyKeyPage() -> impl IntoView {
 }
 
 /// A key's stored state, one `(label, value)` per line of its page.
-fn key_facts(k: &KeySummary) -> [(&'static str, String); 12] {
+fn key_facts(k: &KeySummary) -> [(&'static str, String); 13] {
     let or_dash = |v: Option<String>| v.unwrap_or_else(|| "–".into());
     let status = if k.expired {
         format!("{} (expired)", k.status)
@@ -279,6 +279,14 @@ fn key_facts(k: &KeySummary) -> [(&'static str, String); 12] {
     };
     [
         ("Tenant", k.tenant.clone()),
+        (
+            "Operation",
+            format!(
+                "{} (from the {})",
+                operation(&k.scope).0,
+                operation(&k.scope).1
+            ),
+        ),
         ("Scope", k.scope.clone()),
         ("Key hash", k.key_hash.clone()),
         ("Status", status),

@@ -61,9 +61,10 @@ pub fn group_named(name: &str) -> Result<Group, AppError> {
         "" | "due" => Ok(Group::Due),
         "held" => Ok(Group::Held),
         "dead" => Ok(Group::Dead),
+        "delivered" => Ok(Group::Delivered),
         _ => Err(AppError::invalid(
             "group",
-            "The group is due, held or dead.",
+            "The group is due, held, dead or delivered.",
         )),
     }
 }
@@ -198,7 +199,7 @@ impl Events {
         let filter = Filter {
             cause: job.cause.clone(),
             action_type: job.action_type.clone(),
-            status: None,
+            ..Filter::default()
         };
         // What was in the group when the job began, and only that.
         let began = DateTime::parse_from_rfc3339(&job.created_at)

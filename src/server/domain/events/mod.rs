@@ -5,6 +5,7 @@
 //! (`receiver`), the operators' outbox moves (`outbox`) and the pages' read models
 //! (`views`).
 
+pub mod audit_window;
 pub mod dispatch;
 pub mod health;
 mod incoming;

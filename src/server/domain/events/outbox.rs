@@ -9,9 +9,9 @@ use serde_json::json;
 use super::ingest::{iso, short, Events};
 use super::jobs::job_view;
 pub use super::jobs::{group_named, job_op, BulkRequest};
-use super::views::masked_in;
+use super::views::{check_conversation, masked_in};
 use crate::model::accounts::Role;
-use crate::model::outbox::{OutboxCounts, OutboxPage, OutboxRow, TryRow};
+use crate::model::outbox::{ConversationFilter, OutboxCounts, OutboxPage, OutboxRow, TryRow};
 use crate::model::AppError;
 use crate::server::domain::conversations::reference::Refs;
 use crate::server::domain::redact;
@@ -61,12 +61,16 @@ impl Events {
     pub async fn outbox_page(
         &self,
         group: &str,
-        filter: Filter,
+        mut filter: Filter,
+        conversation: &str,
         cursor: Option<&str>,
         refs: &Refs,
         role: Role,
     ) -> Result<OutboxPage, AppError> {
         let g = group_named(group)?;
+        let conversation = refs.resolve(conversation.trim());
+        check_conversation(&conversation)?;
+        filter.conversation_id = Some(conversation.clone()).filter(|c| !c.is_empty());
         let (rows, next) = outbox_reads::list(&self.store, g, &filter, cursor, PAGE).await?;
         Ok(OutboxPage {
             counts: self.outbox_counts().await?,
@@ -76,6 +80,13 @@ impl Events {
                 .collect(),
             group: g.as_str().to_string(),
             cause: filter.cause.unwrap_or_default(),
+            conversation: filter
+                .conversation_id
+                .as_deref()
+                .map(|c| ConversationFilter {
+                    reference: refs.of_id(c),
+                    shown: redact::conversation_id(c),
+                }),
             rows: rows.into_iter().map(|a| row(a, refs)).collect(),
             next,
             jobs: jobs::recent(&self.store, 10)

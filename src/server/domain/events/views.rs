@@ -1,7 +1,7 @@
 //! Read models for the Events, conversation and Audit pages, and Overview's figures: the
 //! [`Events`] service's reads, with every personal detail masked.
 
-use chrono::{DateTime, Duration, NaiveDate, SecondsFormat, Utc};
+use chrono::{Duration, NaiveDate, SecondsFormat};
 
 use crate::model::accounts::Role;
 use crate::model::events::{
@@ -15,7 +15,8 @@ use crate::server::store::cursor::Binding;
 use crate::server::store::events::{self as records, EventRecord};
 use crate::server::store::query::Start;
 
-use super::Events;
+pub use super::audit_window::Typed;
+use super::{audit_window, Events};
 use crate::server::store::events::outbox::Group;
 use crate::server::store::events::outbox_reads::{self, Filter};
 
@@ -190,17 +191,24 @@ impl Events {
                 "Only admins may read the records of users and API keys.".into(),
             ));
         }
-        let (day, between) = audit_window(f, &conversation, self.clock.now())?;
+        // Nothing else narrows the records: a day's, through the by-day index.
+        let by_day = conversation.is_empty() && f.action_type.is_empty();
+        let w = audit_window::window(&f.window, by_day, self.clock.now())?;
         let q = audit::AuditQuery {
             partition: (!conversation.is_empty()).then_some(conversation.as_str()),
             action_type: (!f.action_type.is_empty()).then_some(f.action_type),
-            day: day.as_deref(),
-            between: between.as_ref().map(|(a, b)| (a.as_str(), b.as_str())),
+            day: None,
+            between: w.between.as_ref().map(|(a, b)| (a.as_str(), b.as_str())),
             hidden: if admin { &[] } else { &ADMIN_PARTITIONS },
         };
-        let start = cursor.map_or(Start::First, Start::After);
-        let (items, next_cursor) = audit::list(&self.store, &q, start, PAGE as usize).await?;
+        let (items, next_cursor) = if by_day {
+            audit::list_days(&self.store, &q, &w.days, cursor, PAGE as usize).await?
+        } else {
+            let start = cursor.map_or(Start::First, Start::After);
+            audit::list(&self.store, &q, start, PAGE as usize).await?
+        };
         Ok(AuditRows {
+            window: w.said,
             rows: items.into_iter().map(|a| audit_row(a, refs)).collect(),
             next_cursor,
             conversation: (!conversation.is_empty())
@@ -256,10 +264,8 @@ fn bad_cursor() -> AppError {
 pub struct AuditFilter<'a> {
     pub conversation: &'a str,
     pub action_type: &'a str,
-    pub day: &'a str,
-    /// `HH:MM` within `day`.
-    pub from: &'a str,
-    pub to: &'a str,
+    /// The day and time range, in the reader's zone.
+    pub window: audit_window::Typed<'a>,
 }
 
 fn audit_row(a: AuditItem, refs: &Refs) -> AuditRow {
@@ -290,20 +296,6 @@ fn audit_row(a: AuditItem, refs: &Refs) -> AuditRow {
     }
 }
 
-fn time_of(day: &str, hhmm: &str, field: &str, end: bool) -> Result<String, AppError> {
-    let t = chrono::NaiveTime::parse_from_str(hhmm, "%H:%M")
-        .map_err(|_| AppError::invalid(field, "A time is HH:MM."))?;
-    let d = NaiveDate::parse_from_str(day, "%Y-%m-%d")
-        .map_err(|_| AppError::invalid("day", "A day is YYYY-MM-DD."))?;
-    let at = d.and_time(t).and_utc()
-        + if end {
-            Duration::seconds(59)
-        } else {
-            Duration::zero()
-        };
-    Ok(at.to_rfc3339_opts(SecondsFormat::Secs, true))
-}
-
 fn check_action_type(action_type: &str) -> Result<(), AppError> {
     if action_type.is_empty() || ACTION_TYPES.iter().any(|(t, _)| *t == action_type) {
         return Ok(());
@@ -317,43 +309,4 @@ fn check_action_type(action_type: &str) -> Result<(), AppError> {
             known.join(", ")
         ),
     ))
-}
-
-/// From and to, as sort-key bounds.
-type TimeRange = (String, String);
-
-/// The day to read (`None`: all days of a conversation or action type) and the time range
-/// within it. A day is needed for a time range, and is the partition when nothing else is
-/// given.
-fn audit_window(
-    f: &AuditFilter<'_>,
-    conversation: &str,
-    now: DateTime<Utc>,
-) -> Result<(Option<String>, Option<TimeRange>), AppError> {
-    let day = if f.day.is_empty() {
-        let needs_day = (conversation.is_empty() && f.action_type.is_empty())
-            || !f.from.is_empty()
-            || !f.to.is_empty();
-        needs_day.then(|| now.format("%Y-%m-%d").to_string())
-    } else {
-        NaiveDate::parse_from_str(f.day, "%Y-%m-%d")
-            .map_err(|_| AppError::invalid("day", "A day is YYYY-MM-DD."))?;
-        Some(f.day.to_string())
-    };
-    let between = match (&day, f.from.is_empty(), f.to.is_empty()) {
-        (Some(day), false, _) | (Some(day), _, false) => {
-            let from = if f.from.is_empty() { "00:00" } else { f.from };
-            let to = if f.to.is_empty() { "23:59" } else { f.to };
-            let (from, to) = (
-                time_of(day, from, "from", false)?,
-                time_of(day, to, "to", true)?,
-            );
-            if from > to {
-                return Err(AppError::invalid("to", "The range ends before it starts."));
-            }
-            Some((from, to))
-        }
-        _ => None,
-    };
-    Ok((day, between))
 }

@@ -274,3 +274,27 @@ fn schema(name: &str, s: &Value) -> Schema {
             .collect(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every route that can take an `Idempotency-Key` (every write) has a name on the
+    /// Idempotency page, so its scope never reads as a raw route there.
+    #[test]
+    fn every_keyed_route_has_an_operation_name() {
+        let doc = super::document();
+        let mut keyed = 0;
+        for (path, item) in doc["paths"].as_object().into_iter().flatten() {
+            for method in item.as_object().into_iter().flatten().map(|(m, _)| m) {
+                if !["post", "put", "patch", "delete"].contains(&method.as_str()) {
+                    continue;
+                }
+                keyed += 1;
+                let route = format!("{} {path}", method.to_uppercase());
+                let (name, via) = crate::model::idempotency::operation(&format!("http:{route}"));
+                assert_ne!(name, route, "{route} has no operation name");
+                assert_eq!(via, "REST API");
+            }
+        }
+        assert!(keyed >= 10, "only {keyed} keyed routes were seen");
+    }
+}

@@ -1,7 +1,8 @@
-//! The outbox (docs/events.md, "The outbox"): side effects waiting for delivery, on the
-//! sparse `outbox-index` of Table A. An action is in exactly one group while it has not
-//! ended — `due` (queued, waiting to retry, or in flight until its claim runs out), `held`
-//! or `dead` — each spread over [`SHARDS`] index partitions by conversation, so no single
+//! The outbox (docs/events.md, "The outbox"): side effects on the sparse `outbox-index` of
+//! Table A. An action is in exactly one group while it has not ended — `due` (queued,
+//! waiting to retry, or in flight until its claim runs out), `held` or `dead` — and a
+//! delivered one stays in `delivered` until it expires (a discarded one leaves the index);
+//! each group is spread over [`SHARDS`] index partitions by conversation, so no single
 //! partition takes every write. Every move is one conditional write (with its audit
 //! record, in one transaction): two consoles never both move one action.
 
@@ -27,6 +28,8 @@ pub enum Group {
     Due,
     Held,
     Dead,
+    /// Taken by the receiver: kept, newest first, until the record expires.
+    Delivered,
 }
 
 impl Group {
@@ -35,6 +38,7 @@ impl Group {
             Group::Due => "due",
             Group::Held => "held",
             Group::Dead => "dead",
+            Group::Delivered => "delivered",
         }
     }
 
@@ -195,6 +199,12 @@ pub async fn finish(
             .expression_attribute_values(":o", s(Group::Dead.partition(shard)))
             .expression_attribute_values(":sk", s(sort_key(end.now_ms, &rec.event_id)))
             .expression_attribute_values(":c", cause),
+        ActionStatus::Delivered => update
+            .update_expression(format!(
+                "SET {common}, outbox = :o, outbox_sk = :sk REMOVE cause"
+            ))
+            .expression_attribute_values(":o", s(Group::Delivered.partition(shard)))
+            .expression_attribute_values(":sk", s(sort_key(end.now_ms, &rec.event_id))),
         _ => update.update_expression(format!("SET {common} REMOVE outbox, outbox_sk, cause")),
     };
     let update = update.build().map_err(|e| StoreError::corrupt(&table, e))?;

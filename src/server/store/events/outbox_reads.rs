@@ -20,6 +20,21 @@ pub struct Filter {
     pub action_type: Option<String>,
     /// Within the due group: queued, claimed (in flight) or retry.
     pub status: Option<String>,
+    /// One conversation's actions: only its shard is read.
+    pub conversation_id: Option<String>,
+}
+
+impl Filter {
+    /// The shards a list under this filter reads: one conversation's, or all.
+    fn shards(&self) -> std::ops::Range<u32> {
+        match &self.conversation_id {
+            Some(c) => {
+                let s = super::outbox::shard_of(c);
+                s..s + 1
+            }
+            None => 0..SHARDS,
+        }
+    }
 }
 
 fn spec(store: &Store, group: Group, shard: u32, filter: &Filter, due_by: Option<i64>) -> Spec {
@@ -32,6 +47,9 @@ fn spec(store: &Store, group: Group, shard: u32, filter: &Filter, due_by: Option
     }
     if let Some(st) = &filter.status {
         filters.push(("status", Cond::Eq(s(st))));
+    }
+    if let Some(c) = &filter.conversation_id {
+        filters.push(("conversation_id", Cond::Eq(s(c))));
     }
     Spec {
         table: store.table(MW_IDEMPOTENCY.base),
@@ -115,7 +133,7 @@ pub async fn list(
     // Per shard read: how many items it gave, and whether it had more.
     let mut read: BTreeMap<u32, (usize, bool)> = BTreeMap::new();
     let table = store.table(MW_IDEMPOTENCY.base);
-    for shard in 0..SHARDS {
+    for shard in filter.shards() {
         let from = match positions.of(shard) {
             Position::Spent => continue,
             Position::Start => From::First,
@@ -161,7 +179,7 @@ pub async fn list(
 /// thousand per shard.
 pub async fn count(store: &Store, group: Group, filter: &Filter) -> Result<u64, StoreError> {
     let mut total = 0;
-    for shard in 0..SHARDS {
+    for shard in filter.shards() {
         let spec = spec(store, group, shard, filter, None);
         total += query::count(store, &spec, 10, None).await?.n;
     }

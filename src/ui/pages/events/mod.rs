@@ -124,6 +124,7 @@ pub fn ConversationStatePage() -> impl IntoView {
                 String::new(),
                 String::new(),
                 String::new(),
+                String::new(),
                 cursor,
             )
         },
@@ -158,7 +159,10 @@ fn AuditRecords(rows: AuditRows) -> impl IntoView {
             next=rows.next_cursor
             label="Pages of the audit records"
         />
-        <a class="mt-4 inline-block text-sm text-sky-800 underline" href=format!("/events?conversation={}", enc(&reference))>"This conversation's events"</a>
+        <p class="mt-4 flex flex-wrap gap-4 text-sm">
+            <a class="text-sky-800 underline" href=format!("/events?conversation={}", enc(&reference))>"This conversation's events"</a>
+            <a class="text-sky-800 underline" href=format!("/outbox?group=delivered&conversation={}", enc(&reference))>"Its side effects on the Outbox"</a>
+        </p>
     }
 }
 

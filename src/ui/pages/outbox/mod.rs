@@ -1,5 +1,6 @@
 //! The Outbox: side effects on their way to the receiver — queued, in flight, retrying,
-//! held by safe mode, dead letters by cause — each with its attempts; redrive, release and
+//! held by safe mode, dead letters by cause, delivered ones — all of them or one
+//! conversation's — each with its attempts; redrive, release and
 //! discard with a reason (one, or all of a group at once with the count shown first); and
 //! the receiver: its URL, its signing secrets, a test message.
 //!
@@ -23,7 +24,7 @@ use crate::api::outbox::{
     load_outbox, AddReceiverSecret, MoveAction, RetireReceiverSecret, SaveReceiver, StartOutboxJob,
     TestReceiver,
 };
-use crate::model::outbox::{JobView, OutboxCounts, OutboxPage};
+use crate::model::outbox::{ConversationFilter, JobView, OutboxCounts, OutboxPage};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::links::enc;
@@ -95,10 +96,18 @@ pub fn OutboxPageView() -> impl IntoView {
                 actions.version(),
                 q.get("group"),
                 q.get("cause"),
+                q.get("conversation"),
                 q.get("cursor"),
             )
         },
-        |(_, g, c, cursor)| load_outbox(g.unwrap_or_default(), c.unwrap_or_default(), cursor),
+        |(_, g, c, conversation, cursor)| {
+            load_outbox(
+                g.unwrap_or_default(),
+                c.unwrap_or_default(),
+                conversation.unwrap_or_default(),
+                cursor,
+            )
+        },
     );
     keep_current(data);
     view! {
@@ -174,10 +183,15 @@ fn Outbox(page: OutboxPage, actions: Actions, group: String, selected: Selected)
         receiver,
         form_key,
         cause,
+        conversation,
         ..
     } = page;
+    let narrowed = conversation
+        .as_ref()
+        .map(|c| format!("&conversation={}", enc(&c.reference)))
+        .unwrap_or_default();
     let base = format!(
-        "/outbox?group={}{}",
+        "/outbox?group={}{}{narrowed}",
         enc(&group),
         if cause.is_empty() {
             String::new()
@@ -197,6 +211,8 @@ fn Outbox(page: OutboxPage, actions: Actions, group: String, selected: Selected)
         <DeadLetters causes=dead_by_cause selected=cause.clone() actions form_key=form_key.clone() />
         <HeldBulk held=counts.held actions form_key=form_key.clone() />
         <h2 class="mt-8 text-lg font-semibold">{group_title(&group, &cause)}</h2>
+        <GroupTabs group=group.clone() narrowed=narrowed.clone() />
+        <Narrowed conversation group=group.clone() />
         <MoveForm rows=rows.clone() selected here=here.clone() actions form_key />
         <Rows rows here />
         <Pager base next next_label="More" label="Pages of side effects" />
@@ -209,8 +225,45 @@ fn group_title(group: &str, cause: &str) -> String {
         ("held", _) => "Held".into(),
         ("dead", "") => "Dead letters".into(),
         ("dead", c) => format!("Dead letters: {c}"),
+        ("delivered", _) => "Delivered".into(),
         _ => "Queued, in flight and retrying".into(),
     }
+}
+
+/// The lists, as links that keep the conversation the page is narrowed to.
+#[component]
+fn GroupTabs(group: String, narrowed: String) -> impl IntoView {
+    let tabs = [
+        ("due", "Queued and retrying"),
+        ("held", "Held"),
+        ("dead", "Dead letters"),
+        ("delivered", "Delivered"),
+    ]
+    .into_iter()
+    .map(|(g, label)| {
+        let current = group == g || (g == "due" && group.is_empty());
+        let href = format!("/outbox?group={g}{narrowed}");
+        view! {
+            <a href=href aria-current=current.then_some("page")
+                class=if current { "rounded bg-slate-900 px-2 py-1 text-white" } else { "rounded px-2 py-1 text-sky-800 underline" }>{label}</a>
+        }
+    })
+    .collect_view();
+    view! { <nav aria-label="Outbox lists" class="mt-2 flex flex-wrap gap-2 text-sm">{tabs}</nav> }
+}
+
+/// Which conversation the list is narrowed to, and the way back to all of them.
+#[component]
+fn Narrowed(conversation: Option<ConversationFilter>, group: String) -> impl IntoView {
+    conversation.map(|c| {
+        let all = format!("/outbox?group={}", enc(&group));
+        view! {
+            <p class="mt-2 text-sm" data-testid="outbox-conversation">
+                "Conversation " <span class="font-mono text-xs">{c.shown}</span> " only. "
+                <a class="text-sky-800 underline" href=all>"All conversations"</a>
+            </p>
+        }
+    })
 }
 
 /// The groups as tiles, each a link to its list.

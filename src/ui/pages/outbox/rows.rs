@@ -49,6 +49,7 @@ fn status_text(r: &OutboxRow) -> impl IntoView {
             r.held_reason.clone().unwrap_or_default().replace('_', " ")
         ),
         "dead" => format!("dead letter ({})", r.cause.clone().unwrap_or_default()),
+        "delivered" => "delivered: the receiver took it".into(),
         other => other.to_string(),
     };
     let next = r
