@@ -22,7 +22,7 @@ APT_UPDATED := target/.apt-updated
 
 .PHONY: help run test tools system-tools rust-tools node-tools python-tools \
         check lint unit e2e fuzz fuzz-short harness chaos chaos-short chaos-checker scan-logs deploy-check \
-        build server site build-release bench weight python-powertools wasm-size clean-data
+        build server site build-release bench weight screenshots python-powertools wasm-size clean-data
 
 help:
 	@echo "make run    - build and start the console (http://127.0.0.1:3000)"
@@ -110,9 +110,11 @@ lint:
 	cargo clippy --lib --features hydrate --target wasm32-unknown-unknown -- -D warnings
 
 # Unit tests and the storage/HTTP tests, on a DynamoDB Local the test binary starts (the
-# DynamoDB-semantics tests put the dynamodb-faults proxy in front of it); the proxy's own.
-unit:
+# DynamoDB-semantics tests put the dynamodb-faults proxy in front of it); the proxy's own;
+# the split-loader patch against the loader it was written for.
+unit: node-tools
 	cargo test --workspace --features ssr
+	node --test scripts/
 
 # What the tests run: the server as `cargo test` builds it (debug, one target dir for
 # both), serving the site as production serves it (the release wasm, every page a lazy
@@ -140,6 +142,11 @@ e2e: build
 weight: build
 	rm -rf target/weight-data
 	E2E_DATA_DIR=target/weight-data npx playwright test --config end2end/weight.config.ts
+
+# A tool for the docs, not a test: every page at 1440 and 390 px into docs/screenshots/.
+screenshots: build
+	rm -rf target/screenshots-data
+	E2E_DATA_DIR=target/screenshots-data npx playwright test --config end2end/screenshots.config.ts
 
 # The REST API against its own OpenAPI document: no 5xx, nothing the document does not allow.
 fuzz: server python-tools
@@ -206,4 +213,4 @@ wasm-size: site
 	echo "css: $$(stat -c %s $$c) bytes, $$(gzip -9 -c $$c | wc -c) gzip"
 
 clean-data:
-	rm -rf .data target/e2e-data target/weight-data target/fuzz-data target/chaos target/test-logs
+	rm -rf .data target/e2e-data target/weight-data target/screenshots-data target/fuzz-data target/chaos target/test-logs

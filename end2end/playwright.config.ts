@@ -5,7 +5,7 @@ import { defineConfig } from '@playwright/test';
 const port = process.env.E2E_PORT ?? '3100';
 const baseURL = `http://127.0.0.1:${port}`;
 
-const chromium = {
+export const chromium = {
   executablePath: '/usr/bin/chromium',
   args: [
     '--no-sandbox',

@@ -12,20 +12,21 @@ use crate::ui::pages::conversations::detail::ConversationPage;
 use crate::ui::pages::conversations::ConversationsPage;
 use crate::ui::pages::events::{ConversationStatePage, EventsPage};
 use crate::ui::pages::idempotency::{IdempotencyKeyPage, IdempotencyPage};
+use crate::ui::pages::inbox::settings::InboxSettingsPage;
 use crate::ui::pages::inbox::user::InboxUserPage;
 use crate::ui::pages::inbox::InboxPageView;
 use crate::ui::pages::measurements::MeasurementsPage;
 use crate::ui::pages::openapi::OpenApiPage;
+use crate::ui::pages::outbox::receiver::ReceiverPage;
 use crate::ui::pages::outbox::OutboxPageView;
 use crate::ui::pages::{
-    accounts::AccountsPage, login::LoginPage, not_found::NotFound, overview::OverviewPage,
-    switches::SwitchesPage,
+    api_keys::ApiKeysPage, kill_switches::KillSwitchesPage, login::LoginPage, not_found::NotFound,
+    overview::OverviewPage, users::UsersPage,
 };
 
 /// The HTML page around the app (the server's only).
 #[cfg(feature = "ssr")]
 pub fn shell(options: LeptosOptions) -> impl IntoView {
-    use crate::ui::hydration::PageScripts;
     use leptos_meta::MetaTags;
 
     view! {
@@ -36,7 +37,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
                 <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
                 <script src="/local-time.js" defer></script>
-                <PageScripts options />
+                <HydrationScripts options />
                 <MetaTags />
             </head>
             <body class="bg-slate-50 text-slate-900 antialiased">
@@ -57,19 +58,22 @@ pub fn App() -> impl IntoView {
                 <Route ssr=SsrMode::Async path=path!("/login") view={Lazy::<LoginRoute>::new()} />
                 <ParentRoute ssr=SsrMode::Async path=path!("") view=Layout>
                     <Route ssr=SsrMode::Async path=path!("") view={Lazy::<OverviewRoute>::new()} />
-                    <Route ssr=SsrMode::Async path=path!("kill-switches") view={Lazy::<SwitchesRoute>::new()} />
+                    <Route ssr=SsrMode::Async path=path!("kill-switches") view={Lazy::<KillSwitchesRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("conversations") view={Lazy::<ConversationsRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("conversations/view") view={Lazy::<ConversationRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("events") view={Lazy::<EventsRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("events/conversation") view={Lazy::<ConversationStateRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("outbox") view={Lazy::<OutboxRoute>::new()} />
+                    <Route ssr=SsrMode::Async path=path!("outbox/receiver") view={Lazy::<ReceiverRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("audit") view={Lazy::<AuditRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("inbox") view={Lazy::<InboxRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("inbox/user") view={Lazy::<InboxUserRoute>::new()} />
+                    <Route ssr=SsrMode::Async path=path!("inbox/settings") view={Lazy::<InboxSettingsRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("idempotency") view={Lazy::<IdempotencyRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("idempotency/key") view={Lazy::<IdempotencyKeyRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("measurements") view={Lazy::<MeasurementsRoute>::new()} />
-                    <Route ssr=SsrMode::Async path=path!("users") view={Lazy::<AccountsRoute>::new()} />
+                    <Route ssr=SsrMode::Async path=path!("users") view={Lazy::<UsersRoute>::new()} />
+                    <Route ssr=SsrMode::Async path=path!("api-keys") view={Lazy::<ApiKeysRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("api") view={Lazy::<OpenApiRoute>::new()} />
                 </ParentRoute>
             </Routes>
@@ -79,7 +83,8 @@ pub fn App() -> impl IntoView {
 
 /// Each page is a lazy route: its code is its own wasm chunk, loaded when the page is
 /// first shown (with `cargo leptos build --split`), so a first load carries the shell and
-/// that page only.
+/// that page only. Leptos preloads a route's files with the page (the split manifest,
+/// which `scripts/bundle-wasm.mjs` points at each route's bundle).
 macro_rules! lazy_pages {
     ($($route:ident => $page:ident),* $(,)?) => {$(
         struct $route;
@@ -91,8 +96,6 @@ macro_rules! lazy_pages {
             }
 
             fn view(_this: Self) -> AnyView {
-                #[cfg(feature = "ssr")]
-                crate::ui::hydration::preload_route(stringify!($route));
                 view! { <$page /> }.into_any()
             }
         }
@@ -102,18 +105,21 @@ macro_rules! lazy_pages {
 lazy_pages! {
     LoginRoute => LoginPage,
     OverviewRoute => OverviewPage,
-    SwitchesRoute => SwitchesPage,
+    KillSwitchesRoute => KillSwitchesPage,
     ConversationsRoute => ConversationsPage,
     ConversationRoute => ConversationPage,
     EventsRoute => EventsPage,
     ConversationStateRoute => ConversationStatePage,
     OutboxRoute => OutboxPageView,
+    ReceiverRoute => ReceiverPage,
     AuditRoute => AuditPage,
     InboxRoute => InboxPageView,
     InboxUserRoute => InboxUserPage,
+    InboxSettingsRoute => InboxSettingsPage,
     IdempotencyRoute => IdempotencyPage,
     IdempotencyKeyRoute => IdempotencyKeyPage,
     MeasurementsRoute => MeasurementsPage,
-    AccountsRoute => AccountsPage,
+    UsersRoute => UsersPage,
+    ApiKeysRoute => ApiKeysPage,
     OpenApiRoute => OpenApiPage,
 }

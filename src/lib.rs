@@ -13,9 +13,9 @@ pub mod server;
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
     console_error_panic_hook::set_once();
-    // Pages are lazy routes: hydration waits for the page's own wasm to arrive.
-    _ = any_spawner::Executor::init_wasm_bindgen();
-    leptos::task::spawn_local(async {
+    // Pages are lazy routes: hydration waits for the page's own wasm to arrive (as
+    // `leptos::mount::hydrate_lazy`, which sets up the executor, and then marks the page).
+    wasm_bindgen_futures::spawn_local(async {
         let body = leptos::prelude::document()
             .body()
             .expect("the page has a body");

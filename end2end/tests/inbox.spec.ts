@@ -124,6 +124,9 @@ test.describe('inbox', () => {
     });
     expect(seven.status()).toBe(200);
     await signIn(page, 'operator', `/inbox?tenant=${tenant}&inbox=news`);
+    await page.getByRole('link', { name: 'New inbox or edit this one…' }).click();
+    await page.waitForURL(/\/inbox\/settings\?/);
+    await ready(page);
     const edit = page.locator('details', { hasText: 'New inbox or edit this one…' });
     await edit.locator('summary').click();
     await expect(edit.getByLabel('Default lifetime')).toHaveValue('7d');
@@ -138,7 +141,7 @@ test.describe('inbox', () => {
     const r = randomBytes(3).toString('hex');
     const tenant = `e2e-${r}`;
     await setUp(request, tenant);
-    await signIn(page, 'operator', `/inbox?tenant=${tenant}&inbox=news`);
+    await signIn(page, 'operator', `/inbox/settings?tenant=${tenant}&inbox=news`);
     const invalid = async (field: ReturnType<Page['getByLabel']>, says: RegExp) => {
       await expect(field).toHaveAttribute('aria-invalid', 'true');
       await expect(field).toHaveAccessibleDescription(says);
@@ -166,6 +169,8 @@ test.describe('inbox', () => {
     await invalid(inboxForm.getByLabel('Lifetimes per type'), /Write lifetimes per type as type=7d/);
     await expect(inboxForm.getByLabel('Default lifetime')).not.toHaveAttribute('aria-invalid', 'true');
 
+    await page.goto(`/inbox?tenant=${tenant}&inbox=news`);
+    await ready(page);
     const form = page.getByRole('form', { name: 'Compose' });
     await form.getByLabel('Title').fill(`No body ${r}`);
     await form.getByRole('button', { name: /Preview/ }).click();

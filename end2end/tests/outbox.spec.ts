@@ -50,9 +50,9 @@ async function postEvent(request: APIRequestContext, conversation: string) {
   return body.actions[0].key as string;
 }
 
-/** Points the console at `url` through the Outbox page's form, as an admin. */
+/** Points the console at `url` through the Receiver page's form, as an admin. */
 async function saveReceiver(page: Page, url: string) {
-  await page.goto('/outbox');
+  await page.goto('/outbox/receiver');
   await ready(page);
   await page.getByText('Change the receiver (admins)…').click();
   await page.getByLabel('URL').fill(url);

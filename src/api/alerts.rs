@@ -7,7 +7,7 @@ use crate::model::AppError;
 
 #[server]
 pub async fn load_firing_alerts() -> Result<Vec<FiringAlert>, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     ctx::require(Role::Viewer)?;
     ctx::state()?.alerts.firing().await

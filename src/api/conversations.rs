@@ -8,7 +8,7 @@ use crate::model::AppError;
 /// creation date; `after`/`before` are page cursors.
 #[server]
 pub async fn search_conversations(query: SearchQuery) -> Result<SearchPage, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
@@ -33,7 +33,7 @@ pub async fn search_conversations(query: SearchQuery) -> Result<SearchPage, AppE
 /// The companies the search box suggests (the company directory): names and ids.
 #[server]
 pub async fn company_suggestions() -> Result<Vec<CompanyChoice>, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
@@ -44,7 +44,7 @@ pub async fn company_suggestions() -> Result<Vec<CompanyChoice>, AppError> {
 /// One conversation, as the signed-in user's role may see it.
 #[server]
 pub async fn load_conversation(r: String) -> Result<ConversationDetail, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
@@ -62,7 +62,7 @@ pub async fn reveal_contact(
     reason: String,
     idempotency_key: String,
 ) -> Result<(), AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::domain::conversations::view::{self, Reveal};
     use crate::server::domain::idempotency::KeyInputs;

@@ -9,7 +9,7 @@ pub async fn list_events(
     conversation: String,
     cursor: Option<String>,
 ) -> Result<EventPage, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
@@ -23,7 +23,7 @@ pub async fn list_events(
 /// Table B for one conversation.
 #[server]
 pub async fn conversation_state(conversation: String) -> Result<StateView, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
@@ -36,7 +36,7 @@ pub async fn conversation_state(conversation: String) -> Result<StateView, AppEr
 /// One conversation's timeline: events, decisions, side effects and where they are.
 #[server]
 pub async fn conversation_timeline(conversation: String) -> Result<Timeline, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
@@ -58,7 +58,7 @@ pub async fn list_audit(
     tz: String,
     cursor: Option<String>,
 ) -> Result<AuditRows, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::{ctx, domain::events::views};
     let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
@@ -82,7 +82,7 @@ pub async fn list_audit(
 /// Overview's event figures.
 #[server]
 pub async fn load_event_stats() -> Result<EventStats, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;

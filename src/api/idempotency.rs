@@ -6,7 +6,7 @@ use crate::model::AppError;
 /// Per-scope rates and alerts over `window` (`24h` or `7d`).
 #[server]
 pub async fn load_idempotency_health(window: String) -> Result<Health, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
@@ -36,7 +36,7 @@ pub async fn list_idempotency_keys(
     which: String,
     cursor: Option<String>,
 ) -> Result<KeyPage, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
@@ -50,7 +50,7 @@ pub async fn list_idempotency_keys(
 /// One key with its stored answer, redacted for viewers.
 #[server]
 pub async fn load_idempotency_key(id: String) -> Result<KeySummary, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::domain::idempotency::health;
     let user = ctx::require(Role::Viewer)?;
@@ -71,7 +71,7 @@ pub async fn load_idempotency_key(id: String) -> Result<KeySummary, AppError> {
 /// Admins expire a key so a stuck operation can be run again (audited).
 #[server]
 pub async fn expire_idempotency_key(id: String, reason: String) -> Result<String, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     let admin = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
@@ -90,7 +90,7 @@ pub async fn expire_idempotency_key(id: String, reason: String) -> Result<String
 /// The machine clients (API key names, revoked ones too) a raw key can be looked up for.
 #[server]
 pub async fn api_client_names() -> Result<Vec<String>, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
@@ -111,7 +111,7 @@ pub async fn api_client_names() -> Result<Vec<String>, AppError> {
 pub async fn find_idempotency_by_correlation(
     correlation_id: String,
 ) -> Result<Vec<KeySummary>, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::domain::idempotency::health;
     let user = ctx::require(Role::Viewer)?;
@@ -135,7 +135,7 @@ pub async fn find_idempotency_key(
     raw: String,
     client: String,
 ) -> Result<Vec<KeySummary>, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::domain::idempotency::health;
     let user = ctx::require(Role::Viewer)?;

@@ -10,7 +10,7 @@ pub async fn load_inbox_page(
     cursor: Option<String>,
     draft: Option<String>,
 ) -> Result<InboxPage, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
@@ -39,7 +39,7 @@ pub async fn load_inbox_page(
 /// Creates or edits a tenant's settings (title, default message lifetime).
 #[server]
 pub async fn save_tenant(tenant: String, title: String, ttl: String) -> Result<String, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::contract::inbox::TenantSettings;
     use crate::server::ctx;
     let user = ctx::require(Role::Operator)?;
@@ -67,7 +67,7 @@ pub async fn save_inbox(
     ttl: String,
     ttl_types: String,
 ) -> Result<String, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     let user = ctx::require(Role::Operator)?;
     let state = ctx::state()?;
@@ -105,7 +105,7 @@ pub async fn save_inbox(
 /// preview: the page's URL names the draft, never its content.
 #[server]
 pub async fn save_draft(p: PublishForm) -> Result<(), AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     let user = ctx::require(Role::Operator)?;
     let state = ctx::state()?;
@@ -136,7 +136,7 @@ pub async fn publish_message(
     inbox: String,
     draft: String,
 ) -> Result<String, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::domain::inbox::drafts::{self, ToPublish};
     let user = ctx::require(Role::Operator)?;
@@ -192,7 +192,7 @@ pub async fn load_user_view(
     uid: String,
     cursor: Option<String>,
 ) -> Result<UserView, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::domain::inbox::feed::PAGE_SIZE;
     let user = ctx::require(Role::Viewer)?;
@@ -224,7 +224,7 @@ pub async fn mark_read(
     uid: String,
     message_id: String,
 ) -> Result<String, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     ctx::require(Role::Operator)?;
     let state = ctx::state()?;

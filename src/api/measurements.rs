@@ -12,7 +12,7 @@ pub async fn load_measurements(
     cursor: Option<String>,
     window: String,
 ) -> Result<MeasurementsView, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::domain::measurements::views;
     let me = ctx::require(Role::Viewer)?;
@@ -70,7 +70,7 @@ pub async fn list_measurement_attempts(
     outcome: String,
     cursor: Option<String>,
 ) -> Result<AttemptPage, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::domain::measurements::views;
     let me = ctx::require(Role::Viewer)?;

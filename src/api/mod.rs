@@ -1,14 +1,15 @@
 //! Server functions: thin. Each takes the app state, checks the caller, parses input into
 //! domain types, calls the domain, and maps the error.
 
-pub mod accounts;
 pub mod alerts;
+pub mod api_keys;
 pub mod conversations;
 pub mod events;
 pub mod idempotency;
 pub mod inbox;
+pub mod kill_switches;
 pub mod measurements;
 pub mod openapi;
 pub mod outbox;
 pub mod shell;
-pub mod switches;
+pub mod users;

@@ -1,9 +1,9 @@
-//! The Outbox page's server functions: read the outbox, move held ones and dead letters
-//! (one, or in bulk over a filter), and set up the receiver.
+//! The Outbox's server functions: read the outbox, move held ones and dead letters (one,
+//! or in bulk over a filter); and the Receiver page's: read and set up the receiver.
 
 use leptos::prelude::*;
 
-use crate::model::outbox::{JobView, OutboxPage};
+use crate::model::outbox::{JobView, OutboxPage, ReceiverView};
 use crate::model::AppError;
 
 /// The outbox: counts, dead letters by cause, one group's list (`due`, `held`, `dead`,
@@ -16,7 +16,7 @@ pub async fn load_outbox(
     conversation: String,
     cursor: Option<String>,
 ) -> Result<OutboxPage, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::store::events::outbox_reads::Filter;
     let user = ctx::require(Role::Viewer)?;
@@ -50,7 +50,7 @@ pub async fn start_outbox_job(
     reason: String,
     form_key: String,
 ) -> Result<String, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::domain::events::outbox::{job_op, BulkRequest};
     use crate::server::store::events::outbox_reads::Filter;
@@ -76,7 +76,7 @@ pub async fn start_outbox_job(
 /// A job as it stands.
 #[server]
 pub async fn outbox_job(id: String) -> Result<JobView, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     ctx::require(Role::Viewer)?;
     ctx::state()?.events.job(id.trim()).await
@@ -90,7 +90,7 @@ pub async fn move_action(
     reason: String,
     form_key: String,
 ) -> Result<String, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::domain::events::outbox::job_op;
     let user = ctx::require(Role::Operator)?;
@@ -110,6 +110,15 @@ pub async fn move_action(
     })
 }
 
+/// The receiver as the reader's role may see it, for its own page.
+#[server]
+pub async fn load_receiver() -> Result<ReceiverView, AppError> {
+    use crate::model::users::Role;
+    use crate::server::ctx;
+    let user = ctx::require(Role::Viewer)?;
+    ctx::state()?.events.receiver(user.role).await
+}
+
 /// Saves the receiver's URL and whether delivery to it is on. The first save makes its
 /// first secret, shown once.
 #[server]
@@ -118,7 +127,7 @@ pub async fn save_receiver(
     enabled: Option<String>,
     version: i64,
 ) -> Result<Option<String>, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::domain::events::receiver::Change;
     let user = ctx::require(Role::Admin)?;
@@ -135,7 +144,7 @@ pub async fn save_receiver(
 /// A new signing secret beside the others (rotation): shown once.
 #[server]
 pub async fn add_receiver_secret(version: i64) -> Result<Option<String>, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::domain::events::receiver::Change;
     let user = ctx::require(Role::Admin)?;
@@ -148,7 +157,7 @@ pub async fn add_receiver_secret(version: i64) -> Result<Option<String>, AppErro
 /// A secret stops signing.
 #[server]
 pub async fn retire_receiver_secret(id: String, version: i64) -> Result<Option<String>, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::domain::events::receiver::Change;
     let user = ctx::require(Role::Admin)?;
@@ -162,7 +171,7 @@ pub async fn retire_receiver_secret(id: String, version: i64) -> Result<Option<S
 /// (its status and time, never what it wrote back).
 #[server]
 pub async fn test_receiver() -> Result<String, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     let user = ctx::require(Role::Admin)?;
     let t = ctx::state()?.events.test_receiver(&user.name).await?;

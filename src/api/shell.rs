@@ -1,7 +1,7 @@
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::model::accounts::CurrentUser;
+use crate::model::users::CurrentUser;
 use crate::model::AppError;
 
 /// What the layout needs on every page.
@@ -35,7 +35,7 @@ pub async fn load_shell_info() -> Result<ShellInfo, AppError> {
     // A page still renders when DynamoDB does not answer: the banner is left out then.
     let live_switches = match user {
         Some(_) => state
-            .switches
+            .kill_switches
             .load()
             .await
             .map(|s| live(&s))
@@ -51,14 +51,11 @@ pub async fn load_shell_info() -> Result<ShellInfo, AppError> {
 
 /// The switches out of their safe position: safe mode off, automation on.
 #[cfg(feature = "ssr")]
-fn live(s: &crate::model::switches::KillSwitches) -> Vec<LiveSwitch> {
-    let line = |what: &str, st: &crate::model::switches::SwitchState| LiveSwitch {
+fn live(s: &crate::model::kill_switches::KillSwitches) -> Vec<LiveSwitch> {
+    let line = |what: &str, st: &crate::model::kill_switches::SwitchState| LiveSwitch {
         what: what.to_string(),
         by: st.changed_by.clone().unwrap_or_else(|| "nobody yet".into()),
-        when: st
-            .changed_at
-            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-            .unwrap_or_default(),
+        when: st.changed_at.clone().unwrap_or_default(),
         why: st.reason.clone().filter(|r| !r.is_empty()),
     };
     [

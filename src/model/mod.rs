@@ -1,17 +1,18 @@
 //! Types shared by the UI and the server functions. Everything here compiles to wasm.
 
-pub mod accounts;
 pub mod alerts;
+pub mod api_keys;
 pub mod conversations;
 mod error;
 pub mod events;
 pub mod idempotency;
 pub mod inbox;
+pub mod kill_switches;
 pub mod measurements;
 pub mod openapi;
 pub mod outbox;
 pub mod pages;
-pub mod switches;
+pub mod users;
 
 pub use error::AppError;
 

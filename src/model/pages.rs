@@ -2,7 +2,7 @@
 
 /// The path of every page inside the console's frame (the router in `app.rs` serves each;
 /// a test holds the two together). A sign-in goes on only to one of these.
-pub const PAGE_PATHS: [&str; 15] = [
+pub const PAGE_PATHS: [&str; 18] = [
     "/",
     "/kill-switches",
     "/conversations",
@@ -10,13 +10,16 @@ pub const PAGE_PATHS: [&str; 15] = [
     "/events",
     "/events/conversation",
     "/outbox",
+    "/outbox/receiver",
     "/audit",
     "/inbox",
     "/inbox/user",
+    "/inbox/settings",
     "/idempotency",
     "/idempotency/key",
     "/measurements",
     "/users",
+    "/api-keys",
     "/api",
 ];
 

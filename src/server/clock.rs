@@ -22,3 +22,9 @@ impl Clock {
             .fetch_add(by.num_milliseconds(), Ordering::Relaxed);
     }
 }
+
+/// A moment as the console writes it everywhere (records, answers, pages): RFC 3339, UTC,
+/// to the millisecond (what a browser's `Date` reads).
+pub fn iso(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}

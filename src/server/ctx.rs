@@ -4,7 +4,7 @@
 use axum::http::request::Parts;
 use leptos::prelude::use_context;
 
-use crate::model::accounts::{CurrentUser, Role};
+use crate::model::users::{CurrentUser, Role};
 use crate::model::AppError;
 use crate::server::errors::internal;
 use crate::server::state::AppState;

@@ -2,8 +2,8 @@
 //! a short reference, the user gets the reference.
 
 use crate::model::AppError;
+use crate::server::domain::kill_switches::ChangeError;
 use crate::server::domain::redact::redact;
-use crate::server::domain::switches::ChangeError;
 use crate::server::ids::random_hex;
 use crate::server::store::{Busy, StoreError};
 

@@ -33,9 +33,15 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .merge(http::routes(&state))
         .leptos_routes(&state, routes, move || shell(leptos_options.clone()))
+        // The site's files, as Leptos serves them (precompressed), answering a browser's
+        // `If-Modified-Since` with a 304: a second page reuses the shell it has.
+        .route_service(
+            &leptos_axum::site_pkg_dir_service_route_path(&state.leptos),
+            leptos_axum::site_pkg_dir_service(&state.leptos),
+        )
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(middleware::from_fn(mw::server_fn_status))
-        .layer(middleware::from_fn(mw::no_store))
+        .layer(middleware::from_fn(mw::cache_headers))
         .layer(middleware::from_fn(mw::guard_pages))
         .layer(middleware::from_fn_with_state(state.clone(), mw::session))
         .layer(middleware::from_fn(mw::same_origin))
@@ -162,7 +168,9 @@ fn spawn_demo_seed(state: &AppState) {
     let conversations = state.conversations.clone();
     let now = state.clock.now();
     tokio::spawn(async move {
-        match crate::server::store::switches::mark_once(&store, "demo#conversations", now).await {
+        match crate::server::store::kill_switches::mark_once(&store, "demo#conversations", now)
+            .await
+        {
             Ok(true) => {}
             Ok(false) => return,
             Err(e) => {

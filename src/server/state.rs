@@ -12,8 +12,8 @@ use crate::server::domain::conversations::Conversations;
 use crate::server::domain::events::Events;
 use crate::server::domain::idempotency::{Engine, Secret};
 use crate::server::domain::inbox::Inbox;
+use crate::server::domain::kill_switches::{self, Switches};
 use crate::server::domain::measurements::Measurements;
-use crate::server::domain::switches::{self, Switches};
 use crate::server::readiness::Readiness;
 use crate::server::store::cursor::Cursors;
 use crate::server::store::Store;
@@ -28,7 +28,7 @@ pub struct AppState {
     /// The idempotency engine every write path goes through.
     pub idempotency: Engine,
     /// The kill switches: reads, changes with their audit record, history.
-    pub switches: Switches,
+    pub kill_switches: Switches,
     /// Users, sessions and API keys.
     pub accounts: Accounts,
     /// Helpdesk events: the webhook's pipeline and the console's reads (docs/events.md).
@@ -83,7 +83,7 @@ impl AppState {
         let switches = Switches::new(
             store.clone(),
             clock.clone(),
-            switches::Ttls::from(&config.ttl),
+            kill_switches::Ttls::from(&config.ttl),
         );
         let accounts = Accounts::new(
             store.clone(),
@@ -110,7 +110,7 @@ impl AppState {
             leptos,
             alerts,
             idempotency,
-            switches,
+            kill_switches: switches,
             accounts,
             events,
             refs,

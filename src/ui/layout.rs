@@ -5,7 +5,7 @@ use leptos_router::components::Outlet;
 use leptos_router::hooks::use_location;
 
 use crate::api::shell::{load_shell_info, LiveSwitch, ShellInfo};
-use crate::model::accounts::Role;
+use crate::model::users::Role;
 use crate::ui::components::badge::EnvBadge;
 use crate::ui::components::moment::Moment;
 use crate::ui::data::{page_data, PageData};
@@ -33,6 +33,7 @@ const NAV: &[(&str, &str, Role)] = &[
     ("/measurements", "Measurements", Role::Viewer),
     ("/api", "API", Role::Viewer),
     ("/users", "Users", Role::Admin),
+    ("/api-keys", "API keys", Role::Admin),
 ];
 
 /// Every signed-in page: the frame around the router's page.
@@ -133,7 +134,11 @@ fn Sidebar(info: Option<ShellInfo>) -> impl IntoView {
             let href = *href;
             let current = move || {
                 let path = location.pathname.get();
-                let here = if href == "/" { path == "/" } else { path.starts_with(href) };
+                // The page or one under it (`/outbox/receiver` is the Outbox's; `/api-keys`
+                // is not the API's).
+                let here = path == href
+                    || (href != "/"
+                        && path.strip_prefix(href).is_some_and(|rest| rest.starts_with('/')));
                 here.then_some("page")
             };
             view! {

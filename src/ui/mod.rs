@@ -2,7 +2,5 @@
 
 pub mod components;
 pub mod data;
-#[cfg(feature = "ssr")]
-pub mod hydration;
 pub mod layout;
 pub mod pages;

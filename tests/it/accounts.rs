@@ -4,12 +4,12 @@ use axum::body::Body;
 use axum::http::{header, Request};
 use chrono::Duration;
 
-use ops_console::api::accounts::SetUserRole;
-use ops_console::api::switches::ChangeKillSwitch;
-use ops_console::model::accounts::Role;
+use ops_console::api::kill_switches::ChangeKillSwitch;
+use ops_console::api::users::SetUserRole;
+use ops_console::model::users::Role;
 use ops_console::server::domain::accounts::Change;
 use ops_console::server::store::accounts::users;
-use ops_console::server::store::{audit, switches};
+use ops_console::server::store::{audit, kill_switches};
 
 use crate::helpers::{captured_logs, form, spawn_app};
 
@@ -147,10 +147,12 @@ async fn viewers_and_operators_cannot_flip_kill_switches() {
     }
     let anonymous = app.call::<ChangeKillSwitch>(TURN_OFF, None).await;
     assert_eq!(anonymous.status, 401);
-    let stored = switches::load(&app.store, app.clock.now()).await.unwrap();
+    let stored = kill_switches::load(&app.store, app.clock.now())
+        .await
+        .unwrap();
     assert_eq!(stored.version, 0, "nothing written");
     assert!(
-        audit::list_partition(&app.store, switches::AUDIT_PARTITION, None, 5)
+        audit::list_partition(&app.store, kill_switches::AUDIT_PARTITION, None, 5)
             .await
             .unwrap()
             .items
@@ -188,7 +190,7 @@ async fn cross_origin_posts_are_refused() {
         .unwrap();
     assert_eq!(app.send(req).await.status, 403);
     assert_eq!(
-        switches::load(&app.store, app.clock.now())
+        kill_switches::load(&app.store, app.clock.now())
             .await
             .unwrap()
             .version,

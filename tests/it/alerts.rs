@@ -148,7 +148,7 @@ async fn a_breach_is_announced_once_by_two_consoles_and_its_end_once() {
 /// announce the alert once, and once more when it takes deliveries again.
 #[tokio::test]
 async fn a_receiver_failing_every_delivery_shows_its_health_and_is_announced_once() {
-    use ops_console::model::accounts::Role;
+    use ops_console::model::users::Role;
     let (heard, base) = channel().await;
     let secret = SigningSecret::generate();
     let (receiver, url) = Receiver::start(vec![secret.clone()]).await;
@@ -234,7 +234,7 @@ async fn a_receiver_failing_every_delivery_shows_its_health_and_is_announced_onc
 /// A receiver nobody listens at: its error reads in words, not the connector's.
 #[tokio::test]
 async fn a_receiver_that_refuses_connections_reads_so_in_words() {
-    use ops_console::model::accounts::Role;
+    use ops_console::model::users::Role;
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/hook", closed.local_addr().unwrap());
     drop(closed);

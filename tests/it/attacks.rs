@@ -20,7 +20,7 @@ use ops_console::api::conversations::SearchConversations;
 use ops_console::api::events::{ConversationState, ListAudit, ListEvents};
 use ops_console::api::measurements::ListMeasurementAttempts;
 use ops_console::api::outbox::{LoadOutbox, SaveReceiver, TestReceiver};
-use ops_console::model::accounts::Role;
+use ops_console::model::users::Role;
 use ops_console::server::ids::{hex, random_hex};
 use ops_console::server::outbound::signature::SigningSecret;
 use ops_console::server::store::schema::{ALL, IDEMPOTENCY_KEYS};

@@ -218,7 +218,7 @@ async fn a_late_claim_never_undoes_the_work_of_the_console_that_took_over() {
     let third = a.send(request()).await;
     assert_eq!(third.status, 200, "{}", third.body);
     assert_eq!(third.body, second.body, "the same answer, replayed");
-    let switches = ops_console::server::store::switches::load(&direct, a.clock.now())
+    let switches = ops_console::server::store::kill_switches::load(&direct, a.clock.now())
         .await
         .unwrap();
     assert_eq!(

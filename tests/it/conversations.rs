@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use crate::helpers::{pct, spawn_app, TestApp};
 use ops_console::api::conversations::{LoadConversation, RevealContact};
-use ops_console::model::accounts::Role;
+use ops_console::model::users::Role;
 use ops_console::server::store::conversations as store;
 
 const TEL: &str = "+447700900555";

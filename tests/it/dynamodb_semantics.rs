@@ -172,7 +172,7 @@ async fn conflicts_past_the_budget_are_busy_and_the_api_answers_503_with_retry_a
     assert_eq!(done.status, 200, "{}", done.body);
     let again = send().await;
     assert_eq!(again.status, 200, "{}", again.body);
-    let switches = ops_console::server::store::switches::load(&direct, app.clock.now())
+    let switches = ops_console::server::store::kill_switches::load(&direct, app.clock.now())
         .await
         .unwrap();
     assert_eq!(switches.version, 1, "one change, however often it was sent");

@@ -479,7 +479,7 @@ async fn the_pages_show_events_state_and_audit() {
     )
     .await;
     let cookie = app
-        .session_as("vie", ops_console::model::accounts::Role::Viewer)
+        .session_as("vie", ops_console::model::users::Role::Viewer)
         .await;
     let events = app.get("/events", Some(&cookie)).await;
     assert_eq!(events.status, 200);
@@ -558,7 +558,7 @@ async fn a_conversation_timeline_counts_duplicates_and_says_queued_until_deliver
 /// either side of it.
 #[tokio::test]
 async fn an_audit_day_in_new_york_reads_two_utc_days_and_pages_across_them() {
-    use ops_console::model::accounts::Role;
+    use ops_console::model::users::Role;
     use ops_console::server::domain::events::views::{AuditFilter, Typed};
     use ops_console::server::store::audit::{self, AuditItem};
     let app = spawn_app().await;

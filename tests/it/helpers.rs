@@ -10,7 +10,7 @@ use axum::Router;
 use leptos::server_fn::ServerFn;
 use tower::ServiceExt;
 
-use ops_console::model::accounts::Role;
+use ops_console::model::users::Role;
 use ops_console::server::clock::Clock;
 use ops_console::server::config::Config;
 use ops_console::server::domain::idempotency::Secret;
@@ -408,13 +408,13 @@ impl TestApp {
 
     /// Sets both kill switches, as an admin would.
     pub async fn set_switches(&self, safe_mode: bool, automation_enabled: bool) {
-        use ops_console::model::switches::Switch;
-        use ops_console::server::domain::switches::{ChangeRequest, Origin};
+        use ops_console::model::kill_switches::Switch;
+        use ops_console::server::domain::kill_switches::{ChangeRequest, Origin};
         for (switch, enable) in [
             (Switch::SafeMode, safe_mode),
             (Switch::AutomationEnabled, automation_enabled),
         ] {
-            let current = self.state.switches.load().await.unwrap();
+            let current = self.state.kill_switches.load().await.unwrap();
             if current.get(switch).enabled == enable {
                 continue;
             }
@@ -432,7 +432,7 @@ impl TestApp {
                 action_id: &id,
             };
             self.state
-                .switches
+                .kill_switches
                 .change(&req, &origin)
                 .await
                 .expect("switch changed");

@@ -414,7 +414,7 @@ async fn http_needs_a_key_replays_it_and_refuses_it_for_another_body() {
     assert_eq!(missing.json()["field"], "Idempotency-Key");
     assert!(app
         .state
-        .switches
+        .kill_switches
         .history(None, 10)
         .await
         .unwrap()
@@ -430,7 +430,7 @@ async fn http_needs_a_key_replays_it_and_refuses_it_for_another_body() {
     assert_eq!(again.status, 200, "{}", again.body);
     assert_eq!(again.headers["idempotent-replayed"], "true");
     assert_eq!(again.json(), first.json());
-    let h = app.state.switches.history(None, 10).await.unwrap();
+    let h = app.state.kill_switches.history(None, 10).await.unwrap();
     assert_eq!(h.entries.len(), 1, "the retry changed nothing");
     assert_eq!(h.entries[0].actor, "api:incident-bot");
 
@@ -478,7 +478,7 @@ async fn http_a_request_while_the_first_runs_gets_409_with_retry_after() {
     assert!(retry >= 1);
     assert!(app
         .state
-        .switches
+        .kill_switches
         .history(None, 10)
         .await
         .unwrap()
@@ -548,7 +548,7 @@ async fn a_raw_key_is_found_for_the_client_that_sent_it_and_only_for_it() {
     assert_eq!(detail.api_key.as_deref(), Some("alice-bot"));
     let detail = ops_console::server::domain::idempotency::health::detail_for_role(
         detail,
-        ops_console::model::accounts::Role::Viewer,
+        ops_console::model::users::Role::Viewer,
         &|u| app.state.refs.user(u),
     );
     assert_eq!(
@@ -602,8 +602,8 @@ async fn a_request_is_found_by_the_correlation_id_it_carried_and_a_retry_is_the_
 
 #[tokio::test]
 async fn a_double_submitted_kill_switch_form_changes_once() {
-    use ops_console::api::switches::ChangeKillSwitch;
-    use ops_console::model::accounts::Role;
+    use ops_console::api::kill_switches::ChangeKillSwitch;
+    use ops_console::model::users::Role;
     let app = Arc::new(spawn_app().await);
     let admin = app.session_as("root", Role::Admin).await;
     let fields: &[(&str, &str)] = &[
@@ -631,7 +631,7 @@ async fn a_double_submitted_kill_switch_form_changes_once() {
         "a refresh re-posting the form: {}",
         again.body
     );
-    let h = app.state.switches.history(None, 10).await.unwrap();
+    let h = app.state.kill_switches.history(None, 10).await.unwrap();
     assert_eq!(h.entries.len(), 1, "one change, one audit record");
     assert_eq!(h.entries[0].version, 1);
 }
@@ -639,7 +639,7 @@ async fn a_double_submitted_kill_switch_form_changes_once() {
 #[tokio::test]
 async fn only_admins_expire_a_key_and_the_expiry_is_audited() {
     use ops_console::api::idempotency::{ExpireIdempotencyKey, LoadIdempotencyHealth};
-    use ops_console::model::accounts::Role;
+    use ops_console::model::users::Role;
     use ops_console::server::domain::idempotency::health::{AUDIT_EXPIRED, AUDIT_PARTITION};
     use ops_console::server::store::audit;
     let app = spawn_app().await;
@@ -710,7 +710,7 @@ async fn only_admins_expire_a_key_and_the_expiry_is_audited() {
 #[tokio::test]
 async fn viewers_see_a_keys_stored_answer_without_personal_data() {
     use ops_console::api::idempotency::LoadIdempotencyKey;
-    use ops_console::model::accounts::Role;
+    use ops_console::model::users::Role;
     use ops_console::server::store::items::scan_json;
     use ops_console::server::store::schema::IDEMPOTENCY_KEYS;
     let app = spawn_app().await;

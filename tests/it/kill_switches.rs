@@ -1,12 +1,14 @@
 use std::sync::Arc;
 
-use ops_console::api::switches::ChangeKillSwitch;
-use ops_console::model::accounts::Role;
-use ops_console::model::switches::Switch;
+use ops_console::api::kill_switches::ChangeKillSwitch;
+use ops_console::model::kill_switches::Switch;
+use ops_console::model::users::Role;
 use ops_console::model::AppError;
-use ops_console::server::domain::switches::{ChangeError, ChangeRequest, Origin, Switches, Ttls};
+use ops_console::server::domain::kill_switches::{
+    ChangeError, ChangeRequest, Origin, Switches, Ttls,
+};
 use ops_console::server::store::audit::{self, AuditItem};
-use ops_console::server::store::switches::{self, AUDIT_ACTION, AUDIT_PARTITION};
+use ops_console::server::store::kill_switches::{self, AUDIT_ACTION, AUDIT_PARTITION};
 
 use crate::helpers::{spawn_app, TestApp};
 
@@ -45,7 +47,9 @@ async fn a_change_writes_the_switch_and_its_audit_record_together() {
         .unwrap();
     assert_eq!(next.version, 1);
 
-    let stored = switches::load(&app.store, app.clock.now()).await.unwrap();
+    let stored = kill_switches::load(&app.store, app.clock.now())
+        .await
+        .unwrap();
     assert!(!stored.safe_mode.enabled);
     assert_eq!(stored.safe_mode.changed_by.as_deref(), Some("alice"));
     assert_eq!(stored.safe_mode.reason.as_deref(), Some("go live"));
@@ -78,7 +82,9 @@ async fn a_change_writes_the_switch_and_its_audit_record_together() {
     };
     let result = service(&app).change_at(&back_on, &origin, at).await;
     assert!(result.is_err(), "the transaction fails as a whole");
-    let stored = switches::load(&app.store, app.clock.now()).await.unwrap();
+    let stored = kill_switches::load(&app.store, app.clock.now())
+        .await
+        .unwrap();
     assert_eq!(stored.version, 1, "switch untouched when its audit fails");
     assert!(!stored.safe_mode.enabled);
 }
@@ -115,7 +121,9 @@ async fn twenty_changes_from_one_stale_view_make_exactly_one_success() {
         }
     }
     assert_eq!((ok, conflicts), (1, 19));
-    let stored = switches::load(&app.store, app.clock.now()).await.unwrap();
+    let stored = kill_switches::load(&app.store, app.clock.now())
+        .await
+        .unwrap();
     assert_eq!(stored.version, 1);
     let h = service(&app).history(None, 50).await.unwrap();
     assert_eq!(h.entries.len(), 1, "exactly one audit record");
@@ -149,7 +157,9 @@ async fn a_change_without_a_reason_is_refused_and_writes_nothing() {
         app.store.requests().get("TransactWriteItems"),
         writes_before
     );
-    let stored = switches::load(&app.store, app.clock.now()).await.unwrap();
+    let stored = kill_switches::load(&app.store, app.clock.now())
+        .await
+        .unwrap();
     assert_eq!(stored.version, 0);
     assert!(stored.safe_mode.enabled);
     assert!(service(&app)

@@ -165,7 +165,7 @@ async fn a_receiver_verifies_every_message_and_a_rotation_keeps_it_verifying() {
     let events = app.state.events.clone();
     // The admin saves the receiver (it keeps the settings' secret) and adds a second one.
     let view = events
-        .receiver(ops_console::model::accounts::Role::Admin)
+        .receiver(ops_console::model::users::Role::Admin)
         .await
         .unwrap();
     events
@@ -194,7 +194,7 @@ async fn a_receiver_verifies_every_message_and_a_rotation_keeps_it_verifying() {
     // The old secret is retired; a receiver that still only knows it refuses (401): a
     // dead letter, not retried.
     let old_id = events
-        .receiver(ops_console::model::accounts::Role::Admin)
+        .receiver(ops_console::model::users::Role::Admin)
         .await
         .unwrap()
         .secrets[0]
@@ -436,7 +436,7 @@ async fn a_receiver_that_is_gone_stops_delivery_until_an_admin_turns_it_on() {
     let key = app.api_key(&["events:write"]).await;
     let events = app.state.events.clone();
     let url = events
-        .receiver(ops_console::model::accounts::Role::Admin)
+        .receiver(ops_console::model::users::Role::Admin)
         .await
         .unwrap()
         .url;
@@ -455,7 +455,7 @@ async fn a_receiver_that_is_gone_stops_delivery_until_an_admin_turns_it_on() {
     post_event(&app, &key, &event("c-gone", Some("m-1"), "hi")).await;
     events.dispatch_all().await.unwrap();
     let view = events
-        .receiver(ops_console::model::accounts::Role::Admin)
+        .receiver(ops_console::model::users::Role::Admin)
         .await
         .unwrap();
     assert!(!view.enabled, "410 turned delivery off");
@@ -577,7 +577,7 @@ async fn a_receiver_named_only_in_the_settings_that_is_gone_is_turned_off_too() 
     let events = app.state.events.clone();
     assert_eq!(
         events
-            .receiver(ops_console::model::accounts::Role::Admin)
+            .receiver(ops_console::model::users::Role::Admin)
             .await
             .unwrap()
             .version,
@@ -588,7 +588,7 @@ async fn a_receiver_named_only_in_the_settings_that_is_gone_is_turned_off_too() 
     post_event(&app, &key, &event("c-gone-cfg", Some("m-1"), "hi")).await;
     events.dispatch_all().await.unwrap();
     let view = events
-        .receiver(ops_console::model::accounts::Role::Admin)
+        .receiver(ops_console::model::users::Role::Admin)
         .await
         .unwrap();
     assert!(!view.enabled, "410 turned delivery off: {view:?}");
@@ -614,7 +614,7 @@ async fn a_receiver_named_only_in_the_settings_that_is_gone_is_turned_off_too() 
 
 #[tokio::test]
 async fn the_outbox_lists_one_conversations_side_effects_and_the_delivered_ones() {
-    use ops_console::model::accounts::Role;
+    use ops_console::model::users::Role;
     let (app, receiver) = app_with_receiver().await;
     let key = app.api_key(&["events:write"]).await;
     for (i, conv) in ["c-narrow", "c-beside", "c-narrow"].iter().enumerate() {

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use crate::helpers::{form, spawn_app, TestApp};
-use ops_console::model::accounts::Role;
+use ops_console::model::users::Role;
 use ops_console::server::domain::accounts::api_keys::SCOPES;
 use ops_console::server::ids::random_hex;
 
@@ -113,7 +113,7 @@ fn server_functions() -> Vec<Entry> {
     use leptos::server_fn::ServerFn;
     use ops_console::api::alerts::*;
     use ops_console::api::outbox::*;
-    use ops_console::api::{accounts::*, measurements::*, shell::*, switches::*};
+    use ops_console::api::{api_keys::*, kill_switches::*, measurements::*, shell::*, users::*};
     use ops_console::api::{conversations::*, events::*, idempotency::*, inbox::*, openapi::*};
     let key = "0123456789abcdef0123";
     let v = Some(Role::Viewer);
@@ -155,9 +155,15 @@ fn server_functions() -> Vec<Entry> {
                 ("day", ""),
                 ("from", ""),
                 ("to", ""),
+                ("tz", ""),
             ],
         ),
-        (LoadOutbox::PATH, v, vec![("group", "dead"), ("cause", "")]),
+        (
+            LoadOutbox::PATH,
+            v,
+            vec![("group", "dead"), ("cause", ""), ("conversation", "")],
+        ),
+        (LoadReceiver::PATH, v, vec![]),
         (
             StartOutboxJob::PATH,
             o,
@@ -281,7 +287,8 @@ fn server_functions() -> Vec<Entry> {
         ),
         (KillSwitchHistory::PATH, v, vec![]),
         (ListUsers::PATH, a, vec![]),
-        (LoadAccounts::PATH, a, vec![]),
+        (LoadUsers::PATH, a, vec![]),
+        (LoadApiKeys::PATH, a, vec![]),
         (
             AddUser::PATH,
             a,

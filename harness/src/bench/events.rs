@@ -18,9 +18,9 @@ pub async fn bench_events(
     config: &Config,
     n: usize,
 ) -> Result<Vec<serde_json::Value>, String> {
-    use ops_console::model::switches::Switch;
+    use ops_console::model::kill_switches::Switch;
     use ops_console::server::domain::events::{parse, Events, Outcome as IngestOutcome};
-    use ops_console::server::domain::switches::{ChangeRequest, Origin, Switches, Ttls};
+    use ops_console::server::domain::kill_switches::{ChangeRequest, Origin, Switches, Ttls};
     use ops_console::server::store::events::{
         ActionRecord, ActionStatus, ActionType, ConversationState, EventRecord, EventStatus, Mode,
         RecordKind,

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use tower::ServiceExt;
 
 use super::Series;
-use ops_console::model::accounts::Role;
+use ops_console::model::users::Role;
 use ops_console::server::clock::Clock;
 use ops_console::server::config::Config;
 use ops_console::server::domain::idempotency::Secret;

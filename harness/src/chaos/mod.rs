@@ -584,21 +584,21 @@ async fn drain_outbox(store: &Store, config: &Config) -> Result<(), String> {
     use ops_console::server::store::events::outbox::Group;
     use ops_console::server::store::events::outbox_reads::{count, Filter};
     let err = |e: ops_console::server::store::StoreError| e.to_string();
-    let switches = ops_console::server::domain::switches::Switches::new(
+    let switches = ops_console::server::domain::kill_switches::Switches::new(
         store.clone(),
         Clock::default(),
-        ops_console::server::domain::switches::Ttls::from(&config.ttl),
+        ops_console::server::domain::kill_switches::Ttls::from(&config.ttl),
     );
     let now = switches.load().await.map_err(|e| format!("{e:?}"))?;
     if now.safe_mode.enabled {
-        let req = ops_console::server::domain::switches::ChangeRequest {
-            switch: ops_console::model::switches::Switch::SafeMode,
+        let req = ops_console::server::domain::kill_switches::ChangeRequest {
+            switch: ops_console::model::kill_switches::Switch::SafeMode,
             enable: false,
             expected_version: now.version,
             reason: "chaos run over".into(),
             confirmed: true,
         };
-        let origin = ops_console::server::domain::switches::Origin {
+        let origin = ops_console::server::domain::kill_switches::Origin {
             actor: "chaos",
             idempotency_key: "chaos-drain",
             action_id: "chaos-drain",

@@ -6,7 +6,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use clap::Subcommand;
 
 use super::{database, err, CliError};
-use crate::model::accounts::Role;
+use crate::model::users::Role;
 use crate::server::clock::Clock;
 use crate::server::config::Config;
 use crate::server::domain::accounts::api_keys::SCOPES;

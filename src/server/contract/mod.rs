@@ -12,8 +12,8 @@ pub mod conversations;
 pub mod events;
 pub mod health;
 pub mod inbox;
+pub mod kill_switches;
 pub mod measurements;
-pub mod switches;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};

@@ -120,8 +120,8 @@ pub fn conversation_id(id: &str) -> String {
 /// Free text or an identifier as `role` may see it: viewers see no personal data, so
 /// what could be a phone number or an email (a user id, a reason, a label) is redacted
 /// for them; operators and admins work with it as it is.
-pub fn for_role(role: crate::model::accounts::Role, text: &str) -> String {
-    if role.allows(crate::model::accounts::Role::Operator) {
+pub fn for_role(role: crate::model::users::Role, text: &str) -> String {
+    if role.allows(crate::model::users::Role::Operator) {
         text.to_string()
     } else {
         redact(text)
@@ -132,8 +132,8 @@ pub fn for_role(role: crate::model::accounts::Role, text: &str) -> String {
 /// host and port, with every path segment and query value masked and no user info (a URL
 /// can carry a token in any of them: `/hook/<token>`, `?token=`, `user:pass@`). Text that
 /// is not a URL is redacted as free text.
-pub fn url_for_role(role: crate::model::accounts::Role, url: &str) -> String {
-    if role.allows(crate::model::accounts::Role::Admin) || url.is_empty() {
+pub fn url_for_role(role: crate::model::users::Role, url: &str) -> String {
+    if role.allows(crate::model::users::Role::Admin) || url.is_empty() {
         return url.to_string();
     }
     let Ok(uri) = url.trim().parse::<hyper::Uri>() else {
@@ -168,8 +168,8 @@ pub fn url_for_role(role: crate::model::accounts::Role, url: &str) -> String {
 /// A JSON text (a stored answer) as `role` may see it: for viewers, every string in it is
 /// redacted as [`for_role`] redacts text (a measurement's answer names its user); text
 /// that is not JSON is redacted whole. Operators and admins get it as it is.
-pub fn json_for_role(role: crate::model::accounts::Role, json: &str) -> String {
-    if role.allows(crate::model::accounts::Role::Operator) {
+pub fn json_for_role(role: crate::model::users::Role, json: &str) -> String {
+    if role.allows(crate::model::users::Role::Operator) {
         return json.to_string();
     }
     match serde_json::from_str::<serde_json::Value>(json) {
@@ -213,7 +213,7 @@ pub fn excerpt(text: &str, max_chars: usize) -> String {
 #[cfg(test)]
 mod json_for_role_tests {
     use super::json_for_role;
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
 
     #[test]
     fn viewers_see_the_strings_of_a_stored_answer_redacted() {
@@ -238,7 +238,7 @@ mod json_for_role_tests {
 #[cfg(test)]
 mod url_for_role_tests {
     use super::url_for_role;
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
 
     #[test]
     fn below_admin_a_url_keeps_no_user_info_no_path_segment_and_no_query_value() {

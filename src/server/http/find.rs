@@ -10,8 +10,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Form;
 use serde::Deserialize;
 
-use crate::model::accounts::CurrentUser;
 use crate::model::pages::query_value as enc;
+use crate::model::users::CurrentUser;
 use crate::server::domain::conversations::reference::Refs;
 use crate::server::state::AppState;
 

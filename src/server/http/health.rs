@@ -10,7 +10,7 @@ use axum::response::IntoResponse;
 use axum::{Extension, Json};
 
 use super::extract::{MetricsRead, Scoped};
-use crate::model::accounts::{CurrentUser, Role};
+use crate::model::users::{CurrentUser, Role};
 use crate::server::contract::health::{Health, Ready};
 use crate::server::state::AppState;
 

@@ -7,7 +7,7 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 
-use crate::model::accounts::{CurrentUser, Role};
+use crate::model::users::{CurrentUser, Role};
 use crate::model::AppError;
 use crate::server::state::AppState;
 
@@ -82,7 +82,11 @@ fn is_public(path: &str) -> bool {
 
 /// Pages that need more than a signed-in viewer.
 fn page_role(path: &str) -> Role {
-    if path == "/users" || path.starts_with("/users/") {
+    let admin = ["/users", "/api-keys"];
+    if admin
+        .iter()
+        .any(|p| path == *p || path.strip_prefix(p).is_some_and(|r| r.starts_with('/')))
+    {
         Role::Admin
     } else {
         Role::Viewer
@@ -169,8 +173,16 @@ pub async fn measure(req: Request, next: Next) -> Response {
 
 /// Pages must not be kept by the browser (after sign-out, Back shows the login page), and
 /// their address goes to no other site as a `Referer` (a feed's link leads elsewhere).
-pub async fn no_store(req: Request, next: Next) -> Response {
+/// The site's files (`/pkg/…`, named without a hash) are kept but asked again each time
+/// (`no-cache`): a second page reuses the shell with a 304, and a new deployment's files
+/// are never mixed with the old ones.
+pub async fn cache_headers(req: Request, next: Next) -> Response {
+    let site_file = req.uri().path().starts_with("/pkg/");
     let mut res = next.run(req).await;
+    if site_file && res.status().is_success() {
+        res.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    }
     let html = res
         .headers()
         .get(header::CONTENT_TYPE)
@@ -193,7 +205,9 @@ pub async fn no_store(req: Request, next: Next) -> Response {
 pub async fn server_fn_status(req: Request, next: Next) -> Response {
     let res = next.run(req).await;
     if res.status() != StatusCode::INTERNAL_SERVER_ERROR
-        || !res.headers().contains_key("serverfnerror")
+        || !res
+            .headers()
+            .contains_key(leptos::server_fn::error::SERVER_FN_ERROR_HEADER)
     {
         return res;
     }

@@ -10,11 +10,11 @@ pub mod find;
 pub mod health;
 pub mod idempotency;
 pub mod inbox;
+pub mod kill_switches;
 pub mod measurements;
 pub mod middleware;
 pub mod openapi;
 pub mod problem;
-pub mod switches;
 
 use axum::http::StatusCode;
 use axum::middleware::from_fn_with_state;
@@ -40,8 +40,8 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .route("/api/v1/whoami", get(accounts::whoami))
         .route(
             "/api/v1/kill-switches",
-            get(switches::kill_switches)
-                .post(switches::change_kill_switch)
+            get(kill_switches::kill_switches)
+                .post(kill_switches::change_kill_switch)
                 .route_layer(from_fn_with_state(state.clone(), idempotency::require_key)),
         )
         .route("/api/v1/events", post(events::post_event))

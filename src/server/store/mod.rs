@@ -13,11 +13,11 @@ pub mod events;
 pub mod idempotency;
 pub mod inbox;
 pub mod items;
+pub mod kill_switches;
 pub mod measurements;
 pub mod query;
 pub mod schema;
 pub mod sweep;
-pub mod switches;
 pub mod tx;
 
 use std::sync::Arc;

@@ -8,6 +8,7 @@ pub mod badge;
 pub mod form;
 pub mod links;
 pub mod moment;
+pub mod one_time;
 pub mod pager;
 pub mod post_form;
 pub mod receiver;

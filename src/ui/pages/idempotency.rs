@@ -10,8 +10,8 @@ use crate::api::idempotency::{
     load_idempotency_health, load_idempotency_key, ExpireIdempotencyKey,
 };
 use crate::api::shell::load_shell_info;
-use crate::model::accounts::Role;
 use crate::model::idempotency::{operation, KeyPage, KeySummary, ScopeHealth};
+use crate::model::users::Role;
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::links::enc;

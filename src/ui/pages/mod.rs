@@ -1,13 +1,14 @@
-pub mod accounts;
+pub mod api_keys;
 pub mod audit;
 pub mod conversations;
 pub mod events;
 pub mod idempotency;
 pub mod inbox;
+pub mod kill_switches;
 pub mod login;
 pub mod measurements;
 pub mod not_found;
 pub mod openapi;
 pub mod outbox;
 pub mod overview;
-pub mod switches;
+pub mod users;

@@ -5,7 +5,7 @@ use chrono::Duration;
 use serde::Serialize;
 
 use super::Accounts;
-use crate::model::accounts::parse_user_name;
+use crate::model::users::parse_user_name;
 use crate::model::AppError;
 use crate::server::domain::accounts::passwords::{new_api_key, sha256_hex, API_KEY_PREFIX};
 use crate::server::errors::internal;
@@ -159,7 +159,7 @@ impl Accounts {
         actor: &str,
     ) -> Result<String, AppError> {
         let reason = crate::server::domain::redact::redact(
-            crate::model::switches::Reason::parse(reason)?.as_str(),
+            crate::model::kill_switches::Reason::parse(reason)?.as_str(),
         );
         let now = self.clock.now();
         let key = api_keys::get(&self.store, key_hash.trim(), now)

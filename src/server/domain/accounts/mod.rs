@@ -10,8 +10,8 @@ pub mod sessions;
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
-use crate::model::accounts::{parse_user_name, Role};
-use crate::model::switches::Reason;
+use crate::model::kill_switches::Reason;
+use crate::model::users::{parse_user_name, Role};
 use crate::model::AppError;
 use crate::server::clock::Clock;
 use crate::server::config::{AuthSection, TtlSection};

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Duration, Utc};
 
 use super::Accounts;
-use crate::model::accounts::{parse_user_name, CurrentUser};
+use crate::model::users::{parse_user_name, CurrentUser};
 use crate::model::AppError;
 use crate::server::crypto::hmac_sha256;
 use crate::server::domain::accounts::passwords::{new_session_id, sha256_hex, Permit};

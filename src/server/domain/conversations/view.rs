@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 
 use super::reference::Refs;
 use super::Conversations;
-use crate::model::accounts::Role;
 use crate::model::conversations::{ConversationDetail, MessageView};
+use crate::model::users::Role;
 use crate::model::AppError;
 use crate::server::domain::redact::{last4_of, redact};
 use crate::server::ids::random_hex;

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use chrono::{DateTime, Duration, SecondsFormat, Utc};
+use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use super::{apply, decide, Decision, Incoming, Switches};
@@ -33,7 +33,7 @@ use crate::server::store::events::{
     self as records, ActionType, Claim, DecisionRecord, DecisionWrite, EventRecord, EventStatus,
     Mode, RecordKind, TakeOver,
 };
-use crate::server::store::{switches, Store, StoreError};
+use crate::server::store::{kill_switches, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
@@ -100,9 +100,7 @@ pub struct Events {
     pub faults: Arc<Faults>,
 }
 
-pub(super) fn iso(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
+pub(super) use crate::server::clock::iso;
 
 /// A short, stable id derived from a key: audit ids of one step repeat on a re-run.
 pub(super) fn short(key: &str) -> String {
@@ -202,7 +200,7 @@ impl Events {
 
     /// The kill switches as they stand now.
     pub(super) async fn live_switches(&self) -> Result<Switches, StoreError> {
-        let s = switches::load(&self.store, self.clock.now()).await?;
+        let s = kill_switches::load(&self.store, self.clock.now()).await?;
         Ok(Switches {
             safe_mode: s.safe_mode.enabled,
             automation_enabled: s.automation_enabled.enabled,

@@ -10,8 +10,8 @@ use serde_json::json;
 
 use super::health;
 use super::ingest::{iso, Events};
-use crate::model::accounts::Role;
 use crate::model::outbox::{ReceiverView, SecretView, TestAnswer};
+use crate::model::users::Role;
 use crate::model::AppError;
 use crate::server::domain::redact;
 use crate::server::ids::random_hex;

@@ -3,10 +3,10 @@
 
 use chrono::{Duration, NaiveDate, SecondsFormat};
 
-use crate::model::accounts::Role;
 use crate::model::events::{
     AuditRow, AuditRows, EventPage, EventRow, EventStats, StateView, ACTION_TYPES,
 };
+use crate::model::users::Role;
 use crate::model::AppError;
 use crate::server::domain::conversations::reference::Refs;
 use crate::server::domain::redact;

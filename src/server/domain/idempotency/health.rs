@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Duration, SecondsFormat, TimeZone, Utc};
 
 use super::{hour_key, Engine};
-use crate::model::accounts::Role;
 use crate::model::idempotency::{
     Alert, Counts, Health, HourPoint, KeyPage, KeySummary, ScopeHealth,
 };
-use crate::model::switches::Reason;
+use crate::model::kill_switches::Reason;
+use crate::model::users::Role;
 use crate::model::AppError;
 use crate::server::config::ScopePolicy;
 use crate::server::domain::redact::{self, redact};

@@ -1,8 +1,8 @@
 //! Where a key leads: the API key that sent it, and the page of what its operation made or
 //! changed, as far as its scope and its stored answer say.
 
-use crate::model::accounts::Role;
 use crate::model::idempotency::KeyLink;
+use crate::model::users::Role;
 use crate::server::store::idempotency::KeyItem;
 
 /// The name of the API key that sent `item`, from the API keys as `(hash, name)`.

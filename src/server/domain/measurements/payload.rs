@@ -4,7 +4,7 @@
 //! microgram as decimal digits before it is rounded, so 70.004 kg and 70.0 + 0.004 kg are
 //! the same payload.
 
-use chrono::{DateTime, Duration, SecondsFormat, Utc};
+use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Map, Value};
 
 use crate::model::AppError;
@@ -100,9 +100,7 @@ pub fn kg_2dp(weight: f64, unit: &str) -> String {
     format!("{}.{:02}", hundredths / 100, hundredths % 100)
 }
 
-pub fn iso(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
+pub use crate::server::clock::iso;
 
 impl Submission {
     pub fn payload(&self) -> Payload {

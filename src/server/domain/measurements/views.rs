@@ -29,7 +29,7 @@ fn row(a: AuditItem) -> AttemptRow {
 }
 
 /// What `role` may see of a page of attempts (viewers: user ids and reasons redacted).
-pub fn for_role(mut page: AttemptPage, role: crate::model::accounts::Role) -> AttemptPage {
+pub fn for_role(mut page: AttemptPage, role: crate::model::users::Role) -> AttemptPage {
     use crate::server::domain::redact;
     for r in &mut page.rows {
         r.user_id = redact::for_role(role, &r.user_id);

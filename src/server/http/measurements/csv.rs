@@ -7,7 +7,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use crate::model::accounts::{CurrentUser, Role};
+use crate::model::users::{CurrentUser, Role};
 use crate::model::AppError;
 use crate::server::domain::measurements::views::parse_outcome;
 use crate::server::domain::redact;

@@ -95,8 +95,8 @@ impl Modify for LayerProblems {
     ),
     paths(
         crate::server::http::accounts::whoami,
-        crate::server::http::switches::kill_switches,
-        crate::server::http::switches::change_kill_switch,
+        crate::server::http::kill_switches::kill_switches,
+        crate::server::http::kill_switches::change_kill_switch,
         crate::server::http::events::post_event,
         crate::server::http::conversations::create,
         crate::server::http::conversations::lookup,

@@ -5,7 +5,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::model::accounts::{Role, UserSummary};
+use crate::model::users::{Role, UserSummary};
 use crate::server::store::audit::{self, AuditItem};
 use crate::server::store::items::{self, n, s};
 use crate::server::store::schema::{SETTINGS, USERS};

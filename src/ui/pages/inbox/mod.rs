@@ -2,15 +2,16 @@
 //! published with its read counts.
 
 mod forms;
+pub mod settings;
 pub mod user;
 
-use forms::{ComposeForm, InboxForm, TenantForm};
+use forms::ComposeForm;
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::inbox::{load_inbox_page, PublishMessage, SaveDraft, SaveInbox, SaveTenant};
+use crate::api::inbox::{load_inbox_page, PublishMessage, SaveDraft};
 use crate::model::inbox::{Draft, InboxPage, PublicationRow, PublishForm, Receipt};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
@@ -29,13 +30,10 @@ const BUTTON: &str = "rounded bg-slate-900 px-3 py-1.5 text-sm text-white";
 pub fn InboxPageView() -> impl IntoView {
     let query = use_query_map();
     let q = move |k: &'static str| query.read().get(k).unwrap_or_default();
-    let save_tenant = FormAction::new::<SaveTenant>();
-    let save_inbox = FormAction::new::<SaveInbox>();
     let save_draft = FormAction::new::<SaveDraft>();
     let publish = FormAction::new::<PublishMessage>();
     // Reloaded after each save, not after a refusal: the form stays as typed, next to its error.
-    let (tenant_saved, inbox_saved, draft_saved) =
-        (saved(save_tenant), saved(save_inbox), saved(save_draft));
+    let draft_saved = saved(save_draft);
     let data = page_data(
         move || {
             (
@@ -43,10 +41,7 @@ pub fn InboxPageView() -> impl IntoView {
                 q("inbox"),
                 query.read().get("cursor"),
                 query.read().get("draft"),
-                tenant_saved.get()
-                    + inbox_saved.get()
-                    + draft_saved.get()
-                    + publish.version().get(),
+                draft_saved.get() + publish.version().get(),
             )
         },
         |(t, i, c, d, _)| load_inbox_page(t, i, c, d),
@@ -56,13 +51,11 @@ pub fn InboxPageView() -> impl IntoView {
         <h1 class="text-2xl font-semibold">"Inbox"</h1>
         <p class="mt-1 text-sm text-slate-600">"Messages for apps' users: to a list of users or to everyone, with exact read counts."</p>
         <div class="mt-3 space-y-2">
-            <ActionResult value=move || save_tenant.value().get() success=|t: &String| format!("Tenant {t} saved.") />
-            <ActionResult value=move || save_inbox.value().get() success=|i: &String| format!("Inbox {i} saved.") />
             <ActionResult value=move || save_draft.value().get() success=|_: &()| "Preview updated.".to_string() />
             <ActionResult value=move || publish.value().get() success=|m: &String| m.clone() />
         </div>
         <AsyncSection load=move || data spacing="mt-4" let:page>
-            <Rooms page save_tenant save_inbox save_draft publish />
+            <Rooms page save_draft publish />
         </AsyncSection>
     }
 }
@@ -71,28 +64,34 @@ pub fn InboxPageView() -> impl IntoView {
 #[component]
 fn Rooms(
     page: InboxPage,
-    save_tenant: FormAction<String>,
-    save_inbox: FormAction<String>,
     save_draft: FormAction<()>,
     publish: FormAction<String>,
 ) -> impl IntoView {
     let inboxes = page
         .tenant
         .clone()
-        .map(|tenant| view! { <Inboxes tenant page=page.clone() save_inbox /> });
+        .map(|tenant| view! { <Inboxes tenant page=page.clone() /> });
     let chosen = page.inbox.clone().zip(page.tenant.clone()).map(|(i, t)| {
         view! { <InboxRoom tenant=t inbox=i.key.clone() title=i.title.clone() page=page.clone() save_draft publish /> }
     });
     view! {
-        <Tenants page save_tenant />
+        <Tenants page />
         {inboxes}
         {chosen}
     }
 }
 
-/// The tenants as links, the chosen one in bold; for writers, the tenant form.
+/// The address of the settings of `tenant` (and `inbox`), for writers.
+fn settings_href(tenant: &str, inbox: Option<&str>) -> String {
+    match inbox {
+        Some(i) => format!("/inbox/settings?tenant={}&inbox={}", enc(tenant), enc(i)),
+        None => format!("/inbox/settings?tenant={}", enc(tenant)),
+    }
+}
+
+/// The tenants as links, the chosen one in bold; for writers, the way to their settings.
 #[component]
-fn Tenants(page: InboxPage, save_tenant: FormAction<String>) -> impl IntoView {
+fn Tenants(page: InboxPage) -> impl IntoView {
     let tenants = page
         .tenants
         .iter()
@@ -103,14 +102,8 @@ fn Tenants(page: InboxPage, save_tenant: FormAction<String>) -> impl IntoView {
         })
         .collect_view();
     let form = page.can_write.then(|| {
-        view! {
-            <TenantForm
-                tenant=page.tenant.clone().unwrap_or_default()
-                title=page.tenant_title.clone().unwrap_or_default()
-                ttl=page.tenant_ttl.clone().unwrap_or_else(|| "30d".into())
-                save_tenant
-            />
-        }
+        let href = settings_href(page.tenant.as_deref().unwrap_or_default(), None);
+        view! { <a class="mt-2 inline-block text-sm text-sky-800 underline" href=href>"New tenant or edit settings…"</a> }
     });
     view! {
         <section class="mt-4">
@@ -121,14 +114,14 @@ fn Tenants(page: InboxPage, save_tenant: FormAction<String>) -> impl IntoView {
     }
 }
 
-/// A tenant's inboxes as links with their lifetimes; for writers, the inbox form.
+/// A tenant's inboxes as links with their lifetimes; for writers, the way to their settings.
 #[component]
-fn Inboxes(tenant: String, page: InboxPage, save_inbox: FormAction<String>) -> impl IntoView {
+fn Inboxes(tenant: String, page: InboxPage) -> impl IntoView {
     // Unknown: no settings, no inbox (a tenant is made by either).
     if page.tenant_title.is_none() && page.inboxes.is_empty() && !page.tenants.contains(&tenant) {
         return view! {
             <p class="mt-6 text-sm" role="status" data-testid="unknown-tenant">
-                {format!("There is no tenant named \u{201c}{tenant}\u{201d}. Pick one above, or create it with the tenant form.")}
+                {format!("There is no tenant named \u{201c}{tenant}\u{201d}. Pick one above, or create it in the settings.")}
             </p>
         }
         .into_any();
@@ -151,7 +144,8 @@ fn Inboxes(tenant: String, page: InboxPage, save_inbox: FormAction<String>) -> i
         })
         .collect_view();
     let form = page.can_write.then(|| {
-        view! { <InboxForm tenant=tenant.clone() current=page.inbox.clone() save_inbox /> }
+        let href = settings_href(&tenant, page.inbox.as_ref().map(|i| i.key.as_str()));
+        view! { <a class="mt-2 inline-block text-sm text-sky-800 underline" href=href>"New inbox or edit this one…"</a> }
     });
     view! {
         <section class="mt-6">

@@ -7,12 +7,7 @@ use crate::model::measurements::{Point, Rejected};
 use crate::ui::components::moment::Moment;
 use crate::ui::components::table::DataTable;
 
-/// An RFC 3339 time as milliseconds since the epoch.
-fn parse_ms(ts: &str) -> Option<i64> {
-    chrono::DateTime::parse_from_rfc3339(ts)
-        .ok()
-        .map(|t| t.timestamp_millis())
-}
+use crate::ui::components::moment::ms_of_iso as parse_ms;
 
 /// The weight chart's plot area: times and weights mapped to SVG coordinates.
 #[derive(Clone, Copy)]
@@ -83,19 +78,14 @@ impl Plot {
     }
 }
 
-/// `24 Nov 08:00` (UTC), for the time axis. Written out field by field: chrono's
-/// format-string parser would be in the page's code for this one line (docs/page-weight.md).
+/// `24 Nov 08:00` (UTC), for the time axis, field by field.
 fn short_time(ms: i64) -> String {
-    use chrono::{Datelike, Timelike};
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
-    chrono::DateTime::from_timestamp_millis(ms)
-        .map(|t| {
-            let month = MONTHS[t.month0() as usize % 12];
-            format!("{:02} {month} {:02}:{:02}", t.day(), t.hour(), t.minute())
-        })
-        .unwrap_or_default()
+    let (_, month, day, hour, minute, _) = crate::ui::components::moment::utc_fields(ms);
+    let month = MONTHS[(month - 1).clamp(0, 11) as usize];
+    format!("{day:02} {month} {hour:02}:{minute:02}")
 }
 
 /// Weight over time: accepted measurements as a line with dots, rejected attempts as red

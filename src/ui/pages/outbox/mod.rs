@@ -2,7 +2,7 @@
 //! held by safe mode, dead letters by cause, delivered ones — all of them or one
 //! conversation's — each with its attempts; redrive, release and
 //! discard with a reason (one, or all of a group at once with the count shown first); and
-//! the receiver: its URL, its signing secrets, a test message.
+//! the receiver's card, which leads to its own page (`/outbox/receiver`).
 //!
 //! A move's form is bound to the item it is for through the address (`act` and `op` for
 //! one side effect, `cause` for a group of dead letters), never to a row's position: the
@@ -14,16 +14,12 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 mod bulk;
-mod receiver;
+pub mod receiver;
 mod rows;
 use bulk::{DeadLetters, HeldBulk};
-use receiver::{shown_once, Receiver};
 use rows::{MoveForm, Rows, Selected};
 
-use crate::api::outbox::{
-    load_outbox, AddReceiverSecret, MoveAction, RetireReceiverSecret, SaveReceiver, StartOutboxJob,
-    TestReceiver,
-};
+use crate::api::outbox::{load_outbox, MoveAction, StartOutboxJob};
 use crate::model::outbox::{ConversationFilter, JobView, OutboxCounts, OutboxPage};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
@@ -31,48 +27,28 @@ use crate::ui::components::links::enc;
 use crate::ui::components::moment::Moment;
 use crate::ui::components::pager::Pager;
 use crate::ui::components::post_form::FormAction;
+use crate::ui::components::receiver::ReceiverStatus;
 use crate::ui::components::table::DataTable;
-use crate::ui::data::{page_data, saved, PageData};
+use crate::ui::data::{page_data, PageData};
 
 /// The page's actions, handed down to the sections that submit them.
 #[derive(Clone, Copy)]
 struct Actions {
     job: FormAction<String>,
     one: FormAction<String>,
-    save: FormAction<Option<String>>,
-    add: FormAction<Option<String>>,
-    retire: FormAction<Option<String>>,
-    test: FormAction<String>,
-    /// Successful receiver saves (a refused one leaves the form as typed).
-    receiver_saved: Memo<usize>,
 }
 
 impl Actions {
     fn new() -> Actions {
-        let save = FormAction::new::<SaveReceiver>();
-        let receiver_saved = saved(save);
-        // The test button shows only once there is a receiver, so no "Set a receiver first."
-        // can be left standing from before one was saved.
-        let test = FormAction::new::<TestReceiver>();
         Actions {
             job: FormAction::new::<StartOutboxJob>(),
             one: FormAction::new::<MoveAction>(),
-            save,
-            receiver_saved,
-            add: FormAction::new::<AddReceiverSecret>(),
-            retire: FormAction::new::<RetireReceiverSecret>(),
-            test,
         }
     }
 
-    /// Changes every submission makes visible: the page reloads after each (after the
-    /// receiver's form, only once it is saved).
+    /// Changes every submission makes visible: the page reloads after each.
     fn version(&self) -> usize {
-        self.job.version().get()
-            + self.one.version().get()
-            + self.receiver_saved.get()
-            + self.add.version().get()
-            + self.retire.version().get()
+        self.job.version().get() + self.one.version().get()
     }
 }
 
@@ -158,10 +134,6 @@ fn Results(actions: Actions) -> impl IntoView {
         <div class="mt-4 space-y-2">
             <ActionResult value=move || actions.job.value().get() success=|m: &String| m.clone() />
             <ActionResult value=move || actions.one.value().get() success=|m: &String| m.clone() />
-            <ActionResult value=move || actions.save.value().get() success=shown_once />
-            <ActionResult value=move || actions.add.value().get() success=shown_once />
-            <ActionResult value=move || actions.retire.value().get() success=|_| "Secret retired: it no longer signs.".into() />
-            <ActionResult value=move || actions.test.value().get() success=|m: &String| m.clone() />
         </div>
     }
 }
@@ -207,7 +179,11 @@ fn Outbox(page: OutboxPage, actions: Actions, group: String, selected: Selected)
     view! {
         {safe}
         <Counts counts=counts.clone() />
-        <Receiver receiver actions />
+        <section aria-label="Receiver" class="mt-6 rounded-lg border border-slate-200 bg-white p-5 shadow-sm">
+            <h2 class="text-lg font-semibold">"Receiver"</h2>
+            <ReceiverStatus receiver />
+            <a class="mt-2 inline-block text-sm text-sky-800 underline" href="/outbox/receiver">"The receiver: its URL, signing secrets and a test message →"</a>
+        </section>
         <DeadLetters causes=dead_by_cause selected=cause.clone() actions form_key=form_key.clone() />
         <HeldBulk held=counts.held actions form_key=form_key.clone() />
         <h2 class="mt-8 text-lg font-semibold">{group_title(&group, &cause)}</h2>

@@ -1,17 +1,67 @@
-//! The Outbox page's receiver section: where side effects go, the secrets that sign them,
-//! a test message.
+//! The Receiver (`/outbox/receiver`): where side effects go and how it is doing, and for
+//! admins the form to change it, the secrets that sign each message (add, retire) and a
+//! test message. Its own page, off the Outbox, so the Outbox carries none of its forms.
 
 use leptos::prelude::*;
+use leptos_meta::Title;
 
-use super::Actions;
+use crate::api::outbox::{
+    load_receiver, AddReceiverSecret, RetireReceiverSecret, SaveReceiver, TestReceiver,
+};
 use crate::model::outbox::{ReceiverView, SecretView};
+use crate::ui::components::alert::ActionResult;
+use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::form::{field_error, invalid_attrs, FieldError};
 use crate::ui::components::moment::Moment;
-use crate::ui::components::post_form::PostForm;
+use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::components::receiver::ReceiverStatus;
+use crate::ui::data::{page_data, saved};
+
+/// The page's actions.
+#[derive(Clone, Copy)]
+struct Actions {
+    save: FormAction<Option<String>>,
+    add: FormAction<Option<String>>,
+    retire: FormAction<Option<String>>,
+    test: FormAction<String>,
+    /// Successful saves (a refused one leaves the form as typed).
+    saved: Memo<usize>,
+}
+
+#[component]
+pub fn ReceiverPage() -> impl IntoView {
+    let save = FormAction::new::<SaveReceiver>();
+    let actions = Actions {
+        save,
+        add: FormAction::new::<AddReceiverSecret>(),
+        retire: FormAction::new::<RetireReceiverSecret>(),
+        test: FormAction::new::<TestReceiver>(),
+        saved: saved(save),
+    };
+    // Read again after each change (after the receiver's form, only once it is saved).
+    let data = page_data(
+        move || actions.saved.get() + actions.add.version().get() + actions.retire.version().get(),
+        |_| load_receiver(),
+    );
+    view! {
+        <Title text="Receiver" />
+        <a href="/outbox" class="text-sm text-sky-800 underline">"← Outbox"</a>
+        <h1 class="mt-2 text-2xl font-semibold">"Receiver"</h1>
+        <p class="mt-1 text-sm text-slate-600">"Where side effects are delivered, signed with every secret below."</p>
+        <div class="mt-4 space-y-2">
+            <ActionResult value=move || actions.save.value().get() success=shown_once />
+            <ActionResult value=move || actions.add.value().get() success=shown_once />
+            <ActionResult value=move || actions.retire.value().get() success=|_| "Secret retired: it no longer signs.".into() />
+            <ActionResult value=move || actions.test.value().get() success=|m: &String| m.clone() />
+        </div>
+        <AsyncSection load=move || data spacing="mt-4" let:receiver>
+            <Receiver receiver actions />
+        </AsyncSection>
+    }
+}
 
 /// What saving the receiver or adding a secret answers: the new secret, once.
-pub(super) fn shown_once(secret: &Option<String>) -> String {
+fn shown_once(secret: &Option<String>) -> String {
     match secret {
         Some(s) => {
             format!("Saved. New signing secret (shown once; give it to the receiver now): {s}")
@@ -21,7 +71,7 @@ pub(super) fn shown_once(secret: &Option<String>) -> String {
 }
 
 #[component]
-pub(super) fn Receiver(receiver: ReceiverView, actions: Actions) -> impl IntoView {
+fn Receiver(receiver: ReceiverView, actions: Actions) -> impl IntoView {
     let version = receiver.version.to_string();
     // Nothing to test before there is a receiver.
     let has_receiver = receiver.source != "none";
@@ -31,7 +81,6 @@ pub(super) fn Receiver(receiver: ReceiverView, actions: Actions) -> impl IntoVie
     let (invalid, described) = invalid_attrs(url_error, "receiver-url-error".into());
     view! {
         <section aria-label="Receiver" class="mt-6 rounded-lg border border-slate-200 bg-white p-5 shadow-sm">
-            <h2 class="text-lg font-semibold">"Receiver"</h2>
             <ReceiverStatus receiver=receiver.clone() />
             // Open while it shows a refusal (also after a post without JavaScript).
             <details class="mt-3" open=move || actions.save.value().with(|v| matches!(v, Some(Err(_))))>

@@ -1,6 +1,5 @@
 //! Kill switches: the two settings that stop the middleware from acting on its own.
 
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::AppError;
@@ -67,7 +66,8 @@ impl Switch {
 pub struct SwitchState {
     pub enabled: bool,
     pub changed_by: Option<String>,
-    pub changed_at: Option<DateTime<Utc>>,
+    /// RFC 3339, UTC (text on the wire and in the page: no date parsing in the browser).
+    pub changed_at: Option<String>,
     pub reason: Option<String>,
 }
 
@@ -152,7 +152,8 @@ impl Reason {
 /// One entry of the change history.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SwitchChangeRecord {
-    pub at: DateTime<Utc>,
+    /// RFC 3339, UTC.
+    pub at: String,
     pub actor: String,
     pub switch: Switch,
     pub from: bool,

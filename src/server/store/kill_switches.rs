@@ -13,7 +13,7 @@ use super::audit::{self, AuditItem};
 use super::schema::SETTINGS;
 use super::tx::{Refusal, Writes};
 use super::{Store, StoreError};
-use crate::model::switches::{KillSwitches, SwitchState};
+use crate::model::kill_switches::{KillSwitches, SwitchState};
 
 const ITEM_PK: &str = "kill_switches";
 /// Audit partition of kill-switch changes.
@@ -43,10 +43,10 @@ struct LastChange {
 
 impl SwitchesItem {
     fn from_model(s: &KillSwitches, now: DateTime<Utc>, ttl_days: i64) -> Self {
-        let last = |st: &SwitchState| match (&st.changed_by, st.changed_at) {
+        let last = |st: &SwitchState| match (&st.changed_by, &st.changed_at) {
             (Some(by), Some(at)) => Some(LastChange {
                 by: by.clone(),
-                at,
+                at: DateTime::parse_from_rfc3339(at).ok()?.with_timezone(&Utc),
                 reason: st.reason.clone().unwrap_or_default(),
             }),
             _ => None,
@@ -71,7 +71,7 @@ impl SwitchesItem {
         let state = |enabled: bool, last: Option<LastChange>| SwitchState {
             enabled,
             changed_by: last.as_ref().map(|l| l.by.clone()),
-            changed_at: last.as_ref().map(|l| l.at),
+            changed_at: last.as_ref().map(|l| crate::server::clock::iso(l.at)),
             reason: last.map(|l| l.reason),
         };
         KillSwitches {

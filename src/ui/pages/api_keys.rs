@@ -1,17 +1,50 @@
-//! The API keys section of the Users page: every key that has not expired (name, scopes,
-//! who made it and when, its last use to the hour, its state), revoking one (a reason and
-//! a confirmation, in red), and creating one with the key shown once.
+//! API keys (`/api-keys`, admins only): every key of the machine clients that has not
+//! expired (name, scopes, who made it and when, its last use to the hour, its state),
+//! revoking one (a reason and a confirmation, in red), and creating one with the key shown
+//! once. Each change is audited.
 
 use leptos::prelude::*;
+use leptos_meta::Title;
 
-use crate::model::accounts::{ApiKeySummary, OneTime};
+use crate::api::api_keys::{load_api_keys, CreateApiKey, RevokeApiKey};
+use crate::model::api_keys::{ApiKeySummary, ApiKeysView};
+use crate::model::users::OneTime;
+use crate::ui::components::alert::ActionResult;
+use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::form::{field_error, invalid_attrs, FieldError, FormKey, SecretSubmit};
 use crate::ui::components::moment::Moment;
+use crate::ui::components::one_time::OneTimeResult;
 use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::components::table::DataTable;
+use crate::ui::data::page_data;
 
 #[component]
-pub fn ApiKeys(
+pub fn ApiKeysPage() -> impl IntoView {
+    let create = FormAction::new::<CreateApiKey>();
+    let revoke = FormAction::new::<RevokeApiKey>();
+    let data = page_data(
+        move || (create.version().get(), revoke.version().get()),
+        |_| load_api_keys(),
+    );
+    view! {
+        <Title text="API keys" />
+        <h1 class="text-2xl font-semibold">"API keys"</h1>
+        <p class="mt-1 text-sm text-slate-600">"The keys machine clients call the console with, each with its scopes. Every change is in the audit. People sign in as "<a class="text-sky-800 underline" href="/users">"users"</a>"."</p>
+        <div class="mt-4 space-y-2">
+            <ActionResult value=move || revoke.value().get() success=|m: &String| m.clone() />
+            <OneTimeResult value=Signal::derive(move || create.value().get()) what="API key" />
+        </div>
+        <AsyncSection load=move || data spacing="mt-4" let:view>
+            {
+                let ApiKeysView { keys, scopes, form_key } = view;
+                view! { <ApiKeys keys scopes form_key create revoke /> }
+            }
+        </AsyncSection>
+    }
+}
+
+#[component]
+fn ApiKeys(
     keys: Vec<ApiKeySummary>,
     scopes: Vec<String>,
     form_key: String,

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::{validate, ChangeError, ChangeRequest, Origin, Switches};
-use crate::model::switches::KillSwitches;
+use crate::model::kill_switches::KillSwitches;
 use crate::model::AppError;
 use crate::server::domain::idempotency::{Call, Engine, KeyInputs, Outcome};
 use crate::server::ids::random_hex;

@@ -5,15 +5,15 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::switches::{
+use crate::api::kill_switches::{
     kill_switch_history, load_kill_switches, ChangeKillSwitch, KillSwitchesView,
 };
-use crate::model::switches::{HistoryPage, KillSwitches, Switch, SwitchState};
+use crate::model::kill_switches::{HistoryPage, KillSwitches, Switch, SwitchState};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::badge::OnOff;
 use crate::ui::components::form::{field_error, invalid_attrs, FieldError, FormKey};
-use crate::ui::components::moment::{iso_of_ms, Moment};
+use crate::ui::components::moment::Moment;
 use crate::ui::components::pager::Pager;
 use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::components::table::DataTable;
@@ -21,7 +21,7 @@ use crate::ui::data::page_data;
 use crate::ui::layout::ShellData;
 
 #[component]
-pub fn SwitchesPage() -> impl IntoView {
+pub fn KillSwitchesPage() -> impl IntoView {
     let change = FormAction::new::<ChangeKillSwitch>();
     let query = use_query_map();
     let data = page_data(move || change.version().get(), |_| load_kill_switches());
@@ -94,7 +94,7 @@ fn last_change(state: &SwitchState) -> AnyView {
     match (&state.changed_by, &state.changed_at) {
         (Some(by), Some(at)) => view! {
             {format!("Last changed by {by} at ")}
-            <Moment iso=iso_of_ms(at.timestamp_millis()) />
+            <Moment iso=at.clone() />
             {format!(": “{}”", state.reason.clone().unwrap_or_default())}
         }
         .into_any(),
@@ -240,7 +240,7 @@ fn History(page: HistoryPage, older: bool) -> impl IntoView {
         .map(|e| {
             view! {
                 <tr class="border-t border-slate-100">
-                    <td class="py-2 pr-4 whitespace-nowrap"><Moment iso=iso_of_ms(e.at.timestamp_millis()) /></td>
+                    <td class="py-2 pr-4 whitespace-nowrap"><Moment iso=e.at.clone() /></td>
                     <td class="py-2 pr-4">{e.actor}</td>
                     <td class="py-2 pr-4">{e.switch.label()}</td>
                     <td class="py-2 pr-4 whitespace-nowrap">{format!("{} → {}", on_off(e.from), on_off(e.to))}</td>

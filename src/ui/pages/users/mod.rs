@@ -1,33 +1,27 @@
-//! Users (admins only): people (roles, last sign-in, role changes, disabling, password
-//! resets, new users with a one-time password) and machine clients' API keys (created with
-//! the key shown once, revoked with a reason), each change with a reason and audited.
-
-mod keys;
+//! Users (admins only): people who sign in (roles, last sign-in, role changes, disabling,
+//! password resets, new users with a one-time password), each change audited. Machine
+//! clients' keys are on their own page (`/api-keys`).
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use crate::api::accounts::{
-    load_accounts, AddUser, CreateApiKey, ResetPassword, RevokeApiKey, SetUserDisabled, SetUserRole,
-};
-use crate::model::accounts::{AccountsView, OneTime, Role, UserSummary};
-use crate::model::AppError;
-use crate::ui::components::alert::{ActionResult, ErrorBox, SuccessBox};
+use crate::api::users::{load_users, AddUser, ResetPassword, SetUserDisabled, SetUserRole};
+use crate::model::users::{OneTime, Role, UserSummary, UsersView};
+use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::form::{field_error, invalid_attrs, FieldError, FormKey, SecretSubmit};
 use crate::ui::components::moment::Moment;
+use crate::ui::components::one_time::OneTimeResult;
 use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::components::table::DataTable;
 use crate::ui::data::page_data;
 
 #[component]
-pub fn AccountsPage() -> impl IntoView {
+pub fn UsersPage() -> impl IntoView {
     let set_role = FormAction::new::<SetUserRole>();
     let set_disabled = FormAction::new::<SetUserDisabled>();
     let add = FormAction::new::<AddUser>();
     let reset = FormAction::new::<ResetPassword>();
-    let create_key = FormAction::new::<CreateApiKey>();
-    let revoke_key = FormAction::new::<RevokeApiKey>();
     let accounts = page_data(
         move || {
             (
@@ -35,34 +29,28 @@ pub fn AccountsPage() -> impl IntoView {
                 set_disabled.version().get(),
                 add.version().get(),
                 reset.version().get(),
-                create_key.version().get(),
-                revoke_key.version().get(),
             )
         },
-        |_| load_accounts(),
+        |_| load_users(),
     );
     let actions = Actions {
         set_role,
         set_disabled,
         add,
         reset,
-        create_key,
-        revoke_key,
     };
     view! {
         <Title text="Users" />
         <h1 class="text-2xl font-semibold">"Users"</h1>
-        <p class="mt-1 text-sm text-slate-600">"People who sign in to the console, and the API keys machine clients call it with. Every change is in the audit."</p>
+        <p class="mt-1 text-sm text-slate-600">"People who sign in to the console. Every change is in the audit. Machine clients call it with "<a class="text-sky-800 underline" href="/api-keys">"API keys"</a>"."</p>
         <div class="mt-4 space-y-2">
             <ActionResult value=move || set_role.value().get() success=|m: &String| m.clone() />
             <ActionResult value=move || set_disabled.value().get() success=|m: &String| m.clone() />
-            <ActionResult value=move || revoke_key.value().get() success=|m: &String| m.clone() />
             <OneTimeResult value=Signal::derive(move || add.value().get()) what="password" />
             <OneTimeResult value=Signal::derive(move || reset.value().get()) what="password" />
-            <OneTimeResult value=Signal::derive(move || create_key.value().get()) what="API key" />
         </div>
         <AsyncSection load=move || accounts spacing="mt-4" let:view>
-            <AccountsSections view actions />
+            <UsersSections view actions />
         </AsyncSection>
     }
 }
@@ -74,45 +62,14 @@ struct Actions {
     set_disabled: FormAction<String>,
     add: FormAction<OneTime>,
     reset: FormAction<OneTime>,
-    create_key: FormAction<OneTime>,
-    revoke_key: FormAction<String>,
 }
 
 #[component]
-fn AccountsSections(view: AccountsView, actions: Actions) -> impl IntoView {
-    let AccountsView {
-        users,
-        keys,
-        scopes,
-        form_key,
-    } = view;
+fn UsersSections(view: UsersView, actions: Actions) -> impl IntoView {
+    let UsersView { users, form_key } = view;
     view! {
         <UserTable list=users actions form_key=form_key.clone() />
-        <AddUserForm add=actions.add form_key=form_key.clone() />
-        <keys::ApiKeys keys scopes form_key create=actions.create_key revoke=actions.revoke_key />
-    }
-}
-
-/// The answer to a form that made a password or a key: the secret, once, to copy now.
-#[component]
-fn OneTimeResult(
-    value: Signal<Option<Result<OneTime, AppError>>>,
-    what: &'static str,
-) -> impl IntoView {
-    move || {
-        match value.get() {
-        Some(Ok(OneTime { message, secret: Some(secret) })) => view! {
-            <div role="status" class="rounded-md border border-emerald-300 bg-emerald-50 px-4 py-3 text-sm text-emerald-900">
-                <p>{message}</p>
-                <p class="mt-2">{format!("The {what}, shown this once (copy it now; only its hash is kept):")}</p>
-                <code class="mt-1 block select-all break-all rounded bg-white px-2 py-1 font-mono ring-1 ring-emerald-300" data-testid="one-time-secret">{secret}</code>
-            </div>
-        }
-        .into_any(),
-        Some(Ok(OneTime { message, secret: None })) => view! { <SuccessBox message /> }.into_any(),
-        Some(Err(error)) => view! { <ErrorBox error /> }.into_any(),
-        None => ().into_any(),
-    }
+        <AddUserForm add=actions.add form_key />
     }
 }
 

@@ -69,30 +69,11 @@ pub struct UserSummary {
     pub created_at: String,
 }
 
-/// A machine client's API key on the Users page: never the key, only what it is.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ApiKeySummary {
-    /// The key's SHA-256 (what a revoke names; it opens nothing).
-    pub key_hash: String,
-    pub name: String,
-    pub scopes: Vec<String>,
-    /// RFC 3339, UTC.
-    pub created_at: String,
-    pub created_by: String,
-    pub expires_at: String,
-    /// To the hour; `None`: never used.
-    pub last_used_at: Option<String>,
-    pub revoked_at: Option<String>,
-    pub revoked_by: Option<String>,
-}
-
 /// The Users page's data: users, keys, the scopes a key may carry, and a fresh key for the
 /// page's forms.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct AccountsView {
+pub struct UsersView {
     pub users: Vec<UserSummary>,
-    pub keys: Vec<ApiKeySummary>,
-    pub scopes: Vec<String>,
     pub form_key: String,
 }
 

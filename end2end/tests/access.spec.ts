@@ -1,8 +1,8 @@
 import { expect, test } from '@playwright/test';
 import { signIn, user } from './helpers';
 
-test.describe('accounts', () => {
-  test('a viewer sees the switches but no controls, and cannot open Users', async ({ page }) => {
+test.describe('access', () => {
+  test('a viewer sees the switches but no controls, and cannot open Users or API keys', async ({ page }) => {
     await signIn(page, 'viewer', '/kill-switches');
     await expect(page.getByTestId('switch-safe_mode').locator('span', { hasText: /^(ON|OFF)$/ })).toBeVisible();
     await expect(page.getByRole('button', { name: /^Turn / })).toHaveCount(0);
@@ -20,6 +20,9 @@ test.describe('accounts', () => {
     await expect(page.getByRole('navigation', { name: 'Main' })).toBeVisible();
     await expect(page.getByTestId('not-allowed').getByRole('link', { name: 'Back to the overview' })).toBeVisible();
     await expect(page.getByRole('table', { name: 'Users' })).toHaveCount(0);
+    await expect(page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'API keys' })).toHaveCount(0);
+    expect((await page.goto('/api-keys'))?.status()).toBe(403);
+    await expect(page.getByRole('table', { name: 'API keys' })).toHaveCount(0);
   });
 
   test('a page that does not exist answers 404 inside the console, with the way back', async ({ page }) => {

@@ -1,7 +1,7 @@
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::model::switches::{HistoryPage, KillSwitches};
+use crate::model::kill_switches::{HistoryPage, KillSwitches};
 use crate::model::AppError;
 
 /// The kill switches page's data.
@@ -17,12 +17,12 @@ pub struct KillSwitchesView {
 
 #[server]
 pub async fn load_kill_switches() -> Result<KillSwitchesView, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     Ok(KillSwitchesView {
-        switches: state.switches.load().await?,
+        switches: state.kill_switches.load().await?,
         can_change: user.role.allows(Role::Admin),
         form_key: crate::server::ids::random_hex(16),
     })
@@ -39,9 +39,9 @@ pub async fn change_kill_switch(
     confirm: Option<String>,
     idempotency_key: String,
 ) -> Result<KillSwitches, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::switches::ChangeRequest;
+    use crate::server::domain::kill_switches::ChangeRequest;
     let user = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
     let req = ChangeRequest::from_form(
@@ -52,17 +52,17 @@ pub async fn change_kill_switch(
         confirm.as_deref(),
     )?;
     state
-        .switches
+        .kill_switches
         .change_once(&state.idempotency, &req, &idempotency_key, &user.name)
         .await
 }
 
 #[server]
 pub async fn kill_switch_history(cursor: Option<String>) -> Result<HistoryPage, AppError> {
-    use crate::model::accounts::Role;
+    use crate::model::users::Role;
     use crate::server::ctx;
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let cursor = cursor.filter(|c| !c.is_empty());
-    Ok(state.switches.history(cursor.as_deref(), 10).await?)
+    Ok(state.kill_switches.history(cursor.as_deref(), 10).await?)
 }

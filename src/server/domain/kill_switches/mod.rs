@@ -7,7 +7,7 @@ mod console;
 use chrono::{DateTime, Utc};
 
 pub use self::console::SCOPE;
-use crate::model::switches::{
+use crate::model::kill_switches::{
     HistoryPage, KillSwitches, Reason, Switch, SwitchChangeRecord, SwitchState,
 };
 use crate::model::AppError;
@@ -15,7 +15,7 @@ use crate::server::clock::Clock;
 use crate::server::config::TtlSection;
 use crate::server::domain::redact::redact;
 use crate::server::store::audit::{self, AuditItem};
-use crate::server::store::switches::{self as store, Commit, AUDIT_ACTION, AUDIT_PARTITION};
+use crate::server::store::kill_switches::{self as store, Commit, AUDIT_ACTION, AUDIT_PARTITION};
 use crate::server::store::tx::{Refusal, Writes};
 use crate::server::store::{Store, StoreError};
 
@@ -31,10 +31,10 @@ pub struct ChangeRequest {
     pub confirmed: bool,
 }
 
-impl TryFrom<crate::server::contract::switches::SwitchChange> for ChangeRequest {
+impl TryFrom<crate::server::contract::kill_switches::SwitchChange> for ChangeRequest {
     type Error = AppError;
 
-    fn try_from(c: crate::server::contract::switches::SwitchChange) -> Result<Self, AppError> {
+    fn try_from(c: crate::server::contract::kill_switches::SwitchChange) -> Result<Self, AppError> {
         Ok(ChangeRequest {
             switch: Switch::parse(&c.switch)?,
             enable: c.enable,
@@ -106,7 +106,7 @@ pub fn plan(
     *next.get_mut(req.switch) = SwitchState {
         enabled: req.enable,
         changed_by: Some(actor.to_string()),
-        changed_at: Some(now),
+        changed_at: Some(crate::server::clock::iso(now)),
         reason: Some(reason.to_string()),
     };
     next.version = current.version + 1;
@@ -296,7 +296,7 @@ impl Switches {
             .filter_map(|item| {
                 let p: Payload = serde_json::from_str(&item.action_payload_redacted).ok()?;
                 Some(SwitchChangeRecord {
-                    at: item.at()?,
+                    at: crate::server::clock::iso(item.at()?),
                     actor: item.actor,
                     switch: p.switch,
                     from: p.from,

@@ -6,10 +6,10 @@ use axum::Json;
 
 use super::extract::{JsonBody, Scoped, SwitchesRead, SwitchesWrite};
 use super::problem::Problem;
-use crate::model::switches::KillSwitches;
+use crate::model::kill_switches::KillSwitches;
 use crate::model::AppError;
-use crate::server::contract::switches::{SwitchChange, Switches};
-use crate::server::domain::switches::{ChangeRequest, Origin};
+use crate::server::contract::kill_switches::{SwitchChange, Switches};
+use crate::server::domain::kill_switches::{ChangeRequest, Origin};
 use crate::server::ids::random_hex;
 use crate::server::state::AppState;
 
@@ -35,7 +35,7 @@ pub(crate) async fn kill_switches(
     State(state): State<AppState>,
     _auth: Scoped<SwitchesRead>,
 ) -> Result<Json<Switches>, Problem> {
-    Ok(answer(&state.switches.load().await?))
+    Ok(answer(&state.kill_switches.load().await?))
 }
 
 #[utoipa::path(
@@ -68,7 +68,7 @@ pub(crate) async fn change_kill_switch(
         action_id: &key,
     };
     let next = state
-        .switches
+        .kill_switches
         .change(&req, &origin)
         .await
         .map_err(AppError::from)?;
