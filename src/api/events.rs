@@ -55,7 +55,8 @@ pub async fn list_audit(
     day: String,
     from: String,
     to: String,
-    tz: String,
+    // Absent from a page of an older release (a rolling deployment): UTC.
+    #[server(default)] tz: String,
     cursor: Option<String>,
 ) -> Result<AuditRows, AppError> {
     use crate::model::users::Role;

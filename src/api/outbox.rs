@@ -13,7 +13,8 @@ use crate::model::AppError;
 pub async fn load_outbox(
     group: String,
     cause: String,
-    conversation: String,
+    // Absent from a page of an older release (a rolling deployment): every conversation.
+    #[server(default)] conversation: String,
     cursor: Option<String>,
 ) -> Result<OutboxPage, AppError> {
     use crate::model::users::Role;

@@ -132,7 +132,7 @@ pub struct ConversationDetail {
     pub channel_config: Option<String>,
     pub project_data: Option<String>,
     pub company_rep: Option<String>,
-    /// The middleware's state (design doc 1) exists for this conversation id.
+    /// The middleware's state (docs/events.md) exists for this conversation id.
     pub has_middleware_state: bool,
     /// The link reference of the middleware's state of this conversation, when it has one.
     pub middleware_ref: Option<String>,

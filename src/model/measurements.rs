@@ -73,7 +73,7 @@ pub struct Rates {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct MeasurementsView {
-    /// The measurement alert rules over every user (design doc 5), judged as the alerter
+    /// The measurement alert rules over every user (docs/measurements.md), judged as the alerter
     /// judges them.
     #[serde(default)]
     pub rules: Vec<RuleLine>,

@@ -22,7 +22,7 @@ pub struct Submission<'a> {
     pub values: KeyInputs,
 }
 
-/// Runs `op` at most once for this submission. Its response (design doc 4's allow-list)
+/// Runs `op` at most once for this submission. Its response (the engine's allow-list, docs/idempotency.md)
 /// comes back on every submission of the same form.
 pub async fn once<F, Fut>(
     state: &AppState,

@@ -37,9 +37,9 @@ pub struct AppState {
     pub refs: Refs,
     /// Conversations: the channel processors' writes and the console's reads.
     pub conversations: Conversations,
-    /// Publishing, feeds and reads (design doc 3).
+    /// Publishing, feeds and reads (docs/inbox.md).
     pub inbox: Inbox,
-    /// Idempotent, ordered measurements (design doc 5).
+    /// Idempotent, ordered measurements (docs/measurements.md).
     pub measurements: Measurements,
     /// The alert rules, judged in the background and announced once (docs/operations.md).
     pub alerts: Alerts,

@@ -1,5 +1,5 @@
 //! The one redaction every excerpt, audit payload and log line goes through
-//! (design doc 1, section 2.2): emails → `***@***`, phones → `***-***-1234`,
+//! (docs/events.md, "What is kept and what is redacted"): emails → `***@***`, phones → `***-***-1234`,
 //! order numbers → `***1234`, tracking numbers and links → `***`.
 
 use std::sync::OnceLock;
@@ -195,7 +195,7 @@ pub fn last4_of(id: &str) -> String {
     last4(id)
 }
 
-/// Redacts, then keeps at most `max_chars` characters (design doc 1: excerpts of ~80).
+/// Redacts, then keeps at most `max_chars` characters (excerpts of about 80, docs/events.md).
 pub fn excerpt(text: &str, max_chars: usize) -> String {
     let redacted = redact(text);
     let collapsed = redacted.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -1,4 +1,4 @@
-//! The measurement rules of design doc 5 ("Add Monitoring"), judged over the 24-hour
+//! The measurement rules of docs/measurements.md ("Alerts"), judged over the 24-hour
 //! hourly counts the Measurements page shows: the duplicate rate, an out-of-order spike
 //! (the last hour against the 23 before it), a cache-hit drop on the measurement
 //! endpoints (likewise), and audit storage growth (attempt records, each audited, per

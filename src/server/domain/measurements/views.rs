@@ -191,7 +191,7 @@ pub async fn rates_of_user(
     Ok((rates, resolution(seen)))
 }
 
-/// Conflict resolution time (design doc 5): from a measurement's first refused attempt
+/// Conflict resolution time (docs/measurements.md): from a measurement's first refused attempt
 /// (409 conflict or 422 invalid) to the client's next accepted one of the same id (stored,
 /// answered as a duplicate of what is stored, or an override), in words.
 pub fn resolution(mut seen: Vec<(String, Action, String)>) -> String {
