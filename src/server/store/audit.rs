@@ -258,7 +258,8 @@ pub async fn list_days(
         let start = inner.map_or(Start::First, Start::After);
         let (items, next) = list(store, &on_day, start, want).await?;
         if out.len() >= size {
-            return Ok((out, (!items.is_empty()).then(|| format!("{i}."))));
+            let more = !items.is_empty() || next.is_some();
+            return Ok((out, more.then(|| format!("{i}."))));
         }
         out.extend(items);
         if let Some(n) = next {

@@ -42,25 +42,31 @@ struct LastChange {
 }
 
 impl SwitchesItem {
-    fn from_model(s: &KillSwitches, now: DateTime<Utc>, ttl_days: i64) -> Self {
-        let last = |st: &SwitchState| match (&st.changed_by, &st.changed_at) {
-            (Some(by), Some(at)) => Some(LastChange {
-                by: by.clone(),
-                at: DateTime::parse_from_rfc3339(at).ok()?.with_timezone(&Utc),
-                reason: st.reason.clone().unwrap_or_default(),
-            }),
-            _ => None,
+    /// The item of `s`; a change time that is not RFC 3339 is refused, never dropped (the
+    /// last change is how a retried change knows it landed).
+    fn from_model(s: &KillSwitches, now: DateTime<Utc>, ttl_days: i64) -> Result<Self, StoreError> {
+        let last = |st: &SwitchState| -> Result<Option<LastChange>, StoreError> {
+            Ok(match (&st.changed_by, &st.changed_at) {
+                (Some(by), Some(at)) => Some(LastChange {
+                    by: by.clone(),
+                    at: DateTime::parse_from_rfc3339(at)
+                        .map_err(|e| StoreError::corrupt("kill switches", e))?
+                        .with_timezone(&Utc),
+                    reason: st.reason.clone().unwrap_or_default(),
+                }),
+                _ => None,
+            })
         };
-        SwitchesItem {
+        Ok(SwitchesItem {
             pk: ITEM_PK.into(),
             safe_mode: s.safe_mode.enabled,
             automation_enabled: s.automation_enabled.enabled,
             version: s.version,
             updated_at: now.to_rfc3339(),
-            safe_mode_last: last(&s.safe_mode),
-            automation_enabled_last: last(&s.automation_enabled),
+            safe_mode_last: last(&s.safe_mode)?,
+            automation_enabled_last: last(&s.automation_enabled)?,
             expires_at: (now + chrono::Duration::days(ttl_days)).timestamp(),
-        }
+        })
     }
 
     fn into_model(self, now: DateTime<Utc>) -> KillSwitches {
@@ -121,7 +127,7 @@ pub fn change(
     ttl_days: i64,
 ) -> Result<Writes, StoreError> {
     let table = store.table(SETTINGS.base);
-    let item = serde_dynamo::to_item(SwitchesItem::from_model(next, now, ttl_days))
+    let item = serde_dynamo::to_item(SwitchesItem::from_model(next, now, ttl_days)?)
         .map_err(|e| StoreError::corrupt(&table, e))?;
     let mut put = Put::builder()
         .table_name(&table)

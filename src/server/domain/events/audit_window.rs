@@ -3,7 +3,7 @@
 //! into the UTC instants the records are kept by and the UTC days (the by-day index's
 //! partitions) they fall on.
 
-use chrono::{DateTime, Duration, NaiveDate, NaiveTime, SecondsFormat, Utc};
+use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveTime, SecondsFormat, Utc};
 
 use crate::model::AppError;
 
@@ -49,6 +49,27 @@ pub fn zone_name(minutes: i32) -> String {
     format!("UTC{sign}{:02}:{:02}", m / 60, m % 60)
 }
 
+/// A day as `YYYY-MM-DD`, four-digit year from 2000 to 9998 (chrono would also take signed
+/// six-digit years, whose shifts overflow, and a year past 9999 sorts before its bounds).
+fn parse_day(day: &str) -> Result<NaiveDate, AppError> {
+    let wrong = || AppError::invalid("day", "A day is YYYY-MM-DD, from the year 2000.");
+    let b = day.as_bytes();
+    let shape = b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit());
+    if !shape {
+        return Err(wrong());
+    }
+    let d = NaiveDate::parse_from_str(day, "%Y-%m-%d").map_err(|_| wrong())?;
+    if !(2000..=9998).contains(&d.year()) {
+        return Err(wrong());
+    }
+    Ok(d)
+}
+
 fn time(hhmm: &str, field: &str) -> Result<NaiveTime, AppError> {
     NaiveTime::parse_from_str(hhmm, "%H:%M")
         .map_err(|_| AppError::invalid(field, "A time is HH:MM."))
@@ -76,8 +97,7 @@ pub fn window(typed: &Typed<'_>, needs_day: bool, now: DateTime<Utc>) -> Result<
         }
         (now + shift).date_naive()
     } else {
-        NaiveDate::parse_from_str(typed.day, "%Y-%m-%d")
-            .map_err(|_| AppError::invalid("day", "A day is YYYY-MM-DD."))?
+        parse_day(typed.day)?
     };
     let from = time(
         if typed.from.is_empty() {
@@ -98,7 +118,8 @@ pub fn window(typed: &Typed<'_>, needs_day: bool, now: DateTime<Utc>) -> Result<
     if from > to {
         return Err(AppError::invalid("to", "The range ends before it starts."));
     }
-    // Local wall time minus the offset is UTC; `to` takes its whole minute.
+    // Local wall time minus the offset is UTC; `to` takes its whole minute. (The day's year
+    // is checked, so neither can overflow.)
     let start = day.and_time(from).and_utc() - shift;
     let end = day.and_time(to).and_utc() - shift + Duration::milliseconds(59_999);
     let mut days = vec![end.format("%Y-%m-%d").to_string()];
@@ -197,6 +218,11 @@ mod tests {
             (typed("2026-11-25", "10:00", "09:00", ""), "to"),
             (typed("2026-11-25", "", "", "-900"), "tz"),
             (typed("2026-11-25", "", "", "east"), "tz"),
+            (typed("+262142-12-31", "", "", "-840"), "day"),
+            (typed("-262143-01-01", "", "", "840"), "day"),
+            (typed("9999-12-31", "", "", "-300"), "day"),
+            (typed("1999-12-31", "", "", ""), "day"),
+            (typed("2026-1-05", "", "", ""), "day"),
         ] {
             match window(&t, false, now) {
                 Err(AppError::Invalid { field: f, .. }) => assert_eq!(f, field),

@@ -71,7 +71,12 @@ impl Events {
         let conversation = refs.resolve(conversation.trim());
         check_conversation(&conversation)?;
         filter.conversation_id = Some(conversation.clone()).filter(|c| !c.is_empty());
-        let (rows, next) = outbox_reads::list(&self.store, g, &filter, cursor, PAGE).await?;
+        let (mut rows, next) = outbox_reads::list(&self.store, g, &filter, cursor, PAGE).await?;
+        if g == Group::Delivered {
+            // Past its lifetime, a delivered record is history TTL has not deleted yet.
+            let now = self.clock.now().timestamp();
+            rows.retain(|a| a.expires_at > now);
+        }
         Ok(OutboxPage {
             counts: self.outbox_counts().await?,
             dead_by_cause: outbox_reads::dead_by_cause(&self.store, 500)

@@ -130,8 +130,8 @@ pub async fn list(
         None => Positions::default(),
     };
     let mut found: Vec<(u32, query::Item, query::Item)> = Vec::new();
-    // Per shard read: how many items it gave, and whether it had more.
-    let mut read: BTreeMap<u32, (usize, bool)> = BTreeMap::new();
+    // Per shard read: how many items it gave, and where it goes on (none: it ended).
+    let mut read: BTreeMap<u32, ShardRead> = BTreeMap::new();
     let table = store.table(MW_IDEMPOTENCY.base);
     for shard in filter.shards() {
         let from = match positions.of(shard) {
@@ -141,7 +141,13 @@ pub async fn list(
         };
         let spec = spec(store, group, shard, filter, None);
         let page = query::page_from(store, &spec, from, size).await?;
-        read.insert(shard, (page.items.len(), page.next.is_some()));
+        read.insert(
+            shard,
+            ShardRead {
+                fetched: page.items.len(),
+                onward: page.next.clone(),
+            },
+        );
         for item in page.items {
             let k = spec.key_of(&item);
             found.push((shard, item, k));
@@ -158,18 +164,9 @@ pub async fn list(
         found.reverse();
     }
     let taken: Vec<_> = found.into_iter().take(size + 1).collect();
-    let has_more = taken.len() > size || read.values().any(|(_, m)| *m);
+    let has_more = taken.len() > size || read.values().any(|r| r.onward.is_some());
     let page: Vec<_> = taken.into_iter().take(size).collect();
-    let mut next = positions.clone();
-    for (shard, (fetched, had_more)) in &read {
-        let shown: Vec<_> = page.iter().filter(|(s, _, _)| s == shard).collect();
-        if !had_more && shown.len() == *fetched {
-            // Everything it had was shown (or it had nothing): spent.
-            next.set(*shard, Position::Spent);
-        } else if let Some((_, _, c)) = shown.last() {
-            next.set(*shard, Position::After(c.clone()));
-        }
-    }
+    let next = advance(&positions, &read, &page);
     let items = decode_all(page.into_iter().map(|(_, i, _)| i).collect(), &table)?;
     let next = has_more.then(|| store.cursors().seal(&binding, next.to_json()));
     Ok((items, next))
@@ -206,6 +203,36 @@ pub async fn dead_by_cause(
         }
     }
     Ok(by)
+}
+
+/// What one shard's read of a page gave: how many items, and where its reads go on (the
+/// last item's key, or where the reads stopped when a filter skipped everything).
+struct ShardRead {
+    fetched: usize,
+    onward: Option<query::Item>,
+}
+
+/// Where each shard goes on after a page showed `page` (shard, item, key) of what `read`
+/// found: spent once all it had was shown; after its last item shown; past what its reads
+/// skipped when they found nothing (a filter that matches nothing in a long stretch must
+/// not hand out the same cursor again); else where it was.
+fn advance(
+    positions: &Positions,
+    read: &BTreeMap<u32, ShardRead>,
+    page: &[(u32, query::Item, query::Item)],
+) -> Positions {
+    let mut next = positions.clone();
+    for (shard, r) in read {
+        let shown: Vec<_> = page.iter().filter(|(s, _, _)| s == shard).collect();
+        if r.onward.is_none() && shown.len() == r.fetched {
+            next.set(*shard, Position::Spent);
+        } else if let Some((_, _, c)) = shown.last() {
+            next.set(*shard, Position::After(c.clone()));
+        } else if let (0, Some(onward)) = (r.fetched, &r.onward) {
+            next.set(*shard, Position::After(onward.clone()));
+        }
+    }
+    next
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -259,5 +286,66 @@ impl Positions {
             })
             .collect();
         Value::Object(map)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_dynamodb::types::AttributeValue;
+
+    fn key(sk: &str) -> query::Item {
+        [("outbox_sk".to_string(), AttributeValue::S(sk.into()))].into()
+    }
+
+    #[test]
+    fn a_shard_whose_reads_matched_nothing_goes_on_past_them() {
+        let start = Positions::default();
+        let read: BTreeMap<u32, ShardRead> = [
+            // Filtered: 5,500 items read, none matched, the reads stopped here.
+            (
+                0,
+                ShardRead {
+                    fetched: 0,
+                    onward: Some(key("0005")),
+                },
+            ),
+            // Two found, one shown.
+            (
+                1,
+                ShardRead {
+                    fetched: 2,
+                    onward: Some(key("0002")),
+                },
+            ),
+            // Ended with nothing.
+            (
+                2,
+                ShardRead {
+                    fetched: 0,
+                    onward: None,
+                },
+            ),
+        ]
+        .into();
+        let page = vec![(1, key("0001"), key("0001"))];
+        let next = advance(&start, &read, &page);
+        assert_eq!(
+            next.of(0),
+            &Position::After(key("0005")),
+            "not the same cursor again"
+        );
+        assert_eq!(next.of(1), &Position::After(key("0001")));
+        assert_eq!(next.of(2), &Position::Spent);
+        // A shard that found items none of which made the page stays where it was.
+        let read: BTreeMap<u32, ShardRead> = [(
+            3,
+            ShardRead {
+                fetched: 4,
+                onward: Some(key("0009")),
+            },
+        )]
+        .into();
+        assert_eq!(advance(&start, &read, &[]).of(3), &Position::Start);
     }
 }

@@ -158,6 +158,7 @@ fn Outbox(page: OutboxPage, actions: Actions, group: String, selected: Selected)
         conversation,
         ..
     } = page;
+    let whole = conversation.is_none();
     let narrowed = conversation
         .as_ref()
         .map(|c| format!("&conversation={}", enc(&c.reference)))
@@ -184,8 +185,11 @@ fn Outbox(page: OutboxPage, actions: Actions, group: String, selected: Selected)
             <ReceiverStatus receiver />
             <a class="mt-2 inline-block text-sm text-sky-800 underline" href="/outbox/receiver">"The receiver: its URL, signing secrets and a test message →"</a>
         </section>
-        <DeadLetters causes=dead_by_cause selected=cause.clone() actions form_key=form_key.clone() />
-        <HeldBulk held=counts.held actions form_key=form_key.clone() />
+        // Bulk moves act on every conversation: offered on the full lists only.
+        {whole.then(|| view! {
+            <DeadLetters causes=dead_by_cause selected=cause.clone() actions form_key=form_key.clone() />
+            <HeldBulk held=counts.held actions form_key=form_key.clone() />
+        })}
         <h2 class="mt-8 text-lg font-semibold">{group_title(&group, &cause)}</h2>
         <GroupTabs group=group.clone() narrowed=narrowed.clone() />
         <Narrowed conversation group=group.clone() />
