@@ -52,7 +52,7 @@ pub fn zone_name(minutes: i32) -> String {
 /// A day as `YYYY-MM-DD`, four-digit year from 2000 to 9998 (chrono would also take signed
 /// six-digit years, whose shifts overflow, and a year past 9999 sorts before its bounds).
 fn parse_day(day: &str) -> Result<NaiveDate, AppError> {
-    let wrong = || AppError::invalid("day", "A day is YYYY-MM-DD, from the year 2000.");
+    let wrong = || AppError::invalid("day", "A day is YYYY-MM-DD. Its year is 2000 to 9998.");
     let b = day.as_bytes();
     let shape = b.len() == 10
         && b[4] == b'-'
