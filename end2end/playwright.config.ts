@@ -19,7 +19,7 @@ export const chromium = {
   ],
 };
 
-export default defineConfig({
+const config = defineConfig({
   testDir: './tests',
   // One console, one set of kill switches: tests take turns.
   fullyParallel: false,
@@ -62,3 +62,28 @@ export default defineConfig({
     },
   },
 });
+
+export default config;
+
+/** A console of its own for a run beside the tests (page weight, screenshots): the tests'
+ * build, the demo data, its own port, data directory and log. */
+export function demoConsole(port: string, name: string) {
+  const baseURL = `http://127.0.0.1:${port}`;
+  const server = process.env.E2E_SERVER ?? './target/debug/ops-console';
+  const webServer = config.webServer as any;
+  return {
+    baseURL,
+    webServer: {
+      ...webServer,
+      command: `${server} serve`,
+      url: `${baseURL}/healthz`,
+      env: {
+        ...webServer.env,
+        OPS_APP_SITE_ADDR: `127.0.0.1:${port}`,
+        OPS_APP_DATA_DIR: `target/${name}-data`,
+        OPS_APP_DEMO_DATA: 'true',
+        LOG_FILE: `target/test-logs/${name}.log`,
+      },
+    },
+  };
+}

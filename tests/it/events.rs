@@ -591,17 +591,19 @@ async fn an_audit_day_in_new_york_reads_two_utc_days_and_pages_across_them() {
         }
     }
     let (refs, events) = (&app.state.refs, &app.state.events);
+    // The 25th of November, in the zone `tz` minutes east of UTC.
+    let day_in = |tz: &'static str| AuditFilter {
+        conversation: "",
+        action_type: "",
+        window: Typed {
+            day: "2026-11-25",
+            from: "",
+            to: "",
+            tz,
+        },
+    };
     let read = |cursor: Option<String>| async move {
-        let f = AuditFilter {
-            conversation: "",
-            action_type: "",
-            window: Typed {
-                day: "2026-11-25",
-                from: "",
-                to: "",
-                tz: "-300",
-            },
-        };
+        let f = day_in("-300");
         events
             .audit_rows(refs, &f, Role::Admin, cursor.as_deref())
             .await
@@ -636,16 +638,7 @@ async fn an_audit_day_in_new_york_reads_two_utc_days_and_pages_across_them() {
     );
     // In UTC, the same day is the other 24 hours: the record before it, and the 30 of the
     // 25th UTC.
-    let f = AuditFilter {
-        conversation: "",
-        action_type: "",
-        window: Typed {
-            day: "2026-11-25",
-            from: "",
-            to: "",
-            tz: "",
-        },
-    };
+    let f = day_in("");
     let utc = app
         .state
         .events
