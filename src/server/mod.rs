@@ -4,6 +4,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod contract;
+pub mod crash_points;
 pub mod crypto;
 pub mod ctx;
 pub mod database;

@@ -1,12 +1,13 @@
 //! The inbox (docs/inbox.md) against DynamoDB Local: publishing, feeds, reads, counters,
 //! expiry through the stream consumer, and the recount.
 
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use chrono::Duration;
 use serde_json::json;
 
 use crate::helpers::{pct, spawn_app, TestApp};
+use ops_console::server::crash_points::CrashPoints;
 use ops_console::server::domain::inbox::feed::Marked;
 use ops_console::server::domain::inbox::publish::Publish;
 use ops_console::server::domain::inbox::verify::verify;
@@ -68,14 +69,24 @@ async fn no_drift(app: &TestApp) {
     assert!(drift.is_empty(), "drift: {drift:?}");
 }
 
+/// A console that dies once a publish wrote this many batches.
+struct DiesAfterBatches(usize);
+
+impl CrashPoints for DiesAfterBatches {
+    fn after_publish_batch(&self, batches: usize) -> bool {
+        batches == self.0
+    }
+}
+
 #[tokio::test]
 async fn publishing_to_250_users_is_atomic_per_batch_and_resumes_after_a_crash() {
     let app = spawn_app().await;
     let inbox = &app.state.inbox;
     let users: Vec<String> = (0..250).map(|i| format!("u{i:03}")).collect();
     let p = to_users(users.clone(), Some("billing"), None);
-    inbox.faults.crash_after_batches.store(3, Ordering::SeqCst);
-    let crashed = inbox.publish(T, I, &p, "job-250", app.clock.now()).await;
+    let crashed = inbox
+        .with_crash_points(Arc::new(DiesAfterBatches(3)))
+        .publish(T, I, &p, "job-250", app.clock.now()).await;
     assert!(crashed.is_err(), "the simulated crash stops it");
 
     // Three whole batches (33 users each) and nothing else: every copy with its counters.

@@ -4,13 +4,14 @@
 //! action twice.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use chrono::Duration;
 
 use crate::events::{app_with_receiver, app_with_receiver_retrying, event, post_event};
 use crate::helpers::TestApp;
+use ops_console::server::crash_points::CrashPoints;
 use ops_console::server::domain::events::outbox::{job_op, BulkRequest};
 use ops_console::server::domain::events::receiver::Change;
 use ops_console::server::outbound::signature::SigningSecret;
@@ -37,6 +38,16 @@ async fn run_jobs(app: &TestApp) {
     }
 }
 
+/// A console that dies as soon as it claimed its first delivery.
+#[derive(Default)]
+struct DiesAfterClaim(AtomicBool);
+
+impl CrashPoints for DiesAfterClaim {
+    fn after_delivery_claim(&self) -> bool {
+        !self.0.swap(true, Ordering::SeqCst)
+    }
+}
+
 #[tokio::test]
 async fn a_console_that_dies_holding_a_delivery_is_taken_over_after_its_lease() {
     let (app, receiver) = app_with_receiver().await;
@@ -47,12 +58,11 @@ async fn a_console_that_dies_holding_a_delivery_is_taken_over_after_its_lease() 
         "Where is my order? It has not arrived",
     );
     assert_eq!(post_event(&app, &key, &body).await.status, 200);
-    app.state
+    let dying = app
+        .state
         .events
-        .faults
-        .crash_after_delivery_claim
-        .store(true, Ordering::SeqCst);
-    app.state.events.dispatch_round().await.unwrap();
+        .with_crash_points(Arc::new(DiesAfterClaim::default()));
+    dying.dispatch_round().await.unwrap();
     assert_eq!(receiver.total(), 0, "died before sending");
     let claimed = action(&app, "act:rp_route:c-crash:m-7").await;
     assert_eq!(

@@ -5,7 +5,6 @@
 //! sends it signed, and records the answer under the claim — delivered, a retry at the next
 //! time of the schedule, or a dead letter.
 
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use axum::body::Bytes;
@@ -129,11 +128,7 @@ impl Events {
         else {
             return Ok(Step::Taken);
         };
-        if self
-            .faults
-            .crash_after_delivery_claim
-            .swap(false, Ordering::SeqCst)
-        {
+        if self.crash_points.after_delivery_claim() {
             // This console "dies" holding the claim: another takes it over after the lease.
             return Ok(Step::Taken);
         }
@@ -319,10 +314,6 @@ impl Events {
         let poll =
             std::time::Duration::from_millis(self.config.events.dispatch_poll_ms.max(10) as u64);
         loop {
-            if self.faults.no_dispatch.load(Ordering::SeqCst) {
-                tokio::time::sleep(poll).await;
-                continue;
-            }
             let moved = match self.dispatch_round().await {
                 Ok(r) => r.moved(),
                 Err(e) => {

@@ -11,7 +11,6 @@
 //! undone.
 
 use crate::server::metrics;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use tokio::sync::Notify;
@@ -22,6 +21,7 @@ use serde::Serialize;
 use super::{apply, decide, Decision, Incoming, Switches};
 use crate::server::clock::Clock;
 use crate::server::config::Config;
+use crate::server::crash_points::{CrashPoints, Never};
 use crate::server::crypto::Seal;
 use crate::server::domain::accounts::passwords::sha256_hex;
 use crate::server::ids::random_hex;
@@ -41,15 +41,6 @@ pub enum IngestError {
     InProgress { retry_after: i64 },
     #[error(transparent)]
     Store(#[from] StoreError),
-}
-
-/// Faults tests switch on to simulate a crash at a precise point.
-#[derive(Default)]
-pub struct Faults {
-    /// The next delivery is claimed, then this console "dies" before sending it.
-    pub crash_after_delivery_claim: AtomicBool,
-    /// Events are decided, but this console's deliveries stop (it "died" after answering).
-    pub no_dispatch: AtomicBool,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -97,7 +88,8 @@ pub struct Events {
     pub(super) kick: Arc<Notify>,
     /// Who this console is, in leases it takes.
     pub(super) owner: String,
-    pub faults: Arc<Faults>,
+    /// Where this console would die: never, but in the tests that say so.
+    pub(super) crash_points: Arc<dyn CrashPoints>,
 }
 
 pub(super) use crate::server::clock::iso;
@@ -132,8 +124,16 @@ impl Events {
             kick: Arc::new(Notify::new()),
             owner: random_hex(8),
             config,
-            faults: Arc::default(),
+            crash_points: Arc::new(Never),
         })
+    }
+
+    /// This service, dying where `points` say (a test's console).
+    pub fn with_crash_points(&self, points: Arc<dyn CrashPoints>) -> Events {
+        Events {
+            crash_points: points,
+            ..self.clone()
+        }
     }
 
     pub(super) fn lease_ms(&self) -> i64 {

@@ -22,7 +22,7 @@ pub mod views;
 mod wording;
 
 pub use incoming::{collapse, parse, Incoming, CHANNELS, MAX_TEXT_BYTES};
-pub use ingest::{ActionOutcome, Events, Faults, IngestError, Outcome};
+pub use ingest::{ActionOutcome, Events, IngestError, Outcome};
 pub use rules::{
     apply, decide, Decision, PlannedAction, Switches, ASK_ORDER_NUMBER, NEED_ORDER_NUMBER,
     ORDER_STATUS,

@@ -1,8 +1,6 @@
 //! Delivering a publish's copies: in batches, each copy in the same transaction as its
 //! counters, a copy already there dropping out of its batch.
 
-use std::sync::atomic::Ordering;
-
 use chrono::{DateTime, Duration, Utc};
 
 use super::Inbox;
@@ -24,9 +22,7 @@ impl Inbox {
         for chunk in copies.chunks(100 / per_copy) {
             self.deliver_batch(chunk, keep).await?;
             batches += 1;
-            let crash_at = self.faults.crash_after_batches.load(Ordering::SeqCst);
-            if crash_at > 0 && batches >= crash_at {
-                self.faults.crash_after_batches.store(0, Ordering::SeqCst);
+            if self.crash_points.after_publish_batch(batches) {
                 return Err(AppError::Internal {
                     reference: "simulated-crash".into(),
                 });

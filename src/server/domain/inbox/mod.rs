@@ -10,12 +10,12 @@ pub mod verify;
 pub mod views;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 
 use crate::model::AppError;
+use crate::server::crash_points::{CrashPoints, Never};
 use crate::server::contract::inbox as contract;
 use crate::server::domain::fields::{self, iso_ms};
 use crate::server::store::inbox::{self as store, InboxConfig, Kind, TenantSettings, SETTINGS_SK};
@@ -85,19 +85,13 @@ pub fn message_id(now: DateTime<Utc>) -> String {
     format!("{}{suffix}", String::from_utf8_lossy(&time))
 }
 
-/// Faults tests switch on to simulate a crash at a precise point.
-#[derive(Default)]
-pub struct Faults {
-    /// When non-zero, a publish "crashes" after delivering this many batches.
-    pub crash_after_batches: AtomicUsize,
-}
-
-/// The inbox's settings and its fault switches (tests only).
+/// The inbox service (`state.inbox`). Cheap to clone.
 #[derive(Clone)]
 pub struct Inbox {
     pub store: Store,
     pub settings_days: i64,
-    pub faults: Arc<Faults>,
+    /// Where this console would die: never, but in the tests that say so.
+    crash_points: Arc<dyn CrashPoints>,
 }
 
 impl Inbox {
@@ -105,7 +99,15 @@ impl Inbox {
         Inbox {
             store,
             settings_days,
-            faults: Arc::default(),
+            crash_points: Arc::new(Never),
+        }
+    }
+
+    /// This service, dying where `points` say (a test's console).
+    pub fn with_crash_points(&self, points: Arc<dyn CrashPoints>) -> Inbox {
+        Inbox {
+            crash_points: points,
+            ..self.clone()
         }
     }
 
