@@ -42,8 +42,10 @@ pub async fn save_tenant(tenant: String, title: String, ttl: String) -> Result<S
     use crate::model::users::Role;
     use crate::server::contract::inbox::TenantSettings;
     use crate::server::ctx;
+    use crate::server::domain::inbox::keys::TenantKey;
     let user = ctx::require(Role::Operator)?;
     let state = ctx::state()?;
+    let tenant = TenantKey::parse(&tenant)?;
     let body = TenantSettings {
         title: Some(title),
         ttl: Some(ttl),
@@ -69,6 +71,7 @@ pub async fn save_inbox(
 ) -> Result<String, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
+    use crate::server::domain::inbox::keys::{InboxKey, TenantKey};
     let user = ctx::require(Role::Operator)?;
     let state = ctx::state()?;
     let mut ttls = std::collections::BTreeMap::new();
@@ -93,6 +96,7 @@ pub async fn save_inbox(
         description: Some(description),
         ttl: Some(ttls),
     };
+    let (tenant, inbox) = (TenantKey::parse(&tenant)?, InboxKey::parse(&inbox)?);
     let c = state
         .inbox
         .put_inbox(&tenant, &inbox, body, state.clock.now())
@@ -195,11 +199,17 @@ pub async fn load_user_view(
     use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::domain::inbox::feed::PAGE_SIZE;
+    use crate::server::domain::inbox::keys::{InboxKey, TenantKey, UserKey};
     let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let now = state.clock.now();
     // Links carry the user's reference, never the id (docs/security.md).
     let uid = state.refs.resolve_user(&uid);
+    let (tenant, inbox, uid) = (
+        TenantKey::parse(&tenant)?,
+        InboxKey::parse(&inbox)?,
+        UserKey::parse(&uid)?,
+    );
     let feed = state
         .inbox
         .feed(&tenant, &inbox, &uid, cursor.as_deref(), PAGE_SIZE, now)
@@ -226,10 +236,16 @@ pub async fn mark_read(
 ) -> Result<String, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
+    use crate::server::domain::inbox::keys::{InboxKey, MessageKey, TenantKey, UserKey};
     ctx::require(Role::Operator)?;
     let state = ctx::state()?;
     let now = state.clock.now();
     let uid = state.refs.resolve_user(&uid);
+    let (tenant, inbox, uid) = (
+        TenantKey::parse(&tenant)?,
+        InboxKey::parse(&inbox)?,
+        UserKey::parse(&uid)?,
+    );
     if message_id.trim().is_empty() {
         let n = state
             .inbox
@@ -240,9 +256,10 @@ pub async fn mark_read(
             n => format!("Marked {n} messages read for this user."),
         });
     }
+    let id = MessageKey::parse(&message_id)?;
     state
         .inbox
-        .mark_read(&tenant, &inbox, &uid, &message_id, now)
+        .mark_read(&tenant, &inbox, &uid, &id, now)
         .await?;
     Ok("Marked read for this user.".into())
 }

@@ -4,6 +4,7 @@
 //! sign-in that leads elsewhere; a lockout outrun by concurrent guesses or used to lock
 //! someone out; smaller leaks to viewers; `/readyz` as a flood target.
 
+use crate::helpers::keys::*;
 use std::net::SocketAddr;
 
 use axum::body::Body;
@@ -746,7 +747,7 @@ async fn no_url_the_console_makes_carries_anything_personal() {
     app.set_switches(false, true).await;
     seed_pages(&app).await;
     let p = Publish::build(
-        Some(vec![USER.to_string()]),
+        Some(vec![uk(USER)]),
         None,
         None,
         "Your invoice".into(),
@@ -759,7 +760,7 @@ async fn no_url_the_console_makes_carries_anything_personal() {
     .unwrap();
     app.state
         .inbox
-        .publish("acme", "news", &p, "job-1", app.clock.now())
+        .publish(&tk("acme"), &ik("news"), &p, "job-1", app.clock.now())
         .await
         .unwrap();
     let secrets = [DIGITS, "jane.doe", "helpdesk-4477"];

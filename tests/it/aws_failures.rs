@@ -5,6 +5,7 @@
 //! shards that split twice, query pages that end before the matches do, and monitoring
 //! counts under lost answers.
 
+use crate::helpers::keys::*;
 use std::time::Duration as StdDuration;
 
 use dynamodb_faults::{Faults, Kind};
@@ -21,7 +22,7 @@ fn to_everyone(i: usize) -> Publish {
     Publish {
         uids: None,
         label: "everyone".into(),
-        category: Some("news".into()),
+        category: Some(ck("news")),
         title: format!("public {i}"),
         body: "for all".into(),
         cta_uri: None,
@@ -50,7 +51,13 @@ async fn a_batch_handed_back_in_part_is_finished_and_one_that_never_finishes_is_
     for i in 0..5 {
         app.state
             .inbox
-            .publish("acme", "news", &to_everyone(i), &format!("p{i}"), now)
+            .publish(
+                &tk("acme"),
+                &ik("news"),
+                &to_everyone(i),
+                &format!("p{i}"),
+                now,
+            )
             .await
             .unwrap();
     }
@@ -76,7 +83,13 @@ async fn a_batch_handed_back_in_part_is_finished_and_one_that_never_finishes_is_
     for i in 5..25 {
         app.state
             .inbox
-            .publish("acme", "news", &to_everyone(i), &format!("p{i}"), now)
+            .publish(
+                &tk("acme"),
+                &ik("news"),
+                &to_everyone(i),
+                &format!("p{i}"),
+                now,
+            )
             .await
             .unwrap();
     }
@@ -239,12 +252,12 @@ async fn a_late_position_never_moves_a_stream_back() {
         async move {
             for i in 0..3 {
                 let mut p = to_everyone(i);
-                p.uids = Some(vec![format!("r{batch}-{i}")]);
+                p.uids = Some(vec![uk(&format!("r{batch}-{i}"))]);
                 let key = format!("k{batch}-{i}");
                 let now = app.clock.now();
                 app.state
                     .inbox
-                    .publish("acme", "news", &p, &key, now)
+                    .publish(&tk("acme"), &ik("news"), &p, &key, now)
                     .await
                     .unwrap();
             }
@@ -431,12 +444,12 @@ async fn the_stream_consumer_reads_on_through_expired_iterators_trims_limits_and
         let now = app.clock.now();
         for i in 0..10 {
             let mut p = to_everyone(i);
-            p.category = Some("ops".into());
+            p.category = Some(ck("ops"));
             p.ttl = Some("1h".into());
-            p.uids = Some(vec![format!("r{batch}-{i}")]);
+            p.uids = Some(vec![uk(&format!("r{batch}-{i}"))]);
             app.state
                 .inbox
-                .publish("acme", "news", &p, &format!("k{batch}-{i}"), now)
+                .publish(&tk("acme"), &ik("news"), &p, &format!("k{batch}-{i}"), now)
                 .await
                 .unwrap();
         }
@@ -492,11 +505,11 @@ async fn every_read_that_needs_every_match_reads_every_page() {
     let now = app.clock.now();
     for (i, category) in ["a", "b", "c", "d", "e"].iter().enumerate() {
         let mut p = to_everyone(i);
-        p.uids = Some(vec!["reader".into()]);
-        p.category = Some(category.to_string());
+        p.uids = Some(vec![uk("reader")]);
+        p.category = Some(ck(category));
         app.state
             .inbox
-            .publish("acme", "news", &p, &format!("c{i}"), now)
+            .publish(&tk("acme"), &ik("news"), &p, &format!("c{i}"), now)
             .await
             .unwrap();
     }
@@ -505,12 +518,16 @@ async fn every_read_that_needs_every_match_reads_every_page() {
             title: Some(t.into()),
             ttl: None,
         };
-        app.state.inbox.put_tenant(t, settings, now).await.unwrap();
+        app.state
+            .inbox
+            .put_tenant(&tk(t), settings, now)
+            .await
+            .unwrap();
     }
     let whole_counts = app
         .state
         .inbox
-        .counts("acme", "news", "reader")
+        .counts(&tk("acme"), &ik("news"), &uk("reader"))
         .await
         .unwrap();
     let whole_tenants = ops_console::server::store::inbox::tenants(&app.store)
@@ -521,7 +538,7 @@ async fn every_read_that_needs_every_match_reads_every_page() {
     let paged_counts = app
         .state
         .inbox
-        .counts("acme", "news", "reader")
+        .counts(&tk("acme"), &ik("news"), &uk("reader"))
         .await
         .unwrap();
     let paged_tenants = ops_console::server::store::inbox::tenants(&app.store)

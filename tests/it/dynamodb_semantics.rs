@@ -2,6 +2,7 @@
 //! proxy: transaction conflicts, throttles, lost answers, empty stream pages, shard splits,
 //! and several readers of one stream. Each test switches on the fault it is about.
 
+use crate::helpers::keys::*;
 use std::collections::HashMap;
 use std::time::Duration as StdDuration;
 
@@ -342,9 +343,9 @@ async fn publish_short_lived(app: &crate::helpers::TestApp, n: usize) {
     let inbox = app.state.inbox.clone();
     for i in 0..n {
         let p = ops_console::server::domain::inbox::publish::Publish {
-            uids: Some(vec![format!("r{i}"), format!("s{i}")]),
+            uids: Some(vec![uk(&format!("r{i}")), uk(&format!("s{i}"))]),
             label: "two".into(),
-            category: Some("ops".into()),
+            category: Some(ck("ops")),
             title: format!("short {i}"),
             body: "gone soon".into(),
             cta_uri: None,
@@ -353,7 +354,13 @@ async fn publish_short_lived(app: &crate::helpers::TestApp, n: usize) {
             ttl: Some("1h".into()),
         };
         inbox
-            .publish("acme", "news", &p, &format!("k{i}"), app.clock.now())
+            .publish(
+                &tk("acme"),
+                &ik("news"),
+                &p,
+                &format!("k{i}"),
+                app.clock.now(),
+            )
             .await
             .unwrap();
     }

@@ -490,3 +490,30 @@ impl TestApp {
 pub fn pct(s: &str) -> String {
     enc(s).replace('+', "%20")
 }
+
+/// The inbox's keys of a test, which are always valid.
+pub mod keys {
+    use ops_console::server::domain::inbox::keys::{
+        CategoryKey, InboxKey, MessageKey, TenantKey, UserKey,
+    };
+
+    pub fn tk(k: &str) -> TenantKey {
+        TenantKey::parse(k).unwrap()
+    }
+
+    pub fn ik(k: &str) -> InboxKey {
+        InboxKey::parse(k).unwrap()
+    }
+
+    pub fn uk(k: &str) -> UserKey {
+        UserKey::parse(k).unwrap()
+    }
+
+    pub fn ck(k: &str) -> CategoryKey {
+        CategoryKey::parse(k).unwrap()
+    }
+
+    pub fn mk(k: &str) -> MessageKey {
+        MessageKey::parse(k).unwrap()
+    }
+}

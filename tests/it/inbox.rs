@@ -1,6 +1,7 @@
 //! The inbox (docs/inbox.md) against DynamoDB Local: publishing, feeds, reads, counters,
 //! expiry through the stream consumer, and the recount.
 
+use crate::helpers::keys::*;
 use std::sync::Arc;
 
 use chrono::Duration;
@@ -21,7 +22,7 @@ const I: &str = "news";
 
 fn to_users(uids: Vec<String>, category: Option<&str>, ttl: Option<&str>) -> Publish {
     Publish::build(
-        Some(uids),
+        Some(uids.iter().map(|u| uk(u)).collect()),
         None,
         category.map(str::to_string),
         "Your invoice".into(),
@@ -86,7 +87,8 @@ async fn publishing_to_250_users_is_atomic_per_batch_and_resumes_after_a_crash()
     let p = to_users(users.clone(), Some("billing"), None);
     let crashed = inbox
         .with_crash_points(Arc::new(DiesAfterBatches(3)))
-        .publish(T, I, &p, "job-250", app.clock.now()).await;
+        .publish(&tk(T), &ik(I), &p, "job-250", app.clock.now())
+        .await;
     assert!(crashed.is_err(), "the simulated crash stops it");
 
     // Three whole batches (33 users each) and nothing else: every copy with its counters.
@@ -108,7 +110,7 @@ async fn publishing_to_250_users_is_atomic_per_batch_and_resumes_after_a_crash()
     assert_eq!(delivered.len(), 99);
 
     let done = inbox
-        .publish(T, I, &p, "job-250", app.clock.now())
+        .publish(&tk(T), &ik(I), &p, "job-250", app.clock.now())
         .await
         .unwrap();
     assert!(done.resumed);
@@ -127,7 +129,7 @@ async fn publishing_to_250_users_is_atomic_per_batch_and_resumes_after_a_crash()
     }
     // A third run with the same job writes nothing new.
     inbox
-        .publish(T, I, &p, "job-250", app.clock.now())
+        .publish(&tk(T), &ik(I), &p, "job-250", app.clock.now())
         .await
         .unwrap();
     assert_eq!(stats(&app, "u000", "*").await, (1, 0));
@@ -211,8 +213,8 @@ async fn a_hundred_concurrent_reads_of_one_message_count_once() {
     let now = app.clock.now();
     let mine = inbox
         .publish(
-            T,
-            I,
+            &tk(T),
+            &ik(I),
             &to_users(vec!["ann".into(), "bob".into()], Some("billing"), None),
             "j1",
             now,
@@ -221,8 +223,8 @@ async fn a_hundred_concurrent_reads_of_one_message_count_once() {
         .unwrap();
     let public = inbox
         .publish(
-            T,
-            I,
+            &tk(T),
+            &ik(I),
             &to_everyone("Maintenance tonight", Some("ops"), None),
             "j2",
             now,
@@ -233,7 +235,12 @@ async fn a_hundred_concurrent_reads_of_one_message_count_once() {
         let mut tasks = tokio::task::JoinSet::new();
         for _ in 0..100 {
             let (inbox, id) = (inbox.clone(), id.clone());
-            tasks.spawn(async move { inbox.mark_read(T, I, "ann", &id, now).await.unwrap() });
+            tasks.spawn(async move {
+                inbox
+                    .mark_read(&tk(T), &ik(I), &uk("ann"), &mk(&id), now)
+                    .await
+                    .unwrap()
+            });
         }
         let mut first = 0;
         while let Some(m) = tasks.join_next().await {
@@ -244,21 +251,40 @@ async fn a_hundred_concurrent_reads_of_one_message_count_once() {
     assert_eq!(stats(&app, "ann", "*").await, (1, 2));
     assert_eq!(stats(&app, "ann", "billing").await, (1, 1));
     assert_eq!(stats(&app, "ann", "ops").await, (0, 1));
-    let ann = inbox.counts(T, I, "ann").await.unwrap();
+    let ann = inbox.counts(&tk(T), &ik(I), &uk("ann")).await.unwrap();
     assert_eq!(
         (ann.total, ann.read, ann.unread, ann.public_published),
         (2, 2, 0, 1)
     );
     // Receipts are per user: Bob has read nothing.
-    let bob = inbox.counts(T, I, "bob").await.unwrap();
+    let bob = inbox.counts(&tk(T), &ik(I), &uk("bob")).await.unwrap();
     assert_eq!((bob.total, bob.read, bob.unread), (2, 0, 2));
     assert_eq!(bob.unread_by_category.get("ops"), Some(&1));
-    let feed = inbox.feed(T, I, "bob", None, 10, now).await.unwrap();
+    let feed = inbox
+        .feed(&tk(T), &ik(I), &uk("bob"), None, 10, now)
+        .await
+        .unwrap();
     assert!(feed.items.iter().all(|i| !i.read));
-    let feed = inbox.feed(T, I, "ann", None, 10, now).await.unwrap();
+    let feed = inbox
+        .feed(&tk(T), &ik(I), &uk("ann"), None, 10, now)
+        .await
+        .unwrap();
     assert!(feed.items.iter().all(|i| i.read));
-    assert_eq!(inbox.mark_all_read(T, I, "bob", now).await.unwrap(), 2);
-    assert_eq!(inbox.counts(T, I, "bob").await.unwrap().unread, 0);
+    assert_eq!(
+        inbox
+            .mark_all_read(&tk(T), &ik(I), &uk("bob"), now)
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        inbox
+            .counts(&tk(T), &ik(I), &uk("bob"))
+            .await
+            .unwrap()
+            .unread,
+        0
+    );
     no_drift(&app).await;
 }
 
@@ -275,7 +301,7 @@ async fn a_feed_merges_both_partitions_newest_first_across_pages() {
             to_everyone(&format!("news {i}"), None, None)
         };
         let out = inbox
-            .publish(T, I, &p, &format!("j{i}"), app.clock.now())
+            .publish(&tk(T), &ik(I), &p, &format!("j{i}"), app.clock.now())
             .await
             .unwrap();
         all.push(out.message_id);
@@ -283,8 +309,8 @@ async fn a_feed_merges_both_partitions_newest_first_across_pages() {
     // Someone else's message is not in Ann's feed.
     inbox
         .publish(
-            T,
-            I,
+            &tk(T),
+            &ik(I),
             &to_users(vec!["zed".into()], None, None),
             "jz",
             app.clock.now(),
@@ -296,7 +322,14 @@ async fn a_feed_merges_both_partitions_newest_first_across_pages() {
     let mut pages = 0;
     loop {
         let page = inbox
-            .feed(T, I, "ann", cursor.as_deref(), 5, app.clock.now())
+            .feed(
+                &tk(T),
+                &ik(I),
+                &uk("ann"),
+                cursor.as_deref(),
+                5,
+                app.clock.now(),
+            )
             .await
             .unwrap();
         pages += 1;
@@ -310,7 +343,7 @@ async fn a_feed_merges_both_partitions_newest_first_across_pages() {
     assert_eq!(seen, all, "newest first, each once");
     assert_eq!(pages, 3);
     let bad = inbox
-        .feed(T, I, "ann", Some("nope"), 5, app.clock.now())
+        .feed(&tk(T), &ik(I), &uk("ann"), Some("nope"), 5, app.clock.now())
         .await;
     assert!(bad.is_err());
 }
@@ -322,8 +355,8 @@ async fn expired_messages_are_hidden_and_their_removal_counts_down_once() {
     let now = app.clock.now();
     let mine = inbox
         .publish(
-            T,
-            I,
+            &tk(T),
+            &ik(I),
             &to_users(vec!["ann".into()], Some("billing"), Some("1h")),
             "j1",
             now,
@@ -332,8 +365,8 @@ async fn expired_messages_are_hidden_and_their_removal_counts_down_once() {
         .unwrap();
     let public = inbox
         .publish(
-            T,
-            I,
+            &tk(T),
+            &ik(I),
             &to_everyone("short-lived", Some("ops"), Some("1h")),
             "j2",
             now,
@@ -341,22 +374,31 @@ async fn expired_messages_are_hidden_and_their_removal_counts_down_once() {
         .await
         .unwrap();
     let lasting = inbox
-        .publish(T, I, &to_everyone("lasting", None, Some("30d")), "j3", now)
+        .publish(
+            &tk(T),
+            &ik(I),
+            &to_everyone("lasting", None, Some("30d")),
+            "j3",
+            now,
+        )
         .await
         .unwrap();
     inbox
-        .mark_read(T, I, "ann", &mine.message_id, now)
+        .mark_read(&tk(T), &ik(I), &uk("ann"), &mk(&mine.message_id), now)
         .await
         .unwrap();
     inbox
-        .mark_read(T, I, "ann", &public.message_id, now)
+        .mark_read(&tk(T), &ik(I), &uk("ann"), &mk(&public.message_id), now)
         .await
         .unwrap();
     assert_eq!(stats(&app, "ann", "*").await, (1, 2));
 
     app.clock.advance(Duration::hours(2));
     let later = app.clock.now();
-    let feed = inbox.feed(T, I, "ann", None, 10, later).await.unwrap();
+    let feed = inbox
+        .feed(&tk(T), &ik(I), &uk("ann"), None, 10, later)
+        .await
+        .unwrap();
     let ids: Vec<_> = feed.items.iter().map(|i| i.id.clone()).collect();
     assert_eq!(
         ids,
@@ -364,7 +406,7 @@ async fn expired_messages_are_hidden_and_their_removal_counts_down_once() {
         "expired ones are hidden before TTL removes them"
     );
     assert!(inbox
-        .mark_read(T, I, "ann", &mine.message_id, later)
+        .mark_read(&tk(T), &ik(I), &uk("ann"), &mk(&mine.message_id), later)
         .await
         .is_err());
 
@@ -428,7 +470,7 @@ async fn after_a_random_workload_every_counter_agrees_with_a_recount() {
             to_users(who, cat, ttl)
         };
         let out = inbox
-            .publish(T, I, &p, &format!("rand-{i}"), app.clock.now())
+            .publish(&tk(T), &ik(I), &p, &format!("rand-{i}"), app.clock.now())
             .await
             .unwrap();
         published.push(out.message_id);
@@ -438,7 +480,9 @@ async fn after_a_random_workload_every_counter_agrees_with_a_recount() {
         let u = rng.pick(&users).clone();
         let id = rng.pick(&published).clone();
         // Not every user has every message: NotFound is a fine answer here.
-        let _ = inbox.mark_read(T, I, &u, &id, app.clock.now()).await;
+        let _ = inbox
+            .mark_read(&tk(T), &ik(I), &uk(&u), &mk(&id), app.clock.now())
+            .await;
     }
     no_drift(&app).await;
     app.clock.advance(Duration::hours(2));
@@ -448,12 +492,19 @@ async fn after_a_random_workload_every_counter_agrees_with_a_recount() {
     stream::consume(&app.store).await.unwrap();
     no_drift(&app).await;
     for u in &users {
-        let c = inbox.counts(T, I, u).await.unwrap();
+        let c = inbox.counts(&tk(T), &ik(I), &uk(u)).await.unwrap();
         let mut cursor = None;
         let (mut total, mut read) = (0, 0);
         loop {
             let page = inbox
-                .feed(T, I, u, cursor.as_deref(), 50, app.clock.now())
+                .feed(
+                    &tk(T),
+                    &ik(I),
+                    &uk(u),
+                    cursor.as_deref(),
+                    50,
+                    app.clock.now(),
+                )
                 .await
                 .unwrap();
             total += page.items.len() as i64;
@@ -566,7 +617,7 @@ async fn keys_with_a_hash_or_out_of_bounds_are_refused() {
     let out = app
         .state
         .inbox
-        .publish(T, I, &p, "jb", app.clock.now())
+        .publish(&tk(T), &ik(I), &p, "jb", app.clock.now())
         .await
         .unwrap();
     let m: MessageItem = store::get(
@@ -587,8 +638,8 @@ async fn stats_records_name_their_tenant_inbox_and_user_as_the_design_lists() {
     let inbox = app.state.inbox.clone();
     inbox
         .publish(
-            T,
-            I,
+            &tk(T),
+            &ik(I),
             &to_users(vec!["zoe".into()], Some("billing"), None),
             "stats-1",
             app.clock.now(),
@@ -597,8 +648,8 @@ async fn stats_records_name_their_tenant_inbox_and_user_as_the_design_lists() {
         .unwrap();
     inbox
         .publish(
-            T,
-            I,
+            &tk(T),
+            &ik(I),
             &to_everyone("all", None, None),
             "stats-2",
             app.clock.now(),

@@ -11,11 +11,13 @@ use axum::{Json, Router};
 use super::extract::{InboxRead, InboxWrite, JsonBody, Scoped};
 use super::idempotency::{self, ClaimedKey};
 use super::problem::{Problem, ProblemResponse};
+use crate::model::AppError;
 use crate::server::contract::inbox::{
     Counts, Cursor, FeedPage, InboxSaved, InboxSettings, PublishAnswer, PublishRequest,
     ReadAllAnswer, ReadAnswer, TenantSaved, TenantSettings,
 };
 use crate::server::domain::inbox::feed::{Marked, PAGE_SIZE};
+use crate::server::domain::inbox::keys::{InboxKey, MessageKey, TenantKey, UserKey};
 use crate::server::domain::inbox::publish::Publish;
 use crate::server::state::AppState;
 
@@ -45,13 +47,26 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         )
 }
 
+/// A user's path, its keys checked.
+fn user_keys(
+    tenant: &str,
+    inbox: &str,
+    uid: &str,
+) -> Result<(TenantKey, InboxKey, UserKey), AppError> {
+    Ok((
+        TenantKey::parse(tenant)?,
+        InboxKey::parse(inbox)?,
+        UserKey::parse(uid)?,
+    ))
+}
+
 #[utoipa::path(
     put,
     path = "/api/v1/inbox/tenants/{tenant}",
     tag = "inbox",
     request_body(content = TenantSettings, content_type = "application/json"),
     params(
-        ("tenant" = String, Path)
+        ("tenant" = TenantKey, Path)
     ),
     responses(
         (status = 200, description = "OK", body = TenantSaved),
@@ -65,6 +80,7 @@ pub(crate) async fn put_tenant(
     Path(tenant): Path<String>,
     JsonBody(body): JsonBody<TenantSettings, BODY_LIMIT>,
 ) -> Result<Response, Problem> {
+    let tenant = TenantKey::parse(&tenant)?;
     let s = state
         .inbox
         .put_tenant(&tenant, body, state.clock.now())
@@ -83,8 +99,8 @@ pub(crate) async fn put_tenant(
     tag = "inbox",
     request_body(content = InboxSettings, content_type = "application/json"),
     params(
-        ("tenant" = String, Path),
-        ("inbox" = String, Path)
+        ("tenant" = TenantKey, Path),
+        ("inbox" = InboxKey, Path)
     ),
     responses(
         (status = 200, description = "OK", body = InboxSaved),
@@ -98,6 +114,7 @@ pub(crate) async fn put_inbox(
     Path((tenant, inbox)): Path<(String, String)>,
     JsonBody(body): JsonBody<InboxSettings, BODY_LIMIT>,
 ) -> Result<Response, Problem> {
+    let (tenant, inbox) = (TenantKey::parse(&tenant)?, InboxKey::parse(&inbox)?);
     let c = state
         .inbox
         .put_inbox(&tenant, &inbox, body, state.clock.now())
@@ -117,8 +134,8 @@ pub(crate) async fn put_inbox(
     tag = "inbox",
     request_body(content = PublishRequest, content_type = "application/json"),
     params(
-        ("tenant" = String, Path),
-        ("inbox" = String, Path),
+        ("tenant" = TenantKey, Path),
+        ("inbox" = InboxKey, Path),
         ("Idempotency-Key" = String, Header, description = "Required: a unique value per request, sent again unchanged on retry")
     ),
     responses(
@@ -135,6 +152,7 @@ pub(crate) async fn publish(
     Path((tenant, inbox)): Path<(String, String)>,
     JsonBody(body): JsonBody<PublishRequest, BODY_LIMIT>,
 ) -> Result<Response, Problem> {
+    let (tenant, inbox) = (TenantKey::parse(&tenant)?, InboxKey::parse(&inbox)?);
     let p = Publish::new(body, &format!("api:{}", auth.principal.name))?;
     let done = state
         .inbox
@@ -156,9 +174,9 @@ pub(crate) async fn publish(
     path = "/api/v1/inbox/tenants/{tenant}/inboxes/{inbox}/users/{uid}/feed",
     tag = "inbox",
     params(
-        ("tenant" = String, Path),
-        ("inbox" = String, Path),
-        ("uid" = String, Path),
+        ("tenant" = TenantKey, Path),
+        ("inbox" = InboxKey, Path),
+        ("uid" = UserKey, Path),
         ("cursor" = Option<String>, Query)
     ),
     responses(
@@ -173,6 +191,7 @@ pub(crate) async fn feed(
     Path((tenant, inbox, uid)): Path<(String, String, String)>,
     Query(q): Query<Cursor>,
 ) -> Result<Response, Problem> {
+    let (tenant, inbox, uid) = user_keys(&tenant, &inbox, &uid)?;
     let page = state
         .inbox
         .feed(
@@ -192,9 +211,9 @@ pub(crate) async fn feed(
     path = "/api/v1/inbox/tenants/{tenant}/inboxes/{inbox}/users/{uid}/counts",
     tag = "inbox",
     params(
-        ("tenant" = String, Path),
-        ("inbox" = String, Path),
-        ("uid" = String, Path)
+        ("tenant" = TenantKey, Path),
+        ("inbox" = InboxKey, Path),
+        ("uid" = UserKey, Path)
     ),
     responses(
         (status = 200, description = "OK", body = Counts),
@@ -207,6 +226,7 @@ pub(crate) async fn counts(
     _auth: Scoped<InboxRead>,
     Path((tenant, inbox, uid)): Path<(String, String, String)>,
 ) -> Result<Response, Problem> {
+    let (tenant, inbox, uid) = user_keys(&tenant, &inbox, &uid)?;
     Ok(Json(state.inbox.counts(&tenant, &inbox, &uid).await?).into_response())
 }
 
@@ -215,10 +235,10 @@ pub(crate) async fn counts(
     path = "/api/v1/inbox/tenants/{tenant}/inboxes/{inbox}/users/{uid}/messages/{message_id}/read",
     tag = "inbox",
     params(
-        ("tenant" = String, Path),
-        ("inbox" = String, Path),
-        ("uid" = String, Path),
-        ("message_id" = String, Path),
+        ("tenant" = TenantKey, Path),
+        ("inbox" = InboxKey, Path),
+        ("uid" = UserKey, Path),
+        ("message_id" = MessageKey, Path),
         ("Idempotency-Key" = Option<String>, Header, description = "Makes a retry of this request return the first answer")
     ),
     responses(
@@ -232,6 +252,8 @@ pub(crate) async fn mark_read(
     _auth: Scoped<InboxWrite>,
     Path((tenant, inbox, uid, id)): Path<(String, String, String, String)>,
 ) -> Result<Response, Problem> {
+    let (tenant, inbox, uid) = user_keys(&tenant, &inbox, &uid)?;
+    let id = MessageKey::parse(&id)?;
     let m = state
         .inbox
         .mark_read(&tenant, &inbox, &uid, &id, state.clock.now())
@@ -248,9 +270,9 @@ pub(crate) async fn mark_read(
     path = "/api/v1/inbox/tenants/{tenant}/inboxes/{inbox}/users/{uid}/read-all",
     tag = "inbox",
     params(
-        ("tenant" = String, Path),
-        ("inbox" = String, Path),
-        ("uid" = String, Path),
+        ("tenant" = TenantKey, Path),
+        ("inbox" = InboxKey, Path),
+        ("uid" = UserKey, Path),
         ("Idempotency-Key" = Option<String>, Header, description = "Makes a retry of this request return the first answer")
     ),
     responses(
@@ -264,6 +286,7 @@ pub(crate) async fn mark_all(
     _auth: Scoped<InboxWrite>,
     Path((tenant, inbox, uid)): Path<(String, String, String)>,
 ) -> Result<Response, Problem> {
+    let (tenant, inbox, uid) = user_keys(&tenant, &inbox, &uid)?;
     let n = state
         .inbox
         .mark_all_read(&tenant, &inbox, &uid, state.clock.now())

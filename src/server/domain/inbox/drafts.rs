@@ -5,9 +5,10 @@
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Value};
 
+use super::keys::{InboxKey, TenantKey};
 use super::publish::Publish;
 use super::views::parse_form;
-use super::{key, Inbox};
+use super::Inbox;
 use crate::model::inbox::{Draft, PublishForm, Receipt};
 use crate::model::AppError;
 use crate::server::domain::idempotency::KeyInputs;
@@ -54,7 +55,7 @@ impl Inbox {
     ) -> Result<(), AppError> {
         check_draft_key(&form.idempotency_key)?;
         parse_form(form, owner)?;
-        let tenant = key(&form.tenant, "tenant")?;
+        let tenant = TenantKey::parse(&form.tenant)?;
         let item = DraftItem {
             pk: store::tenant_pk(&tenant),
             sk: store::draft_sk(owner, &form.idempotency_key),
@@ -82,7 +83,7 @@ impl Inbox {
         if !is_draft_key(draft_key) {
             return Ok(None);
         }
-        let tenant = key(tenant, "tenant")?;
+        let tenant = TenantKey::parse(tenant)?;
         let found: Option<DraftItem> = store::get(
             &self.store,
             &store::tenant_pk(&tenant),
@@ -139,9 +140,11 @@ impl Inbox {
         job: String,
         now: DateTime<Utc>,
     ) -> Result<Value, AppError> {
-        let out = self
-            .publish(&form.tenant, &form.inbox, publish, &job, now)
-            .await?;
+        let (tenant, inbox) = (
+            TenantKey::parse(&form.tenant)?,
+            InboxKey::parse(&form.inbox)?,
+        );
+        let out = self.publish(&tenant, &inbox, publish, &job, now).await?;
         Ok(json!({"ok": true, "data": {
             "message_id": out.message_id,
             "recipients": out.recipients,
@@ -156,7 +159,7 @@ impl Inbox {
         form: &PublishForm,
         receipt: &Receipt,
     ) -> Result<(), AppError> {
-        let tenant = key(&form.tenant, "tenant")?;
+        let tenant = TenantKey::parse(&form.tenant)?;
         store::set_draft_receipt(
             &self.store,
             &store::tenant_pk(&tenant),
@@ -174,7 +177,7 @@ pub fn publish_values(form: &PublishForm, publish: &Publish) -> KeyInputs {
         .id("tenant", form.tenant.trim())
         .id("inbox", form.inbox.trim())
         .text("audience", &format!("{:?}", publish.uids))
-        .id("category", publish.category.clone().unwrap_or_default())
+        .id("category", publish.category.as_deref().unwrap_or_default())
         .text("title", &publish.title)
         .text("body", &publish.body)
         .text("cta", publish.cta_uri.as_deref().unwrap_or_default())

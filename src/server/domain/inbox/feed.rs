@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
-use super::{key, Inbox};
+use super::keys::{InboxKey, MessageKey, TenantKey, UserKey};
+use super::Inbox;
 use crate::model::inbox::{Counts, FeedItem, FeedPage};
 use crate::model::AppError;
 use crate::server::store::cursor::Binding;
@@ -76,18 +77,13 @@ impl Inbox {
     /// One page of `uid`'s feed after `cursor` (a message id), newest first.
     pub async fn feed(
         &self,
-        tenant: &str,
-        inbox: &str,
-        uid: &str,
+        tenant: &TenantKey,
+        inbox: &InboxKey,
+        uid: &UserKey,
         cursor: Option<&str>,
         size: usize,
         now: DateTime<Utc>,
     ) -> Result<FeedPage, AppError> {
-        let (tenant, inbox, uid) = (
-            key(tenant, "tenant")?,
-            key(inbox, "inbox")?,
-            key(uid, "uid")?,
-        );
         let binding = feed_binding(&tenant, &inbox, &uid);
         let cursor = feed_cursor(&self.store, &binding, cursor)?;
         let user_pk = store::user_pk(&tenant, &uid, &inbox);
@@ -153,12 +149,12 @@ impl Inbox {
 
     /// Totals for `uid`: their messages and the public ones, read, unread, unread per
     /// category (from the counters, never by counting messages).
-    pub async fn counts(&self, tenant: &str, inbox: &str, uid: &str) -> Result<Counts, AppError> {
-        let (tenant, inbox, uid) = (
-            key(tenant, "tenant")?,
-            key(inbox, "inbox")?,
-            key(uid, "uid")?,
-        );
+    pub async fn counts(
+        &self,
+        tenant: &TenantKey,
+        inbox: &InboxKey,
+        uid: &UserKey,
+    ) -> Result<Counts, AppError> {
         let mine = store::stats(&self.store, &store::user_pk(&tenant, &uid, &inbox)).await?;
         let public = store::stats(&self.store, &store::public_pk(&tenant, &inbox)).await?;
         let get = |list: &[store::Stats], sk: &str| {
@@ -201,24 +197,18 @@ impl Inbox {
     /// Marks one message read for `uid`: once, whoever else is marking it at the same time.
     pub async fn mark_read(
         &self,
-        tenant: &str,
-        inbox: &str,
-        uid: &str,
-        message_id: &str,
+        tenant: &TenantKey,
+        inbox: &InboxKey,
+        uid: &UserKey,
+        id: &MessageKey,
         now: DateTime<Utc>,
     ) -> Result<Marked, AppError> {
-        let (tenant, inbox, uid) = (
-            key(tenant, "tenant")?,
-            key(inbox, "inbox")?,
-            key(uid, "uid")?,
-        );
-        let id = key(message_id, "message_id")?;
         let r = Reading {
             user_pk: store::user_pk(&tenant, &uid, &inbox),
-            sk: store::message_sk(&id),
-            tenant,
-            inbox,
-            uid,
+            sk: store::message_sk(id),
+            tenant: tenant.to_string(),
+            inbox: inbox.to_string(),
+            uid: uid.to_string(),
         };
         let keep = (now + Duration::days(KEEP_DAYS)).timestamp();
         for _ in 0..5 {
@@ -311,9 +301,9 @@ impl Inbox {
     /// Marks every unread message of `uid`'s feed read; returns how many it marked.
     pub async fn mark_all_read(
         &self,
-        tenant: &str,
-        inbox: &str,
-        uid: &str,
+        tenant: &TenantKey,
+        inbox: &InboxKey,
+        uid: &UserKey,
         now: DateTime<Utc>,
     ) -> Result<usize, AppError> {
         let mut marked = 0;
@@ -323,7 +313,8 @@ impl Inbox {
                 .feed(tenant, inbox, uid, cursor.as_deref(), 100, now)
                 .await?;
             for m in page.items.iter().filter(|m| !m.read) {
-                if self.mark_read(tenant, inbox, uid, &m.id, now).await? == Marked::Now {
+                let id = MessageKey::parse(&m.id)?;
+                if self.mark_read(tenant, inbox, uid, &id, now).await? == Marked::Now {
                     marked += 1;
                 }
             }

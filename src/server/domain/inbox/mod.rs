@@ -5,6 +5,7 @@
 mod deliver;
 pub mod drafts;
 pub mod feed;
+pub mod keys;
 pub mod publish;
 pub mod verify;
 pub mod views;
@@ -15,34 +16,12 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 
 use crate::model::AppError;
-use crate::server::crash_points::{CrashPoints, Never};
 use crate::server::contract::inbox as contract;
+use crate::server::crash_points::{CrashPoints, Never};
 use crate::server::domain::fields::{self, iso_ms};
 use crate::server::store::inbox::{self as store, InboxConfig, Kind, TenantSettings, SETTINGS_SK};
 use crate::server::store::Store;
-
-/// A tenant, user, inbox or category key: 1 to 128 characters, no `#` (the key
-/// separator), no control characters, not starting with `$` (reserved for `$public`).
-pub fn key(raw: &str, field: &str) -> Result<String, AppError> {
-    let k = raw.trim();
-    let bad = |why: &str| AppError::invalid(field, format!("{field} {why}."));
-    if k.is_empty() {
-        return Err(bad("is required"));
-    }
-    if k.chars().count() > 128 {
-        return Err(bad("is at most 128 characters"));
-    }
-    if k.contains('#') {
-        return Err(bad("must not contain #"));
-    }
-    if k.starts_with('$') || k == "*" {
-        return Err(bad("must not start with $ or be *"));
-    }
-    if k.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        return Err(bad("must not contain spaces or control characters"));
-    }
-    Ok(k.to_string())
-}
+use keys::{CategoryKey, InboxKey, TenantKey};
 
 /// A lifetime like `30d` or `12h`, from 1 hour to 3650 days.
 pub fn parse_ttl(raw: &str, field: &str) -> Result<Duration, AppError> {
@@ -118,20 +97,19 @@ impl Inbox {
     /// Creates or replaces a tenant's settings.
     pub async fn put_tenant(
         &self,
-        tenant: &str,
+        tenant: &TenantKey,
         body: contract::TenantSettings,
         now: DateTime<Utc>,
     ) -> Result<TenantSettings, AppError> {
-        let tenant = key(tenant, "tenant")?;
         let ttl = fields::text("ttl", body.ttl, 16)?.unwrap_or_else(|| "30d".into());
         parse_ttl(&ttl, "ttl")?;
         let s = TenantSettings {
             pk: store::tenant_pk(&tenant),
             sk: SETTINGS_SK.into(),
             kind: Kind::TenantSettings,
-            title: fields::text("title", body.title, 200)?.unwrap_or_else(|| tenant.clone()),
+            title: fields::text("title", body.title, 200)?.unwrap_or_else(|| tenant.to_string()),
             ttl,
-            tenant_key: tenant.clone(),
+            tenant_key: tenant.to_string(),
             updated_at: iso_ms(now),
             expiredat: self.keep_until(now),
         };
@@ -142,18 +120,16 @@ impl Inbox {
     /// Creates or replaces an inbox's configuration.
     pub async fn put_inbox(
         &self,
-        tenant: &str,
-        inbox: &str,
+        tenant: &TenantKey,
+        inbox: &InboxKey,
         body: contract::InboxSettings,
         now: DateTime<Utc>,
     ) -> Result<InboxConfig, AppError> {
-        let tenant = key(tenant, "tenant")?;
-        let inbox = key(inbox, "inbox")?;
         let mut ttl = BTreeMap::new();
         for (k, s) in body.ttl.unwrap_or_default() {
             let field = format!("ttl.{k}");
             if k != "default" {
-                key(&k, &field)?;
+                CategoryKey::parse_as(&k, &field)?;
             }
             parse_ttl(&s, &field)?;
             ttl.insert(k, s.trim().to_string());
@@ -163,11 +139,11 @@ impl Inbox {
             pk: store::tenant_pk(&tenant),
             sk: store::inbox_sk(&inbox),
             kind: Kind::InboxConfig,
-            title: fields::text("title", body.title, 200)?.unwrap_or_else(|| inbox.clone()),
+            title: fields::text("title", body.title, 200)?.unwrap_or_else(|| inbox.to_string()),
             description: fields::text("description", body.description, 1000)?.unwrap_or_default(),
             ttl,
-            tenant_key: tenant.clone(),
-            inbox_key: inbox,
+            tenant_key: tenant.to_string(),
+            inbox_key: inbox.to_string(),
             updated_at: iso_ms(now),
             expiredat: self.keep_until(now),
         };
@@ -175,14 +151,15 @@ impl Inbox {
         Ok(c)
     }
 
-    pub async fn tenant(&self, tenant: &str) -> Result<Option<TenantSettings>, AppError> {
-        let tenant = key(tenant, "tenant")?;
+    pub async fn tenant(&self, tenant: &TenantKey) -> Result<Option<TenantSettings>, AppError> {
         Ok(store::get(&self.store, &store::tenant_pk(&tenant), SETTINGS_SK).await?)
     }
 
-    pub async fn inbox(&self, tenant: &str, inbox: &str) -> Result<Option<InboxConfig>, AppError> {
-        let tenant = key(tenant, "tenant")?;
-        let inbox = key(inbox, "inbox")?;
+    pub async fn inbox(
+        &self,
+        tenant: &TenantKey,
+        inbox: &InboxKey,
+    ) -> Result<Option<InboxConfig>, AppError> {
         Ok(store::get(
             &self.store,
             &store::tenant_pk(&tenant),
@@ -195,8 +172,8 @@ impl Inbox {
     /// inbox default, else the tenant's, else 30 days.
     pub async fn lifetime(
         &self,
-        tenant: &str,
-        inbox: &str,
+        tenant: &TenantKey,
+        inbox: &InboxKey,
         category: Option<&str>,
     ) -> Result<Duration, AppError> {
         if let Some(c) = self.inbox(tenant, inbox).await? {
@@ -219,11 +196,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_and_lifetimes() {
-        assert_eq!(key(" acme ", "tenant").unwrap(), "acme");
-        for bad in ["", "a#b", "$public", "*", &"x".repeat(129), "a b"] {
-            assert!(key(bad, "tenant").is_err(), "{bad:?}");
-        }
+    fn lifetimes() {
         assert_eq!(parse_ttl("7d", "t").unwrap(), Duration::days(7));
         assert_eq!(parse_ttl("12h", "t").unwrap(), Duration::hours(12));
         assert_eq!(parse_ttl("3650d", "t").unwrap(), Duration::days(3650));

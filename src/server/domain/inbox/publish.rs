@@ -7,7 +7,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{key, message_id, parse_ttl, Inbox};
+use super::keys::{CategoryKey, InboxKey, TenantKey, UserKey};
+use super::{message_id, parse_ttl, Inbox};
 use crate::model::AppError;
 use crate::server::contract::inbox::PublishRequest;
 use crate::server::domain::fields::{self, iso_ms};
@@ -22,9 +23,9 @@ pub const MAX_RECIPIENTS: usize = 10_000;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Publish {
     /// `None`: everyone.
-    pub uids: Option<Vec<String>>,
+    pub uids: Option<Vec<UserKey>>,
     pub label: String,
-    pub category: Option<String>,
+    pub category: Option<CategoryKey>,
     pub title: String,
     pub body: String,
     pub cta_uri: Option<String>,
@@ -60,10 +61,10 @@ pub fn cta(raw: &str, field: &str) -> Result<String, AppError> {
 }
 
 /// Recipients from a list (API) or text (one per line or comma-separated, console).
-pub fn uids(raw: &[String]) -> Result<Vec<String>, AppError> {
-    let mut out: Vec<String> = Vec::new();
+pub fn uids(raw: &[String]) -> Result<Vec<UserKey>, AppError> {
+    let mut out: Vec<UserKey> = Vec::new();
     for (i, u) in raw.iter().enumerate() {
-        let k = key(u, &format!("audience.uids[{i}]"))?;
+        let k = UserKey::parse_as(u, &format!("audience.uids[{i}]"))?;
         if !out.contains(&k) {
             out.push(k);
         }
@@ -121,7 +122,7 @@ impl Publish {
 
     #[allow(clippy::too_many_arguments)]
     pub fn build(
-        uids: Option<Vec<String>>,
+        uids: Option<Vec<UserKey>>,
         label: Option<String>,
         category: Option<String>,
         title: String,
@@ -131,7 +132,7 @@ impl Publish {
         sender: &str,
         host_system_id: Option<String>,
     ) -> Result<Publish, AppError> {
-        let category = category.map(|c| key(&c, "category")).transpose()?;
+        let category = category.map(|c| CategoryKey::parse(&c)).transpose()?;
         let cta_uri = cta_uri.map(|c| cta(&c, "cta_uri")).transpose()?;
         if let Some(t) = &ttl {
             parse_ttl(t, "ttl")?;
@@ -195,8 +196,8 @@ pub struct Published {
 /// Where a message goes and for how long: the checked keys, the publish time, and when
 /// the message expires.
 struct Target {
-    tenant: String,
-    inbox: String,
+    tenant: TenantKey,
+    inbox: InboxKey,
     now: DateTime<Utc>,
     /// Epoch seconds.
     expires: i64,
@@ -215,8 +216,8 @@ impl Inbox {
     /// the same job finishes what the first left, and writes nothing it already wrote.
     pub async fn publish(
         &self,
-        tenant: &str,
-        inbox: &str,
+        tenant: &TenantKey,
+        inbox: &InboxKey,
         p: &Publish,
         job: &str,
         now: DateTime<Utc>,
@@ -245,23 +246,18 @@ impl Inbox {
     /// the inbox's for its category (see [`Inbox::lifetime`]).
     async fn target(
         &self,
-        tenant: &str,
-        inbox: &str,
+        tenant: &TenantKey,
+        inbox: &InboxKey,
         p: &Publish,
         now: DateTime<Utc>,
     ) -> Result<Target, AppError> {
-        let tenant = key(tenant, "tenant")?;
-        let inbox = key(inbox, "inbox")?;
         let life = match &p.ttl {
             Some(t) => parse_ttl(t, "ttl")?,
-            None => {
-                self.lifetime(&tenant, &inbox, p.category.as_deref())
-                    .await?
-            }
+            None => self.lifetime(tenant, inbox, p.category.as_deref()).await?,
         };
         Ok(Target {
-            tenant,
-            inbox,
+            tenant: tenant.clone(),
+            inbox: inbox.clone(),
             now,
             expires: (now + life).timestamp(),
         })
@@ -276,7 +272,7 @@ impl Inbox {
             sk: store::job_sk(job),
             kind: Kind::Job,
             message_id: fresh_id.clone(),
-            inbox_key: t.inbox.clone(),
+            inbox_key: t.inbox.to_string(),
             expiredat: t.expires + 86_400,
         };
         let publication = publication(t, p, &fresh_id);
@@ -314,11 +310,11 @@ fn publication(t: &Target, p: &Publish, id: &str) -> Publication {
         sk: store::publication_sk(&t.inbox, id),
         kind: Kind::Publication,
         id: id.to_string(),
-        inbox_key: t.inbox.clone(),
+        inbox_key: t.inbox.to_string(),
         audience_kind: p.audience_kind(),
         label: p.label.clone(),
         recipients: p.uids.as_ref().map_or(1, Vec::len) as i64,
-        category: p.category.clone(),
+        category: p.category.as_ref().map(ToString::to_string),
         title: p.title.clone(),
         status: PublicationStatus::Publishing,
         created_at: iso_ms(t.now),
@@ -355,7 +351,13 @@ fn copy(t: &Target, p: &Publish, started: &Started, pk: String, uid: &str) -> Me
         audiences: Audience {
             kind: p.audience_kind(),
             label: p.label.clone(),
-            uids: p.uids.iter().flatten().take(20).cloned().collect(),
+            uids: p
+                .uids
+                .iter()
+                .flatten()
+                .take(20)
+                .map(ToString::to_string)
+                .collect(),
             count: p.uids.as_ref().map_or(1, Vec::len) as i64,
         },
         received: started.received,
@@ -363,15 +365,15 @@ fn copy(t: &Target, p: &Publish, started: &Started, pk: String, uid: &str) -> Me
         readat: None,
         expiredat: t.expires,
         taxonomy: Taxonomy {
-            category: p.category.clone(),
+            category: p.category.as_ref().map(ToString::to_string),
         },
         message: Body {
             title: p.title.clone(),
             body: p.body.clone(),
             cta_uri: p.cta_uri.clone(),
         },
-        tenant_key: t.tenant.clone(),
-        inbox_key: t.inbox.clone(),
+        tenant_key: t.tenant.to_string(),
+        inbox_key: t.inbox.to_string(),
         uid: uid.to_string(),
     }
 }

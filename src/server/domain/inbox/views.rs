@@ -1,7 +1,8 @@
 //! What the Inbox pages read, and the compose form read into a publish request.
 
+use super::keys::{InboxKey, TenantKey};
 use super::publish::{uids, Publish};
-use super::{key, Inbox};
+use super::Inbox;
 use crate::model::inbox::{InboxPage, InboxSummary, PublicationRow, PublishForm};
 use crate::model::AppError;
 use crate::server::ids::random_hex;
@@ -44,7 +45,7 @@ impl Inbox {
         if tenant.trim().is_empty() {
             return Ok(page);
         }
-        let tenant = key(tenant, "tenant")?;
+        let tenant = TenantKey::parse(tenant)?;
         if let Some(s) = self.tenant(&tenant).await? {
             page.tenant_title = Some(s.title);
             page.tenant_ttl = Some(s.ttl);
@@ -58,15 +59,15 @@ impl Inbox {
         )
         .await?;
         page.inboxes = configs.iter().map(summary).collect();
-        page.tenant = Some(tenant.clone());
+        page.tenant = Some(tenant.to_string());
         if inbox_key.trim().is_empty() {
             return Ok(page);
         }
-        let ik = key(inbox_key, "inbox")?;
+        let ik = InboxKey::parse(inbox_key)?;
         page.inbox = Some(
             configs
                 .iter()
-                .find(|c| c.inbox_key == ik)
+                .find(|c| c.inbox_key == ik.as_str())
                 .map_or_else(|| unconfigured(&ik), summary),
         );
         (page.publications, page.publications_next) =
@@ -132,8 +133,8 @@ fn unconfigured(inbox: &str) -> InboxSummary {
 
 /// The compose form as a publish request.
 pub fn parse_form(f: &PublishForm, sender: &str) -> Result<Publish, AppError> {
-    key(&f.tenant, "tenant")?;
-    key(&f.inbox, "inbox")?;
+    TenantKey::parse(&f.tenant)?;
+    InboxKey::parse(&f.inbox)?;
     let opt = |s: &str| Some(s.trim().to_string()).filter(|s| !s.is_empty());
     let list = match f.audience.as_str() {
         "everyone" => None,

@@ -11,6 +11,7 @@ use utoipa::{Modify, OpenApi};
 use super::idempotency;
 use super::problem::{ProblemDoc, ProblemResponse};
 use crate::model::openapi::{Field, Schema};
+use crate::server::domain::inbox::keys::{InboxKey, MessageKey, TenantKey, UserKey};
 
 struct BearerKeys;
 
@@ -116,7 +117,10 @@ impl Modify for LayerProblems {
         crate::server::http::health::readyz,
         crate::server::http::health::metrics,
     ),
-    components(schemas(ProblemDoc), responses(ProblemResponse)),
+    components(
+        schemas(ProblemDoc, TenantKey, InboxKey, UserKey, MessageKey),
+        responses(ProblemResponse)
+    ),
     modifiers(&BearerKeys, &LayerProblems),
     tags(
         (name = "console", description = "Who you are, health, kill switches"),
@@ -296,5 +300,65 @@ mod tests {
             }
         }
         assert!(keyed >= 10, "only {keyed} keyed routes were seen");
+    }
+
+    /// The inbox's keys in a path state the rule the server checks (the same constants).
+    #[test]
+    fn inbox_path_keys_state_their_rule() {
+        use crate::server::domain::inbox::keys::{KEY_MAX_CHARS, KEY_PATTERN};
+        let doc = super::document();
+        let resolve = |s: &serde_json::Value| match s["$ref"].as_str() {
+            Some(r) => doc["components"]["schemas"][r.rsplit('/').next().unwrap()].clone(),
+            None => s.clone(),
+        };
+        let mut seen = 0;
+        for (path, item) in doc["paths"].as_object().into_iter().flatten() {
+            if !path.starts_with("/api/v1/inbox/") {
+                continue;
+            }
+            for op in item.as_object().into_iter().flatten().map(|(_, op)| op) {
+                for p in op["parameters"].as_array().into_iter().flatten() {
+                    let name = p["name"].as_str().unwrap_or_default();
+                    if p["in"] != "path" {
+                        continue;
+                    }
+                    assert!(
+                        ["tenant", "inbox", "uid", "message_id"].contains(&name),
+                        "{path}: {name}"
+                    );
+                    let schema = resolve(&p["schema"]);
+                    assert_eq!(schema["pattern"], KEY_PATTERN, "{path}: {name}");
+                    assert_eq!(schema["maxLength"], KEY_MAX_CHARS, "{path}: {name}");
+                    assert_eq!(schema["minLength"], 1, "{path}: {name}");
+                    seen += 1;
+                }
+            }
+        }
+        assert!(seen >= 15, "only {seen} inbox path keys were seen");
+    }
+
+    /// Every `$ref` in the document names a schema or response it holds.
+    #[test]
+    fn every_reference_resolves() {
+        fn walk(v: &serde_json::Value, refs: &mut Vec<String>) {
+            match v {
+                serde_json::Value::Object(m) => {
+                    if let Some(r) = m.get("$ref").and_then(|r| r.as_str()) {
+                        refs.push(r.to_string());
+                    }
+                    m.values().for_each(|v| walk(v, refs));
+                }
+                serde_json::Value::Array(a) => a.iter().for_each(|v| walk(v, refs)),
+                _ => {}
+            }
+        }
+        let doc = super::document();
+        let mut refs = Vec::new();
+        walk(&doc, &mut refs);
+        assert!(refs.len() > 20, "only {} references", refs.len());
+        for r in refs {
+            let pointer = r.trim_start_matches('#');
+            assert!(doc.pointer(pointer).is_some(), "{r} names nothing");
+        }
     }
 }
