@@ -13,10 +13,10 @@ use crate::model::AppError;
 pub async fn load_api_keys() -> Result<ApiKeysView, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::accounts::api_keys::SCOPES;
+    use crate::server::domain::api_keys::SCOPES;
     ctx::require(Role::Admin)?;
     let state = ctx::state()?;
-    let keys = state.accounts.api_keys().await?;
+    let keys = state.api_keys.api_keys().await?;
     Ok(ApiKeysView {
         keys: keys.iter().map(key_summary).collect(),
         scopes: SCOPES.iter().map(|s| s.to_string()).collect(),
@@ -26,7 +26,7 @@ pub async fn load_api_keys() -> Result<ApiKeysView, AppError> {
 
 #[cfg(feature = "ssr")]
 fn key_summary(
-    k: &crate::server::store::accounts::api_keys::ApiKeyItem,
+    k: &crate::server::store::api_keys::ApiKeyItem,
 ) -> crate::model::api_keys::ApiKeySummary {
     let iso =
         |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
@@ -59,7 +59,7 @@ pub async fn create_api_key(
 ) -> Result<OneTime, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::accounts::api_keys::check_new_key;
+    use crate::server::domain::api_keys::check_new_key;
     use crate::server::domain::idempotency::KeyInputs;
     use crate::server::forms::Submission;
     let admin = ctx::require(Role::Admin)?;
@@ -86,7 +86,7 @@ pub async fn create_api_key(
     let done = format!("API key {name} was created ({}).", scopes.join(", "));
     super::users::once_with_secret(sub, done, || async {
         state
-            .accounts
+            .api_keys
             .create_api_key(&name, &scopes, days, &admin.name)
             .await
     })
@@ -118,7 +118,7 @@ pub async fn revoke_api_key(
     };
     forms::once(&state, sub, |_| async {
         state
-            .accounts
+            .api_keys
             .revoke_api_key(&key_hash, &reason, &admin.name)
             .await?;
         Ok(serde_json::json!({ "ok": true }))

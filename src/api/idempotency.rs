@@ -56,7 +56,7 @@ pub async fn load_idempotency_key(id: String) -> Result<KeySummary, AppError> {
     let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let api_keys: Vec<(String, String)> = state
-        .accounts
+        .api_keys
         .api_keys()
         .await?
         .into_iter()
@@ -95,7 +95,7 @@ pub async fn api_client_names() -> Result<Vec<String>, AppError> {
     ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let mut names: Vec<String> = state
-        .accounts
+        .api_keys
         .api_keys()
         .await?
         .into_iter()
@@ -144,7 +144,7 @@ pub async fn find_idempotency_key(
         return Ok(Vec::new());
     }
     let principals: Vec<String> = state
-        .accounts
+        .api_keys
         .api_keys()
         .await?
         .into_iter()

@@ -12,7 +12,7 @@ pub async fn list_users() -> Result<Vec<UserSummary>, AppError> {
     use crate::server::ctx;
     ctx::require(Role::Admin)?;
     let state = ctx::state()?;
-    let all = state.accounts.users().await?;
+    let all = state.users.users().await?;
     Ok(all.iter().map(|u| u.summary()).collect())
 }
 
@@ -21,12 +21,12 @@ pub async fn list_users() -> Result<Vec<UserSummary>, AppError> {
 pub async fn set_user_role(name: String, role: String, reason: String) -> Result<String, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::accounts::Change;
+    use crate::server::domain::users::Change;
     let admin = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
     let role = Role::parse(&role)?;
     state
-        .accounts
+        .users
         .change_user(&name, Change::SetRole(role), &reason, &admin.name)
         .await?;
     Ok(format!("{name} is now {role}."))
@@ -41,7 +41,7 @@ pub async fn set_user_disabled(
 ) -> Result<String, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::accounts::Change;
+    use crate::server::domain::users::Change;
     let admin = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
     let (change, done) = match disabled.as_str() {
@@ -50,7 +50,7 @@ pub async fn set_user_disabled(
         _ => return Err(AppError::invalid("disabled", "Expected true or false.")),
     };
     state
-        .accounts
+        .users
         .change_user(&name, change, &reason, &admin.name)
         .await?;
     Ok(format!("{name} is {done}."))
@@ -63,7 +63,7 @@ pub async fn load_users() -> Result<UsersView, AppError> {
     use crate::server::ctx;
     ctx::require(Role::Admin)?;
     let state = ctx::state()?;
-    let users = state.accounts.users().await?;
+    let users = state.users.users().await?;
     Ok(UsersView {
         users: users.iter().map(|u| u.summary()).collect(),
         form_key: crate::server::ids::random_hex(16),
@@ -117,8 +117,8 @@ pub async fn add_user(
 ) -> Result<OneTime, AppError> {
     use crate::model::users::{parse_user_name, Role};
     use crate::server::ctx;
-    use crate::server::domain::accounts::passwords::new_password;
     use crate::server::domain::idempotency::KeyInputs;
+    use crate::server::domain::users::passwords::new_password;
     use crate::server::forms::Submission;
     let admin = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
@@ -134,7 +134,7 @@ pub async fn add_user(
     once_with_secret(sub, done, || async {
         let password = new_password();
         state
-            .accounts
+            .users
             .add_user(&name, role, &password, &admin.name)
             .await?;
         Ok(password)
@@ -152,9 +152,9 @@ pub async fn reset_password(
     use crate::model::kill_switches::Reason;
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::accounts::passwords::new_password;
-    use crate::server::domain::accounts::Change;
     use crate::server::domain::idempotency::KeyInputs;
+    use crate::server::domain::users::passwords::new_password;
+    use crate::server::domain::users::Change;
     use crate::server::forms::Submission;
     let admin = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
@@ -171,7 +171,7 @@ pub async fn reset_password(
     once_with_secret(sub, done, || async {
         let password = new_password();
         state
-            .accounts
+            .users
             .change_user(
                 &name,
                 Change::ResetPassword(password.clone()),

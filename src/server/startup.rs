@@ -70,7 +70,7 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
     let background = spawn_background(&state, &db.store);
     if state.config.env == Environment::Dev {
         let created = state
-            .accounts
+            .users
             .ensure_first_admin()
             .await
             .map_err(|e| StartError::Other(format!("creating the first admin failed: {e}")))?;

@@ -5,8 +5,8 @@ use leptos::config::LeptosOptions;
 
 use crate::server::clock::Clock;
 use crate::server::config::Config;
-use crate::server::domain::accounts::{AccountTtls, Accounts};
 use crate::server::domain::alerts::Alerts;
+use crate::server::domain::api_keys::ApiKeys;
 use crate::server::domain::conversations::reference::Refs;
 use crate::server::domain::conversations::Conversations;
 use crate::server::domain::events::Events;
@@ -14,6 +14,7 @@ use crate::server::domain::idempotency::{Engine, Secret};
 use crate::server::domain::inbox::Inbox;
 use crate::server::domain::kill_switches::{self, Switches};
 use crate::server::domain::measurements::Measurements;
+use crate::server::domain::users::{UserTtls, Users};
 use crate::server::readiness::Readiness;
 use crate::server::store::cursor::Cursors;
 use crate::server::store::Store;
@@ -30,7 +31,8 @@ pub struct AppState {
     /// The kill switches: reads, changes with their audit record, history.
     pub kill_switches: Switches,
     /// Users, sessions and API keys.
-    pub accounts: Accounts,
+    pub users: Users,
+    pub api_keys: ApiKeys,
     /// Helpdesk events: the webhook's pipeline and the console's reads (docs/events.md).
     pub events: Events,
     /// Opaque conversation links (no phone or email in URLs).
@@ -85,13 +87,14 @@ impl AppState {
             clock.clone(),
             kill_switches::Ttls::from(&config.ttl),
         );
-        let accounts = Accounts::new(
+        let users = Users::new(
             store.clone(),
             clock.clone(),
-            AccountTtls::from(&config.ttl),
+            UserTtls::from(&config.ttl),
             config.auth.clone(),
         )
         .with_address_key(idempotency.subkey("login-address"));
+        let api_keys = ApiKeys::new(store.clone(), clock.clone(), config.ttl.audit_days);
         let conversations = Conversations::new(store.clone(), &config.ttl);
         let inbox = Inbox::new(store.clone(), config.ttl.settings_days);
         let measurements = Measurements::new(store.clone(), config.measurements.clone());
@@ -111,7 +114,8 @@ impl AppState {
             alerts,
             idempotency,
             kill_switches: switches,
-            accounts,
+            users,
+            api_keys,
             events,
             refs,
             conversations,

@@ -356,7 +356,7 @@ impl TestApp {
     pub async fn add_user(&self, name: &str, role: Role) -> String {
         let password = format!("pw-{}", random_hex(10));
         self.state
-            .accounts
+            .users
             .add_user(name, role, &password, "test")
             .await
             .expect("user added");
@@ -387,7 +387,7 @@ impl TestApp {
     pub async fn api_key(&self, scopes: &[&str]) -> String {
         let scopes: Vec<String> = scopes.iter().map(|s| s.to_string()).collect();
         self.state
-            .accounts
+            .api_keys
             .create_api_key(&format!("k-{}", random_hex(4)), &scopes, 30, "test")
             .await
             .expect("api key")

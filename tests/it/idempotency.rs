@@ -398,7 +398,7 @@ pub(crate) fn turn_off(version: u64) -> Value {
 pub(crate) async fn writer_key(app: &TestApp, name: &str) -> String {
     let scopes = ["switches:write".into(), "switches:read".into()];
     app.state
-        .accounts
+        .api_keys
         .create_api_key(name, &scopes, 30, "test")
         .await
         .unwrap()

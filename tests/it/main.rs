@@ -1,7 +1,6 @@
 //! Integration tests: the real router against a real DynamoDB Local (one JVM per test run,
 //! a fresh table prefix per test).
 
-mod accounts;
 mod alerts;
 mod attacks;
 mod aws_failures;
@@ -22,3 +21,4 @@ mod outbox;
 mod receiver;
 mod replay;
 mod security;
+mod users;

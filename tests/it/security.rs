@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::helpers::{form, spawn_app, TestApp};
 use ops_console::model::users::Role;
-use ops_console::server::domain::accounts::api_keys::SCOPES;
+use ops_console::server::domain::api_keys::SCOPES;
 use ops_console::server::ids::random_hex;
 
 /// A value for each path parameter the API has.

@@ -7,6 +7,7 @@ use chrono::Utc;
 use serde_json::Value;
 
 use super::{print_rows, Series};
+use ops_console::server::domain::inbox::keys::{InboxKey, MessageKey, TenantKey, UserKey};
 use ops_console::server::domain::inbox::publish::Publish;
 use ops_console::server::domain::inbox::Inbox;
 use ops_console::server::store::inbox as store;
@@ -16,9 +17,25 @@ const T: &str = "bench";
 const I: &str = "news";
 const UID: &str = "reader";
 
+fn tk() -> TenantKey {
+    TenantKey::parse(T).expect("a valid tenant key")
+}
+
+fn ik() -> InboxKey {
+    InboxKey::parse(I).expect("a valid inbox key")
+}
+
+fn uk(k: &str) -> UserKey {
+    UserKey::parse(k).expect("a valid user key")
+}
+
+fn mk(k: &str) -> MessageKey {
+    MessageKey::parse(k).expect("a valid message id")
+}
+
 fn message(n: usize, everyone: bool) -> Result<Publish, String> {
     Publish::build(
-        (!everyone).then(|| vec![UID.to_string()]),
+        (!everyone).then(|| vec![uk(UID)]),
         None,
         Some(
             if n.is_multiple_of(2) {
@@ -44,7 +61,7 @@ pub async fn bench_inbox(store: &Store, n: usize, per_side: usize) -> Result<Vec
     for i in 0..2 * per_side {
         let p = message(i, i % 2 == 1)?;
         inbox
-            .publish(T, I, &p, &format!("bench-{i}"), Utc::now())
+            .publish(&tk(), &ik(), &p, &format!("bench-{i}"), Utc::now())
             .await
             .map_err(|e| e.to_string())?;
         bar(i + 1);
@@ -70,7 +87,7 @@ pub async fn bench_inbox(store: &Store, n: usize, per_side: usize) -> Result<Vec
         let r0 = store.requests().total();
         let t = Instant::now();
         let page = inbox
-            .feed(T, I, UID, None, 20, Utc::now())
+            .feed(&tk(), &ik(), &uk(UID), None, 20, Utc::now())
             .await
             .map_err(|e| e.to_string())?;
         feed.add(t.elapsed(), store.requests().total() - r0);
@@ -97,7 +114,7 @@ pub async fn bench_inbox(store: &Store, n: usize, per_side: usize) -> Result<Vec
         let r0 = store.requests().total();
         let t = Instant::now();
         inbox
-            .mark_read(T, I, UID, &m.id, Utc::now())
+            .mark_read(&tk(), &ik(), &uk(UID), &mk(&m.id), Utc::now())
             .await
             .map_err(|e| e.to_string())?;
         counted.add(t.elapsed(), store.requests().total() - r0);
@@ -113,8 +130,8 @@ pub async fn bench_inbox(store: &Store, n: usize, per_side: usize) -> Result<Vec
         let t = Instant::now();
         inbox
             .publish(
-                T,
-                I,
+                &tk(),
+                &ik(),
                 &message(i, true)?,
                 &format!("pub-all-{i}"),
                 Utc::now(),
@@ -123,11 +140,11 @@ pub async fn bench_inbox(store: &Store, n: usize, per_side: usize) -> Result<Vec
             .map_err(|e| e.to_string())?;
         everyone.add(t.elapsed(), store.requests().total() - r0);
         let mut to_ten = message(i, false)?;
-        to_ten.uids = Some((0..10).map(|u| format!("u{u}")).collect());
+        to_ten.uids = Some((0..10).map(|u| uk(&format!("u{u}"))).collect());
         let r0 = store.requests().total();
         let t = Instant::now();
         inbox
-            .publish(T, I, &to_ten, &format!("pub-ten-{i}"), Utc::now())
+            .publish(&tk(), &ik(), &to_ten, &format!("pub-ten-{i}"), Utc::now())
             .await
             .map_err(|e| e.to_string())?;
         ten.add(t.elapsed(), store.requests().total() - r0);

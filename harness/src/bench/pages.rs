@@ -74,12 +74,12 @@ pub async fn render(store: &Store, config: &Config, n: usize) -> Result<Vec<Valu
     );
     let password = random_hex(12);
     state
-        .accounts
+        .users
         .add_user("bench-admin", Role::Admin, &password, "bench")
         .await
         .map_err(|e| e.to_string())?;
     let (session, _) = state
-        .accounts
+        .users
         .login("bench-admin", &password, None)
         .await
         .map_err(|e| e.to_string())?

@@ -176,12 +176,12 @@ pub async fn bench_signin(store: &Store, config: &Config, n: usize) -> Result<Ve
     );
     let password = random_hex(12);
     state
-        .accounts
+        .users
         .add_user("bench-viewer", Role::Viewer, &password, "bench")
         .await
         .map_err(|e| e.to_string())?;
     let (cookie, _) = state
-        .accounts
+        .users
         .login("bench-viewer", &password, None)
         .await
         .map_err(|e| e.to_string())?

@@ -24,8 +24,7 @@ use tokio::time::Instant;
 use clients::{Acked, Http, Tally};
 use ops_console::server::clock::Clock;
 use ops_console::server::config::Config;
-use ops_console::server::domain::accounts::api_keys::SCOPES;
-use ops_console::server::domain::accounts::{AccountTtls, Accounts};
+use ops_console::server::domain::api_keys::{ApiKeys, SCOPES};
 use ops_console::server::dynamo_local::{self, DynamoLocal};
 use ops_console::server::seed::Rng;
 use ops_console::server::store::{schema, Connection, Store};
@@ -174,11 +173,17 @@ async fn connect(endpoint: &str, config: &Config) -> Store {
 /// so that the expiry phase can remove them as DynamoDB's TTL would.
 async fn prepare_inbox(store: &Store) -> Result<(), String> {
     use ops_console::server::contract::inbox::{InboxSettings, TenantSettings};
+    use ops_console::server::domain::inbox::keys::{InboxKey, TenantKey};
     let inbox = ops_console::server::domain::inbox::Inbox::new(store.clone(), 365);
     let now = chrono::Utc::now();
+    let (tenant, news) = (TenantKey::parse("chaos"), InboxKey::parse("news"));
+    let (tenant, news) = (
+        tenant.map_err(|e| e.to_string())?,
+        news.map_err(|e| e.to_string())?,
+    );
     inbox
         .put_tenant(
-            "chaos",
+            &tenant,
             TenantSettings {
                 title: Some("Chaos".into()),
                 ttl: Some("30d".into()),
@@ -197,7 +202,7 @@ async fn prepare_inbox(store: &Store) -> Result<(), String> {
         ),
     };
     inbox
-        .put_inbox("chaos", "news", body, now)
+        .put_inbox(&tenant, &news, body, now)
         .await
         .map_err(|e| e.to_string())?;
     Ok(())
@@ -224,12 +229,7 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
         .map_err(|e| e.to_string())?;
     schema::bootstrap(&store).await.map_err(|e| e.to_string())?;
     let scopes: Vec<String> = SCOPES.iter().map(|s| s.to_string()).collect();
-    let ttls = AccountTtls {
-        audit_days: 1,
-        ..AccountTtls::from(&config.ttl)
-    };
-    let accounts = Accounts::new(store.clone(), Clock::default(), ttls, config.auth.clone());
-    let key = accounts
+    let key = ApiKeys::new(store.clone(), Clock::default(), 1)
         .create_api_key("chaos", &scopes, 1, "chaos")
         .await
         .map_err(|e| e.to_string())?;

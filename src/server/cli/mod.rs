@@ -1,8 +1,8 @@
 //! The command line: `ops-console [serve|bootstrap|openapi|sweep|verify|seed|user|apikey|aws]`,
 //! parsed by clap. The commands talk to the same DynamoDB as a running console.
 
-mod accounts;
 mod maintenance;
+mod users;
 
 use std::process::ExitCode;
 
@@ -54,12 +54,12 @@ enum Command {
     /// Console users: add, change, list.
     User {
         #[command(subcommand)]
-        command: accounts::UserCommand,
+        command: users::UserCommand,
     },
     /// API keys for machine clients.
     Apikey {
         #[command(subcommand)]
-        command: accounts::ApiKeyCommand,
+        command: users::ApiKeyCommand,
     },
     /// The deploy kit: what AWS needs, for this environment's tables (docs/operations.md).
     Aws {
@@ -176,8 +176,8 @@ pub async fn run(raw: Vec<String>) -> ExitCode {
         Command::Seed {
             what: Seed::Conversations { count, seed },
         } => maintenance::seed_conversations(&config, count as usize, seed).await,
-        Command::User { command } => accounts::user(&config, command).await,
-        Command::Apikey { command } => accounts::apikey(&config, command).await,
+        Command::User { command } => users::user(&config, command).await,
+        Command::Apikey { command } => users::apikey(&config, command).await,
         Command::Aws { .. } => Ok(()),
     };
     match result {

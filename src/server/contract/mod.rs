@@ -7,13 +7,13 @@
 //! Limits that JSON Schema can state are stated here (`maxLength`, `maxItems`, ranges);
 //! the domain checks them again with DynamoDB's own (domain/limits.rs).
 
-pub mod accounts;
 pub mod conversations;
 pub mod events;
 pub mod health;
 pub mod inbox;
 pub mod kill_switches;
 pub mod measurements;
+pub mod users;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};

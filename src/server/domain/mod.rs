@@ -1,7 +1,7 @@
 //! The rules: plain functions over plain types, and the few paths that apply them.
 
-pub mod accounts;
 pub mod alerts;
+pub mod api_keys;
 pub mod conversations;
 pub mod events;
 pub mod fields;
@@ -11,3 +11,4 @@ pub mod kill_switches;
 pub mod limits;
 pub mod measurements;
 pub mod redact;
+pub mod users;

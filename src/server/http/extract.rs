@@ -11,7 +11,7 @@ use axum::http::{header, StatusCode};
 use serde::de::DeserializeOwned;
 
 use super::problem::Problem;
-use crate::server::domain::accounts::api_keys::ApiPrincipal;
+use crate::server::domain::api_keys::ApiPrincipal;
 use crate::server::state::AppState;
 
 /// The client's address: the connection's own, or, when the connection comes from a
@@ -105,7 +105,7 @@ impl FromRequestParts<AppState> for ApiAuth {
             .ok_or_else(|| {
                 Problem::unauthorized("Send an API key: Authorization: Bearer <key>.")
             })?;
-        match state.accounts.resolve_api_key(key).await? {
+        match state.api_keys.resolve_api_key(key).await? {
             Some(principal) => Ok(ApiAuth(principal)),
             None => Err(Problem::unauthorized("This API key is not valid.")),
         }

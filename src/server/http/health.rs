@@ -97,7 +97,7 @@ async fn may_read_metrics(state: &AppState, headers: &HeaderMap) -> bool {
         return false;
     };
     matches!(
-        state.accounts.resolve_api_key(token.trim()).await,
+        state.api_keys.resolve_api_key(token.trim()).await,
         Ok(Some(p)) if p.has_scope("metrics:read")
     )
 }

@@ -64,7 +64,7 @@ async fn handle(
     let Some(token) = bearer(&req) else {
         return next.run(req).await;
     };
-    let principal = match state.accounts.resolve_api_key(&token).await {
+    let principal = match state.api_keys.resolve_api_key(&token).await {
         Ok(Some(p)) => p,
         Ok(None) => return next.run(req).await,
         Err(e) => return Problem::from(e).into_response(),

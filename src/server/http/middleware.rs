@@ -55,7 +55,7 @@ pub async fn same_origin(req: Request, next: Next) -> Response {
 /// Resolves the session cookie to a user and puts it on the request.
 pub async fn session(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     if let Some(id) = session_cookie(req.headers()) {
-        match state.accounts.resolve_session(&id).await {
+        match state.users.resolve_session(&id).await {
             Ok(Some(user)) => {
                 req.extensions_mut().insert(user);
             }

@@ -2,7 +2,6 @@
 //! problem+json errors), sign-in/out, the `Idempotency-Key` layer, middleware. One file
 //! per area; the router is here.
 
-pub mod accounts;
 pub mod conversations;
 pub mod events;
 pub mod extract;
@@ -15,6 +14,7 @@ pub mod measurements;
 pub mod middleware;
 pub mod openapi;
 pub mod problem;
+pub mod users;
 
 use axum::http::StatusCode;
 use axum::middleware::from_fn_with_state;
@@ -33,11 +33,11 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
         .route("/api/openapi.json", get(openapi::serve))
-        .route("/login", post(accounts::login))
-        .route("/logout", post(accounts::logout))
+        .route("/login", post(users::login))
+        .route("/logout", post(users::logout))
         .route("/find", post(find::find))
         .merge(measurements::pages())
-        .route("/api/v1/whoami", get(accounts::whoami))
+        .route("/api/v1/whoami", get(users::whoami))
         .route(
             "/api/v1/kill-switches",
             get(kill_switches::kill_switches)

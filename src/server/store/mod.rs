@@ -1,8 +1,8 @@
 //! The only module that talks to DynamoDB. Table names, key formats and condition
 //! expressions live here and nowhere else.
 
-pub mod accounts;
 pub mod alerts;
+pub mod api_keys;
 pub mod audit;
 pub mod conversations;
 mod counter;
@@ -19,6 +19,7 @@ pub mod query;
 pub mod schema;
 pub mod sweep;
 pub mod tx;
+pub mod users;
 
 use std::sync::Arc;
 use std::time::Duration;

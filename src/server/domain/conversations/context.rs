@@ -10,9 +10,9 @@ use crate::server::contract::conversations::{
     ChannelConfig, ContextObject, ConversationChanges, NewMessage,
 };
 use crate::server::contract::Flag;
-use crate::server::domain::accounts::passwords::sha256_hex;
 use crate::server::domain::fields::{self, e164, email, iso_ms};
 use crate::server::domain::limits;
+use crate::server::domain::users::passwords::sha256_hex;
 use crate::server::store::conversations::{Changes, Conversation, Message, Status};
 
 pub const CHANNELS: &[&str] = &["whatsapp", "email", "sms"];

@@ -23,7 +23,7 @@ use crate::server::clock::Clock;
 use crate::server::config::Config;
 use crate::server::crash_points::{CrashPoints, Never};
 use crate::server::crypto::Seal;
-use crate::server::domain::accounts::passwords::sha256_hex;
+use crate::server::domain::users::passwords::sha256_hex;
 use crate::server::ids::random_hex;
 use crate::server::outbound::networks::Resolver;
 use crate::server::outbound::schedule::RetrySchedule;

@@ -24,8 +24,8 @@ const PAGE: i32 = 50;
 
 /// The audit partitions of the console's staff and API keys: admins only.
 const ADMIN_PARTITIONS: [&str; 2] = [
-    crate::server::domain::accounts::AUDIT_PARTITION,
-    crate::server::domain::accounts::api_keys::AUDIT_PARTITION,
+    crate::server::domain::users::AUDIT_PARTITION,
+    crate::server::domain::api_keys::AUDIT_PARTITION,
 ];
 /// The action types recorded only in those partitions.
 const ADMIN_ACTION_TYPES: [&str; 3] = ["user_change", "api_key_created", "api_key_revoked"];

@@ -9,8 +9,8 @@ use serde_json::{json, Map, Value};
 
 use crate::model::AppError;
 use crate::server::contract::{self, measurements::Measurement};
-use crate::server::domain::accounts::passwords::sha256_hex;
 use crate::server::domain::fields::{self, parse_time};
+use crate::server::domain::users::passwords::sha256_hex;
 use crate::server::store::measurements::Payload;
 
 #[derive(Clone, Debug, PartialEq)]

@@ -95,7 +95,7 @@ impl Modify for LayerProblems {
         version = "1"
     ),
     paths(
-        crate::server::http::accounts::whoami,
+        crate::server::http::users::whoami,
         crate::server::http::kill_switches::kill_switches,
         crate::server::http::kill_switches::change_kill_switch,
         crate::server::http::events::post_event,

@@ -4,14 +4,15 @@
 use chrono::Duration;
 use serde::Serialize;
 
-use super::Accounts;
 use crate::model::users::parse_user_name;
 use crate::model::AppError;
-use crate::server::domain::accounts::passwords::{new_api_key, sha256_hex, API_KEY_PREFIX};
+use crate::server::clock::Clock;
+use crate::server::domain::users::passwords::{new_api_key, sha256_hex, API_KEY_PREFIX};
 use crate::server::errors::internal;
 use crate::server::ids::random_hex;
-use crate::server::store::accounts::api_keys::{self, ApiKeyItem};
+use crate::server::store::api_keys::{self, ApiKeyItem};
 use crate::server::store::audit::AuditItem;
+use crate::server::store::Store;
 
 pub const AUDIT_PARTITION: &str = "system#api_keys";
 pub const AUDIT_ACTION: &str = "api_key_created";
@@ -75,7 +76,24 @@ struct KeyRecord<'a> {
     scopes: &'a [String],
 }
 
-impl Accounts {
+/// Machine clients' API keys (`state.api_keys`). Cheap to clone.
+#[derive(Clone)]
+pub struct ApiKeys {
+    store: Store,
+    clock: Clock,
+    /// How long a key's audit records are kept.
+    audit_days: i64,
+}
+
+impl ApiKeys {
+    pub fn new(store: Store, clock: Clock, audit_days: i64) -> ApiKeys {
+        ApiKeys {
+            store,
+            clock,
+            audit_days,
+        }
+    }
+
     /// Creates a key living `ttl_days` and returns it; only its hash is kept. The key and
     /// its audit record are written together or not at all.
     pub async fn create_api_key(
@@ -104,7 +122,7 @@ impl Accounts {
             AUDIT_ACTION,
             now,
             &random_hex(8),
-            self.ttls.audit_days,
+            self.audit_days,
         );
         record.actor = actor.to_string();
         record.action_payload_redacted = serde_json::to_string(&KeyRecord {
@@ -171,7 +189,7 @@ impl Accounts {
             REVOKE_ACTION,
             now,
             &random_hex(8),
-            self.ttls.audit_days,
+            self.audit_days,
         );
         record.actor = actor.to_string();
         record.action_payload_redacted =

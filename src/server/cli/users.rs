@@ -9,8 +9,8 @@ use super::{database, err, CliError};
 use crate::model::users::Role;
 use crate::server::clock::Clock;
 use crate::server::config::Config;
-use crate::server::domain::accounts::api_keys::SCOPES;
-use crate::server::domain::accounts::{AccountTtls, Accounts, Change};
+use crate::server::domain::api_keys::{ApiKeys, SCOPES};
+use crate::server::domain::users::{Change, UserTtls, Users};
 use crate::server::startup::Database;
 
 #[derive(Subcommand)]
@@ -73,13 +73,13 @@ fn parse_role(raw: &str) -> Result<Role, String> {
     Role::parse(raw).map_err(|e| e.to_string())
 }
 
-/// The accounts service over the CLI's connection (keep `db` alive while it is used: it
+/// The users service over the CLI's connection (keep `db` alive while it is used: it
 /// may own the embedded DynamoDB Local).
-fn accounts(db: &Database, config: &Config) -> Accounts {
-    Accounts::new(
+fn users_service(db: &Database, config: &Config) -> Users {
+    Users::new(
         db.store.clone(),
         Clock::default(),
-        AccountTtls::from(&config.ttl),
+        UserTtls::from(&config.ttl),
         config.auth.clone(),
     )
 }
@@ -134,7 +134,7 @@ pub async fn user(config: &Config, command: UserCommand) -> Result<(), CliError>
 async fn add(config: &Config, name: &str, role: Role, from_stdin: bool) -> Result<(), CliError> {
     let password = read_password(from_stdin)?;
     let db = database(config).await?;
-    accounts(&db, config)
+    users_service(&db, config)
         .add_user(name, role, &password, &actor())
         .await
         .map_err(err)?;
@@ -151,7 +151,7 @@ async fn change(
     done: &str,
 ) -> Result<(), CliError> {
     let db = database(config).await?;
-    accounts(&db, config)
+    users_service(&db, config)
         .change_user(name, change, reason, &actor())
         .await
         .map_err(err)?;
@@ -161,7 +161,7 @@ async fn change(
 
 async fn list(config: &Config) -> Result<(), CliError> {
     let db = database(config).await?;
-    for u in accounts(&db, config).users().await.map_err(err)? {
+    for u in users_service(&db, config).users().await.map_err(err)? {
         let last = u
             .last_login_at
             .map(|t| t.to_rfc3339())
@@ -186,7 +186,7 @@ pub async fn apikey(config: &Config, command: ApiKeyCommand) -> Result<(), CliEr
         .collect();
     let days = days.unwrap_or(config.ttl.api_key_days);
     let db = database(config).await?;
-    let key = accounts(&db, config)
+    let key = ApiKeys::new(db.store.clone(), Clock::default(), config.ttl.audit_days)
         .create_api_key(&name, &scopes, days, &actor())
         .await
         .map_err(|e| err(format!("{e} (scopes: {})", SCOPES.join(", "))))?;

@@ -1,5 +1,9 @@
-//! `users-<env>`: console users. Changes that can take admin rights away are serialized
+//! `users-<env>`: console users (their sessions and sign-in attempts in [`sessions`] and
+//! [`login_attempts`]). Changes that can take admin rights away are serialized
 //! through a version item, so two admins demoting each other cannot leave none.
+
+pub mod login_attempts;
+pub mod sessions;
 
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 use chrono::{DateTime, Utc};

@@ -1,9 +1,8 @@
-//! Accounts: console users and their roles, sessions, and machine clients' API keys. Every
+//! Users: console users and their roles, sessions, and machine clients' API keys. Every
 //! change to a user or a key is audited, and no change may leave the console without an
 //! active admin. The rules are plain functions (here and in [`passwords`]); the
-//! [`Accounts`] service does the reading and writing.
+//! [`Users`] service does the reading and writing.
 
-pub mod api_keys;
 pub mod passwords;
 pub mod sessions;
 
@@ -15,12 +14,12 @@ use crate::model::users::{parse_user_name, Role};
 use crate::model::AppError;
 use crate::server::clock::Clock;
 use crate::server::config::{AuthSection, TtlSection};
-use crate::server::domain::accounts::passwords::{check_new_password, new_password, PasswordWork};
 use crate::server::domain::redact::redact;
+use crate::server::domain::users::passwords::{check_new_password, new_password, PasswordWork};
 use crate::server::errors::internal;
 use crate::server::ids::random_hex;
-use crate::server::store::accounts::users::{self, Applied, UserChange, UserItem};
 use crate::server::store::audit::AuditItem;
+use crate::server::store::users::{self, Applied, UserChange, UserItem};
 use crate::server::store::{Store, StoreError};
 
 pub const AUDIT_PARTITION: &str = "system#users";
@@ -32,15 +31,15 @@ const CHANGE_TRIES: usize = 10;
 
 /// Lifetimes the account rules need.
 #[derive(Clone, Copy, Debug)]
-pub struct AccountTtls {
+pub struct UserTtls {
     pub user_inactive_days: i64,
     pub audit_days: i64,
     pub settings_days: i64,
 }
 
-impl From<&TtlSection> for AccountTtls {
-    fn from(ttl: &TtlSection) -> AccountTtls {
-        AccountTtls {
+impl From<&TtlSection> for UserTtls {
+    fn from(ttl: &TtlSection) -> UserTtls {
+        UserTtls {
             user_inactive_days: ttl.user_inactive_days,
             audit_days: ttl.audit_days,
             settings_days: ttl.settings_days,
@@ -51,10 +50,10 @@ impl From<&TtlSection> for AccountTtls {
 /// Users, sessions and API keys (sessions and keys in [`sessions`] and [`api_keys`]).
 /// Cheap to clone.
 #[derive(Clone)]
-pub struct Accounts {
+pub struct Users {
     store: Store,
     clock: Clock,
-    ttls: AccountTtls,
+    ttls: UserTtls,
     auth: AuthSection,
     /// Password hashing and checking, off the async workers and bounded.
     password_work: PasswordWork,
@@ -62,8 +61,8 @@ pub struct Accounts {
     address_key: [u8; 32],
 }
 
-impl Accounts {
-    pub fn new(store: Store, clock: Clock, ttls: AccountTtls, auth: AuthSection) -> Accounts {
+impl Users {
+    pub fn new(store: Store, clock: Clock, ttls: UserTtls, auth: AuthSection) -> Users {
         let mut address_key = [0u8; 32];
         // Replaced by the server secret's key where sign-ins are served (`with_address_key`).
         getrandom::fill(&mut address_key)
@@ -72,7 +71,7 @@ impl Accounts {
             0 => PasswordWork::for_this_machine(),
             n => PasswordWork::new(n as usize),
         };
-        Accounts {
+        Users {
             store,
             clock,
             ttls,
@@ -84,7 +83,7 @@ impl Accounts {
 
     /// These accounts, keeping client addresses under `key` (the same on every console,
     /// so an address's attempts count together behind a load balancer).
-    pub fn with_address_key(mut self, key: [u8; 32]) -> Accounts {
+    pub fn with_address_key(mut self, key: [u8; 32]) -> Users {
         self.address_key = key;
         self
     }
@@ -192,7 +191,7 @@ impl Accounts {
         ))
     }
 
-    /// One try of [`Accounts::change_user`]: reads the users and the admin-change lock,
+    /// One try of [`Users::change_user`]: reads the users and the admin-change lock,
     /// decides, and writes only if the lock has not moved since.
     async fn try_change(
         &self,

@@ -7,8 +7,8 @@ use chrono::Duration;
 use ops_console::api::kill_switches::ChangeKillSwitch;
 use ops_console::api::users::SetUserRole;
 use ops_console::model::users::Role;
-use ops_console::server::domain::accounts::Change;
-use ops_console::server::store::accounts::users;
+use ops_console::server::domain::users::Change;
+use ops_console::server::store::users;
 use ops_console::server::store::{audit, kill_switches};
 
 use crate::helpers::{captured_logs, form, spawn_app};
@@ -218,10 +218,10 @@ async fn the_last_admin_cannot_be_demoted_even_in_a_race() {
 
     // Two admins demote each other at the same time: one must stay admin.
     app.add_user("second", Role::Admin).await;
-    let accounts = &app.state.accounts;
+    let users = &app.state.users;
     let (a, b) = tokio::join!(
-        accounts.change_user("root", Change::SetRole(Role::Viewer), "swap", "second"),
-        accounts.change_user("second", Change::SetRole(Role::Viewer), "swap", "root"),
+        users.change_user("root", Change::SetRole(Role::Viewer), "swap", "second"),
+        users.change_user("second", Change::SetRole(Role::Viewer), "swap", "root"),
     );
     assert!(
         a.is_ok() != b.is_ok(),
@@ -248,12 +248,12 @@ async fn the_last_admin_cannot_be_demoted_even_in_a_race() {
 #[tokio::test]
 async fn api_keys_need_the_right_scope() {
     let app = spawn_app().await;
-    let accounts = &app.state.accounts;
-    let reader = accounts
+    let api_keys = &app.state.api_keys;
+    let reader = api_keys
         .create_api_key("worker", &["switches:read".into()], 30, "test")
         .await
         .unwrap();
-    let other = accounts
+    let other = api_keys
         .create_api_key("events", &["events:write".into()], 30, "test")
         .await
         .unwrap();
@@ -296,7 +296,7 @@ async fn no_password_session_id_or_api_key_reaches_the_logs() {
         .await;
     let key = app
         .state
-        .accounts
+        .api_keys
         .create_api_key("log-test", &["switches:read".into()], 1, "test")
         .await
         .unwrap();
@@ -321,11 +321,11 @@ async fn no_password_session_id_or_api_key_reaches_the_logs() {
 
 #[tokio::test]
 async fn an_api_key_is_revoked_once_under_concurrent_revokes_and_its_use_is_noted_hourly() {
-    use ops_console::server::domain::accounts::api_keys::REVOKE_ACTION;
-    use ops_console::server::store::accounts::api_keys;
+    use ops_console::server::domain::api_keys::REVOKE_ACTION;
+    use ops_console::server::store::api_keys;
     let app = spawn_app().await;
-    let accounts = &app.state.accounts;
-    let key = accounts
+    let api_keys = &app.state.api_keys;
+    let key = api_keys
         .create_api_key("bot-rev", &["switches:read".to_string()], 30, "ada")
         .await
         .unwrap();
@@ -337,11 +337,11 @@ async fn an_api_key_is_revoked_once_under_concurrent_revokes_and_its_use_is_note
     assert_eq!(listed(&app).await.last_used_at, None);
 
     // The first use is noted; uses within the hour are not written again.
-    assert!(accounts.resolve_api_key(&key).await.unwrap().is_some());
+    assert!(api_keys.resolve_api_key(&key).await.unwrap().is_some());
     let noted = listed(&app).await.last_used_at.expect("noted");
     let writes = app.store.requests().get("UpdateItem");
     for _ in 0..5 {
-        assert!(accounts.resolve_api_key(&key).await.unwrap().is_some());
+        assert!(api_keys.resolve_api_key(&key).await.unwrap().is_some());
     }
     assert_eq!(
         app.store.requests().get("UpdateItem"),
@@ -349,15 +349,15 @@ async fn an_api_key_is_revoked_once_under_concurrent_revokes_and_its_use_is_note
         "no write within the hour"
     );
     app.clock.advance(Duration::minutes(61));
-    assert!(accounts.resolve_api_key(&key).await.unwrap().is_some());
+    assert!(api_keys.resolve_api_key(&key).await.unwrap().is_some());
     assert!(listed(&app).await.last_used_at.unwrap() > noted);
 
     // Eight admins revoke it at once: one does, the others find it revoked already.
     let hash = listed(&app).await.key_hash;
     let revokes = (0..8).map(|i| {
-        let (accounts, hash) = (accounts.clone(), hash.clone());
+        let (api_keys, hash) = (api_keys.clone(), hash.clone());
         tokio::spawn(async move {
-            accounts
+            api_keys
                 .revoke_api_key(&hash, "client retired", &format!("admin{i}"))
                 .await
         })
@@ -377,7 +377,7 @@ async fn an_api_key_is_revoked_once_under_concurrent_revokes_and_its_use_is_note
         .filter_map(|r| r.as_ref().err())
         .all(|e| *e == ops_console::model::AppError::NotFound));
     assert!(
-        accounts.resolve_api_key(&key).await.unwrap().is_none(),
+        api_keys.resolve_api_key(&key).await.unwrap().is_none(),
         "a revoked key opens nothing"
     );
     let item = listed(&app).await;

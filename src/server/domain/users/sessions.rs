@@ -2,15 +2,15 @@
 
 use chrono::{DateTime, Duration, Utc};
 
-use super::Accounts;
+use super::Users;
 use crate::model::users::{parse_user_name, CurrentUser};
 use crate::model::AppError;
 use crate::server::crypto::hmac_sha256;
-use crate::server::domain::accounts::passwords::{new_session_id, sha256_hex, Permit};
+use crate::server::domain::users::passwords::{new_session_id, sha256_hex, Permit};
 use crate::server::ids::hex;
-use crate::server::store::accounts::login_attempts::{self, Reserved, Rule};
-use crate::server::store::accounts::sessions::{self, SessionItem};
-use crate::server::store::accounts::users::{self, UserItem};
+use crate::server::store::users::login_attempts::{self, Reserved, Rule};
+use crate::server::store::users::sessions::{self, SessionItem};
+use crate::server::store::users::{self, UserItem};
 
 /// Slide the idle expiry at most this often (a write per request would be waste).
 const TOUCH_EVERY: Duration = Duration::minutes(1);
@@ -59,7 +59,7 @@ fn counted_address(ip: std::net::IpAddr) -> std::net::IpAddr {
     }
 }
 
-impl Accounts {
+impl Users {
     /// The counters a sign-in as `name` from `from` is counted against: the name from that
     /// address (the lockout people see: 5 in 15 minutes), the address across names, and
     /// the name across addresses (a ceiling for guesses spread over many addresses, high

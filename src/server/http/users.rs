@@ -1,4 +1,4 @@
-//! Accounts over HTTP: sign-in and sign-out (plain form posts answered with redirects, so
+//! Users over HTTP: sign-in and sign-out (plain form posts answered with redirects, so
 //! they work the same with or without JavaScript and always end in a full page load), and
 //! `GET /api/v1/whoami` for machine clients.
 
@@ -12,8 +12,8 @@ use super::extract::{ApiAuth, ClientAddress};
 use super::middleware::{session_cookie, url_encode, SESSION_COOKIE};
 use crate::model::pages::PAGE_PATHS;
 use crate::server::config::Environment;
-use crate::server::contract::accounts::WhoAmI;
-use crate::server::domain::accounts::sessions::LoginError;
+use crate::server::contract::users::WhoAmI;
+use crate::server::domain::users::sessions::LoginError;
 use crate::server::state::AppState;
 
 #[derive(Deserialize)]
@@ -69,7 +69,7 @@ pub async fn login(
     if form.name.trim().is_empty() || form.password.is_empty() {
         return back_to_login("missing", &form.next);
     }
-    match state.accounts.login(&form.name, &form.password, from).await {
+    match state.users.login(&form.name, &form.password, from).await {
         Ok(Ok((id, _user))) => {
             let max_age = state.config.auth.session_absolute_days * 24 * 3600;
             let mut res = Redirect::to(safe_next(&form.next)).into_response();
@@ -92,7 +92,7 @@ pub async fn login(
 pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Some(id) = session_cookie(&headers) {
         // A failed delete leaves a session that still expires on its own; the cookie goes.
-        let _ = state.accounts.logout(&id).await;
+        let _ = state.users.logout(&id).await;
     }
     let mut res = Redirect::to("/login").into_response();
     res.headers_mut()
