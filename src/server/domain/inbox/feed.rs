@@ -84,10 +84,10 @@ impl Inbox {
         size: usize,
         now: DateTime<Utc>,
     ) -> Result<FeedPage, AppError> {
-        let binding = feed_binding(&tenant, &inbox, &uid);
+        let binding = feed_binding(tenant, inbox, uid);
         let cursor = feed_cursor(&self.store, &binding, cursor)?;
-        let user_pk = store::user_pk(&tenant, &uid, &inbox);
-        let public_pk = store::public_pk(&tenant, &inbox);
+        let user_pk = store::user_pk(tenant, uid, inbox);
+        let public_pk = store::public_pk(tenant, inbox);
         let (merged, more) = self
             .newest(
                 &user_pk,
@@ -155,8 +155,8 @@ impl Inbox {
         inbox: &InboxKey,
         uid: &UserKey,
     ) -> Result<Counts, AppError> {
-        let mine = store::stats(&self.store, &store::user_pk(&tenant, &uid, &inbox)).await?;
-        let public = store::stats(&self.store, &store::public_pk(&tenant, &inbox)).await?;
+        let mine = store::stats(&self.store, &store::user_pk(tenant, uid, inbox)).await?;
+        let public = store::stats(&self.store, &store::public_pk(tenant, inbox)).await?;
         let get = |list: &[store::Stats], sk: &str| {
             list.iter()
                 .find(|s| s.sk == sk)
@@ -204,7 +204,7 @@ impl Inbox {
         now: DateTime<Utc>,
     ) -> Result<Marked, AppError> {
         let r = Reading {
-            user_pk: store::user_pk(&tenant, &uid, &inbox),
+            user_pk: store::user_pk(tenant, uid, inbox),
             sk: store::message_sk(id),
             tenant: tenant.to_string(),
             inbox: inbox.to_string(),

@@ -104,7 +104,7 @@ impl Inbox {
         let ttl = fields::text("ttl", body.ttl, 16)?.unwrap_or_else(|| "30d".into());
         parse_ttl(&ttl, "ttl")?;
         let s = TenantSettings {
-            pk: store::tenant_pk(&tenant),
+            pk: store::tenant_pk(tenant),
             sk: SETTINGS_SK.into(),
             kind: Kind::TenantSettings,
             title: fields::text("title", body.title, 200)?.unwrap_or_else(|| tenant.to_string()),
@@ -113,7 +113,7 @@ impl Inbox {
             updated_at: iso_ms(now),
             expiredat: self.keep_until(now),
         };
-        store::put_config(&self.store, &tenant, &s, self.keep_until(now)).await?;
+        store::put_config(&self.store, tenant, &s, self.keep_until(now)).await?;
         Ok(s)
     }
 
@@ -136,8 +136,8 @@ impl Inbox {
         }
         ttl.entry("default".into()).or_insert_with(|| "30d".into());
         let c = InboxConfig {
-            pk: store::tenant_pk(&tenant),
-            sk: store::inbox_sk(&inbox),
+            pk: store::tenant_pk(tenant),
+            sk: store::inbox_sk(inbox),
             kind: Kind::InboxConfig,
             title: fields::text("title", body.title, 200)?.unwrap_or_else(|| inbox.to_string()),
             description: fields::text("description", body.description, 1000)?.unwrap_or_default(),
@@ -147,12 +147,12 @@ impl Inbox {
             updated_at: iso_ms(now),
             expiredat: self.keep_until(now),
         };
-        store::put_config(&self.store, &tenant, &c, self.keep_until(now)).await?;
+        store::put_config(&self.store, tenant, &c, self.keep_until(now)).await?;
         Ok(c)
     }
 
     pub async fn tenant(&self, tenant: &TenantKey) -> Result<Option<TenantSettings>, AppError> {
-        Ok(store::get(&self.store, &store::tenant_pk(&tenant), SETTINGS_SK).await?)
+        Ok(store::get(&self.store, &store::tenant_pk(tenant), SETTINGS_SK).await?)
     }
 
     pub async fn inbox(
@@ -162,8 +162,8 @@ impl Inbox {
     ) -> Result<Option<InboxConfig>, AppError> {
         Ok(store::get(
             &self.store,
-            &store::tenant_pk(&tenant),
-            &store::inbox_sk(&inbox),
+            &store::tenant_pk(tenant),
+            &store::inbox_sk(inbox),
         )
         .await?)
     }
