@@ -14,11 +14,11 @@ use crate::ui::pages::events::{ConversationStatePage, EventsPage};
 use crate::ui::pages::idempotency::{IdempotencyKeyPage, IdempotencyPage};
 use crate::ui::pages::inbox::settings::InboxSettingsPage;
 use crate::ui::pages::inbox::user::InboxUserPage;
-use crate::ui::pages::inbox::InboxPageView;
+use crate::ui::pages::inbox::InboxPage;
 use crate::ui::pages::measurements::MeasurementsPage;
 use crate::ui::pages::openapi::OpenApiPage;
 use crate::ui::pages::outbox::receiver::ReceiverPage;
-use crate::ui::pages::outbox::OutboxPageView;
+use crate::ui::pages::outbox::OutboxPage;
 use crate::ui::pages::{
     api_keys::ApiKeysPage, kill_switches::KillSwitchesPage, login::LoginPage, not_found::NotFound,
     overview::OverviewPage, users::UsersPage,
@@ -110,10 +110,10 @@ lazy_pages! {
     ConversationRoute => ConversationPage,
     EventsRoute => EventsPage,
     ConversationStateRoute => ConversationStatePage,
-    OutboxRoute => OutboxPageView,
+    OutboxRoute => OutboxPage,
     ReceiverRoute => ReceiverPage,
     AuditRoute => AuditPage,
-    InboxRoute => InboxPageView,
+    InboxRoute => InboxPage,
     InboxUserRoute => InboxUserPage,
     InboxSettingsRoute => InboxSettingsPage,
     IdempotencyRoute => IdempotencyPage,

@@ -1,6 +1,6 @@
 use leptos::prelude::*;
 
-use crate::model::inbox::{InboxPage, PublishForm, UserView};
+use crate::model::inbox::{InboxView, PublishForm, UserView};
 use crate::model::AppError;
 
 #[server]
@@ -9,7 +9,7 @@ pub async fn load_inbox_page(
     inbox: String,
     cursor: Option<String>,
     draft: Option<String>,
-) -> Result<InboxPage, AppError> {
+) -> Result<InboxView, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
     let user = ctx::require(Role::Viewer)?;

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::model::outbox::{JobView, OutboxPage, ReceiverView};
+use crate::model::outbox::{JobView, OutboxView, ReceiverView};
 use crate::model::AppError;
 
 /// The outbox: counts, dead letters by cause, one group's list (`due`, `held`, `dead`,
@@ -16,7 +16,7 @@ pub async fn load_outbox(
     // Absent from a page of an older release (a rolling deployment): every conversation.
     #[server(default)] conversation: String,
     cursor: Option<String>,
-) -> Result<OutboxPage, AppError> {
+) -> Result<OutboxView, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::store::events::outbox_reads::Filter;

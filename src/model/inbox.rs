@@ -67,7 +67,7 @@ pub struct PublicationRow {
 /// The Inbox page: the tenants, and for the chosen tenant its settings and inboxes, and
 /// for the chosen inbox what was published there.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct InboxPage {
+pub struct InboxView {
     pub tenants: Vec<String>,
     pub tenant: Option<String>,
     pub tenant_title: Option<String>,

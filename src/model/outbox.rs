@@ -128,7 +128,7 @@ pub struct TestAnswer {
 
 /// The page.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct OutboxPage {
+pub struct OutboxView {
     pub counts: OutboxCounts,
     pub dead_by_cause: Vec<(String, u64)>,
     /// due, held, dead or delivered: the list shown.

@@ -10,7 +10,7 @@ use super::ingest::{iso, short, Events};
 use super::jobs::job_view;
 pub use super::jobs::{group_named, job_op, BulkRequest};
 use super::views::{check_conversation, masked_in};
-use crate::model::outbox::{ConversationFilter, OutboxCounts, OutboxPage, OutboxRow, TryRow};
+use crate::model::outbox::{ConversationFilter, OutboxCounts, OutboxRow, OutboxView, TryRow};
 use crate::model::users::Role;
 use crate::model::AppError;
 use crate::server::domain::conversations::reference::Refs;
@@ -66,7 +66,7 @@ impl Events {
         cursor: Option<&str>,
         refs: &Refs,
         role: Role,
-    ) -> Result<OutboxPage, AppError> {
+    ) -> Result<OutboxView, AppError> {
         let g = group_named(group)?;
         let conversation = refs.resolve(conversation.trim());
         check_conversation(&conversation)?;
@@ -77,7 +77,7 @@ impl Events {
             let now = self.clock.now().timestamp();
             rows.retain(|a| a.expires_at > now);
         }
-        Ok(OutboxPage {
+        Ok(OutboxView {
             counts: self.outbox_counts().await?,
             dead_by_cause: outbox_reads::dead_by_cause(&self.store, 500)
                 .await?

@@ -3,7 +3,7 @@
 use super::keys::{InboxKey, TenantKey};
 use super::publish::{uids, Publish};
 use super::Inbox;
-use crate::model::inbox::{InboxPage, InboxSummary, PublicationRow, PublishForm};
+use crate::model::inbox::{InboxSummary, InboxView, PublicationRow, PublishForm};
 use crate::model::AppError;
 use crate::server::ids::random_hex;
 use crate::server::store::inbox::{self as store, InboxConfig, Publication};
@@ -36,11 +36,11 @@ impl Inbox {
         tenant: &str,
         inbox_key: &str,
         cursor: Option<&str>,
-    ) -> Result<InboxPage, AppError> {
-        let mut page = InboxPage {
+    ) -> Result<InboxView, AppError> {
+        let mut page = InboxView {
             tenants: store::tenants(&self.store).await?,
             form_key: random_hex(16),
-            ..InboxPage::default()
+            ..InboxView::default()
         };
         if tenant.trim().is_empty() {
             return Ok(page);

@@ -12,7 +12,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::inbox::{load_inbox_page, PublishMessage, SaveDraft};
-use crate::model::inbox::{Draft, InboxPage, PublicationRow, PublishForm, Receipt};
+use crate::model::inbox::{Draft, InboxView, PublicationRow, PublishForm, Receipt};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::form::FormKey;
@@ -27,7 +27,7 @@ const INPUT: &str = "mt-1 w-full rounded border border-slate-300 px-2 py-1 text-
 const BUTTON: &str = "rounded bg-slate-900 px-3 py-1.5 text-sm text-white";
 
 #[component]
-pub fn InboxPageView() -> impl IntoView {
+pub fn InboxPage() -> impl IntoView {
     let query = use_query_map();
     let q = move |k: &'static str| query.read().get(k).unwrap_or_default();
     let save_draft = FormAction::new::<SaveDraft>();
@@ -63,7 +63,7 @@ pub fn InboxPageView() -> impl IntoView {
 /// The tenants, the chosen tenant's inboxes, and the chosen inbox.
 #[component]
 fn Rooms(
-    page: InboxPage,
+    page: InboxView,
     save_draft: FormAction<()>,
     publish: FormAction<String>,
 ) -> impl IntoView {
@@ -91,7 +91,7 @@ fn settings_href(tenant: &str, inbox: Option<&str>) -> String {
 
 /// The tenants as links, the chosen one in bold; for writers, the way to their settings.
 #[component]
-fn Tenants(page: InboxPage) -> impl IntoView {
+fn Tenants(page: InboxView) -> impl IntoView {
     let tenants = page
         .tenants
         .iter()
@@ -116,7 +116,7 @@ fn Tenants(page: InboxPage) -> impl IntoView {
 
 /// A tenant's inboxes as links with their lifetimes; for writers, the way to their settings.
 #[component]
-fn Inboxes(tenant: String, page: InboxPage) -> impl IntoView {
+fn Inboxes(tenant: String, page: InboxView) -> impl IntoView {
     // Unknown: no settings, no inbox (a tenant is made by either).
     if page.tenant_title.is_none() && page.inboxes.is_empty() && !page.tenants.contains(&tenant) {
         return view! {
@@ -163,7 +163,7 @@ fn InboxRoom(
     tenant: String,
     inbox: String,
     title: String,
-    page: InboxPage,
+    page: InboxView,
     save_draft: FormAction<()>,
     publish: FormAction<String>,
 ) -> impl IntoView {

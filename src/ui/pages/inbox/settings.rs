@@ -8,7 +8,7 @@ use leptos_router::hooks::use_query_map;
 
 use super::forms::{InboxForm, TenantForm};
 use crate::api::inbox::{load_inbox_page, SaveInbox, SaveTenant};
-use crate::model::inbox::InboxPage;
+use crate::model::inbox::InboxView;
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::links::enc;
@@ -54,7 +54,7 @@ pub fn InboxSettingsPage() -> impl IntoView {
 /// The tenant's form, its inboxes with their lifetimes, and the inbox form.
 #[component]
 fn Settings(
-    page: InboxPage,
+    page: InboxView,
     save_tenant: FormAction<String>,
     save_inbox: FormAction<String>,
 ) -> impl IntoView {

@@ -20,7 +20,7 @@ use bulk::{DeadLetters, HeldBulk};
 use rows::{MoveForm, Rows, Selected};
 
 use crate::api::outbox::{load_outbox, MoveAction, StartOutboxJob};
-use crate::model::outbox::{ConversationFilter, JobView, OutboxCounts, OutboxPage};
+use crate::model::outbox::{ConversationFilter, JobView, OutboxCounts, OutboxView};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::links::enc;
@@ -53,7 +53,7 @@ impl Actions {
 }
 
 #[component]
-pub fn OutboxPageView() -> impl IntoView {
+pub fn OutboxPage() -> impl IntoView {
     let actions = Actions::new();
     let query = use_query_map();
     let group = move || query.read().get("group").unwrap_or_default();
@@ -102,7 +102,7 @@ pub fn OutboxPageView() -> impl IntoView {
 /// The page reads the outbox again every ten seconds, and every two while a job runs
 /// (with JavaScript; without, a reload shows it): other consoles deliver, other operators
 /// move items.
-fn keep_current(data: PageData<Result<OutboxPage, crate::model::AppError>>) {
+fn keep_current(data: PageData<Result<OutboxView, crate::model::AppError>>) {
     #[cfg(feature = "hydrate")]
     {
         let ticks = std::cell::Cell::new(0u32);
@@ -140,13 +140,13 @@ fn Results(actions: Actions) -> impl IntoView {
 
 /// Everything below the results.
 #[component]
-fn Outbox(page: OutboxPage, actions: Actions, group: String, selected: Selected) -> impl IntoView {
+fn Outbox(page: OutboxView, actions: Actions, group: String, selected: Selected) -> impl IntoView {
     let safe = page.safe_mode.then(|| view! {
         <p role="status" class="mt-4 rounded border border-amber-300 bg-amber-50 px-3 py-2 text-sm text-amber-900">
             "Safe mode is on: side effects that come due are held here until an operator releases or discards them."
         </p>
     });
-    let OutboxPage {
+    let OutboxView {
         counts,
         dead_by_cause,
         rows,
