@@ -1,6 +1,6 @@
 use leptos::prelude::*;
 
-use crate::model::events::{AuditRows, EventPage, EventStats, StateView, Timeline};
+use crate::model::events::{EventPage, EventStats, StateView, Timeline};
 use crate::model::AppError;
 
 /// Recent events, newest first (today, then yesterday), or one conversation's events.
@@ -43,40 +43,6 @@ pub async fn conversation_timeline(conversation: String) -> Result<Timeline, App
     state
         .events
         .timeline(&state.refs, conversation.trim())
-        .await
-}
-
-/// Audit records by conversation, by action type, or by day (and time range, in the
-/// reader's zone: `tz` minutes east of UTC), newest first, cursor-paged.
-#[server]
-pub async fn list_audit(
-    conversation: String,
-    action_type: String,
-    day: String,
-    from: String,
-    to: String,
-    // Absent from a page of an older release (a rolling deployment): UTC.
-    #[server(default)] tz: String,
-    cursor: Option<String>,
-) -> Result<AuditRows, AppError> {
-    use crate::model::users::Role;
-    use crate::server::{ctx, domain::events::views};
-    let user = ctx::require(Role::Viewer)?;
-    let state = ctx::state()?;
-    let cursor = cursor.filter(|c| !c.is_empty());
-    let filter = views::AuditFilter {
-        conversation: conversation.trim(),
-        action_type: action_type.trim(),
-        window: views::Typed {
-            day: day.trim(),
-            from: from.trim(),
-            to: to.trim(),
-            tz: tz.trim(),
-        },
-    };
-    state
-        .events
-        .audit_rows(&state.refs, &filter, user.role, cursor.as_deref())
         .await
 }
 

@@ -3,6 +3,7 @@
 
 pub mod alerts;
 pub mod api_keys;
+pub mod audit;
 pub mod conversations;
 pub mod events;
 pub mod idempotency;

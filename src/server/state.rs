@@ -7,6 +7,7 @@ use crate::server::clock::Clock;
 use crate::server::config::Config;
 use crate::server::domain::alerts::Alerts;
 use crate::server::domain::api_keys::ApiKeys;
+use crate::server::domain::audit::Audit;
 use crate::server::domain::conversations::reference::Refs;
 use crate::server::domain::conversations::Conversations;
 use crate::server::domain::events::Events;
@@ -32,6 +33,8 @@ pub struct AppState {
     pub kill_switches: Switches,
     /// Users, sessions and API keys.
     pub users: Users,
+    /// The audit trail's reads.
+    pub audit: Audit,
     pub api_keys: ApiKeys,
     /// Helpdesk events: the webhook's pipeline and the console's reads (docs/events.md).
     pub events: Events,
@@ -94,6 +97,7 @@ impl AppState {
             config.auth.clone(),
         )
         .with_address_key(idempotency.subkey("login-address"));
+        let audit = Audit::new(store.clone(), clock.clone());
         let api_keys = ApiKeys::new(store.clone(), clock.clone(), config.ttl.audit_days);
         let conversations = Conversations::new(store.clone(), &config.ttl);
         let inbox = Inbox::new(store.clone(), config.ttl.settings_days);
@@ -115,6 +119,7 @@ impl AppState {
             idempotency,
             kill_switches: switches,
             users,
+            audit,
             api_keys,
             events,
             refs,

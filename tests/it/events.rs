@@ -559,7 +559,7 @@ async fn a_conversation_timeline_counts_duplicates_and_says_queued_until_deliver
 #[tokio::test]
 async fn an_audit_day_in_new_york_reads_two_utc_days_and_pages_across_them() {
     use ops_console::model::users::Role;
-    use ops_console::server::domain::events::views::{AuditFilter, Typed};
+    use ops_console::server::domain::audit::{window::Typed, AuditFilter};
     use ops_console::server::store::audit::{self, AuditItem};
     let app = spawn_app().await;
     let at = |s: &str| {
@@ -590,7 +590,7 @@ async fn an_audit_day_in_new_york_reads_two_utc_days_and_pages_across_them() {
             sent.push(id);
         }
     }
-    let (refs, events) = (&app.state.refs, &app.state.events);
+    let (refs, audit) = (&app.state.refs, &app.state.audit);
     // The 25th of November, in the zone `tz` minutes east of UTC.
     let day_in = |tz: &'static str| AuditFilter {
         conversation: "",
@@ -604,8 +604,8 @@ async fn an_audit_day_in_new_york_reads_two_utc_days_and_pages_across_them() {
     };
     let read = |cursor: Option<String>| async move {
         let f = day_in("-300");
-        events
-            .audit_rows(refs, &f, Role::Admin, cursor.as_deref())
+        audit
+            .rows(refs, &f, Role::Admin, cursor.as_deref())
             .await
             .unwrap()
     };
@@ -641,16 +641,16 @@ async fn an_audit_day_in_new_york_reads_two_utc_days_and_pages_across_them() {
     let f = day_in("");
     let utc = app
         .state
-        .events
-        .audit_rows(refs, &f, Role::Admin, None)
+        .audit
+        .rows(refs, &f, Role::Admin, None)
         .await
         .unwrap();
     assert_eq!(utc.rows.len(), 31);
     // A cursor is the server's: one made up is refused as the reader's mistake.
     let forged = app
         .state
-        .events
-        .audit_rows(refs, &f, Role::Admin, Some("1.x"))
+        .audit
+        .rows(refs, &f, Role::Admin, Some("1.x"))
         .await;
     assert!(forged.is_err());
 }

@@ -113,7 +113,9 @@ fn server_functions() -> Vec<Entry> {
     use leptos::server_fn::ServerFn;
     use ops_console::api::alerts::*;
     use ops_console::api::outbox::*;
-    use ops_console::api::{api_keys::*, kill_switches::*, measurements::*, shell::*, users::*};
+    use ops_console::api::{
+        api_keys::*, audit::*, kill_switches::*, measurements::*, shell::*, users::*,
+    };
     use ops_console::api::{conversations::*, events::*, idempotency::*, inbox::*, openapi::*};
     let key = "0123456789abcdef0123";
     let v = Some(Role::Viewer);

@@ -2,6 +2,7 @@
 
 pub mod alerts;
 pub mod api_keys;
+pub mod audit;
 pub mod conversations;
 pub mod events;
 pub mod fields;

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use super::links::state_href;
 use super::moment::Moment;
 use super::table::DataTable;
-use crate::model::events::AuditRow;
+use crate::model::audit::AuditRow;
 
 #[component]
 pub fn AuditTable(rows: Vec<AuditRow>) -> impl IntoView {

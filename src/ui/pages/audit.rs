@@ -5,9 +5,9 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::events::list_audit;
+use crate::api::audit::list_audit;
 use crate::api::measurements::list_measurement_attempts;
-use crate::model::events::{AuditRows, ACTION_TYPES};
+use crate::model::audit::{AuditRows, ACTION_TYPES};
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::attempts::AttemptsSection;
 use crate::ui::components::audit_table::AuditTable;

@@ -5,7 +5,6 @@
 //! (`receiver`), the operators' outbox moves (`outbox`) and the pages' read models
 //! (`views`).
 
-pub mod audit_window;
 pub mod dispatch;
 pub mod health;
 mod incoming;
@@ -17,9 +16,9 @@ pub mod outbox;
 mod queue;
 pub mod receiver;
 mod rules;
+pub mod sentences;
 mod timeline;
 pub mod views;
-mod wording;
 
 pub use incoming::{collapse, parse, Incoming, CHANNELS, MAX_TEXT_BYTES};
 pub use ingest::{ActionOutcome, Events, IngestError, Outcome};

@@ -334,5 +334,20 @@ impl crate::server::domain::idempotency::StopReason for ChangeError {
     }
 }
 
+/// A change's audit record in words: "Safe mode turned off: “incident over”".
+pub fn change_in_words(p: &serde_json::Value, reason: &str) -> String {
+    let name = match p.get("switch").and_then(serde_json::Value::as_str) {
+        Some("safe_mode") => "Safe mode",
+        Some("automation_enabled") => "Automation",
+        _ => "A kill switch",
+    };
+    let to = match p.get("to").and_then(serde_json::Value::as_bool) {
+        Some(true) => "on",
+        Some(false) => "off",
+        None => "changed",
+    };
+    format!("{name} turned {to}{reason}")
+}
+
 #[cfg(test)]
 mod tests;

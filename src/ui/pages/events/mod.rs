@@ -5,8 +5,10 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::events::{conversation_state, conversation_timeline, list_audit, list_events};
-use crate::model::events::{AuditRows, EventPage, StateView};
+use crate::api::audit::list_audit;
+use crate::api::events::{conversation_state, conversation_timeline, list_events};
+use crate::model::audit::AuditRows;
+use crate::model::events::{EventPage, StateView};
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::audit_table::AuditTable;
 use crate::ui::components::links::{enc, split_reference, state_href};

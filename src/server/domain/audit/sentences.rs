@@ -1,8 +1,12 @@
 //! Audit records in words: one line per record ("Routed to payments — suppressed by safe
 //! mode"), made from its action type, its (redacted) payload and its result. The JSON stays
-//! one click away on the page; this is what a person reads first.
+//! one click away on the page; this is what a person reads first. Each area words its own
+//! records (`events::sentences`, `kill_switches`, `users`); this puts the line together.
 
 use serde_json::Value;
+
+use crate::server::domain::events::sentences::capitalised;
+use crate::server::domain::{events, kill_switches, users};
 
 /// The line for one record. Unknown action types and payloads still read as a sentence.
 pub fn describe(action_type: &str, payload: &str, result: &str) -> String {
@@ -14,20 +18,20 @@ pub fn describe(action_type: &str, payload: &str, result: &str) -> String {
     let target = text("target").unwrap_or("?");
     // A delivery attempt of a side effect: about the delivery, not the routing.
     if let Some(n) = p.get("attempt").and_then(Value::as_i64) {
-        if let Some(line) = attempt(action_type, target, n, result) {
+        if let Some(line) = events::sentences::attempt(action_type, target, n, result) {
             return line;
         }
     }
     let what = match action_type {
-        "decision" => decision(&p),
+        "decision" => events::sentences::decision(&p),
         "route" => format!("Routed to {target}"),
         "tag" => format!("Tagged {target}"),
         "assign" => format!("Assigned to {target}"),
         "auto_reply" => format!("Auto-reply {target}"),
         "escalate" => format!("Escalated to {target}"),
-        "kill_switch_change" => switch(&p, &reason),
+        "kill_switch_change" => kill_switches::change_in_words(&p, &reason),
         "reveal_contact" => format!("Contact details revealed{reason}"),
-        "user_change" => user(&p, &reason),
+        "user_change" => users::change_in_words(&p, &reason),
         "api_key_created" => format!("API key {} created", text("name").unwrap_or("?")),
         "api_key_revoked" => format!("API key {} revoked{reason}", text("name").unwrap_or("?")),
         "idempotency_key_expired" => format!(
@@ -48,24 +52,6 @@ pub fn describe(action_type: &str, payload: &str, result: &str) -> String {
     }
 }
 
-/// An attempt's record in words: "“Route billing” not delivered (attempt 2): receiver
-/// answered 503". `None` for a result that is not an attempt's.
-fn attempt(action_type: &str, target: &str, n: i64, result: &str) -> Option<String> {
-    let effect = format!("“{} {target}”", capitalised(&action_type.replace('_', " ")));
-    let (verb, why) = if let Some(why) = result.strip_prefix("success: ") {
-        ("delivered", why)
-    } else if let Some(why) = result.strip_prefix("fail: ") {
-        ("not delivered", why)
-    } else if let Some(why) = result.strip_prefix("dead letter: ") {
-        ("became a dead letter", why)
-    } else if result == "held: safe_mode" {
-        return Some(format!("{effect} held by safe mode, not sent"));
-    } else {
-        return None;
-    };
-    Some(format!("{effect} {verb} (attempt {n}): {why}"))
-}
-
 /// What a result adds to the line: nothing for a plain success.
 fn outcome(result: &str) -> Option<String> {
     let r = result.trim();
@@ -78,64 +64,6 @@ fn outcome(result: &str) -> Option<String> {
         "queued: outbox" => "queued for delivery".into(),
         _ => r.replace(": ", " — ").replace('_', " "),
     })
-}
-
-fn decision(p: &Value) -> String {
-    let intent = p
-        .get("intent")
-        .and_then(Value::as_str)
-        .unwrap_or("unknown intent");
-    let mut line = format!("Decided “{}”", intent.replace('_', " "));
-    if let Some(team) = p.get("team").and_then(Value::as_str) {
-        line.push_str(&format!(" for {team}"));
-    }
-    if let Some(c) = p.get("confidence").and_then(Value::as_f64) {
-        line.push_str(&format!(" ({:.0} % sure)", c * 100.0));
-    }
-    if p.get("safe_mode").and_then(Value::as_bool) == Some(true) {
-        line.push_str(", in safe mode");
-    }
-    line
-}
-
-fn switch(p: &Value, reason: &str) -> String {
-    let name = match p.get("switch").and_then(Value::as_str) {
-        Some("safe_mode") => "Safe mode",
-        Some("automation_enabled") => "Automation",
-        _ => "A kill switch",
-    };
-    let to = match p.get("to").and_then(Value::as_bool) {
-        Some(true) => "on",
-        Some(false) => "off",
-        None => "changed",
-    };
-    format!("{name} turned {to}{reason}")
-}
-
-fn user(p: &Value, reason: &str) -> String {
-    let name = p.get("user").and_then(Value::as_str).unwrap_or("?");
-    let role = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_string);
-    match p.get("change").and_then(Value::as_str) {
-        Some("add") => format!("User {name} added as {}", role("role").unwrap_or_default()),
-        Some("set_role") => format!(
-            "{name}'s role changed from {} to {}{reason}",
-            role("from").unwrap_or_default(),
-            role("to").unwrap_or_default()
-        ),
-        Some("disable") => format!("User {name} disabled{reason}"),
-        Some("enable") => format!("User {name} enabled{reason}"),
-        Some("reset_password") => format!("{name}'s password reset{reason}"),
-        Some(other) => format!("User {name}: {}{reason}", other.replace('_', " ")),
-        None => format!("User {name} changed{reason}"),
-    }
-}
-
-fn capitalised(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_uppercase().chain(c).collect(),
-        None => String::new(),
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,39 @@
+use leptos::prelude::*;
+
+use crate::model::audit::AuditRows;
+use crate::model::AppError;
+
+/// Audit records by conversation, by action type, or by day (and time range, in the
+/// reader's zone: `tz` minutes east of UTC), newest first, cursor-paged.
+#[server]
+pub async fn list_audit(
+    conversation: String,
+    action_type: String,
+    day: String,
+    from: String,
+    to: String,
+    // Absent from a page of an older release (a rolling deployment): UTC.
+    #[server(default)] tz: String,
+    cursor: Option<String>,
+) -> Result<AuditRows, AppError> {
+    use crate::model::users::Role;
+    use crate::server::ctx;
+    use crate::server::domain::audit::{window::Typed, AuditFilter};
+    let user = ctx::require(Role::Viewer)?;
+    let state = ctx::state()?;
+    let cursor = cursor.filter(|c| !c.is_empty());
+    let filter = AuditFilter {
+        conversation: conversation.trim(),
+        action_type: action_type.trim(),
+        window: Typed {
+            day: day.trim(),
+            from: from.trim(),
+            to: to.trim(),
+            tz: tz.trim(),
+        },
+    };
+    state
+        .audit
+        .rows(&state.refs, &filter, user.role, cursor.as_deref())
+        .await
+}
