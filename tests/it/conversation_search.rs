@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use chrono::{Duration, Utc};
 
 use crate::helpers::spawn_app;
-use ops_console::server::domain::fields::iso_ms;
+use ops_console::server::clock::iso;
 use ops_console::server::seed::{self, Plan};
 use ops_console::server::store::conversations::{self as store, Conversation, Filters, Partition};
 use ops_console::server::store::query::Start;
@@ -28,7 +28,7 @@ fn sort_key(index: &str, c: &Conversation) -> String {
 
 fn plan_key(index: &str, p: &Plan) -> String {
     match index {
-        "created-at-index" => iso_ms(p.created_at),
+        "created-at-index" => iso(p.created_at),
         "conversation-status-index" => p.status().as_str().to_string(),
         "channel-method-index" => p.str("channel_method").to_string(),
         "task-complete-index" => i64::from(p.task_complete).to_string(),
@@ -78,7 +78,7 @@ fn matches(p: &Plan, part: &Partition, f: &Filters) -> bool {
                 && recipient.as_ref().is_none_or(|r| sk == r)
         }
     };
-    let created = iso_ms(p.created_at);
+    let created = iso(p.created_at);
     in_partition
         && f.status.as_ref().is_none_or(|s| p.status().as_str() == s)
         && f.channel
@@ -166,7 +166,7 @@ async fn every_search_returns_what_a_brute_force_filter_of_the_seed_returns() {
         .expect("seeded");
     let scans_before = app.store.requests().get("Scan");
     let mut checked = 0;
-    let day = |d: i64| iso_ms(now - Duration::days(d));
+    let day = |d: i64| iso(now - Duration::days(d));
     let created = Some((day(40), day(10)));
 
     // Recipients: the ones with the most conversations, phones and emails.

@@ -4,7 +4,7 @@
 
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::query::{self, Cond, Spec, Start};
@@ -44,11 +44,7 @@ impl AuditItem {
     ) -> AuditItem {
         AuditItem {
             conversation_id: partition.to_string(),
-            ts_action_id: format!(
-                "{}#{}",
-                at.to_rfc3339_opts(SecondsFormat::Millis, true),
-                action_id
-            ),
+            ts_action_id: format!("{}#{}", crate::server::clock::iso(at), action_id),
             action_type: action_type.to_string(),
             action_payload_redacted: "{}".into(),
             idempotency_key: String::new(),
@@ -298,7 +294,7 @@ pub async fn last_since(
     since: DateTime<Utc>,
 ) -> Result<Option<DateTime<Utc>>, StoreError> {
     let s = |v: &str| AttributeValue::S(v.to_string());
-    let since = since.to_rfc3339_opts(SecondsFormat::Millis, true);
+    let since = crate::server::clock::iso(since);
     let spec = Spec {
         table: store.table(MW_AUDIT_ACTIONS.base),
         index: None,

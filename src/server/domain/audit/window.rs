@@ -3,7 +3,7 @@
 //! into the UTC instants the records are kept by and the UTC days (the by-day index's
 //! partitions) they fall on.
 
-use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveTime, SecondsFormat, Utc};
+use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveTime, Utc};
 
 use crate::model::AppError;
 
@@ -78,7 +78,7 @@ fn time(hhmm: &str, field: &str) -> Result<NaiveTime, AppError> {
 /// As the records' sort keys spell their time (to the millisecond), so a bound compares
 /// with them character by character.
 fn utc(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+    crate::server::clock::iso(t)
 }
 
 /// The window of `typed`. A day is needed for a time range, and when nothing else narrows

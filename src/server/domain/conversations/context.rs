@@ -5,12 +5,14 @@
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Map, Value};
 
+use super::contact::{e164, email};
 use crate::model::AppError;
+use crate::server::clock::iso;
 use crate::server::contract::conversations::{
     ChannelConfig, ContextObject, ConversationChanges, NewMessage,
 };
 use crate::server::contract::Flag;
-use crate::server::domain::fields::{self, e164, email, iso_ms};
+use crate::server::domain::fields;
 use crate::server::domain::limits;
 use crate::server::domain::users::passwords::sha256_hex;
 use crate::server::store::conversations::{Changes, Conversation, Message, Status};
@@ -96,7 +98,7 @@ pub fn from_context(
     let to = Recipient::of(&mut ctx)?;
     let (senders, channel_config) = channel_config(ctx.channel_config.take())?;
     let channel = to.channel_method.as_str();
-    let now_iso = iso_ms(now);
+    let now_iso = iso(now);
     let mut c = Conversation {
         primary_channel: to.primary_channel,
         conversation_id,
@@ -179,7 +181,7 @@ impl Recipient {
 fn describe(c: &mut Conversation, ctx: &mut ContextObject) -> Result<(), AppError> {
     let channels = |s: &str, n: &str| channel(s, n);
     let timestamp = ctx.initial_request_timestamp.take();
-    c.initial_request_timestamp = fields::time("initial_request_timestamp", timestamp)?.map(iso_ms);
+    c.initial_request_timestamp = fields::time("initial_request_timestamp", timestamp)?.map(iso);
     c.processor_version = fields::text("processor_version", ctx.processor_version.take(), 64)?;
     c.router_version = fields::text("router_version", ctx.router_version.take(), 64)?;
     c.thread_id = fields::text("thread_id", ctx.thread_id.take(), 200)?;
@@ -268,8 +270,8 @@ pub fn message(m: NewMessage, now: DateTime<Utc>) -> Result<Message, AppError> {
     let entry_id = fields::required("entry_id", m.entry_id, 128)?;
     Ok(Message {
         entry_id,
-        message_timestamp: iso_ms(
-            fields::time("message_timestamp", m.message_timestamp)?.unwrap_or(now),
+        message_timestamp: iso(
+            fields::time("message_timestamp", m.message_timestamp)?.unwrap_or(now)
         ),
         role,
         content,

@@ -6,6 +6,7 @@
 //! `AppState`; the rules they apply (validating a Context Object, the status moves, reading
 //! the search form, what each role sees) are free functions in the submodules.
 
+pub mod contact;
 pub mod context;
 pub mod directory;
 pub mod reference;
@@ -16,9 +17,9 @@ pub mod view;
 use chrono::{DateTime, Utc};
 
 use crate::model::AppError;
+use crate::server::clock::iso;
 use crate::server::config::TtlSection;
 use crate::server::contract::conversations::{ContextObject, ConversationChanges, NewMessage};
-use crate::server::domain::fields::iso_ms;
 use crate::server::store::conversations::{
     self as store, Appended, Changes, Conversation, Created, Filters, Found, Partition, Updated,
 };
@@ -170,7 +171,7 @@ impl Conversations {
         now: DateTime<Utc>,
     ) -> Result<AppendOutcome, AppError> {
         let m = context::message(body, now)?;
-        let now_iso = iso_ms(now);
+        let now_iso = iso(now);
         match store::append(&self.store, primary_channel, conversation_id, &m, &now_iso).await? {
             Appended::Added { message_count } => Ok(AppendOutcome::Added { message_count }),
             Appended::Duplicate => Ok(AppendOutcome::Duplicate),
@@ -194,7 +195,7 @@ impl Conversations {
         let changes = Changes::try_from(body)?;
         let to = changes.conversation_status;
         let from = to.map(Status::allowed_from);
-        let now_iso = iso_ms(now);
+        let now_iso = iso(now);
         let updated = store::update(
             &self.store,
             primary_channel,

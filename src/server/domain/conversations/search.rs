@@ -3,12 +3,12 @@
 
 use chrono::NaiveDate;
 
+use super::contact::{e164, email};
 use super::context::CHANNELS;
 use super::Status;
 use crate::model::conversations::SearchQuery;
 use crate::model::AppError;
 use crate::server::contract::conversations::LookupQuery;
-use crate::server::domain::fields::{e164, email};
 use crate::server::domain::limits;
 use crate::server::store::conversations::{Filters, Partition};
 use crate::server::store::query::Start;

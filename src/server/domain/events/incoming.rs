@@ -1,7 +1,7 @@
 //! An inbound event: the webhook body validated and normalized, its canonical form (hashed,
 //! never stored) and the event key it is deduplicated by.
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use crate::model::AppError;
@@ -149,7 +149,7 @@ impl Incoming {
         json!({
             "channel": self.channel,
             "conversation_id": self.conversation_id,
-            "created_at": self.created_at.to_rfc3339_opts(SecondsFormat::Millis, true),
+            "created_at": crate::server::clock::iso(self.created_at),
             "customer": {
                 "email": self.customer_email,
                 "id": self.customer_id,

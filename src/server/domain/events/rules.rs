@@ -317,8 +317,8 @@ pub fn apply(
     state_ttl_days: i64,
     now: DateTime<Utc>,
 ) -> ConversationState {
-    let now_iso = now.to_rfc3339_opts(SecondsFormat::Millis, true);
-    let created = ev.created_at.to_rfc3339_opts(SecondsFormat::Millis, true);
+    let now_iso = crate::server::clock::iso(now);
+    let created = crate::server::clock::iso(ev.created_at);
     let mut next = state.clone();
     next.version = state.version + 1;
     next.updated_at = now_iso.clone();

@@ -1,7 +1,7 @@
 //! Read models for the Events and conversation pages, and Overview's figures: the
 //! [`Events`] service's reads, with every personal detail masked.
 
-use chrono::{Duration, NaiveDate, SecondsFormat};
+use chrono::{Duration, NaiveDate};
 
 use crate::model::events::{EventPage, EventRow, EventStats, StateView};
 use crate::model::users::Role;
@@ -164,7 +164,7 @@ impl Events {
     pub async fn stats(&self, role: Role) -> Result<EventStats, AppError> {
         let now = self.clock.now();
         let from = now - Duration::hours(1);
-        let from_sk = from.to_rfc3339_opts(SecondsFormat::Millis, true);
+        let from_sk = crate::server::clock::iso(from);
         let mut days = vec![now.format("%Y-%m-%d").to_string()];
         let earlier = from.format("%Y-%m-%d").to_string();
         if earlier != days[0] {

@@ -16,9 +16,10 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 
 use crate::model::AppError;
+use crate::server::clock::iso;
 use crate::server::contract::inbox as contract;
 use crate::server::crash_points::{CrashPoints, Never};
-use crate::server::domain::fields::{self, iso_ms};
+use crate::server::domain::fields;
 use crate::server::store::inbox::{self as store, InboxConfig, Kind, TenantSettings, SETTINGS_SK};
 use crate::server::store::Store;
 use keys::{CategoryKey, InboxKey, TenantKey};
@@ -110,7 +111,7 @@ impl Inbox {
             title: fields::text("title", body.title, 200)?.unwrap_or_else(|| tenant.to_string()),
             ttl,
             tenant_key: tenant.to_string(),
-            updated_at: iso_ms(now),
+            updated_at: iso(now),
             expiredat: self.keep_until(now),
         };
         store::put_config(&self.store, tenant, &s, self.keep_until(now)).await?;
@@ -144,7 +145,7 @@ impl Inbox {
             ttl,
             tenant_key: tenant.to_string(),
             inbox_key: inbox.to_string(),
-            updated_at: iso_ms(now),
+            updated_at: iso(now),
             expiredat: self.keep_until(now),
         };
         store::put_config(&self.store, tenant, &c, self.keep_until(now)).await?;

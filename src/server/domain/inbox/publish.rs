@@ -10,8 +10,9 @@ use chrono::{DateTime, Utc};
 use super::keys::{CategoryKey, InboxKey, TenantKey, UserKey};
 use super::{message_id, parse_ttl, Inbox};
 use crate::model::AppError;
+use crate::server::clock::iso;
 use crate::server::contract::inbox::PublishRequest;
-use crate::server::domain::fields::{self, iso_ms};
+use crate::server::domain::fields;
 use crate::server::store::inbox::{
     self as store, Audience, AudienceKind, Body, Job, JobStart, Kind, MessageItem, Publication,
     PublicationStatus, Taxonomy, PUBLIC_UID,
@@ -317,7 +318,7 @@ fn publication(t: &Target, p: &Publish, id: &str) -> Publication {
         category: p.category.as_ref().map(ToString::to_string),
         title: p.title.clone(),
         status: PublicationStatus::Publishing,
-        created_at: iso_ms(t.now),
+        created_at: iso(t.now),
         expiredat: t.expires + 86_400,
     }
 }
