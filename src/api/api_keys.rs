@@ -57,11 +57,11 @@ pub async fn create_api_key(
     days: String,
     idempotency_key: String,
 ) -> Result<OneTime, AppError> {
+    use crate::api::submission::Submission;
     use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::domain::api_keys::check_new_key;
     use crate::server::domain::idempotency::KeyInputs;
-    use crate::server::forms::Submission;
     let admin = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
     let scopes: Vec<String> = scopes.unwrap_or_default().into_keys().collect();
@@ -100,11 +100,11 @@ pub async fn revoke_api_key(
     reason: String,
     idempotency_key: String,
 ) -> Result<String, AppError> {
+    use crate::api::submission::{self, Submission};
     use crate::model::kill_switches::Reason;
     use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::domain::idempotency::KeyInputs;
-    use crate::server::forms::{self, Submission};
     let admin = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
     Reason::parse(&reason)?;
@@ -116,7 +116,7 @@ pub async fn revoke_api_key(
             .id("key", key_hash.trim())
             .text("reason", &reason),
     };
-    forms::once(&state, sub, |_| async {
+    submission::once(&state, sub, |_| async {
         state
             .api_keys
             .revoke_api_key(&key_hash, &reason, &admin.name)

@@ -62,11 +62,11 @@ pub async fn reveal_contact(
     reason: String,
     idempotency_key: String,
 ) -> Result<(), AppError> {
+    use crate::api::submission::{self, Submission};
     use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::domain::conversations::view::{self, Reveal};
     use crate::server::domain::idempotency::KeyInputs;
-    use crate::server::forms::{self, Submission};
     let admin = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
     // Bad input is answered before the form's key is claimed: fixing it and submitting
@@ -80,7 +80,7 @@ pub async fn reveal_contact(
     };
     let now = state.clock.now();
     // The audit record and the form's key in one transaction.
-    forms::once_writes(&state, sub, |attempt| {
+    submission::once_writes(&state, sub, |attempt| {
         let (state, r, reason, admin) = (&state, &r, &reason, &admin.name);
         async move {
             let req = Reveal {

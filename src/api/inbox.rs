@@ -170,8 +170,8 @@ async fn publish_once(
     publish: &crate::server::domain::inbox::publish::Publish,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<crate::model::inbox::Receipt, AppError> {
+    use crate::api::submission::{self, Submission};
     use crate::server::domain::inbox::drafts::{self, PUBLISH_SCOPE};
-    use crate::server::forms::{self, Submission};
     let sub = Submission {
         actor,
         scope: PUBLISH_SCOPE,
@@ -179,7 +179,7 @@ async fn publish_once(
         values: drafts::publish_values(form, publish),
     };
     let inbox = &state.inbox;
-    let done = forms::once(state, sub, move |attempt| {
+    let done = submission::once(state, sub, move |attempt| {
         inbox.publish_form(form, publish, attempt.key_hash, now)
     });
     let receipt = drafts::receipt(done.await?.data);

@@ -13,4 +13,6 @@ pub mod measurements;
 pub mod openapi;
 pub mod outbox;
 pub mod shell;
+#[cfg(feature = "ssr")]
+pub mod submission;
 pub mod users;

@@ -75,7 +75,7 @@ pub async fn load_users() -> Result<UsersView, AppError> {
 /// shows it, and a repeat says it was shown.
 #[cfg(feature = "ssr")]
 pub(crate) async fn once_with_secret<F, Fut>(
-    sub: crate::server::forms::Submission<'_>,
+    sub: crate::api::submission::Submission<'_>,
     done: String,
     op: F,
 ) -> Result<OneTime, AppError>
@@ -87,7 +87,7 @@ where
     let state = crate::server::ctx::state()?;
     let made: Arc<Mutex<Option<String>>> = Arc::default();
     let cell = made.clone();
-    crate::server::forms::once(&state, sub, |_| async move {
+    crate::api::submission::once(&state, sub, |_| async move {
         let secret = op().await?;
         if let Ok(mut c) = cell.lock() {
             *c = Some(secret);
@@ -115,11 +115,11 @@ pub async fn add_user(
     role: String,
     idempotency_key: String,
 ) -> Result<OneTime, AppError> {
+    use crate::api::submission::Submission;
     use crate::model::users::{parse_user_name, Role};
     use crate::server::ctx;
     use crate::server::domain::idempotency::KeyInputs;
     use crate::server::domain::users::passwords::new_password;
-    use crate::server::forms::Submission;
     let admin = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
     let name = parse_user_name(&name)?;
@@ -149,13 +149,13 @@ pub async fn reset_password(
     reason: String,
     idempotency_key: String,
 ) -> Result<OneTime, AppError> {
+    use crate::api::submission::Submission;
     use crate::model::kill_switches::Reason;
     use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::domain::idempotency::KeyInputs;
     use crate::server::domain::users::passwords::new_password;
     use crate::server::domain::users::Change;
-    use crate::server::forms::Submission;
     let admin = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
     Reason::parse(&reason)?;

@@ -6,8 +6,8 @@ use leptos::prelude::use_context;
 
 use crate::model::users::{CurrentUser, Role};
 use crate::model::AppError;
-use crate::server::errors::internal;
 use crate::server::state::AppState;
+use crate::server::telemetry::internal;
 
 pub fn state() -> Result<AppState, AppError> {
     use_context::<AppState>().ok_or_else(|| internal(&"AppState missing from the request context"))

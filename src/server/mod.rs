@@ -11,8 +11,6 @@ pub mod database;
 pub mod deploy;
 pub mod domain;
 pub mod dynamo_local;
-pub mod errors;
-pub mod forms;
 pub mod http;
 pub mod ids;
 pub mod metrics;

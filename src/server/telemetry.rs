@@ -59,3 +59,14 @@ pub fn withhold_panic_messages() {
         tracing::error!(at, "panic (message withheld: it may quote personal data)");
     }));
 }
+
+/// Where a server-side failure becomes what a user may see: the cause (redacted: it can
+/// quote the data it choked on) goes to the log under a short reference, the user gets the
+/// reference.
+pub fn internal(cause: &dyn std::fmt::Display) -> crate::model::AppError {
+    let reference = crate::server::ids::random_hex(4);
+    // A cause can quote the data it choked on (a decoding error names the value).
+    let cause = crate::server::domain::redact::redact(&cause.to_string());
+    tracing::error!(%reference, error = %cause, "request failed");
+    crate::model::AppError::Internal { reference }
+}

@@ -8,11 +8,11 @@ use crate::model::users::parse_user_name;
 use crate::model::AppError;
 use crate::server::clock::Clock;
 use crate::server::domain::users::passwords::{new_api_key, sha256_hex, API_KEY_PREFIX};
-use crate::server::errors::internal;
 use crate::server::ids::random_hex;
 use crate::server::store::api_keys::{self, ApiKeyItem};
 use crate::server::store::audit::AuditItem;
 use crate::server::store::Store;
+use crate::server::telemetry::internal;
 
 pub const AUDIT_PARTITION: &str = "system#api_keys";
 pub const AUDIT_ACTION: &str = "api_key_created";

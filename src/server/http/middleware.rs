@@ -251,7 +251,8 @@ pub async fn contain_panics(req: Request, next: Next) -> Response {
             } else {
                 "a handler was cancelled"
             };
-            super::problem::Problem::from(crate::server::errors::internal(&cause)).into_response()
+            super::problem::Problem::from(crate::server::telemetry::internal(&cause))
+                .into_response()
         }
     }
 }

@@ -107,7 +107,7 @@ pub async fn seed(
         });
     }
     while let Some(joined) = tasks.join_next().await {
-        joined.map_err(|e| crate::server::errors::internal(&e))??;
+        joined.map_err(|e| crate::server::telemetry::internal(&e))??;
     }
     Ok(())
 }

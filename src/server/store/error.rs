@@ -157,6 +157,26 @@ impl StoreError {
     }
 }
 
+/// What each storage failure means to a caller: a forged or stale cursor is a 400, a busy
+/// table a 503 with `Retry-After`, anything else a 500 with a reference.
+impl From<StoreError> for crate::model::AppError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::BadCursor => crate::model::AppError::invalid(
+                "cursor",
+                "This page link is not valid any more; start again from the first page.",
+            ),
+            StoreError::Busy { op, cause, detail } => {
+                tracing::warn!(op, cause = cause.as_str(), %detail, "DynamoDB busy; answered 503");
+                // An index being built is minutes away, not a moment.
+                let retry_after_secs = if cause == Busy::IndexBuilding { 60 } else { 1 };
+                crate::model::AppError::Unavailable { retry_after_secs }
+            }
+            other => crate::server::telemetry::internal(&other),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use aws_sdk_dynamodb::error::ErrorMetadata;

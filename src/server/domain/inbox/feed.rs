@@ -250,8 +250,8 @@ impl Inbox {
             }
             (Some(_), Some(Kind::Receipt)) => return Ok(Some(Marked::Already)),
             (Some(v), Some(Kind::Message)) => {
-                let m: MessageItem =
-                    serde_json::from_value(v).map_err(|e| crate::server::errors::internal(&e))?;
+                let m: MessageItem = serde_json::from_value(v)
+                    .map_err(|e| crate::server::telemetry::internal(&e))?;
                 if m.readat.is_some() {
                     return Ok(Some(Marked::Already));
                 }

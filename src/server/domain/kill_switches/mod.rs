@@ -322,6 +322,15 @@ pub enum ChangeError {
     Store(#[from] StoreError),
 }
 
+impl From<ChangeError> for AppError {
+    fn from(e: ChangeError) -> Self {
+        match e {
+            ChangeError::App(e) => e,
+            ChangeError::Store(e) => e.into(),
+        }
+    }
+}
+
 impl crate::server::domain::idempotency::StopReason for ChangeError {
     fn stop_reason(&self) -> String {
         match self {

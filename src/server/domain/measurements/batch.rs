@@ -100,7 +100,7 @@ impl Measurements {
             tasks.spawn(async move { me.user_batch(list, &ctx, now).await });
         }
         while let Some(done) = tasks.join_next().await {
-            statuses.extend(done.map_err(|e| crate::server::errors::internal(&e))??);
+            statuses.extend(done.map_err(|e| crate::server::telemetry::internal(&e))??);
         }
         statuses.sort_by_key(|s| s.index);
         let mut summary = BTreeMap::new();

@@ -243,7 +243,7 @@ impl Measurements {
             payload_hash: p.payload_hash.clone(),
             payload: p.payload.clone(),
             result: serde_json::to_string(result)
-                .map_err(|e| crate::server::errors::internal(&e))?,
+                .map_err(|e| crate::server::telemetry::internal(&e))?,
             processed_at: iso(p.now),
             ttl: (p.now + Duration::days(self.settings.idempotency_ttl_days)).timestamp(),
         })
@@ -318,8 +318,8 @@ impl Measurements {
 
     /// The measurement id was stored before: the first answer, or the difference.
     async fn answer_repeat(&self, p: &Pending<'_>, first: &IdempItem) -> Result<Outcome, AppError> {
-        let original: MeasurementResult =
-            serde_json::from_str(&first.result).map_err(|e| crate::server::errors::internal(&e))?;
+        let original: MeasurementResult = serde_json::from_str(&first.result)
+            .map_err(|e| crate::server::telemetry::internal(&e))?;
         if first.payload_hash == p.payload_hash {
             let attempt = p.attempt(Action::Duplicate, "same measurement id and payload".into());
             self.record(attempt, p.ctx, p.now).await?;

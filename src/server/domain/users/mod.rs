@@ -16,11 +16,11 @@ use crate::server::clock::Clock;
 use crate::server::config::{AuthSection, TtlSection};
 use crate::server::domain::redact::redact;
 use crate::server::domain::users::passwords::{check_new_password, new_password, PasswordWork};
-use crate::server::errors::internal;
 use crate::server::ids::random_hex;
 use crate::server::store::audit::AuditItem;
 use crate::server::store::users::{self, Applied, UserChange, UserItem};
 use crate::server::store::{Store, StoreError};
+use crate::server::telemetry::internal;
 
 pub const AUDIT_PARTITION: &str = "system#users";
 pub const AUDIT_ACTION: &str = "user_change";

@@ -1,4 +1,4 @@
-//! Console write forms through the idempotency engine. Each form carries a key the server
+//! The server functions' write forms, through the idempotency engine (server only). Each form carries a key the server
 //! rendered into it; a double click, a refresh or a retry of the same submission runs the
 //! operation once, and the second submission waits for the first's answer.
 
