@@ -11,15 +11,15 @@ use crate::model::AppError;
 /// and a fresh key for the page's forms.
 #[server]
 pub async fn load_api_keys() -> Result<ApiKeysView, AppError> {
+    use crate::model::api_keys::ApiScope;
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::api_keys::SCOPES;
     ctx::require(Role::Admin)?;
     let state = ctx::state()?;
     let keys = state.api_keys.api_keys().await?;
     Ok(ApiKeysView {
         keys: keys.iter().map(key_summary).collect(),
-        scopes: SCOPES.iter().map(|s| s.to_string()).collect(),
+        scopes: ApiScope::ALL.map(|s| s.as_str().to_string()).to_vec(),
         form_key: crate::server::ids::random_hex(16),
     })
 }
@@ -60,12 +60,13 @@ pub async fn create_api_key(
     use crate::api::submission::Submission;
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::api_keys::check_new_key;
+    use crate::server::domain::api_keys::{check_new_key, parse_scopes};
     use crate::server::domain::idempotency::KeyInputs;
     let admin = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
-    let scopes: Vec<String> = scopes.unwrap_or_default().into_keys().collect();
-    let name = check_new_key(&name, &scopes)?;
+    let ticked: Vec<String> = scopes.unwrap_or_default().into_keys().collect();
+    let name = check_new_key(&name)?;
+    let scopes = parse_scopes(&ticked)?;
     let days = match days.trim() {
         "" => state.config.ttl.api_key_days,
         d => d
@@ -80,10 +81,10 @@ pub async fn create_api_key(
         form_key: &idempotency_key,
         values: KeyInputs::new()
             .id("name", &name)
-            .text("scopes", &scopes.join(","))
+            .text("scopes", &ticked.join(","))
             .text("days", &days.to_string()),
     };
-    let done = format!("API key {name} was created ({}).", scopes.join(", "));
+    let done = format!("API key {name} was created ({}).", ticked.join(", "));
     super::users::once_with_secret(sub, done, || async {
         state
             .api_keys

@@ -1,5 +1,6 @@
 //! One DynamoDB Local per test binary; one app (own table prefix, own clock) per test.
 
+use ops_console::model::api_keys::ApiScope;
 use std::io::Write;
 use std::sync::{Mutex, OnceLock};
 
@@ -385,7 +386,10 @@ impl TestApp {
 impl TestApp {
     /// A new API key with these scopes.
     pub async fn api_key(&self, scopes: &[&str]) -> String {
-        let scopes: Vec<String> = scopes.iter().map(|s| s.to_string()).collect();
+        let scopes: Vec<ApiScope> = scopes
+            .iter()
+            .map(|s| ApiScope::parse(s).unwrap_or_else(|| panic!("no scope {s}")))
+            .collect();
         self.state
             .api_keys
             .create_api_key(&format!("k-{}", random_hex(4)), &scopes, 30, "test")

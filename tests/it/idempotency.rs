@@ -1,5 +1,6 @@
 //! The idempotency engine against DynamoDB Local: real concurrent tasks, real conditions.
 
+use ops_console::model::api_keys::ApiScope;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
@@ -396,7 +397,7 @@ pub(crate) fn turn_off(version: u64) -> Value {
 }
 
 pub(crate) async fn writer_key(app: &TestApp, name: &str) -> String {
-    let scopes = ["switches:write".into(), "switches:read".into()];
+    let scopes = [ApiScope::SwitchesWrite, ApiScope::SwitchesRead];
     app.state
         .api_keys
         .create_api_key(name, &scopes, 30, "test")

@@ -3,6 +3,7 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::http::{header, Request};
 use chrono::Duration;
+use ops_console::model::api_keys::ApiScope;
 
 use ops_console::api::kill_switches::ChangeKillSwitch;
 use ops_console::api::users::SetUserRole;
@@ -250,11 +251,11 @@ async fn api_keys_need_the_right_scope() {
     let app = spawn_app().await;
     let api_keys = &app.state.api_keys;
     let reader = api_keys
-        .create_api_key("worker", &["switches:read".into()], 30, "test")
+        .create_api_key("worker", &[ApiScope::SwitchesRead], 30, "test")
         .await
         .unwrap();
     let other = api_keys
-        .create_api_key("events", &["events:write".into()], 30, "test")
+        .create_api_key("events", &[ApiScope::EventsWrite], 30, "test")
         .await
         .unwrap();
     let get = |key: Option<String>| {
@@ -297,7 +298,7 @@ async fn no_password_session_id_or_api_key_reaches_the_logs() {
     let key = app
         .state
         .api_keys
-        .create_api_key("log-test", &["switches:read".into()], 1, "test")
+        .create_api_key("log-test", &[ApiScope::SwitchesRead], 1, "test")
         .await
         .unwrap();
     app.send(
@@ -326,7 +327,7 @@ async fn an_api_key_is_revoked_once_under_concurrent_revokes_and_its_use_is_note
     let app = spawn_app().await;
     let api_keys = &app.state.api_keys;
     let key = api_keys
-        .create_api_key("bot-rev", &["switches:read".to_string()], 30, "ada")
+        .create_api_key("bot-rev", &[ApiScope::SwitchesRead], 30, "ada")
         .await
         .unwrap();
     let listed = |app: &crate::helpers::TestApp| {

@@ -22,9 +22,10 @@ use dynamodb_faults::{Faults, Outage, Proxy};
 use tokio::time::Instant;
 
 use clients::{Acked, Http, Tally};
+use ops_console::model::api_keys::ApiScope;
 use ops_console::server::clock::Clock;
 use ops_console::server::config::Config;
-use ops_console::server::domain::api_keys::{ApiKeys, SCOPES};
+use ops_console::server::domain::api_keys::ApiKeys;
 use ops_console::server::dynamo_local::{self, DynamoLocal};
 use ops_console::server::seed::Rng;
 use ops_console::server::store::{schema, Connection, Store};
@@ -228,7 +229,7 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
         .await
         .map_err(|e| e.to_string())?;
     schema::bootstrap(&store).await.map_err(|e| e.to_string())?;
-    let scopes: Vec<String> = SCOPES.iter().map(|s| s.to_string()).collect();
+    let scopes = ApiScope::ALL;
     let key = ApiKeys::new(store.clone(), Clock::default(), 1)
         .create_api_key("chaos", &scopes, 1, "chaos")
         .await

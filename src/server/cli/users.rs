@@ -6,10 +6,11 @@ use std::io::{BufRead, IsTerminal, Write};
 use clap::Subcommand;
 
 use super::{database, err, CliError};
+use crate::model::api_keys::ApiScope;
 use crate::model::users::Role;
 use crate::server::clock::Clock;
 use crate::server::config::Config;
-use crate::server::domain::api_keys::{ApiKeys, SCOPES};
+use crate::server::domain::api_keys::{parse_scopes, ApiKeys};
 use crate::server::domain::users::{Change, UserTtls, Users};
 use crate::server::startup::Database;
 
@@ -179,22 +180,26 @@ async fn list(config: &Config) -> Result<(), CliError> {
 
 pub async fn apikey(config: &Config, command: ApiKeyCommand) -> Result<(), CliError> {
     let ApiKeyCommand::Create { name, scopes, days } = command;
-    let scopes: Vec<String> = scopes
+    let named: Vec<String> = scopes
         .into_iter()
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .collect();
+    let scopes = parse_scopes(&named).map_err(|e| err(e.to_string()))?;
     let days = days.unwrap_or(config.ttl.api_key_days);
     let db = database(config).await?;
     let key = ApiKeys::new(db.store.clone(), Clock::default(), config.ttl.audit_days)
         .create_api_key(&name, &scopes, days, &actor())
         .await
-        .map_err(|e| err(format!("{e} (scopes: {})", SCOPES.join(", "))))?;
+        .map_err(|e| {
+            let known = ApiScope::ALL.map(ApiScope::as_str).join(", ");
+            err(format!("{e} (scopes: {known})"))
+        })?;
     // The only time the key is shown.
     println!("{key}");
     eprintln!(
         "API key {name} created with scopes {}; store it now, it is not shown again.",
-        scopes.join(",")
+        named.join(",")
     );
     Ok(())
 }

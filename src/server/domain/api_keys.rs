@@ -4,6 +4,7 @@
 use chrono::Duration;
 use serde::Serialize;
 
+use crate::model::api_keys::ApiScope;
 use crate::model::users::parse_user_name;
 use crate::model::AppError;
 use crate::server::clock::Clock;
@@ -22,50 +23,52 @@ pub const REVOKE_ACTION: &str = "api_key_revoked";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ApiPrincipal {
     pub name: String,
-    pub scopes: Vec<String>,
+    pub scopes: Vec<ApiScope>,
 }
 
 impl ApiPrincipal {
-    pub fn has_scope(&self, scope: &str) -> bool {
-        self.scopes.iter().any(|s| s == scope)
+    pub fn has_scope(&self, scope: ApiScope) -> bool {
+        self.scopes.contains(&scope)
     }
 }
 
-/// Scopes a key may carry.
-pub const SCOPES: &[&str] = &[
-    "switches:read",
-    "switches:write",
-    "events:write",
-    "conversations:read",
-    "conversations:write",
-    "inbox:read",
-    "inbox:write",
-    "measurements:write",
-    "measurements:admin",
-    "metrics:read",
-];
+fn known() -> String {
+    ApiScope::ALL.map(ApiScope::as_str).join(", ")
+}
 
-/// A new key's name (normalized) if it and the scopes are acceptable.
-pub fn check_new_key(name: &str, scopes: &[String]) -> Result<String, AppError> {
-    let name = parse_user_name(name).map_err(|_| {
+/// Scopes as a form or the command line names them, in their order: at least one, each
+/// known.
+pub fn parse_scopes(raw: &[String]) -> Result<Vec<ApiScope>, AppError> {
+    if raw.is_empty() {
+        return Err(AppError::invalid(
+            "scopes",
+            format!("Give at least one scope: {}.", known()),
+        ));
+    }
+    raw.iter()
+        .map(|r| {
+            ApiScope::parse(r).ok_or_else(|| {
+                AppError::invalid(
+                    "scopes",
+                    format!(
+                        "Unknown scope {}; known: {}.",
+                        r.chars().take(64).collect::<String>(),
+                        known()
+                    ),
+                )
+            })
+        })
+        .collect()
+}
+
+/// A new key's name (normalized) if it is acceptable.
+pub fn check_new_key(name: &str) -> Result<String, AppError> {
+    parse_user_name(name).map_err(|_| {
         AppError::invalid(
             "name",
             "A key name is 2 to 64 characters: letters, digits, '.', '_' or '-'.",
         )
-    })?;
-    if scopes.is_empty() {
-        return Err(AppError::invalid(
-            "scopes",
-            format!("Give at least one scope: {}.", SCOPES.join(", ")),
-        ));
-    }
-    if let Some(bad) = scopes.iter().find(|s| !SCOPES.contains(&s.as_str())) {
-        return Err(AppError::invalid(
-            "scopes",
-            format!("Unknown scope {bad}; known: {}.", SCOPES.join(", ")),
-        ));
-    }
-    Ok(name)
+    })
 }
 
 /// A new key's audit payload (fields in alphabetical order: the stored JSON reads as the
@@ -73,7 +76,7 @@ pub fn check_new_key(name: &str, scopes: &[String]) -> Result<String, AppError> 
 #[derive(Serialize)]
 struct KeyRecord<'a> {
     name: &'a str,
-    scopes: &'a [String],
+    scopes: &'a [ApiScope],
 }
 
 /// Machine clients' API keys (`state.api_keys`). Cheap to clone.
@@ -99,17 +102,20 @@ impl ApiKeys {
     pub async fn create_api_key(
         &self,
         name: &str,
-        scopes: &[String],
+        scopes: &[ApiScope],
         ttl_days: i64,
         actor: &str,
     ) -> Result<String, AppError> {
-        let name = check_new_key(name, scopes)?;
+        let name = check_new_key(name)?;
+        if scopes.is_empty() {
+            return Err(parse_scopes(&[]).unwrap_err());
+        }
         let now = self.clock.now();
         let key = new_api_key();
         let item = ApiKeyItem {
             key_hash: sha256_hex(key.as_bytes()),
             name: name.clone(),
-            scopes: scopes.to_vec(),
+            scopes: scopes.iter().map(|s| s.as_str().to_string()).collect(),
             created_at: now,
             created_by: actor.to_string(),
             expires_at: (now + Duration::days(ttl_days)).timestamp(),
@@ -157,9 +163,11 @@ impl ApiKeys {
                 tracing::warn!(error = %e, key = %k.name, "API key use not recorded");
             }
         }
+        // A scope this release does not know (a newer console wrote it) grants nothing here.
+        let scopes = k.scopes.iter().filter_map(|s| ApiScope::parse(s)).collect();
         Ok(Some(ApiPrincipal {
             name: k.name,
-            scopes: k.scopes,
+            scopes,
         }))
     }
 

@@ -1,6 +1,7 @@
 //! What every REST handler takes from a request: the caller (a bearer API key with its
 //! scopes) and a body of bounded size.
 
+use crate::model::api_keys::ApiScope;
 use std::marker::PhantomData;
 
 use axum::body::Bytes;
@@ -73,13 +74,13 @@ pub struct ApiAuth(pub ApiPrincipal);
 
 impl ApiAuth {
     /// 403 unless the key carries `scope`.
-    pub fn require(&self, scope: &str) -> Result<&ApiPrincipal, Problem> {
+    pub fn require(&self, scope: ApiScope) -> Result<&ApiPrincipal, Problem> {
         if self.0.has_scope(scope) {
             Ok(&self.0)
         } else {
             Err(
                 Problem::forbidden(format!("This API key lacks the scope {scope}."))
-                    .with("required_scope", scope),
+                    .with("required_scope", scope.as_str()),
             )
         }
     }
@@ -114,31 +115,31 @@ impl FromRequestParts<AppState> for ApiAuth {
 
 /// A scope an endpoint requires (see [`Scoped`]).
 pub trait Scope: Send + Sync + 'static {
-    const NAME: &'static str;
+    const SCOPE: ApiScope;
 }
 
 macro_rules! scopes {
-    ($($ty:ident = $name:literal),* $(,)?) => {
+    ($($ty:ident),* $(,)?) => {
         $(
-            #[doc = concat!("The scope `", $name, "`.")]
+            #[doc = concat!("The scope [`ApiScope::", stringify!($ty), "`].")]
             pub struct $ty;
             impl Scope for $ty {
-                const NAME: &'static str = $name;
+                const SCOPE: ApiScope = ApiScope::$ty;
             }
         )*
     };
 }
 
 scopes!(
-    EventsWrite = "events:write",
-    SwitchesRead = "switches:read",
-    SwitchesWrite = "switches:write",
-    ConversationsRead = "conversations:read",
-    ConversationsWrite = "conversations:write",
-    InboxRead = "inbox:read",
-    InboxWrite = "inbox:write",
-    MeasurementsWrite = "measurements:write",
-    MetricsRead = "metrics:read",
+    EventsWrite,
+    SwitchesRead,
+    SwitchesWrite,
+    ConversationsRead,
+    ConversationsWrite,
+    InboxRead,
+    InboxWrite,
+    MeasurementsWrite,
+    MetricsRead,
 );
 
 /// The caller of a REST endpoint holding the scope `S`: 401 without a valid key, 403
@@ -157,7 +158,7 @@ impl<S: Scope> FromRequestParts<AppState> for Scoped<S> {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let auth = ApiAuth::from_request_parts(parts, state).await?;
-        auth.require(S::NAME)?;
+        auth.require(S::SCOPE)?;
         Ok(Scoped {
             principal: auth.0,
             scope: PhantomData,

@@ -98,7 +98,7 @@ async fn may_read_metrics(state: &AppState, headers: &HeaderMap) -> bool {
     };
     matches!(
         state.api_keys.resolve_api_key(token.trim()).await,
-        Ok(Some(p)) if p.has_scope("metrics:read")
+        Ok(Some(p)) if p.has_scope(crate::model::api_keys::ApiScope::MetricsRead)
     )
 }
 

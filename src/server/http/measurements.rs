@@ -4,6 +4,7 @@
 
 mod csv;
 
+use crate::model::api_keys::ApiScope;
 use crate::server::domain::idempotency::is_correlation_id;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -27,7 +28,7 @@ use crate::server::domain::measurements::{Context, Outcome};
 use crate::server::ids::random_hex;
 use crate::server::state::AppState;
 
-const ADMIN: &str = "measurements:admin";
+const ADMIN: ApiScope = ApiScope::MeasurementsAdmin;
 
 /// The idempotency layer wraps the methods each route serves (a method it does not serve
 /// is a 405 before anything is claimed).
@@ -147,7 +148,7 @@ fn answer(outcome: Outcome, user: &str, override_allowed: bool) -> Response {
         )
         .with(
             "override",
-            json!({"header": "X-Force-Override: true", "scope": ADMIN, "allowed": override_allowed}),
+            json!({"header": "X-Force-Override: true", "scope": ADMIN.as_str(), "allowed": override_allowed}),
         )
         .into_response(),
     }
