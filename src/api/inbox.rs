@@ -26,7 +26,7 @@ pub async fn load_inbox_page(
             .draft(&user.name, t, &key, state.clock.now())
             .await?;
         // The message in progress keeps its key until the person starts a new one.
-        if key.len() >= 16 && key.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        if crate::server::domain::inbox::drafts::is_draft_key(&key) {
             page.form_key = key;
         }
     }

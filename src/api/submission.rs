@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::model::AppError;
+use crate::server::domain::idempotency::sent_keys::FormKey;
 use crate::server::domain::idempotency::{Attempt, Call, KeyInputs, Outcome, SafeResponse};
 use crate::server::state::AppState;
 use crate::server::store::tx::Writes;
@@ -63,15 +64,9 @@ where
 
 /// The key's inputs: the form's key and who sent it; a stale or forged key is refused.
 fn inputs(sub: &Submission<'_>) -> Result<KeyInputs, AppError> {
-    let form_key = sub.form_key.trim();
-    if !(16..=128).contains(&form_key.len()) {
-        return Err(AppError::invalid(
-            "idempotency_key",
-            "This form is out of date. Reload the page and try again.",
-        ));
-    }
+    let form_key = FormKey::parse(sub.form_key)?;
     Ok(KeyInputs::new()
-        .id("form_key", form_key)
+        .id("form_key", &*form_key)
         .id("actor", sub.actor))
 }
 

@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use crate::helpers::{form, spawn_app, TestApp};
-use ops_console::model::users::Role;
 use ops_console::model::api_keys::ApiScope;
+use ops_console::model::users::Role;
 use ops_console::server::ids::random_hex;
 
 /// A value for each path parameter the API has.

@@ -15,6 +15,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::problem::Problem;
+use crate::server::domain::idempotency::sent_keys::IdempotencyKey;
 use crate::server::domain::idempotency::{
     is_correlation_id, sha256_hex, Begin, Call, Engine, KeyInputs, Stored, Ticket,
 };
@@ -117,19 +118,16 @@ fn sent_key(
     req: &Request,
     echo: Option<&HeaderValue>,
     required: bool,
-) -> Result<Option<String>, Problem> {
-    match req.headers().get(HEADER).or(echo).map(|v| v.to_str()) {
+) -> Result<Option<IdempotencyKey>, Problem> {
+    match req.headers().get(HEADER).or(echo) {
         None if required => Err(Problem::invalid(
             "Idempotency-Key",
             "This endpoint needs an Idempotency-Key header: a unique value per request, \
              sent again unchanged when the request is retried.",
         )),
         None => Ok(None),
-        Some(Ok(k)) if (1..=255).contains(&k.trim().len()) => Ok(Some(k.trim().to_string())),
-        Some(_) => Err(Problem::invalid(
-            "Idempotency-Key",
-            "The Idempotency-Key header must be 1 to 255 visible ASCII characters.",
-        )),
+        // Bytes that are not text at all read as empty, and are refused as such.
+        Some(v) => Ok(Some(IdempotencyKey::parse(v.to_str().unwrap_or_default())?)),
     }
 }
 
@@ -154,7 +152,7 @@ fn method_name(method: &Method) -> Option<&'static str> {
 }
 
 impl Keyed {
-    fn of(parts: &Parts, token: &str, key: &str, body: &[u8]) -> Option<Keyed> {
+    fn of(parts: &Parts, token: &str, key: &IdempotencyKey, body: &[u8]) -> Option<Keyed> {
         let route = parts.extensions.get::<MatchedPath>()?.as_str();
         let method = method_name(&parts.method)?;
         let mut request_digest = format!("{method} {}\n", parts.uri).into_bytes();
@@ -165,7 +163,7 @@ impl Keyed {
             // the route's to refuse).
             inputs: KeyInputs::new()
                 .id("principal", sha256_hex(token.as_bytes()))
-                .id("key", key)
+                .id("key", &**key)
                 .correlated(
                     parts
                         .headers

@@ -15,6 +15,7 @@ mod keys;
 pub mod links;
 mod lookup;
 mod responses;
+pub mod sent_keys;
 mod writes;
 
 use std::future::Future;

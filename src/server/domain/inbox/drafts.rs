@@ -11,6 +11,7 @@ use super::views::parse_form;
 use super::Inbox;
 use crate::model::inbox::{Draft, PublishForm, Receipt};
 use crate::model::AppError;
+use crate::server::domain::idempotency::sent_keys::FormKey;
 use crate::server::domain::idempotency::KeyInputs;
 use crate::server::store::inbox::{self as store, DraftItem, Kind};
 
@@ -20,20 +21,19 @@ const DRAFT_DAYS: i64 = 1;
 /// The idempotency scope of a publish from the console.
 pub const PUBLISH_SCOPE: &str = "inbox.publish";
 
-/// A draft's key as the form carries it: 16 to 128 letters and digits.
+/// A draft's key is its form's key ([`FormKey`]), exactly as the form carries it (it is
+/// part of the draft's address).
 pub fn is_draft_key(key: &str) -> bool {
-    (16..=128).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_alphanumeric())
+    FormKey::parse(key).is_ok_and(|k| *k == *key)
 }
 
 fn check_draft_key(key: &str) -> Result<(), AppError> {
-    if is_draft_key(key) {
-        Ok(())
-    } else {
-        Err(AppError::invalid(
+    is_draft_key(key).then_some(()).ok_or_else(|| {
+        AppError::invalid(
             "idempotency_key",
             "This message form is out of date. Start a new message.",
-        ))
-    }
+        )
+    })
 }
 
 /// Where a draft stands when someone asks to publish it.

@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::{validate, ChangeError, ChangeRequest, Origin, Switches};
 use crate::model::kill_switches::KillSwitches;
 use crate::model::AppError;
+use crate::server::domain::idempotency::sent_keys::FormKey;
 use crate::server::domain::idempotency::{Call, Engine, KeyInputs, Outcome};
 use crate::server::ids::random_hex;
 
@@ -29,8 +30,10 @@ impl Switches {
         // Bad input is answered before the key is claimed: fixing it and resubmitting the
         // same form is a new attempt, not a replay.
         validate(req)?;
-        let form_key = check_form_key(form_key)?;
-        let inputs = KeyInputs::new().id("form_key", form_key).id("actor", actor);
+        let form_key = FormKey::parse(form_key)?;
+        let inputs = KeyInputs::new()
+            .id("form_key", &*form_key)
+            .id("actor", actor);
         let call = Call {
             tenant: "console",
             scope: SCOPE,
@@ -84,19 +87,6 @@ impl Switches {
                     .into(),
             )),
         }
-    }
-}
-
-/// The form key the page rendered: 16 to 128 characters, surrounding spaces aside.
-fn check_form_key(raw: &str) -> Result<&str, AppError> {
-    let key = raw.trim();
-    if (16..=128).contains(&key.len()) {
-        Ok(key)
-    } else {
-        Err(AppError::invalid(
-            "idempotency_key",
-            "This form is out of date. Reload the page and try again.",
-        ))
     }
 }
 
