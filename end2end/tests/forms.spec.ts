@@ -1,6 +1,6 @@
 import { APIRequestContext, expect, test } from '@playwright/test';
 import { randomBytes } from 'node:crypto';
-import { apiKey, ready, signIn, unique, user } from './helpers';
+import { apiKey, ready, setSwitch, signIn, unique, user } from './helpers';
 
 const auth = () => ({ Authorization: `Bearer ${apiKey()}` });
 
@@ -20,14 +20,15 @@ async function postEvent(request: APIRequestContext, conversation: string, messa
 }
 
 test.describe('forms', () => {
-  test('after a kill-switch change the form is closed and its reason gone; flipping back starts empty', async ({ page }) => {
+  test('after a kill-switch change the form is closed and its reason gone; flipping back starts empty', async ({ page, request }) => {
+    // From on: off (with its confirmation), then on again.
+    await setSwitch(request, 'safe_mode', true);
     await signIn(page, 'admin', '/kill-switches');
     const card = page.getByTestId('switch-safe_mode');
     const badge = card.locator('span', { hasText: /^(ON|OFF)$/ });
-    for (let round = 0; round < 2; round++) {
-      const before = (await badge.innerText()).trim();
-      const verb = before === 'ON' ? 'off' : 'on';
-      const reason = unique(`e2e reset ${round}`);
+    await expect(badge).toHaveText('ON');
+    for (const [verb, after] of [['off', 'OFF'], ['on', 'ON']] as const) {
+      const reason = unique(`e2e reset ${verb}`);
       await card.locator('summary').click();
       const box = card.getByLabel(`Reason for turning safe mode ${verb}`);
       await expect(box).toHaveValue('');
@@ -35,7 +36,7 @@ test.describe('forms', () => {
       if (verb === 'off') await card.getByLabel(/I confirm/).check();
       await card.getByRole('button', { name: `Turn safe mode ${verb}` }).click();
       await ready(page);
-      await expect(badge).toHaveText(before === 'ON' ? 'OFF' : 'ON');
+      await expect(badge).toHaveText(after);
       await expect(card.locator('details')).not.toHaveAttribute('open', '');
       await expect(card.locator('textarea')).toHaveValue('');
     }
