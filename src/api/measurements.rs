@@ -14,7 +14,7 @@ pub async fn load_measurements(
 ) -> Result<MeasurementsView, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::measurements::views;
+    use crate::server::domain::measurements::pages;
     let me = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let now = state.clock.now();
@@ -23,10 +23,10 @@ pub async fn load_measurements(
     let (points, rejected) = if user.is_empty() {
         (Vec::new(), Vec::new())
     } else {
-        views::series(&state.store, &user).await?
+        pages::series(&state.store, &user).await?
     };
-    let mut attempts = views::for_role(
-        views::attempts(&state.store, &user, &outcome, cursor.as_deref()).await?,
+    let mut attempts = pages::for_role(
+        pages::attempts(&state.store, &user, &outcome, cursor.as_deref()).await?,
         me.role,
     );
     attempts.user_ref = state.refs.user(&user);
@@ -34,24 +34,24 @@ pub async fn load_measurements(
     let max = settings.alert_duplicate_max_pct;
     let (rates, resolution) = if user.is_empty() {
         (
-            views::rates(&state.store, &window, max, now).await?,
+            pages::rates(&state.store, &window, max, now).await?,
             String::new(),
         )
     } else {
-        views::rates_of_user(&state.store, &user, &window, max, now).await?
+        pages::rates_of_user(&state.store, &user, &window, max, now).await?
     };
-    let scopes = views::endpoint_health(&state.idempotency, &rates.window).await?;
+    let scopes = pages::endpoint_health(&state.idempotency, &rates.window).await?;
     // The rules judge every user over 24 hours: read again only what the page did not.
     let everyone = match (user.is_empty(), rates.window.as_str()) {
         (true, "24h") => rates.clone(),
-        _ => views::rates(&state.store, "24h", max, now).await?,
+        _ => pages::rates(&state.store, "24h", max, now).await?,
     };
     let scopes_24h = match rates.window.as_str() {
         "24h" => scopes.clone(),
-        _ => views::endpoint_health(&state.idempotency, "24h").await?,
+        _ => pages::endpoint_health(&state.idempotency, "24h").await?,
     };
     Ok(MeasurementsView {
-        rules: views::rule_lines(&everyone, &scopes_24h, settings),
+        rules: pages::rule_lines(&everyone, &scopes_24h, settings),
         resolution,
         user_ref: state.refs.user(&user),
         user: crate::server::domain::redact::for_role(me.role, &user),
@@ -72,12 +72,12 @@ pub async fn list_measurement_attempts(
 ) -> Result<AttemptPage, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::measurements::views;
+    use crate::server::domain::measurements::pages;
     let me = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let user = state.refs.resolve_user(&user);
-    let page = views::attempts(&state.store, &user, &outcome, cursor.as_deref()).await?;
-    let mut page = views::for_role(page, me.role);
+    let page = pages::attempts(&state.store, &user, &outcome, cursor.as_deref()).await?;
+    let mut page = pages::for_role(page, me.role);
     page.user_ref = state.refs.user(&user);
     Ok(page)
 }

@@ -758,15 +758,15 @@ async fn the_rates_of_a_chosen_user_count_only_that_users_attempts() {
     for b in [&mine, &mine, &body("m-r2", "u-rates-2", 80.0, "kg", t0)] {
         assert!(one(&app, &key, b).await.status.is_success());
     }
-    use ops_console::server::domain::measurements::views;
+    use ops_console::server::domain::measurements::pages;
     let now = app.clock.now();
-    let (user, _) = views::rates_of_user(&app.store, "u-rates-1", "24h", 10.0, now)
+    let (user, _) = pages::rates_of_user(&app.store, "u-rates-1", "24h", 10.0, now)
         .await
         .unwrap();
     assert_eq!(user.of, "this user");
     assert_eq!((user.totals.attempts, user.totals.duplicate), (2, 1));
     assert_eq!(user.duplicate_pct, Some(50.0));
-    let everyone = views::rates(&app.store, "24h", 10.0, now).await.unwrap();
+    let everyone = pages::rates(&app.store, "24h", 10.0, now).await.unwrap();
     assert_eq!(everyone.of, "every user");
     assert_eq!(everyone.totals.attempts, 3);
 }

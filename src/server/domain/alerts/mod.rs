@@ -20,7 +20,7 @@ use crate::server::clock::Clock;
 use crate::server::config::Config;
 use crate::server::domain::events::health as receiver_health;
 use crate::server::domain::idempotency::Engine;
-use crate::server::domain::measurements::views;
+use crate::server::domain::measurements::pages;
 use crate::server::domain::redact;
 use crate::server::metrics;
 use crate::server::outbound::networks::Resolver;
@@ -128,7 +128,7 @@ impl Alerts {
         let health = self.engine.health("24h").await?;
         let mut out = idempotency_rules(&health.scopes);
         let m = &self.config.measurements;
-        let rates = views::rates(
+        let rates = pages::rates(
             &self.store,
             "24h",
             m.alert_duplicate_max_pct,

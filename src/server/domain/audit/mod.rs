@@ -14,7 +14,7 @@ use crate::model::users::Role;
 use crate::model::AppError;
 use crate::server::clock::Clock;
 use crate::server::domain::conversations::reference::Refs;
-use crate::server::domain::events::views::{check_conversation, masked_in};
+use crate::server::domain::events::pages::{check_conversation, masked_in};
 use crate::server::domain::redact;
 use crate::server::store::audit::{self, AuditItem};
 use crate::server::store::query::Start;

@@ -3,7 +3,7 @@
 //! I/O is the [`Events`] service's (`state.events`): the pipeline (`ingest`, `queue`), the
 //! dispatcher that delivers from the outbox (`dispatch`), the receiver's settings
 //! (`receiver`), the operators' outbox moves (`outbox`) and the pages' read models
-//! (`views`).
+//! (`pages`).
 
 pub mod dispatch;
 pub mod health;
@@ -13,12 +13,12 @@ mod jobs;
 mod legacy;
 mod order;
 pub mod outbox;
+pub mod pages;
 mod queue;
 pub mod receiver;
 mod rules;
 pub mod sentences;
 mod timeline;
-pub mod views;
 
 pub use incoming::{collapse, parse, Incoming, CHANNELS, MAX_TEXT_BYTES};
 pub use ingest::{ActionOutcome, Events, IngestError, Outcome};

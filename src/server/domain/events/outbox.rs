@@ -9,7 +9,7 @@ use serde_json::json;
 use super::ingest::{iso, short, Events};
 use super::jobs::job_view;
 pub use super::jobs::{group_named, job_op, BulkRequest};
-use super::views::{check_conversation, masked_in};
+use super::pages::{check_conversation, masked_in};
 use crate::model::outbox::{ConversationFilter, OutboxCounts, OutboxRow, OutboxView, TryRow};
 use crate::model::users::Role;
 use crate::model::AppError;

@@ -10,7 +10,7 @@ use crate::server::domain::conversations::reference::Refs;
 use crate::server::domain::redact;
 use crate::server::store::events::{self as records, ActionRecord, ActionStatus, EventRecord};
 
-use super::views::check_conversation;
+use super::pages::check_conversation;
 use super::{Decision, Events};
 
 /// Events a timeline shows (the newest).

@@ -6,8 +6,8 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Value};
 
 use super::keys::{InboxKey, TenantKey};
+use super::pages::parse_form;
 use super::publish::Publish;
-use super::views::parse_form;
 use super::Inbox;
 use crate::model::inbox::{Draft, PublishForm, Receipt};
 use crate::model::AppError;

@@ -6,9 +6,9 @@ mod deliver;
 pub mod drafts;
 pub mod feed;
 pub mod keys;
+pub mod pages;
 pub mod publish;
 pub mod verify;
-pub mod views;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

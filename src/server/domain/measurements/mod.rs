@@ -4,9 +4,9 @@
 //! every attempt audited.
 
 pub mod batch;
+pub mod pages;
 pub mod payload;
 mod submit;
-pub mod views;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use crate::model::users::{CurrentUser, Role};
 use crate::model::AppError;
-use crate::server::domain::measurements::views::parse_outcome;
+use crate::server::domain::measurements::pages::parse_outcome;
 use crate::server::domain::redact;
 use crate::server::http::problem::Problem;
 use crate::server::state::AppState;
