@@ -60,8 +60,8 @@ pub async fn create_api_key(
     use crate::api::submission::Submission;
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::api_keys::{check_new_key, parse_scopes};
-    use crate::server::domain::idempotency::KeyInputs;
+    use crate::server::services::api_keys::{check_new_key, parse_scopes};
+    use crate::server::services::idempotency::KeyInputs;
     let admin = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
     let ticked: Vec<String> = scopes.unwrap_or_default().into_keys().collect();
@@ -105,7 +105,7 @@ pub async fn revoke_api_key(
     use crate::model::kill_switches::Reason;
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::idempotency::KeyInputs;
+    use crate::server::services::idempotency::KeyInputs;
     let admin = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
     Reason::parse(&reason)?;

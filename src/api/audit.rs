@@ -18,7 +18,8 @@ pub async fn list_audit(
 ) -> Result<AuditRows, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::audit::{window::Typed, AuditFilter};
+    use crate::server::domain::audit::window::Typed;
+    use crate::server::services::audit::AuditFilter;
     let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let cursor = cursor.filter(|c| !c.is_empty());

@@ -65,8 +65,8 @@ pub async fn reveal_contact(
     use crate::api::submission::{self, Submission};
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::conversations::view::{self, Reveal};
-    use crate::server::domain::idempotency::KeyInputs;
+    use crate::server::services::conversations::view::{self, Reveal};
+    use crate::server::services::idempotency::KeyInputs;
     let admin = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
     // Bad input is answered before the form's key is claimed: fixing it and submitting

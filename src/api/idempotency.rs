@@ -52,7 +52,7 @@ pub async fn list_idempotency_keys(
 pub async fn load_idempotency_key(id: String) -> Result<KeySummary, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::idempotency::health;
+    use crate::server::services::idempotency::health;
     let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let api_keys: Vec<(String, String)> = state
@@ -113,7 +113,7 @@ pub async fn find_idempotency_by_correlation(
 ) -> Result<Vec<KeySummary>, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::idempotency::health;
+    use crate::server::services::idempotency::health;
     let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     if correlation_id.trim().is_empty() {
@@ -137,7 +137,7 @@ pub async fn find_idempotency_key(
 ) -> Result<Vec<KeySummary>, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::idempotency::health;
+    use crate::server::services::idempotency::health;
     let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     if raw.trim().is_empty() {

@@ -26,7 +26,7 @@ pub async fn load_inbox_page(
             .draft(&user.name, t, &key, state.clock.now())
             .await?;
         // The message in progress keeps its key until the person starts a new one.
-        if crate::server::domain::inbox::drafts::is_draft_key(&key) {
+        if crate::server::services::inbox::drafts::is_draft_key(&key) {
             page.form_key = key;
         }
     }
@@ -142,7 +142,7 @@ pub async fn publish_message(
 ) -> Result<String, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::inbox::drafts::{self, ToPublish};
+    use crate::server::services::inbox::drafts::{self, ToPublish};
     let user = ctx::require(Role::Operator)?;
     let state = ctx::state()?;
     let now = state.clock.now();
@@ -167,11 +167,11 @@ async fn publish_once(
     state: &crate::server::state::AppState,
     actor: &str,
     form: &PublishForm,
-    publish: &crate::server::domain::inbox::publish::Publish,
+    publish: &crate::server::services::inbox::publish::Publish,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<crate::model::inbox::Receipt, AppError> {
     use crate::api::submission::{self, Submission};
-    use crate::server::domain::inbox::drafts::{self, PUBLISH_SCOPE};
+    use crate::server::services::inbox::drafts::{self, PUBLISH_SCOPE};
     let sub = Submission {
         actor,
         scope: PUBLISH_SCOPE,
@@ -198,8 +198,8 @@ pub async fn load_user_view(
 ) -> Result<UserView, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::inbox::feed::PAGE_SIZE;
     use crate::server::domain::inbox::keys::{InboxKey, TenantKey, UserKey};
+    use crate::server::services::inbox::feed::PAGE_SIZE;
     let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let now = state.clock.now();

@@ -14,7 +14,7 @@ pub async fn load_measurements(
 ) -> Result<MeasurementsView, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::measurements::pages;
+    use crate::server::services::measurements::pages;
     let me = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let now = state.clock.now();
@@ -72,7 +72,7 @@ pub async fn list_measurement_attempts(
 ) -> Result<AttemptPage, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::measurements::pages;
+    use crate::server::services::measurements::pages;
     let me = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let user = state.refs.resolve_user(&user);

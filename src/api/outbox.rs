@@ -53,7 +53,7 @@ pub async fn start_outbox_job(
 ) -> Result<String, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::events::outbox::{job_op, BulkRequest};
+    use crate::server::services::events::outbox::{job_op, BulkRequest};
     use crate::server::store::events::outbox_reads::Filter;
     let user = ctx::require(Role::Operator)?;
     let state = ctx::state()?;
@@ -93,7 +93,7 @@ pub async fn move_action(
 ) -> Result<String, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::events::outbox::job_op;
+    use crate::server::services::events::outbox::job_op;
     let user = ctx::require(Role::Operator)?;
     let state = ctx::state()?;
     if reason.trim().is_empty() {
@@ -130,7 +130,7 @@ pub async fn save_receiver(
 ) -> Result<Option<String>, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::events::receiver::Change;
+    use crate::server::services::events::receiver::Change;
     let user = ctx::require(Role::Admin)?;
     let change = Change::Url {
         url,
@@ -147,7 +147,7 @@ pub async fn save_receiver(
 pub async fn add_receiver_secret(version: i64) -> Result<Option<String>, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::events::receiver::Change;
+    use crate::server::services::events::receiver::Change;
     let user = ctx::require(Role::Admin)?;
     ctx::state()?
         .events
@@ -160,7 +160,7 @@ pub async fn add_receiver_secret(version: i64) -> Result<Option<String>, AppErro
 pub async fn retire_receiver_secret(id: String, version: i64) -> Result<Option<String>, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::events::receiver::Change;
+    use crate::server::services::events::receiver::Change;
     let user = ctx::require(Role::Admin)?;
     ctx::state()?
         .events

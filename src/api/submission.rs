@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::model::AppError;
 use crate::server::domain::idempotency::sent_keys::FormKey;
-use crate::server::domain::idempotency::{Attempt, Call, KeyInputs, Outcome, SafeResponse};
+use crate::server::services::idempotency::{Attempt, Call, KeyInputs, Outcome, SafeResponse};
 use crate::server::state::AppState;
 use crate::server::store::tx::Writes;
 

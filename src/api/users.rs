@@ -21,7 +21,7 @@ pub async fn list_users() -> Result<Vec<UserSummary>, AppError> {
 pub async fn set_user_role(name: String, role: String, reason: String) -> Result<String, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::users::Change;
+    use crate::server::services::users::Change;
     let admin = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
     let role = Role::parse(&role)?;
@@ -41,7 +41,7 @@ pub async fn set_user_disabled(
 ) -> Result<String, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::users::Change;
+    use crate::server::services::users::Change;
     let admin = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
     let (change, done) = match disabled.as_str() {
@@ -118,8 +118,8 @@ pub async fn add_user(
     use crate::api::submission::Submission;
     use crate::model::users::{parse_user_name, Role};
     use crate::server::ctx;
-    use crate::server::domain::idempotency::KeyInputs;
-    use crate::server::domain::users::passwords::new_password;
+    use crate::server::services::idempotency::KeyInputs;
+    use crate::server::services::users::passwords::new_password;
     let admin = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
     let name = parse_user_name(&name)?;
@@ -153,9 +153,9 @@ pub async fn reset_password(
     use crate::model::kill_switches::Reason;
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::idempotency::KeyInputs;
-    use crate::server::domain::users::passwords::new_password;
-    use crate::server::domain::users::Change;
+    use crate::server::services::idempotency::KeyInputs;
+    use crate::server::services::users::passwords::new_password;
+    use crate::server::services::users::Change;
     let admin = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
     Reason::parse(&reason)?;

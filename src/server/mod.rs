@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod outbound;
 pub mod readiness;
 pub mod seed;
+pub mod services;
 pub mod startup;
 pub mod state;
 pub mod store;

@@ -8,8 +8,8 @@ use leptos_axum::{generate_route_list, LeptosRoutes};
 use crate::app::{shell, App};
 use crate::server::clock::Clock;
 use crate::server::config::{Config, Environment};
-use crate::server::domain::idempotency::{Engine, Secret};
 use crate::server::http::{self, middleware as mw};
+use crate::server::services::idempotency::{Engine, Secret};
 use crate::server::state::AppState;
 use crate::server::store::Store;
 

@@ -743,7 +743,7 @@ fn percent_decoded(s: &str) -> String {
 
 #[tokio::test]
 async fn no_url_the_console_makes_carries_anything_personal() {
-    use ops_console::server::domain::inbox::publish::Publish;
+    use ops_console::server::services::inbox::publish::Publish;
     let app = spawn_app().await;
     app.set_switches(false, true).await;
     seed_pages(&app).await;

@@ -12,7 +12,7 @@ use dynamodb_faults::{Faults, Kind};
 use serde_json::json;
 
 use crate::helpers::{faulty_dynamodb, spawn_app_via};
-use ops_console::server::domain::inbox::publish::Publish;
+use ops_console::server::services::inbox::publish::Publish;
 use ops_console::server::store::events::outbox::Group;
 use ops_console::server::store::events::outbox_reads::{self, Filter};
 use ops_console::server::store::items::scan_json;
@@ -383,7 +383,7 @@ async fn a_bulk_release_misses_nothing_the_index_had_not_shown_yet() {
         .await
         .unwrap();
     assert!(held >= 2, "{held} held");
-    use ops_console::server::domain::events::outbox::{job_op, BulkRequest};
+    use ops_console::server::services::events::outbox::{job_op, BulkRequest};
     let req = BulkRequest {
         op: job_op("release").unwrap(),
         filter: Filter::default(),

@@ -342,7 +342,7 @@ async fn a_measurement_whose_answer_is_lost_is_stored_once_and_answered_as_accep
 async fn publish_short_lived(app: &crate::helpers::TestApp, n: usize) {
     let inbox = app.state.inbox.clone();
     for i in 0..n {
-        let p = ops_console::server::domain::inbox::publish::Publish {
+        let p = ops_console::server::services::inbox::publish::Publish {
             uids: Some(vec![uk(&format!("r{i}")), uk(&format!("s{i}"))]),
             label: "two".into(),
             category: Some(ck("ops")),
@@ -394,7 +394,7 @@ async fn publish_and_expire(app: &crate::helpers::TestApp, direct: &Store, n: us
 }
 
 async fn drift(direct: &Store) -> usize {
-    ops_console::server::domain::inbox::verify::verify(direct, chrono::Utc::now().timestamp())
+    ops_console::server::services::inbox::verify::verify(direct, chrono::Utc::now().timestamp())
         .await
         .unwrap()
         .0

@@ -11,8 +11,9 @@ use serde_json::{json, Value};
 
 use crate::helpers::{captured_logs, spawn_app, spawn_app_with, TestApp};
 use crate::receiver::Receiver;
-use ops_console::server::domain::events::{apply, decide, parse, Switches};
+use ops_console::server::domain::events::parse;
 use ops_console::server::outbound::signature::SigningSecret;
+use ops_console::server::services::events::{apply, decide, Switches};
 use ops_console::server::store::events::outbox::Group;
 use ops_console::server::store::events::outbox_reads::{self, Filter};
 use ops_console::server::store::events::{self as records, ConversationState};
@@ -559,7 +560,8 @@ async fn a_conversation_timeline_counts_duplicates_and_says_queued_until_deliver
 #[tokio::test]
 async fn an_audit_day_in_new_york_reads_two_utc_days_and_pages_across_them() {
     use ops_console::model::users::Role;
-    use ops_console::server::domain::audit::{window::Typed, AuditFilter};
+    use ops_console::server::domain::audit::window::Typed;
+    use ops_console::server::services::audit::AuditFilter;
     use ops_console::server::store::audit::{self, AuditItem};
     let app = spawn_app().await;
     let at = |s: &str| {

@@ -14,9 +14,9 @@ use tower::ServiceExt;
 use ops_console::model::users::Role;
 use ops_console::server::clock::Clock;
 use ops_console::server::config::Config;
-use ops_console::server::domain::idempotency::Secret;
 use ops_console::server::dynamo_local::{self, DynamoLocal};
 use ops_console::server::ids::random_hex;
+use ops_console::server::services::idempotency::Secret;
 use ops_console::server::startup;
 use ops_console::server::state::AppState;
 use ops_console::server::store::{schema, Connection, Store};
@@ -413,7 +413,7 @@ impl TestApp {
     /// Sets both kill switches, as an admin would.
     pub async fn set_switches(&self, safe_mode: bool, automation_enabled: bool) {
         use ops_console::model::kill_switches::Switch;
-        use ops_console::server::domain::kill_switches::{ChangeRequest, Origin};
+        use ops_console::server::services::kill_switches::{ChangeRequest, Origin};
         for (switch, enable) in [
             (Switch::SafeMode, safe_mode),
             (Switch::AutomationEnabled, automation_enabled),

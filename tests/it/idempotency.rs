@@ -10,7 +10,7 @@ use axum::http::{header, Request};
 use chrono::Duration;
 use serde_json::{json, Value};
 
-use ops_console::server::domain::idempotency::{
+use ops_console::server::services::idempotency::{
     sha256_hex, Begin, Call, Engine, KeyInputs, Outcome, Secret, Stored,
 };
 use ops_console::server::store::idempotency::{self as store, KeyItem};
@@ -367,7 +367,7 @@ async fn outcomes_are_counted_per_scope_and_hour() {
         run_counting(engine, &key, ran.clone(), StdDuration::ZERO).await;
     }
     engine.flush_stats().await.unwrap();
-    let hour = ops_console::server::domain::idempotency::hour_key(app.clock.now());
+    let hour = ops_console::server::services::idempotency::hour_key(app.clock.now());
     let buckets = store::read_stats(&app.store, SCOPE, &hour).await.unwrap();
     assert_eq!(buckets.len(), 1);
     let c = &buckets[0].counts;
@@ -508,7 +508,7 @@ async fn http_keys_are_private_to_the_client_that_sent_them() {
 
 #[tokio::test]
 async fn a_raw_key_is_found_for_the_client_that_sent_it_and_only_for_it() {
-    use ops_console::server::domain::idempotency::sha256_hex;
+    use ops_console::server::services::idempotency::sha256_hex;
     let app = spawn_app().await;
     let alice = writer_key(&app, "alice-bot").await;
     let bob = writer_key(&app, "bob-bot").await;
@@ -547,7 +547,7 @@ async fn a_raw_key_is_found_for_the_client_that_sent_it_and_only_for_it() {
     ];
     let detail = engine.key_summary(&found[0].id, &api_keys).await.unwrap();
     assert_eq!(detail.api_key.as_deref(), Some("alice-bot"));
-    let detail = ops_console::server::domain::idempotency::health::detail_for_role(
+    let detail = ops_console::server::services::idempotency::health::detail_for_role(
         detail,
         ops_console::model::users::Role::Viewer,
         &|u| app.state.refs.user(u),
@@ -641,7 +641,7 @@ async fn a_double_submitted_kill_switch_form_changes_once() {
 async fn only_admins_expire_a_key_and_the_expiry_is_audited() {
     use ops_console::api::idempotency::{ExpireIdempotencyKey, LoadIdempotencyHealth};
     use ops_console::model::users::Role;
-    use ops_console::server::domain::idempotency::health::{AUDIT_EXPIRED, AUDIT_PARTITION};
+    use ops_console::server::services::idempotency::health::{AUDIT_EXPIRED, AUDIT_PARTITION};
     use ops_console::server::store::audit;
     let app = spawn_app().await;
     let key = inputs("stuck");

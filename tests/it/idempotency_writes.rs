@@ -7,7 +7,7 @@ use chrono::Duration;
 use dynamodb_faults::Kind;
 use serde_json::json;
 
-use ops_console::server::domain::idempotency::{Begin, Call, Engine, KeyInputs, Outcome};
+use ops_console::server::services::idempotency::{Begin, Call, Engine, KeyInputs, Outcome};
 use ops_console::server::store::audit::{self, AuditItem};
 use ops_console::server::store::idempotency::{self as store, KeyItem, KeyStatus};
 use ops_console::server::store::Store;
@@ -205,7 +205,7 @@ async fn a_claim_of_the_three_step_path_is_waited_for_until_stale_then_taken_ove
     let taken = write_once(engine, &app.store, &c, "takeover").await;
     assert!(matches!(taken, Outcome::Fresh(_)), "{taken:?}");
     // The old owner, back late, cannot overwrite the answer.
-    let late = ops_console::server::domain::idempotency::Stored {
+    let late = ops_console::server::services::idempotency::Stored {
         status: None,
         json: r#"{"ok":true,"data":"late"}"#.into(),
         headers: None,

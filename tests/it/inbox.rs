@@ -9,9 +9,9 @@ use serde_json::json;
 
 use crate::helpers::{pct, spawn_app, TestApp};
 use ops_console::server::crash_points::CrashPoints;
-use ops_console::server::domain::inbox::feed::Marked;
-use ops_console::server::domain::inbox::publish::Publish;
-use ops_console::server::domain::inbox::verify::verify;
+use ops_console::server::services::inbox::feed::Marked;
+use ops_console::server::services::inbox::publish::Publish;
+use ops_console::server::services::inbox::verify::verify;
 use ops_console::server::store::inbox::stream;
 use ops_console::server::store::inbox::{self as store, MessageItem, Stats};
 use ops_console::server::store::schema::INBOX;

@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::helpers::{spawn_app, spawn_app_with, Answer, TestApp};
-use ops_console::server::domain::measurements::payload::parse;
-use ops_console::server::domain::measurements::{Context, Measurements};
+use ops_console::server::services::measurements::payload::parse;
+use ops_console::server::services::measurements::{Context, Measurements};
 use ops_console::server::store::measurements::{self as store, Action};
 use ops_console::server::store::query::Start;
 use ops_console::server::store::schema::MEASUREMENTS;
@@ -758,7 +758,7 @@ async fn the_rates_of_a_chosen_user_count_only_that_users_attempts() {
     for b in [&mine, &mine, &body("m-r2", "u-rates-2", 80.0, "kg", t0)] {
         assert!(one(&app, &key, b).await.status.is_success());
     }
-    use ops_console::server::domain::measurements::pages;
+    use ops_console::server::services::measurements::pages;
     let now = app.clock.now();
     let (user, _) = pages::rates_of_user(&app.store, "u-rates-1", "24h", 10.0, now)
         .await

@@ -8,7 +8,7 @@ use ops_console::model::api_keys::ApiScope;
 use ops_console::api::kill_switches::ChangeKillSwitch;
 use ops_console::api::users::SetUserRole;
 use ops_console::model::users::Role;
-use ops_console::server::domain::users::Change;
+use ops_console::server::services::users::Change;
 use ops_console::server::store::users;
 use ops_console::server::store::{audit, kill_switches};
 
@@ -322,7 +322,7 @@ async fn no_password_session_id_or_api_key_reaches_the_logs() {
 
 #[tokio::test]
 async fn an_api_key_is_revoked_once_under_concurrent_revokes_and_its_use_is_noted_hourly() {
-    use ops_console::server::domain::api_keys::REVOKE_ACTION;
+    use ops_console::server::services::api_keys::REVOKE_ACTION;
     use ops_console::server::store::api_keys;
     let app = spawn_app().await;
     let api_keys = &app.state.api_keys;

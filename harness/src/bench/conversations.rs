@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 
 use super::Series;
 use ops_console::server::contract::from_value;
-use ops_console::server::domain::conversations::context;
 use ops_console::server::seed::{self, Plan};
+use ops_console::server::services::conversations::context;
 use ops_console::server::store::conversations::{self as store, Conversation, Filters, Partition};
 use ops_console::server::store::query::Start;
 use ops_console::server::store::Store;

@@ -19,8 +19,9 @@ pub async fn bench_events(
     n: usize,
 ) -> Result<Vec<serde_json::Value>, String> {
     use ops_console::model::kill_switches::Switch;
-    use ops_console::server::domain::events::{parse, Events, Outcome as IngestOutcome};
-    use ops_console::server::domain::kill_switches::{ChangeRequest, Origin, Switches, Ttls};
+    use ops_console::server::domain::events::parse;
+    use ops_console::server::services::events::{Events, Outcome as IngestOutcome};
+    use ops_console::server::services::kill_switches::{ChangeRequest, Origin, Switches, Ttls};
     use ops_console::server::store::events::{
         ActionRecord, ActionStatus, ActionType, ConversationState, EventRecord, EventStatus, Mode,
         RecordKind,
@@ -180,8 +181,9 @@ pub async fn bench_ack(
 ) -> Result<Vec<serde_json::Value>, String> {
     use ops_console::server::config::Secret;
     use ops_console::server::crypto::Seal;
-    use ops_console::server::domain::events::{parse, Events};
+    use ops_console::server::domain::events::parse;
     use ops_console::server::outbound::signature::SigningSecret;
+    use ops_console::server::services::events::Events;
 
     let mut rows = Vec::new();
     for (name, delay_ms) in [

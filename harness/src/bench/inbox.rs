@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use super::{print_rows, Series};
 use ops_console::server::domain::inbox::keys::{InboxKey, MessageKey, TenantKey, UserKey};
-use ops_console::server::domain::inbox::publish::Publish;
-use ops_console::server::domain::inbox::Inbox;
+use ops_console::server::services::inbox::publish::Publish;
+use ops_console::server::services::inbox::Inbox;
 use ops_console::server::store::inbox as store;
 use ops_console::server::store::Store;
 

@@ -23,8 +23,8 @@ use super::Series;
 use ops_console::model::users::Role;
 use ops_console::server::clock::Clock;
 use ops_console::server::config::Config;
-use ops_console::server::domain::idempotency::Secret;
 use ops_console::server::ids::random_hex;
+use ops_console::server::services::idempotency::Secret;
 use ops_console::server::state::AppState;
 use ops_console::server::store::Store;
 

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::clients::Acked;
 use super::procs::Receiver;
-use ops_console::server::domain::inbox::verify::verify;
+use ops_console::server::services::inbox::verify::verify;
 use ops_console::server::store::inbox::{self as inbox, MessageItem};
 use ops_console::server::store::items::scan_json;
 use ops_console::server::store::schema::{

@@ -25,9 +25,9 @@ use clients::{Acked, Http, Tally};
 use ops_console::model::api_keys::ApiScope;
 use ops_console::server::clock::Clock;
 use ops_console::server::config::Config;
-use ops_console::server::domain::api_keys::ApiKeys;
 use ops_console::server::dynamo_local::{self, DynamoLocal};
 use ops_console::server::seed::Rng;
+use ops_console::server::services::api_keys::ApiKeys;
 use ops_console::server::store::{schema, Connection, Store};
 use procs::{free_port, Console, Receiver};
 
@@ -175,7 +175,7 @@ async fn connect(endpoint: &str, config: &Config) -> Store {
 async fn prepare_inbox(store: &Store) -> Result<(), String> {
     use ops_console::server::contract::inbox::{InboxSettings, TenantSettings};
     use ops_console::server::domain::inbox::keys::{InboxKey, TenantKey};
-    let inbox = ops_console::server::domain::inbox::Inbox::new(store.clone(), 365);
+    let inbox = ops_console::server::services::inbox::Inbox::new(store.clone(), 365);
     let now = chrono::Utc::now();
     let (tenant, news) = (TenantKey::parse("chaos"), InboxKey::parse("news"));
     let (tenant, news) = (
@@ -580,26 +580,26 @@ async fn expire(
 /// held released (a bulk job), then every side effect delivered by the consoles within
 /// two minutes (their retry schedule is about one).
 async fn drain_outbox(store: &Store, config: &Config) -> Result<(), String> {
-    use ops_console::server::domain::events::outbox::{job_op, BulkRequest};
-    use ops_console::server::domain::events::Events;
+    use ops_console::server::services::events::outbox::{job_op, BulkRequest};
+    use ops_console::server::services::events::Events;
     use ops_console::server::store::events::outbox::Group;
     use ops_console::server::store::events::outbox_reads::{count, Filter};
     let err = |e: ops_console::server::store::StoreError| e.to_string();
-    let switches = ops_console::server::domain::kill_switches::Switches::new(
+    let switches = ops_console::server::services::kill_switches::Switches::new(
         store.clone(),
         Clock::default(),
-        ops_console::server::domain::kill_switches::Ttls::from(&config.ttl),
+        ops_console::server::services::kill_switches::Ttls::from(&config.ttl),
     );
     let now = switches.load().await.map_err(|e| format!("{e:?}"))?;
     if now.safe_mode.enabled {
-        let req = ops_console::server::domain::kill_switches::ChangeRequest {
+        let req = ops_console::server::services::kill_switches::ChangeRequest {
             switch: ops_console::model::kill_switches::Switch::SafeMode,
             enable: false,
             expected_version: now.version,
             reason: "chaos run over".into(),
             confirmed: true,
         };
-        let origin = ops_console::server::domain::kill_switches::Origin {
+        let origin = ops_console::server::services::kill_switches::Origin {
             actor: "chaos",
             idempotency_key: "chaos-drain",
             action_id: "chaos-drain",
@@ -658,7 +658,7 @@ async fn drain_outbox(store: &Store, config: &Config) -> Result<(), String> {
 async fn settle(store: &Store) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let (drift, _) = ops_console::server::domain::inbox::verify::verify(
+        let (drift, _) = ops_console::server::services::inbox::verify::verify(
             store,
             chrono::Utc::now().timestamp(),
         )

@@ -48,7 +48,7 @@ pub async fn sweep(config: &Config) -> Result<(), CliError> {
 pub async fn verify_inbox(config: &Config) -> Result<(), CliError> {
     let db = database(config).await?;
     let (drift, items) =
-        crate::server::domain::inbox::verify::verify(&db.store, chrono::Utc::now().timestamp())
+        crate::server::services::inbox::verify::verify(&db.store, chrono::Utc::now().timestamp())
             .await
             .map_err(err)?;
     for d in &drift {
@@ -70,8 +70,8 @@ pub async fn verify_inbox(config: &Config) -> Result<(), CliError> {
 
 /// Demo conversations through the same calls the API makes, with a progress bar.
 pub async fn seed_conversations(config: &Config, count: usize, seed_: u64) -> Result<(), CliError> {
-    use crate::server::domain::conversations::Conversations;
     use crate::server::seed;
+    use crate::server::services::conversations::Conversations;
     let db = database(config).await?;
     schema::bootstrap(&db.store).await.map_err(err)?;
     let plans = seed::plan(count, seed_, Clock::default().now());

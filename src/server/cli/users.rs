@@ -10,8 +10,8 @@ use crate::model::api_keys::ApiScope;
 use crate::model::users::Role;
 use crate::server::clock::Clock;
 use crate::server::config::Config;
-use crate::server::domain::api_keys::{parse_scopes, ApiKeys};
-use crate::server::domain::users::{Change, UserTtls, Users};
+use crate::server::services::api_keys::{parse_scopes, ApiKeys};
+use crate::server::services::users::{Change, UserTtls, Users};
 use crate::server::startup::Database;
 
 #[derive(Subcommand)]

@@ -16,8 +16,8 @@ use crate::server::contract::conversations::{
     Appended, ContextObject, Conversation, ConversationChanges, ConversationRef, Created, Lookup,
     LookupQuery, NewMessage, Updated,
 };
-use crate::server::domain::conversations::context::{CONTEXT_BODY_LIMIT, MESSAGE_BODY_LIMIT};
-use crate::server::domain::conversations::{search, AppendOutcome, CreateOutcome};
+use crate::server::services::conversations::context::{CONTEXT_BODY_LIMIT, MESSAGE_BODY_LIMIT};
+use crate::server::services::conversations::{search, AppendOutcome, CreateOutcome};
 use crate::server::state::AppState;
 
 /// A conversation's key from the path, within DynamoDB's key sizes (else 400).

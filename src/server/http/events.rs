@@ -7,7 +7,8 @@ use super::extract::{EventsWrite, JsonBody, Scoped};
 use super::problem::{Problem, ProblemResponse};
 use crate::model::AppError;
 use crate::server::contract::events::{Event, EventAnswer, PlannedEffect};
-use crate::server::domain::events::{ActionOutcome, Incoming, IngestError, Outcome};
+use crate::server::domain::events::Incoming;
+use crate::server::services::events::{ActionOutcome, IngestError, Outcome};
 use crate::server::state::AppState;
 
 /// The helpdesk webhook's body limit.

@@ -12,7 +12,7 @@ use axum::http::{header, StatusCode};
 use serde::de::DeserializeOwned;
 
 use super::problem::Problem;
-use crate::server::domain::api_keys::ApiPrincipal;
+use crate::server::services::api_keys::ApiPrincipal;
 use crate::server::state::AppState;
 
 /// The client's address: the connection's own, or, when the connection comes from a

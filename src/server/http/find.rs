@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use crate::model::pages::query_value as enc;
 use crate::model::users::CurrentUser;
-use crate::server::domain::conversations::reference::Refs;
+use crate::server::services::conversations::reference::Refs;
 use crate::server::state::AppState;
 
 #[derive(Debug, Default, Deserialize)]
@@ -199,7 +199,7 @@ fn typed(q: &str) -> Typed<'_> {
     if q.contains('@') {
         return Typed::Recipient(q.to_string());
     }
-    let compact = crate::server::domain::conversations::search::compact_phone(q);
+    let compact = crate::server::services::conversations::search::compact_phone(q);
     let digits = compact.strip_prefix('+').unwrap_or(&compact);
     if (7..=15).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit()) {
         return Typed::Recipient(format!("+{digits}"));

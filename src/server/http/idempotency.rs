@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::problem::Problem;
 use crate::server::domain::idempotency::sent_keys::IdempotencyKey;
-use crate::server::domain::idempotency::{
+use crate::server::services::idempotency::{
     is_correlation_id, sha256_hex, Begin, Call, Engine, KeyInputs, Stored, Ticket,
 };
 use crate::server::state::AppState;

@@ -16,9 +16,9 @@ use crate::server::contract::inbox::{
     Counts, Cursor, FeedPage, InboxSaved, InboxSettings, PublishAnswer, PublishRequest,
     ReadAllAnswer, ReadAnswer, TenantSaved, TenantSettings,
 };
-use crate::server::domain::inbox::feed::{Marked, PAGE_SIZE};
 use crate::server::domain::inbox::keys::{InboxKey, MessageKey, TenantKey, UserKey};
-use crate::server::domain::inbox::publish::Publish;
+use crate::server::services::inbox::feed::{Marked, PAGE_SIZE};
+use crate::server::services::inbox::publish::Publish;
 use crate::server::state::AppState;
 
 const BODY_LIMIT: usize = 256 * 1024;

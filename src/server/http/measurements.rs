@@ -5,7 +5,7 @@
 mod csv;
 
 use crate::model::api_keys::ApiScope;
-use crate::server::domain::idempotency::is_correlation_id;
+use crate::server::services::idempotency::is_correlation_id;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::from_fn_with_state;
@@ -22,10 +22,10 @@ use crate::server::contract::from_json;
 use crate::server::contract::measurements::{
     BatchReport, Measurement, MeasurementBatch, MeasurementResult,
 };
-use crate::server::domain::measurements::batch::MAX_BATCH;
-use crate::server::domain::measurements::payload::parse;
-use crate::server::domain::measurements::{Context, Outcome};
 use crate::server::ids::random_hex;
+use crate::server::services::measurements::batch::MAX_BATCH;
+use crate::server::services::measurements::payload::parse;
+use crate::server::services::measurements::{Context, Outcome};
 use crate::server::state::AppState;
 
 const ADMIN: ApiScope = ApiScope::MeasurementsAdmin;

@@ -13,7 +13,7 @@ use super::middleware::{session_cookie, url_encode, SESSION_COOKIE};
 use crate::model::pages::PAGE_PATHS;
 use crate::server::config::Environment;
 use crate::server::contract::users::WhoAmI;
-use crate::server::domain::users::sessions::LoginError;
+use crate::server::services::users::sessions::LoginError;
 use crate::server::state::AppState;
 
 #[derive(Deserialize)]

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::model::AppError;
 use crate::server::contract::from_value;
-use crate::server::domain::conversations::{Conversations, Status};
+use crate::server::services::conversations::{Conversations, Status};
 
 pub use plan::{plan, Plan};
 

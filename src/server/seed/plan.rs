@@ -4,7 +4,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Value};
 
 use super::Rng;
-use crate::server::domain::conversations::Status;
+use crate::server::services::conversations::Status;
 
 struct Company {
     id: &'static str,

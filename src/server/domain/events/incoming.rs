@@ -7,7 +7,7 @@ use serde_json::json;
 use crate::model::AppError;
 use crate::server::contract::events::Event;
 use crate::server::contract::Id;
-use crate::server::domain::users::passwords::sha256_hex;
+use crate::server::crypto::sha256_hex;
 
 pub const CHANNELS: &[&str] = &["email", "chat", "sms", "whatsapp", "social", "voice", "web"];
 pub const MAX_TEXT_BYTES: usize = 100_000;

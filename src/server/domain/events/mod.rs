@@ -1,31 +1,7 @@
-//! Inbound helpdesk events (docs/events.md). Pure rules: validation and normalization
-//! (`incoming`), the canonical event key, and the deterministic decision (`rules`). The
-//! I/O is the [`Events`] service's (`state.events`): the pipeline (`ingest`, `queue`), the
-//! dispatcher that delivers from the outbox (`dispatch`), the receiver's settings
-//! (`receiver`), the operators' outbox moves (`outbox`) and the pages' read models
-//! (`pages`).
+//! Helpdesk events' rules: an inbound event validated and normalized, with its canonical
+//! form and key ([`incoming`]), and the events' audit records in words ([`sentences`]).
 
-pub mod dispatch;
-pub mod health;
-mod incoming;
-pub mod ingest;
-mod jobs;
-mod legacy;
-mod order;
-pub mod outbox;
-pub mod pages;
-mod queue;
-pub mod receiver;
-mod rules;
+pub mod incoming;
 pub mod sentences;
-mod timeline;
 
 pub use incoming::{collapse, parse, Incoming, CHANNELS, MAX_TEXT_BYTES};
-pub use ingest::{ActionOutcome, Events, IngestError, Outcome};
-pub use rules::{
-    apply, decide, Decision, PlannedAction, Switches, ASK_ORDER_NUMBER, NEED_ORDER_NUMBER,
-    ORDER_STATUS,
-};
-
-#[cfg(test)]
-mod tests;

@@ -9,9 +9,9 @@ use serde::Deserialize;
 
 use crate::model::users::{CurrentUser, Role};
 use crate::model::AppError;
-use crate::server::domain::measurements::pages::parse_outcome;
 use crate::server::domain::redact;
 use crate::server::http::problem::Problem;
+use crate::server::services::measurements::pages::parse_outcome;
 use crate::server::state::AppState;
 use crate::server::store::measurements::{self as store, Action, AuditItem};
 use crate::server::store::query::Start;

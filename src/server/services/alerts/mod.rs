@@ -1,0 +1,395 @@
+//! Alerts that reach people (docs/operations.md, "Alerts"). Every console judges, every
+//! `operations.alert_check_seconds`, the rules the pages judge — the Idempotency page's
+//! three rates per scope, the Measurements page's rules (`measurements`), the outbox's
+//! dead letters and the receiver's failures — and records each change of state with a conditional write: whichever console
+//! records a change announces it, once, to the configured channels (a JSON webhook, a Slack
+//! incoming webhook). A console that dies between recording and announcing leaves the
+//! announcement to another, which takes it over after [`TAKEOVER_MS`].
+
+pub mod measurements;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{json, Value};
+
+use crate::model::AppError;
+use crate::server::clock::Clock;
+use crate::server::config::Config;
+use crate::server::domain::redact;
+use crate::server::metrics;
+use crate::server::outbound::networks::Resolver;
+use crate::server::outbound::{parse_url, Answer, Message, Sender};
+use crate::server::services::events::health as receiver_health;
+use crate::server::services::idempotency::Engine;
+use crate::server::services::measurements::pages;
+use crate::server::store::alerts::{self as store, AlertItem, Change, Firing};
+use crate::server::store::events::outbox::Group;
+use crate::server::store::events::outbox_reads::{self, Filter};
+use crate::server::store::Store;
+
+/// An announcement claimed this long ago and not made is taken over.
+pub const TAKEOVER_MS: i64 = 120_000;
+
+/// How long a resolved alert's state is kept.
+const KEEP_DAYS: i64 = 90;
+
+/// A firing alert's state is kept until it resolves (this is "for ever" to TTL).
+const FIRING_KEEP_DAYS: i64 = 3650;
+
+/// One rule's verdict now.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Judged {
+    /// `idempotency.failure:<scope>`, `measurements.duplicates`, `outbox.dead_letters`.
+    pub id: String,
+    pub breached: bool,
+    pub summary: String,
+    pub value: Option<f64>,
+    pub threshold: f64,
+    pub window: &'static str,
+    pub sample: u64,
+    /// The page that shows it.
+    pub page: &'static str,
+}
+
+/// `text` as Slack reads it literally: `&`, `<` and `>` escaped, so no summary can make a
+/// link or a mention.
+fn slack_escaped(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// The Idempotency page's three rates per scope, each a rule.
+fn idempotency_rules(scopes: &[crate::model::idempotency::ScopeHealth]) -> Vec<Judged> {
+    let mut out = Vec::new();
+    for scope in scopes {
+        for a in &scope.alerts {
+            let value = a.value.map_or("no data".into(), |v| format!("{v:.1}%"));
+            let side = if a.above { "above" } else { "below" };
+            out.push(Judged {
+                id: format!("idempotency.{}:{}", a.name, scope.scope),
+                breached: a.breached,
+                summary: format!(
+                    "{} of {} is {value}, {side} {:.1}%, over 24 h ({} requests)",
+                    a.label, scope.scope, a.threshold, scope.totals.requests
+                ),
+                value: a.value,
+                threshold: a.threshold,
+                window: "24h",
+                sample: scope.totals.requests,
+                page: "/idempotency",
+            });
+        }
+    }
+    out
+}
+
+/// What one check did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Checked {
+    pub judged: usize,
+    pub fired: usize,
+    pub resolved: usize,
+    /// Announcements this console made (its own changes and ones it took over).
+    pub announced: usize,
+}
+
+#[derive(Clone)]
+pub struct Alerts {
+    store: Store,
+    clock: Clock,
+    config: Arc<Config>,
+    engine: Engine,
+    sender: Arc<Sender>,
+}
+
+impl Alerts {
+    pub fn new(store: Store, clock: Clock, config: Arc<Config>, engine: Engine) -> Alerts {
+        let resolver = Resolver::of_settings(&config.operations);
+        Alerts {
+            store,
+            clock,
+            config,
+            engine,
+            sender: Arc::new(Sender::new(Duration::from_secs(5), resolver)),
+        }
+    }
+
+    /// The firing alerts, for the Overview page.
+    pub async fn firing(&self) -> Result<Vec<Firing>, AppError> {
+        Ok(store::firing(&self.store).await?)
+    }
+
+    /// Every rule's verdict now.
+    pub async fn judge(&self) -> Result<Vec<Judged>, AppError> {
+        let health = self.engine.health("24h").await?;
+        let mut out = idempotency_rules(&health.scopes);
+        let m = &self.config.measurements;
+        let rates = pages::rates(
+            &self.store,
+            "24h",
+            m.alert_duplicate_max_pct,
+            self.clock.now(),
+        )
+        .await?;
+        let scopes: Vec<_> = health
+            .scopes
+            .into_iter()
+            .filter(|s| s.scope.contains(measurements::SCOPE))
+            .collect();
+        out.extend(measurements::rules(&rates, &scopes, m));
+        out.push(self.dead_letter_rule().await?);
+        // A busy read of the receiver's figures leaves this rule unjudged, not the others.
+        match self.receiver_rule().await {
+            Ok(j) => out.push(j),
+            Err(e) => {
+                tracing::warn!(error = %redact::redact(&e.to_string()), "receiver rule not judged")
+            }
+        }
+        Ok(out)
+    }
+
+    /// Dead letters in the outbox now (and every group's depth, for `/metrics`).
+    async fn dead_letter_rule(&self) -> Result<Judged, AppError> {
+        let mut depth = [0u64; 3];
+        for (i, group) in [Group::Due, Group::Held, Group::Dead]
+            .into_iter()
+            .enumerate()
+        {
+            depth[i] = outbox_reads::count(&self.store, group, &Filter::default()).await?;
+            metrics::outbox_actions(group.as_str(), depth[i]);
+        }
+        let dead = depth[2];
+        Ok(Judged {
+            id: "outbox.dead_letters".into(),
+            breached: dead > 0,
+            summary: format!("{dead} side effects are dead letters"),
+            value: Some(dead as f64),
+            threshold: 0.0,
+            window: "now",
+            sample: dead,
+            page: "/outbox?group=dead",
+        })
+    }
+
+    /// The receiver failed every delivery attempt of the window (and made enough of them).
+    async fn receiver_rule(&self) -> Result<Judged, AppError> {
+        let h = match receiver_health::current_url(&self.store, &self.config).await? {
+            Some(url) => receiver_health::of(&self.store, &url, self.clock.now()).await?,
+            None => Default::default(),
+        };
+        metrics::receiver_attempts(h.window_attempts, h.window_delivered);
+        let error = h
+            .last_error
+            .as_deref()
+            .map(|e| format!("; last error: {e}"))
+            .unwrap_or_default();
+        let minutes = receiver_health::ALERT_WINDOW_MS / 60_000;
+        Ok(Judged {
+            id: "outbox.receiver_failing".into(),
+            breached: h.every_attempt_failed,
+            // No URL: hosts of webhook services carry secrets, and channels unfurl links.
+            summary: format!(
+                "The receiver took {} of {} delivery attempts over {minutes} min{error}",
+                h.window_delivered, h.window_attempts
+            ),
+            value: Some(h.window_delivered as f64),
+            threshold: 0.0,
+            window: "15m",
+            sample: h.window_attempts,
+            page: "/outbox",
+        })
+    }
+
+    /// One check: judge, record what changed, announce what this console recorded (or
+    /// takes over). Safe on every console at once.
+    pub async fn check(&self) -> Result<Checked, AppError> {
+        let judged = self.judge().await?;
+        let mut done = Checked {
+            judged: judged.len(),
+            ..Checked::default()
+        };
+        // A firing alert whose rule is not judged any more (its scope went quiet) clears.
+        let mut all = judged;
+        for f in store::firing(&self.store).await? {
+            if !all.iter().any(|j| j.id == f.id) {
+                all.push(Judged {
+                    id: f.id.clone(),
+                    breached: false,
+                    summary: f.summary.clone(),
+                    value: None,
+                    threshold: 0.0,
+                    window: "24h",
+                    sample: 0,
+                    page: "/",
+                });
+            }
+        }
+        // One alert's trouble (a throttle, say) does not keep the others waiting a minute.
+        for j in &all {
+            if let Err(e) = self.follow(j, &mut done).await {
+                tracing::warn!(alert = %j.id, error = %crate::server::domain::redact::redact(&e.to_string()), "alert check of one alert failed");
+            }
+        }
+        Ok(done)
+    }
+
+    async fn follow(&self, j: &Judged, done: &mut Checked) -> Result<(), AppError> {
+        let now = self.clock.now();
+        let now_ms = now.timestamp_millis();
+        let item = store::get(&self.store, &j.id).await?;
+        let firing = item.as_ref().is_some_and(|i| i.state == "firing");
+        let (to, episode) = match (&item, j.breached, firing) {
+            (_, true, false) => ("firing", item.as_ref().map_or(1, |i| i.episode + 1)),
+            (Some(i), false, true) => ("resolved", i.episode),
+            (Some(i), _, _) if !i.announced && i.claim_at_ms + TAKEOVER_MS < now_ms => {
+                if store::reclaim(&self.store, i, now_ms).await? {
+                    done.announced += self.announce(j, i, now).await? as usize;
+                }
+                return Ok(());
+            }
+            _ => return Ok(()),
+        };
+        let since = now.to_rfc3339_opts(SecondsFormat::Secs, true);
+        let change = Change {
+            id: &j.id,
+            to,
+            episode,
+            since: &since,
+            summary: &j.summary,
+            link: &self.link(j.page),
+            now_ms,
+            // A firing alert is kept until it resolves; a resolved one for KEEP_DAYS.
+            expires_at: (now
+                + chrono::Duration::days(if to == "firing" {
+                    FIRING_KEEP_DAYS
+                } else {
+                    KEEP_DAYS
+                }))
+            .timestamp(),
+        };
+        if !store::record(&self.store, &change).await? {
+            return Ok(()); // another console recorded it first, and announces it
+        }
+        if to == "firing" {
+            done.fired += 1;
+        } else {
+            done.resolved += 1;
+        }
+        let recorded = AlertItem {
+            pk: String::new(),
+            state: to.into(),
+            episode,
+            since: since.clone(),
+            summary: j.summary.clone(),
+            announced: false,
+            claim_at_ms: now_ms,
+            expires_at: change.expires_at,
+        };
+        done.announced += self.announce(j, &recorded, now).await? as usize;
+        Ok(())
+    }
+
+    fn link(&self, page: &str) -> String {
+        let base = self.config.operations.public_url.trim_end_matches('/');
+        if base.is_empty() {
+            String::new()
+        } else {
+            format!("{base}{page}")
+        }
+    }
+
+    /// Sends the message of `item`'s state to every channel; marks it announced when every
+    /// channel took it. False: a channel did not (it is tried again after the takeover
+    /// time, by whichever console gets there).
+    async fn announce(
+        &self,
+        j: &Judged,
+        item: &AlertItem,
+        now: DateTime<Utc>,
+    ) -> Result<bool, AppError> {
+        let ops = &self.config.operations;
+        let (id, generic, slack) = self.messages(j, item, now);
+        let mut all_took = true;
+        for (url, body) in [
+            (&ops.alert_webhook_url, generic),
+            (&ops.alert_slack_url, slack),
+        ] {
+            if url.is_empty() {
+                continue;
+            }
+            let Ok(uri) = parse_url(url) else { continue };
+            let message = Message {
+                id: &id,
+                timestamp: now.timestamp(),
+                body: Bytes::from(body.to_string()),
+            };
+            let answer = self.sender.send(&uri, &[], &message).await;
+            if !matches!(answer, Answer::Delivered(_)) {
+                tracing::warn!(alert = %j.id, answer = %answer.describe(), "an alert channel did not take the message");
+                all_took = false;
+            }
+        }
+        if !all_took {
+            return Ok(false);
+        }
+        metrics::alert_announced(
+            &j.id,
+            if item.state == "firing" {
+                "firing"
+            } else {
+                "resolved"
+            },
+        );
+        tracing::info!(alert = %j.id, state = %item.state, episode = item.episode, "alert announced");
+        Ok(store::announced(&self.store, &j.id, &item.state, item.episode).await?)
+    }
+
+    /// The message of `item`'s state: its id, the generic JSON and Slack's.
+    fn messages(&self, j: &Judged, item: &AlertItem, now: DateTime<Utc>) -> (String, Value, Value) {
+        let id = format!("{}#{}#{}", j.id, item.episode, item.state);
+        let link = self.link(j.page);
+        let generic = json!({
+            "id": id,
+            "alert": j.id,
+            "state": item.state,
+            "summary": j.summary,
+            "value": j.value,
+            "threshold": j.threshold,
+            "window": j.window,
+            "sample": j.sample,
+            "link": link,
+            "since": item.since,
+            "at": now.to_rfc3339_opts(SecondsFormat::Secs, true),
+        });
+        let word = if item.state == "firing" {
+            "FIRING"
+        } else {
+            "RESOLVED"
+        };
+        let mut text = format!(
+            "[ops-console {}] {word}: {}",
+            self.config.env,
+            slack_escaped(&j.summary)
+        );
+        if !link.is_empty() {
+            text.push_str(&format!(" <{link}|Open the page>"));
+        }
+        let slack = json!({ "text": text });
+        (id, generic, slack)
+    }
+
+    /// Checks every `operations.alert_check_seconds` until the task is stopped.
+    pub async fn run(&self) {
+        let every = Duration::from_secs(self.config.operations.alert_check_seconds.max(5) as u64);
+        loop {
+            if let Err(e) = self.check().await {
+                tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "alert check failed; trying again");
+            }
+            tokio::time::sleep(every).await;
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! Inbound helpdesk events (docs/events.md). Pure rules: validation and normalization
+//! (`incoming`), the canonical event key, and the deterministic decision (`rules`). The
+//! I/O is the [`Events`] service's (`state.events`): the pipeline (`ingest`, `queue`), the
+//! dispatcher that delivers from the outbox (`dispatch`), the receiver's settings
+//! (`receiver`), the operators' outbox moves (`outbox`) and the pages' read models
+//! (`pages`).
+
+pub mod dispatch;
+pub mod health;
+pub mod ingest;
+mod jobs;
+mod legacy;
+mod order;
+pub mod outbox;
+pub mod pages;
+mod queue;
+pub mod receiver;
+mod rules;
+mod timeline;
+
+pub use ingest::{ActionOutcome, Events, IngestError, Outcome};
+pub use rules::{
+    apply, decide, Decision, PlannedAction, Switches, ASK_ORDER_NUMBER, NEED_ORDER_NUMBER,
+    ORDER_STATUS,
+};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,217 @@
+//! What operators see and do on the Outbox page (docs/events.md, "Redrive and discard"):
+//! the groups and their counts, each action's attempts, and moves — one action at a time,
+//! or a bulk job over a filter (a count first, a reason always, progress as it runs), every
+//! move audited.
+
+use chrono::DateTime;
+use serde_json::json;
+
+use super::ingest::{iso, short, Events};
+use super::jobs::job_view;
+pub use super::jobs::{group_named, job_op, BulkRequest};
+use super::pages::{check_conversation, masked_in};
+use crate::model::outbox::{ConversationFilter, OutboxCounts, OutboxRow, OutboxView, TryRow};
+use crate::model::users::Role;
+use crate::model::AppError;
+use crate::server::domain::redact;
+use crate::server::ids::random_hex;
+use crate::server::services::conversations::reference::Refs;
+use crate::server::store::events::jobs::{self, JobOp};
+use crate::server::store::events::outbox::{self, Group, Move};
+use crate::server::store::events::outbox_reads::{self, Filter};
+use crate::server::store::events::{self as records, ActionRecord, ActionStatus};
+use crate::server::store::StoreError;
+
+const PAGE: usize = 25;
+
+fn row(a: ActionRecord, refs: &Refs) -> OutboxRow {
+    let next_try = matches!(a.status, ActionStatus::Queued | ActionStatus::Retry)
+        .then(|| DateTime::from_timestamp_millis(a.next_at_ms).map(iso))
+        .flatten();
+    OutboxRow {
+        key: masked_in(&a.event_id, &a.conversation_id),
+        key_ref: refs.encode("action", &a.event_id),
+        action_type: a.action_type.as_str().to_string(),
+        target: a.target,
+        conversation_ref: refs.of_id(&a.conversation_id),
+        conversation_id: redact::conversation_id(&a.conversation_id),
+        status: a.status.as_str().to_string(),
+        attempts: a.attempts,
+        result: a.result.unwrap_or_default(),
+        cause: a.cause,
+        unknown: a.unknown,
+        next_try,
+        held_reason: a.held_reason,
+        created_at: a.created_at,
+        tries: a
+            .tries
+            .into_iter()
+            .map(|t| TryRow {
+                n: t.n,
+                at: t.at,
+                ms: t.ms,
+                result: t.result,
+            })
+            .collect(),
+    }
+}
+
+impl Events {
+    /// The page: counts, dead letters by cause, one group's list, the jobs, the receiver.
+    pub async fn outbox_page(
+        &self,
+        group: &str,
+        mut filter: Filter,
+        conversation: &str,
+        cursor: Option<&str>,
+        refs: &Refs,
+        role: Role,
+    ) -> Result<OutboxView, AppError> {
+        let g = group_named(group)?;
+        let conversation = refs.resolve(conversation.trim());
+        check_conversation(&conversation)?;
+        filter.conversation_id = Some(conversation.clone()).filter(|c| !c.is_empty());
+        let (mut rows, next) = outbox_reads::list(&self.store, g, &filter, cursor, PAGE).await?;
+        if g == Group::Delivered {
+            // Past its lifetime, a delivered record is history TTL has not deleted yet.
+            let now = self.clock.now().timestamp();
+            rows.retain(|a| a.expires_at > now);
+        }
+        Ok(OutboxView {
+            counts: self.outbox_counts().await?,
+            dead_by_cause: outbox_reads::dead_by_cause(&self.store, 500)
+                .await?
+                .into_iter()
+                .collect(),
+            group: g.as_str().to_string(),
+            cause: filter.cause.unwrap_or_default(),
+            conversation: filter
+                .conversation_id
+                .as_deref()
+                .map(|c| ConversationFilter {
+                    reference: refs.of_id(c),
+                    shown: redact::conversation_id(c),
+                }),
+            rows: rows.into_iter().map(|a| row(a, refs)).collect(),
+            next,
+            jobs: jobs::recent(&self.store, 10)
+                .await?
+                .into_iter()
+                .map(job_view)
+                .collect(),
+            safe_mode: self.live_switches().await?.safe_mode,
+            receiver: self.receiver(role).await?,
+            form_key: random_hex(16),
+        })
+    }
+
+    /// How many side effects are where.
+    pub async fn outbox_counts(&self) -> Result<OutboxCounts, StoreError> {
+        let by_status = |s: ActionStatus| Filter {
+            status: Some(s.as_str().to_string()),
+            ..Filter::default()
+        };
+        let store = &self.store;
+        Ok(OutboxCounts {
+            queued: outbox_reads::count(store, Group::Due, &by_status(ActionStatus::Queued))
+                .await?,
+            in_flight: outbox_reads::count(store, Group::Due, &by_status(ActionStatus::Claimed))
+                .await?,
+            retrying: outbox_reads::count(store, Group::Due, &by_status(ActionStatus::Retry))
+                .await?,
+            held: outbox_reads::count(store, Group::Held, &Filter::default()).await?,
+            dead: outbox_reads::count(store, Group::Dead, &Filter::default()).await?,
+        })
+    }
+
+    /// How many actions a bulk move would take now.
+    pub async fn bulk_count(
+        &self,
+        op: JobOp,
+        group: &str,
+        filter: &Filter,
+    ) -> Result<u64, AppError> {
+        let (g, _) = op.group_and_move(group_named(group)?)?;
+        Ok(outbox_reads::count(&self.store, g, filter).await?)
+    }
+
+    /// Moves one action (a row's button), if it is still where the operator saw it.
+    pub async fn move_one(
+        &self,
+        key_ref: &str,
+        op: JobOp,
+        reason: &str,
+        actor: &str,
+        form_key: &str,
+        refs: &Refs,
+    ) -> Result<bool, AppError> {
+        let key = refs
+            .decode(key_ref)
+            .filter(|(kind, _)| kind == "action")
+            .map(|(_, key)| key)
+            .ok_or_else(|| AppError::invalid("action", "No such action."))?;
+        let rec = records::get_action(&self.store, &key)
+            .await?
+            .ok_or(AppError::NotFound)?;
+        let group = match rec.status {
+            ActionStatus::Held => Group::Held,
+            ActionStatus::Dead => Group::Dead,
+            _ => {
+                return Err(AppError::Conflict(format!(
+                    "This action is {} now; only held ones and dead letters can be moved.",
+                    rec.status
+                )))
+            }
+        };
+        let (_, mv) = op.group_and_move(group)?;
+        self.refuse_under_safe_mode(mv).await?;
+        let reason = redact::redact(reason);
+        Ok(self
+            .operator_move(&rec, mv, &reason, actor, form_key)
+            .await?)
+    }
+
+    /// A release or redrive under safe mode would only be held again at once: refused,
+    /// saying so (a 409), rather than answered "done" while nothing goes.
+    pub(super) async fn refuse_under_safe_mode(&self, mv: Move) -> Result<(), AppError> {
+        if matches!(mv, Move::Release | Move::Redrive) && self.live_switches().await?.safe_mode {
+            return Err(AppError::Conflict(
+                "Safe mode is on: a released or redriven side effect would only be held again. \
+                 Turn safe mode off on Kill switches first (or discard it)."
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    pub(super) async fn operator_move(
+        &self,
+        rec: &ActionRecord,
+        mv: Move,
+        reason: &str,
+        actor: &str,
+        by: &str,
+    ) -> Result<bool, StoreError> {
+        let now = self.clock.now();
+        let step = format!("{mv:?}").to_ascii_lowercase();
+        let mut audit = self.outbox_audit(rec, &step, &short(by)[..8], now);
+        audit.action_type = format!("outbox_{step}");
+        audit.actor = actor.to_string();
+        audit.result = format!("success: {step}");
+        audit.action_payload_redacted = json!({"reason": reason, "by": short(by)}).to_string();
+        let moved = outbox::apply_move(
+            &self.store,
+            rec,
+            mv,
+            reason,
+            now.timestamp_millis(),
+            &iso(now),
+            &audit,
+        )
+        .await?;
+        if moved && matches!(mv, Move::Release | Move::Redrive) {
+            self.kick.notify_one();
+        }
+        Ok(moved)
+    }
+}

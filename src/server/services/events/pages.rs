@@ -1,0 +1,200 @@
+//! Read models for the Events and conversation pages, and Overview's figures: the
+//! [`Events`] service's reads, with every personal detail masked.
+
+use chrono::{Duration, NaiveDate};
+
+use crate::model::events::{EventPage, EventRow, EventStats, StateView};
+use crate::model::users::Role;
+use crate::model::AppError;
+use crate::server::domain::redact;
+use crate::server::services::conversations::reference::Refs;
+use crate::server::store::audit;
+use crate::server::store::cursor::Binding;
+use crate::server::store::events::{self as records, EventRecord};
+
+use super::Events;
+use crate::server::store::events::outbox::Group;
+use crate::server::store::events::outbox_reads::{self, Filter};
+
+const PAGE: i32 = 50;
+
+/// `text` (a key, a payload) with the conversation id it embeds masked, and anything else
+/// personal redacted: event and action keys are built from conversation ids.
+pub(crate) fn masked_in(text: &str, conversation_id: &str) -> String {
+    if conversation_id.is_empty() {
+        return redact::redact(text);
+    }
+    redact::redact(&text.replace(conversation_id, &redact::conversation_id(conversation_id)))
+}
+
+fn row(r: EventRecord, refs: &Refs) -> EventRow {
+    let team = r
+        .decision
+        .as_deref()
+        .and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+        .and_then(|d| d.get("team").and_then(|t| t.as_str()).map(str::to_string));
+    EventRow {
+        event_key: masked_in(&r.event_id, &r.conversation_id),
+        conversation_ref: refs.of_id(&r.conversation_id),
+        conversation_id: redact::conversation_id(&r.conversation_id),
+        message_id: r.source_message_id.map(|m| redact::redact(&m)),
+        channel: r.channel,
+        created_at: r.created_at,
+        status: r.status.as_str().to_string(),
+        mode: r.mode.as_str().to_string(),
+        safe_mode: r.safe_mode,
+        intent: r.intent,
+        team,
+        duplicates: r.duplicates,
+        attempts: r.attempts,
+    }
+}
+
+pub(crate) fn check_conversation(id: &str) -> Result<(), AppError> {
+    let ok = id.len() <= 512
+        && id.chars().all(|c| {
+            c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '@' | '+' | '/' | '#' | ':')
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(AppError::invalid(
+            "conversation",
+            "A conversation id is up to 512 letters, digits, '_', '-', '.', '@', '+', '/', '#' or ':'.",
+        ))
+    }
+}
+
+impl Events {
+    /// Recent events, newest first (today, then yesterday), or one conversation's events.
+    /// A cursor for the recent list also says which day it is in: `{day, key cursor}`,
+    /// sealed as one.
+    pub async fn list(
+        &self,
+        refs: &Refs,
+        conversation: &str,
+        cursor: Option<&str>,
+    ) -> Result<EventPage, AppError> {
+        let conversation = &refs.resolve(conversation);
+        check_conversation(conversation)?;
+        if !conversation.is_empty() {
+            let page =
+                records::events_of_conversation(&self.store, conversation, cursor, PAGE).await?;
+            return Ok(EventPage {
+                events: page.items.into_iter().map(|r| row(r, refs)).collect(),
+                next_cursor: page.next_cursor,
+                conversation_ref: refs.of_id(conversation),
+            });
+        }
+        let now = self.clock.now();
+        let today = now.format("%Y-%m-%d").to_string();
+        let cursors = self.store.cursors();
+        let binding = Binding::new(["recent-events"]);
+        let (day, inner) = match cursor {
+            None => (today.clone(), None),
+            Some(c) => {
+                let v = cursors.open(&binding, c)?;
+                let day = v["day"].as_str().ok_or(bad_cursor())?.to_string();
+                NaiveDate::parse_from_str(&day, "%Y-%m-%d").map_err(|_| bad_cursor())?;
+                (day, v["inner"].as_str().map(str::to_string))
+            }
+        };
+        let page = records::events_of_day(&self.store, &day, inner.as_deref(), PAGE).await?;
+        let yesterday = (now - Duration::days(1)).format("%Y-%m-%d").to_string();
+        // Today runs out: go on with yesterday (two days are "recent").
+        let seal = |day: &str, inner: Option<String>| {
+            cursors.seal(&binding, serde_json::json!({"day": day, "inner": inner}))
+        };
+        let next_cursor = match page.next_cursor {
+            Some(c) => Some(seal(&day, Some(c))),
+            // "Older" only when yesterday has something to show (one item read to know).
+            None if day == today => {
+                let peek = records::events_of_day(&self.store, &yesterday, None, 1).await?;
+                (!peek.items.is_empty()).then(|| seal(&yesterday, None))
+            }
+            None => None,
+        };
+        Ok(EventPage {
+            events: page.items.into_iter().map(|r| row(r, refs)).collect(),
+            next_cursor,
+            conversation_ref: String::new(),
+        })
+    }
+
+    /// Table B for one conversation.
+    pub async fn conversation_state(
+        &self,
+        refs: &Refs,
+        conversation: &str,
+    ) -> Result<StateView, AppError> {
+        let conversation = &refs.resolve(conversation);
+        check_conversation(conversation)?;
+        if conversation.is_empty() {
+            return Err(AppError::invalid("conversation", "Give a conversation id."));
+        }
+        let s = records::get_state(&self.store, conversation).await?;
+        Ok(StateView {
+            conversation_id: redact::conversation_id(conversation),
+            conversation_ref: refs.of_id(conversation),
+            exists: s.version > 0,
+            version: s.version,
+            updated_at: s.updated_at,
+            last_intent: s.last_intent,
+            last_routed_team: s.last_routed_team,
+            last_routing_confidence: s.last_routing_confidence,
+            last_processed_message_id: s.last_processed_message_id.map(|m| redact::redact(&m)),
+            risk_flags: s.risk_flags,
+            pending_flow: s.pending_flow.map(|f| {
+                format!(
+                    "{} (asked {}, {} message(s))",
+                    f.flow_type, f.requested_at, f.attempts
+                )
+            }),
+            last_auto_reply: s
+                .last_auto_reply
+                .map(|r| format!("{} at {}", r.reply_type, r.sent_at)),
+            auto_replies_sent: s.auto_replies_sent,
+            order_ref_last4: s.order_ref_last4.map(|l| format!("***{l}")),
+            events_seen: s.events_seen,
+        })
+    }
+
+    /// Overview's figures: the last hour's events and duplicates, today's suppressed side
+    /// effects, the outbox, and where side effects are delivered.
+    pub async fn stats(&self, role: Role) -> Result<EventStats, AppError> {
+        let now = self.clock.now();
+        let from = now - Duration::hours(1);
+        let from_sk = crate::server::clock::iso(from);
+        let mut days = vec![now.format("%Y-%m-%d").to_string()];
+        let earlier = from.format("%Y-%m-%d").to_string();
+        if earlier != days[0] {
+            days.push(earlier);
+        }
+        let (mut events, mut duplicates) = (0, 0);
+        for day in &days {
+            let (e, d) = records::count_events_since(&self.store, day, &from_sk).await?;
+            events += e;
+            duplicates += d;
+        }
+        let deliveries = events + duplicates;
+        Ok(EventStats {
+            events_last_hour: events,
+            per_minute: events as f64 / 60.0,
+            received_last_hour: deliveries,
+            duplicates_last_hour: duplicates,
+            duplicate_rate_pct: (deliveries > 0)
+                .then(|| duplicates as f64 * 100.0 / deliveries as f64),
+            suppressed_today: audit::count_day_results(&self.store, &days[0], "suppressed").await?,
+            outbox_pending: outbox_reads::count(&self.store, Group::Due, &Filter::default())
+                .await?,
+            receiver: self.receiver(role).await?,
+        })
+    }
+}
+
+fn bad_cursor() -> AppError {
+    AppError::invalid(
+        "cursor",
+        "This page link is not valid any more; start again from the first page.",
+    )
+}

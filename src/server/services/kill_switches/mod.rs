@@ -1,0 +1,362 @@
+//! The kill switches (docs/events.md): the rules of a change (pure), and
+//! the [`Switches`] service that reads the switches and applies a change together with its
+//! audit record.
+
+mod console;
+
+use chrono::{DateTime, Utc};
+
+pub use self::console::SCOPE;
+use crate::model::kill_switches::{
+    HistoryPage, KillSwitches, Reason, Switch, SwitchChangeRecord, SwitchState,
+};
+use crate::model::AppError;
+use crate::server::clock::Clock;
+use crate::server::config::TtlSection;
+use crate::server::domain::redact::redact;
+use crate::server::store::audit::{self, AuditItem};
+use crate::server::store::kill_switches::{self as store, Commit, AUDIT_ACTION, AUDIT_PARTITION};
+use crate::server::store::tx::{Refusal, Writes};
+use crate::server::store::{Store, StoreError};
+
+/// A change as the form (or a client) asks for it.
+#[derive(Clone, Debug)]
+pub struct ChangeRequest {
+    pub switch: Switch,
+    pub enable: bool,
+    /// The version the person saw when they decided.
+    pub expected_version: u64,
+    pub reason: String,
+    /// Ticked "I confirm" (needed to turn safe mode off or automation on).
+    pub confirmed: bool,
+}
+
+impl TryFrom<crate::server::contract::kill_switches::SwitchChange> for ChangeRequest {
+    type Error = AppError;
+
+    fn try_from(c: crate::server::contract::kill_switches::SwitchChange) -> Result<Self, AppError> {
+        Ok(ChangeRequest {
+            switch: Switch::parse(&c.switch)?,
+            enable: c.enable,
+            expected_version: c.expected_version,
+            reason: c.reason,
+            confirmed: c.confirm,
+        })
+    }
+}
+
+impl ChangeRequest {
+    /// A change as the console's form sends it: `enable` is `true` or `false`; `confirm` is
+    /// present (and not empty) when the "I confirm" box was ticked.
+    pub fn from_form(
+        switch: &str,
+        enable: &str,
+        expected_version: u64,
+        reason: String,
+        confirm: Option<&str>,
+    ) -> Result<ChangeRequest, AppError> {
+        Ok(ChangeRequest {
+            switch: Switch::parse(switch)?,
+            enable: match enable {
+                "true" => true,
+                "false" => false,
+                _ => return Err(AppError::invalid("enable", "Expected true or false.")),
+            },
+            expected_version,
+            reason,
+            confirmed: confirm.is_some_and(|c| !c.is_empty()),
+        })
+    }
+}
+
+/// Checks that need no I/O; run before anything is read or written.
+pub fn validate(req: &ChangeRequest) -> Result<Reason, AppError> {
+    let reason = Reason::parse(&req.reason)?;
+    if req.switch.needs_confirmation(req.enable) && !req.confirmed {
+        return Err(AppError::invalid(
+            "confirm",
+            format!(
+                "Confirm the change: {}",
+                req.switch.describe(req.enable).to_lowercase()
+            ),
+        ));
+    }
+    Ok(reason)
+}
+
+/// The switches after the change, or why the change does not apply to `current`.
+pub fn plan(
+    current: &KillSwitches,
+    req: &ChangeRequest,
+    reason: &str,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<KillSwitches, AppError> {
+    if current.version != req.expected_version {
+        return Err(stale(current));
+    }
+    if current.get(req.switch).enabled == req.enable {
+        return Err(AppError::Conflict(format!(
+            "{} is already {}; nothing changed.",
+            req.switch.label(),
+            if req.enable { "on" } else { "off" }
+        )));
+    }
+    let mut next = current.clone();
+    *next.get_mut(req.switch) = SwitchState {
+        enabled: req.enable,
+        changed_by: Some(actor.to_string()),
+        changed_at: Some(crate::server::clock::iso(now)),
+        reason: Some(reason.to_string()),
+    };
+    next.version = current.version + 1;
+    Ok(next)
+}
+
+pub fn stale(current: &KillSwitches) -> AppError {
+    AppError::Conflict(format!(
+        "Changed by someone else since you loaded this page: now {}. Nothing was overwritten; \
+         review the current values and try again.",
+        current.summary()
+    ))
+}
+
+/// The audit record's payload: the change, with the reason already redacted.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Payload {
+    switch: Switch,
+    from: bool,
+    to: bool,
+    version: u64,
+    reason: String,
+}
+
+/// Who asks for a change, and the ids it is recorded under.
+#[derive(Clone, Copy, Debug)]
+pub struct Origin<'a> {
+    /// Named as the switch's last changer and on the audit record.
+    pub actor: &'a str,
+    /// The idempotency key the change runs under, kept on the audit record.
+    pub idempotency_key: &'a str,
+    /// The audit record's id (its sort key is the time, then this id).
+    pub action_id: &'a str,
+}
+
+/// The audit record of the change from `current` to `next`.
+fn audit_record(
+    req: &ChangeRequest,
+    origin: &Origin<'_>,
+    current: &KillSwitches,
+    next: &KillSwitches,
+    reason: String,
+    now: DateTime<Utc>,
+    audit_days: i64,
+) -> AuditItem {
+    let mut item = AuditItem::new(
+        AUDIT_PARTITION,
+        AUDIT_ACTION,
+        now,
+        origin.action_id,
+        audit_days,
+    );
+    item.actor = origin.actor.to_string();
+    item.idempotency_key = origin.idempotency_key.to_string();
+    item.action_payload_redacted = serde_json::to_string(&Payload {
+        switch: req.switch,
+        from: current.get(req.switch).enabled,
+        to: req.enable,
+        version: next.version,
+        reason,
+    })
+    .unwrap_or_else(|_| "{}".into());
+    item
+}
+
+/// How long what a change writes lives.
+#[derive(Clone, Copy, Debug)]
+pub struct Ttls {
+    pub audit_days: i64,
+    pub settings_days: i64,
+}
+
+impl From<&TtlSection> for Ttls {
+    fn from(ttl: &TtlSection) -> Ttls {
+        Ttls {
+            audit_days: ttl.audit_days,
+            settings_days: ttl.settings_days,
+        }
+    }
+}
+
+/// The kill switches: reading them, changing them (each change with its audit record, in
+/// one transaction), and their history. Cheap to clone.
+#[derive(Clone)]
+pub struct Switches {
+    store: Store,
+    clock: Clock,
+    ttls: Ttls,
+}
+
+impl Switches {
+    pub fn new(store: Store, clock: Clock, ttls: Ttls) -> Switches {
+        Switches { store, clock, ttls }
+    }
+
+    /// The current switches (strongly consistent); the safe defaults when never set.
+    pub async fn load(&self) -> Result<KillSwitches, StoreError> {
+        store::load(&self.store, self.clock.now()).await
+    }
+
+    /// Validates, reads the current switches, and writes the change with its audit record
+    /// in one transaction conditioned on the version the person saw.
+    pub async fn change(
+        &self,
+        req: &ChangeRequest,
+        origin: &Origin<'_>,
+    ) -> Result<KillSwitches, ChangeError> {
+        self.change_at(req, origin, self.clock.now()).await
+    }
+
+    /// [`Switches::change`] at a given time (which, with the action id, names the audit
+    /// record).
+    pub async fn change_at(
+        &self,
+        req: &ChangeRequest,
+        origin: &Origin<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<KillSwitches, ChangeError> {
+        let (current, next, item) = self.plan_at(req, origin, now).await?;
+        let ttl = self.ttls.settings_days;
+        match store::commit(&self.store, &next, current.version, &item, now, ttl).await? {
+            Commit::Done => {
+                tracing::info!(actor = %origin.actor, switch = req.switch.key(), enabled = req.enable, version = next.version, "kill switch changed");
+                Ok(next)
+            }
+            Commit::Stale(now_stored) => Err(stale(&now_stored).into()),
+        }
+    }
+
+    /// The change as writes (the switches and their audit record), for a caller that
+    /// commits them with something else: the idempotency engine's one-request path.
+    pub async fn prepare_at(
+        &self,
+        req: &ChangeRequest,
+        origin: &Origin<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<(KillSwitches, Writes), ChangeError> {
+        let (current, next, item) = self.plan_at(req, origin, now).await?;
+        let ttl = self.ttls.settings_days;
+        let writes = store::change(&self.store, &next, current.version, &item, now, ttl)?;
+        Ok((next, writes))
+    }
+
+    /// Why [`Switches::prepare_at`]'s writes were refused.
+    pub fn refused(&self, refusal: &Refusal, now: DateTime<Utc>) -> ChangeError {
+        match store::refused(&self.store, refusal, now) {
+            Ok(now_stored) => stale(&now_stored).into(),
+            Err(e) => e.into(),
+        }
+    }
+
+    /// Validates `req` against the switches as stored: what they are, what they become,
+    /// and the audit record saying so.
+    async fn plan_at(
+        &self,
+        req: &ChangeRequest,
+        origin: &Origin<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<(KillSwitches, KillSwitches, AuditItem), ChangeError> {
+        let reason = validate(req)?;
+        // Staff write reasons; staff paste customer details into them. Keep none.
+        let reason = redact(reason.as_str());
+        let current = store::load(&self.store, now).await?;
+        let next = plan(&current, req, &reason, origin.actor, now)?;
+        let item = audit_record(
+            req,
+            origin,
+            &current,
+            &next,
+            reason,
+            now,
+            self.ttls.audit_days,
+        );
+        Ok((current, next, item))
+    }
+
+    /// The change history, newest first.
+    pub async fn history(
+        &self,
+        cursor: Option<&str>,
+        limit: i32,
+    ) -> Result<HistoryPage, ChangeError> {
+        let page = audit::list_partition(&self.store, AUDIT_PARTITION, cursor, limit).await?;
+        let entries = page
+            .items
+            .into_iter()
+            .filter_map(|item| {
+                let p: Payload = serde_json::from_str(&item.action_payload_redacted).ok()?;
+                Some(SwitchChangeRecord {
+                    at: crate::server::clock::iso(item.at()?),
+                    actor: item.actor,
+                    switch: p.switch,
+                    from: p.from,
+                    to: p.to,
+                    reason: p.reason,
+                    version: p.version,
+                })
+            })
+            .collect();
+        Ok(HistoryPage {
+            entries,
+            next_cursor: page.next_cursor,
+        })
+    }
+}
+
+/// A rule said no (`App`), or storage failed (`Store`).
+#[derive(Debug, thiserror::Error)]
+pub enum ChangeError {
+    #[error(transparent)]
+    App(#[from] AppError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<ChangeError> for AppError {
+    fn from(e: ChangeError) -> Self {
+        match e {
+            ChangeError::App(e) => e,
+            ChangeError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl crate::server::services::idempotency::StopReason for ChangeError {
+    fn stop_reason(&self) -> String {
+        match self {
+            ChangeError::App(AppError::Conflict(_)) => "conflict",
+            ChangeError::App(AppError::Invalid { .. }) => "invalid",
+            ChangeError::App(_) => "refused",
+            ChangeError::Store(_) => "storage_error",
+        }
+        .into()
+    }
+}
+
+/// A change's audit record in words: "Safe mode turned off: “incident over”".
+pub fn change_in_words(p: &serde_json::Value, reason: &str) -> String {
+    let name = match p.get("switch").and_then(serde_json::Value::as_str) {
+        Some("safe_mode") => "Safe mode",
+        Some("automation_enabled") => "Automation",
+        _ => "A kill switch",
+    };
+    let to = match p.get("to").and_then(serde_json::Value::as_bool) {
+        Some(true) => "on",
+        Some(false) => "off",
+        None => "changed",
+    };
+    format!("{name} turned {to}{reason}")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,397 @@
+//! Users: console users and their roles, sessions, and machine clients' API keys. Every
+//! change to a user or a key is audited, and no change may leave the console without an
+//! active admin. The rules are plain functions (here and in [`passwords`]); the
+//! [`Users`] service does the reading and writing.
+
+pub mod passwords;
+pub mod sessions;
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+
+use crate::model::kill_switches::Reason;
+use crate::model::users::{parse_user_name, Role};
+use crate::model::AppError;
+use crate::server::clock::Clock;
+use crate::server::config::{AuthSection, TtlSection};
+use crate::server::domain::redact::redact;
+use crate::server::ids::random_hex;
+use crate::server::services::users::passwords::{check_new_password, new_password, PasswordWork};
+use crate::server::store::audit::AuditItem;
+use crate::server::store::users::{self, Applied, UserChange, UserItem};
+use crate::server::store::{Store, StoreError};
+use crate::server::telemetry::internal;
+
+pub const AUDIT_PARTITION: &str = "system#users";
+pub const AUDIT_ACTION: &str = "user_change";
+
+/// How often a change to an existing user is decided again when other changes keep moving
+/// the admin-change lock.
+const CHANGE_TRIES: usize = 10;
+
+/// Lifetimes the account rules need.
+#[derive(Clone, Copy, Debug)]
+pub struct UserTtls {
+    pub user_inactive_days: i64,
+    pub audit_days: i64,
+    pub settings_days: i64,
+}
+
+impl From<&TtlSection> for UserTtls {
+    fn from(ttl: &TtlSection) -> UserTtls {
+        UserTtls {
+            user_inactive_days: ttl.user_inactive_days,
+            audit_days: ttl.audit_days,
+            settings_days: ttl.settings_days,
+        }
+    }
+}
+
+/// Users, sessions and API keys (sessions and keys in [`sessions`] and [`api_keys`]).
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct Users {
+    store: Store,
+    clock: Clock,
+    ttls: UserTtls,
+    auth: AuthSection,
+    /// Password hashing and checking, off the async workers and bounded.
+    password_work: PasswordWork,
+    /// The HMAC key sign-in counters keep client addresses under.
+    address_key: [u8; 32],
+}
+
+impl Users {
+    pub fn new(store: Store, clock: Clock, ttls: UserTtls, auth: AuthSection) -> Users {
+        let mut address_key = [0u8; 32];
+        // Replaced by the server secret's key where sign-ins are served (`with_address_key`).
+        getrandom::fill(&mut address_key)
+            .expect("the operating system's random generator is available");
+        let password_work = match auth.password_checks_at_once {
+            0 => PasswordWork::for_this_machine(),
+            n => PasswordWork::new(n as usize),
+        };
+        Users {
+            store,
+            clock,
+            ttls,
+            auth,
+            password_work,
+            address_key,
+        }
+    }
+
+    /// These accounts, keeping client addresses under `key` (the same on every console,
+    /// so an address's attempts count together behind a load balancer).
+    pub fn with_address_key(mut self, key: [u8; 32]) -> Users {
+        self.address_key = key;
+        self
+    }
+
+    /// An audit record of `actor`'s change to users, at `now`.
+    fn user_record(&self, actor: &str, now: DateTime<Utc>, payload: &UserRecord<'_>) -> AuditItem {
+        let mut item = AuditItem::new(
+            AUDIT_PARTITION,
+            AUDIT_ACTION,
+            now,
+            &random_hex(8),
+            self.ttls.audit_days,
+        );
+        item.actor = actor.to_string();
+        item.action_payload_redacted = serde_json::to_string(payload).unwrap_or_default();
+        item
+    }
+
+    /// Every live user, by name.
+    pub async fn users(&self) -> Result<Vec<UserItem>, StoreError> {
+        users::list(&self.store, self.clock.now()).await
+    }
+
+    pub async fn add_user(
+        &self,
+        name: &str,
+        role: Role,
+        password: &str,
+        actor: &str,
+    ) -> Result<(), AppError> {
+        let now = self.clock.now();
+        let name = parse_user_name(name)?;
+        check_new_password(password)?;
+        let hash = self
+            .password_work
+            .hash(password)
+            .await
+            .map_err(|e| internal(&e))?;
+        let item = UserItem {
+            name: name.clone(),
+            role,
+            password_hash: hash,
+            disabled: false,
+            disabled_reason: None,
+            created_at: now,
+            last_login_at: None,
+            password_changed_at: now,
+            expires_at: (now + Duration::days(self.ttls.user_inactive_days)).timestamp(),
+        };
+        let record = self.user_record(actor, now, &UserRecord::added(&name, role));
+        if users::create(&self.store, &item, &record, now).await? {
+            tracing::info!(user = %name, role = %role, actor, "user added");
+            Ok(())
+        } else {
+            Err(AppError::Conflict(format!(
+                "A user named {name} already exists."
+            )))
+        }
+    }
+
+    /// In dev with no users at all: creates `admin` with a random password and returns it.
+    pub async fn ensure_first_admin(&self) -> Result<Option<String>, AppError> {
+        if users::any_exist(&self.store).await? {
+            return Ok(None);
+        }
+        let password = new_password();
+        match self
+            .add_user("admin", Role::Admin, &password, "system")
+            .await
+        {
+            Ok(()) => Ok(Some(password)),
+            // Another process created it first: theirs stands.
+            Err(AppError::Conflict(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Applies a change to an existing user; refuses to remove the last active admin even
+    /// when two such changes race.
+    pub async fn change_user(
+        &self,
+        name: &str,
+        change: Change,
+        reason: &str,
+        actor: &str,
+    ) -> Result<(), AppError> {
+        let now = self.clock.now();
+        let name = parse_user_name(name)?;
+        let reason = redact(Reason::parse(reason)?.as_str());
+        let hash = new_password_hash(&self.password_work, &change).await?;
+        for _ in 0..CHANGE_TRIES {
+            match self
+                .try_change(&name, &change, &reason, hash.as_deref(), actor, now)
+                .await?
+            {
+                Applied::Done => {
+                    tracing::info!(user = %name, actor, "user changed");
+                    return Ok(());
+                }
+                Applied::Retry => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            }
+        }
+        Err(AppError::Conflict(
+            "Users were being changed at the same time; try again.".into(),
+        ))
+    }
+
+    /// One try of [`Users::change_user`]: reads the users and the admin-change lock,
+    /// decides, and writes only if the lock has not moved since.
+    async fn try_change(
+        &self,
+        name: &str,
+        change: &Change,
+        reason: &str,
+        hash: Option<&str>,
+        actor: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Applied, AppError> {
+        let lock = users::lock_version(&self.store).await?;
+        let all = users::list(&self.store, now).await?;
+        let Some(target) = all.iter().find(|u| u.name == name) else {
+            return Err(AppError::NotFound);
+        };
+        let planned = plan_change(target, change, reason, hash, now);
+        if removes_last_admin(&all, name, planned.still_admin, now) {
+            return Err(AppError::Conflict(format!(
+                "{name} is the last active admin; make someone else an admin first."
+            )));
+        }
+        let record = self.user_record(actor, now, &planned.record);
+        let ttl = self.ttls.settings_days;
+        Ok(users::apply(&self.store, name, planned.write, lock, &record, now, ttl).await?)
+    }
+}
+
+/// What an admin (or the CLI) asks to change.
+pub enum Change {
+    SetRole(Role),
+    Disable,
+    Enable,
+    ResetPassword(String),
+}
+
+/// The new password's hash, when the change sets one: checked and hashed before anything
+/// is read.
+async fn new_password_hash(
+    work: &PasswordWork,
+    change: &Change,
+) -> Result<Option<String>, AppError> {
+    match change {
+        Change::ResetPassword(p) => {
+            check_new_password(p)?;
+            Ok(Some(work.hash(p).await.map_err(|e| internal(&e))?))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The kind of a user change, as its audit record names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UserAction {
+    Add,
+    SetRole,
+    Disable,
+    Enable,
+    ResetPassword,
+}
+
+/// A user change's audit payload. The fields are in alphabetical order so that the stored
+/// JSON is exactly what the earlier `serde_json::json!` maps (sorted by key) wrote.
+#[derive(Debug, Serialize)]
+struct UserRecord<'a> {
+    change: UserAction,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    from: Option<Role>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    role: Option<Role>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    to: Option<Role>,
+    user: &'a str,
+}
+
+impl<'a> UserRecord<'a> {
+    fn added(user: &'a str, role: Role) -> UserRecord<'a> {
+        UserRecord {
+            change: UserAction::Add,
+            from: None,
+            reason: None,
+            role: Some(role),
+            to: None,
+            user,
+        }
+    }
+
+    fn changed(user: &'a str, change: UserAction, reason: &'a str) -> UserRecord<'a> {
+        UserRecord {
+            change,
+            from: None,
+            reason: Some(reason),
+            role: None,
+            to: None,
+            user,
+        }
+    }
+}
+
+/// A change decided against the user as read: whether they are an admin afterwards, the
+/// audit payload, and the write.
+struct Planned<'a> {
+    still_admin: bool,
+    record: UserRecord<'a>,
+    write: UserChange<'a>,
+}
+
+/// What `change` does to `target`; `hash` is the new password's, for a reset.
+fn plan_change<'a>(
+    target: &'a UserItem,
+    change: &Change,
+    reason: &'a str,
+    hash: Option<&'a str>,
+    now: DateTime<Utc>,
+) -> Planned<'a> {
+    let user = target.name.as_str();
+    let is_admin = target.role == Role::Admin;
+    let (still_admin, record, write) = match change {
+        Change::SetRole(role) => (
+            *role == Role::Admin,
+            UserRecord {
+                from: Some(target.role),
+                to: Some(*role),
+                ..UserRecord::changed(user, UserAction::SetRole, reason)
+            },
+            UserChange::Role(*role),
+        ),
+        Change::Disable => (
+            false,
+            UserRecord::changed(user, UserAction::Disable, reason),
+            UserChange::Disable(reason),
+        ),
+        Change::Enable => (
+            is_admin,
+            UserRecord::changed(user, UserAction::Enable, reason),
+            UserChange::Enable,
+        ),
+        Change::ResetPassword(_) => (
+            is_admin,
+            UserRecord::changed(user, UserAction::ResetPassword, reason),
+            UserChange::Password {
+                hash: hash.unwrap_or_default(),
+                at: now,
+            },
+        ),
+    };
+    Planned {
+        still_admin,
+        record,
+        write,
+    }
+}
+
+/// Would this change leave no active admin?
+pub fn removes_last_admin(
+    users: &[UserItem],
+    target: &str,
+    still_admin_after: bool,
+    now: DateTime<Utc>,
+) -> bool {
+    let target_is_admin = users
+        .iter()
+        .any(|u| u.name == target && u.is_active_admin(now));
+    if !target_is_admin || still_admin_after {
+        return false;
+    }
+    users
+        .iter()
+        .filter(|u| u.name != target && u.is_active_admin(now))
+        .count()
+        == 0
+}
+
+/// A change's audit record in words: "sam's role changed from viewer to operator".
+pub fn change_in_words(p: &serde_json::Value, reason: &str) -> String {
+    let name = p
+        .get("user")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("?");
+    let role = |k: &str| {
+        p.get(k)
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+    };
+    match p.get("change").and_then(serde_json::Value::as_str) {
+        Some("add") => format!("User {name} added as {}", role("role").unwrap_or_default()),
+        Some("set_role") => format!(
+            "{name}'s role changed from {} to {}{reason}",
+            role("from").unwrap_or_default(),
+            role("to").unwrap_or_default()
+        ),
+        Some("disable") => format!("User {name} disabled{reason}"),
+        Some("enable") => format!("User {name} enabled{reason}"),
+        Some("reset_password") => format!("{name}'s password reset{reason}"),
+        Some(other) => format!("User {name}: {}{reason}", other.replace('_', " ")),
+        None => format!("User {name} changed{reason}"),
+    }
+}
+
+#[cfg(test)]
+mod tests;
