@@ -9,4 +9,5 @@ pub mod fields;
 pub mod idempotency;
 pub mod inbox;
 pub mod limits;
+pub mod measurements;
 pub mod redact;

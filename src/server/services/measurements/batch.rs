@@ -18,8 +18,8 @@ pub const MAX_BATCH: usize = 500;
 fn status_of(index: usize, s: &Submission, outcome: Result<Outcome, AppError>) -> BatchItem {
     let mut st = BatchItem {
         index,
-        measurement_id: Some(s.measurement_id.clone()),
-        user_id: Some(s.user_id.clone()),
+        measurement_id: Some(s.measurement_id.to_string()),
+        user_id: Some(s.user_id.to_string()),
         ..BatchItem::default()
     };
     match outcome {
@@ -77,7 +77,10 @@ impl Measurements {
         let mut by_user: BTreeMap<String, Vec<(usize, Submission)>> = BTreeMap::new();
         for (i, v) in items.iter().enumerate() {
             match parse(v, now) {
-                Ok(s) => by_user.entry(s.user_id.clone()).or_default().push((i, s)),
+                Ok(s) => by_user
+                    .entry(s.user_id.to_string())
+                    .or_default()
+                    .push((i, s)),
                 Err(e) => {
                     self.record_invalid(v, &e, ctx, now).await?;
                     statuses.push(BatchItem {
@@ -147,8 +150,8 @@ impl Measurements {
                 .await?;
                 out.push(BatchItem {
                     index: i,
-                    measurement_id: Some(s.measurement_id.clone()),
-                    user_id: Some(s.user_id.clone()),
+                    measurement_id: Some(s.measurement_id.to_string()),
+                    user_id: Some(s.user_id.to_string()),
                     status: "skipped".into(),
                     http_status: 424,
                     detail: Some(reason.into()),

@@ -17,6 +17,7 @@ use serde_json::Value;
 use crate::model::AppError;
 use crate::server::config::MeasurementsSection;
 use crate::server::contract::measurements::MeasurementResult;
+use crate::server::domain::measurements::ids::{MeasuredUserId, MeasurementId};
 use crate::server::ids::random_hex;
 use crate::server::store::measurements::{self as store, Action, AuditItem, OrderItem, Payload};
 use crate::server::store::Store;
@@ -180,15 +181,12 @@ impl Measurements {
         ctx: &Context,
         now: DateTime<Utc>,
     ) -> Result<(), AppError> {
-        let plain = |k: &str| {
-            body.get(k)
-                .and_then(Value::as_str)
-                .map(str::trim)
-                .filter(|s| !s.is_empty() && s.len() <= 128 && !s.contains('#'))
-                .unwrap_or("unknown")
-                .to_string()
-        };
-        let (user, id) = (plain("user_id"), plain("measurement_id"));
+        // The ids the body names, when they are ids (the same rule as a valid body's).
+        let text = |k: &str| body.get(k).and_then(Value::as_str).unwrap_or_default();
+        let user =
+            MeasuredUserId::parse(text("user_id")).map_or("unknown".into(), |u| u.to_string());
+        let id = MeasurementId::parse(text("measurement_id"))
+            .map_or("unknown".into(), |m| m.to_string());
         crate::server::metrics::measurement(Action::Invalid.as_str());
         let attempt = Attempt {
             user: &user,

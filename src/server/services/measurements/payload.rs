@@ -11,12 +11,13 @@ use crate::model::AppError;
 use crate::server::contract::{self, measurements::Measurement};
 use crate::server::crypto::sha256_hex;
 use crate::server::domain::fields::{self, parse_time};
+use crate::server::domain::measurements::ids::{MeasuredUserId, MeasurementId};
 use crate::server::store::measurements::Payload;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Submission {
-    pub measurement_id: String,
-    pub user_id: String,
+    pub measurement_id: MeasurementId,
+    pub user_id: MeasuredUserId,
     pub weight: f64,
     /// `kg`, `lb` or `g`.
     pub unit: String,
@@ -26,17 +27,6 @@ pub struct Submission {
 
 const KG_PER_LB: f64 = 0.453_592_37;
 
-fn id(field: &str, raw: String) -> Result<String, AppError> {
-    let v = fields::required(field, raw, 128)?;
-    if v.contains('#') || v.chars().any(char::is_whitespace) {
-        return Err(AppError::invalid(
-            field,
-            format!("{field} must not contain # or spaces."),
-        ));
-    }
-    Ok(v)
-}
-
 /// Reads one measurement from JSON (a single body, or one item of a batch).
 pub fn parse(v: &Value, now: DateTime<Utc>) -> Result<Submission, AppError> {
     Submission::new(contract::from_value(v)?, now)
@@ -45,8 +35,8 @@ pub fn parse(v: &Value, now: DateTime<Utc>) -> Result<Submission, AppError> {
 impl Submission {
     /// Checks one measurement. `now` bounds how far in the future a timestamp may be.
     pub fn new(m: Measurement, now: DateTime<Utc>) -> Result<Submission, AppError> {
-        let measurement_id = id("measurement_id", m.measurement_id)?;
-        let user_id = id("user_id", m.user_id)?;
+        let measurement_id = MeasurementId::parse(m.measurement_id)?;
+        let user_id = MeasuredUserId::parse(m.user_id)?;
         if !m.weight.is_finite() {
             return Err(AppError::invalid("weight", "weight must be a number."));
         }
@@ -140,8 +130,8 @@ mod tests {
 
     fn sub(weight: f64, unit: &str, ts: &str, source: &str) -> Submission {
         Submission {
-            measurement_id: "m1".into(),
-            user_id: "u1".into(),
+            measurement_id: MeasurementId::parse("m1").unwrap(),
+            user_id: MeasuredUserId::parse("u1").unwrap(),
             weight,
             unit: unit.into(),
             timestamp: DateTime::parse_from_rfc3339(ts)

@@ -222,7 +222,7 @@ impl Measurements {
                 Some(l) if l > s.timestamp => iso(l),
                 _ => iso(s.timestamp),
             },
-            last_measurement_id: s.measurement_id.clone(),
+            last_measurement_id: s.measurement_id.to_string(),
             version,
             updated_at: iso(p.now),
             ttl: (p.now + Duration::days(self.settings.measurement_ttl_days)).timestamp(),
@@ -239,7 +239,7 @@ impl Measurements {
         Ok(IdempItem {
             pk: store::user_pk(&p.s.user_id),
             sk: format!("IDEMP#{}", p.s.measurement_id),
-            measurement_id: p.s.measurement_id.clone(),
+            measurement_id: p.s.measurement_id.to_string(),
             payload_hash: p.payload_hash.clone(),
             payload: p.payload.clone(),
             result: serde_json::to_string(result)
@@ -254,8 +254,8 @@ impl Measurements {
         MeasurementItem {
             pk: store::user_pk(&s.user_id),
             sk: format!("MEAS#{}#{}", payload.timestamp, s.measurement_id),
-            measurement_id: s.measurement_id.clone(),
-            user_id: s.user_id.clone(),
+            measurement_id: s.measurement_id.to_string(),
+            user_id: s.user_id.to_string(),
             weight_kg: payload.weight_kg.parse().unwrap_or(0.0),
             weight: s.weight,
             unit: s.unit.clone(),
@@ -341,7 +341,7 @@ impl Measurements {
 fn answer(p: &Pending<'_>, seq: i64, overriding: bool) -> MeasurementResult {
     MeasurementResult {
         correlation_id: p.ctx.correlation_id.clone(),
-        measurement_id: p.s.measurement_id.clone(),
+        measurement_id: p.s.measurement_id.to_string(),
         seq,
         source: p.payload.source.clone(),
         status: if overriding {
@@ -350,7 +350,7 @@ fn answer(p: &Pending<'_>, seq: i64, overriding: bool) -> MeasurementResult {
             Stored::Accepted
         },
         timestamp: p.payload.timestamp.clone(),
-        user_id: p.s.user_id.clone(),
+        user_id: p.s.user_id.to_string(),
         weight_kg: p.payload.weight_kg.parse::<f64>().unwrap_or(0.0),
     }
 }

@@ -1,0 +1,3 @@
+//! Measurements' rules: the ids a device sends ([`ids`]).
+
+pub mod ids;
