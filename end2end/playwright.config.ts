@@ -52,7 +52,7 @@ const config = defineConfig({
       OPS_EVENTS_RETRY_SCHEDULE: '2s,2s,2s',
       OPS_EVENTS_DISPATCH_POLL_MS: '200',
       // Alerts judged often: the receiver test waits for its alert on the Overview.
-      OPS_OPERATIONS_ALERT_CHECK_SECONDS: '5',
+      OPS_ALERTS_CHECK_SECONDS: '5',
       // A cache-hit alert the idempotency test can breach with a scripted mix of calls.
       OPS_IDEMPOTENCY_ALERT_CACHE_HIT_MIN_PCT: '80',
       // The tests' receivers listen on this machine.

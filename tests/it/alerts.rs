@@ -69,8 +69,8 @@ fn about(heard: &Heard, alert: &str) -> Vec<(String, String, Value)> {
 async fn a_breach_is_announced_once_by_two_consoles_and_its_end_once() {
     let (heard, base) = channel().await;
     let app = spawn_app_with(|c| {
-        c.operations.alert_webhook_url = format!("{base}/json");
-        c.operations.alert_slack_url = format!("{base}/slack");
+        c.alerts.webhook_url = format!("{base}/json");
+        c.alerts.slack_url = format!("{base}/slack");
         c.operations.public_url = "https://ops.example.com".into();
     })
     .await;
@@ -156,7 +156,7 @@ async fn a_receiver_failing_every_delivery_shows_its_health_and_is_announced_onc
         c.events.webhook_url = url;
         c.events.webhook_secret = ops_console::server::config::Secret::new(secret.expose());
         c.events.retry_schedule = "1s,2s,4s,8s".into();
-        c.operations.alert_webhook_url = format!("{base}/json");
+        c.alerts.webhook_url = format!("{base}/json");
     })
     .await;
     app.set_switches(false, true).await;

@@ -21,7 +21,7 @@ use figment::providers::Serialized;
 use figment::Figment;
 
 pub use auth::AuthSection;
-pub use operations::OperationsSection;
+pub use operations::{AlertsSection, OperationsSection};
 pub use sections::*;
 
 /// Conventional names for settings people set most.
@@ -60,6 +60,7 @@ pub struct Config {
     pub inbox: InboxSection,
     pub measurements: MeasurementsSection,
     pub operations: OperationsSection,
+    pub alerts: AlertsSection,
     /// Where the settings came from, for the start-up log.
     pub source: String,
 }
@@ -141,6 +142,32 @@ fn env_overrides(env: &BTreeMap<String, String>) -> Vec<(String, String)> {
     out
 }
 
+/// Settings that moved, with where they are now: a file or an environment that still sets
+/// the old name is refused with the new one, not with "unknown field".
+const MOVED: &[(&str, &str)] = &[
+    ("operations.alert_webhook_url", "alerts.webhook_url"),
+    ("operations.alert_slack_url", "alerts.slack_url"),
+    ("operations.alert_check_seconds", "alerts.check_seconds"),
+];
+
+fn refuse_moved(file: &toml::Table, env: &[(String, String)]) -> Result<(), ConfigError> {
+    for (old, new) in MOVED {
+        let (section, key) = old.split_once('.').unwrap_or_default();
+        let in_file = file
+            .get(section)
+            .and_then(toml::Value::as_table)
+            .is_some_and(|t| t.contains_key(key));
+        let in_env = env.iter().any(|(k, _)| k == old);
+        if in_file || in_env {
+            return Err(ConfigError::new(
+                old,
+                format!("this setting moved: set {new} (env {})", env_name(new)),
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl Config {
     /// Reads `OPS_CONFIG` or `./Leptos.toml`, then the environment.
     pub fn load() -> Result<Config, ConfigError> {
@@ -176,12 +203,16 @@ impl Config {
         source: String,
     ) -> Result<Config, ConfigError> {
         let mut figment = Figment::from(Serialized::defaults(Settings::default()));
+        let overrides = env_overrides(env);
         if let Some(text) = file {
             let table: toml::Table =
                 toml::from_str(text).map_err(|e| ConfigError::new("Leptos.toml", e.to_string()))?;
+            refuse_moved(&table, &overrides)?;
             figment = figment.merge(Serialized::defaults(table));
+        } else {
+            refuse_moved(&toml::Table::new(), &overrides)?;
         }
-        for (key, value) in env_overrides(env) {
+        for (key, value) in overrides {
             figment = figment.merge(Serialized::default(&key, value));
         }
         // Lossy: an environment variable is text, read as the number or flag it sets.
@@ -197,6 +228,7 @@ impl Config {
             inbox,
             measurements,
             operations,
+            alerts,
         } = raw;
         Ok(Config {
             env: app.environment,
@@ -214,6 +246,7 @@ impl Config {
             inbox,
             measurements,
             operations,
+            alerts,
             source,
         })
     }

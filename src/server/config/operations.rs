@@ -1,20 +1,15 @@
-//! The `[operations]` section: running it in production (docs/operations.md).
+//! The `[operations]` and `[alerts]` sections: running it in production (docs/operations.md).
 
 use serde::{Deserialize, Serialize};
 
-/// Running it in production (docs/operations.md): metrics and alerts.
+/// Running it in production (docs/operations.md): metrics, the public address, the
+/// networks the console's own requests may reach.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OperationsSection {
     /// A second address serving only `/metrics`, without an API key (for a scraper inside
     /// the network); empty: none, and `/metrics` on the main address needs `metrics:read`.
     pub metrics_listen: String,
-    /// Where alerts go as JSON (empty: nowhere).
-    pub alert_webhook_url: String,
-    /// A Slack incoming webhook for alerts (empty: none).
-    pub alert_slack_url: String,
-    /// How often a console judges the alert rules, in seconds.
-    pub alert_check_seconds: i64,
     /// The console's address as people reach it, for links in alerts (empty: none).
     pub public_url: String,
     /// Networks outside the public internet that the console's own requests (the
@@ -27,11 +22,33 @@ impl Default for OperationsSection {
     fn default() -> Self {
         OperationsSection {
             metrics_listen: String::new(),
-            alert_webhook_url: String::new(),
-            alert_slack_url: String::new(),
-            alert_check_seconds: 60,
             public_url: String::new(),
             outbound_allowed_networks: String::new(),
+        }
+    }
+}
+
+/// The console's alerter (docs/operations.md, "Alerts"): where alerts go and how often a
+/// console judges the rules. The thresholds live with what they watch: the
+/// `alert_*` settings of `[idempotency]` (per scope in `[idempotency.scopes."…"]`) and of
+/// `[measurements]`; the outbox's (dead letters, a failing receiver) are fixed.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AlertsSection {
+    /// Where alerts go as JSON (empty: nowhere).
+    pub webhook_url: String,
+    /// A Slack incoming webhook for alerts (empty: none).
+    pub slack_url: String,
+    /// How often a console judges the alert rules, in seconds.
+    pub check_seconds: i64,
+}
+
+impl Default for AlertsSection {
+    fn default() -> Self {
+        AlertsSection {
+            webhook_url: String::new(),
+            slack_url: String::new(),
+            check_seconds: 60,
         }
     }
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::auth::AuthSection;
 
-use super::operations::OperationsSection;
+use super::operations::{AlertsSection, OperationsSection};
 
 /// `dev`, `staging` or `prod`: every table name ends in `-<environment>`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -377,6 +377,7 @@ pub struct Settings {
     pub inbox: InboxSection,
     pub measurements: MeasurementsSection,
     pub operations: OperationsSection,
+    pub alerts: AlertsSection,
 }
 
 /// The sections, for the `OPS_<SECTION>_<KEY>` variables.
@@ -390,4 +391,5 @@ pub const SECTIONS: &[&str] = &[
     "inbox",
     "measurements",
     "operations",
+    "alerts",
 ];

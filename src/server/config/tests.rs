@@ -187,3 +187,33 @@ fn the_settings_file_shows_the_defaults_the_code_has() {
         "only {checked} defaults found in Leptos.toml"
     );
 }
+
+#[test]
+fn a_moved_setting_is_refused_with_its_new_name() {
+    let file = "[operations]\nalert_webhook_url = \"https://hooks.example/x\"\n";
+    let err = Config::from_parts(Some(file), &BTreeMap::new(), "t".into()).unwrap_err();
+    assert_eq!(err.key, "operations.alert_webhook_url");
+    assert!(
+        err.message.contains("alerts.webhook_url"),
+        "{}",
+        err.message
+    );
+    let env = BTreeMap::from([(
+        "OPS_OPERATIONS_ALERT_CHECK_SECONDS".to_string(),
+        "5".to_string(),
+    )]);
+    let err = Config::from_parts(None, &env, "t".into()).unwrap_err();
+    assert!(
+        err.message.contains("OPS_ALERTS_CHECK_SECONDS"),
+        "{}",
+        err.message
+    );
+    let env = BTreeMap::from([("OPS_ALERTS_CHECK_SECONDS".to_string(), "5".to_string())]);
+    assert_eq!(
+        Config::from_parts(None, &env, "t".into())
+            .unwrap()
+            .alerts
+            .check_seconds,
+        5
+    );
+}

@@ -87,6 +87,7 @@ pub(super) fn settings(s: &Settings) -> Result<(), ConfigError> {
     )?;
     range("inbox.stream_poll_ms", i.stream_poll_ms, 10, 60_000)?;
     operations(&s.operations)?;
+    alerts(&s.alerts)?;
     measurements(&s.measurements)
 }
 
@@ -309,20 +310,19 @@ fn operations(o: &super::OperationsSection) -> Result<(), ConfigError> {
             "must be an address and port, like 0.0.0.0:9100",
         ));
     }
+    crate::server::outbound::networks::Networks::parse(&o.outbound_allowed_networks)
+        .map(|_| ())
+        .map_err(|e| ConfigError::new("operations.outbound_allowed_networks", &e))
+}
+
+fn alerts(a: &super::AlertsSection) -> Result<(), ConfigError> {
     for (key, url) in [
-        ("operations.alert_webhook_url", &o.alert_webhook_url),
-        ("operations.alert_slack_url", &o.alert_slack_url),
+        ("alerts.webhook_url", &a.webhook_url),
+        ("alerts.slack_url", &a.slack_url),
     ] {
         if !url.is_empty() && crate::server::outbound::parse_url(url).is_err() {
             return Err(ConfigError::new(key, "must be an http or https URL"));
         }
     }
-    crate::server::outbound::networks::Networks::parse(&o.outbound_allowed_networks)
-        .map_err(|e| ConfigError::new("operations.outbound_allowed_networks", &e))?;
-    range(
-        "operations.alert_check_seconds",
-        o.alert_check_seconds,
-        5,
-        3600,
-    )
+    range("alerts.check_seconds", a.check_seconds, 5, 3600)
 }

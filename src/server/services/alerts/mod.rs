@@ -1,5 +1,5 @@
 //! Alerts that reach people (docs/operations.md, "Alerts"). Every console judges, every
-//! `operations.alert_check_seconds`, the rules the pages judge — the Idempotency page's
+//! `alerts.check_seconds`, the rules the pages judge — the Idempotency page's
 //! three rates per scope, the Measurements page's rules (`measurements`), the outbox's
 //! dead letters and the receiver's failures — and records each change of state with a conditional write: whichever console
 //! records a change announces it, once, to the configured channels (a JSON webhook, a Slack
@@ -311,12 +311,12 @@ impl Alerts {
         item: &AlertItem,
         now: DateTime<Utc>,
     ) -> Result<bool, AppError> {
-        let ops = &self.config.operations;
+        let channels = &self.config.alerts;
         let (id, generic, slack) = self.messages(j, item, now);
         let mut all_took = true;
         for (url, body) in [
-            (&ops.alert_webhook_url, generic),
-            (&ops.alert_slack_url, slack),
+            (&channels.webhook_url, generic),
+            (&channels.slack_url, slack),
         ] {
             if url.is_empty() {
                 continue;
@@ -382,9 +382,9 @@ impl Alerts {
         (id, generic, slack)
     }
 
-    /// Checks every `operations.alert_check_seconds` until the task is stopped.
+    /// Checks every `alerts.check_seconds` until the task is stopped.
     pub async fn run(&self) {
-        let every = Duration::from_secs(self.config.operations.alert_check_seconds.max(5) as u64);
+        let every = Duration::from_secs(self.config.alerts.check_seconds.max(5) as u64);
         loop {
             if let Err(e) = self.check().await {
                 tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "alert check failed; trying again");
