@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// Running it in production (docs/operations.md): metrics, the public address, the
 /// networks the console's own requests may reach.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OperationsSection {
     /// A second address serving only `/metrics`, without an API key (for a scraper inside
@@ -16,16 +16,6 @@ pub struct OperationsSection {
     /// receiver, alerts) may go to, comma-separated CIDRs (`10.20.0.0/16, fd00::/8`); empty:
     /// the public internet only.
     pub outbound_allowed_networks: String,
-}
-
-impl Default for OperationsSection {
-    fn default() -> Self {
-        OperationsSection {
-            metrics_listen: String::new(),
-            public_url: String::new(),
-            outbound_allowed_networks: String::new(),
-        }
-    }
 }
 
 /// The console's alerter (docs/operations.md, "Alerts"): where alerts go and how often a
