@@ -15,7 +15,7 @@ use crate::helpers::{faulty_dynamodb, spawn_app_via};
 use ops_console::server::services::inbox::publish::Publish;
 use ops_console::server::store::events::outbox::Group;
 use ops_console::server::store::events::outbox_reads::{self, Filter};
-use ops_console::server::store::items::scan_json;
+use ops_console::server::store::many::scan_json;
 use ops_console::server::store::schema::{IDEMPOTENCY_STATS, MEASUREMENTS, SETTINGS};
 
 fn to_everyone(i: usize) -> Publish {

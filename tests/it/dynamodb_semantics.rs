@@ -325,7 +325,7 @@ async fn a_measurement_whose_answer_is_lost_is_stored_once_and_answered_as_accep
         .post_json("/api/v1/measurements", &key, body.to_string())
         .await;
     assert!(again.status == 200 || again.status == 201, "{}", again.body);
-    let stored = ops_console::server::store::items::scan_json(
+    let stored = ops_console::server::store::many::scan_json(
         &direct,
         ops_console::server::store::schema::MEASUREMENTS.base,
     )
@@ -465,7 +465,7 @@ async fn a_split_shard_is_read_to_its_end_before_its_children() {
     );
     assert_eq!(drift(&direct).await, 0);
     let states: Vec<serde_json::Value> =
-        ops_console::server::store::items::scan_json(&direct, SETTINGS.base)
+        ops_console::server::store::many::scan_json(&direct, SETTINGS.base)
             .await
             .unwrap()
             .into_iter()
@@ -528,7 +528,7 @@ async fn a_shard_held_by_a_console_that_died_is_taken_over_after_its_lease() {
     }
     assert_eq!(counted, deleted);
     assert_eq!(drift(&direct).await, 0);
-    let owners: Vec<String> = ops_console::server::store::items::scan_json(&direct, SETTINGS.base)
+    let owners: Vec<String> = ops_console::server::store::many::scan_json(&direct, SETTINGS.base)
         .await
         .unwrap()
         .into_iter()

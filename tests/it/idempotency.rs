@@ -712,7 +712,7 @@ async fn only_admins_expire_a_key_and_the_expiry_is_audited() {
 async fn viewers_see_a_keys_stored_answer_without_personal_data() {
     use ops_console::api::idempotency::LoadIdempotencyKey;
     use ops_console::model::users::Role;
-    use ops_console::server::store::items::scan_json;
+    use ops_console::server::store::many::scan_json;
     use ops_console::server::store::schema::IDEMPOTENCY_KEYS;
     let app = spawn_app().await;
     // A measurement's answer names its user: here, by an email.

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use crate::helpers::{pct, spawn_app, TestApp};
-use ops_console::server::store::items::scan_json;
+use ops_console::server::store::many::scan_json;
 use ops_console::server::store::schema::CONVERSATIONS;
 
 fn context(id: &str) -> Value {

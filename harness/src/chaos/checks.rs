@@ -8,7 +8,7 @@ use super::clients::Acked;
 use super::procs::Receiver;
 use ops_console::server::services::inbox::verify::verify;
 use ops_console::server::store::inbox::{self as inbox, MessageItem};
-use ops_console::server::store::items::scan_json;
+use ops_console::server::store::many::scan_json;
 use ops_console::server::store::schema::{
     INBOX, MEASUREMENTS, MW_AUDIT_ACTIONS, MW_IDEMPOTENCY, SETTINGS,
 };

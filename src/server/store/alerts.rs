@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 use serde::{Deserialize, Serialize};
 
-use super::items::{self, n, s};
+use super::item::{self, n, s};
 use super::schema::SETTINGS;
 use super::{tx, Store, StoreError};
 
@@ -43,7 +43,7 @@ fn attr(id: &str) -> String {
 }
 
 pub async fn get(store: &Store, id: &str) -> Result<Option<AlertItem>, StoreError> {
-    items::get(store, SETTINGS.base, "pk", &pk(id)).await
+    item::get(store, SETTINGS.base, "pk", &pk(id)).await
 }
 
 /// Every firing alert.
@@ -62,7 +62,7 @@ pub async fn firing(store: &Store) -> Result<Vec<Firing>, StoreError> {
     for (k, v) in out.item.unwrap_or_default() {
         if k.starts_with("a:") {
             if let AttributeValue::M(m) = v {
-                found.push(items::decode::<Firing>(m, &table)?);
+                found.push(item::decode::<Firing>(m, &table)?);
             }
         }
     }

@@ -6,7 +6,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::server::store::audit::{self, AuditItem};
-use crate::server::store::items::{self, n};
+use crate::server::store::item::{self, n};
+use crate::server::store::many;
 use crate::server::store::schema::API_KEYS;
 use crate::server::store::{tx, Store, StoreError};
 
@@ -67,14 +68,14 @@ pub async fn get(
     key_hash: &str,
     now: DateTime<Utc>,
 ) -> Result<Option<ApiKeyItem>, StoreError> {
-    let item: Option<ApiKeyItem> = items::get(store, API_KEYS.base, "key_hash", key_hash).await?;
+    let item: Option<ApiKeyItem> = item::get(store, API_KEYS.base, "key_hash", key_hash).await?;
     Ok(item.filter(|k| k.expires_at > now.timestamp()))
 }
 
 /// Every key that has not expired at `now` (revoked ones too), newest first. A Scan: the
 /// table holds one item per machine client.
 pub async fn list(store: &Store, now: DateTime<Utc>) -> Result<Vec<ApiKeyItem>, StoreError> {
-    let mut all: Vec<ApiKeyItem> = items::scan_all(store, API_KEYS.base).await?;
+    let mut all: Vec<ApiKeyItem> = many::scan_all(store, API_KEYS.base).await?;
     all.retain(|k| k.expires_at > now.timestamp());
     all.sort_by_key(|k| std::cmp::Reverse(k.created_at));
     Ok(all)
@@ -90,7 +91,7 @@ pub async fn note_use(store: &Store, key_hash: &str, now: DateTime<Utc>) -> Resu
         .client()
         .update_item()
         .table_name(store.table(API_KEYS.base))
-        .key("key_hash", items::s(key_hash))
+        .key("key_hash", item::s(key_hash))
         .update_expression("SET last_used_at = :now")
         .condition_expression(
             "attribute_exists(key_hash) AND (attribute_not_exists(last_used_at) OR last_used_at < :due)",
@@ -98,7 +99,7 @@ pub async fn note_use(store: &Store, key_hash: &str, now: DateTime<Utc>) -> Resu
         .expression_attribute_values(":now", n(now.timestamp()))
         .expression_attribute_values(":due", n(now.timestamp() - USE_RESOLUTION_SECS));
     // A refused condition: another console noted it this hour, or the key is gone.
-    items::update_if(req).await.map(|_| ())
+    item::update_if(req).await.map(|_| ())
 }
 
 /// Revokes a live key, with its audit record, in one transaction. `false`: there is no
@@ -113,13 +114,13 @@ pub async fn revoke(
     let table = store.table(API_KEYS.base);
     let update = Update::builder()
         .table_name(&table)
-        .key("key_hash", items::s(key_hash))
+        .key("key_hash", item::s(key_hash))
         .update_expression("SET revoked_at = :at, revoked_by = :by")
         .condition_expression(
             "attribute_exists(key_hash) AND attribute_not_exists(revoked_at) AND expires_at > :now",
         )
-        .expression_attribute_values(":at", items::s(now.to_rfc3339()))
-        .expression_attribute_values(":by", items::s(by))
+        .expression_attribute_values(":at", item::s(now.to_rfc3339()))
+        .expression_attribute_values(":by", item::s(by))
         .expression_attribute_values(":now", n(now.timestamp()))
         .build()
         .map_err(|e| StoreError::corrupt(&table, e))?;

@@ -312,7 +312,7 @@ pub async fn last_since(
     let page = query::page(store, &spec, Start::First, 1).await?;
     let table = store.table(MW_AUDIT_ACTIONS.base);
     match page.items.into_iter().next() {
-        Some(item) => Ok(super::items::decode::<AuditItem>(item, &table)?.at()),
+        Some(item) => Ok(super::item::decode::<AuditItem>(item, &table)?.at()),
         None => Ok(None),
     }
 }

@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::items::{n, s, Item};
+use super::item::{n, s};
+use super::many::Item;
 use super::schema::SETTINGS;
 use super::{tx, Store, StoreError};
 

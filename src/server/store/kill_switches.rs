@@ -214,5 +214,5 @@ pub async fn mark_once(store: &Store, name: &str, now: DateTime<Utc>) -> Result<
         set_at: now.to_rfc3339(),
         expires_at: (now + chrono::Duration::days(3650)).timestamp(),
     };
-    super::items::put_if_absent(store, SETTINGS.base, "pk", &marker, now).await
+    super::item::put_if_absent(store, SETTINGS.base, "pk", &marker, now).await
 }

@@ -20,7 +20,7 @@ use aws_sdk_dynamodb::types::{
 };
 use serde::Serialize;
 
-use super::items::{n, s};
+use super::item::{n, s};
 use super::query::{self, Cond, Spec, Start};
 use super::schema::{MEASUREMENTS, MEASUREMENTS_BY_OUTCOME};
 use super::tx::{self, Outcome};
@@ -91,7 +91,7 @@ pub async fn read_state(
     let key = |sk: String| HashMap::from([("PK".to_string(), s(&pk)), ("SK".to_string(), s(sk))]);
     let keys = vec![key("ORDER".into()), key(format!("IDEMP#{measurement_id}"))];
     let (mut order, mut idemp) = (None, None);
-    for item in super::items::batch_get(store, MEASUREMENTS.base, keys).await? {
+    for item in super::many::batch_get(store, MEASUREMENTS.base, keys).await? {
         match item
             .get("SK")
             .and_then(|v| v.as_s().ok())

@@ -6,7 +6,8 @@
 
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 
-use super::items::{n, Item};
+use super::item::n;
+use super::many::Item;
 use super::schema::{TableSpec, ALL};
 use super::{Store, StoreError};
 

@@ -14,7 +14,7 @@ use crate::server::store::events::jobs::{self, JobOp, JobRecord, JobStatus, Prog
 use crate::server::store::events::outbox::{Group, Move, SHARDS};
 use crate::server::store::events::outbox_reads::{self, Filter};
 use crate::server::store::events::RecordKind;
-use crate::server::store::items::Claim;
+use crate::server::store::item::Claim;
 use crate::server::store::StoreError;
 
 /// An operator's bulk request.

@@ -17,7 +17,7 @@ mod search;
 pub use item::{Conversation, Message, Status};
 pub use search::*;
 
-use super::items::{self, item_size, n, s, value_size};
+use super::item::{self as one, item_size, n, s, value_size};
 use super::query::Item;
 use super::schema::CONVERSATIONS;
 use super::{Store, StoreError};
@@ -33,7 +33,7 @@ pub enum Created {
 }
 
 fn decode(table: &str, item: Item) -> Result<Conversation, StoreError> {
-    items::decode(item, table)
+    one::decode(item, table)
 }
 
 /// A conversation's key.

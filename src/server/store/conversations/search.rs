@@ -5,7 +5,7 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::{decode, Conversation};
-use crate::server::store::items::{n, s};
+use crate::server::store::item::{n, s};
 use crate::server::store::query::{self, Cond, Count, Spec, Start};
 use crate::server::store::schema::{
     CONVERSATIONS, CONVERSATIONS_BY_CHANNEL, CONVERSATIONS_BY_COMPANY_PROJECT,

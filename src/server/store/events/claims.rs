@@ -6,18 +6,18 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditi
 use serde::Serialize;
 
 use super::{Claim, EventRecord};
-use crate::server::store::items::{self, decode, n, s};
+use crate::server::store::item::{self, decode, n, s};
 use crate::server::store::schema::MW_IDEMPOTENCY;
 use crate::server::store::{tx, Store, StoreError};
 
 /// Claims the key unless a live record holds it: one conditional `PutItem`, a duplicate
-/// costing exactly this one request (see [`items::claim`]).
+/// costing exactly this one request (see [`item::claim`]).
 pub async fn put_claim<T: Serialize + serde::de::DeserializeOwned>(
     store: &Store,
     record: &T,
     now_s: i64,
 ) -> Result<Claim<T>, StoreError> {
-    items::claim(store, MW_IDEMPOTENCY.base, "event_id", record, now_s).await
+    item::claim(store, MW_IDEMPOTENCY.base, "event_id", record, now_s).await
 }
 
 /// A new owner for a claim: the nonce the caller saw, and the nonce and lease it takes over

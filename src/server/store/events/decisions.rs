@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
 
 use super::{outbox, ActionRecord, ConversationState, EventStatus};
 use crate::server::store::audit::{self, AuditItem};
-use crate::server::store::items::{n, s};
+use crate::server::store::item::{n, s};
 use crate::server::store::schema::{MW_CONVERSATION_STATE, MW_IDEMPOTENCY};
 use crate::server::store::tx::Outcome;
 use crate::server::store::{tx, Busy, Store, StoreError};

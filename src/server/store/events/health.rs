@@ -9,7 +9,8 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 
-use crate::server::store::items::{self, n, s, Item};
+use crate::server::store::item::{n, s};
+use crate::server::store::many::{self, Item};
 use crate::server::store::schema::SETTINGS;
 use crate::server::store::{tx, Store, StoreError};
 
@@ -169,7 +170,7 @@ pub async fn read(
     }
     let mut health = Health::default();
     let mut tallies = std::collections::BTreeMap::<i64, (u64, u64)>::new();
-    for item in items::batch_get(store, SETTINGS.base, keys).await? {
+    for item in many::batch_get(store, SETTINGS.base, keys).await? {
         let pk = match item.get("pk") {
             Some(AttributeValue::S(pk)) => pk.clone(),
             _ => continue,

@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 
 use super::RecordKind;
 use crate::server::store::audit::{self, AuditItem};
-use crate::server::store::items::{self, decode, n, s, Claim};
+use crate::server::store::item::{self, decode, n, s, Claim};
 use crate::server::store::query::{self, Cond, Spec, Start};
 use crate::server::store::schema::{MW_IDEMPOTENCY, OUTBOX_INDEX};
 use crate::server::store::{tx, Store, StoreError};
@@ -128,7 +128,7 @@ pub async fn create(
 }
 
 pub async fn get(store: &Store, key: &str) -> Result<Option<JobRecord>, StoreError> {
-    items::get(store, MW_IDEMPOTENCY.base, "event_id", key).await
+    item::get(store, MW_IDEMPOTENCY.base, "event_id", key).await
 }
 
 /// The newest jobs, running or not.

@@ -11,7 +11,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-pub use super::items::Claim;
+pub use super::item::Claim;
 
 mod claims;
 mod decisions;

@@ -14,7 +14,7 @@ use aws_sdk_dynamodb::types::{
 
 use super::{ActionRecord, ActionStatus, Try, MAX_TRIES_KEPT};
 use crate::server::store::audit::{self, AuditItem};
-use crate::server::store::items::{self, n, s};
+use crate::server::store::item::{self, n, s};
 use crate::server::store::schema::MW_IDEMPOTENCY;
 use crate::server::store::{tx, Store, StoreError};
 
@@ -222,7 +222,7 @@ pub async fn finish(
 /// next one back; `None` once it ended or is gone (expired).
 pub async fn blocker(store: &Store, key: &str) -> Result<Option<ActionRecord>, StoreError> {
     let found: Option<ActionRecord> =
-        items::get(store, MW_IDEMPOTENCY.base, "event_id", key).await?;
+        item::get(store, MW_IDEMPOTENCY.base, "event_id", key).await?;
     Ok(found.filter(|a| !a.status.has_ended()))
 }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::outbox::{Group, SHARDS};
 use super::ActionRecord;
-use crate::server::store::items::{decode, s};
+use crate::server::store::item::{decode, s};
 use serde_json::Value;
 
 use crate::server::store::cursor;

@@ -4,7 +4,8 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::{ActionRecord, ConversationState, EventRecord};
-use crate::server::store::items::{self, decode, s};
+use crate::server::store::item::{self, decode, s};
+use crate::server::store::many;
 use crate::server::store::query::{self, Cond, Start};
 use crate::server::store::schema::{
     EVENTS_BY_CONVERSATION_INDEX, EVENTS_BY_DAY_INDEX, MW_CONVERSATION_STATE, MW_IDEMPOTENCY,
@@ -13,11 +14,11 @@ use crate::server::store::{Store, StoreError};
 
 /// The record under a key, whatever its kind.
 pub async fn get_event(store: &Store, key: &str) -> Result<Option<EventRecord>, StoreError> {
-    items::get(store, MW_IDEMPOTENCY.base, "event_id", key).await
+    item::get(store, MW_IDEMPOTENCY.base, "event_id", key).await
 }
 
 pub async fn get_action(store: &Store, key: &str) -> Result<Option<ActionRecord>, StoreError> {
-    items::get(store, MW_IDEMPOTENCY.base, "event_id", key).await
+    item::get(store, MW_IDEMPOTENCY.base, "event_id", key).await
 }
 
 /// The side effects of `keys` that exist, in no particular order (one request per 100).
@@ -28,9 +29,9 @@ pub async fn get_actions(
     let table = store.table(MW_IDEMPOTENCY.base);
     let keys = keys
         .into_iter()
-        .map(|k| items::Item::from([("event_id".to_string(), s(k))]))
+        .map(|k| many::Item::from([("event_id".to_string(), s(k))]))
         .collect();
-    items::batch_get(store, MW_IDEMPOTENCY.base, keys)
+    many::batch_get(store, MW_IDEMPOTENCY.base, keys)
         .await?
         .into_iter()
         .map(|i| serde_dynamo::from_item(i).map_err(|e| StoreError::corrupt(&table, e)))
@@ -42,7 +43,7 @@ pub async fn get_state(
     store: &Store,
     conversation_id: &str,
 ) -> Result<ConversationState, StoreError> {
-    let found: Option<ConversationState> = items::get(
+    let found: Option<ConversationState> = item::get(
         store,
         MW_CONVERSATION_STATE.base,
         "conversation_id",

@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 use serde::{Deserialize, Serialize};
 
 use crate::server::store::audit::{self, AuditItem};
-use crate::server::store::items::{self, n, s};
+use crate::server::store::item::{self, n, s};
 use crate::server::store::schema::SETTINGS;
 use crate::server::store::{Store, StoreError};
 
@@ -54,7 +54,7 @@ impl ReceiverItem {
 
 /// The receiver as the consoles last saved it (none: never saved).
 pub async fn load(store: &Store) -> Result<Option<ReceiverItem>, StoreError> {
-    items::get(store, SETTINGS.base, "pk", PK).await
+    item::get(store, SETTINGS.base, "pk", PK).await
 }
 
 /// Saves `next` if the stored item is still at `read_version` (0: none yet), with its

@@ -8,7 +8,7 @@
 
 use aws_sdk_dynamodb::types::{Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem};
 
-use super::super::items::{n, s};
+use super::super::item::{n, s};
 use super::super::schema::IDEMPOTENCY_KEYS;
 use super::super::tx::{self, Refusal, Writes};
 use super::super::{Store, StoreError};

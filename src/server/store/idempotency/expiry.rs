@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use crate::server::store::items::{n, s};
+use crate::server::store::item::{n, s};
 use crate::server::store::schema::IDEMPOTENCY_KEYS;
 use crate::server::store::{Store, StoreError};
 

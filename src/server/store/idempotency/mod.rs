@@ -12,8 +12,9 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use serde::{Deserialize, Serialize};
 
-pub use super::items::Claim;
-use super::items::{self, n, s};
+pub use super::item::Claim;
+use super::item::{self, n, s};
+use super::many;
 use super::schema::{IDEMPOTENCY_CORRELATION_INDEX, IDEMPOTENCY_KEYS, IDEMPOTENCY_WATCH_INDEX};
 use super::{cursor, Store, StoreError};
 
@@ -104,7 +105,7 @@ impl KeyItem {
 }
 
 fn decode(item: HashMap<String, AttributeValue>, table: &str) -> Result<KeyItem, StoreError> {
-    items::decode(item, table)
+    item::decode(item, table)
 }
 
 /// Writes a fresh `started` claim unless a live item holds the key.
@@ -113,7 +114,7 @@ pub async fn claim(
     item: &KeyItem,
     now_secs: i64,
 ) -> Result<Claim<KeyItem>, StoreError> {
-    items::claim(store, IDEMPOTENCY_KEYS.base, "id", item, now_secs).await
+    item::claim(store, IDEMPOTENCY_KEYS.base, "id", item, now_secs).await
 }
 
 /// The result of a conditional update: the item after it, or the item that was there
@@ -291,7 +292,7 @@ pub async fn finish(store: &Store, f: &Finish<'_>) -> Result<Guarded, StoreError
 }
 
 pub async fn get(store: &Store, id: &str) -> Result<Option<KeyItem>, StoreError> {
-    super::items::get(store, IDEMPOTENCY_KEYS.base, "id", id).await
+    super::item::get(store, IDEMPOTENCY_KEYS.base, "id", id).await
 }
 
 /// The keys among `ids` that exist, read together (one `BatchGetItem` per 100 ids).
@@ -303,8 +304,8 @@ pub async fn get_many(store: &Store, ids: &[String]) -> Result<Vec<KeyItem>, Sto
             .iter()
             .map(|id| HashMap::from([("id".to_string(), s(id))]))
             .collect();
-        for item in items::batch_get(store, IDEMPOTENCY_KEYS.base, keys).await? {
-            out.push(items::decode(item, &table)?);
+        for item in many::batch_get(store, IDEMPOTENCY_KEYS.base, keys).await? {
+            out.push(item::decode(item, &table)?);
         }
     }
     Ok(out)

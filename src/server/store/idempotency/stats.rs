@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use crate::server::store::items::{n, s};
+use crate::server::store::item::{n, s};
 use crate::server::store::schema::IDEMPOTENCY_STATS;
 use crate::server::store::{Store, StoreError};
 

@@ -1,7 +1,7 @@
 //! Drafts: what someone composes in the console, kept for a day and published at most once.
 
 use super::{item, table, DraftItem};
-use crate::server::store::items::{s, update_if};
+use crate::server::store::item::{s, update_if};
 use crate::server::store::tx::retrying;
 use crate::server::store::{Store, StoreError};
 

@@ -37,7 +37,7 @@ pub use reads::*;
 pub use records::*;
 pub use writes::*;
 
-use super::items::s;
+use super::item::s;
 use super::schema::INBOX;
 use super::{Store, StoreError};
 

@@ -7,7 +7,8 @@ use super::{
     decode, message_sk, read_shard_pk, table, Kind, MessageItem, Stats, READ_SHARDS, READ_SHARD_SK,
     REGISTRY_PK,
 };
-use crate::server::store::items::{batch_get, n, s};
+use crate::server::store::item::{n, s};
+use crate::server::store::many::batch_get;
 use crate::server::store::query::{self, Cond, Spec, Start};
 use crate::server::store::schema::INBOX;
 use crate::server::store::{Store, StoreError};

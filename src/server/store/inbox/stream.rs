@@ -17,7 +17,7 @@ pub use consumer::Consumer;
 use leases::state_key;
 
 use crate::server::store::inbox::{self, Delta, Kind, Written, KEEP_DAYS, PUBLIC_UID};
-use crate::server::store::items::{n, s};
+use crate::server::store::item::{n, s};
 use crate::server::store::schema::{INBOX, SETTINGS};
 use crate::server::store::{Store, StoreError};
 
@@ -141,7 +141,7 @@ pub async fn forget_positions(store: &Store) -> Result<(), StoreError> {
         return Ok(());
     };
     for shard in consumer.shards(&arn).await? {
-        crate::server::store::items::delete(store, SETTINGS.base, "pk", &state_key(&shard.id))
+        crate::server::store::item::delete(store, SETTINGS.base, "pk", &state_key(&shard.id))
             .await?;
     }
     Ok(())

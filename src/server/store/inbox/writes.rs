@@ -11,7 +11,7 @@ use super::{
     Publication, PublicationStatus, Receipt, Taxonomy, ALL, READ_SHARDS, READ_SHARD_SK,
     REGISTRY_PK,
 };
-use crate::server::store::items::{n, s};
+use crate::server::store::item::{n, s};
 use crate::server::store::tx::{self, Outcome};
 use crate::server::store::{Store, StoreError};
 

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
 use super::{table, Action};
-use crate::server::store::items::{n, s};
+use crate::server::store::item::{n, s};
 use crate::server::store::{Store, StoreError};
 
 /// How many items the hourly counters are spread over.

@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
 use chrono::{DateTime, Duration, Utc};
 use serde::Deserialize;
 
-use crate::server::store::items::{self, n, s};
+use crate::server::store::item::{self, n, s};
 use crate::server::store::schema::LOGIN_ATTEMPTS;
 use crate::server::store::{tx, Store, StoreError};
 
@@ -164,7 +164,7 @@ async fn open_new_window(
         .expression_attribute_values(":now", n(ms(now)))
         .expression_attribute_values(":exp", n(expires_at))
         .expression_attribute_values(":cutoff", n(ms(now - rule.window)));
-    items::update_if(req).await
+    item::update_if(req).await
 }
 
 /// Takes back an attempt counted in the window that began at `window_start` (it was
@@ -180,7 +180,7 @@ pub async fn release(store: &Store, key: &str, window_start: i64) -> Result<(), 
         .expression_attribute_values(":minus", n(-1))
         .expression_attribute_values(":ws", n(window_start))
         .expression_attribute_values(":zero", n(0));
-    items::update_if(req).await.map(|_| ())
+    item::update_if(req).await.map(|_| ())
 }
 
 /// Refuses every attempt against `key` until `until`.

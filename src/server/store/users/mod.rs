@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::users::{Role, UserSummary};
 use crate::server::store::audit::{self, AuditItem};
-use crate::server::store::items::{self, n, s};
+use crate::server::store::item::{self, n, s};
+use crate::server::store::many;
 use crate::server::store::schema::{SETTINGS, USERS};
 use crate::server::store::tx;
 use crate::server::store::{Store, StoreError};
@@ -56,7 +57,7 @@ pub async fn get(
     name: &str,
     now: DateTime<Utc>,
 ) -> Result<Option<UserItem>, StoreError> {
-    let item: Option<UserItem> = items::get(store, USERS.base, "name", name).await?;
+    let item: Option<UserItem> = item::get(store, USERS.base, "name", name).await?;
     Ok(item.filter(|u| u.expires_at > now.timestamp()))
 }
 
@@ -93,7 +94,7 @@ pub async fn create(
 
 /// Every user (a handful of items). Consistent, so the last-admin check sees the truth.
 pub async fn list(store: &Store, now: DateTime<Utc>) -> Result<Vec<UserItem>, StoreError> {
-    let mut users: Vec<UserItem> = items::scan_all(store, USERS.base).await?;
+    let mut users: Vec<UserItem> = many::scan_all(store, USERS.base).await?;
     users.retain(|u| u.expires_at > now.timestamp());
     users.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(users)
@@ -140,7 +141,7 @@ pub async fn lock_version(store: &Store) -> Result<u64, StoreError> {
     struct Lock {
         version: u64,
     }
-    let lock: Option<Lock> = items::get(store, SETTINGS.base, "pk", USERS_LOCK_PK).await?;
+    let lock: Option<Lock> = item::get(store, SETTINGS.base, "pk", USERS_LOCK_PK).await?;
     Ok(lock.map(|l| l.version).unwrap_or(0))
 }
 

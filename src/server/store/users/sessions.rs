@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::server::store::items::{self, n, s};
+use crate::server::store::item::{self, n, s};
 use crate::server::store::schema::SESSIONS;
 use crate::server::store::{Store, StoreError};
 
@@ -24,7 +24,7 @@ pub async fn create(
     item: &SessionItem,
     now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
-    items::put_if_absent(store, SESSIONS.base, "id_hash", item, now).await
+    item::put_if_absent(store, SESSIONS.base, "id_hash", item, now).await
 }
 
 /// The session, unless it is gone or past its expiry.
@@ -33,7 +33,7 @@ pub async fn get(
     id_hash: &str,
     now: DateTime<Utc>,
 ) -> Result<Option<SessionItem>, StoreError> {
-    let item: Option<SessionItem> = items::get(store, SESSIONS.base, "id_hash", id_hash).await?;
+    let item: Option<SessionItem> = item::get(store, SESSIONS.base, "id_hash", id_hash).await?;
     Ok(item.filter(|s| s.expires_at > now.timestamp()))
 }
 
@@ -68,5 +68,5 @@ pub async fn touch(
 }
 
 pub async fn delete(store: &Store, id_hash: &str) -> Result<(), StoreError> {
-    items::delete(store, SESSIONS.base, "id_hash", id_hash).await
+    item::delete(store, SESSIONS.base, "id_hash", id_hash).await
 }

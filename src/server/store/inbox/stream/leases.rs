@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{Duration, Utc};
 
 use crate::server::store::inbox::{CHECKPOINT_PK, KEEP_DAYS};
-use crate::server::store::items::{self, n, s};
+use crate::server::store::item::{self, n, s};
 use crate::server::store::schema::SETTINGS;
 use crate::server::store::{Store, StoreError};
 
@@ -47,7 +47,7 @@ impl Leases {
     /// The shard's state as the consoles last saved it (none yet: from the start).
     pub(super) async fn state(&self, shard: &str) -> Result<ShardState, StoreError> {
         Ok(
-            items::get(&self.store, SETTINGS.base, "pk", &state_key(shard))
+            item::get(&self.store, SETTINGS.base, "pk", &state_key(shard))
                 .await?
                 .unwrap_or_default(),
         )
@@ -88,7 +88,7 @@ impl Leases {
             .expression_attribute_values(":until", n(now + self.lease.as_millis() as i64))
             .expression_attribute_values(":now", n(now))
             .expression_attribute_values(":exp", n(keep_until()));
-        items::update_if(req).await
+        item::update_if(req).await
     }
 
     /// Saves how far `shard` was read (and renews the lease), only while this console
@@ -131,7 +131,7 @@ impl Leases {
             req = req.expression_attribute_values(":at", n(now));
         }
         let req = req.update_expression(update);
-        items::update_if(req).await
+        item::update_if(req).await
     }
 
     /// Gives up the leases on `shards` (a clean shutdown hands shards on at once).
