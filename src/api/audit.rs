@@ -4,8 +4,10 @@ use crate::model::audit::AuditRows;
 use crate::model::AppError;
 
 /// Audit records by conversation, by action type, or by day (and time range, in the
-/// reader's zone: `tz` minutes east of UTC), newest first, cursor-paged.
-#[server]
+/// reader's zone: `tz` minutes east of UTC), newest first, cursor-paged. Its address is
+/// pinned: Leptos derives a default one from the module path, and it moved here from
+/// `api/events.rs`; pinned, a later move keeps the address pages call.
+#[server(endpoint = "list_audit")]
 pub async fn list_audit(
     conversation: String,
     action_type: String,

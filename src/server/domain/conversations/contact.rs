@@ -1,7 +1,54 @@
-//! A conversation's contact details as the design keeps them: E.164 phone numbers and
-//! email addresses (lower-cased), each refusal naming its field.
+//! A conversation's contact details as the design keeps them: the channel it is on
+//! ([`ChannelMethod`]), E.164 phone numbers and email addresses (lower-cased), each refusal
+//! naming its field.
+
+use std::fmt;
 
 use crate::model::AppError;
+
+/// The channel a conversation is on. Read case-insensitively, written lower-case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChannelMethod {
+    Whatsapp,
+    Email,
+    Sms,
+}
+
+impl ChannelMethod {
+    pub const ALL: [ChannelMethod; 3] = [
+        ChannelMethod::Whatsapp,
+        ChannelMethod::Email,
+        ChannelMethod::Sms,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChannelMethod::Whatsapp => "whatsapp",
+            ChannelMethod::Email => "email",
+            ChannelMethod::Sms => "sms",
+        }
+    }
+
+    /// The channel `raw` names, or a 400 naming `field`.
+    pub fn parse(raw: &str, field: &str) -> Result<ChannelMethod, AppError> {
+        let lower = raw.trim().to_ascii_lowercase();
+        ChannelMethod::ALL
+            .into_iter()
+            .find(|c| c.as_str() == lower)
+            .ok_or_else(|| {
+                AppError::invalid(
+                    field,
+                    format!("{field} must be one of whatsapp, email, sms."),
+                )
+            })
+    }
+}
+
+impl fmt::Display for ChannelMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// An E.164 phone number: `+`, a non-zero digit, 8 to 15 digits in all.
 pub fn e164(raw: &str, name: &str) -> Result<String, AppError> {
@@ -56,6 +103,23 @@ pub fn email(raw: &str, name: &str) -> Result<String, AppError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn channels_are_three_read_in_any_case() {
+        assert_eq!(
+            ChannelMethod::parse("WhatsApp", "c").unwrap(),
+            ChannelMethod::Whatsapp
+        );
+        assert_eq!(ChannelMethod::parse(" sms ", "c").unwrap().as_str(), "sms");
+        for bad in ["", "chat", "e-mail", "smss"] {
+            assert_eq!(
+                ChannelMethod::parse(bad, "channel_method")
+                    .unwrap_err()
+                    .field(),
+                Some("channel_method")
+            );
+        }
+    }
 
     #[test]
     fn phones_and_emails() {

@@ -12,9 +12,10 @@ use crate::model::AppError;
 /// The longest key, in characters.
 pub const KEY_MAX_CHARS: usize = 128;
 
-/// The rule as a regular expression (JSON Schema's `pattern`, ECMA and Python alike).
-pub const KEY_PATTERN: &str =
-    r"^(?:[^#$*\s\x00-\x1f\x7f-\x9f][^#\s\x00-\x1f\x7f-\x9f]*|\*[^#\s\x00-\x1f\x7f-\x9f]+)$";
+/// The rule as a regular expression (JSON Schema's `pattern`), in the syntax ECMA, Python
+/// and Rust's `regex` share. Their `\s` differ on U+FEFF (ECMA counts it as a space), so
+/// the rule names it, and refuses it too.
+pub const KEY_PATTERN: &str = r"^(?:[^#$*\s\uFEFF\x00-\x1f\x7f-\x9f][^#\s\uFEFF\x00-\x1f\x7f-\x9f]*|\*[^#\s\uFEFF\x00-\x1f\x7f-\x9f]+)$";
 
 /// `raw` trimmed, if it is a key; else a 400 naming `field`.
 fn check(raw: &str, field: &str) -> Result<String, AppError> {
@@ -32,7 +33,9 @@ fn check(raw: &str, field: &str) -> Result<String, AppError> {
     if k.starts_with('$') || k == "*" {
         return Err(bad("must not start with $ or be *"));
     }
-    if k.chars().any(|c| c.is_control() || c.is_whitespace()) {
+    if k.chars()
+        .any(|c| c.is_control() || c.is_whitespace() || c == '\u{FEFF}')
+    {
         return Err(bad("must not contain spaces or control characters"));
     }
     Ok(k.to_string())
@@ -136,8 +139,17 @@ inbox_key!(
 mod tests {
     use super::*;
 
-    const BAD: [&str; 9] = [
-        "", "   ", "a#b", "$public", "*", "a b", "a\u{7}b", "a\u{85}b", "#",
+    const BAD: [&str; 10] = [
+        "",
+        "   ",
+        "a#b",
+        "$public",
+        "*",
+        "a b",
+        "a\u{7}b",
+        "a\u{85}b",
+        "#",
+        "acme\u{FEFF}",
     ];
 
     #[test]

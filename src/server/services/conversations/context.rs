@@ -12,12 +12,11 @@ use crate::server::contract::conversations::{
 };
 use crate::server::contract::Flag;
 use crate::server::crypto::sha256_hex;
-use crate::server::domain::conversations::contact::{e164, email};
+use crate::server::domain::conversations::contact::{e164, email, ChannelMethod};
 use crate::server::domain::fields;
 use crate::server::domain::limits;
 use crate::server::store::conversations::{Changes, Conversation, Message, Status};
 
-pub const CHANNELS: &[&str] = &["whatsapp", "email", "sms"];
 /// Larger bodies are refused with 413 before they are read.
 pub const CONTEXT_BODY_LIMIT: usize = 128 * 1024;
 pub const MESSAGE_BODY_LIMIT: usize = 128 * 1024;
@@ -27,16 +26,9 @@ const MAX_MAP_BYTES: usize = 32 * 1024;
 const MAX_TOKENS: i64 = 100_000_000;
 const MAX_MS: i64 = 86_400_000;
 
+/// A channel's name as stored, checked.
 fn channel(raw: &str, name: &str) -> Result<String, AppError> {
-    let lower = raw.to_ascii_lowercase();
-    if CHANNELS.contains(&lower.as_str()) {
-        Ok(lower)
-    } else {
-        Err(AppError::invalid(
-            name,
-            format!("{name} must be one of whatsapp, email, sms."),
-        ))
-    }
+    ChannelMethod::parse(raw, name).map(|c| c.as_str().to_string())
 }
 
 /// A conversation id from the Channel Router: any printable text up to 512 characters
@@ -97,22 +89,24 @@ pub fn from_context(
     let conversation_id = conversation_id(std::mem::take(&mut ctx.conversation_id))?;
     let to = Recipient::of(&mut ctx)?;
     let (senders, channel_config) = channel_config(ctx.channel_config.take())?;
-    let channel = to.channel_method.as_str();
+    let channel = to.channel_method;
     let now_iso = iso(now);
     let mut c = Conversation {
         primary_channel: to.primary_channel,
         conversation_id,
         gsi_recipient_tel: to.tel.clone(),
         gsi_recipient_email: to.email.clone(),
-        gsi_company_whatsapp_number: senders.whatsapp.filter(|_| channel == "whatsapp"),
-        gsi_company_sms_number: senders.sms.filter(|_| channel == "sms"),
-        gsi_company_email: senders.email.filter(|_| channel == "email"),
+        gsi_company_whatsapp_number: senders
+            .whatsapp
+            .filter(|_| channel == ChannelMethod::Whatsapp),
+        gsi_company_sms_number: senders.sms.filter(|_| channel == ChannelMethod::Sms),
+        gsi_company_email: senders.email.filter(|_| channel == ChannelMethod::Email),
         recipient_tel: to.tel,
         recipient_email: to.email,
         company_id: fields::required("company_id", take(&mut ctx.company_id), 128)?,
         project_id: fields::required("project_id", take(&mut ctx.project_id), 128)?,
         request_id: fields::required("request_id", take(&mut ctx.request_id), 128)?,
-        channel_method: to.channel_method,
+        channel_method: to.channel_method.as_str().to_string(),
         conversation_status: Status::Processing,
         created_at: now_iso.clone(),
         updated_at: now_iso,
@@ -135,7 +129,7 @@ fn take(s: &mut String) -> String {
 /// Who a Context Object is for, checked: the channel, the recipient's phone and email, and
 /// the one of them that keys the conversation (the email for email, else the phone).
 struct Recipient {
-    channel_method: String,
+    channel_method: ChannelMethod,
     tel: Option<String>,
     email: Option<String>,
     primary_channel: String,
@@ -143,7 +137,7 @@ struct Recipient {
 
 impl Recipient {
     fn of(ctx: &mut ContextObject) -> Result<Recipient, AppError> {
-        let channel_method = channel(
+        let channel_method = ChannelMethod::parse(
             &fields::required("channel_method", take(&mut ctx.channel_method), 16)?,
             "channel_method",
         )?;
@@ -153,8 +147,8 @@ impl Recipient {
         let email = fields::text("recipient_email", ctx.recipient_email.take(), 254)?
             .map(|e| email(&e, "recipient_email"))
             .transpose()?;
-        let primary_channel = match channel_method.as_str() {
-            "email" => email.clone().ok_or_else(|| {
+        let primary_channel = match channel_method {
+            ChannelMethod::Email => email.clone().ok_or_else(|| {
                 AppError::invalid(
                     "recipient_email",
                     "recipient_email is required when channel_method is email.",

@@ -3,12 +3,11 @@
 
 use chrono::NaiveDate;
 
-use super::context::CHANNELS;
 use super::Status;
 use crate::model::conversations::SearchQuery;
 use crate::model::AppError;
 use crate::server::contract::conversations::LookupQuery;
-use crate::server::domain::conversations::contact::{e164, email};
+use crate::server::domain::conversations::contact::{e164, email, ChannelMethod};
 use crate::server::domain::limits;
 use crate::server::store::conversations::{Filters, Partition};
 use crate::server::store::query::Start;
@@ -72,13 +71,13 @@ pub fn parse(form: &SearchQuery) -> Result<Option<Search>, AppError> {
 
 /// The form's filters: channel, status, task complete and the creation dates.
 fn filters(form: &SearchQuery) -> Result<Filters, AppError> {
-    let channel = form.channel.trim().to_ascii_lowercase();
-    if !channel.is_empty() && !CHANNELS.contains(&channel.as_str()) {
-        return Err(AppError::invalid(
-            "channel",
-            "Channel is whatsapp, email or sms.",
-        ));
-    }
+    let channel = match form.channel.trim() {
+        "" => String::new(),
+        c => ChannelMethod::parse(c, "channel")
+            .map_err(|_| AppError::invalid("channel", "Channel is whatsapp, email or sms."))?
+            .as_str()
+            .to_string(),
+    };
     let status = form.status.trim();
     if !status.is_empty() {
         Status::parse(status).map_err(|_| AppError::invalid("status", "Unknown status."))?;

@@ -128,9 +128,11 @@ impl Inbox {
         let mut ttl = BTreeMap::new();
         for (k, s) in body.ttl.unwrap_or_default() {
             let field = format!("ttl.{k}");
-            if k != "default" {
-                CategoryKey::parse_as(&k, &field)?;
-            }
+            // Kept as checked (trimmed): "promo " and "promo" are one category.
+            let k = match k.as_str() {
+                "default" => k,
+                _ => CategoryKey::parse_as(&k, &field)?.into_string(),
+            };
             parse_ttl(&s, &field)?;
             ttl.insert(k, s.trim().to_string());
         }
