@@ -9,7 +9,32 @@ use crate::server::contract::events::Event;
 use crate::server::contract::Id;
 use crate::server::crypto::sha256_hex;
 
+/// The channels a helpdesk event can come from, by the names the webhook uses.
 pub const CHANNELS: &[&str] = &["email", "chat", "sms", "whatsapp", "social", "voice", "web"];
+
+/// The channel an event came from: one of [`CHANNELS`], read in any case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Channel(&'static str);
+
+impl Channel {
+    pub fn parse(raw: &str) -> Result<Channel, AppError> {
+        let lower = raw.trim().to_ascii_lowercase();
+        CHANNELS
+            .iter()
+            .find(|c| **c == lower)
+            .map(|c| Channel(c))
+            .ok_or_else(|| {
+                AppError::invalid(
+                    "channel",
+                    format!("channel is one of {}.", CHANNELS.join(", ")),
+                )
+            })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.0
+    }
+}
 pub const MAX_TEXT_BYTES: usize = 100_000;
 
 /// An event after validation. `text` lives only in memory while the event is decided.
@@ -18,7 +43,7 @@ pub struct Incoming {
     pub conversation_id: String,
     pub message_id: Option<String>,
     pub created_at: DateTime<Utc>,
-    pub channel: String,
+    pub channel: Channel,
     /// Trimmed, whitespace collapsed.
     pub text: String,
     pub customer_email: Option<String>,
@@ -113,13 +138,7 @@ impl TryFrom<Event> for Incoming {
                     "created_at must be an RFC 3339 time with an offset, like 2026-11-22T10:00:00Z.",
                 )
             })?;
-        let channel = e.channel.trim().to_ascii_lowercase();
-        if !CHANNELS.contains(&channel.as_str()) {
-            return Err(AppError::invalid(
-                "channel",
-                format!("channel is one of {}.", CHANNELS.join(", ")),
-            ));
-        }
+        let channel = Channel::parse(&e.channel)?;
         if e.text.len() > MAX_TEXT_BYTES {
             return Err(AppError::invalid(
                 "text",
@@ -147,7 +166,7 @@ impl Incoming {
     /// The normalized payload, as canonical JSON (sorted keys). Hashed, never stored.
     pub fn canonical(&self) -> String {
         json!({
-            "channel": self.channel,
+            "channel": self.channel.as_str(),
             "conversation_id": self.conversation_id,
             "created_at": crate::server::clock::iso(self.created_at),
             "customer": {

@@ -4,4 +4,4 @@
 pub mod incoming;
 pub mod sentences;
 
-pub use incoming::{collapse, parse, Incoming, CHANNELS, MAX_TEXT_BYTES};
+pub use incoming::{collapse, parse, Channel, Incoming, CHANNELS, MAX_TEXT_BYTES};

@@ -263,7 +263,7 @@ impl Events {
             payload_sha256: sha256_hex(canonical.as_bytes()),
             payload_bytes: canonical.len() as i64,
             intent: None,
-            channel: ev.channel.clone(),
+            channel: ev.channel.as_str().to_string(),
             decision: None,
             duplicates: 0,
             attempts: 1,

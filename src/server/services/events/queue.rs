@@ -172,7 +172,7 @@ impl Events {
             "auto_reply": decision.auto_reply,
             "escalate": decision.escalate,
             "safe_mode": switches.safe_mode,
-            "channel": ev.channel,
+            "channel": ev.channel.as_str(),
         })
         .to_string();
         audit.result = "success".into();
