@@ -135,7 +135,7 @@ pub fn ConversationStatePage() -> impl IntoView {
         <Title text="Conversation state" />
         <a href="/events" class="text-sm text-sky-800 underline">"← Events"</a>
         <AsyncSection load=move || state spacing="mt-4" let:s>
-            <h1 class="mt-2 text-2xl font-semibold">"Conversation "<span class="font-mono" data-testid="conversation-id">{s.conversation_id.clone()}</span></h1>
+            <h1 class="mt-2 text-2xl font-semibold">"Conversation state "<span class="font-mono" data-testid="conversation-id">{s.conversation_id.clone()}</span></h1>
             <StateCard s />
         </AsyncSection>
         <h2 class="mt-8 text-lg font-semibold">"Timeline"</h2>
