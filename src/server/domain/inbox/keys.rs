@@ -4,9 +4,6 @@
 //! with `$` (reserved for `$public`) and not `*` (every category). The OpenAPI document
 //! states the same rule from the same place ([`KEY_PATTERN`]).
 
-use std::fmt;
-use std::ops::Deref;
-
 use crate::model::AppError;
 
 /// The longest key, in characters.
@@ -60,13 +57,9 @@ macro_rules! inbox_key {
         #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub struct $name(String);
 
-        /// As the text itself: a publish's fingerprint (`{:?}` of its audience) stays
-        /// what it was when these were strings, so a retry across a deployment matches.
-        impl fmt::Debug for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                fmt::Debug::fmt(&self.0, f)
-            }
-        }
+        // Debugs as its text: a publish's fingerprint (`{:?}` of its audience) stays what
+        // it was when these were strings, so a retry across a deployment matches.
+        text_type!($name);
 
         impl $name {
             /// The field it is named by in an error.
@@ -87,20 +80,6 @@ macro_rules! inbox_key {
 
             pub fn into_string(self) -> String {
                 self.0
-            }
-        }
-
-        impl Deref for $name {
-            type Target = str;
-
-            fn deref(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
             }
         }
 

@@ -2,9 +2,6 @@
 //! batch item): 1 to 128 characters, trimmed, no `#` (the key separator), no spaces or
 //! control characters.
 
-use std::fmt;
-use std::ops::Deref;
-
 use crate::model::AppError;
 use crate::server::domain::fields;
 
@@ -31,26 +28,7 @@ macro_rules! device_id {
             }
         }
 
-        impl Deref for $name {
-            type Target = str;
-
-            fn deref(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-
-        /// As the text itself (tests and logs that print a submission read as before).
-        impl fmt::Debug for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                fmt::Debug::fmt(&self.0, f)
-            }
-        }
+        text_type!($name);
     };
 }
 
