@@ -53,10 +53,12 @@ pub async fn start_outbox_job(
 ) -> Result<String, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
+    use crate::server::domain::idempotency::sent_keys::FormKey;
     use crate::server::services::events::outbox::{job_op, BulkRequest};
     use crate::server::store::events::outbox_reads::Filter;
     let user = ctx::require(Role::Operator)?;
     let state = ctx::state()?;
+    let form_key = FormKey::parse(&form_key)?.to_string();
     let req = BulkRequest {
         op: job_op(&op)?,
         filter: Filter {
@@ -93,6 +95,7 @@ pub async fn move_action(
 ) -> Result<String, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
+    use crate::server::domain::idempotency::sent_keys::FormKey;
     use crate::server::services::events::outbox::job_op;
     let user = ctx::require(Role::Operator)?;
     let state = ctx::state()?;
@@ -100,6 +103,7 @@ pub async fn move_action(
         return Err(AppError::invalid("reason", "Say why."));
     }
     let op = job_op(&op)?;
+    let form_key = FormKey::parse(&form_key)?;
     let moved = state
         .events
         .move_one(&action, op, &reason, &user.name, &form_key, &state.refs)
