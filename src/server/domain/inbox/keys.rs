@@ -62,9 +62,6 @@ macro_rules! inbox_key {
         text_type!($name);
 
         impl $name {
-            /// The field it is named by in an error.
-            pub const FIELD: &'static str = $field;
-
             pub fn parse(raw: &str) -> Result<$name, AppError> {
                 $name::parse_as(raw, $field)
             }
