@@ -41,7 +41,7 @@ pub async fn change_kill_switch(
 ) -> Result<KillSwitches, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::services::kill_switches::ChangeRequest;
+    use crate::server::domain::kill_switches::ChangeRequest;
     let user = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
     let req = ChangeRequest::from_form(

@@ -220,6 +220,26 @@ async fn bad_context_objects_are_refused_naming_the_field_and_write_nothing() {
         .post_json("/api/v1/conversations", &key, "x".repeat(200 * 1024))
         .await;
     assert_eq!(huge.status, 413);
+    // A path's table key is held to the same rule as a Context Object's: a control
+    // character or an id past the sort key's limit is a 400 naming it, for every method.
+    for (bad, field) in [
+        (path("c\u{7}1"), "conversation_id"),
+        (path(&"😀".repeat(251)), "conversation_id"),
+        (
+            format!("/api/v1/conversations/{}/c-1", pct("+1\n5")),
+            "primary_channel",
+        ),
+    ] {
+        let read = app.api("GET", &bad, &key, None).await;
+        assert_eq!(read.status, 400, "{bad}: {}", read.body);
+        assert_eq!(read.json()["field"], field, "{}", read.body);
+        let m = json!({"entry_id": "e1", "role": "user", "content": "hi"});
+        let posted = app
+            .post_json(&format!("{bad}/messages"), &key, m.to_string())
+            .await;
+        assert_eq!(posted.status, 400, "{bad}: {}", posted.body);
+        assert_eq!(posted.json()["field"], field, "{}", posted.body);
+    }
     let dump = app.dump_tables().await;
     assert!(
         !dump.contains(&app.store.table("conversations")),

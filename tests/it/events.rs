@@ -11,12 +11,14 @@ use serde_json::{json, Value};
 
 use crate::helpers::{captured_logs, spawn_app, spawn_app_with, TestApp};
 use crate::receiver::Receiver;
+use ops_console::server::domain::events::decision::Switches;
 use ops_console::server::domain::events::parse;
+use ops_console::server::domain::events::rules::{apply, decide};
+use ops_console::server::domain::events::state::ConversationState;
 use ops_console::server::outbound::signature::SigningSecret;
-use ops_console::server::services::events::{apply, decide, Switches};
+use ops_console::server::store::events as records;
 use ops_console::server::store::events::outbox::Group;
 use ops_console::server::store::events::outbox_reads::{self, Filter};
-use ops_console::server::store::events::{self as records, ConversationState};
 
 pub fn event(conversation: &str, message: Option<&str>, text: &str) -> Value {
     let mut v = json!({
@@ -327,9 +329,9 @@ async fn a_thousand_events_with_duplicates_lose_no_state_update() {
     for body in &distinct {
         let ev = parse(body.to_string().as_bytes()).unwrap();
         let state = sequential
-            .entry(ev.conversation_id.clone())
+            .entry(ev.conversation_id.to_string())
             .or_insert_with(|| ConversationState {
-                conversation_id: ev.conversation_id.clone(),
+                conversation_id: ev.conversation_id.to_string(),
                 ..ConversationState::default()
             });
         let now = app.clock.now();

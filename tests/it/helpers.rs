@@ -413,7 +413,8 @@ impl TestApp {
     /// Sets both kill switches, as an admin would.
     pub async fn set_switches(&self, safe_mode: bool, automation_enabled: bool) {
         use ops_console::model::kill_switches::Switch;
-        use ops_console::server::services::kill_switches::{ChangeRequest, Origin};
+        use ops_console::server::domain::kill_switches::ChangeRequest;
+        use ops_console::server::services::kill_switches::Origin;
         for (switch, enable) in [
             (Switch::SafeMode, safe_mode),
             (Switch::AutomationEnabled, automation_enabled),

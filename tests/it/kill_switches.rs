@@ -4,9 +4,8 @@ use ops_console::api::kill_switches::ChangeKillSwitch;
 use ops_console::model::kill_switches::Switch;
 use ops_console::model::users::Role;
 use ops_console::model::AppError;
-use ops_console::server::services::kill_switches::{
-    ChangeError, ChangeRequest, Origin, Switches, Ttls,
-};
+use ops_console::server::domain::kill_switches::ChangeRequest;
+use ops_console::server::services::kill_switches::{ChangeError, Origin, Switches, Ttls};
 use ops_console::server::store::audit::{self, AuditItem};
 use ops_console::server::store::kill_switches::{self, AUDIT_ACTION, AUDIT_PARTITION};
 

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::helpers::{spawn_app, spawn_app_with, Answer, TestApp};
-use ops_console::server::services::measurements::payload::parse;
+use ops_console::server::domain::measurements::payload::parse;
 use ops_console::server::services::measurements::{Context, Measurements};
 use ops_console::server::store::measurements::{self as store, Action};
 use ops_console::server::store::query::Start;

@@ -19,12 +19,14 @@ pub async fn bench_events(
     n: usize,
 ) -> Result<Vec<serde_json::Value>, String> {
     use ops_console::model::kill_switches::Switch;
+    use ops_console::server::domain::events::decision::{ActionType, Mode};
     use ops_console::server::domain::events::parse;
+    use ops_console::server::domain::events::state::ConversationState;
+    use ops_console::server::domain::kill_switches::ChangeRequest;
     use ops_console::server::services::events::{Events, Outcome as IngestOutcome};
-    use ops_console::server::services::kill_switches::{ChangeRequest, Origin, Switches, Ttls};
+    use ops_console::server::services::kill_switches::{Origin, Switches, Ttls};
     use ops_console::server::store::events::{
-        ActionRecord, ActionStatus, ActionType, ConversationState, EventRecord, EventStatus, Mode,
-        RecordKind,
+        ActionRecord, ActionStatus, EventRecord, EventStatus, RecordKind,
     };
     use ops_console::server::store::schema::{MW_CONVERSATION_STATE, MW_IDEMPOTENCY};
 
@@ -82,14 +84,14 @@ pub async fn bench_events(
             kind: RecordKind::Event,
             status: EventStatus::Processed,
             mode: Mode::RouteOnly,
-            conversation_id: ev.conversation_id.clone(),
+            conversation_id: ev.conversation_id.to_string(),
             created_at: now.to_rfc3339(),
             last_processed_at: now.to_rfc3339(),
             received_at: now.to_rfc3339(),
             expires_at: now.timestamp() + 86_400,
             safe_mode: false,
             automation_enabled: false,
-            source_message_id: ev.message_id.clone(),
+            source_message_id: ev.message_id.as_deref().map(str::to_string),
             payload_sha256: "0".repeat(64),
             payload_bytes: 100,
             intent: Some("general".into()),

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::{plain_put, print_rows, Series};
 use ops_console::server::config::Config;
-use ops_console::server::services::measurements::payload::parse;
+use ops_console::server::domain::measurements::payload::parse;
 use ops_console::server::services::measurements::{Context, Measurements, Outcome};
 use ops_console::server::store::measurements::MeasurementItem;
 use ops_console::server::store::schema::MEASUREMENTS;

@@ -592,7 +592,7 @@ async fn drain_outbox(store: &Store, config: &Config) -> Result<(), String> {
     );
     let now = switches.load().await.map_err(|e| format!("{e:?}"))?;
     if now.safe_mode.enabled {
-        let req = ops_console::server::services::kill_switches::ChangeRequest {
+        let req = ops_console::server::domain::kill_switches::ChangeRequest {
             switch: ops_console::model::kill_switches::Switch::SafeMode,
             enable: false,
             expected_version: now.version,

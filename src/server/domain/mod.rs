@@ -36,6 +36,8 @@ pub mod events;
 pub mod fields;
 pub mod idempotency;
 pub mod inbox;
+pub mod kill_switches;
 pub mod limits;
 pub mod measurements;
 pub mod redact;
+pub mod users;

@@ -16,16 +16,15 @@ use crate::server::contract::conversations::{
     Appended, ContextObject, Conversation, ConversationChanges, ConversationRef, Created, Lookup,
     LookupQuery, NewMessage, Updated,
 };
+use crate::server::domain::conversations::ids::{ConversationId, PrimaryChannel};
 use crate::server::services::conversations::context::{CONTEXT_BODY_LIMIT, MESSAGE_BODY_LIMIT};
 use crate::server::services::conversations::{search, AppendOutcome, CreateOutcome};
 use crate::server::state::AppState;
 
 /// A conversation's key from the path, within DynamoDB's key sizes (else 400).
-fn key_of_path(pc: &str, id: &str) -> Result<(), Problem> {
-    use crate::server::domain::limits;
-    limits::key_part("primary_channel", pc, limits::PRIMARY_CHANNEL_BYTES)?;
-    limits::key_part("conversation_id", id, limits::CONVERSATION_ID_BYTES)?;
-    Ok(())
+/// The conversation a path names, checked.
+fn key_of_path(pc: String, id: String) -> Result<(PrimaryChannel, ConversationId), Problem> {
+    Ok((PrimaryChannel::parse(pc)?, ConversationId::parse(id)?))
 }
 
 /// The idempotency layer wraps the methods each route serves, so a method it does not
@@ -88,8 +87,8 @@ pub(crate) async fn create(
     path = "/api/v1/conversations/{primary_channel}/{conversation_id}",
     tag = "conversations",
     params(
-        ("primary_channel" = String, Path),
-        ("conversation_id" = String, Path)
+        ("primary_channel" = PrimaryChannel, Path),
+        ("conversation_id" = ConversationId, Path)
     ),
     responses(
         (status = 200, description = "OK", body = Conversation),
@@ -102,7 +101,7 @@ pub(crate) async fn read(
     _auth: Scoped<ConversationsRead>,
     Path((pc, id)): Path<(String, String)>,
 ) -> Result<Response, Problem> {
-    key_of_path(&pc, &id)?;
+    let (pc, id) = key_of_path(pc, id)?;
     let c = state.conversations.get(&pc, &id).await?;
     let mut v = serde_json::to_value(&c).unwrap_or_default();
     if let Some(m) = v.as_object_mut() {
@@ -119,8 +118,8 @@ pub(crate) async fn read(
     tag = "conversations",
     request_body(content = NewMessage, content_type = "application/json"),
     params(
-        ("primary_channel" = String, Path),
-        ("conversation_id" = String, Path),
+        ("primary_channel" = PrimaryChannel, Path),
+        ("conversation_id" = ConversationId, Path),
         ("Idempotency-Key" = Option<String>, Header, description = "Makes a retry of this request return the first answer")
     ),
     responses(
@@ -136,7 +135,7 @@ pub(crate) async fn append(
     Path((pc, id)): Path<(String, String)>,
     JsonBody(body): JsonBody<NewMessage, MESSAGE_BODY_LIMIT>,
 ) -> Result<Response, Problem> {
-    key_of_path(&pc, &id)?;
+    let (pc, id) = key_of_path(pc, id)?;
     match state
         .conversations
         .append(&pc, &id, body, state.clock.now())
@@ -166,8 +165,8 @@ pub(crate) async fn append(
     tag = "conversations",
     request_body(content = ConversationChanges, content_type = "application/json"),
     params(
-        ("primary_channel" = String, Path),
-        ("conversation_id" = String, Path),
+        ("primary_channel" = PrimaryChannel, Path),
+        ("conversation_id" = ConversationId, Path),
         ("Idempotency-Key" = Option<String>, Header, description = "Makes a retry of this request return the first answer")
     ),
     responses(
@@ -182,7 +181,7 @@ pub(crate) async fn update(
     Path((pc, id)): Path<(String, String)>,
     JsonBody(body): JsonBody<ConversationChanges, CONTEXT_BODY_LIMIT>,
 ) -> Result<Response, Problem> {
-    key_of_path(&pc, &id)?;
+    let (pc, id) = key_of_path(pc, id)?;
     let c = state
         .conversations
         .update(&pc, &id, body, state.clock.now())

@@ -9,8 +9,9 @@ use super::problem::Problem;
 use crate::model::kill_switches::KillSwitches;
 use crate::model::AppError;
 use crate::server::contract::kill_switches::{SwitchChange, Switches};
+use crate::server::domain::kill_switches::ChangeRequest;
 use crate::server::ids::random_hex;
-use crate::server::services::kill_switches::{ChangeRequest, Origin};
+use crate::server::services::kill_switches::Origin;
 use crate::server::state::AppState;
 
 fn answer(s: &KillSwitches) -> Json<Switches> {

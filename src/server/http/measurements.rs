@@ -22,9 +22,9 @@ use crate::server::contract::from_json;
 use crate::server::contract::measurements::{
     BatchReport, Measurement, MeasurementBatch, MeasurementResult,
 };
+use crate::server::domain::measurements::payload::parse;
 use crate::server::ids::random_hex;
 use crate::server::services::measurements::batch::MAX_BATCH;
-use crate::server::services::measurements::payload::parse;
 use crate::server::services::measurements::{Context, Outcome};
 use crate::server::state::AppState;
 

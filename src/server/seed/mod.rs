@@ -12,6 +12,7 @@ use serde_json::json;
 
 use crate::model::AppError;
 use crate::server::contract::from_value;
+use crate::server::domain::conversations::ids::{ConversationId, PrimaryChannel};
 use crate::server::services::conversations::{Conversations, Status};
 
 pub use plan::{plan, Plan};
@@ -47,8 +48,8 @@ pub async fn apply(conversations: &Conversations, p: &Plan) -> Result<(), AppErr
     conversations
         .create(from_value(&p.context)?, p.created_at)
         .await?;
-    let pc = p.primary_channel();
-    let id = p.str("conversation_id").to_string();
+    let pc = PrimaryChannel::parse(p.primary_channel())?;
+    let id = ConversationId::parse(p.str("conversation_id"))?;
     let mut sent = p.messages.iter();
     for (k, st) in p.path.iter().enumerate() {
         let at = p.created_at + Duration::minutes(5 * (k as i64 + 1));

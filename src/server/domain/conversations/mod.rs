@@ -1,3 +1,5 @@
-//! Conversations' rules: contact details ([`contact`]).
+//! Conversations' rules: a conversation's table key ([`ids`]) and contact details
+//! ([`contact`]).
 
 pub mod contact;
+pub mod ids;

@@ -6,8 +6,8 @@ use serde_json::json;
 
 use crate::model::AppError;
 use crate::server::contract::events::Event;
-use crate::server::contract::Id;
 use crate::server::crypto::sha256_hex;
+use crate::server::domain::events::ids::{HelpdeskConversationId, HelpdeskMessageId};
 
 /// The channels a helpdesk event can come from, by the names the webhook uses.
 pub const CHANNELS: &[&str] = &["email", "chat", "sms", "whatsapp", "social", "voice", "web"];
@@ -40,8 +40,8 @@ pub const MAX_TEXT_BYTES: usize = 100_000;
 /// An event after validation. `text` lives only in memory while the event is decided.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Incoming {
-    pub conversation_id: String,
-    pub message_id: Option<String>,
+    pub conversation_id: HelpdeskConversationId,
+    pub message_id: Option<HelpdeskMessageId>,
     pub created_at: DateTime<Utc>,
     pub channel: Channel,
     /// Trimmed, whitespace collapsed.
@@ -49,25 +49,6 @@ pub struct Incoming {
     pub customer_email: Option<String>,
     pub customer_phone: Option<String>,
     pub customer_id: Option<String>,
-}
-
-/// An identifier that goes into keys: no `:` (the key separator), no spaces.
-fn parse_id(raw: Id, field: &str) -> Result<String, AppError> {
-    let raw = raw.into_string().trim().to_string();
-    let ok = !raw.is_empty()
-        && raw.len() <= 128
-        && raw
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '@' | '+' | '/'));
-    if !ok {
-        return Err(AppError::invalid(
-            field,
-            format!(
-                "{field} is 1 to 128 characters: letters, digits, '_', '-', '.', '@', '+' or '/'."
-            ),
-        ));
-    }
-    Ok(raw)
 }
 
 /// An optional customer detail: trimmed, empty as absent, at most 256 characters.
@@ -147,10 +128,10 @@ impl TryFrom<Event> for Incoming {
         }
         let customer = e.customer.unwrap_or_default();
         Ok(Incoming {
-            conversation_id: parse_id(e.conversation_id, "conversation_id")?,
+            conversation_id: HelpdeskConversationId::parse(&e.conversation_id.into_string())?,
             message_id: e
                 .message_id
-                .map(|m| parse_id(m, "message_id"))
+                .map(|m| HelpdeskMessageId::parse(&m.into_string()))
                 .transpose()?,
             created_at,
             channel,
@@ -167,14 +148,14 @@ impl Incoming {
     pub fn canonical(&self) -> String {
         json!({
             "channel": self.channel.as_str(),
-            "conversation_id": self.conversation_id,
+            "conversation_id": &*self.conversation_id,
             "created_at": crate::server::clock::iso(self.created_at),
             "customer": {
                 "email": self.customer_email,
                 "id": self.customer_id,
                 "phone": self.customer_phone,
             },
-            "message_id": self.message_id,
+            "message_id": self.message_id.as_deref(),
             "text": self.text,
         })
         .to_string()
@@ -183,7 +164,7 @@ impl Incoming {
     /// The message id, or (without one) the hash of the text and the time bucket.
     pub fn message_ref(&self, bucket_seconds: i64) -> String {
         match &self.message_id {
-            Some(id) => id.clone(),
+            Some(id) => id.to_string(),
             None => {
                 let bucket =
                     self.created_at.timestamp().div_euclid(bucket_seconds) * bucket_seconds;

@@ -11,6 +11,7 @@ use utoipa::{Modify, OpenApi};
 use super::idempotency;
 use super::problem::{ProblemDoc, ProblemResponse};
 use crate::model::openapi::{Field, Schema};
+use crate::server::domain::conversations::ids::{ConversationId, PrimaryChannel};
 use crate::server::domain::inbox::keys::{InboxKey, MessageKey, TenantKey, UserKey};
 
 struct BearerKeys;
@@ -118,7 +119,15 @@ impl Modify for LayerProblems {
         crate::server::http::health::metrics,
     ),
     components(
-        schemas(ProblemDoc, TenantKey, InboxKey, UserKey, MessageKey),
+        schemas(
+            ProblemDoc,
+            TenantKey,
+            InboxKey,
+            UserKey,
+            MessageKey,
+            PrimaryChannel,
+            ConversationId
+        ),
         responses(ProblemResponse)
     ),
     modifiers(&BearerKeys, &LayerProblems),

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::server::domain::events;
 use crate::server::domain::events::sentences::capitalised;
-use crate::server::services::{kill_switches, users};
+use crate::server::domain::{kill_switches, users};
 
 /// The line for one record. Unknown action types and payloads still read as a sentence.
 pub fn describe(action_type: &str, payload: &str, result: &str) -> String {

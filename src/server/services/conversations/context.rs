@@ -13,8 +13,8 @@ use crate::server::contract::conversations::{
 use crate::server::contract::Flag;
 use crate::server::crypto::sha256_hex;
 use crate::server::domain::conversations::contact::{e164, email, ChannelMethod};
+use crate::server::domain::conversations::ids::ConversationId;
 use crate::server::domain::fields;
-use crate::server::domain::limits;
 use crate::server::store::conversations::{Changes, Conversation, Message, Status};
 
 /// Larger bodies are refused with 413 before they are read.
@@ -29,15 +29,6 @@ const MAX_MS: i64 = 86_400_000;
 /// A channel's name as stored, checked.
 fn channel(raw: &str, name: &str) -> Result<String, AppError> {
     ChannelMethod::parse(raw, name).map(|c| c.as_str().to_string())
-}
-
-/// A conversation id from the Channel Router: any printable text up to 512 characters
-/// and [`limits::CONVERSATION_ID_BYTES`] bytes (it is the table's sort key; it contains
-/// `#` separators).
-fn conversation_id(raw: String) -> Result<String, AppError> {
-    let id = fields::required("conversation_id", raw, 512)?;
-    limits::key_part("conversation_id", &id, limits::CONVERSATION_ID_BYTES)?;
-    Ok(id)
 }
 
 /// The company's sending numbers and address of one channel config, checked.
@@ -86,7 +77,8 @@ pub fn from_context(
     now: DateTime<Utc>,
     ttl_days: i64,
 ) -> Result<Conversation, AppError> {
-    let conversation_id = conversation_id(std::mem::take(&mut ctx.conversation_id))?;
+    let conversation_id =
+        ConversationId::parse(std::mem::take(&mut ctx.conversation_id))?.into_string();
     let to = Recipient::of(&mut ctx)?;
     let (senders, channel_config) = channel_config(ctx.channel_config.take())?;
     let channel = to.channel_method;

@@ -19,6 +19,7 @@ use crate::model::AppError;
 use crate::server::clock::iso;
 use crate::server::config::TtlSection;
 use crate::server::contract::conversations::{ContextObject, ConversationChanges, NewMessage};
+use crate::server::domain::conversations::ids::{ConversationId, PrimaryChannel};
 use crate::server::store::conversations::{
     self as store, Appended, Changes, Conversation, Created, Filters, Found, Partition, Updated,
 };
@@ -164,8 +165,8 @@ impl Conversations {
     /// Appends one message, received at `now`, unless its entry id is there already.
     pub async fn append(
         &self,
-        primary_channel: &str,
-        conversation_id: &str,
+        primary_channel: &PrimaryChannel,
+        conversation_id: &ConversationId,
         body: NewMessage,
         now: DateTime<Utc>,
     ) -> Result<AppendOutcome, AppError> {
@@ -186,8 +187,8 @@ impl Conversations {
     /// Applies an update body at `now`; a status change must be an allowed transition.
     pub async fn update(
         &self,
-        primary_channel: &str,
-        conversation_id: &str,
+        primary_channel: &PrimaryChannel,
+        conversation_id: &ConversationId,
         body: ConversationChanges,
         now: DateTime<Utc>,
     ) -> Result<Conversation, AppError> {
@@ -214,8 +215,8 @@ impl Conversations {
     /// One conversation by its table key.
     pub async fn get(
         &self,
-        primary_channel: &str,
-        conversation_id: &str,
+        primary_channel: &PrimaryChannel,
+        conversation_id: &ConversationId,
     ) -> Result<Conversation, AppError> {
         store::get(&self.store, primary_channel, conversation_id)
             .await?

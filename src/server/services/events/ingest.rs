@@ -18,12 +18,13 @@ use tokio::sync::Notify;
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
-use super::{apply, decide, Decision, Switches};
 use crate::server::clock::Clock;
 use crate::server::config::Config;
 use crate::server::crash_points::{CrashPoints, Never};
 use crate::server::crypto::sha256_hex;
 use crate::server::crypto::Seal;
+use crate::server::domain::events::decision::{ActionType, Decision, Mode, Switches};
+use crate::server::domain::events::rules::{apply, decide};
 use crate::server::domain::events::Incoming;
 use crate::server::ids::random_hex;
 use crate::server::outbound::networks::Resolver;
@@ -31,8 +32,8 @@ use crate::server::outbound::schedule::RetrySchedule;
 use crate::server::outbound::Sender;
 use crate::server::store::audit::AuditItem;
 use crate::server::store::events::{
-    self as records, ActionType, Claim, DecisionRecord, DecisionWrite, EventRecord, EventStatus,
-    Mode, RecordKind, TakeOver,
+    self as records, Claim, DecisionRecord, DecisionWrite, EventRecord, EventStatus, RecordKind,
+    TakeOver,
 };
 use crate::server::store::{kill_switches, Store, StoreError};
 
@@ -252,14 +253,14 @@ impl Events {
             kind: RecordKind::Event,
             status: EventStatus::Processing,
             mode: Mode::of(live.automation_enabled),
-            conversation_id: ev.conversation_id.clone(),
+            conversation_id: ev.conversation_id.to_string(),
             created_at: created.clone(),
             last_processed_at: created.clone(),
             received_at: iso(ev.created_at),
             expires_at: (now + Duration::days(self.config.ttl.idempotency_days)).timestamp(),
             safe_mode: live.safe_mode,
             automation_enabled: live.automation_enabled,
-            source_message_id: ev.message_id.clone(),
+            source_message_id: ev.message_id.as_deref().map(str::to_string),
             payload_sha256: sha256_hex(canonical.as_bytes()),
             payload_bytes: canonical.len() as i64,
             intent: None,

@@ -4,8 +4,7 @@
 //! purpose": nothing scans for them).
 
 use super::ingest::{iso, ActionOutcome, Events, IngestError};
-use super::Decision;
-use super::Switches;
+use crate::server::domain::events::decision::{Decision, Switches};
 use crate::server::store::audit::AuditItem;
 use crate::server::store::events::{self as records, DecisionRecord, DecisionWrite, EventRecord};
 

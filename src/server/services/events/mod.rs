@@ -15,14 +15,6 @@ pub mod outbox;
 pub mod pages;
 mod queue;
 pub mod receiver;
-mod rules;
 mod timeline;
 
 pub use ingest::{ActionOutcome, Events, IngestError, Outcome};
-pub use rules::{
-    apply, decide, Decision, PlannedAction, Switches, ASK_ORDER_NUMBER, NEED_ORDER_NUMBER,
-    ORDER_STATUS,
-};
-
-#[cfg(test)]
-mod tests;

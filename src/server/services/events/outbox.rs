@@ -9,10 +9,11 @@ use serde_json::json;
 use super::ingest::{iso, short, Events};
 use super::jobs::job_view;
 pub use super::jobs::{group_named, job_op, BulkRequest};
-use super::pages::{check_conversation, masked_in};
+use super::pages::masked_in;
 use crate::model::outbox::{ConversationFilter, OutboxCounts, OutboxRow, OutboxView, TryRow};
 use crate::model::users::Role;
 use crate::model::AppError;
+use crate::server::domain::events::ids::HelpdeskConversationId;
 use crate::server::domain::redact;
 use crate::server::ids::random_hex;
 use crate::server::services::conversations::reference::Refs;
@@ -68,9 +69,9 @@ impl Events {
         role: Role,
     ) -> Result<OutboxView, AppError> {
         let g = group_named(group)?;
-        let conversation = refs.resolve(conversation.trim());
-        check_conversation(&conversation)?;
-        filter.conversation_id = Some(conversation.clone()).filter(|c| !c.is_empty());
+        let conversation =
+            HelpdeskConversationId::given(&refs.resolve(conversation), "conversation")?;
+        filter.conversation_id = conversation.as_deref().map(str::to_string);
         let (mut rows, next) = outbox_reads::list(&self.store, g, &filter, cursor, PAGE).await?;
         if g == Group::Delivered {
             // Past its lifetime, a delivered record is history TTL has not deleted yet.

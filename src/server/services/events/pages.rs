@@ -6,6 +6,7 @@ use chrono::{Duration, NaiveDate};
 use crate::model::events::{EventPage, EventRow, EventStats, StateView};
 use crate::model::users::Role;
 use crate::model::AppError;
+use crate::server::domain::events::ids::HelpdeskConversationId;
 use crate::server::domain::redact;
 use crate::server::services::conversations::reference::Refs;
 use crate::server::store::audit;
@@ -50,19 +51,13 @@ fn row(r: EventRecord, refs: &Refs) -> EventRow {
     }
 }
 
-pub(crate) fn check_conversation(id: &str) -> Result<(), AppError> {
-    let ok = id.len() <= 512
-        && id.chars().all(|c| {
-            c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '@' | '+' | '/' | '#' | ':')
-        });
-    if ok {
-        Ok(())
-    } else {
-        Err(AppError::invalid(
-            "conversation",
-            "A conversation id is up to 512 letters, digits, '_', '-', '.', '@', '+', '/', '#' or ':'.",
-        ))
-    }
+/// The conversation a page names (its reference, or an id typed), required.
+pub(crate) fn required_conversation(
+    refs: &Refs,
+    given: &str,
+) -> Result<HelpdeskConversationId, AppError> {
+    HelpdeskConversationId::given(&refs.resolve(given), "conversation")?
+        .ok_or_else(|| AppError::invalid("conversation", "Give a conversation id."))
 }
 
 impl Events {
@@ -75,15 +70,15 @@ impl Events {
         conversation: &str,
         cursor: Option<&str>,
     ) -> Result<EventPage, AppError> {
-        let conversation = &refs.resolve(conversation);
-        check_conversation(conversation)?;
-        if !conversation.is_empty() {
+        let conversation =
+            HelpdeskConversationId::given(&refs.resolve(conversation), "conversation")?;
+        if let Some(conversation) = conversation {
             let page =
-                records::events_of_conversation(&self.store, conversation, cursor, PAGE).await?;
+                records::events_of_conversation(&self.store, &conversation, cursor, PAGE).await?;
             return Ok(EventPage {
                 events: page.items.into_iter().map(|r| row(r, refs)).collect(),
                 next_cursor: page.next_cursor,
-                conversation_ref: refs.of_id(conversation),
+                conversation_ref: refs.of_id(&conversation),
             });
         }
         let now = self.clock.now();
@@ -127,11 +122,7 @@ impl Events {
         refs: &Refs,
         conversation: &str,
     ) -> Result<StateView, AppError> {
-        let conversation = &refs.resolve(conversation);
-        check_conversation(conversation)?;
-        if conversation.is_empty() {
-            return Err(AppError::invalid("conversation", "Give a conversation id."));
-        }
+        let conversation = &required_conversation(refs, conversation)?;
         let s = records::get_state(&self.store, conversation).await?;
         Ok(StateView {
             conversation_id: redact::conversation_id(conversation),

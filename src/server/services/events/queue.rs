@@ -7,7 +7,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 
 use super::ingest::{iso, short, ActionOutcome, Events};
-use super::{Decision, PlannedAction, Switches};
+use crate::server::domain::events::decision::{Decision, PlannedAction, Switches};
 use crate::server::domain::events::Incoming;
 use crate::server::store::audit::AuditItem;
 use crate::server::store::events::outbox::{shard_of, sort_key, Group};

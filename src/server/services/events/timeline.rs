@@ -10,8 +10,9 @@ use crate::server::domain::redact;
 use crate::server::services::conversations::reference::Refs;
 use crate::server::store::events::{self as records, ActionRecord, ActionStatus, EventRecord};
 
-use super::pages::check_conversation;
-use super::{Decision, Events};
+use super::pages::required_conversation;
+use super::Events;
+use crate::server::domain::events::decision::Decision;
 
 /// Events a timeline shows (the newest).
 const EVENTS: i32 = 50;
@@ -85,11 +86,7 @@ pub fn state_of(a: &ActionRecord) -> (&'static str, String) {
 impl Events {
     /// The timeline of the conversation `conversation` (an id or its reference).
     pub async fn timeline(&self, refs: &Refs, conversation: &str) -> Result<Timeline, AppError> {
-        let conversation = &refs.resolve(conversation);
-        check_conversation(conversation)?;
-        if conversation.is_empty() {
-            return Err(AppError::invalid("conversation", "Give a conversation id."));
-        }
+        let conversation = &required_conversation(refs, conversation)?;
         let page = records::events_of_conversation(&self.store, conversation, None, EVENTS).await?;
         let mut events = page.items;
         events.sort_by(|a, b| a.created_at.cmp(&b.created_at));

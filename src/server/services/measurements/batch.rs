@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::payload::{parse, Submission};
 use super::{Attempt, Context, Measurements, Outcome};
 use crate::model::AppError;
 use crate::server::contract::measurements::{BatchItem, BatchReport};
+use crate::server::domain::measurements::payload::{parse, Submission};
 use crate::server::store::measurements::Action;
 
 pub const MAX_BATCH: usize = 500;

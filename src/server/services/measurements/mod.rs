@@ -5,7 +5,6 @@
 
 pub mod batch;
 pub mod pages;
-pub mod payload;
 mod submit;
 
 use std::collections::HashMap;
@@ -15,13 +14,14 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
 use crate::model::AppError;
+use crate::server::clock::iso;
 use crate::server::config::MeasurementsSection;
 use crate::server::contract::measurements::MeasurementResult;
 use crate::server::domain::measurements::ids::{MeasuredUserId, MeasurementId};
+use crate::server::domain::measurements::payload::Payload;
 use crate::server::ids::random_hex;
-use crate::server::store::measurements::{self as store, Action, AuditItem, OrderItem, Payload};
+use crate::server::store::measurements::{self as store, Action, AuditItem, OrderItem};
 use crate::server::store::Store;
-use payload::iso;
 
 /// What a submission came to.
 #[derive(Clone, Debug, PartialEq)]

@@ -6,14 +6,14 @@
 
 use chrono::{DateTime, Duration, Utc};
 
-use super::payload::{diff, hash, iso, Submission};
 use super::{hour, Attempt, Context, Measurements, Outcome};
 use crate::model::AppError;
+use crate::server::clock::iso;
 use crate::server::contract::measurements::{MeasurementResult, Stored};
+use crate::server::domain::measurements::payload::{diff, hash, Payload, Submission};
 use crate::server::ids::random_hex;
 use crate::server::store::measurements::{
     self as store, Acceptance, Accepted, Action, AuditItem, IdempItem, MeasurementItem, OrderItem,
-    Payload,
 };
 
 /// Rounds a submission tries before it answers "in progress, retry".

@@ -12,6 +12,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub use super::item::Claim;
+use crate::server::domain::events::decision::{ActionType, Mode};
+use crate::server::domain::events::state::ConversationState;
 
 mod claims;
 mod decisions;
@@ -58,62 +60,6 @@ impl EventStatus {
             EventStatus::Processing => "processing",
             EventStatus::Decided => "decided",
             EventStatus::Processed => "processed",
-        }
-    }
-}
-
-/// What the automation switch allowed when an event was decided.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Mode {
-    /// Automation off: route, tag, assign, escalate; no auto-reply.
-    #[serde(rename = "route_only")]
-    RouteOnly,
-    #[serde(rename = "automation_candidate")]
-    AutomationCandidate,
-}
-
-impl Mode {
-    pub fn of(automation_enabled: bool) -> Mode {
-        if automation_enabled {
-            Mode::AutomationCandidate
-        } else {
-            Mode::RouteOnly
-        }
-    }
-
-    /// The stored string.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Mode::RouteOnly => "route_only",
-            Mode::AutomationCandidate => "automation_candidate",
-        }
-    }
-}
-
-/// The kinds of side effect a decision can ask for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ActionType {
-    #[serde(rename = "route")]
-    Route,
-    #[serde(rename = "tag")]
-    Tag,
-    #[serde(rename = "assign")]
-    Assign,
-    #[serde(rename = "auto_reply")]
-    AutoReply,
-    #[serde(rename = "escalate")]
-    Escalate,
-}
-
-impl ActionType {
-    /// The stored string, also the audit record's `action_type`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ActionType::Route => "route",
-            ActionType::Tag => "tag",
-            ActionType::Assign => "assign",
-            ActionType::AutoReply => "auto_reply",
-            ActionType::Escalate => "escalate",
         }
     }
 }
@@ -183,7 +129,7 @@ macro_rules! display_as_str {
         }
     )*};
 }
-display_as_str!(EventStatus, Mode, ActionType, ActionStatus);
+display_as_str!(EventStatus, ActionStatus);
 
 /// One delivery attempt, as the Outbox page shows it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -294,76 +240,6 @@ pub struct ActionRecord {
 
 /// Attempts an action keeps a record of (the audit keeps every one).
 pub const MAX_TRIES_KEPT: usize = 20;
-
-/// A multi-step flow waiting for the customer. `type` stays a string: the only flow today
-/// is `need_order_number`, and its name belongs to the decision rules, not to storage.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct PendingFlow {
-    #[serde(rename = "type")]
-    pub flow_type: String,
-    pub requested_at: String,
-    pub attempts: i64,
-}
-
-/// The last auto-reply sent. Reply types come from the configured rules: an open set.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct LastAutoReply {
-    #[serde(rename = "type")]
-    pub reply_type: String,
-    pub sent_at: String,
-    pub source_message_id: String,
-}
-
-/// Table B: the little a multi-step flow needs, and the last decision.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ConversationState {
-    pub conversation_id: String,
-    /// Optimistic concurrency: every write names the version it read.
-    pub version: i64,
-    pub updated_at: String,
-    pub expires_at: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_processed_at: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_processed_message_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_routed_team: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_routing_confidence: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_intent: Option<String>,
-    #[serde(
-        with = "serde_dynamo::string_set",
-        default,
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub risk_flags: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pending_flow: Option<PendingFlow>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_auto_reply: Option<LastAutoReply>,
-    /// Every auto-reply type sent in this conversation: none is sent twice.
-    #[serde(
-        with = "serde_dynamo::string_set",
-        default,
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub auto_replies_sent: Vec<String>,
-    /// The order number the customer gave, as its last 4 characters only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub order_ref_last4: Option<String>,
-    /// `created_at` of the newest event applied: an older event arriving late does not
-    /// overwrite the `last_*` fields.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_event_at: Option<String>,
-    /// Events applied so far.
-    #[serde(default)]
-    pub events_seen: i64,
-    /// The conversation's newest side effect: the next one waits for it (delivery order
-    /// within a conversation).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outbox_tail: Option<String>,
-}
 
 #[cfg(test)]
 mod tests;

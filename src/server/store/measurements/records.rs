@@ -1,5 +1,6 @@
 //! The items of the measurements table (docs/data-model.md, "measurements").
 
+use crate::server::domain::measurements::payload::Payload;
 use serde::{Deserialize, Serialize};
 
 /// What became of an attempt: its audit record's `action` (and `audit_outcome`, the outcome
@@ -56,15 +57,6 @@ impl std::fmt::Display for Action {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
-}
-
-/// What the payload hash covers, normalized (kg with 2 decimals, UTC, lower-case source).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Payload {
-    pub weight_kg: String,
-    pub timestamp: String,
-    pub unit: String,
-    pub source: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

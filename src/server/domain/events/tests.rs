@@ -1,11 +1,12 @@
 use chrono::{Duration, Utc};
 use serde_json::json;
 
+use super::decision::*;
+use super::rules::*;
+use super::state::ConversationState;
 use super::*;
 use crate::model::AppError;
 use crate::server::config::EventsSection;
-use crate::server::domain::events::parse;
-use crate::server::store::events::{ActionType, ConversationState, Mode};
 
 fn cfg() -> EventsSection {
     crate::server::config::Config::for_tests("http://127.0.0.1:1", "t").events

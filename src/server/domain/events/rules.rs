@@ -3,56 +3,18 @@
 //! the conversation state the decision leaves behind.
 
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
-use serde::{Deserialize, Serialize};
 
 use crate::server::config::{EventsSection, Rule};
+use crate::server::domain::events::decision::{
+    ActionType, Decision, Mode, PlannedAction, Switches,
+};
+use crate::server::domain::events::state::{ConversationState, LastAutoReply, PendingFlow};
 use crate::server::domain::events::Incoming;
 use crate::server::domain::redact;
-use crate::server::store::events::{
-    ActionType, ConversationState, LastAutoReply, Mode, PendingFlow,
-};
 
 pub const NEED_ORDER_NUMBER: &str = "need_order_number";
 pub const ASK_ORDER_NUMBER: &str = "ask_order_number";
 pub const ORDER_STATUS: &str = "order_status";
-
-/// One side effect the decision asks for.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PlannedAction {
-    pub action_type: ActionType,
-    pub target: String,
-    /// Its idempotency key (docs/events.md, "Side effects").
-    pub key: String,
-}
-
-/// What the rules decided for one event. Holds no text: safe to store and show.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Decision {
-    pub mode: Mode,
-    pub intent: String,
-    pub team: String,
-    pub confidence: f64,
-    pub tags: Vec<String>,
-    pub risk_flags: Vec<String>,
-    pub matched_rules: Vec<String>,
-    #[serde(default)]
-    pub auto_reply: Option<String>,
-    #[serde(default)]
-    pub escalate: Option<String>,
-    /// The order flow after this event: `None` = no flow pending.
-    #[serde(default)]
-    pub pending_flow: Option<PendingFlow>,
-    #[serde(default)]
-    pub order_ref_last4: Option<String>,
-    pub actions: Vec<PlannedAction>,
-}
-
-/// Switch positions the decision depends on.
-#[derive(Clone, Copy, Debug)]
-pub struct Switches {
-    pub safe_mode: bool,
-    pub automation_enabled: bool,
-}
 
 /// Deterministic: the same state, event, switches and rules give the same decision.
 pub fn decide(

@@ -5,15 +5,26 @@
 //! the same payload.
 
 use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::model::AppError;
+use crate::server::clock::iso;
 use crate::server::contract::{self, measurements::Measurement};
 use crate::server::crypto::sha256_hex;
 use crate::server::domain::fields::{self, parse_time};
 use crate::server::domain::measurements::ids::{MeasuredUserId, MeasurementId};
-use crate::server::store::measurements::Payload;
 
+/// What the payload hash covers, normalized (kg with 2 decimals, UTC, lower-case source).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Payload {
+    pub weight_kg: String,
+    pub timestamp: String,
+    pub unit: String,
+    pub source: String,
+}
+
+/// A measurement as submitted, checked.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Submission {
     pub measurement_id: MeasurementId,
@@ -89,8 +100,6 @@ pub fn kg_2dp(weight: f64, unit: &str) -> String {
     let hundredths = (micro_units + 5_000) / 10_000;
     format!("{}.{:02}", hundredths / 100, hundredths % 100)
 }
-
-pub use crate::server::clock::iso;
 
 impl Submission {
     pub fn payload(&self) -> Payload {

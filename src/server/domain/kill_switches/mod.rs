@@ -1,0 +1,128 @@
+//! The rules of a kill-switch change (docs/events.md, "Kill switches"), with no I/O: a
+//! change as asked for, what it needs (a reason; a confirmation in the risky direction),
+//! the switches it leaves, and its audit record in words.
+
+use chrono::{DateTime, Utc};
+
+use crate::model::kill_switches::{KillSwitches, Reason, Switch, SwitchState};
+use crate::model::AppError;
+
+/// A change as the form (or a client) asks for it.
+#[derive(Clone, Debug)]
+pub struct ChangeRequest {
+    pub switch: Switch,
+    pub enable: bool,
+    /// The version the person saw when they decided.
+    pub expected_version: u64,
+    pub reason: String,
+    /// Ticked "I confirm" (needed to turn safe mode off or automation on).
+    pub confirmed: bool,
+}
+
+impl TryFrom<crate::server::contract::kill_switches::SwitchChange> for ChangeRequest {
+    type Error = AppError;
+
+    fn try_from(c: crate::server::contract::kill_switches::SwitchChange) -> Result<Self, AppError> {
+        Ok(ChangeRequest {
+            switch: Switch::parse(&c.switch)?,
+            enable: c.enable,
+            expected_version: c.expected_version,
+            reason: c.reason,
+            confirmed: c.confirm,
+        })
+    }
+}
+
+impl ChangeRequest {
+    /// A change as the console's form sends it: `enable` is `true` or `false`; `confirm` is
+    /// present (and not empty) when the "I confirm" box was ticked.
+    pub fn from_form(
+        switch: &str,
+        enable: &str,
+        expected_version: u64,
+        reason: String,
+        confirm: Option<&str>,
+    ) -> Result<ChangeRequest, AppError> {
+        Ok(ChangeRequest {
+            switch: Switch::parse(switch)?,
+            enable: match enable {
+                "true" => true,
+                "false" => false,
+                _ => return Err(AppError::invalid("enable", "Expected true or false.")),
+            },
+            expected_version,
+            reason,
+            confirmed: confirm.is_some_and(|c| !c.is_empty()),
+        })
+    }
+}
+
+/// Checks that need no I/O; run before anything is read or written.
+pub fn validate(req: &ChangeRequest) -> Result<Reason, AppError> {
+    let reason = Reason::parse(&req.reason)?;
+    if req.switch.needs_confirmation(req.enable) && !req.confirmed {
+        return Err(AppError::invalid(
+            "confirm",
+            format!(
+                "Confirm the change: {}",
+                req.switch.describe(req.enable).to_lowercase()
+            ),
+        ));
+    }
+    Ok(reason)
+}
+
+/// The switches after the change, or why the change does not apply to `current`.
+pub fn plan(
+    current: &KillSwitches,
+    req: &ChangeRequest,
+    reason: &str,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<KillSwitches, AppError> {
+    if current.version != req.expected_version {
+        return Err(stale(current));
+    }
+    if current.get(req.switch).enabled == req.enable {
+        return Err(AppError::Conflict(format!(
+            "{} is already {}; nothing changed.",
+            req.switch.label(),
+            if req.enable { "on" } else { "off" }
+        )));
+    }
+    let mut next = current.clone();
+    *next.get_mut(req.switch) = SwitchState {
+        enabled: req.enable,
+        changed_by: Some(actor.to_string()),
+        changed_at: Some(crate::server::clock::iso(now)),
+        reason: Some(reason.to_string()),
+    };
+    next.version = current.version + 1;
+    Ok(next)
+}
+
+pub fn stale(current: &KillSwitches) -> AppError {
+    AppError::Conflict(format!(
+        "Changed by someone else since you loaded this page: now {}. Nothing was overwritten; \
+         review the current values and try again.",
+        current.summary()
+    ))
+}
+
+/// A change's audit record in words: "Safe mode turned off: “incident over”".
+pub fn change_in_words(p: &serde_json::Value, reason: &str) -> String {
+    let name = match p.get("switch").and_then(serde_json::Value::as_str) {
+        Some("safe_mode") => "Safe mode",
+        Some("automation_enabled") => "Automation",
+        _ => "A kill switch",
+    };
+    let to = match p.get("to").and_then(serde_json::Value::as_bool) {
+        Some(true) => "on",
+        Some(false) => "off",
+        None => "changed",
+    };
+    format!("{name} turned {to}{reason}")
+}
+
+#[cfg(test)]
+mod tests;
