@@ -27,8 +27,6 @@ pub const NUMBER_DIGITS: usize = 38;
 /// A conversation's id: the conversations table's sort key, and part of every key built
 /// from it (audit partitions, event keys) — a little below the sort-key limit.
 pub const CONVERSATION_ID_BYTES: usize = 1000;
-/// In characters, as the API documents it (four bytes at most each in UTF-8).
-pub const CONVERSATION_ID_CHARS: usize = 250;
 /// A conversation's primary channel (an E.164 number or an email): its partition key.
 pub const PRIMARY_CHANNEL_BYTES: usize = 320;
 
