@@ -29,7 +29,8 @@ pub async fn load_kill_switches() -> Result<KillSwitchesView, AppError> {
 }
 
 /// Changes one switch. `enable` is `true` or `false`; `expected_version` is the version
-/// the page showed; `confirm` is present when the "I confirm" box was ticked.
+/// the page showed; `confirm` is present when the "I confirm" box was ticked; `for_minutes`
+/// (empty for no end) times a change in a risky direction.
 #[server]
 pub async fn change_kill_switch(
     switch: String,
@@ -37,6 +38,8 @@ pub async fn change_kill_switch(
     expected_version: u64,
     reason: String,
     confirm: Option<String>,
+    // Absent from a page of an older release (a rolling deployment): no end.
+    #[server(default)] for_minutes: Option<String>,
     idempotency_key: String,
 ) -> Result<KillSwitches, AppError> {
     use crate::model::users::Role;
@@ -50,6 +53,7 @@ pub async fn change_kill_switch(
         expected_version,
         reason,
         confirm.as_deref(),
+        for_minutes.as_deref(),
     )?;
     state
         .kill_switches

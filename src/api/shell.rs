@@ -25,6 +25,9 @@ pub struct LiveSwitch {
     /// `YYYY-MM-DD HH:MM UTC`, or empty.
     pub when: String,
     pub why: Option<String>,
+    /// A timed change: "goes back by itself at 2026-11-26 16:02 UTC, 1 h 59 min left".
+    #[serde(default)]
+    pub ends: Option<String>,
 }
 
 #[server]
@@ -38,7 +41,7 @@ pub async fn load_shell_info() -> Result<ShellInfo, AppError> {
             .kill_switches
             .load()
             .await
-            .map(|s| live(&s))
+            .map(|s| live(&s, state.clock.now()))
             .unwrap_or_default(),
         None => Vec::new(),
     };
@@ -51,12 +54,20 @@ pub async fn load_shell_info() -> Result<ShellInfo, AppError> {
 
 /// The switches out of their safe position: safe mode off, automation on.
 #[cfg(feature = "ssr")]
-fn live(s: &crate::model::kill_switches::KillSwitches) -> Vec<LiveSwitch> {
+fn live(
+    s: &crate::model::kill_switches::KillSwitches,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Vec<LiveSwitch> {
+    use crate::server::domain::kill_switches::timers::{left, minute};
     let line = |what: &str, st: &crate::model::kill_switches::SwitchState| LiveSwitch {
         what: what.to_string(),
         by: st.changed_by.clone().unwrap_or_else(|| "nobody yet".into()),
         when: st.changed_at.clone().unwrap_or_default(),
         why: st.reason.clone().filter(|r| !r.is_empty()),
+        ends: st
+            .ends_at
+            .as_deref()
+            .map(|end| format!("goes back by itself at {}, {}", minute(end), left(end, now))),
     };
     [
         (!s.safe_mode.enabled).then(|| line("Safe mode is off", &s.safe_mode)),

@@ -7,6 +7,17 @@ use super::AppError;
 /// Longest reason we keep; a reason is a sentence, not a document.
 pub const MAX_REASON_CHARS: usize = 500;
 
+/// The ends the change form offers a change in a risky direction: minutes, and in words.
+/// The API takes any number of minutes up to a week, or an end time.
+pub const TIMED_CHOICES: &[(u32, &str)] = &[
+    (15, "for 15 minutes"),
+    (60, "for 1 hour"),
+    (120, "for 2 hours"),
+    (240, "for 4 hours"),
+    (480, "for 8 hours"),
+    (1440, "for 24 hours"),
+];
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Switch {
@@ -69,6 +80,10 @@ pub struct SwitchState {
     /// RFC 3339, UTC (text on the wire and in the page: no date parsing in the browser).
     pub changed_at: Option<String>,
     pub reason: Option<String>,
+    /// A timed change: when it ends and the switch goes back (RFC 3339, UTC). Absent from a
+    /// page of an older release (a rolling deployment): no end.
+    #[serde(default)]
+    pub ends_at: Option<String>,
 }
 
 impl SwitchState {
@@ -78,6 +93,7 @@ impl SwitchState {
             changed_by: None,
             changed_at: None,
             reason: None,
+            ends_at: None,
         }
     }
 }
@@ -160,6 +176,12 @@ pub struct SwitchChangeRecord {
     pub to: bool,
     pub reason: String,
     pub version: u64,
+    /// A timed change: when it was to end (RFC 3339, UTC).
+    #[serde(default)]
+    pub ends_at: Option<String>,
+    /// What else the change did, in words: "ends the timed change by alice (to end at …)".
+    #[serde(default)]
+    pub note: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

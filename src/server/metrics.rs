@@ -129,6 +129,10 @@ fn describe_areas() {
         "opsconsole_alerts_announced_total",
         "Alert messages this console sent, by alert and state (firing, resolved)."
     );
+    describe_counter!(
+        "opsconsole_kill_switch_reverts_total",
+        "Timed kill-switch changes this console ended (the switch went back towards safety), by switch."
+    );
 }
 
 pub fn http_request(route: &str, method: &str, status: u16, took: Duration) {
@@ -215,6 +219,10 @@ pub fn dynamodb_retry(operation: &str) {
 
 pub fn inbox_stream_lag(seconds: f64) {
     gauge!("opsconsole_inbox_stream_lag_seconds").set(seconds.max(0.0));
+}
+
+pub fn kill_switch_reverted(switch: &'static str) {
+    counter!("opsconsole_kill_switch_reverts_total", "switch" => switch).increment(1);
 }
 
 pub fn alert_announced(alert: &str, state: &'static str) {

@@ -128,6 +128,10 @@ fn spawn_background(state: &AppState, store: &Store) -> Vec<tokio::task::JoinHan
     tasks.push(tokio::spawn(async move { events.run_dispatcher().await }));
     let alerts = state.alerts.clone();
     tasks.push(tokio::spawn(async move { alerts.run().await }));
+    let (switches, alerts) = (state.kill_switches.clone(), state.alerts.clone());
+    tasks.push(tokio::spawn(
+        async move { switches.run_reverts(alerts).await },
+    ));
     tasks.extend(spawn_reaper(store.clone(), &state.config));
     tasks
 }

@@ -105,6 +105,7 @@ fn SwitchBanner(lines: Vec<LiveSwitch>) -> impl IntoView {
                     <strong>{l.what}</strong>
                     " — changed by " {l.by} {when}
                     {l.why.map(|w| view! { ": “" {w} "”" })}
+                    {l.ends.map(|e| view! { " — " <span data-testid="switch-ends">{e}</span> })}
                 </li>
             }
         })

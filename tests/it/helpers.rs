@@ -429,6 +429,7 @@ impl TestApp {
                 expected_version: current.version,
                 reason: "test setup".into(),
                 confirmed: true,
+                ends: None,
             };
             let id = random_hex(8);
             let origin = Origin {

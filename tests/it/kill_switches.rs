@@ -28,6 +28,7 @@ fn turn_safe_mode_off(version: u64, reason: &str) -> ChangeRequest {
         expected_version: version,
         reason: reason.into(),
         confirmed: true,
+        ends: None,
     }
 }
 

@@ -13,6 +13,7 @@ mod helpers;
 mod idempotency;
 mod idempotency_writes;
 mod inbox;
+mod kill_switch_timers;
 mod kill_switches;
 mod limits;
 mod measurements;

@@ -50,6 +50,7 @@ pub async fn bench_events(
         expected_version: current.version,
         reason: "benchmark".into(),
         confirmed: true,
+        ends: None,
     };
     let origin = Origin {
         actor: "bench",

@@ -598,6 +598,7 @@ async fn drain_outbox(store: &Store, config: &Config) -> Result<(), String> {
             expected_version: now.version,
             reason: "chaos run over".into(),
             confirmed: true,
+            ends: None,
         };
         let origin = ops_console::server::services::kill_switches::Origin {
             actor: "chaos",

@@ -18,6 +18,15 @@ pub struct SwitchChange {
     /// Required to turn safe mode off or automation on.
     #[serde(default)]
     pub confirm: bool,
+    /// A timed change (safe mode off or automation on only): the switch goes back towards
+    /// safety after this many minutes.
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 10080)]
+    pub for_minutes: Option<i64>,
+    /// A timed change's end instead (RFC 3339 with its offset), a minute to a week ahead.
+    #[serde(default)]
+    #[schema(format = DateTime)]
+    pub ends_at: Option<String>,
 }
 
 /// The switches as they are.
@@ -26,4 +35,10 @@ pub struct Switches {
     pub safe_mode: bool,
     pub automation_enabled: bool,
     pub version: u64,
+    /// When safe mode's timed change ends (it turns back on), if one is running.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub safe_mode_ends_at: Option<String>,
+    /// When automation's timed change ends (it turns back off), if one is running.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub automation_enabled_ends_at: Option<String>,
 }

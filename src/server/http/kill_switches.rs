@@ -19,6 +19,8 @@ fn answer(s: &KillSwitches) -> Json<Switches> {
         safe_mode: s.safe_mode.enabled,
         automation_enabled: s.automation_enabled.enabled,
         version: s.version,
+        safe_mode_ends_at: s.safe_mode.ends_at.clone(),
+        automation_enabled_ends_at: s.automation_enabled.ends_at.clone(),
     })
 }
 
@@ -54,7 +56,8 @@ pub(crate) async fn kill_switches(
 )]
 /// Incident tooling may flip a switch too (scope `switches:write`), with the same rules as
 /// the console: a reason, a confirmation for the risky directions, the version it saw, and
-/// an `Idempotency-Key`.
+/// an `Idempotency-Key`. A change in a risky direction may be timed (`for_minutes` or
+/// `ends_at`): the switch goes back towards safety then, once, whichever console is up.
 pub(crate) async fn change_kill_switch(
     State(state): State<AppState>,
     auth: Scoped<SwitchesWrite>,

@@ -39,20 +39,27 @@ struct LastChange {
     by: String,
     at: DateTime<Utc>,
     reason: String,
+    /// A timed change's end: the switch goes back then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ends_at: Option<DateTime<Utc>>,
 }
 
 impl SwitchesItem {
     /// The item of `s`; a change time that is not RFC 3339 is refused, never dropped (the
     /// last change is how a retried change knows it landed).
     fn from_model(s: &KillSwitches, now: DateTime<Utc>, ttl_days: i64) -> Result<Self, StoreError> {
+        let time = |t: &str| -> Result<DateTime<Utc>, StoreError> {
+            Ok(DateTime::parse_from_rfc3339(t)
+                .map_err(|e| StoreError::corrupt("kill switches", e))?
+                .with_timezone(&Utc))
+        };
         let last = |st: &SwitchState| -> Result<Option<LastChange>, StoreError> {
             Ok(match (&st.changed_by, &st.changed_at) {
                 (Some(by), Some(at)) => Some(LastChange {
                     by: by.clone(),
-                    at: DateTime::parse_from_rfc3339(at)
-                        .map_err(|e| StoreError::corrupt("kill switches", e))?
-                        .with_timezone(&Utc),
+                    at: time(at)?,
                     reason: st.reason.clone().unwrap_or_default(),
+                    ends_at: st.ends_at.as_deref().map(time).transpose()?,
                 }),
                 _ => None,
             })
@@ -78,6 +85,10 @@ impl SwitchesItem {
             enabled,
             changed_by: last.as_ref().map(|l| l.by.clone()),
             changed_at: last.as_ref().map(|l| crate::server::clock::iso(l.at)),
+            ends_at: last
+                .as_ref()
+                .and_then(|l| l.ends_at)
+                .map(crate::server::clock::iso),
             reason: last.map(|l| l.reason),
         };
         KillSwitches {
@@ -168,7 +179,7 @@ pub fn refused(store: &Store, r: &Refusal, now: DateTime<Utc>) -> Result<KillSwi
 pub enum Commit {
     Done,
     /// The stored version was not the expected one; this is what is stored now.
-    Stale(KillSwitches),
+    Stale(Box<KillSwitches>),
 }
 
 /// Commits [`change`] on its own (the three-step path: a key already claimed, or none).
@@ -196,7 +207,7 @@ pub async fn commit(
     if current == *next {
         Ok(Commit::Done)
     } else {
-        Ok(Commit::Stale(current))
+        Ok(Commit::Stale(Box::new(current)))
     }
 }
 

@@ -8,7 +8,7 @@ use leptos_router::hooks::use_query_map;
 use crate::api::kill_switches::{
     kill_switch_history, load_kill_switches, ChangeKillSwitch, KillSwitchesView,
 };
-use crate::model::kill_switches::{HistoryPage, KillSwitches, Switch, SwitchState};
+use crate::model::kill_switches::{HistoryPage, KillSwitches, Switch, SwitchState, TIMED_CHOICES};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::badge::OnOff;
@@ -89,13 +89,19 @@ fn SwitchCards(view: KillSwitchesView, change: FormAction<KillSwitches>) -> impl
     }
 }
 
-/// Who changed a switch last, when and why; or that it still has its safe default.
+/// Who changed a switch last, when and why (and when a timed change ends); or that it
+/// still has its safe default.
 fn last_change(state: &SwitchState) -> AnyView {
     match (&state.changed_by, &state.changed_at) {
         (Some(by), Some(at)) => view! {
             {format!("Last changed by {by} at ")}
             <Moment iso=at.clone() />
             {format!(": “{}”", state.reason.clone().unwrap_or_default())}
+            {state.ends_at.clone().map(|end| view! {
+                <span class="block font-medium text-amber-800" data-testid="ends-at">
+                    "Goes back by itself at " <Moment iso=end />
+                </span>
+            })}
         }
         .into_any(),
         _ => "Never changed: this is the safe default.".into_any(),
@@ -156,6 +162,34 @@ fn ReasonField(id: String, label: String, error: Signal<Option<String>>) -> impl
     }
 }
 
+/// How long a change in a risky direction lasts: until someone changes it back, or a
+/// while, after which the switch goes back towards safety by itself.
+#[component]
+fn EndField(id: String, error: Signal<Option<String>>) -> impl IntoView {
+    let error_id = format!("{id}-error");
+    let (invalid, described) = invalid_attrs(error, error_id.clone());
+    let choices = TIMED_CHOICES
+        .iter()
+        .map(|(minutes, words)| view! { <option value=minutes.to_string()>{*words}</option> })
+        .collect_view();
+    view! {
+        <div>
+            <label for=id.clone() class="block text-sm font-medium">"How long"</label>
+            <select
+                id=id
+                name="for_minutes"
+                aria-invalid=invalid
+                aria-describedby=described
+                class="mt-1 rounded border border-slate-300 px-2 py-1 text-sm"
+            >
+                <option value="">"until someone changes it back"</option>
+                {choices}
+            </select>
+            <FieldError id=error_id message=error />
+        </div>
+    }
+}
+
 /// The ticked confirmation a dangerous change asks for, with its error next to it.
 #[component]
 fn Confirmation(
@@ -203,9 +237,13 @@ fn ChangeForm(
         })
     };
     let (reason_error, confirm_error) = (error_of("reason"), error_of("confirm"));
-    let confirm = switch
-        .needs_confirmation(target)
-        .then(|| view! { <Confirmation switch target id=confirm_id error=confirm_error /> });
+    let risky = switch.needs_confirmation(target);
+    let confirm =
+        risky.then(|| view! { <Confirmation switch target id=confirm_id error=confirm_error /> });
+    let ends = risky.then(|| {
+        let id = format!("for-{}", switch.key());
+        view! { <EndField id error=error_of("for_minutes") /> }
+    });
     view! {
         <details class="mt-4 rounded border border-slate-200 bg-slate-50 p-3">
             <summary class="cursor-pointer text-sm font-medium text-sky-800">{format!("{verb}…")}</summary>
@@ -215,6 +253,7 @@ fn ChangeForm(
                 <input type="hidden" name="expected_version" value=version.to_string() />
                 <FormKey value=form_key />
                 <ReasonField id=reason_id label=format!("Reason for turning {} {on_off}", switch.label().to_ascii_lowercase()) error=reason_error />
+                {ends}
                 {confirm}
                 <button
                     type="submit"
@@ -244,7 +283,11 @@ fn History(page: HistoryPage, older: bool) -> impl IntoView {
                     <td class="py-2 pr-4">{e.actor}</td>
                     <td class="py-2 pr-4">{e.switch.label()}</td>
                     <td class="py-2 pr-4 whitespace-nowrap">{format!("{} → {}", on_off(e.from), on_off(e.to))}</td>
-                    <td class="py-2 pr-4">{e.reason}</td>
+                    <td class="py-2 pr-4">
+                        {e.reason}
+                        {e.ends_at.map(|end| view! { " (until " <Moment iso=end /> ")" })}
+                        {e.note.map(|n| view! { <span class="block text-xs text-slate-500">{n}</span> })}
+                    </td>
                 </tr>
             }
         })

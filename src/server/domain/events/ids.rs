@@ -1,5 +1,5 @@
-//! The helpdesk's ids in an event, checked once where they enter (the webhook's body, a
-//! page's conversation field): they go into the event's key (`evt:rp:{conversation}:
+//! The helpdesk's ids in an event, checked once where they enter (the webhook's body):
+//! they go into the event's key (`evt:rp:{conversation}:
 //! {message}`) and the conversation state's, so `:` (the key separator), `#`, spaces and
 //! anything outside a narrow alphabet are refused. They are the helpdesk's, not the
 //! Channel Router's conversation ids (`domain::conversations::ids`), which follow a wider
@@ -35,25 +35,6 @@ pub struct HelpdeskConversationId(String);
 impl HelpdeskConversationId {
     pub fn parse(raw: &str) -> Result<HelpdeskConversationId, AppError> {
         check(raw, "conversation_id").map(HelpdeskConversationId)
-    }
-
-    /// A page's optional conversation field (after its reference is opened): empty is
-    /// none; anything else is an id by the webhook's rule, or a 400 naming `field`.
-    pub fn given(raw: &str, field: &str) -> Result<Option<HelpdeskConversationId>, AppError> {
-        if raw.trim().is_empty() {
-            return Ok(None);
-        }
-        check(raw, field)
-            .map(HelpdeskConversationId)
-            .map(Some)
-            .map_err(|_| {
-                AppError::invalid(
-                    field,
-                    format!(
-                        "A conversation id is 1 to {MAX_CHARS} letters, digits, '_', '-', '.', '@', '+' or '/'."
-                    ),
-                )
-            })
     }
 }
 
@@ -93,15 +74,5 @@ mod tests {
                 Some("message_id")
             );
         }
-        assert_eq!(
-            HelpdeskConversationId::given("  ", "conversation").unwrap(),
-            None
-        );
-        assert_eq!(
-            HelpdeskConversationId::given("a:b", "conversation")
-                .unwrap_err()
-                .field(),
-            Some("conversation")
-        );
     }
 }

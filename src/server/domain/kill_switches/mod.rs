@@ -1,11 +1,14 @@
-//! The rules of a kill-switch change (docs/events.md, "Kill switches"), with no I/O: a
-//! change as asked for, what it needs (a reason; a confirmation in the risky direction),
-//! the switches it leaves, and its audit record in words.
+//! The rules of a kill-switch change (docs/switches.md), with no I/O: a change as asked
+//! for, what it needs (a reason; a confirmation in the risky direction), the switches it
+//! leaves, and its audit record in words. A timed change's end is in [`timers`].
+
+pub mod timers;
 
 use chrono::{DateTime, Utc};
 
 use crate::model::kill_switches::{KillSwitches, Reason, Switch, SwitchState};
 use crate::model::AppError;
+use timers::Ends;
 
 /// A change as the form (or a client) asks for it.
 #[derive(Clone, Debug)]
@@ -17,6 +20,8 @@ pub struct ChangeRequest {
     pub reason: String,
     /// Ticked "I confirm" (needed to turn safe mode off or automation on).
     pub confirmed: bool,
+    /// A timed change: when the switch goes back by itself.
+    pub ends: Option<Ends>,
 }
 
 impl TryFrom<crate::server::contract::kill_switches::SwitchChange> for ChangeRequest {
@@ -29,19 +34,22 @@ impl TryFrom<crate::server::contract::kill_switches::SwitchChange> for ChangeReq
             expected_version: c.expected_version,
             reason: c.reason,
             confirmed: c.confirm,
+            ends: Ends::from_api(c.for_minutes, c.ends_at.as_deref())?,
         })
     }
 }
 
 impl ChangeRequest {
     /// A change as the console's form sends it: `enable` is `true` or `false`; `confirm` is
-    /// present (and not empty) when the "I confirm" box was ticked.
+    /// present (and not empty) when the "I confirm" box was ticked; `for_minutes` is empty
+    /// or absent for a change with no end.
     pub fn from_form(
         switch: &str,
         enable: &str,
         expected_version: u64,
         reason: String,
         confirm: Option<&str>,
+        for_minutes: Option<&str>,
     ) -> Result<ChangeRequest, AppError> {
         Ok(ChangeRequest {
             switch: Switch::parse(switch)?,
@@ -53,6 +61,7 @@ impl ChangeRequest {
             expected_version,
             reason,
             confirmed: confirm.is_some_and(|c| !c.is_empty()),
+            ends: Ends::from_form(for_minutes)?,
         })
     }
 }
@@ -67,6 +76,13 @@ pub fn validate(req: &ChangeRequest) -> Result<Reason, AppError> {
                 "Confirm the change: {}",
                 req.switch.describe(req.enable).to_lowercase()
             ),
+        ));
+    }
+    if req.ends.is_some() && !req.switch.needs_confirmation(req.enable) {
+        return Err(AppError::invalid(
+            timers::FIELD,
+            "A change towards safety has no end: turning safety off again is a decision a \
+             person makes.",
         ));
     }
     Ok(reason)
@@ -90,12 +106,14 @@ pub fn plan(
             if req.enable { "on" } else { "off" }
         )));
     }
+    let ends_at = req.ends.map(|e| e.at(now)).transpose()?;
     let mut next = current.clone();
     *next.get_mut(req.switch) = SwitchState {
         enabled: req.enable,
         changed_by: Some(actor.to_string()),
         changed_at: Some(crate::server::clock::iso(now)),
         reason: Some(reason.to_string()),
+        ends_at: ends_at.map(crate::server::clock::iso),
     };
     next.version = current.version + 1;
     Ok(next)
@@ -109,7 +127,8 @@ pub fn stale(current: &KillSwitches) -> AppError {
     ))
 }
 
-/// A change's audit record in words: "Safe mode turned off: “incident over”".
+/// A change's audit record in words: "Safe mode turned off until 2026-11-26 16:00 UTC:
+/// “incident over”", with what else it did ("; ends the timed change by alice …").
 pub fn change_in_words(p: &serde_json::Value, reason: &str) -> String {
     let name = match p.get("switch").and_then(serde_json::Value::as_str) {
         Some("safe_mode") => "Safe mode",
@@ -121,7 +140,17 @@ pub fn change_in_words(p: &serde_json::Value, reason: &str) -> String {
         Some(false) => "off",
         None => "changed",
     };
-    format!("{name} turned {to}{reason}")
+    let until = p
+        .get("ends_at")
+        .and_then(serde_json::Value::as_str)
+        .map(|t| format!(" until {}", timers::minute(t)))
+        .unwrap_or_default();
+    let note = p
+        .get("note")
+        .and_then(serde_json::Value::as_str)
+        .map(|n| format!("; {n}"))
+        .unwrap_or_default();
+    format!("{name} turned {to}{until}{reason}{note}")
 }
 
 #[cfg(test)]

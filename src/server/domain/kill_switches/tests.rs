@@ -7,6 +7,7 @@ fn req(switch: Switch, enable: bool, version: u64) -> ChangeRequest {
         expected_version: version,
         reason: "incident 42".into(),
         confirmed: true,
+        ends: None,
     }
 }
 

@@ -7,6 +7,7 @@
 //! announcement to another, which takes it over after [`TAKEOVER_MS`].
 
 pub mod measurements;
+mod notices;
 
 use std::sync::Arc;
 use std::time::Duration;

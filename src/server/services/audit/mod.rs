@@ -12,6 +12,7 @@ use crate::model::audit::{AuditRow, AuditRows, ACTION_TYPES};
 use crate::model::users::Role;
 use crate::model::AppError;
 use crate::server::clock::Clock;
+use crate::server::domain::audit::partition;
 use crate::server::domain::audit::window::{self, Typed};
 use crate::server::domain::redact;
 use crate::server::services::conversations::reference::Refs;
@@ -52,7 +53,7 @@ impl Audit {
         cursor: Option<&str>,
     ) -> Result<AuditRows, AppError> {
         let conversation = refs.resolve(f.conversation);
-        check_partition(&conversation)?;
+        partition::check(&conversation)?;
         check_action_type(f.action_type)?;
         let admin = role.allows(Role::Admin);
         let staff_records = ADMIN_PARTITIONS.contains(&conversation.as_str())
@@ -141,22 +142,4 @@ fn check_action_type(action_type: &str) -> Result<(), AppError> {
             known.join(", ")
         ),
     ))
-}
-
-/// The conversation field of the audit names a partition: a conversation (the helpdesk's
-/// or the Channel Router's) or one of the system's (`system#kill_switches`), hence `#` and
-/// `:`.
-fn check_partition(id: &str) -> Result<(), AppError> {
-    let ok = id.len() <= 512
-        && id.chars().all(|c| {
-            c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '@' | '+' | '/' | '#' | ':')
-        });
-    if ok {
-        Ok(())
-    } else {
-        Err(AppError::invalid(
-            "conversation",
-            "A conversation id is up to 512 letters, digits, '_', '-', '.', '@', '+', '/', '#' or ':'.",
-        ))
-    }
 }

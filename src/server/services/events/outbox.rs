@@ -9,11 +9,10 @@ use serde_json::json;
 use super::ingest::{iso, short, Events};
 use super::jobs::job_view;
 pub use super::jobs::{group_named, job_op, BulkRequest};
-use super::pages::masked_in;
+use super::pages::{masked_in, page_conversation};
 use crate::model::outbox::{ConversationFilter, OutboxCounts, OutboxRow, OutboxView, TryRow};
 use crate::model::users::Role;
 use crate::model::AppError;
-use crate::server::domain::events::ids::HelpdeskConversationId;
 use crate::server::domain::redact;
 use crate::server::ids::random_hex;
 use crate::server::services::conversations::reference::Refs;
@@ -69,9 +68,7 @@ impl Events {
         role: Role,
     ) -> Result<OutboxView, AppError> {
         let g = group_named(group)?;
-        let conversation =
-            HelpdeskConversationId::given(&refs.resolve(conversation), "conversation")?;
-        filter.conversation_id = conversation.as_deref().map(str::to_string);
+        filter.conversation_id = page_conversation(refs, conversation)?;
         let (mut rows, next) = outbox_reads::list(&self.store, g, &filter, cursor, PAGE).await?;
         if g == Group::Delivered {
             // Past its lifetime, a delivered record is history TTL has not deleted yet.

@@ -6,7 +6,7 @@ use chrono::{Duration, NaiveDate};
 use crate::model::events::{EventPage, EventRow, EventStats, StateView};
 use crate::model::users::Role;
 use crate::model::AppError;
-use crate::server::domain::events::ids::HelpdeskConversationId;
+use crate::server::domain::audit::partition;
 use crate::server::domain::redact;
 use crate::server::services::conversations::reference::Refs;
 use crate::server::store::audit;
@@ -51,12 +51,17 @@ fn row(r: EventRecord, refs: &Refs) -> EventRow {
     }
 }
 
-/// The conversation a page names (its reference, or an id typed), required.
-pub(crate) fn required_conversation(
-    refs: &Refs,
-    given: &str,
-) -> Result<HelpdeskConversationId, AppError> {
-    HelpdeskConversationId::given(&refs.resolve(given), "conversation")?
+/// The conversation a page names (its reference opened, or an id typed), by the
+/// partition rule (`domain::audit::partition`); `None` when none is given.
+pub(crate) fn page_conversation(refs: &Refs, given: &str) -> Result<Option<String>, AppError> {
+    let id = refs.resolve(given);
+    partition::check(&id)?;
+    Ok(Some(id).filter(|c| !c.is_empty()))
+}
+
+/// As [`page_conversation`], required.
+pub(crate) fn required_conversation(refs: &Refs, given: &str) -> Result<String, AppError> {
+    page_conversation(refs, given)?
         .ok_or_else(|| AppError::invalid("conversation", "Give a conversation id."))
 }
 
@@ -70,9 +75,7 @@ impl Events {
         conversation: &str,
         cursor: Option<&str>,
     ) -> Result<EventPage, AppError> {
-        let conversation =
-            HelpdeskConversationId::given(&refs.resolve(conversation), "conversation")?;
-        if let Some(conversation) = conversation {
+        if let Some(conversation) = page_conversation(refs, conversation)? {
             let page =
                 records::events_of_conversation(&self.store, &conversation, cursor, PAGE).await?;
             return Ok(EventPage {

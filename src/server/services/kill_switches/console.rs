@@ -8,6 +8,7 @@ use super::{validate, ChangeError, ChangeRequest, Origin, Switches};
 use crate::model::kill_switches::KillSwitches;
 use crate::model::AppError;
 use crate::server::domain::idempotency::sent_keys::FormKey;
+use crate::server::domain::kill_switches::timers::Ends;
 use crate::server::ids::random_hex;
 use crate::server::services::idempotency::{Call, Engine, KeyInputs, Outcome};
 
@@ -93,11 +94,18 @@ impl Switches {
 /// The whole request: the same form key sent again with other values is a mismatch, not a
 /// replay.
 fn fingerprint(req: &ChangeRequest) -> String {
-    KeyInputs::new()
+    let inputs = KeyInputs::new()
         .id("switch", req.switch.key())
         .flag("enable", req.enable)
         .num("expected_version", req.expected_version as i64)
         .text("reason", &req.reason)
-        .flag("confirmed", req.confirmed)
-        .fingerprint()
+        .flag("confirmed", req.confirmed);
+    // Only a timed change names its end: an untimed one's fingerprint is what it was before
+    // changes had ends, so a retry across a deployment still matches.
+    match req.ends {
+        None => inputs,
+        Some(Ends::After(m)) => inputs.num("for_minutes", m),
+        Some(Ends::At(t)) => inputs.text("ends_at", &crate::server::clock::iso(t)),
+    }
+    .fingerprint()
 }

@@ -1,8 +1,9 @@
-//! The kill switches (docs/events.md): the [`Switches`] service that reads the switches and
-//! applies a change together with its audit record. The rules of a change, which need no
-//! I/O, are in `domain::kill_switches`.
+//! The kill switches (docs/switches.md): the [`Switches`] service that reads the switches
+//! and applies a change together with its audit record, and ends timed changes
+//! ([`reverts`]). The rules of a change, which need no I/O, are in `domain::kill_switches`.
 
 mod console;
+pub mod reverts;
 
 use chrono::{DateTime, Utc};
 
@@ -11,7 +12,7 @@ use crate::model::kill_switches::{HistoryPage, KillSwitches, Switch, SwitchChang
 use crate::model::AppError;
 use crate::server::clock::Clock;
 use crate::server::config::TtlSection;
-use crate::server::domain::kill_switches::{plan, stale, validate, ChangeRequest};
+use crate::server::domain::kill_switches::{plan, stale, timers, validate, ChangeRequest};
 use crate::server::domain::redact::redact;
 use crate::server::store::audit::{self, AuditItem};
 use crate::server::store::kill_switches::{self as store, Commit, AUDIT_ACTION, AUDIT_PARTITION};
@@ -26,6 +27,12 @@ struct Payload {
     to: bool,
     version: u64,
     reason: String,
+    /// A timed change's end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ends_at: Option<String>,
+    /// What else the change did: it ended a running timed change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
 }
 
 /// Who asks for a change, and the ids it is recorded under.
@@ -39,9 +46,9 @@ pub struct Origin<'a> {
     pub action_id: &'a str,
 }
 
-/// The audit record of the change from `current` to `next`.
+/// The audit record of the change of `switch` from `current` to `next`.
 fn audit_record(
-    req: &ChangeRequest,
+    switch: Switch,
     origin: &Origin<'_>,
     current: &KillSwitches,
     next: &KillSwitches,
@@ -59,11 +66,13 @@ fn audit_record(
     item.actor = origin.actor.to_string();
     item.idempotency_key = origin.idempotency_key.to_string();
     item.action_payload_redacted = serde_json::to_string(&Payload {
-        switch: req.switch,
-        from: current.get(req.switch).enabled,
-        to: req.enable,
+        switch,
+        from: current.get(switch).enabled,
+        to: next.get(switch).enabled,
         version: next.version,
         reason,
+        ends_at: next.get(switch).ends_at.clone(),
+        note: timers::voids(current, switch),
     })
     .unwrap_or_else(|_| "{}".into());
     item
@@ -169,7 +178,7 @@ impl Switches {
         let current = store::load(&self.store, now).await?;
         let next = plan(&current, req, &reason, origin.actor, now)?;
         let item = audit_record(
-            req,
+            req.switch,
             origin,
             &current,
             &next,
@@ -200,6 +209,8 @@ impl Switches {
                     to: p.to,
                     reason: p.reason,
                     version: p.version,
+                    ends_at: p.ends_at,
+                    note: p.note,
                 })
             })
             .collect();
