@@ -25,9 +25,10 @@ pub struct LiveSwitch {
     /// `YYYY-MM-DD HH:MM UTC`, or empty.
     pub when: String,
     pub why: Option<String>,
-    /// A timed change: "goes back by itself at 2026-11-26 16:02 UTC, 1 h 59 min left".
+    /// A timed change: when it ends (RFC 3339) and the time left in words ("1 h 59 min
+    /// left"), made on the server at each read (every 5 s with JavaScript).
     #[serde(default)]
-    pub ends: Option<String>,
+    pub ends: Option<(String, String)>,
 }
 
 #[server]
@@ -58,7 +59,7 @@ fn live(
     s: &crate::model::kill_switches::KillSwitches,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Vec<LiveSwitch> {
-    use crate::server::domain::kill_switches::timers::{left, minute};
+    use crate::server::domain::kill_switches::timers::left;
     let line = |what: &str, st: &crate::model::kill_switches::SwitchState| LiveSwitch {
         what: what.to_string(),
         by: st.changed_by.clone().unwrap_or_else(|| "nobody yet".into()),
@@ -67,7 +68,7 @@ fn live(
         ends: st
             .ends_at
             .as_deref()
-            .map(|end| format!("goes back by itself at {}, {}", minute(end), left(end, now))),
+            .map(|end| (end.to_string(), left(end, now))),
     };
     [
         (!s.safe_mode.enabled).then(|| line("Safe mode is off", &s.safe_mode)),

@@ -105,7 +105,11 @@ fn SwitchBanner(lines: Vec<LiveSwitch>) -> impl IntoView {
                     <strong>{l.what}</strong>
                     " — changed by " {l.by} {when}
                     {l.why.map(|w| view! { ": “" {w} "”" })}
-                    {l.ends.map(|e| view! { " — " <span data-testid="switch-ends">{e}</span> })}
+                    {l.ends.map(|(end, left)| view! {
+                        <span class="block font-medium" data-testid="switch-ends">
+                            "Goes back by itself at " <Moment iso=end /> " (" {left} ")"
+                        </span>
+                    })}
                 </li>
             }
         })
