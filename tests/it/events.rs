@@ -554,6 +554,18 @@ async fn a_conversation_timeline_counts_duplicates_and_says_queued_until_deliver
         "{effects:?}"
     );
     assert!(receiver.counts().values().all(|n| *n == 1));
+    // A Channel Router conversation (the audit links a contact reveal's record here, `#`
+    // and all) has no events: the pages show nothing for it, not a refusal.
+    let router_id = "acme#p1#r1#h1";
+    let by_ref = refs.of_id(router_id);
+    let t = app.state.events.timeline(refs, &by_ref).await.unwrap();
+    assert!(t.entries.is_empty());
+    let s = app.state.events.conversation_state(refs, &by_ref).await.unwrap();
+    assert!(!s.exists);
+    let l = app.state.events.list(refs, router_id, None).await.unwrap();
+    assert!(l.events.is_empty());
+    let bad = app.state.events.timeline(refs, "a b").await.unwrap_err();
+    assert_eq!(bad.field(), Some("conversation"));
 }
 
 /// The Audit page's day is the reader's: a New York day is read from two UTC days (the
