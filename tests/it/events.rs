@@ -560,7 +560,12 @@ async fn a_conversation_timeline_counts_duplicates_and_says_queued_until_deliver
     let by_ref = refs.of_id(router_id);
     let t = app.state.events.timeline(refs, &by_ref).await.unwrap();
     assert!(t.entries.is_empty());
-    let s = app.state.events.conversation_state(refs, &by_ref).await.unwrap();
+    let s = app
+        .state
+        .events
+        .conversation_state(refs, &by_ref)
+        .await
+        .unwrap();
     assert!(!s.exists);
     let l = app.state.events.list(refs, router_id, None).await.unwrap();
     assert!(l.events.is_empty());

@@ -12,6 +12,7 @@ mod checks;
 mod clients;
 mod hot;
 mod procs;
+mod timers;
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -329,7 +330,23 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
     // on; no feed may show one once expired, and the consoles' stream consumers must count
     // every removal once.
     let http = Http::new(ports.clone(), key.clone(), tally.clone(), 7);
+    // A timed change made now ends about a minute later, while the expiry and the wait
+    // below go on killing consoles and failing DynamoDB (a broken run is about its break).
+    let timed = match opts.broken {
+        None => {
+            let own = Http::new(ports.clone(), key.clone(), Arc::new(Tally::default()), 8);
+            Some(timers::start(&own).await?)
+        }
+        Some(_) => None,
+    };
     let expiry = expire(&store, &proxy, &http, &mut rng, &mut consoles, &mut hits).await?;
+    if timed.is_some() {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !timers::ended(&store).await? && Instant::now() < deadline {
+            disrupt(&mut rng, &proxy, &mut consoles, &mut hits).await?;
+            tokio::time::sleep(Duration::from_millis(1000 + rng.below(2000))).await;
+        }
+    }
     proxy.set(Faults::default());
     let _ = weather.await;
     let report = proxy.report();
@@ -367,6 +384,7 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
             .map(|r| format!("a repeat: {r}")),
     );
     violations.extend(expiry.violations.iter().cloned());
+    violations.extend(timers::check(&store, timed.is_some()).await?);
     violations.extend(proof_of_work(&tally, acked, &report));
     violations.extend(bypassed(&local.endpoint(), &config).await);
     let hot_missing = hot_http.tally().without_retry_after.load(Ordering::Relaxed);
