@@ -1,8 +1,17 @@
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::model::kill_switches::{HistoryPage, KillSwitches};
+use crate::model::kill_switches::{HistoryPage, KillSwitches, Switch};
+use crate::model::users::OneTime;
 use crate::model::AppError;
+
+/// A switch's trigger URL as the page shows it (never its secret).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TriggerView {
+    pub switch: Switch,
+    /// Who made the one in use and when (RFC 3339); `None`: the switch has none.
+    pub made: Option<(String, String)>,
+}
 
 /// The kill switches page's data.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -13,6 +22,9 @@ pub struct KillSwitchesView {
     /// A fresh idempotency key for the change forms on this page: submitting the same
     /// form twice (double click, refresh, retry) changes the switch once.
     pub form_key: String,
+    /// The trigger URLs, for admins (empty for others).
+    #[serde(default)]
+    pub triggers: Vec<TriggerView>,
 }
 
 #[server]
@@ -21,11 +33,99 @@ pub async fn load_kill_switches() -> Result<KillSwitchesView, AppError> {
     use crate::server::ctx;
     let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
+    let admin = user.role.allows(Role::Admin);
+    let triggers = if admin {
+        let stored = state.kill_switches.triggers().await?;
+        Switch::ALL
+            .into_iter()
+            .map(|switch| TriggerView {
+                switch,
+                made: stored
+                    .get(switch)
+                    .map(|t| (t.made_by.clone(), t.made_at.clone())),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     Ok(KillSwitchesView {
         switches: state.kill_switches.load().await?,
-        can_change: user.role.allows(Role::Admin),
+        can_change: admin,
         form_key: crate::server::ids::random_hex(16),
+        triggers,
     })
+}
+
+/// Makes (or rotates) `switch`'s trigger URL; the URL, with its secret, is shown once.
+#[server]
+pub async fn rotate_kill_switch_trigger(
+    switch: String,
+    idempotency_key: String,
+) -> Result<OneTime, AppError> {
+    use crate::api::submission::Submission;
+    use crate::model::users::Role;
+    use crate::server::ctx;
+    use crate::server::services::idempotency::KeyInputs;
+    let admin = ctx::require(Role::Admin)?;
+    let state = ctx::state()?;
+    let switch = Switch::parse(&switch)?;
+    let sub = Submission {
+        actor: &admin.name,
+        scope: "kill_switches.rotate_trigger",
+        form_key: &idempotency_key,
+        values: KeyInputs::new().id("switch", switch.key()),
+    };
+    let done = format!(
+        "{}'s trigger URL is ready; any earlier one stopped working.",
+        switch.label()
+    );
+    let base = state
+        .config
+        .operations
+        .public_url
+        .trim_end_matches('/')
+        .to_string();
+    super::users::once_with_secret(sub, done, || async {
+        let secret = state
+            .kill_switches
+            .rotate_trigger(switch, &admin.name)
+            .await?;
+        Ok(format!("{base}/api/v1/kill-switches/triggers/{secret}"))
+    })
+    .await
+}
+
+/// Revokes `switch`'s trigger URL at once.
+#[server]
+pub async fn revoke_kill_switch_trigger(
+    switch: String,
+    idempotency_key: String,
+) -> Result<String, AppError> {
+    use crate::api::submission::{self, Submission};
+    use crate::model::users::Role;
+    use crate::server::ctx;
+    use crate::server::services::idempotency::KeyInputs;
+    let admin = ctx::require(Role::Admin)?;
+    let state = ctx::state()?;
+    let switch = Switch::parse(&switch)?;
+    let sub = Submission {
+        actor: &admin.name,
+        scope: "kill_switches.revoke_trigger",
+        form_key: &idempotency_key,
+        values: KeyInputs::new().id("switch", switch.key()),
+    };
+    submission::once(&state, sub, |_| async {
+        state
+            .kill_switches
+            .revoke_trigger(switch, &admin.name)
+            .await?;
+        Ok(serde_json::json!({ "ok": true }))
+    })
+    .await?;
+    Ok(format!(
+        "{}'s trigger URL is revoked: calls with it change nothing from now on.",
+        switch.label()
+    ))
 }
 
 /// Changes one switch. `enable` is `true` or `false`; `expected_version` is the version

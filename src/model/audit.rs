@@ -12,6 +12,7 @@ pub const ACTION_TYPES: &[(&str, &str)] = &[
     ("auto_reply", "Auto-reply"),
     ("escalate", "Escalate"),
     ("kill_switch_change", "Kill switch change"),
+    ("kill_switch_trigger", "Kill switch trigger URL"),
     ("reveal_contact", "Contact revealed"),
     ("user_change", "User change"),
     ("api_key_created", "API key created"),

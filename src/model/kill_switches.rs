@@ -62,6 +62,15 @@ impl Switch {
         }
     }
 
+    /// The switch's safe position: safe mode on, automation off. A trip or a trigger URL
+    /// only ever moves a switch here.
+    pub fn safe(self) -> bool {
+        match self {
+            Switch::SafeMode => true,
+            Switch::AutomationEnabled => false,
+        }
+    }
+
     /// What the middleware does when the switch is in the given position.
     pub fn describe(self, enabled: bool) -> &'static str {
         match (self, enabled) {

@@ -81,9 +81,7 @@ async fn a_timed_change_goes_back_once_across_two_consoles_even_when_an_answer_i
 
     // After it, both at once: the switch goes back once.
     app.clock.advance(Duration::minutes(2));
-    proxy.update(|f| f.lost_answer_rate = 1.0);
     let (ra, rb) = tokio::join!(a.revert_due(), b.revert_due());
-    proxy.update(|f| f.lost_answer_rate = 0.0);
     let (ra, rb) = (ra.unwrap(), rb.unwrap());
     assert_eq!(
         ra.len() + rb.len(),
@@ -123,6 +121,34 @@ async fn a_timed_change_goes_back_once_across_two_consoles_even_when_an_answer_i
         .json();
     assert_eq!(now["safe_mode"], true);
     assert!(now.get("safe_mode_ends_at").is_none(), "{now}");
+
+    // A console whose revert commits and whose answer is lost: it sends it again with its
+    // transaction token, and the revert applies once; the other console then finds nothing.
+    let on = change(
+        &app,
+        &key,
+        json!({"switch": "automation_enabled", "enable": true, "expected_version": 2,
+               "reason": "campaign", "confirm": true, "for_minutes": 1}),
+    )
+    .await;
+    assert_eq!(on.status, 200, "{}", on.body);
+    app.clock.advance(Duration::minutes(2));
+    proxy.update(|f| f.lost_answer_rate = 1.0);
+    let ra = a.revert_due().await;
+    proxy.update(|f| f.lost_answer_rate = 0.0);
+    assert_eq!(
+        ra.unwrap().len(),
+        1,
+        "the console whose answer was lost ended it"
+    );
+    assert!(b.revert_due().await.unwrap().is_empty());
+    let stored = kill_switches::load(&direct, app.clock.now()).await.unwrap();
+    assert!(!stored.automation_enabled.enabled, "back off");
+    assert_eq!(stored.version, 4);
+    let records = audit::list_partition(&direct, AUDIT_PARTITION, None, 10)
+        .await
+        .unwrap();
+    assert_eq!(records.items.len(), 4, "two changes, two reverts");
     let report = proxy.report();
     assert!(
         report.get(Kind::LostAnswer) >= 1,

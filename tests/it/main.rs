@@ -14,6 +14,7 @@ mod idempotency;
 mod idempotency_writes;
 mod inbox;
 mod kill_switch_timers;
+mod kill_switch_triggers;
 mod kill_switches;
 mod limits;
 mod measurements;

@@ -69,9 +69,14 @@ async fn every_rest_operation_answers_each_scope_as_its_document_says() {
             });
             let label = format!("{method} {path}");
             let Some(needs) = needs else {
-                // No key needed.
+                // No key needed: open to anyone, or its credential is in its path (a
+                // trigger URL's secret), where a made-up one is a 401.
                 let s = rest(&app, &method, path, None).await;
-                assert!(s == 200 || s == 503, "{label}: anonymous {s}");
+                if op["responses"].get("401").is_some() {
+                    assert_eq!(s, 401, "{label}: a made-up path credential");
+                } else {
+                    assert!(s == 200 || s == 503, "{label}: anonymous {s}");
+                }
                 continue;
             };
             used.extend(needs.iter().cloned());
@@ -96,7 +101,7 @@ async fn every_rest_operation_answers_each_scope_as_its_document_says() {
             }
         }
     }
-    assert_eq!(operations, 21, "every REST operation is in the document");
+    assert_eq!(operations, 22, "every REST operation is in the document");
     for scope in &used {
         assert!(ApiScope::parse(scope).is_some(), "{scope} is a real scope");
     }
@@ -288,6 +293,16 @@ fn server_functions() -> Vec<Entry> {
             ],
         ),
         (KillSwitchHistory::PATH, v, vec![]),
+        (
+            RotateKillSwitchTrigger::PATH,
+            a,
+            vec![("switch", "safe_mode"), ("idempotency_key", key)],
+        ),
+        (
+            RevokeKillSwitchTrigger::PATH,
+            a,
+            vec![("switch", "automation_enabled"), ("idempotency_key", key)],
+        ),
         (ListUsers::PATH, a, vec![]),
         (LoadUsers::PATH, a, vec![]),
         (LoadApiKeys::PATH, a, vec![]),

@@ -42,3 +42,14 @@ pub struct Switches {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub automation_enabled_ends_at: Option<String>,
 }
+
+/// What a call to a trigger URL did.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct Triggered {
+    /// The switch the URL belongs to.
+    pub switch: String,
+    /// False: it was in its safe position already, or the alert resolved.
+    pub changed: bool,
+    /// The switches' version afterwards.
+    pub version: u64,
+}

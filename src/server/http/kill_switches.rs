@@ -1,16 +1,18 @@
 //! `GET`/`POST /api/v1/kill-switches`: the middleware's workers read the switches, and
 //! incident tooling may flip one, under the console's rules.
 
-use axum::extract::State;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
 use axum::Json;
 
 use super::extract::{JsonBody, Scoped, SwitchesRead, SwitchesWrite};
 use super::problem::Problem;
 use crate::model::kill_switches::KillSwitches;
 use crate::model::AppError;
-use crate::server::contract::kill_switches::{SwitchChange, Switches};
+use crate::server::contract::kill_switches::{SwitchChange, Switches, Triggered};
 use crate::server::domain::kill_switches::ChangeRequest;
 use crate::server::ids::random_hex;
+use crate::server::services::kill_switches::triggers::TriggerError;
 use crate::server::services::kill_switches::Origin;
 use crate::server::state::AppState;
 
@@ -77,4 +79,51 @@ pub(crate) async fn change_kill_switch(
         .await
         .map_err(AppError::from)?;
     Ok(answer(&next))
+}
+
+/// Largest body a trigger URL reads (Alertmanager's payload of a large group fits).
+const TRIGGER_BODY_LIMIT: usize = 256 * 1024;
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/kill-switches/triggers/{secret}",
+    tag = "console",
+    params(
+        ("secret" = String, Path, description = "The switch's trigger secret, as shown once when it was made")
+    ),
+    request_body(content = Object, content_type = "application/json", description = "Optional: Prometheus Alertmanager's webhook payload (a resolved alert changes nothing), or any JSON, or nothing"),
+    responses(
+        (status = 200, description = "Done: the switch is in its safe position (changed says whether this call moved it)", body = Triggered),
+        (status = 401, description = "No trigger has this secret (wrong, rotated or revoked): nothing changed")
+    ),
+    security(()),
+)]
+/// An outside monitor moves a switch to its safe position (safe mode on, automation off)
+/// through the switch's secret trigger URL: no API key, the URL is the credential. A repeat
+/// (Alertmanager resends) finds the switch there and changes nothing.
+pub(crate) async fn trigger(
+    State(state): State<AppState>,
+    Path(secret): Path<String>,
+    body: Bytes,
+) -> Result<Json<Triggered>, Problem> {
+    if body.len() > TRIGGER_BODY_LIMIT {
+        return Err(Problem::new(
+            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+            "too-large",
+            "Too large",
+            "A trigger's body is at most 256 KiB.",
+        ));
+    }
+    match state.kill_switches.trigger(&secret, &body).await {
+        Ok(t) => Ok(Json(Triggered {
+            switch: t.switch.key().to_string(),
+            changed: t.changed,
+            version: t.version,
+        })),
+        Err(TriggerError::Unknown) => Err(Problem::unauthorized(
+            "No trigger has this secret: it is wrong, or was rotated or revoked. Nothing changed.",
+        )),
+        Err(TriggerError::Change(e)) => Err(AppError::from(e).into()),
+        Err(TriggerError::Store(e)) => Err(e.into()),
+    }
 }

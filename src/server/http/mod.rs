@@ -44,6 +44,10 @@ pub fn routes(state: &AppState) -> Router<AppState> {
                 .post(kill_switches::change_kill_switch)
                 .route_layer(from_fn_with_state(state.clone(), idempotency::require_key)),
         )
+        .route(
+            "/api/v1/kill-switches/triggers/{secret}",
+            post(kill_switches::trigger),
+        )
         .route("/api/v1/events", post(events::post_event))
         .merge(conversations::routes(state))
         .merge(inbox::routes(state))

@@ -3,6 +3,7 @@
 //! leaves, and its audit record in words. A timed change's end is in [`timers`].
 
 pub mod timers;
+pub mod triggers;
 
 use chrono::{DateTime, Utc};
 
@@ -151,6 +152,20 @@ pub fn change_in_words(p: &serde_json::Value, reason: &str) -> String {
         .map(|n| format!("; {n}"))
         .unwrap_or_default();
     format!("{name} turned {to}{until}{reason}{note}")
+}
+
+/// A trigger URL's audit record in words: "Safe mode's trigger URL rotated".
+pub fn trigger_in_words(p: &serde_json::Value) -> String {
+    let name = match p.get("switch").and_then(serde_json::Value::as_str) {
+        Some("safe_mode") => "Safe mode",
+        Some("automation_enabled") => "Automation",
+        _ => "A kill switch",
+    };
+    let change = p
+        .get("change")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("changed");
+    format!("{name}'s trigger URL {change}")
 }
 
 #[cfg(test)]

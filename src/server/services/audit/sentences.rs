@@ -31,6 +31,7 @@ pub fn describe(action_type: &str, payload: &str, result: &str) -> String {
         "auto_reply" => format!("Auto-reply {target}"),
         "escalate" => format!("Escalated to {target}"),
         "kill_switch_change" => kill_switches::change_in_words(&p, &reason),
+        "kill_switch_trigger" => kill_switches::trigger_in_words(&p),
         "reveal_contact" => format!("Contact details revealed{reason}"),
         "user_change" => users::change_in_words(&p, &reason),
         "api_key_created" => format!("API key {} created", text("name").unwrap_or("?")),
@@ -96,6 +97,14 @@ mod tests {
                 "success"
             ),
             "Safe mode turned off: “incident over”"
+        );
+        assert_eq!(
+            describe(
+                "kill_switch_trigger",
+                r#"{"switch":"automation_enabled","change":"rotated"}"#,
+                "success"
+            ),
+            "Automation's trigger URL rotated"
         );
         assert_eq!(
             describe(

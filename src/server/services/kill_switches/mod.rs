@@ -4,6 +4,7 @@
 
 mod console;
 pub mod reverts;
+pub mod triggers;
 
 use chrono::{DateTime, Utc};
 

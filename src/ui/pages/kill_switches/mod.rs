@@ -1,5 +1,7 @@
 //! Kill switches: state as badges, who changed each last and why, a guarded change form,
-//! and the change history.
+//! the trigger URLs ([`triggers`]), and the change history.
+
+mod triggers;
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -7,6 +9,7 @@ use leptos_router::hooks::use_query_map;
 
 use crate::api::kill_switches::{
     kill_switch_history, load_kill_switches, ChangeKillSwitch, KillSwitchesView,
+    RevokeKillSwitchTrigger, RotateKillSwitchTrigger,
 };
 use crate::model::kill_switches::{HistoryPage, KillSwitches, Switch, SwitchState, TIMED_CHOICES};
 use crate::ui::components::alert::ActionResult;
@@ -19,12 +22,24 @@ use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::components::table::DataTable;
 use crate::ui::data::page_data;
 use crate::ui::layout::ShellData;
+use triggers::Triggers;
 
 #[component]
 pub fn KillSwitchesPage() -> impl IntoView {
     let change = FormAction::new::<ChangeKillSwitch>();
+    let rotate = FormAction::new::<RotateKillSwitchTrigger>();
+    let revoke = FormAction::new::<RevokeKillSwitchTrigger>();
     let query = use_query_map();
-    let data = page_data(move || change.version().get(), |_| load_kill_switches());
+    let data = page_data(
+        move || {
+            (
+                change.version().get(),
+                rotate.version().get(),
+                revoke.version().get(),
+            )
+        },
+        |_| load_kill_switches(),
+    );
     let history = page_data(
         move || (change.version().get(), query.read().get("before")),
         |(_, before)| kill_switch_history(before),
@@ -47,7 +62,8 @@ pub fn KillSwitchesPage() -> impl IntoView {
             <ActionResult value=move || change.value().get() success=|s: &KillSwitches| format!("Saved: {}.", s.summary()) />
         </div>
         <AsyncSection load=move || data spacing="mt-4" let:view>
-            <SwitchCards view change />
+            <SwitchCards view=view.clone() change />
+            <Triggers triggers=view.triggers form_key=view.form_key rotate revoke />
         </AsyncSection>
         <h2 class="mt-10 text-lg font-semibold">"History"</h2>
         <AsyncSection load=move || history let:page>
@@ -63,6 +79,7 @@ fn SwitchCards(view: KillSwitchesView, change: FormAction<KillSwitches>) -> impl
         switches,
         can_change,
         form_key,
+        ..
     } = view;
     // The two cards, always in this order: read again after every answer, each stays in
     // place. The form that was sent is emptied and closed after a success (`PostForm`),

@@ -1,0 +1,160 @@
+//! Trigger URLs (docs/switches.md, "Trigger URLs"): per switch, a secret URL an outside
+//! monitor calls to move the switch to its safe position. Made (or rotated) by an admin and
+//! shown once; only its hash is kept; revoked at once.
+
+use super::{ChangeError, Origin, Switches};
+use crate::model::kill_switches::Switch;
+use crate::model::AppError;
+use crate::server::crypto::sha256_hex;
+use crate::server::domain::kill_switches::triggers::{self, Call, SECRET_PREFIX};
+use crate::server::domain::kill_switches::ChangeRequest;
+use crate::server::ids::random_hex;
+use crate::server::store::audit::AuditItem;
+use crate::server::store::kill_switch_triggers::{self as store, Trigger, Triggers, AUDIT_ACTION};
+use crate::server::store::kill_switches::AUDIT_PARTITION;
+use crate::server::store::StoreError;
+
+/// What a call to a trigger URL did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Triggered {
+    pub switch: Switch,
+    /// False: the switch was in its safe position already, or the alert resolved.
+    pub changed: bool,
+    /// The switches' version afterwards.
+    pub version: u64,
+}
+
+/// A call that names no trigger (a wrong, revoked or malformed secret): a 401.
+#[derive(Debug, thiserror::Error)]
+pub enum TriggerError {
+    #[error("no trigger has this secret")]
+    Unknown,
+    #[error(transparent)]
+    Change(#[from] ChangeError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl Switches {
+    /// Both switches' triggers as stored (hashes, who made them, when).
+    pub async fn triggers(&self) -> Result<Triggers, StoreError> {
+        store::load(&self.store, self.clock.now()).await
+    }
+
+    /// Makes a new trigger secret for `switch`, replacing any it had (which stops working at
+    /// once); answers with the secret, the only time it is known.
+    pub async fn rotate_trigger(&self, switch: Switch, actor: &str) -> Result<String, AppError> {
+        let secret = format!("{SECRET_PREFIX}{}", random_hex(32));
+        let made = Trigger {
+            secret_sha256: sha256_hex(secret.as_bytes()),
+            made_by: actor.to_string(),
+            made_at: crate::server::clock::iso(self.clock.now()),
+        };
+        let rotated = self.triggers().await?.get(switch).is_some();
+        let change = if rotated { "rotated" } else { "made" };
+        self.save_trigger(switch, Some(made), change, actor).await?;
+        Ok(secret)
+    }
+
+    /// Revokes `switch`'s trigger: a call with its secret changes nothing from now on.
+    pub async fn revoke_trigger(&self, switch: Switch, actor: &str) -> Result<(), AppError> {
+        if self.triggers().await?.get(switch).is_none() {
+            return Err(AppError::Conflict(format!(
+                "{} has no trigger URL; nothing was revoked.",
+                switch.label()
+            )));
+        }
+        self.save_trigger(switch, None, "revoked", actor).await
+    }
+
+    async fn save_trigger(
+        &self,
+        switch: Switch,
+        trigger: Option<Trigger>,
+        change: &str,
+        actor: &str,
+    ) -> Result<(), AppError> {
+        let now = self.clock.now();
+        let current = self.triggers().await?;
+        let mut next = current.clone();
+        next.set(switch, trigger);
+        next.version = current.version + 1;
+        let mut record = AuditItem::new(
+            AUDIT_PARTITION,
+            AUDIT_ACTION,
+            now,
+            &random_hex(8),
+            self.ttls.audit_days,
+        );
+        record.actor = actor.to_string();
+        record.action_payload_redacted =
+            serde_json::json!({"switch": switch, "change": change}).to_string();
+        let ttl = self.ttls.settings_days;
+        if store::save(&self.store, &next, current.version, &record, now, ttl).await? {
+            tracing::info!(actor = %actor, switch = switch.key(), change, "kill switch trigger changed");
+            Ok(())
+        } else {
+            Err(AppError::Conflict(
+                "The trigger URLs changed meanwhile; nothing was changed. Reload and try again."
+                    .into(),
+            ))
+        }
+    }
+
+    /// A call to a trigger URL with `secret` and `body`: the switch it names goes to its
+    /// safe position (once: a repeat finds it there), unless the alert resolved.
+    pub async fn trigger(&self, secret: &str, body: &[u8]) -> Result<Triggered, TriggerError> {
+        if !triggers::well_formed(secret) {
+            return Err(TriggerError::Unknown);
+        }
+        let hash = sha256_hex(secret.as_bytes());
+        let stored = self.triggers().await?;
+        let switch = Switch::ALL
+            .into_iter()
+            .find(|s| stored.get(*s).is_some_and(|t| t.secret_sha256 == hash))
+            .ok_or(TriggerError::Unknown)?;
+        let call: Call = triggers::read(body).map_err(ChangeError::App)?;
+        // A change by someone else in between (a version conflict) is read again: the safe
+        // position does not depend on the version.
+        for _ in 0..5 {
+            let current = self.load().await?;
+            let unchanged = Triggered {
+                switch,
+                changed: false,
+                version: current.version,
+            };
+            if !call.firing || current.get(switch).enabled == switch.safe() {
+                return Ok(unchanged);
+            }
+            let req = ChangeRequest {
+                switch,
+                enable: switch.safe(),
+                expected_version: current.version,
+                reason: call.reason(),
+                confirmed: false,
+                ends: None,
+            };
+            let id = random_hex(8);
+            let origin = Origin {
+                actor: triggers::ACTOR,
+                idempotency_key: "",
+                action_id: &id,
+            };
+            match self.change(&req, &origin).await {
+                Ok(next) => {
+                    return Ok(Triggered {
+                        switch,
+                        changed: true,
+                        version: next.version,
+                    })
+                }
+                Err(ChangeError::App(AppError::Conflict(_))) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(ChangeError::App(AppError::Conflict(
+            "The switches kept changing; try again.".into(),
+        ))
+        .into())
+    }
+}
