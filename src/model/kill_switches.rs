@@ -7,6 +7,34 @@ use super::AppError;
 /// Longest reason we keep; a reason is a sentence, not a document.
 pub const MAX_REASON_CHARS: usize = 500;
 
+/// The alert rules a trip can be attached to: the rule's name (an alert's id, or the part
+/// before `:` of a rule judged per scope), and in words.
+pub const TRIP_RULES: &[(&str, &str)] = &[
+    (
+        "idempotency.failure",
+        "Idempotency failure rate (any scope)",
+    ),
+    (
+        "idempotency.stale_takeover",
+        "Idempotency stale-takeover rate (any scope)",
+    ),
+    ("outbox.dead_letters", "Dead letters in the outbox"),
+    ("outbox.receiver_failing", "The receiver failing deliveries"),
+    ("measurements.duplicates", "Measurement duplicates"),
+    (
+        "measurements.out_of_order_spike",
+        "Measurements out of order",
+    ),
+];
+
+/// Whether an alert (by its id, `idempotency.failure:inbox.publish`) is judged by `rule`.
+pub fn rule_covers(rule: &str, alert_id: &str) -> bool {
+    alert_id == rule
+        || alert_id
+            .strip_prefix(rule)
+            .is_some_and(|rest| rest.starts_with(':'))
+}
+
 /// The ends the change form offers a change in a risky direction: minutes, and in words.
 /// The API takes any number of minutes up to a week, or an end time.
 pub const TIMED_CHOICES: &[(u32, &str)] = &[

@@ -65,18 +65,10 @@ fn about(heard: &Heard, alert: &str) -> Vec<(String, String, Value)> {
         .collect()
 }
 
-#[tokio::test]
-async fn a_breach_is_announced_once_by_two_consoles_and_its_end_once() {
-    let (heard, base) = channel().await;
-    let app = spawn_app_with(|c| {
-        c.alerts.webhook_url = format!("{base}/json");
-        c.alerts.slack_url = format!("{base}/slack");
-        c.operations.public_url = "https://ops.example.com".into();
-    })
-    .await;
-    let other = app.second_console();
+/// 20 measurement attempts, 4 of them repeats: a duplicate rate of 20 %, above the 10 %
+/// threshold of `measurements.duplicates`.
+async fn duplicates_breach(app: &crate::helpers::TestApp) {
     let key = app.api_key(&["measurements:write"]).await;
-    // 20 attempts, 4 of them repeats: a duplicate rate of 20 %, above the 10 % threshold.
     let t = (app.clock.now() - Duration::minutes(30)).to_rfc3339();
     for i in 0..16 {
         let body =
@@ -91,6 +83,86 @@ async fn a_breach_is_announced_once_by_two_consoles_and_its_end_once() {
             assert!(a.status.is_success(), "{}", a.body);
         }
     }
+}
+
+/// A trip on a rule: when it fires, judged by two consoles at once, safe mode turns on once,
+/// by the system, with the rule's figures and window; the message says so. A person who
+/// turns safety off again while the alert still fires is not overruled, and the alert's
+/// end turns nothing off.
+#[tokio::test]
+async fn a_trip_turns_safe_mode_on_once_when_its_rule_fires_and_never_turns_safety_off() {
+    use ops_console::model::kill_switches::Switch;
+    use ops_console::server::store::kill_switches;
+    let (heard, base) = channel().await;
+    let app = spawn_app_with(|c| c.alerts.webhook_url = format!("{base}/json")).await;
+    let other = app.second_console();
+    app.set_switches(false, true).await;
+    let switches = &app.state.kill_switches;
+    switches
+        .attach_trip("measurements.duplicates", Switch::SafeMode, "alice")
+        .await
+        .unwrap();
+    // A rule with no trip changes nothing when it fires.
+    switches
+        .attach_trip("outbox.dead_letters", Switch::AutomationEnabled, "alice")
+        .await
+        .unwrap();
+    let load = || async {
+        kill_switches::load(&app.store, app.clock.now())
+            .await
+            .unwrap()
+    };
+    let before = load().await.version;
+    duplicates_breach(&app).await;
+    check_both(&app, &other).await;
+    let now = load().await;
+    assert!(now.safe_mode.enabled, "tripped");
+    assert!(now.automation_enabled.enabled, "no trip on this rule fired");
+    assert_eq!(now.version, before + 1, "once, across both consoles");
+    assert_eq!(now.safe_mode.changed_by.as_deref(), Some("system"));
+    let reason = now.safe_mode.reason.clone().unwrap();
+    assert!(
+        reason.starts_with("trip: measurements.duplicates fired: ")
+            && reason.contains("20.0%")
+            && reason.ends_with("(window 24h)"),
+        "{reason}"
+    );
+    let firing = about(&heard, "measurements.duplicates");
+    assert_eq!(firing.len(), 1, "{firing:?}");
+    let summary = firing[0].2["summary"].as_str().unwrap();
+    assert!(
+        summary.ends_with("; its trip turned safe mode on"),
+        "{summary}"
+    );
+
+    // A person turns safe mode off while the alert still fires: the trip does not overrule.
+    app.set_switches(false, true).await;
+    let v = load().await.version;
+    check_both(&app, &other).await;
+    assert_eq!(load().await.version, v);
+    assert!(!load().await.safe_mode.enabled);
+    // It resolves: nothing turns off or on.
+    app.clock.advance(Duration::hours(25));
+    check_both(&app, &other).await;
+    assert_eq!(load().await.version, v);
+    assert_eq!(
+        about(&heard, "measurements.duplicates").len(),
+        2,
+        "fired, resolved"
+    );
+}
+
+#[tokio::test]
+async fn a_breach_is_announced_once_by_two_consoles_and_its_end_once() {
+    let (heard, base) = channel().await;
+    let app = spawn_app_with(|c| {
+        c.alerts.webhook_url = format!("{base}/json");
+        c.alerts.slack_url = format!("{base}/slack");
+        c.operations.public_url = "https://ops.example.com".into();
+    })
+    .await;
+    let other = app.second_console();
+    duplicates_breach(&app).await;
     check_both(&app, &other).await;
     let firing = about(&heard, "measurements.duplicates");
     assert_eq!(firing.len(), 2, "one message per channel: {firing:?}");

@@ -2,12 +2,11 @@
 //! `settings-<env>` holding, per switch, the SHA-256 of its trigger's secret (never the
 //! secret), changed only together with its audit record.
 
-use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::audit::{self, AuditItem};
-use super::item::{self, n};
+use super::audit::AuditItem;
+use super::item;
 use super::schema::SETTINGS;
 use super::{Store, StoreError};
 use crate::model::kill_switches::Switch;
@@ -85,7 +84,6 @@ pub async fn save(
     now: DateTime<Utc>,
     ttl_days: i64,
 ) -> Result<bool, StoreError> {
-    let table = store.table(SETTINGS.base);
     let stored = TriggersItem {
         pk: ITEM_PK.into(),
         safe_mode: next.safe_mode.clone(),
@@ -93,18 +91,5 @@ pub async fn save(
         version: next.version,
         expires_at: (now + chrono::Duration::days(ttl_days)).timestamp(),
     };
-    let put = Put::builder()
-        .table_name(&table)
-        .set_item(Some(
-            serde_dynamo::to_item(stored).map_err(|e| StoreError::corrupt(&table, e))?,
-        ))
-        .expression_attribute_values(":now", n(now.timestamp()));
-    let put = if expected == 0 {
-        put.condition_expression("attribute_not_exists(pk) OR expires_at <= :now")
-    } else {
-        put.condition_expression("version = :v AND expires_at > :now")
-            .expression_attribute_values(":v", n(expected))
-    };
-    let put = put.build().map_err(|e| StoreError::corrupt(&table, e))?;
-    audit::with_record(store, TransactWriteItem::builder().put(put).build(), record).await
+    item::put_versioned(store, SETTINGS.base, &stored, expected, record, now).await
 }

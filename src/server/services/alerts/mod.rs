@@ -7,14 +7,14 @@
 //! announcement to another, which takes it over after [`TAKEOVER_MS`].
 
 pub mod measurements;
-mod notices;
+mod messages;
+mod trips;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
 use chrono::{DateTime, SecondsFormat, Utc};
-use serde_json::{json, Value};
 
 use crate::model::AppError;
 use crate::server::clock::Clock;
@@ -25,6 +25,7 @@ use crate::server::outbound::networks::Resolver;
 use crate::server::outbound::{parse_url, Answer, Message, Sender};
 use crate::server::services::events::health as receiver_health;
 use crate::server::services::idempotency::Engine;
+use crate::server::services::kill_switches::{Switches, Ttls};
 use crate::server::services::measurements::pages;
 use crate::server::store::alerts::{self as store, AlertItem, Change, Firing};
 use crate::server::store::events::outbox::Group;
@@ -105,17 +106,21 @@ pub struct Alerts {
     config: Arc<Config>,
     engine: Engine,
     sender: Arc<Sender>,
+    /// The kill switches, for the trips attached to the rules.
+    switches: Switches,
 }
 
 impl Alerts {
     pub fn new(store: Store, clock: Clock, config: Arc<Config>, engine: Engine) -> Alerts {
         let resolver = Resolver::of_settings(&config.operations);
+        let switches = Switches::new(store.clone(), clock.clone(), Ttls::from(&config.ttl));
         Alerts {
             store,
             clock,
             config,
             engine,
             sender: Arc::new(Sender::new(Duration::from_secs(5), resolver)),
+            switches,
         }
     }
 
@@ -312,6 +317,12 @@ impl Alerts {
         item: &AlertItem,
         now: DateTime<Utc>,
     ) -> Result<bool, AppError> {
+        // A firing alert's trips act first; a trip that could not act leaves the message
+        // unsent, so the takeover tries both again.
+        let Some(j) = self.with_trips(j, item).await else {
+            return Ok(false);
+        };
+        let j = &j;
         let channels = &self.config.alerts;
         let (id, generic, slack) = self.messages(j, item, now);
         let mut all_took = true;
@@ -347,40 +358,6 @@ impl Alerts {
         );
         tracing::info!(alert = %j.id, state = %item.state, episode = item.episode, "alert announced");
         Ok(store::announced(&self.store, &j.id, &item.state, item.episode).await?)
-    }
-
-    /// The message of `item`'s state: its id, the generic JSON and Slack's.
-    fn messages(&self, j: &Judged, item: &AlertItem, now: DateTime<Utc>) -> (String, Value, Value) {
-        let id = format!("{}#{}#{}", j.id, item.episode, item.state);
-        let link = self.link(j.page);
-        let generic = json!({
-            "id": id,
-            "alert": j.id,
-            "state": item.state,
-            "summary": j.summary,
-            "value": j.value,
-            "threshold": j.threshold,
-            "window": j.window,
-            "sample": j.sample,
-            "link": link,
-            "since": item.since,
-            "at": now.to_rfc3339_opts(SecondsFormat::Secs, true),
-        });
-        let word = if item.state == "firing" {
-            "FIRING"
-        } else {
-            "RESOLVED"
-        };
-        let mut text = format!(
-            "[ops-console {}] {word}: {}",
-            self.config.env,
-            slack_escaped(&j.summary)
-        );
-        if !link.is_empty() {
-            text.push_str(&format!(" <{link}|Open the page>"));
-        }
-        let slack = json!({ "text": text });
-        (id, generic, slack)
     }
 
     /// Checks every `alerts.check_seconds` until the task is stopped.

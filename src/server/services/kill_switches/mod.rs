@@ -5,6 +5,7 @@
 mod console;
 pub mod reverts;
 pub mod triggers;
+pub mod trips;
 
 use chrono::{DateTime, Utc};
 

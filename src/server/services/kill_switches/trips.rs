@@ -1,0 +1,221 @@
+//! Trips (docs/switches.md, "Trips"): an admin attaches a trip to an alert rule; when an
+//! alert of that rule fires, the console that records the firing (or takes its message
+//! over) moves the switch to its safe position, once per firing, written by the system with
+//! a reason naming the rule, its figures and its window. A trip never turns safety off.
+
+use super::{ChangeError, Origin, Switches};
+use crate::model::kill_switches::{rule_covers, Switch, TRIP_RULES};
+use crate::model::AppError;
+use crate::server::domain::kill_switches::timers::SYSTEM;
+use crate::server::domain::kill_switches::ChangeRequest;
+use crate::server::ids::random_hex;
+use crate::server::store::audit::AuditItem;
+use crate::server::store::kill_switch_trips::{self as store, Trip, Trips, AUDIT_ACTION};
+use crate::server::store::kill_switches::AUDIT_PARTITION;
+use crate::server::store::StoreError;
+
+impl Switches {
+    /// The trips as stored.
+    pub async fn trips(&self) -> Result<Trips, StoreError> {
+        store::load(&self.store, self.clock.now()).await
+    }
+
+    /// Attaches a trip: when an alert of `rule` fires, `switch` goes to its safe position.
+    pub async fn attach_trip(
+        &self,
+        rule: &str,
+        switch: Switch,
+        actor: &str,
+    ) -> Result<(), AppError> {
+        if !TRIP_RULES.iter().any(|(r, _)| *r == rule) {
+            return Err(AppError::invalid(
+                "rule",
+                "Choose one of the alert rules listed.",
+            ));
+        }
+        let now = self.clock.now();
+        let current = self.trips().await?;
+        if current
+            .trips
+            .iter()
+            .any(|t| t.rule == rule && t.switch == switch)
+        {
+            return Err(AppError::Conflict(format!(
+                "{rule} already trips {}; nothing changed.",
+                switch.label().to_ascii_lowercase()
+            )));
+        }
+        let mut next = current.clone();
+        next.trips.push(Trip {
+            rule: rule.to_string(),
+            switch,
+            made_by: actor.to_string(),
+            made_at: crate::server::clock::iso(now),
+        });
+        self.save_trips(current.version, next, rule, switch, "attached", actor)
+            .await
+    }
+
+    /// Removes the trip of `rule` on `switch`.
+    pub async fn remove_trip(
+        &self,
+        rule: &str,
+        switch: Switch,
+        actor: &str,
+    ) -> Result<(), AppError> {
+        let current = self.trips().await?;
+        let mut next = current.clone();
+        next.trips
+            .retain(|t| !(t.rule == rule && t.switch == switch));
+        if next.trips.len() == current.trips.len() {
+            return Err(AppError::Conflict(
+                "No such trip; nothing was removed.".into(),
+            ));
+        }
+        self.save_trips(current.version, next, rule, switch, "removed", actor)
+            .await
+    }
+
+    async fn save_trips(
+        &self,
+        expected: u64,
+        mut next: Trips,
+        rule: &str,
+        switch: Switch,
+        change: &str,
+        actor: &str,
+    ) -> Result<(), AppError> {
+        let now = self.clock.now();
+        next.version = expected + 1;
+        let mut record = AuditItem::new(
+            AUDIT_PARTITION,
+            AUDIT_ACTION,
+            now,
+            &random_hex(8),
+            self.ttls.audit_days,
+        );
+        record.actor = actor.to_string();
+        record.action_payload_redacted =
+            serde_json::json!({"switch": switch, "rule": rule, "change": change}).to_string();
+        let ttl = self.ttls.settings_days;
+        if store::save(&self.store, &next, expected, &record, now, ttl).await? {
+            Ok(())
+        } else {
+            Err(AppError::Conflict(
+                "The trips changed meanwhile; nothing was changed. Reload and try again.".into(),
+            ))
+        }
+    }
+
+    /// Acts on the trips of alert `alert_id`, which fired in `episode` (`why`: the rule's
+    /// figures and window, in words): each tripped switch goes to its safe position. Once
+    /// per episode across consoles: whichever gets there first acts, any other (or a retry)
+    /// finds the episode tripped. Answers the switches this call moved.
+    pub async fn trip(
+        &self,
+        alert_id: &str,
+        episode: i64,
+        why: &str,
+    ) -> Result<Vec<Switch>, ChangeError> {
+        let switches: Vec<Switch> = self
+            .trips()
+            .await?
+            .trips
+            .iter()
+            .filter(|t| rule_covers(&t.rule, alert_id))
+            .map(|t| t.switch)
+            .collect();
+        if switches.is_empty() {
+            return Ok(Vec::new());
+        }
+        for _ in 0..5 {
+            let now = self.clock.now();
+            let current = self.load().await?;
+            let once = store::once_per_episode(&self.store, alert_id, episode)?;
+            let to_move: Vec<Switch> = Switch::ALL
+                .into_iter()
+                .filter(|s| switches.contains(s) && current.get(*s).enabled != s.safe())
+                .collect();
+            // Already safe: the episode is marked tripped, and nothing else changes.
+            let Some(first) = to_move.first().copied() else {
+                once.commit(&self.store).await?;
+                return Ok(Vec::new());
+            };
+            let req = ChangeRequest {
+                switch: first,
+                enable: first.safe(),
+                expected_version: current.version,
+                reason: format!("trip: {alert_id} fired: {why}"),
+                confirmed: false,
+                ends: None,
+            };
+            let id = random_hex(8);
+            let origin = Origin {
+                actor: SYSTEM,
+                idempotency_key: "",
+                action_id: &id,
+            };
+            let (_, writes) = self.prepare_at(&req, &origin, now).await?;
+            let outcome = writes.and(once).commit(&self.store).await?;
+            let refused: Vec<usize> = outcome.into_refusals().iter().map(|r| r.index).collect();
+            match refused.as_slice() {
+                // One rule trips both switches: this write marked the episode, so the
+                // other switch is moved here, by this console.
+                [] if to_move.len() > 1 => {
+                    let mut moved = vec![first];
+                    moved.extend(self.trip_rest(&to_move[1..], alert_id, why).await?);
+                    return Ok(moved);
+                }
+                [] => return Ok(vec![first]),
+                // The episode was tripped already (index 2: switch, audit, episode).
+                r if r.contains(&2) => return Ok(Vec::new()),
+                // The switches changed meanwhile: read them again.
+                _ => continue,
+            }
+        }
+        Err(ChangeError::App(AppError::Conflict(
+            "The switches kept changing; the trip will act at the next check.".into(),
+        )))
+    }
+
+    /// The other switches one trip moves, after the first (whose write marked the episode).
+    async fn trip_rest(
+        &self,
+        rest: &[Switch],
+        alert_id: &str,
+        why: &str,
+    ) -> Result<Vec<Switch>, ChangeError> {
+        let mut moved = Vec::new();
+        for switch in rest {
+            for _ in 0..5 {
+                let current = self.load().await?;
+                if current.get(*switch).enabled == switch.safe() {
+                    break;
+                }
+                let req = ChangeRequest {
+                    switch: *switch,
+                    enable: switch.safe(),
+                    expected_version: current.version,
+                    reason: format!("trip: {alert_id} fired: {why}"),
+                    confirmed: false,
+                    ends: None,
+                };
+                let id = random_hex(8);
+                let origin = Origin {
+                    actor: SYSTEM,
+                    idempotency_key: "",
+                    action_id: &id,
+                };
+                match self.change(&req, &origin).await {
+                    Ok(_) => {
+                        moved.push(*switch);
+                        break;
+                    }
+                    Err(ChangeError::App(AppError::Conflict(_))) => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(moved)
+    }
+}
