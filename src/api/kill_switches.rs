@@ -5,6 +5,17 @@ use crate::model::kill_switches::{HistoryPage, KillSwitches, Switch};
 use crate::model::users::OneTime;
 use crate::model::AppError;
 
+/// A trip as the page shows it: when an alert of `rule` fires, `switch` goes to its safe
+/// position.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TripView {
+    pub rule: String,
+    pub switch: Switch,
+    /// Who attached it and when (RFC 3339).
+    pub made_by: String,
+    pub made_at: String,
+}
+
 /// A switch's trigger URL as the page shows it (never its secret).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TriggerView {
@@ -25,6 +36,9 @@ pub struct KillSwitchesView {
     /// The trigger URLs, for admins (empty for others).
     #[serde(default)]
     pub triggers: Vec<TriggerView>,
+    /// The trips attached to alert rules.
+    #[serde(default)]
+    pub trips: Vec<TripView>,
 }
 
 #[server]
@@ -48,11 +62,75 @@ pub async fn load_kill_switches() -> Result<KillSwitchesView, AppError> {
     } else {
         Vec::new()
     };
+    let trips = state
+        .kill_switches
+        .trips()
+        .await?
+        .trips
+        .into_iter()
+        .map(|t| TripView {
+            rule: t.rule,
+            switch: t.switch,
+            made_by: t.made_by,
+            made_at: t.made_at,
+        })
+        .collect();
     Ok(KillSwitchesView {
         switches: state.kill_switches.load().await?,
         can_change: admin,
         form_key: crate::server::ids::random_hex(16),
         triggers,
+        trips,
+    })
+}
+
+/// Attaches (`op` = `attach`) or removes (`remove`) the trip of alert rule `rule` on
+/// `switch`.
+#[server]
+pub async fn change_kill_switch_trip(
+    op: String,
+    rule: String,
+    switch: String,
+    idempotency_key: String,
+) -> Result<String, AppError> {
+    use crate::api::submission::{self, Submission};
+    use crate::model::users::Role;
+    use crate::server::ctx;
+    use crate::server::services::idempotency::KeyInputs;
+    let admin = ctx::require(Role::Admin)?;
+    let state = ctx::state()?;
+    let switch = Switch::parse(&switch)?;
+    let attach = match op.as_str() {
+        "attach" => true,
+        "remove" => false,
+        _ => return Err(AppError::invalid("op", "Expected attach or remove.")),
+    };
+    let rule = rule.trim().to_string();
+    let sub = Submission {
+        actor: &admin.name,
+        scope: "kill_switches.trip",
+        form_key: &idempotency_key,
+        values: KeyInputs::new()
+            .id("op", &op)
+            .id("rule", &rule)
+            .id("switch", switch.key()),
+    };
+    let ks = &state.kill_switches;
+    submission::once(&state, sub, |_| async {
+        if attach {
+            ks.attach_trip(&rule, switch, &admin.name).await?;
+        } else {
+            ks.remove_trip(&rule, switch, &admin.name).await?;
+        }
+        Ok(serde_json::json!({ "ok": true }))
+    })
+    .await?;
+    let to = if switch.safe() { "on" } else { "off" };
+    let what = switch.label().to_lowercase();
+    Ok(if attach {
+        format!("When {rule} fires, {what} turns {to}.")
+    } else {
+        format!("{rule} no longer turns {what} {to}.")
     })
 }
 

@@ -13,6 +13,7 @@ pub const ACTION_TYPES: &[(&str, &str)] = &[
     ("escalate", "Escalate"),
     ("kill_switch_change", "Kill switch change"),
     ("kill_switch_trigger", "Kill switch trigger URL"),
+    ("kill_switch_trip", "Kill switch trip"),
     ("reveal_contact", "Contact revealed"),
     ("user_change", "User change"),
     ("api_key_created", "API key created"),

@@ -168,6 +168,7 @@ pub fn operation(scope: &str) -> (String, &'static str) {
         return match scope {
             "inbox.publish" => named("Publish to an inbox", CONSOLE),
             "kill_switches.change" => named("Change a kill switch", CONSOLE),
+            "kill_switches.trip" => named("Attach or remove a kill switch's trip", CONSOLE),
             "kill_switches.rotate_trigger" => named("Make a kill switch's trigger URL", CONSOLE),
             "kill_switches.revoke_trigger" => named("Revoke a kill switch's trigger URL", CONSOLE),
             "conversations.reveal" => named("Reveal a conversation's text", CONSOLE),

@@ -294,6 +294,16 @@ fn server_functions() -> Vec<Entry> {
         ),
         (KillSwitchHistory::PATH, v, vec![]),
         (
+            ChangeKillSwitchTrip::PATH,
+            a,
+            vec![
+                ("op", "attach"),
+                ("rule", "outbox.dead_letters"),
+                ("switch", "safe_mode"),
+                ("idempotency_key", key),
+            ],
+        ),
+        (
             RotateKillSwitchTrigger::PATH,
             a,
             vec![("switch", "safe_mode"), ("idempotency_key", key)],

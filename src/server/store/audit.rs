@@ -106,6 +106,35 @@ pub(crate) async fn with_record(
     Ok(outcome.refused_at(0).is_none())
 }
 
+/// Puts `stored` (a settings-like item keyed `pk`, carrying `version` and `expires_at`)
+/// with its audit record, in one transaction, only if the stored version is still
+/// `expected` (0: none, or expired). False: it was not.
+pub async fn put_versioned<T: serde::Serialize>(
+    store: &Store,
+    base: &str,
+    stored: &T,
+    expected: u64,
+    record: &AuditItem,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<bool, StoreError> {
+    use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
+    let table = store.table(base);
+    let put = Put::builder()
+        .table_name(&table)
+        .set_item(Some(
+            serde_dynamo::to_item(stored).map_err(|e| StoreError::corrupt(&table, e))?,
+        ))
+        .expression_attribute_values(":now", super::item::n(now.timestamp()));
+    let put = if expected == 0 {
+        put.condition_expression("attribute_not_exists(pk) OR expires_at <= :now")
+    } else {
+        put.condition_expression("version = :v AND expires_at > :now")
+            .expression_attribute_values(":v", super::item::n(expected))
+    };
+    let put = put.build().map_err(|e| StoreError::corrupt(&table, e))?;
+    with_record(store, TransactWriteItem::builder().put(put).build(), record).await
+}
+
 /// Newest first, one partition (a conversation, or `system#...`); `cursor` is a page's
 /// `next_cursor`.
 pub async fn list_partition(

@@ -202,32 +202,3 @@ pub fn value_size(v: &AttributeValue) -> usize {
 pub fn item_size(item: &std::collections::HashMap<String, AttributeValue>) -> usize {
     item.iter().map(|(k, v)| k.len() + value_size(v)).sum()
 }
-
-/// Puts `stored` (a settings-like item keyed `pk`, carrying `version` and `expires_at`)
-/// with its audit record, in one transaction, only if the stored version is still
-/// `expected` (0: none, or expired). False: it was not.
-pub async fn put_versioned<T: Serialize>(
-    store: &Store,
-    base: &str,
-    stored: &T,
-    expected: u64,
-    record: &super::audit::AuditItem,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Result<bool, StoreError> {
-    use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
-    let table = store.table(base);
-    let put = Put::builder()
-        .table_name(&table)
-        .set_item(Some(
-            serde_dynamo::to_item(stored).map_err(|e| StoreError::corrupt(&table, e))?,
-        ))
-        .expression_attribute_values(":now", n(now.timestamp()));
-    let put = if expected == 0 {
-        put.condition_expression("attribute_not_exists(pk) OR expires_at <= :now")
-    } else {
-        put.condition_expression("version = :v AND expires_at > :now")
-            .expression_attribute_values(":v", n(expected))
-    };
-    let put = put.build().map_err(|e| StoreError::corrupt(&table, e))?;
-    super::audit::with_record(store, TransactWriteItem::builder().put(put).build(), record).await
-}

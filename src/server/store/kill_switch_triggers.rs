@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::audit::AuditItem;
+use super::audit::{self, AuditItem};
 use super::item;
 use super::schema::SETTINGS;
 use super::{Store, StoreError};
@@ -91,5 +91,5 @@ pub async fn save(
         version: next.version,
         expires_at: (now + chrono::Duration::days(ttl_days)).timestamp(),
     };
-    item::put_versioned(store, SETTINGS.base, &stored, expected, record, now).await
+    audit::put_versioned(store, SETTINGS.base, &stored, expected, record, now).await
 }

@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::audit::AuditItem;
+use super::audit::{self, AuditItem};
 use super::item::{self, n, s};
 use super::schema::SETTINGS;
 use super::tx::Writes;
@@ -72,7 +72,7 @@ pub async fn save(
         version: next.version,
         expires_at: (now + chrono::Duration::days(ttl_days)).timestamp(),
     };
-    item::put_versioned(store, SETTINGS.base, &stored, expected, record, now).await
+    audit::put_versioned(store, SETTINGS.base, &stored, expected, record, now).await
 }
 
 /// The write that lets the trips of alert `id` act once in its `episode`: it fails if they

@@ -168,5 +168,21 @@ pub fn trigger_in_words(p: &serde_json::Value) -> String {
     format!("{name}'s trigger URL {change}")
 }
 
+/// A trip's audit record in words: "Trip attached: when outbox.dead_letters fires, safe
+/// mode turns on".
+pub fn trip_in_words(p: &serde_json::Value) -> String {
+    let text = |k: &str| p.get(k).and_then(serde_json::Value::as_str).unwrap_or("?");
+    let then = match text("switch") {
+        "safe_mode" => "safe mode turns on",
+        "automation_enabled" => "automation turns off",
+        _ => "a kill switch moves",
+    };
+    format!(
+        "Trip {}: when {} fires, {then}",
+        text("change"),
+        text("rule")
+    )
+}
+
 #[cfg(test)]
 mod tests;

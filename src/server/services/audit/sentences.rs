@@ -32,6 +32,7 @@ pub fn describe(action_type: &str, payload: &str, result: &str) -> String {
         "escalate" => format!("Escalated to {target}"),
         "kill_switch_change" => kill_switches::change_in_words(&p, &reason),
         "kill_switch_trigger" => kill_switches::trigger_in_words(&p),
+        "kill_switch_trip" => kill_switches::trip_in_words(&p),
         "reveal_contact" => format!("Contact details revealed{reason}"),
         "user_change" => users::change_in_words(&p, &reason),
         "api_key_created" => format!("API key {} created", text("name").unwrap_or("?")),
@@ -105,6 +106,14 @@ mod tests {
                 "success"
             ),
             "Automation's trigger URL rotated"
+        );
+        assert_eq!(
+            describe(
+                "kill_switch_trip",
+                r#"{"switch":"safe_mode","rule":"outbox.dead_letters","change":"attached"}"#,
+                "success"
+            ),
+            "Trip attached: when outbox.dead_letters fires, safe mode turns on"
         );
         assert_eq!(
             describe(

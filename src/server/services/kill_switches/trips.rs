@@ -141,14 +141,7 @@ impl Switches {
                 once.commit(&self.store).await?;
                 return Ok(Vec::new());
             };
-            let req = ChangeRequest {
-                switch: first,
-                enable: first.safe(),
-                expected_version: current.version,
-                reason: format!("trip: {alert_id} fired: {why}"),
-                confirmed: false,
-                ends: None,
-            };
+            let req = to_safety(first, current.version, alert_id, why);
             let id = random_hex(8);
             let origin = Origin {
                 actor: SYSTEM,
@@ -192,14 +185,7 @@ impl Switches {
                 if current.get(*switch).enabled == switch.safe() {
                     break;
                 }
-                let req = ChangeRequest {
-                    switch: *switch,
-                    enable: switch.safe(),
-                    expected_version: current.version,
-                    reason: format!("trip: {alert_id} fired: {why}"),
-                    confirmed: false,
-                    ends: None,
-                };
+                let req = to_safety(*switch, current.version, alert_id, why);
                 let id = random_hex(8);
                 let origin = Origin {
                     actor: SYSTEM,
@@ -217,5 +203,17 @@ impl Switches {
             }
         }
         Ok(moved)
+    }
+}
+
+/// The change a trip of `alert_id` makes: `switch` to its safe position.
+fn to_safety(switch: Switch, version: u64, alert_id: &str, why: &str) -> ChangeRequest {
+    ChangeRequest {
+        switch,
+        enable: switch.safe(),
+        expected_version: version,
+        reason: format!("trip: {alert_id} fired: {why}"),
+        confirmed: false,
+        ends: None,
     }
 }

@@ -1,15 +1,16 @@
 //! Kill switches: state as badges, who changed each last and why, a guarded change form,
-//! the trigger URLs ([`triggers`]), and the change history.
+//! the trips ([`trips`]), the trigger URLs ([`triggers`]), and the change history.
 
 mod triggers;
+mod trips;
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::kill_switches::{
-    kill_switch_history, load_kill_switches, ChangeKillSwitch, KillSwitchesView,
-    RevokeKillSwitchTrigger, RotateKillSwitchTrigger,
+    kill_switch_history, load_kill_switches, ChangeKillSwitch, ChangeKillSwitchTrip,
+    KillSwitchesView, RevokeKillSwitchTrigger, RotateKillSwitchTrigger,
 };
 use crate::model::kill_switches::{HistoryPage, KillSwitches, Switch, SwitchState, TIMED_CHOICES};
 use crate::ui::components::alert::ActionResult;
@@ -23,12 +24,14 @@ use crate::ui::components::table::DataTable;
 use crate::ui::data::page_data;
 use crate::ui::layout::ShellData;
 use triggers::Triggers;
+use trips::Trips;
 
 #[component]
 pub fn KillSwitchesPage() -> impl IntoView {
     let change = FormAction::new::<ChangeKillSwitch>();
     let rotate = FormAction::new::<RotateKillSwitchTrigger>();
     let revoke = FormAction::new::<RevokeKillSwitchTrigger>();
+    let trip = FormAction::new::<ChangeKillSwitchTrip>();
     let query = use_query_map();
     let data = page_data(
         move || {
@@ -36,6 +39,7 @@ pub fn KillSwitchesPage() -> impl IntoView {
                 change.version().get(),
                 rotate.version().get(),
                 revoke.version().get(),
+                trip.version().get(),
             )
         },
         |_| load_kill_switches(),
@@ -63,6 +67,7 @@ pub fn KillSwitchesPage() -> impl IntoView {
         </div>
         <AsyncSection load=move || data spacing="mt-4" let:view>
             <SwitchCards view=view.clone() change />
+            <Trips trips=view.trips form_key=view.can_change.then(|| view.form_key.clone()) change=trip />
             <Triggers triggers=view.triggers form_key=view.form_key rotate revoke />
         </AsyncSection>
         <h2 class="mt-10 text-lg font-semibold">"History"</h2>

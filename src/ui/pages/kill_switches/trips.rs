@@ -1,0 +1,99 @@
+//! The trips: which alert rule moves which switch to its safe position when it fires.
+//! Everyone sees them; admins attach and remove them.
+
+use leptos::prelude::*;
+
+use crate::api::kill_switches::TripView;
+use crate::model::kill_switches::{Switch, TRIP_RULES};
+use crate::ui::components::alert::ActionResult;
+use crate::ui::components::form::FormKey;
+use crate::ui::components::moment::Moment;
+use crate::ui::components::post_form::{FormAction, PostForm};
+use crate::ui::components::table::DataTable;
+
+/// What a trip does, in words: "safe mode turns on".
+fn effect(switch: Switch) -> String {
+    let to = if switch.safe() { "on" } else { "off" };
+    format!("{} turns {to}", switch.label().to_lowercase())
+}
+
+/// The trips, and for admins (with a form key) the forms that attach and remove them.
+#[component]
+pub fn Trips(
+    trips: Vec<TripView>,
+    form_key: Option<String>,
+    change: FormAction<String>,
+) -> impl IntoView {
+    let rows = trips
+        .into_iter()
+        .map(|t| {
+            let rule = t.rule.clone();
+            let remove = form_key.clone().map(|key| {
+                view! {
+                    <PostForm action=change attr:class="inline">
+                        <input type="hidden" name="op" value="remove" />
+                        <input type="hidden" name="rule" value=rule />
+                        <input type="hidden" name="switch" value=t.switch.key() />
+                        <FormKey value=key />
+                        <button type="submit" class="rounded border border-red-300 px-3 py-1 text-sm text-red-800 hover:bg-red-50">
+                            "Remove"
+                        </button>
+                    </PostForm>
+                }
+            });
+            view! {
+                <tr class="border-t border-slate-100" data-testid="trip">
+                    <td class="py-2 pr-4 font-mono text-xs">{t.rule}</td>
+                    <td class="py-2 pr-4">{effect(t.switch)}</td>
+                    <td class="py-2 pr-4">{t.made_by} ", " <Moment iso=t.made_at /></td>
+                    <td class="py-2 pr-4">{remove}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let attach = form_key.map(|key| view! { <AttachForm form_key=key change /> });
+    view! {
+        <h2 class="mt-10 text-lg font-semibold">"Trips"</h2>
+        <p class="mt-1 text-sm text-slate-600">
+            "When an alert rule with a trip fires, its switch goes to its safe position by itself, once, and the alert's message says so. A trip never turns safety off: a person does."
+        </p>
+        <div class="mt-3">
+            <ActionResult value=move || change.value().get() success=|m: &String| m.clone() />
+        </div>
+        <DataTable label="Trips" columns=&["Alert rule", "Then", "Attached", ""] padded=true>
+            {rows}
+        </DataTable>
+        {attach}
+    }
+}
+
+/// An alert rule and a switch, attached as a trip.
+#[component]
+fn AttachForm(form_key: String, change: FormAction<String>) -> impl IntoView {
+    let rules = TRIP_RULES
+        .iter()
+        .map(|(rule, words)| view! { <option value=*rule>{*words}</option> })
+        .collect_view();
+    let switches = Switch::ALL
+        .into_iter()
+        .map(|s| view! { <option value=s.key()>{effect(s)}</option> })
+        .collect_view();
+    let select = "mt-1 rounded border border-slate-300 px-2 py-1 text-sm";
+    view! {
+        <PostForm action=change attr:class="mt-3 flex flex-wrap items-end gap-3">
+            <input type="hidden" name="op" value="attach" />
+            <FormKey value=form_key />
+            <div>
+                <label for="trip-rule" class="block text-sm font-medium">"When this rule fires"</label>
+                <select id="trip-rule" name="rule" class=select>{rules}</select>
+            </div>
+            <div>
+                <label for="trip-switch" class="block text-sm font-medium">"Then"</label>
+                <select id="trip-switch" name="switch" class=select>{switches}</select>
+            </div>
+            <button type="submit" class="rounded bg-slate-900 px-4 py-2 text-sm font-medium text-white hover:bg-slate-700">
+                "Attach the trip"
+            </button>
+        </PostForm>
+    }
+}
