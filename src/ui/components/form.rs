@@ -133,7 +133,7 @@ pub fn running_in_browser() -> Signal<bool> {
 /// A submit button that works only with the page's code running, saying so while it does
 /// not (see [`running_in_browser`]).
 #[component]
-pub fn SecretSubmit(label: &'static str) -> impl IntoView {
+pub fn SecretSubmit(#[prop(into)] label: String) -> impl IntoView {
     let live = running_in_browser();
     view! {
         <button type="submit" disabled=move || !live.get() class="rounded bg-slate-900 px-3 py-1.5 text-white disabled:bg-slate-400">{label}</button>

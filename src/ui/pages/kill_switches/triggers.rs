@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use crate::api::kill_switches::TriggerView;
 use crate::model::users::OneTime;
 use crate::ui::components::alert::ActionResult;
-use crate::ui::components::form::FormKey;
+use crate::ui::components::form::{FormKey, SecretSubmit};
 use crate::ui::components::moment::Moment;
 use crate::ui::components::one_time::OneTimeResult;
 use crate::ui::components::post_form::{FormAction, PostForm};
@@ -80,13 +80,11 @@ fn TriggerRow(
                 <PostForm action=rotate attr:class="inline">
                     <input type="hidden" name="switch" value=key />
                     <FormKey value=rotate_key />
-                    <button type="submit" class="rounded bg-slate-900 px-3 py-1 text-sm font-medium text-white hover:bg-slate-700">
-                        {format!(
-                            "{} the {} trigger URL",
-                            if has { "Rotate" } else { "Make" },
-                            t.switch.label().to_ascii_lowercase()
-                        )}
-                    </button>
+                    <SecretSubmit label=format!(
+                        "{} the {} trigger URL",
+                        if has { "Rotate" } else { "Make" },
+                        t.switch.label().to_ascii_lowercase()
+                    ) />
                 </PostForm>
                 {revoke_form}
             </td>
