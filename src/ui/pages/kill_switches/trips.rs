@@ -78,16 +78,16 @@ fn AttachForm(form_key: String, change: FormAction<String>) -> impl IntoView {
         .into_iter()
         .map(|s| view! { <option value=s.key()>{effect(s)}</option> })
         .collect_view();
-    let select = "mt-1 rounded border border-slate-300 px-2 py-1 text-sm";
+    let select = "mt-1 max-w-full rounded border border-slate-300 px-2 py-1 text-sm";
     view! {
         <PostForm action=change attr:class="mt-3 flex flex-wrap items-end gap-3">
             <input type="hidden" name="op" value="attach" />
             <FormKey value=form_key />
-            <div>
+            <div class="min-w-0 max-w-full">
                 <label for="trip-rule" class="block text-sm font-medium">"When this rule fires"</label>
                 <select id="trip-rule" name="rule" class=select>{rules}</select>
             </div>
-            <div>
+            <div class="min-w-0 max-w-full">
                 <label for="trip-switch" class="block text-sm font-medium">"Then"</label>
                 <select id="trip-switch" name="switch" class=select>{switches}</select>
             </div>
