@@ -56,7 +56,8 @@ test.describe('kill switches without a person', () => {
     await form.getByLabel('When this rule fires').selectOption('outbox.receiver_failing');
     await form.getByLabel('Then').selectOption('automation_enabled');
     await form.getByRole('button', { name: 'Attach the trip' }).click();
-    await expect(page.getByText('When outbox.receiver_failing fires, automation turns off.')).toBeVisible();
+    // The answer in words is the page's code's; without it the page comes back with the row.
+    if (jsEnabled()) await expect(page.getByText('When outbox.receiver_failing fires, automation turns off.')).toBeVisible();
     const trip = page.getByTestId('trip').filter({ hasText: 'outbox.receiver_failing' }).filter({ hasText: 'automation turns off' });
     await expect(trip).toHaveCount(1);
 
@@ -73,7 +74,7 @@ test.describe('kill switches without a person', () => {
     }
 
     await trip.getByRole('button', { name: 'Remove' }).click();
-    await expect(page.getByText('outbox.receiver_failing no longer turns automation off.')).toBeVisible();
+    if (jsEnabled()) await expect(page.getByText('outbox.receiver_failing no longer turns automation off.')).toBeVisible();
     await expect(page.getByTestId('trip').filter({ hasText: 'outbox.receiver_failing' })).toHaveCount(0);
   });
 });

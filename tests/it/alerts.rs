@@ -102,7 +102,16 @@ async fn a_trip_turns_safe_mode_on_once_when_its_rule_fires_and_never_turns_safe
         .attach_trip("measurements.duplicates", Switch::SafeMode, "alice")
         .await
         .unwrap();
-    // A rule with no trip changes nothing when it fires.
+    // One rule may trip both switches: each moves once.
+    switches
+        .attach_trip(
+            "measurements.duplicates",
+            Switch::AutomationEnabled,
+            "alice",
+        )
+        .await
+        .unwrap();
+    // A rule that does not fire changes nothing.
     switches
         .attach_trip("outbox.dead_letters", Switch::AutomationEnabled, "alice")
         .await
@@ -117,8 +126,8 @@ async fn a_trip_turns_safe_mode_on_once_when_its_rule_fires_and_never_turns_safe
     check_both(&app, &other).await;
     let now = load().await;
     assert!(now.safe_mode.enabled, "tripped");
-    assert!(now.automation_enabled.enabled, "no trip on this rule fired");
-    assert_eq!(now.version, before + 1, "once, across both consoles");
+    assert!(!now.automation_enabled.enabled, "tripped too");
+    assert_eq!(now.version, before + 2, "each once, across both consoles");
     assert_eq!(now.safe_mode.changed_by.as_deref(), Some("system"));
     let reason = now.safe_mode.reason.clone().unwrap();
     assert!(
@@ -131,7 +140,7 @@ async fn a_trip_turns_safe_mode_on_once_when_its_rule_fires_and_never_turns_safe
     assert_eq!(firing.len(), 1, "{firing:?}");
     let summary = firing[0].2["summary"].as_str().unwrap();
     assert!(
-        summary.ends_with("; its trip turned safe mode on"),
+        summary.ends_with("; its trip turned safe mode on; its trip turned automation off"),
         "{summary}"
     );
 

@@ -89,7 +89,9 @@ pub async fn save(
         safe_mode: next.safe_mode.clone(),
         automation_enabled: next.automation_enabled.clone(),
         version: next.version,
-        expires_at: (now + chrono::Duration::days(ttl_days)).timestamp(),
+        expires_at: (now
+            + chrono::Duration::days(ttl_days.max(super::kill_switch_trips::KEEP_DAYS)))
+        .timestamp(),
     };
     audit::put_versioned(store, SETTINGS.base, &stored, expected, record, now).await
 }

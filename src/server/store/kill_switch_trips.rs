@@ -15,6 +15,9 @@ use super::{Store, StoreError};
 use crate::model::kill_switches::Switch;
 
 const ITEM_PK: &str = "kill_switch_trips";
+/// Trips and trigger URLs live ten years from their last change (a lapsed trip or URL would
+/// fail unsafe: nothing trips, a monitor's call is refused).
+pub const KEEP_DAYS: i64 = 3650;
 /// Audit records of trips attached and removed (partition `system#kill_switches`).
 pub const AUDIT_ACTION: &str = "kill_switch_trip";
 
@@ -70,22 +73,29 @@ pub async fn save(
         pk: ITEM_PK.into(),
         trips: next.trips.clone(),
         version: next.version,
-        expires_at: (now + chrono::Duration::days(ttl_days)).timestamp(),
+        // Kept as long as the settings' markers: a trip nobody edits must not lapse.
+        expires_at: (now + chrono::Duration::days(ttl_days.max(KEEP_DAYS))).timestamp(),
     };
     audit::put_versioned(store, SETTINGS.base, &stored, expected, record, now).await
 }
 
-/// The write that lets the trips of alert `id` act once in its `episode`: it fails if they
-/// acted in that episode already (another console, a retry, a takeover of the message).
-pub fn once_per_episode(store: &Store, id: &str, episode: i64) -> Result<Writes, StoreError> {
+/// The write that lets `switch`'s trip on alert `id` act once in its `episode`: it fails
+/// if it acted in that episode already (another console, a retry, a takeover of the
+/// message), or the alert is in another episode now.
+pub fn once_per_episode(
+    store: &Store,
+    id: &str,
+    episode: i64,
+    switch: Switch,
+) -> Result<Writes, StoreError> {
     let table = store.table(SETTINGS.base);
+    let attr = format!("tripped_episode_{}", switch.key());
     let update = Update::builder()
         .table_name(&table)
         .key("pk", s(format!("alert#{id}")))
-        .update_expression("SET tripped_episode = :e")
-        .condition_expression(
-            "episode = :e AND (attribute_not_exists(tripped_episode) OR tripped_episode < :e)",
-        )
+        .update_expression("SET #t = :e")
+        .condition_expression("episode = :e AND (attribute_not_exists(#t) OR #t < :e)")
+        .expression_attribute_names("#t", attr)
         .expression_attribute_values(":e", n(episode))
         .build()
         .map_err(|e| StoreError::corrupt(&table, e))?;

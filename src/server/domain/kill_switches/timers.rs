@@ -84,6 +84,7 @@ impl Ends {
 pub fn due(current: &KillSwitches, now: DateTime<Utc>) -> Vec<Switch> {
     Switch::ALL
         .into_iter()
+        .filter(|s| current.get(*s).enabled != s.safe())
         .filter(|s| end_of(current.get(*s)).is_some_and(|end| end <= now))
         .collect()
 }
@@ -95,13 +96,14 @@ fn end_of(st: &SwitchState) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
-/// The switches once the timed change of `switch` has ended: back in the other position,
-/// by the system, saying whose change ended.
+/// The switches once the timed change of `switch` has ended: back in its safe position, by
+/// the system, saying whose change ended.
 pub fn revert(current: &KillSwitches, switch: Switch, now: DateTime<Utc>) -> KillSwitches {
     let st = current.get(switch);
     let mut next = current.clone();
     *next.get_mut(switch) = SwitchState {
-        enabled: !st.enabled,
+        // Towards safety, always: only a change away from it has an end.
+        enabled: switch.safe(),
         changed_by: Some(SYSTEM.into()),
         changed_at: Some(crate::server::clock::iso(now)),
         reason: Some(format!(

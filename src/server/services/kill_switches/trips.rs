@@ -109,15 +109,16 @@ impl Switches {
 
     /// Acts on the trips of alert `alert_id`, which fired in `episode` (`why`: the rule's
     /// figures and window, in words): each tripped switch goes to its safe position. Once
-    /// per episode across consoles: whichever gets there first acts, any other (or a retry)
-    /// finds the episode tripped. Answers the switches this call moved.
+    /// per switch and episode across consoles: whichever gets there first acts, any other
+    /// (or a retry, or a takeover of the message) finds that switch's trip done. Answers
+    /// the switches this call moved.
     pub async fn trip(
         &self,
         alert_id: &str,
         episode: i64,
         why: &str,
     ) -> Result<Vec<Switch>, ChangeError> {
-        let switches: Vec<Switch> = self
+        let tripped: Vec<Switch> = self
             .trips()
             .await?
             .trips
@@ -125,84 +126,64 @@ impl Switches {
             .filter(|t| rule_covers(&t.rule, alert_id))
             .map(|t| t.switch)
             .collect();
-        if switches.is_empty() {
-            return Ok(Vec::new());
+        // A reason is at most 500 characters: the rule's words are cut to fit.
+        let why: String = why.chars().take(400).collect();
+        let mut moved = Vec::new();
+        for switch in Switch::ALL.into_iter().filter(|s| tripped.contains(s)) {
+            if self.trip_one(switch, alert_id, episode, &why).await? {
+                moved.push(switch);
+            }
         }
+        Ok(moved)
+    }
+
+    /// One switch's trip for one episode: true when this call moved the switch.
+    async fn trip_one(
+        &self,
+        switch: Switch,
+        alert_id: &str,
+        episode: i64,
+        why: &str,
+    ) -> Result<bool, ChangeError> {
         for _ in 0..5 {
             let now = self.clock.now();
             let current = self.load().await?;
-            let once = store::once_per_episode(&self.store, alert_id, episode)?;
-            let to_move: Vec<Switch> = Switch::ALL
-                .into_iter()
-                .filter(|s| switches.contains(s) && current.get(*s).enabled != s.safe())
-                .collect();
-            // Already safe: the episode is marked tripped, and nothing else changes.
-            let Some(first) = to_move.first().copied() else {
+            let once = store::once_per_episode(&self.store, alert_id, episode, switch)?;
+            // Already safe: the episode is marked tripped for the switch, nothing else changes.
+            if current.get(switch).enabled == switch.safe() {
                 once.commit(&self.store).await?;
-                return Ok(Vec::new());
-            };
-            let req = to_safety(first, current.version, alert_id, why);
+                return Ok(false);
+            }
+            let req = to_safety(switch, current.version, alert_id, why);
             let id = random_hex(8);
             let origin = Origin {
                 actor: SYSTEM,
                 idempotency_key: "",
                 action_id: &id,
             };
-            let (_, writes) = self.prepare_at(&req, &origin, now).await?;
+            let writes = match self.prepare_at(&req, &origin, now).await {
+                Ok((_, writes)) => writes,
+                // Changed since it was read: read again.
+                Err(ChangeError::App(AppError::Conflict(_))) => continue,
+                Err(e) => return Err(e),
+            };
             let outcome = writes.and(once).commit(&self.store).await?;
             let refused: Vec<usize> = outcome.into_refusals().iter().map(|r| r.index).collect();
             match refused.as_slice() {
-                // One rule trips both switches: this write marked the episode, so the
-                // other switch is moved here, by this console.
-                [] if to_move.len() > 1 => {
-                    let mut moved = vec![first];
-                    moved.extend(self.trip_rest(&to_move[1..], alert_id, why).await?);
-                    return Ok(moved);
+                [] => return Ok(true),
+                // This switch's trip was done in this episode already (index 2: switch,
+                // audit, episode), or the episode moved on.
+                r if r.contains(&2) => {
+                    tracing::info!(alert = %alert_id, episode, switch = switch.key(), "a trip found its episode done already");
+                    return Ok(false);
                 }
-                [] => return Ok(vec![first]),
-                // The episode was tripped already (index 2: switch, audit, episode).
-                r if r.contains(&2) => return Ok(Vec::new()),
                 // The switches changed meanwhile: read them again.
                 _ => continue,
             }
         }
         Err(ChangeError::App(AppError::Conflict(
-            "The switches kept changing; the trip will act at the next check.".into(),
+            "The switches kept changing; the trip will act at the next try.".into(),
         )))
-    }
-
-    /// The other switches one trip moves, after the first (whose write marked the episode).
-    async fn trip_rest(
-        &self,
-        rest: &[Switch],
-        alert_id: &str,
-        why: &str,
-    ) -> Result<Vec<Switch>, ChangeError> {
-        let mut moved = Vec::new();
-        for switch in rest {
-            for _ in 0..5 {
-                let current = self.load().await?;
-                if current.get(*switch).enabled == switch.safe() {
-                    break;
-                }
-                let req = to_safety(*switch, current.version, alert_id, why);
-                let id = random_hex(8);
-                let origin = Origin {
-                    actor: SYSTEM,
-                    idempotency_key: "",
-                    action_id: &id,
-                };
-                match self.change(&req, &origin).await {
-                    Ok(_) => {
-                        moved.push(*switch);
-                        break;
-                    }
-                    Err(ChangeError::App(AppError::Conflict(_))) => continue,
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-        Ok(moved)
     }
 }
 

@@ -76,7 +76,7 @@ fn TriggerRow(
         <tr class="border-t border-slate-100" data-testid=format!("trigger-{key}")>
             <td class="py-2 pr-4 font-medium">{what}</td>
             <td class="py-2 pr-4">{made}</td>
-            <td class="py-2 pr-4 space-x-2 whitespace-nowrap">
+            <td class="py-2 pr-4"><div class="flex flex-wrap items-start gap-2">
                 <PostForm action=rotate attr:class="inline">
                     <input type="hidden" name="switch" value=key />
                     <FormKey value=rotate_key />
@@ -87,7 +87,7 @@ fn TriggerRow(
                     ) />
                 </PostForm>
                 {revoke_form}
-            </td>
+            </div></td>
         </tr>
     }
 }
