@@ -80,6 +80,24 @@ fn audit_record(
     item
 }
 
+impl Switches {
+    /// The audit record of a change to the switches' settings (a trigger URL, a trip) by
+    /// `actor`, of `action` type, with `payload`.
+    fn settings_record(
+        &self,
+        action: &str,
+        payload: serde_json::Value,
+        actor: &str,
+        now: DateTime<Utc>,
+    ) -> AuditItem {
+        let id = crate::server::ids::random_hex(8);
+        let mut record = AuditItem::new(AUDIT_PARTITION, action, now, &id, self.ttls.audit_days);
+        record.actor = actor.to_string();
+        record.action_payload_redacted = payload.to_string();
+        record
+    }
+}
+
 /// How long what a change writes lives.
 #[derive(Clone, Copy, Debug)]
 pub struct Ttls {

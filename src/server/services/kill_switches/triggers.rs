@@ -9,9 +9,7 @@ use crate::server::crypto::sha256_hex;
 use crate::server::domain::kill_switches::triggers::{self, Call, SECRET_PREFIX};
 use crate::server::domain::kill_switches::ChangeRequest;
 use crate::server::ids::random_hex;
-use crate::server::store::audit::AuditItem;
 use crate::server::store::kill_switch_triggers::{self as store, Trigger, Triggers, AUDIT_ACTION};
-use crate::server::store::kill_switches::AUDIT_PARTITION;
 use crate::server::store::StoreError;
 
 /// What a call to a trigger URL did.
@@ -79,16 +77,8 @@ impl Switches {
         let mut next = current.clone();
         next.set(switch, trigger);
         next.version = current.version + 1;
-        let mut record = AuditItem::new(
-            AUDIT_PARTITION,
-            AUDIT_ACTION,
-            now,
-            &random_hex(8),
-            self.ttls.audit_days,
-        );
-        record.actor = actor.to_string();
-        record.action_payload_redacted =
-            serde_json::json!({"switch": switch, "change": change}).to_string();
+        let payload = serde_json::json!({"switch": switch, "change": change});
+        let record = self.settings_record(AUDIT_ACTION, payload, actor, now);
         let ttl = self.ttls.settings_days;
         if store::save(&self.store, &next, current.version, &record, now, ttl).await? {
             tracing::info!(actor = %actor, switch = switch.key(), change, "kill switch trigger changed");

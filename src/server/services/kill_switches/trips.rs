@@ -9,9 +9,7 @@ use crate::model::AppError;
 use crate::server::domain::kill_switches::timers::SYSTEM;
 use crate::server::domain::kill_switches::ChangeRequest;
 use crate::server::ids::random_hex;
-use crate::server::store::audit::AuditItem;
 use crate::server::store::kill_switch_trips::{self as store, Trip, Trips, AUDIT_ACTION};
-use crate::server::store::kill_switches::AUDIT_PARTITION;
 use crate::server::store::StoreError;
 
 impl Switches {
@@ -87,16 +85,8 @@ impl Switches {
     ) -> Result<(), AppError> {
         let now = self.clock.now();
         next.version = expected + 1;
-        let mut record = AuditItem::new(
-            AUDIT_PARTITION,
-            AUDIT_ACTION,
-            now,
-            &random_hex(8),
-            self.ttls.audit_days,
-        );
-        record.actor = actor.to_string();
-        record.action_payload_redacted =
-            serde_json::json!({"switch": switch, "rule": rule, "change": change}).to_string();
+        let payload = serde_json::json!({"switch": switch, "rule": rule, "change": change});
+        let record = self.settings_record(AUDIT_ACTION, payload, actor, now);
         let ttl = self.ttls.settings_days;
         if store::save(&self.store, &next, expected, &record, now, ttl).await? {
             Ok(())
