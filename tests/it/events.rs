@@ -675,3 +675,22 @@ async fn an_audit_day_in_new_york_reads_two_utc_days_and_pages_across_them() {
         .await;
     assert!(forged.is_err());
 }
+
+/// Just after midnight today's partition is empty: the recent list starts with yesterday's
+/// events rather than "No events" above an "Older" link.
+#[tokio::test]
+async fn just_after_midnight_the_recent_events_start_with_yesterdays() {
+    let app = spawn_app().await;
+    let key = app.api_key(&["events:write"]).await;
+    let e = event("c-midnight", Some("m-1"), "where is my order?");
+    assert_eq!(post_event(&app, &key, &e).await.status, 200);
+    app.clock.advance(Duration::days(1));
+    let page = app
+        .state
+        .events
+        .list(&app.state.refs, "", None)
+        .await
+        .unwrap();
+    assert_eq!(page.events.len(), 1, "yesterday's event on the first page");
+    assert_eq!(page.next_cursor, None, "two days are recent: nothing older");
+}

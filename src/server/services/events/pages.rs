@@ -97,8 +97,15 @@ impl Events {
                 (day, v["inner"].as_str().map(str::to_string))
             }
         };
-        let page = records::events_of_day(&self.store, &day, inner.as_deref(), PAGE).await?;
+        let mut page = records::events_of_day(&self.store, &day, inner.as_deref(), PAGE).await?;
         let yesterday = (now - Duration::days(1)).format("%Y-%m-%d").to_string();
+        // Just after midnight today has nothing yet: the first page is yesterday's, rather
+        // than "No events" above an "Older" link.
+        let mut day = day;
+        if page.items.is_empty() && cursor.is_none() {
+            day = yesterday.clone();
+            page = records::events_of_day(&self.store, &day, None, PAGE).await?;
+        }
         // Today runs out: go on with yesterday (two days are "recent").
         let seal = |day: &str, inner: Option<String>| {
             cursors.seal(&binding, serde_json::json!({"day": day, "inner": inner}))
