@@ -33,16 +33,37 @@ pub struct KillSwitchesView {
     /// A fresh idempotency key for the change forms on this page: submitting the same
     /// form twice (double click, refresh, retry) changes the switch once.
     pub form_key: String,
-    /// The trigger URLs, for admins (empty for others).
-    #[serde(default)]
-    pub triggers: Vec<TriggerView>,
-    /// The trips attached to alert rules.
-    #[serde(default)]
+}
+
+/// What moves the switches without a person: the trips (everyone sees them) and, for
+/// admins, the trigger URLs. Its own server function, read by the Kill switches page only
+/// (the Overview reads [`KillSwitchesView`]: none of this weighs on its code).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KillSwitchAutomation {
     pub trips: Vec<TripView>,
+    /// Empty for anyone but an admin.
+    pub triggers: Vec<TriggerView>,
+    /// Whether the reader may change them.
+    pub can_change: bool,
+    /// A fresh key for this page's trip and trigger forms.
+    pub form_key: String,
 }
 
 #[server]
 pub async fn load_kill_switches() -> Result<KillSwitchesView, AppError> {
+    use crate::model::users::Role;
+    use crate::server::ctx;
+    let user = ctx::require(Role::Viewer)?;
+    let state = ctx::state()?;
+    Ok(KillSwitchesView {
+        switches: state.kill_switches.load().await?,
+        can_change: user.role.allows(Role::Admin),
+        form_key: crate::server::ids::random_hex(16),
+    })
+}
+
+#[server]
+pub async fn load_kill_switch_automation() -> Result<KillSwitchAutomation, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
     let user = ctx::require(Role::Viewer)?;
@@ -75,12 +96,11 @@ pub async fn load_kill_switches() -> Result<KillSwitchesView, AppError> {
             made_at: t.made_at,
         })
         .collect();
-    Ok(KillSwitchesView {
-        switches: state.kill_switches.load().await?,
+    Ok(KillSwitchAutomation {
+        trips,
+        triggers,
         can_change: admin,
         form_key: crate::server::ids::random_hex(16),
-        triggers,
-        trips,
     })
 }
 

@@ -281,6 +281,7 @@ fn server_functions() -> Vec<Entry> {
             vec![("user", "u1"), ("outcome", "")],
         ),
         (LoadKillSwitches::PATH, v, vec![]),
+        (LoadKillSwitchAutomation::PATH, v, vec![]),
         (
             ChangeKillSwitch::PATH,
             a,

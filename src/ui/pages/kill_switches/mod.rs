@@ -9,8 +9,8 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::kill_switches::{
-    kill_switch_history, load_kill_switches, ChangeKillSwitch, ChangeKillSwitchTrip,
-    KillSwitchesView, RevokeKillSwitchTrigger, RotateKillSwitchTrigger,
+    kill_switch_history, load_kill_switch_automation, load_kill_switches, ChangeKillSwitch,
+    ChangeKillSwitchTrip, KillSwitchesView, RevokeKillSwitchTrigger, RotateKillSwitchTrigger,
 };
 use crate::model::kill_switches::{HistoryPage, KillSwitches, Switch, SwitchState, TIMED_CHOICES};
 use crate::ui::components::alert::ActionResult;
@@ -33,16 +33,16 @@ pub fn KillSwitchesPage() -> impl IntoView {
     let revoke = FormAction::new::<RevokeKillSwitchTrigger>();
     let trip = FormAction::new::<ChangeKillSwitchTrip>();
     let query = use_query_map();
-    let data = page_data(
+    let data = page_data(move || change.version().get(), |_| load_kill_switches());
+    let automation = page_data(
         move || {
             (
-                change.version().get(),
                 rotate.version().get(),
                 revoke.version().get(),
                 trip.version().get(),
             )
         },
-        |_| load_kill_switches(),
+        |_| load_kill_switch_automation(),
     );
     let history = page_data(
         move || (change.version().get(), query.read().get("before")),
@@ -66,9 +66,11 @@ pub fn KillSwitchesPage() -> impl IntoView {
             <ActionResult value=move || change.value().get() success=|s: &KillSwitches| format!("Saved: {}.", s.summary()) />
         </div>
         <AsyncSection load=move || data spacing="mt-4" let:view>
-            <SwitchCards view=view.clone() change />
-            <Trips trips=view.trips form_key=view.can_change.then(|| view.form_key.clone()) change=trip />
-            <Triggers triggers=view.triggers form_key=view.form_key rotate revoke />
+            <SwitchCards view change />
+        </AsyncSection>
+        <AsyncSection load=move || automation let:a>
+            <Trips trips=a.trips form_key=a.can_change.then(|| a.form_key.clone()) change=trip />
+            <Triggers triggers=a.triggers form_key=a.form_key rotate revoke />
         </AsyncSection>
         <h2 class="mt-10 text-lg font-semibold">"History"</h2>
         <AsyncSection load=move || history let:page>
@@ -84,7 +86,6 @@ fn SwitchCards(view: KillSwitchesView, change: FormAction<KillSwitches>) -> impl
         switches,
         can_change,
         form_key,
-        ..
     } = view;
     // The two cards, always in this order: read again after every answer, each stays in
     // place. The form that was sent is emptied and closed after a success (`PostForm`),
