@@ -17,6 +17,7 @@ use crate::ui::pages::inbox::user::InboxUserPage;
 use crate::ui::pages::inbox::InboxPage;
 use crate::ui::pages::measurements::MeasurementsPage;
 use crate::ui::pages::openapi::OpenApiPage;
+use crate::ui::pages::kill_switches::automation::KillSwitchAutomationPage;
 use crate::ui::pages::outbox::receiver::ReceiverPage;
 use crate::ui::pages::outbox::OutboxPage;
 use crate::ui::pages::{
@@ -59,6 +60,7 @@ pub fn App() -> impl IntoView {
                 <ParentRoute ssr=SsrMode::Async path=path!("") view=Layout>
                     <Route ssr=SsrMode::Async path=path!("") view={Lazy::<OverviewRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("kill-switches") view={Lazy::<KillSwitchesRoute>::new()} />
+                    <Route ssr=SsrMode::Async path=path!("kill-switches/automation") view={Lazy::<KillSwitchAutomationRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("conversations") view={Lazy::<ConversationsRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("conversations/view") view={Lazy::<ConversationRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("events") view={Lazy::<EventsRoute>::new()} />
@@ -106,6 +108,7 @@ lazy_pages! {
     LoginRoute => LoginPage,
     OverviewRoute => OverviewPage,
     KillSwitchesRoute => KillSwitchesPage,
+    KillSwitchAutomationRoute => KillSwitchAutomationPage,
     ConversationsRoute => ConversationsPage,
     ConversationRoute => ConversationPage,
     EventsRoute => EventsPage,

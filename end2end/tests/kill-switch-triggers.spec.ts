@@ -4,7 +4,7 @@ import { apiKey, jsEnabled, ready, setSwitch, signIn } from './helpers';
 test.describe('kill switches without a person', () => {
   test('without JavaScript, making a trigger URL says it needs it and cannot be sent', async ({ page }) => {
     test.skip(jsEnabled(), 'the no-JavaScript page only');
-    await signIn(page, 'admin', '/kill-switches');
+    await signIn(page, 'admin', '/kill-switches/automation');
     const row = page.getByTestId('trigger-safe_mode');
     await expect(row.getByRole('button', { name: /(Make|Rotate) the safe mode trigger URL/ })).toBeDisabled();
     await expect(row.getByTestId('needs-js')).toHaveText('This needs JavaScript: what it makes is shown once, on this page.');
@@ -13,7 +13,7 @@ test.describe('kill switches without a person', () => {
   test('an admin makes a trigger URL, sees it once; a monitor calling it turns safe mode on; revoked, it changes nothing', async ({ page, request }) => {
     test.skip(!jsEnabled(), 'a secret is shown by the page\'s code only (see the test above)');
     await setSwitch(request, 'safe_mode', false);
-    await signIn(page, 'admin', '/kill-switches');
+    await signIn(page, 'admin', '/kill-switches/automation');
     const row = page.getByTestId('trigger-safe_mode');
     await row.getByRole('button', { name: /(Make|Rotate) the safe mode trigger URL/ }).click();
     const secret = page.getByTestId('one-time-secret');
@@ -39,7 +39,7 @@ test.describe('kill switches without a person', () => {
     await expect(page.getByTestId('switch-banner').locator('li', { hasText: 'Safe mode is off' })).toHaveCount(0);
 
     // Revoked: a call is a 401 and changes nothing.
-    await page.goto('/kill-switches');
+    await page.goto('/kill-switches/automation');
     await ready(page);
     await page.getByTestId('trigger-safe_mode').getByRole('button', { name: 'Revoke the safe mode trigger URL' }).click();
     await expect(page.getByText('trigger URL is revoked')).toBeVisible();
@@ -51,7 +51,7 @@ test.describe('kill switches without a person', () => {
   });
 
   test('an admin attaches a trip to an alert rule and removes it; a viewer sees it without the forms', async ({ browser, page }) => {
-    await signIn(page, 'admin', '/kill-switches');
+    await signIn(page, 'admin', '/kill-switches/automation');
     const form = page.locator('form', { has: page.getByLabel('When this rule fires') });
     await form.getByLabel('When this rule fires').selectOption('outbox.receiver_failing');
     await form.getByLabel('Then').selectOption('automation_enabled');
@@ -64,7 +64,7 @@ test.describe('kill switches without a person', () => {
     const viewer = await browser.newContext({ javaScriptEnabled: jsEnabled() });
     try {
       const other = await viewer.newPage();
-      await signIn(other, 'viewer', '/kill-switches');
+      await signIn(other, 'viewer', '/kill-switches/automation');
       await expect(other.getByTestId('trip').filter({ hasText: 'outbox.receiver_failing' })).toHaveCount(1);
       await expect(other.getByRole('button', { name: 'Attach the trip' })).toHaveCount(0);
       await expect(other.getByRole('button', { name: 'Remove' })).toHaveCount(0);
@@ -74,7 +74,7 @@ test.describe('kill switches without a person', () => {
     }
 
     await trip.getByRole('button', { name: 'Remove' }).click();
-    if (jsEnabled()) await expect(page.getByText('outbox.receiver_failing no longer turns automation off.')).toBeVisible();
+    if (jsEnabled()) await expect(page.getByText('Automation: the trip on outbox.receiver_failing is removed.')).toBeVisible();
     await expect(page.getByTestId('trip').filter({ hasText: 'outbox.receiver_failing' })).toHaveCount(0);
   });
 });

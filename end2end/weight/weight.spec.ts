@@ -25,6 +25,7 @@ const PAGES = [
   '/login',
   '/',
   '/kill-switches',
+  '/kill-switches/automation',
   '/conversations',
   '/events',
   '/outbox',

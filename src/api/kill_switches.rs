@@ -145,12 +145,11 @@ pub async fn change_kill_switch_trip(
         Ok(serde_json::json!({ "ok": true }))
     })
     .await?;
-    let to = if switch.safe() { "on" } else { "off" };
-    let what = switch.label().to_lowercase();
+    let effect = switch.trip_effect();
     Ok(if attach {
-        format!("When {rule} fires, {what} turns {to}.")
+        format!("When {rule} fires, {effect}.")
     } else {
-        format!("{rule} no longer turns {what} {to}.")
+        format!("{}: the trip on {rule} is removed.", switch.label())
     })
 }
 

@@ -70,6 +70,16 @@ impl Switch {
         }
     }
 
+    /// What a trip or a trigger does to the switch, in words: "safe mode turns on". Written
+    /// out rather than lowercased from [`Switch::label`]: `str::to_lowercase` brings
+    /// Unicode's case tables (12 KB) into the shell every page loads (docs/page-weight.md).
+    pub fn trip_effect(self) -> &'static str {
+        match self {
+            Switch::SafeMode => "safe mode turns on",
+            Switch::AutomationEnabled => "automation turns off",
+        }
+    }
+
     pub fn parse(s: &str) -> Result<Switch, AppError> {
         match s {
             "safe_mode" => Ok(Switch::SafeMode),

@@ -2,9 +2,10 @@
 
 /// The path of every page inside the console's frame (the router in `app.rs` serves each;
 /// a test holds the two together). A sign-in goes on only to one of these.
-pub const PAGE_PATHS: [&str; 18] = [
+pub const PAGE_PATHS: [&str; 19] = [
     "/",
     "/kill-switches",
+    "/kill-switches/automation",
     "/conversations",
     "/conversations/view",
     "/events",

@@ -172,11 +172,7 @@ pub fn trigger_in_words(p: &serde_json::Value) -> String {
 /// mode turns on".
 pub fn trip_in_words(p: &serde_json::Value) -> String {
     let text = |k: &str| p.get(k).and_then(serde_json::Value::as_str).unwrap_or("?");
-    let then = match text("switch") {
-        "safe_mode" => "safe mode turns on",
-        "automation_enabled" => "automation turns off",
-        _ => "a kill switch moves",
-    };
+    let then = Switch::parse(text("switch")).map_or("a kill switch moves", Switch::trip_effect);
     format!(
         "Trip {}: when {} fires, {then}",
         text("change"),

@@ -1,6 +1,8 @@
 //! Kill switches: state as badges, who changed each last and why, a guarded change form,
-//! the trips ([`trips`]), the trigger URLs ([`triggers`]), and the change history.
+//! and the change history; a link to their automation ([`automation`]: trips and trigger
+//! URLs), which has its own page.
 
+pub mod automation;
 mod triggers;
 mod trips;
 
@@ -9,8 +11,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::kill_switches::{
-    kill_switch_history, load_kill_switch_automation, load_kill_switches, ChangeKillSwitch,
-    ChangeKillSwitchTrip, KillSwitchesView, RevokeKillSwitchTrigger, RotateKillSwitchTrigger,
+    kill_switch_history, load_kill_switches, ChangeKillSwitch, KillSwitchesView,
 };
 use crate::model::kill_switches::{HistoryPage, KillSwitches, Switch, SwitchState, TIMED_CHOICES};
 use crate::ui::components::alert::ActionResult;
@@ -23,27 +24,12 @@ use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::components::table::DataTable;
 use crate::ui::data::page_data;
 use crate::ui::layout::ShellData;
-use triggers::Triggers;
-use trips::Trips;
 
 #[component]
 pub fn KillSwitchesPage() -> impl IntoView {
     let change = FormAction::new::<ChangeKillSwitch>();
-    let rotate = FormAction::new::<RotateKillSwitchTrigger>();
-    let revoke = FormAction::new::<RevokeKillSwitchTrigger>();
-    let trip = FormAction::new::<ChangeKillSwitchTrip>();
     let query = use_query_map();
     let data = page_data(move || change.version().get(), |_| load_kill_switches());
-    let automation = page_data(
-        move || {
-            (
-                rotate.version().get(),
-                revoke.version().get(),
-                trip.version().get(),
-            )
-        },
-        |_| load_kill_switch_automation(),
-    );
     let history = page_data(
         move || (change.version().get(), query.read().get("before")),
         |(_, before)| kill_switch_history(before),
@@ -68,10 +54,9 @@ pub fn KillSwitchesPage() -> impl IntoView {
         <AsyncSection load=move || data spacing="mt-4" let:view>
             <SwitchCards view change />
         </AsyncSection>
-        <AsyncSection load=move || automation let:a>
-            <Trips trips=a.trips form_key=a.can_change.then(|| a.form_key.clone()) change=trip />
-            <Triggers triggers=a.triggers form_key=a.form_key rotate revoke />
-        </AsyncSection>
+        <a class="mt-6 inline-block text-sm text-sky-800 underline" href="/kill-switches/automation">
+            "Automation: the trips on alert rules and the trigger URLs that turn safety on without a person →"
+        </a>
         <h2 class="mt-10 text-lg font-semibold">"History"</h2>
         <AsyncSection load=move || history let:page>
             <History page older=query.read_untracked().get("before").is_some_and(|b| !b.is_empty()) />

@@ -11,12 +11,6 @@ use crate::ui::components::moment::Moment;
 use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::components::table::DataTable;
 
-/// What a trip does, in words: "safe mode turns on".
-fn effect(switch: Switch) -> String {
-    let to = if switch.safe() { "on" } else { "off" };
-    format!("{} turns {to}", switch.label().to_lowercase())
-}
-
 /// The trips, and for admins (with a form key) the forms that attach and remove them.
 #[component]
 pub fn Trips(
@@ -44,7 +38,7 @@ pub fn Trips(
             view! {
                 <tr class="border-t border-slate-100" data-testid="trip">
                     <td class="py-2 pr-4 font-mono text-xs">{t.rule}</td>
-                    <td class="py-2 pr-4">{effect(t.switch)}</td>
+                    <td class="py-2 pr-4">{t.switch.trip_effect()}</td>
                     <td class="py-2 pr-4">{t.made_by} ", " <Moment iso=t.made_at /></td>
                     <td class="py-2 pr-4">{remove}</td>
                 </tr>
@@ -53,7 +47,7 @@ pub fn Trips(
         .collect_view();
     let attach = form_key.map(|key| view! { <AttachForm form_key=key change /> });
     view! {
-        <h2 class="mt-10 text-lg font-semibold">"Trips"</h2>
+        <h2 class="mt-6 text-lg font-semibold">"Trips"</h2>
         <p class="mt-1 text-sm text-slate-600">
             "When an alert rule with a trip fires, its switch goes to its safe position by itself, once, and the alert's message says so. A trip never turns safety off: a person does."
         </p>
@@ -76,7 +70,7 @@ fn AttachForm(form_key: String, change: FormAction<String>) -> impl IntoView {
         .collect_view();
     let switches = Switch::ALL
         .into_iter()
-        .map(|s| view! { <option value=s.key()>{effect(s)}</option> })
+        .map(|s| view! { <option value=s.key()>{s.trip_effect()}</option> })
         .collect_view();
     let select = "mt-1 max-w-full rounded border border-slate-300 px-2 py-1 text-sm";
     view! {
