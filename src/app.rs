@@ -15,9 +15,9 @@ use crate::ui::pages::idempotency::{IdempotencyKeyPage, IdempotencyPage};
 use crate::ui::pages::inbox::settings::InboxSettingsPage;
 use crate::ui::pages::inbox::user::InboxUserPage;
 use crate::ui::pages::inbox::InboxPage;
+use crate::ui::pages::kill_switches::automation::KillSwitchAutomationPage;
 use crate::ui::pages::measurements::MeasurementsPage;
 use crate::ui::pages::openapi::OpenApiPage;
-use crate::ui::pages::kill_switches::automation::KillSwitchAutomationPage;
 use crate::ui::pages::outbox::receiver::ReceiverPage;
 use crate::ui::pages::outbox::OutboxPage;
 use crate::ui::pages::{

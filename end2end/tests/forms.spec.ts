@@ -1,6 +1,6 @@
 import { APIRequestContext, expect, test } from '@playwright/test';
 import { randomBytes } from 'node:crypto';
-import { apiKey, ready, setSwitch, signIn, unique, user } from './helpers';
+import { apiKey, jsEnabled, ready, setSwitch, signIn, unique, user } from './helpers';
 
 const auth = () => ({ Authorization: `Bearer ${apiKey()}` });
 
@@ -20,6 +20,31 @@ async function postEvent(request: APIRequestContext, conversation: string, messa
 }
 
 test.describe('forms', () => {
+  test('a refusal that comes back in the address (a post without JavaScript) is shown, and stays once the page runs', async ({ page }) => {
+    // The page comes from the server with the refusal; with JavaScript the page's code takes
+    // it over from the page (it does not read the address itself) and shows the same.
+    await setSwitch(page.request, 'automation_enabled', false);
+    await signIn(page, 'admin', '/kill-switches');
+    const form = page.getByTestId('switch-automation_enabled').locator('form');
+    const action = (await form.getAttribute('action'))!;
+    const fields = await form.evaluate((f: HTMLFormElement) =>
+      Array.from(new FormData(f).entries()).map(([k, v]) => [k, String(v)] as [string, string]),
+    );
+    // Posted as a browser without JavaScript posts it: confirmed, with no reason.
+    const res = await page.request.post(action, {
+      form: { ...Object.fromEntries(fields), reason: '', confirm: 'yes' },
+      headers: { Referer: page.url(), Accept: 'text/html,application/xhtml+xml' },
+      maxRedirects: 0,
+    });
+    expect([302, 303], await res.text()).toContain(res.status());
+    await page.goto(res.headers()['location']);
+    await ready(page);
+    await expect(page.getByRole('alert')).toContainText('A reason is required.');
+    const reason = page.getByTestId('switch-automation_enabled').getByLabel(/^Reason for turning/);
+    await expect(reason).toHaveAttribute('aria-invalid', 'true');
+    if (jsEnabled()) await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  });
+
   test('after a kill-switch change the form is closed and its reason gone; flipping back starts empty', async ({ page, request }) => {
     // From on: off (with its confirmation), then on again.
     await setSwitch(request, 'safe_mode', true);

@@ -219,9 +219,11 @@ pub struct SwitchChangeRecord {
     pub at: String,
     pub actor: String,
     pub switch: Switch,
-    pub from: bool,
-    pub to: bool,
+    /// The switch's move, from and to; none for a change of what moves it without a person
+    /// (a trip or a trigger URL), told in `reason`.
+    pub moved: Option<(bool, bool)>,
     pub reason: String,
+    /// The switches' version after a move (0 for a change of what moves them).
     pub version: u64,
     /// A timed change: when it was to end (RFC 3339, UTC).
     #[serde(default)]

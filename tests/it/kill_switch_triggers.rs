@@ -232,3 +232,66 @@ async fn only_admins_make_rotate_or_revoke_trigger_urls_and_the_url_is_shown_onc
     let page = app.state.kill_switches.history(None, 10).await.unwrap();
     assert_eq!(page.entries[0].actor, "trigger");
 }
+
+/// The history tells every change of the switches' partition: a move, and a change of what
+/// moves them without a person (a trip, a trigger URL), in words. A page of ten is ten rows
+/// even when the newest records are all such changes (they used to be dropped, leaving a
+/// first page of "No changes yet" above an Older link).
+#[tokio::test]
+async fn the_history_tells_trips_and_trigger_urls_and_keeps_its_pages_full() {
+    let app = spawn_app().await;
+    app.set_switches(false, true).await;
+    let switches = &app.state.kill_switches;
+    app.set_switches(true, true).await;
+    for _ in 0..6 {
+        switches
+            .rotate_trigger(Switch::SafeMode, "alice")
+            .await
+            .unwrap();
+    }
+    for _ in 0..3 {
+        switches
+            .attach_trip("outbox.dead_letters", Switch::SafeMode, "bob")
+            .await
+            .unwrap();
+        switches
+            .remove_trip("outbox.dead_letters", Switch::SafeMode, "bob")
+            .await
+            .unwrap();
+    }
+    let first = switches.history(None, 10).await.unwrap();
+    assert_eq!(first.entries.len(), 10, "{:?}", first.entries);
+    let newest = &first.entries[0];
+    assert_eq!(
+        (newest.actor.as_str(), newest.switch, newest.moved),
+        ("bob", Switch::SafeMode, None)
+    );
+    assert!(
+        newest.reason.starts_with("Trip ") && newest.reason.contains("outbox.dead_letters"),
+        "{}",
+        newest.reason
+    );
+    assert!(
+        first.entries[6..]
+            .iter()
+            .all(|e| e.reason == "Safe mode's trigger URL rotated" && e.moved.is_none()),
+        "{:?}",
+        first.entries
+    );
+    let older = switches
+        .history(first.next_cursor.as_deref(), 10)
+        .await
+        .unwrap();
+    let reasons: Vec<&str> = older.entries.iter().map(|e| e.reason.as_str()).collect();
+    assert_eq!(
+        reasons[..3],
+        [
+            "Safe mode's trigger URL rotated",
+            "Safe mode's trigger URL made",
+            "test setup"
+        ],
+        "{:?}",
+        older.entries
+    );
+    assert_eq!(older.entries[2].moved, Some((false, true)));
+}

@@ -58,8 +58,8 @@ async fn a_change_writes_the_switch_and_its_audit_record_together() {
     assert_eq!(h.entries.len(), 1);
     let e = &h.entries[0];
     assert_eq!(
-        (e.actor.as_str(), e.switch, e.from, e.to),
-        ("alice", Switch::SafeMode, true, false)
+        (e.actor.as_str(), e.switch, e.moved),
+        ("alice", Switch::SafeMode, Some((true, false)))
     );
     let raw = audit::list_partition(&app.store, AUDIT_PARTITION, None, 10)
         .await

@@ -12,12 +12,12 @@
 //! function's URL, which answers with a redirect back to the page.
 
 use leptos::prelude::*;
-use leptos::server::ServerActionError;
-use leptos::server_fn::error::ServerFnUrlError;
+use leptos::server::SharedValue;
 use leptos::server_fn::ServerFn;
 use serde::de::DeserializeOwned;
 
 use crate::model::AppError;
+use crate::ui::data::Json;
 
 /// The submissions of one form to one server function, and the latest answer.
 pub struct FormAction<O: 'static> {
@@ -41,14 +41,36 @@ impl<O> Clone for FormAction<O> {
 
 impl<O> Copy for FormAction<O> {}
 
+/// The refusal by the server function at `path` that the page's address carries after a
+/// post without JavaScript, read on the server; in the browser the page brings it
+/// ([`FormAction::new`]).
+fn refusal(path: &'static str) -> Option<AppError> {
+    #[cfg(feature = "ssr")]
+    {
+        use leptos::server::ServerActionError;
+        use leptos::server_fn::error::ServerFnUrlError;
+        use_context::<ServerActionError>()
+            .filter(|e| e.path() == path)
+            .map(|e| ServerFnUrlError::<AppError>::decode_err(e.err()))
+    }
+    #[cfg(not(feature = "ssr"))]
+    {
+        let _ = path;
+        None
+    }
+}
+
 impl<O: Send + Sync + 'static> FormAction<O> {
     /// Submissions to the server function `S`. After a post without JavaScript that `S`
     /// refused, the page's address carries the refusal: it is the first answer, on the
     /// server's page and in the browser's alike (as with a `ServerAction`).
     pub fn new<S: ServerFn<Output = O, Error = AppError>>() -> Self {
-        let refused = use_context::<ServerActionError>()
-            .filter(|e| e.path() == S::PATH)
-            .map(|e| Err(ServerFnUrlError::<AppError>::decode_err(e.err())));
+        // The server reads the refusal from the address; the browser gets it with the page
+        // (a `SharedValue`), so the page's code carries no reader of the address's encoding
+        // (base64, 1.5 KB on each page with a form; docs/page-weight.md).
+        let refused = SharedValue::<Option<AppError>, Json>::new_with_encoding(|| refusal(S::PATH))
+            .into_inner()
+            .map(Err);
         Self {
             url: S::url(),
             input: RwSignal::new(None),

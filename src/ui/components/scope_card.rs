@@ -1,5 +1,5 @@
-//! One idempotency scope's health: its alert tiles, its counts, and requests per hour. The
-//! Idempotency and Measurements pages show it.
+//! One idempotency scope's health: its alert tiles, its counts, and requests per hour, on
+//! the Idempotency page (the Measurements page links to its endpoints' cards).
 
 use leptos::prelude::*;
 

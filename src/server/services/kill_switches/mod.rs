@@ -216,29 +216,56 @@ impl Switches {
         limit: i32,
     ) -> Result<HistoryPage, ChangeError> {
         let page = audit::list_partition(&self.store, AUDIT_PARTITION, cursor, limit).await?;
-        let entries = page
-            .items
-            .into_iter()
-            .filter_map(|item| {
-                let p: Payload = serde_json::from_str(&item.action_payload_redacted).ok()?;
-                Some(SwitchChangeRecord {
-                    at: crate::server::clock::iso(item.at()?),
-                    actor: item.actor,
-                    switch: p.switch,
-                    from: p.from,
-                    to: p.to,
-                    reason: p.reason,
-                    version: p.version,
-                    ends_at: p.ends_at,
-                    note: p.note,
-                })
-            })
-            .collect();
+        // Every record of the partition is a row: a move of a switch, or a change of what
+        // moves it without a person (a trip, a trigger URL), in words.
+        let entries = page.items.into_iter().filter_map(history_row).collect();
         Ok(HistoryPage {
             entries,
             next_cursor: page.next_cursor,
         })
     }
+}
+
+/// One record of the kill switches' audit partition as a row of their history; none for a
+/// record this release cannot read.
+fn history_row(item: AuditItem) -> Option<SwitchChangeRecord> {
+    use crate::server::domain::kill_switches::{trigger_in_words, trip_in_words};
+    use crate::server::store::{kill_switch_triggers, kill_switch_trips};
+    let at = crate::server::clock::iso(item.at()?);
+    let actor = item.actor;
+    let words = |in_words: fn(&serde_json::Value) -> String| {
+        let p: serde_json::Value = serde_json::from_str(&item.action_payload_redacted).ok()?;
+        let switch = Switch::parse(p.get("switch")?.as_str()?).ok()?;
+        Some((switch, in_words(&p)))
+    };
+    let automation = match item.action_type.as_str() {
+        kill_switch_trips::AUDIT_ACTION => Some(words(trip_in_words)?),
+        kill_switch_triggers::AUDIT_ACTION => Some(words(trigger_in_words)?),
+        _ => None,
+    };
+    if let Some((switch, reason)) = automation {
+        return Some(SwitchChangeRecord {
+            at,
+            actor,
+            switch,
+            moved: None,
+            reason,
+            version: 0,
+            ends_at: None,
+            note: None,
+        });
+    }
+    let p: Payload = serde_json::from_str(&item.action_payload_redacted).ok()?;
+    Some(SwitchChangeRecord {
+        at,
+        actor,
+        switch: p.switch,
+        moved: Some((p.from, p.to)),
+        reason: p.reason,
+        version: p.version,
+        ends_at: p.ends_at,
+        note: p.note,
+    })
 }
 
 /// A rule said no (`App`), or storage failed (`Store`).

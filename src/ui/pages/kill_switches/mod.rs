@@ -290,7 +290,10 @@ fn History(page: HistoryPage, older: bool) -> impl IntoView {
                     <td class="py-2 pr-4 whitespace-nowrap"><Moment iso=e.at.clone() /></td>
                     <td class="py-2 pr-4">{e.actor}</td>
                     <td class="py-2 pr-4">{e.switch.label()}</td>
-                    <td class="py-2 pr-4 whitespace-nowrap">{format!("{} → {}", on_off(e.from), on_off(e.to))}</td>
+                    <td class="py-2 pr-4 whitespace-nowrap">{match e.moved {
+                        Some((from, to)) => format!("{} → {}", on_off(from), on_off(to)),
+                        None => "its automation".to_string(),
+                    }}</td>
                     <td class="py-2 pr-4">
                         {e.reason}
                         {e.ends_at.map(|end| view! { " (until " <Moment iso=end /> ")" })}

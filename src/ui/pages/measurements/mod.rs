@@ -11,12 +11,13 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::measurements::load_measurements;
+use crate::model::idempotency::{operation, ScopeHealth};
 use crate::model::measurements::{MeasurementsView, RateHour, Rates};
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::attempts::AttemptsSection;
 use crate::ui::components::form::Options;
 use crate::ui::components::links::{enc, split_reference};
-use crate::ui::components::scope_card::{pct, ScopeCard};
+use crate::ui::components::scope_card::{anchor, pct};
 use crate::ui::data::page_data;
 
 const OUTCOMES: [(&str, &str); 8] = [
@@ -116,8 +117,52 @@ fn Body(v: MeasurementsView, outcome: String) -> impl IntoView {
                 <li class=if r.breached { "font-medium text-red-800" } else { "text-slate-700" } data-breached=r.breached.to_string()>{r.summary}</li>
             }).collect_view()}
         </ul>
-        {idempotency.into_iter().map(|s| view! { <ScopeCard s /> }).collect_view()}
+        <IdempotencyLines scopes=idempotency window=rates.window.clone() />
         <AttemptsSection page=attempts outcome base />
+    }
+}
+
+/// The measurement endpoints' idempotency health, a line each (requests, replays,
+/// failures, the alerts firing), leading to the scope's card on the Idempotency page, where
+/// its chart and alert tiles are (their code stays there, docs/page-weight.md).
+#[component]
+fn IdempotencyLines(scopes: Vec<ScopeHealth>, window: String) -> impl IntoView {
+    let lines = scopes
+        .into_iter()
+        .map(|s| {
+            let (name, _) = operation(&s.scope);
+            let firing: Vec<&str> = s
+                .alerts
+                .iter()
+                .filter(|a| a.breached)
+                .map(|a| a.label.as_str())
+                .collect();
+            let verdict = if firing.is_empty() {
+                "no alert firing".to_string()
+            } else {
+                format!("alert firing: {}", firing.join(", "))
+            };
+            let c = &s.totals;
+            let text = format!(
+                "{name}: {} requests, {} replayed, {} failures; {verdict}",
+                c.requests, c.replayed, c.failures
+            );
+            let href = format!("/idempotency?window={}#{}", enc(&window), anchor(&s.scope));
+            let class = if firing.is_empty() {
+                "text-slate-700"
+            } else {
+                "font-medium text-red-800"
+            };
+            view! {
+                <li class=class data-testid=format!("scope-{}", s.scope)>
+                    {text} " " <a class="text-sky-800 underline" href=href>"Details →"</a>
+                </li>
+            }
+        })
+        .collect_view();
+    view! {
+        <h2 class="mt-6 text-lg font-semibold">"Idempotency of the measurement endpoints"</h2>
+        <ul class="mt-2 space-y-1 text-sm" data-testid="measurement-idempotency">{lines}</ul>
     }
 }
 
