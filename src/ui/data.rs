@@ -13,8 +13,6 @@ use leptos::prelude::*;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::ui::components::post_form::FormAction;
-
 /// JSON, written as text and read with the reader the server functions' answers use.
 pub struct Json;
 
@@ -34,19 +32,6 @@ impl<T: DeserializeOwned> codee::Decoder<T> for Json {
     fn decode(text: &str) -> Result<T, serde_json::Error> {
         serde_json::from_slice(text.as_bytes())
     }
-}
-
-/// A count that moves when a submission of `action` succeeds. Page data that reloads on it,
-/// rather than on every answer, leaves a refused form as it was typed, next to its error.
-pub fn saved<O: Send + Sync + 'static>(action: FormAction<O>) -> Memo<usize> {
-    Memo::new(move |last: Option<&usize>| {
-        let version = action.version().get();
-        if action.value().with(|v| matches!(v, Some(Ok(_)))) {
-            version
-        } else {
-            last.copied().unwrap_or(version)
-        }
-    })
 }
 
 /// A page's data (see the module's documentation).

@@ -80,6 +80,19 @@ impl<O: Send + Sync + 'static> FormAction<O> {
         }
     }
 
+    /// A count that moves when a submission succeeds. Page data that reloads on it, rather
+    /// than on every answer, leaves a refused form as it was typed, next to its error.
+    pub fn saved(self) -> Memo<usize> {
+        Memo::new(move |last: Option<&usize>| {
+            let version = self.version.get();
+            if self.value.with(|v| matches!(v, Some(Ok(_)))) {
+                version
+            } else {
+                last.copied().unwrap_or(version)
+            }
+        })
+    }
+
     /// How many answers have come back (each one a change when it is `Ok`).
     pub fn version(&self) -> RwSignal<usize> {
         self.version

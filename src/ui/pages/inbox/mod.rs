@@ -21,7 +21,7 @@ use crate::ui::components::moment::time_or_text;
 use crate::ui::components::pager::Pager;
 use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::components::table::DataTable;
-use crate::ui::data::{page_data, saved};
+use crate::ui::data::page_data;
 
 const INPUT: &str = "mt-1 w-full rounded border border-slate-300 px-2 py-1 text-sm";
 const BUTTON: &str = "rounded bg-slate-900 px-3 py-1.5 text-sm text-white";
@@ -33,7 +33,7 @@ pub fn InboxPage() -> impl IntoView {
     let save_draft = FormAction::new::<SaveDraft>();
     let publish = FormAction::new::<PublishMessage>();
     // Reloaded after each save, not after a refusal: the form stays as typed, next to its error.
-    let draft_saved = saved(save_draft);
+    let draft_saved = save_draft.saved();
     let data = page_data(
         move || {
             (

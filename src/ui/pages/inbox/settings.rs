@@ -13,7 +13,7 @@ use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::links::enc;
 use crate::ui::components::post_form::FormAction;
-use crate::ui::data::{page_data, saved};
+use crate::ui::data::page_data;
 
 #[component]
 pub fn InboxSettingsPage() -> impl IntoView {
@@ -21,7 +21,7 @@ pub fn InboxSettingsPage() -> impl IntoView {
     let q = move |k: &'static str| query.read().get(k).unwrap_or_default();
     let save_tenant = FormAction::new::<SaveTenant>();
     let save_inbox = FormAction::new::<SaveInbox>();
-    let (tenant_saved, inbox_saved) = (saved(save_tenant), saved(save_inbox));
+    let (tenant_saved, inbox_saved) = (save_tenant.saved(), save_inbox.saved());
     let data = page_data(
         move || {
             (

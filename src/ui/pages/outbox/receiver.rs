@@ -15,7 +15,7 @@ use crate::ui::components::form::{field_error, invalid_attrs, FieldError};
 use crate::ui::components::moment::Moment;
 use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::components::receiver::ReceiverStatus;
-use crate::ui::data::{page_data, saved};
+use crate::ui::data::page_data;
 
 /// The page's actions.
 #[derive(Clone, Copy)]
@@ -36,7 +36,7 @@ pub fn ReceiverPage() -> impl IntoView {
         add: FormAction::new::<AddReceiverSecret>(),
         retire: FormAction::new::<RetireReceiverSecret>(),
         test: FormAction::new::<TestReceiver>(),
-        saved: saved(save),
+        saved: save.saved(),
     };
     // Read again after each change (after the receiver's form, only once it is saved).
     let data = page_data(
