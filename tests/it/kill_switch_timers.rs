@@ -276,3 +276,30 @@ async fn only_a_risky_change_is_timed_between_a_minute_and_a_week_and_a_refusal_
         .unwrap();
     assert_eq!(stored.version, 1, "only the one accepted change");
 }
+
+/// A one-time marker (which console announces a revert, which sets up the demo data) is set
+/// for one caller only, even for two callers at the same moment: a marker found equal to
+/// one's own counts as one's own (a lost answer), so each caller's marker is its own. Before
+/// each marker carried a nonce, two consoles ending one timed change in the same millisecond
+/// both announced it (seen once under load in `make test`).
+#[tokio::test]
+async fn a_marker_set_at_the_same_moment_by_two_consoles_is_set_for_one() {
+    let app = spawn_app().await;
+    let now = app.clock.now();
+    let name = format!("kill_switch_revert_safe_mode_v{}", random_hex(4));
+    let (a, b) = tokio::join!(
+        kill_switches::mark_once(&app.store, &name, now),
+        kill_switches::mark_once(&app.store, &name, now)
+    );
+    let again = kill_switches::mark_once(&app.store, &name, now)
+        .await
+        .unwrap();
+    assert_eq!(
+        [a.unwrap(), b.unwrap(), again]
+            .iter()
+            .filter(|set| **set)
+            .count(),
+        1,
+        "one caller set it"
+    );
+}

@@ -215,6 +215,9 @@ pub async fn commit(
 struct Marker<'a> {
     pk: &'a str,
     set_at: String,
+    /// Each caller's own: two callers at the same moment write different markers, so only
+    /// the one whose write was applied counts it as set (a lost answer included).
+    nonce: String,
     expires_at: i64,
 }
 
@@ -223,6 +226,7 @@ pub async fn mark_once(store: &Store, name: &str, now: DateTime<Utc>) -> Result<
     let marker = Marker {
         pk: name,
         set_at: now.to_rfc3339(),
+        nonce: crate::server::ids::random_hex(8),
         expires_at: (now + chrono::Duration::days(3650)).timestamp(),
     };
     super::item::put_if_absent(store, SETTINGS.base, "pk", &marker, now).await

@@ -52,7 +52,16 @@ impl Switches {
             let ttl = self.ttls.settings_days;
             match store::commit(&self.store, &next, current.version, &item, now, ttl).await? {
                 Commit::Done => {
-                    let st = next.get(switch);
+                    // Two consoles that end it at the same moment write the same state, and
+                    // the one whose write lost finds it stored, as after a lost answer: one
+                    // marker per revert decides which of them announces it.
+                    let marker = format!("kill_switch_revert_{}_v{}", switch.key(), next.version);
+                    let announce = store::mark_once(&self.store, &marker, now).await?;
+                    let st = next.get(switch).clone();
+                    current = next;
+                    if !announce {
+                        continue;
+                    }
                     let words = format!(
                         "{} turned back {}: {}",
                         switch.label(),
@@ -64,16 +73,15 @@ impl Switches {
                     );
                     tracing::info!(
                         switch = switch.key(),
-                        version = next.version,
+                        version = current.version,
                         "timed kill-switch change ended"
                     );
                     metrics::kill_switch_reverted(switch.key());
                     done.push(Reverted {
                         switch,
-                        version: next.version,
+                        version: current.version,
                         words,
                     });
-                    current = next;
                 }
                 // Another console ended it first, or a person changed the switches: what is
                 // stored now decides the next switch.
