@@ -15,6 +15,7 @@ use crate::ui::pages::idempotency::{IdempotencyKeyPage, IdempotencyPage};
 use crate::ui::pages::inbox::settings::InboxSettingsPage;
 use crate::ui::pages::inbox::user::InboxUserPage;
 use crate::ui::pages::inbox::InboxPage;
+use crate::ui::pages::kill_switches::approvals::KillSwitchApprovalsPage;
 use crate::ui::pages::kill_switches::automation::KillSwitchAutomationPage;
 use crate::ui::pages::measurements::MeasurementsPage;
 use crate::ui::pages::openapi::OpenApiPage;
@@ -61,6 +62,7 @@ pub fn App() -> impl IntoView {
                     <Route ssr=SsrMode::Async path=path!("") view={Lazy::<OverviewRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("kill-switches") view={Lazy::<KillSwitchesRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("kill-switches/automation") view={Lazy::<KillSwitchAutomationRoute>::new()} />
+                    <Route ssr=SsrMode::Async path=path!("kill-switches/approvals") view={Lazy::<KillSwitchApprovalsRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("conversations") view={Lazy::<ConversationsRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("conversations/view") view={Lazy::<ConversationRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("events") view={Lazy::<EventsRoute>::new()} />
@@ -109,6 +111,7 @@ lazy_pages! {
     OverviewRoute => OverviewPage,
     KillSwitchesRoute => KillSwitchesPage,
     KillSwitchAutomationRoute => KillSwitchAutomationPage,
+    KillSwitchApprovalsRoute => KillSwitchApprovalsPage,
     ConversationsRoute => ConversationsPage,
     ConversationRoute => ConversationPage,
     EventsRoute => EventsPage,

@@ -26,6 +26,7 @@ const PAGES = [
   '/',
   '/kill-switches',
   '/kill-switches/automation',
+  '/kill-switches/approvals',
   '/conversations',
   '/events',
   '/outbox',

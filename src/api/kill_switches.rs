@@ -1,7 +1,7 @@
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::model::kill_switches::{HistoryPage, KillSwitches, Switch};
+use crate::model::kill_switches::{Approval, ChangeAnswer, HistoryPage, KillSwitches, Switch};
 use crate::model::users::OneTime;
 use crate::model::AppError;
 
@@ -33,6 +33,20 @@ pub struct KillSwitchesView {
     /// A fresh idempotency key for the change forms on this page: submitting the same
     /// form twice (double click, refresh, retry) changes the switch once.
     pub form_key: String,
+    /// Requests waiting for a second admin (docs/switches.md, "Approvals").
+    pub pending: usize,
+    /// Whether the reader may skip the approval in an emergency (only when approvals are
+    /// required).
+    pub can_skip: bool,
+}
+
+/// The approvals page's data: the requests waiting for a second admin.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KillSwitchApprovals {
+    pub requests: Vec<Approval>,
+    /// The reader's name (their own requests they may only withdraw) when they may decide.
+    pub decider: Option<String>,
+    pub form_key: String,
 }
 
 /// What moves the switches without a person: the trips (everyone sees them) and, for
@@ -55,11 +69,69 @@ pub async fn load_kill_switches() -> Result<KillSwitchesView, AppError> {
     use crate::server::ctx;
     let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
+    let ks = &state.kill_switches;
+    let admin = user.role.allows(Role::Admin);
     Ok(KillSwitchesView {
-        switches: state.kill_switches.load().await?,
-        can_change: user.role.allows(Role::Admin),
+        switches: ks.load().await?,
+        can_change: admin,
+        form_key: crate::server::ids::random_hex(16),
+        pending: ks.approvals().await?.len(),
+        can_skip: admin && ks.approvals_required() && ks.may_skip_approval(&user.name),
+    })
+}
+
+#[server]
+pub async fn load_kill_switch_approvals() -> Result<KillSwitchApprovals, AppError> {
+    use crate::model::users::Role;
+    use crate::server::ctx;
+    let user = ctx::require(Role::Viewer)?;
+    let state = ctx::state()?;
+    Ok(KillSwitchApprovals {
+        requests: state.kill_switches.approvals().await?,
+        decider: user.role.allows(Role::Admin).then(|| user.name.clone()),
         form_key: crate::server::ids::random_hex(16),
     })
+}
+
+/// Approves or rejects (`decision`) the request `id`, with `reason`.
+#[server]
+pub async fn decide_kill_switch_approval(
+    id: String,
+    decision: String,
+    reason: String,
+    idempotency_key: String,
+) -> Result<String, AppError> {
+    use crate::api::submission::{self, Submission};
+    use crate::model::users::Role;
+    use crate::server::ctx;
+    use crate::server::domain::kill_switches::approvals::{ApprovalId, Decision};
+    use crate::server::services::idempotency::KeyInputs;
+    let admin = ctx::require(Role::Admin)?;
+    let state = ctx::state()?;
+    let decision = Decision::parse(&decision)?;
+    let id = ApprovalId::parse(&id)?;
+    let sub = Submission {
+        actor: &admin.name,
+        scope: "kill_switches.decide",
+        form_key: &idempotency_key,
+        values: KeyInputs::new()
+            .id("id", id.as_str())
+            .id("decision", decision.as_str())
+            .text("reason", &reason),
+    };
+    let ks = &state.kill_switches;
+    let answer = submission::once(&state, sub, |_| async {
+        let decided = ks
+            .decide(id.as_str(), decision, &reason, &admin.name)
+            .await
+            .map_err(AppError::from)?;
+        Ok(serde_json::json!({ "ok": true, "data": decided.words }))
+    })
+    .await?;
+    Ok(answer
+        .data
+        .and_then(|d| d.as_str().map(str::to_string))
+        .unwrap_or_else(|| "Done.".into()))
 }
 
 #[server]
@@ -237,8 +309,10 @@ pub async fn change_kill_switch(
     confirm: Option<String>,
     // Absent from a page of an older release (a rolling deployment): no end.
     #[server(default)] for_minutes: Option<String>,
+    // Ticked "skip the approval" (an emergency admin's form only).
+    #[server(default)] emergency: Option<String>,
     idempotency_key: String,
-) -> Result<KillSwitches, AppError> {
+) -> Result<ChangeAnswer, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::domain::kill_switches::ChangeRequest;
@@ -251,11 +325,20 @@ pub async fn change_kill_switch(
         reason,
         confirm.as_deref(),
         for_minutes.as_deref(),
+        emergency.as_deref(),
     )?;
-    state
+    let changed = state
         .kill_switches
         .change_once(&state.idempotency, &req, &idempotency_key, &user.name)
-        .await
+        .await?;
+    if let Some(words) = &changed.announce {
+        let id = format!(
+            "kill_switches.emergency#{}",
+            changed.answer.switches.version
+        );
+        state.alerts.notify(&id, words, "/kill-switches").await;
+    }
+    Ok(changed.answer)
 }
 
 #[server]

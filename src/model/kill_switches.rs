@@ -233,6 +233,40 @@ pub struct SwitchChangeRecord {
     pub note: Option<String>,
 }
 
+/// A change in a risky direction waiting for a second admin (docs/switches.md,
+/// "Approvals"). It cannot be edited: its requester asking again replaces it, under a new
+/// id, so an approval always names the content its approver read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Approval {
+    pub id: String,
+    pub switch: Switch,
+    pub enable: bool,
+    /// Redacted, as every reason.
+    pub reason: String,
+    /// A timed change: this many minutes from its approval.
+    #[serde(default)]
+    pub for_minutes: Option<i64>,
+    /// A timed change: its end (RFC 3339, UTC).
+    #[serde(default)]
+    pub ends_at: Option<String>,
+    /// The switches' version it was asked against: any change of the switches since makes
+    /// it stale.
+    pub version: u64,
+    pub requested_by: String,
+    /// RFC 3339, UTC.
+    pub requested_at: String,
+    /// Past this (RFC 3339, UTC) it can no longer be approved.
+    pub expires_at: String,
+}
+
+/// What a change form's submission did: the switches as stored, and, when the change waits
+/// for a second admin, what was asked, in words.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChangeAnswer {
+    pub switches: KillSwitches,
+    pub requested: Option<String>,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HistoryPage {
     pub entries: Vec<SwitchChangeRecord>,

@@ -89,7 +89,8 @@ impl AppState {
             store.clone(),
             clock.clone(),
             kill_switches::Ttls::from(&config.ttl),
-        );
+        )
+        .with_approvals(kill_switches::ApprovalPolicy::from(&config.switches));
         let users = Users::new(
             store.clone(),
             clock.clone(),

@@ -17,9 +17,9 @@ use crate::receiver::Receiver;
 use ops_console::server::outbound::signature::SigningSecret;
 
 /// Every message a channel got: (path, webhook-id, body).
-type Heard = Arc<Mutex<Vec<(String, String, Value)>>>;
+pub(crate) type Heard = Arc<Mutex<Vec<(String, String, Value)>>>;
 
-async fn channel() -> (Heard, String) {
+pub(crate) async fn channel() -> (Heard, String) {
     let heard: Heard = Arc::default();
     async fn take(
         State(h): State<Heard>,

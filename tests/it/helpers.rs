@@ -410,16 +410,22 @@ impl TestApp {
         .await
     }
 
-    /// Sets both kill switches, as an admin would.
+    /// Sets both kill switches, as an admin would (the data a test starts from: never held
+    /// for a second admin's approval).
     pub async fn set_switches(&self, safe_mode: bool, automation_enabled: bool) {
         use ops_console::model::kill_switches::Switch;
         use ops_console::server::domain::kill_switches::ChangeRequest;
-        use ops_console::server::services::kill_switches::Origin;
+        use ops_console::server::services::kill_switches::{Origin, Switches, Ttls};
+        let switches = Switches::new(
+            self.store.clone(),
+            self.clock.clone(),
+            Ttls::from(&self.state.config.ttl),
+        );
         for (switch, enable) in [
             (Switch::SafeMode, safe_mode),
             (Switch::AutomationEnabled, automation_enabled),
         ] {
-            let current = self.state.kill_switches.load().await.unwrap();
+            let current = switches.load().await.unwrap();
             if current.get(switch).enabled == enable {
                 continue;
             }
@@ -430,6 +436,7 @@ impl TestApp {
                 reason: "test setup".into(),
                 confirmed: true,
                 ends: None,
+                emergency: false,
             };
             let id = random_hex(8);
             let origin = Origin {
@@ -437,8 +444,7 @@ impl TestApp {
                 idempotency_key: &id,
                 action_id: &id,
             };
-            self.state
-                .kill_switches
+            switches
                 .change(&req, &origin)
                 .await
                 .expect("switch changed");

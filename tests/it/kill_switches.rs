@@ -29,6 +29,7 @@ fn turn_safe_mode_off(version: u64, reason: &str) -> ChangeRequest {
         reason: reason.into(),
         confirmed: true,
         ends: None,
+        emergency: false,
     }
 }
 

@@ -21,7 +21,7 @@ use figment::providers::Serialized;
 use figment::Figment;
 
 pub use auth::AuthSection;
-pub use operations::{AlertsSection, OperationsSection};
+pub use operations::{AlertsSection, OperationsSection, SwitchesSection};
 pub use sections::*;
 
 /// Conventional names for settings people set most.
@@ -61,6 +61,8 @@ pub struct Config {
     pub measurements: MeasurementsSection,
     pub operations: OperationsSection,
     pub alerts: AlertsSection,
+    /// `require_approval` is always set: unset in the file, it follows the environment.
+    pub switches: SwitchesSection,
     /// Where the settings came from, for the start-up log.
     pub source: String,
 }
@@ -229,6 +231,7 @@ impl Config {
             measurements,
             operations,
             alerts,
+            switches,
         } = raw;
         Ok(Config {
             env: app.environment,
@@ -247,6 +250,14 @@ impl Config {
             measurements,
             operations,
             alerts,
+            switches: SwitchesSection {
+                require_approval: Some(
+                    switches
+                        .require_approval
+                        .unwrap_or(app.environment != Environment::Dev),
+                ),
+                ..switches
+            },
             source,
         })
     }

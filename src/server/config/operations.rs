@@ -42,3 +42,37 @@ impl Default for AlertsSection {
         }
     }
 }
+
+/// Four eyes on the kill switches (docs/switches.md, "Approvals").
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SwitchesSection {
+    /// Turning safe mode off or automation on waits for a second admin's approval.
+    /// Unset: on in staging and prod, off in dev.
+    pub require_approval: Option<bool>,
+    /// How long a request waits for its approval, in minutes.
+    pub approval_minutes: i64,
+    /// The admins (user names, comma-separated) who may skip the approval in an emergency;
+    /// each use is marked in the history and raises an alert. Empty: nobody.
+    pub emergency_admins: String,
+}
+
+impl Default for SwitchesSection {
+    fn default() -> Self {
+        SwitchesSection {
+            require_approval: None,
+            approval_minutes: 60,
+            emergency_admins: String::new(),
+        }
+    }
+}
+
+impl SwitchesSection {
+    /// Whether `name` is one of the emergency admins.
+    pub fn is_emergency_admin(&self, name: &str) -> bool {
+        self.emergency_admins
+            .split(',')
+            .map(str::trim)
+            .any(|n| !n.is_empty() && n == name)
+    }
+}

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::auth::AuthSection;
 
-use super::operations::{AlertsSection, OperationsSection};
+use super::operations::{AlertsSection, OperationsSection, SwitchesSection};
 
 /// `dev`, `staging` or `prod`: every table name ends in `-<environment>`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -378,6 +378,7 @@ pub struct Settings {
     pub measurements: MeasurementsSection,
     pub operations: OperationsSection,
     pub alerts: AlertsSection,
+    pub switches: SwitchesSection,
 }
 
 /// The sections, for the `OPS_<SECTION>_<KEY>` variables.
@@ -392,4 +393,5 @@ pub const SECTIONS: &[&str] = &[
     "measurements",
     "operations",
     "alerts",
+    "switches",
 ];

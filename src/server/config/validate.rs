@@ -88,6 +88,7 @@ pub(super) fn settings(s: &Settings) -> Result<(), ConfigError> {
     range("inbox.stream_poll_ms", i.stream_poll_ms, 10, 60_000)?;
     operations(&s.operations)?;
     alerts(&s.alerts)?;
+    switches(&s.switches)?;
     measurements(&s.measurements)
 }
 
@@ -313,6 +314,10 @@ fn operations(o: &super::OperationsSection) -> Result<(), ConfigError> {
     crate::server::outbound::networks::Networks::parse(&o.outbound_allowed_networks)
         .map(|_| ())
         .map_err(|e| ConfigError::new("operations.outbound_allowed_networks", &e))
+}
+
+fn switches(s: &super::SwitchesSection) -> Result<(), ConfigError> {
+    range("switches.approval_minutes", s.approval_minutes, 5, 1440)
 }
 
 fn alerts(a: &super::AlertsSection) -> Result<(), ConfigError> {

@@ -53,3 +53,59 @@ pub struct Triggered {
     /// The switches' version afterwards.
     pub version: u64,
 }
+
+/// A change that waits for a second admin (docs/switches.md, "Approvals"): with approvals
+/// required, turning safe mode off or automation on is a request an admin approves or
+/// rejects in the console. Nothing changed yet.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct ApprovalRequested {
+    /// Always `awaiting_approval`.
+    pub status: String,
+    pub request: PendingRequest,
+}
+
+/// A request waiting for a second admin.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct PendingRequest {
+    pub id: String,
+    /// `safe_mode` or `automation_enabled`.
+    pub switch: String,
+    pub enable: bool,
+    /// Redacted.
+    pub reason: String,
+    /// A timed change: minutes from its approval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub for_minutes: Option<i64>,
+    /// A timed change: its end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ends_at: Option<String>,
+    /// The switches' version it was asked against; any change since makes it stale.
+    pub version: u64,
+    pub requested_by: String,
+    pub requested_at: String,
+    /// Past this it can no longer be approved.
+    pub expires_at: String,
+}
+
+/// The requests waiting for a second admin, oldest first.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct PendingRequests {
+    pub requests: Vec<PendingRequest>,
+}
+
+impl From<crate::model::kill_switches::Approval> for PendingRequest {
+    fn from(a: crate::model::kill_switches::Approval) -> PendingRequest {
+        PendingRequest {
+            id: a.id,
+            switch: a.switch.key().to_string(),
+            enable: a.enable,
+            reason: a.reason,
+            for_minutes: a.for_minutes,
+            ends_at: a.ends_at,
+            version: a.version,
+            requested_by: a.requested_by,
+            requested_at: a.requested_at,
+            expires_at: a.expires_at,
+        }
+    }
+}

@@ -9,7 +9,10 @@ use super::extract::{JsonBody, Scoped, SwitchesRead, SwitchesWrite};
 use super::problem::Problem;
 use crate::model::kill_switches::KillSwitches;
 use crate::model::AppError;
-use crate::server::contract::kill_switches::{SwitchChange, Switches, Triggered};
+use crate::server::contract::kill_switches::{
+    ApprovalRequested, PendingRequests, SwitchChange, Switches, Triggered,
+};
+use crate::server::domain::kill_switches::approvals::Route;
 use crate::server::domain::kill_switches::ChangeRequest;
 use crate::server::ids::random_hex;
 use crate::server::services::kill_switches::triggers::TriggerError;
@@ -52,7 +55,8 @@ pub(crate) async fn kill_switches(
         ("Idempotency-Key" = String, Header, description = "Required: a unique value per request, sent again unchanged on retry")
     ),
     responses(
-        (status = 200, description = "OK", body = Switches)
+        (status = 200, description = "Changed", body = Switches),
+        (status = 202, description = "Waits for a second admin's approval in the console (approvals required): nothing changed yet", body = ApprovalRequested)
     ),
     security(("api_key" = ["switches:write"])),
 )]
@@ -60,13 +64,28 @@ pub(crate) async fn kill_switches(
 /// the console: a reason, a confirmation for the risky directions, the version it saw, and
 /// an `Idempotency-Key`. A change in a risky direction may be timed (`for_minutes` or
 /// `ends_at`): the switch goes back towards safety then, once, whichever console is up.
+/// With approvals required, such a change is a request (202) that an admin approves in the
+/// console: an API key is never the second pair of eyes, and never skips them.
 pub(crate) async fn change_kill_switch(
     State(state): State<AppState>,
     auth: Scoped<SwitchesWrite>,
     JsonBody(body): JsonBody<SwitchChange>,
-) -> Result<Json<Switches>, Problem> {
+) -> Result<axum::response::Response, Problem> {
+    use axum::response::IntoResponse;
     let req = ChangeRequest::try_from(body)?;
     let actor = format!("api:{}", auth.principal.name);
+    if state.kill_switches.route(&req, &actor)? == Route::Request {
+        let made = state
+            .kill_switches
+            .request_change(&req, &actor)
+            .await
+            .map_err(AppError::from)?;
+        let body = ApprovalRequested {
+            status: "awaiting_approval".into(),
+            request: made.into(),
+        };
+        return Ok((axum::http::StatusCode::ACCEPTED, Json(body)).into_response());
+    }
     let key = random_hex(8);
     let origin = Origin {
         actor: &actor,
@@ -78,7 +97,28 @@ pub(crate) async fn change_kill_switch(
         .change(&req, &origin)
         .await
         .map_err(AppError::from)?;
-    Ok(answer(&next))
+    Ok(answer(&next).into_response())
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/kill-switches/approvals",
+    tag = "console",
+    responses(
+        (status = 200, description = "OK", body = PendingRequests)
+    ),
+    security(("api_key" = ["switches:read"])),
+)]
+/// The changes waiting for a second admin's approval (docs/switches.md, "Approvals"). They
+/// are approved or rejected in the console, by a person.
+pub(crate) async fn kill_switch_approvals(
+    State(state): State<AppState>,
+    _auth: Scoped<SwitchesRead>,
+) -> Result<Json<PendingRequests>, Problem> {
+    let requests = state.kill_switches.approvals().await?;
+    Ok(Json(PendingRequests {
+        requests: requests.into_iter().map(Into::into).collect(),
+    }))
 }
 
 /// Largest body a trigger URL reads (Alertmanager's payload of a large group fits).

@@ -45,6 +45,10 @@ pub fn routes(state: &AppState) -> Router<AppState> {
                 .route_layer(from_fn_with_state(state.clone(), idempotency::require_key)),
         )
         .route(
+            "/api/v1/kill-switches/approvals",
+            get(kill_switches::kill_switch_approvals),
+        )
+        .route(
             "/api/v1/kill-switches/triggers/{secret}",
             post(kill_switches::trigger),
         )

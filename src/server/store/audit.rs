@@ -117,7 +117,18 @@ pub async fn put_versioned<T: serde::Serialize>(
     record: &AuditItem,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<bool, StoreError> {
-    use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
+    let write = versioned_put(store, base, stored, expected, now)?;
+    with_record(store, write, record).await
+}
+
+/// The put of [`put_versioned`] alone, for a caller that commits it with other writes.
+pub(crate) fn versioned_put<T: serde::Serialize>(
+    store: &Store,
+    base: &str,
+    stored: &T,
+    expected: u64,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<TransactWriteItem, StoreError> {
     let table = store.table(base);
     let put = Put::builder()
         .table_name(&table)
@@ -132,7 +143,7 @@ pub async fn put_versioned<T: serde::Serialize>(
             .expression_attribute_values(":v", super::item::n(expected))
     };
     let put = put.build().map_err(|e| StoreError::corrupt(&table, e))?;
-    with_record(store, TransactWriteItem::builder().put(put).build(), record).await
+    Ok(TransactWriteItem::builder().put(put).build())
 }
 
 /// Newest first, one partition (a conversation, or `system#...`); `cursor` is a page's

@@ -2,6 +2,7 @@
 //! for, what it needs (a reason; a confirmation in the risky direction), the switches it
 //! leaves, and its audit record in words. A timed change's end is in [`timers`].
 
+pub mod approvals;
 pub mod timers;
 pub mod triggers;
 
@@ -23,6 +24,9 @@ pub struct ChangeRequest {
     pub confirmed: bool,
     /// A timed change: when the switch goes back by itself.
     pub ends: Option<Ends>,
+    /// Skips the second admin's approval (an emergency admin only; docs/switches.md,
+    /// "Approvals").
+    pub emergency: bool,
 }
 
 impl TryFrom<crate::server::contract::kill_switches::SwitchChange> for ChangeRequest {
@@ -36,6 +40,9 @@ impl TryFrom<crate::server::contract::kill_switches::SwitchChange> for ChangeReq
             reason: c.reason,
             confirmed: c.confirm,
             ends: Ends::from_api(c.for_minutes, c.ends_at.as_deref())?,
+            // Four eyes are people: a client's change in a risky direction waits for an
+            // approval in the console; no key skips it.
+            emergency: false,
         })
     }
 }
@@ -43,7 +50,8 @@ impl TryFrom<crate::server::contract::kill_switches::SwitchChange> for ChangeReq
 impl ChangeRequest {
     /// A change as the console's form sends it: `enable` is `true` or `false`; `confirm` is
     /// present (and not empty) when the "I confirm" box was ticked; `for_minutes` is empty
-    /// or absent for a change with no end.
+    /// or absent for a change with no end; `emergency` is present (and not empty) when the
+    /// "skip the approval" box was ticked.
     pub fn from_form(
         switch: &str,
         enable: &str,
@@ -51,6 +59,7 @@ impl ChangeRequest {
         reason: String,
         confirm: Option<&str>,
         for_minutes: Option<&str>,
+        emergency: Option<&str>,
     ) -> Result<ChangeRequest, AppError> {
         Ok(ChangeRequest {
             switch: Switch::parse(switch)?,
@@ -63,6 +72,7 @@ impl ChangeRequest {
             reason,
             confirmed: confirm.is_some_and(|c| !c.is_empty()),
             ends: Ends::from_form(for_minutes)?,
+            emergency: emergency.is_some_and(|e| !e.is_empty()),
         })
     }
 }

@@ -8,6 +8,7 @@ fn req(switch: Switch, enable: bool, version: u64) -> ChangeRequest {
         reason: "incident 42".into(),
         confirmed: true,
         ends: None,
+        emergency: false,
     }
 }
 

@@ -4,10 +4,12 @@
 
 use std::time::Duration;
 
+use super::approvals::requested_in_words;
 use super::{validate, ChangeError, ChangeRequest, Origin, Switches};
-use crate::model::kill_switches::KillSwitches;
+use crate::model::kill_switches::{ChangeAnswer, KillSwitches};
 use crate::model::AppError;
 use crate::server::domain::idempotency::sent_keys::FormKey;
+use crate::server::domain::kill_switches::approvals::Route;
 use crate::server::domain::kill_switches::timers::Ends;
 use crate::server::ids::random_hex;
 use crate::server::services::idempotency::{Call, Engine, KeyInputs, Outcome};
@@ -18,19 +20,29 @@ pub const SCOPE: &str = "kill_switches.change";
 /// How long a repeated submission waits for the first one to finish.
 const WAIT_FOR_FIRST: Duration = Duration::from_secs(5);
 
+/// What a change form's submission did, and, the first time an emergency change is made,
+/// the words to announce on the alert channels.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Changed {
+    pub answer: ChangeAnswer,
+    pub announce: Option<String>,
+}
+
 impl Switches {
-    /// Applies `req`, sent by `actor` with the page's `form_key`, at most once per key;
-    /// answers with the switches as stored afterwards.
+    /// Applies `req`, sent by `actor` with the page's `form_key`, at most once per key (or,
+    /// when it waits for a second admin, makes the request once); answers with the switches
+    /// as stored afterwards.
     pub async fn change_once(
         &self,
         engine: &Engine,
         req: &ChangeRequest,
         form_key: &str,
         actor: &str,
-    ) -> Result<KillSwitches, AppError> {
+    ) -> Result<Changed, AppError> {
         // Bad input is answered before the key is claimed: fixing it and resubmitting the
         // same form is a new attempt, not a replay.
         validate(req)?;
+        let route = self.route(req, actor)?;
         let form_key = FormKey::parse(form_key)?;
         let inputs = KeyInputs::new()
             .id("form_key", &*form_key)
@@ -42,6 +54,9 @@ impl Switches {
             fingerprint: Some(fingerprint(req)),
         };
         let now = self.clock.now();
+        if route == Route::Request {
+            return self.request_once(engine, &call, req, actor).await;
+        }
         let action_id = random_hex(8);
         // The change, its audit record and the key in one transaction (one request).
         let outcome = engine
@@ -60,10 +75,75 @@ impl Switches {
                 |refusal| self.refused(&refusal, now),
             )
             .await?;
-        if matches!(outcome, Outcome::Fresh(_)) {
+        let fresh = matches!(outcome, Outcome::Fresh(_));
+        if fresh {
             tracing::info!(actor = %actor, switch = req.switch.key(), enabled = req.enable, "kill switch changed");
         }
-        self.settle(engine, &call, outcome).await
+        let switches = self.settle(engine, &call, outcome).await?;
+        let announce = (fresh && route == Route::Emergency).then(|| {
+            format!(
+                "Emergency: {actor} turned {} {} without a second admin's approval: “{}”",
+                req.switch.label(),
+                if req.enable { "on" } else { "off" },
+                crate::server::domain::redact::redact(req.reason.trim())
+            )
+        });
+        Ok(Changed {
+            answer: ChangeAnswer {
+                switches,
+                requested: None,
+            },
+            announce,
+        })
+    }
+
+    /// The request a change that waits for a second admin makes, once per form key: a
+    /// repeated submission answers with the same request.
+    async fn request_once(
+        &self,
+        engine: &Engine,
+        call: &Call<'_>,
+        req: &ChangeRequest,
+        actor: &str,
+    ) -> Result<Changed, AppError> {
+        let now = self.clock.now();
+        let outcome = engine
+            .run_writes(
+                call,
+                |_| async move {
+                    let (made, writes) = self.prepare_request(req, actor, now).await?;
+                    let words = requested_in_words(&made);
+                    let answer = serde_json::json!({"ok": true, "data": {"requested": words}});
+                    Ok::<_, ChangeError>((writes, answer))
+                },
+                |_| {
+                    ChangeError::App(AppError::Conflict(
+                        "Another request was made at the same moment; nothing was asked. \
+                         Reload the page and try again."
+                            .into(),
+                    ))
+                },
+            )
+            .await?;
+        let words = |r: &crate::server::services::idempotency::SafeResponse| {
+            r.data
+                .as_ref()
+                .and_then(|d| d.get("requested"))
+                .and_then(|w| w.as_str())
+                .map(str::to_string)
+        };
+        let requested = match &outcome {
+            Outcome::Fresh(r) | Outcome::Replayed(r) => words(r),
+            _ => None,
+        };
+        let switches = self.settle(engine, call, outcome).await?;
+        Ok(Changed {
+            answer: ChangeAnswer {
+                switches,
+                requested: Some(requested.unwrap_or_else(|| "Requested.".into())),
+            },
+            announce: None,
+        })
     }
 
     /// The switches as stored once the submission has run, or why it did not change them.
@@ -100,6 +180,12 @@ fn fingerprint(req: &ChangeRequest) -> String {
         .num("expected_version", req.expected_version as i64)
         .text("reason", &req.reason)
         .flag("confirmed", req.confirmed);
+    // Only an emergency names itself, as only a timed change names its end.
+    let inputs = if req.emergency {
+        inputs.flag("emergency", true)
+    } else {
+        inputs
+    };
     // Only a timed change names its end: an untimed one's fingerprint is what it was before
     // changes had ends, so a retry across a deployment still matches.
     match req.ends {

@@ -2,6 +2,7 @@
 //! and applies a change together with its audit record, and ends timed changes
 //! ([`reverts`]). The rules of a change, which need no I/O, are in `domain::kill_switches`.
 
+pub mod approvals;
 mod console;
 pub mod reverts;
 pub mod triggers;
@@ -9,11 +10,13 @@ pub mod trips;
 
 use chrono::{DateTime, Utc};
 
-pub use self::console::SCOPE;
+pub use self::approvals::ApprovalPolicy;
+pub use self::console::{Changed, SCOPE};
 use crate::model::kill_switches::{HistoryPage, KillSwitches, Switch, SwitchChangeRecord};
 use crate::model::AppError;
 use crate::server::clock::Clock;
 use crate::server::config::TtlSection;
+use crate::server::domain::kill_switches::approvals::{Route, EMERGENCY_NOTE};
 use crate::server::domain::kill_switches::{plan, stale, timers, validate, ChangeRequest};
 use crate::server::domain::redact::redact;
 use crate::server::store::audit::{self, AuditItem};
@@ -48,7 +51,9 @@ pub struct Origin<'a> {
     pub action_id: &'a str,
 }
 
-/// The audit record of the change of `switch` from `current` to `next`.
+/// The audit record of the change of `switch` from `current` to `next`; `also` says what
+/// else it was (an approval, an emergency).
+#[allow(clippy::too_many_arguments)]
 fn audit_record(
     switch: Switch,
     origin: &Origin<'_>,
@@ -57,7 +62,12 @@ fn audit_record(
     reason: String,
     now: DateTime<Utc>,
     audit_days: i64,
+    also: Option<String>,
 ) -> AuditItem {
+    let note = match (also, timers::voids(current, switch)) {
+        (Some(a), Some(v)) => Some(format!("{a}; {v}")),
+        (a, v) => a.or(v),
+    };
     let mut item = AuditItem::new(
         AUDIT_PARTITION,
         AUDIT_ACTION,
@@ -74,7 +84,7 @@ fn audit_record(
         version: next.version,
         reason,
         ends_at: next.get(switch).ends_at.clone(),
-        note: timers::voids(current, switch),
+        note,
     })
     .unwrap_or_else(|_| "{}".into());
     item
@@ -121,11 +131,18 @@ pub struct Switches {
     store: Store,
     clock: Clock,
     ttls: Ttls,
+    /// None required until [`Switches::with_approvals`] says otherwise.
+    approvals: ApprovalPolicy,
 }
 
 impl Switches {
     pub fn new(store: Store, clock: Clock, ttls: Ttls) -> Switches {
-        Switches { store, clock, ttls }
+        Switches {
+            store,
+            clock,
+            ttls,
+            approvals: ApprovalPolicy::default(),
+        }
     }
 
     /// The current switches (strongly consistent); the safe defaults when never set.
@@ -193,6 +210,18 @@ impl Switches {
         now: DateTime<Utc>,
     ) -> Result<(KillSwitches, KillSwitches, AuditItem), ChangeError> {
         let reason = validate(req)?;
+        // A change that waits for a second admin is a request, never a change: the callers
+        // that take requests route it before it gets here.
+        let also = match self.route(req, origin.actor)? {
+            Route::Apply => None,
+            Route::Emergency => Some(EMERGENCY_NOTE.to_string()),
+            Route::Request => {
+                return Err(AppError::Refused(
+                    "This change waits for a second admin's approval.".into(),
+                )
+                .into())
+            }
+        };
         // Staff write reasons; staff paste customer details into them. Keep none.
         let reason = redact(reason.as_str());
         let current = store::load(&self.store, now).await?;
@@ -205,6 +234,7 @@ impl Switches {
             reason,
             now,
             self.ttls.audit_days,
+            also,
         );
         Ok((current, next, item))
     }
@@ -229,8 +259,9 @@ impl Switches {
 /// One record of the kill switches' audit partition as a row of their history; none for a
 /// record this release cannot read.
 fn history_row(item: AuditItem) -> Option<SwitchChangeRecord> {
+    use crate::server::domain::kill_switches::approvals::approval_in_words;
     use crate::server::domain::kill_switches::{trigger_in_words, trip_in_words};
-    use crate::server::store::{kill_switch_triggers, kill_switch_trips};
+    use crate::server::store::{kill_switch_approvals, kill_switch_triggers, kill_switch_trips};
     let at = crate::server::clock::iso(item.at()?);
     let actor = item.actor;
     let words = |in_words: fn(&serde_json::Value) -> String| {
@@ -241,6 +272,7 @@ fn history_row(item: AuditItem) -> Option<SwitchChangeRecord> {
     let automation = match item.action_type.as_str() {
         kill_switch_trips::AUDIT_ACTION => Some(words(trip_in_words)?),
         kill_switch_triggers::AUDIT_ACTION => Some(words(trigger_in_words)?),
+        kill_switch_approvals::AUDIT_ACTION => Some(words(approval_in_words)?),
         _ => None,
     };
     if let Some((switch, reason)) = automation {

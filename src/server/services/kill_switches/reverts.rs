@@ -48,7 +48,7 @@ impl Switches {
             };
             let reason = next.get(switch).reason.clone().unwrap_or_default();
             let days = self.ttls.audit_days;
-            let item = audit_record(switch, &origin, &current, &next, reason, now, days);
+            let item = audit_record(switch, &origin, &current, &next, reason, now, days, None);
             let ttl = self.ttls.settings_days;
             match store::commit(&self.store, &next, current.version, &item, now, ttl).await? {
                 Commit::Done => {

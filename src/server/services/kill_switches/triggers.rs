@@ -123,6 +123,7 @@ impl Switches {
                 reason: call.reason(),
                 confirmed: false,
                 ends: None,
+                emergency: false,
             };
             let id = random_hex(8);
             let origin = Origin {

@@ -186,5 +186,6 @@ fn to_safety(switch: Switch, version: u64, alert_id: &str, why: &str) -> ChangeR
         reason: format!("trip: {alert_id} fired: {why}"),
         confirmed: false,
         ends: None,
+        emergency: false,
     }
 }

@@ -2,6 +2,7 @@
 //! and the change history; a link to their automation ([`automation`]: trips and trigger
 //! URLs), which has its own page.
 
+pub mod approvals;
 pub mod automation;
 mod triggers;
 mod trips;
@@ -13,7 +14,7 @@ use leptos_router::hooks::use_query_map;
 use crate::api::kill_switches::{
     kill_switch_history, load_kill_switches, ChangeKillSwitch, KillSwitchesView,
 };
-use crate::model::kill_switches::{HistoryPage, KillSwitches, Switch, SwitchState, TIMED_CHOICES};
+use crate::model::kill_switches::{ChangeAnswer, HistoryPage, Switch, SwitchState, TIMED_CHOICES};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::badge::OnOff;
@@ -49,7 +50,7 @@ pub fn KillSwitchesPage() -> impl IntoView {
             "Safe mode stops every side effect; automation off means route only, no automatic replies."
         </p>
         <div class="mt-4">
-            <ActionResult value=move || change.value().get() success=|s: &KillSwitches| format!("Saved: {}.", s.summary()) />
+            <ActionResult value=move || change.value().get() success=|a: &ChangeAnswer| a.requested.clone().unwrap_or_else(|| format!("Saved: {}.", a.switches.summary())) />
         </div>
         <AsyncSection load=move || data spacing="mt-4" let:view>
             <SwitchCards view change />
@@ -66,11 +67,13 @@ pub fn KillSwitchesPage() -> impl IntoView {
 
 /// One card per switch, and for viewers the note that only admins change them.
 #[component]
-fn SwitchCards(view: KillSwitchesView, change: FormAction<KillSwitches>) -> impl IntoView {
+fn SwitchCards(view: KillSwitchesView, change: FormAction<ChangeAnswer>) -> impl IntoView {
     let KillSwitchesView {
         switches,
         can_change,
         form_key,
+        pending,
+        can_skip,
     } = view;
     // The two cards, always in this order: read again after every answer, each stays in
     // place. The form that was sent is emptied and closed after a success (`PostForm`),
@@ -81,10 +84,15 @@ fn SwitchCards(view: KillSwitchesView, change: FormAction<KillSwitches>) -> impl
             let state = switches.get(switch).clone();
             let form_key = can_change.then(|| form_key.clone());
             let version = switches.version;
-            view! { <SwitchCard switch state version form_key change /> }
+            view! { <SwitchCard switch state version form_key can_skip change /> }
         })
         .collect_view();
     view! {
+        {(pending > 0).then(|| view! {
+            <a class="mt-4 block rounded bg-amber-50 p-3 text-sm font-medium text-amber-900 underline" href="/kill-switches/approvals" data-testid="pending-approvals">
+                {format!("Waiting for a second admin: {pending} →")}
+            </a>
+        })}
         <div class="mt-4 grid gap-4 md:grid-cols-2">{cards}</div>
         {(!can_change)
             .then(|| {
@@ -124,11 +132,12 @@ fn SwitchCard(
     state: SwitchState,
     version: u64,
     form_key: Option<String>,
-    change: FormAction<KillSwitches>,
+    can_skip: bool,
+    change: FormAction<ChangeAnswer>,
 ) -> impl IntoView {
     let alarming_when_on = switch == Switch::AutomationEnabled;
     let form = form_key.map(|form_key| {
-        view! { <ChangeForm switch target=!state.enabled version form_key change /> }
+        view! { <ChangeForm switch target=!state.enabled version form_key can_skip change /> }
     });
     view! {
         <section
@@ -149,7 +158,11 @@ fn SwitchCard(
 
 /// A change's reason, with its error next to it.
 #[component]
-fn ReasonField(id: String, label: String, error: Signal<Option<String>>) -> impl IntoView {
+pub(super) fn ReasonField(
+    id: String,
+    label: String,
+    error: Signal<Option<String>>,
+) -> impl IntoView {
     let error_id = format!("{id}-error");
     let (invalid, described) = invalid_attrs(error, error_id.clone());
     view! {
@@ -228,7 +241,8 @@ fn ChangeForm(
     target: bool,
     version: u64,
     form_key: String,
-    change: FormAction<KillSwitches>,
+    can_skip: bool,
+    change: FormAction<ChangeAnswer>,
 ) -> impl IntoView {
     let on_off = if target { "on" } else { "off" };
     let verb = format!("Turn {} {on_off}", switch.label().to_ascii_lowercase());
@@ -252,6 +266,17 @@ fn ChangeForm(
         let id = format!("for-{}", switch.key());
         view! { <EndField id error=error_of("for_minutes") /> }
     });
+    // An emergency admin may skip the second admin's approval; the history marks it and an
+    // alert says so.
+    let skip = (risky && can_skip).then(|| {
+        let id = format!("skip-{}", switch.key());
+        view! {
+            <div class="flex items-start gap-2 text-sm">
+                <input id=id.clone() type="checkbox" name="emergency" value="yes" class="mt-1" />
+                <label for=id>"Emergency: skip the approval (raises an alert)"</label>
+            </div>
+        }
+    });
     view! {
         <details class="mt-4 rounded border border-slate-200 bg-slate-50 p-3">
             <summary class="cursor-pointer text-sm font-medium text-sky-800">{format!("{verb}…")}</summary>
@@ -263,6 +288,7 @@ fn ChangeForm(
                 <ReasonField id=reason_id label=format!("Reason for turning {} {on_off}", switch.label().to_ascii_lowercase()) error=reason_error />
                 {ends}
                 {confirm}
+                {skip}
                 <button
                     type="submit"
                     class="rounded bg-slate-900 px-4 py-2 text-sm font-medium text-white hover:bg-slate-700"
@@ -292,7 +318,7 @@ fn History(page: HistoryPage, older: bool) -> impl IntoView {
                     <td class="py-2 pr-4">{e.switch.label()}</td>
                     <td class="py-2 pr-4 whitespace-nowrap">{match e.moved {
                         Some((from, to)) => format!("{} → {}", on_off(from), on_off(to)),
-                        None => "its automation".to_string(),
+                        None => "no move".to_string(),
                     }}</td>
                     <td class="py-2 pr-4">
                         {e.reason}

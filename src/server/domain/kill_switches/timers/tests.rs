@@ -15,6 +15,7 @@ fn timed(switch: Switch, enable: bool, version: u64, ends: Option<Ends>) -> Chan
         reason: "incident 42".into(),
         confirmed: true,
         ends,
+        emergency: false,
     }
 }
 

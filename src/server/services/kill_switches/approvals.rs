@@ -1,0 +1,267 @@
+//! Four eyes (docs/switches.md, "Approvals"): with approvals required, a change in a risky
+//! direction is a request that a second admin approves or rejects, each with a reason. The
+//! request, its decision and what the decision does are written in one transaction
+//! conditioned on the requests' version (and, for an approval, the switches' version the
+//! request saw): two admins deciding at once, or two consoles, decide it once.
+
+use chrono::{DateTime, Utc};
+
+use super::{audit_record, validate, ChangeError, ChangeRequest, Origin, Switches};
+use crate::model::kill_switches::{Approval, KillSwitches, Reason};
+use crate::model::AppError;
+use crate::server::config::SwitchesSection;
+use crate::server::domain::kill_switches::approvals::{self as rules, Decision, Route};
+use crate::server::domain::kill_switches::{plan, timers::minute};
+use crate::server::domain::redact::redact;
+use crate::server::ids::random_hex;
+use crate::server::store::audit::{self, AuditItem};
+use crate::server::store::kill_switch_approvals::{self as store, AUDIT_ACTION};
+use crate::server::store::kill_switches as switches_store;
+use crate::server::store::tx::{Outcome, Writes};
+use crate::server::store::StoreError;
+
+/// How often a decision or a request is tried again when the requests changed under it.
+const ATTEMPTS: usize = 3;
+
+/// Whether approvals are required, for how long a request waits, and who may skip it.
+#[derive(Clone, Debug, Default)]
+pub struct ApprovalPolicy {
+    pub required: bool,
+    pub minutes: i64,
+    pub emergency_admins: Vec<String>,
+}
+
+impl From<&SwitchesSection> for ApprovalPolicy {
+    fn from(s: &SwitchesSection) -> ApprovalPolicy {
+        ApprovalPolicy {
+            required: s.require_approval.unwrap_or(true),
+            minutes: s.approval_minutes,
+            emergency_admins: s
+                .emergency_admins
+                .split(',')
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .map(str::to_string)
+                .collect(),
+        }
+    }
+}
+
+/// What a decision did, in words for the one who made it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decided {
+    pub words: String,
+    /// The switches afterwards.
+    pub switches: KillSwitches,
+}
+
+impl Switches {
+    /// These switches under `policy`.
+    pub fn with_approvals(mut self, policy: ApprovalPolicy) -> Switches {
+        self.approvals = policy;
+        self
+    }
+
+    pub fn approvals_required(&self) -> bool {
+        self.approvals.required
+    }
+
+    /// Whether `actor` may skip the approval in an emergency.
+    pub fn may_skip_approval(&self, actor: &str) -> bool {
+        self.approvals.emergency_admins.iter().any(|n| n == actor)
+    }
+
+    /// How `req` by `actor` goes ahead.
+    pub fn route(&self, req: &ChangeRequest, actor: &str) -> Result<Route, AppError> {
+        rules::route(req, self.approvals.required, self.may_skip_approval(actor))
+    }
+
+    /// The requests waiting for a second admin, oldest first.
+    pub async fn approvals(&self) -> Result<Vec<Approval>, StoreError> {
+        let now = self.clock.now();
+        Ok(rules::pending(
+            &store::load(&self.store, now).await?.requests,
+            now,
+        ))
+    }
+
+    /// The request `req` by `actor` makes, as writes (the requests, and its audit record) to
+    /// commit with the idempotency key; the requests' item is first among them.
+    pub async fn prepare_request(
+        &self,
+        req: &ChangeRequest,
+        actor: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(Approval, Writes), ChangeError> {
+        let reason = redact(validate(req)?.as_str());
+        let current = switches_store::load(&self.store, now).await?;
+        let stored = store::load(&self.store, now).await?;
+        let id = random_hex(16);
+        let minutes = self.approvals.minutes;
+        let (next, made) = rules::request(
+            &stored.requests,
+            &current,
+            req,
+            &reason,
+            actor,
+            &id,
+            now,
+            minutes,
+        )?;
+        let payload = serde_json::json!({
+            "switch": made.switch, "enable": made.enable, "change": "requested",
+            "id": made.id, "reason": made.reason, "expires_at": made.expires_at,
+        });
+        let record = self.approval_record(payload, actor, &format!("request-{id}"), now);
+        let ttl = self.ttls.settings_days;
+        let writes = store::save(&self.store, next, stored.version, now, ttl)?
+            .and(audit::writes(&self.store, &record)?);
+        Ok((made, writes))
+    }
+
+    /// The request `req` by `actor` makes, committed on its own (a REST client's change).
+    pub async fn request_change(
+        &self,
+        req: &ChangeRequest,
+        actor: &str,
+    ) -> Result<Approval, ChangeError> {
+        for _ in 0..ATTEMPTS {
+            let now = self.clock.now();
+            let (made, writes) = self.prepare_request(req, actor, now).await?;
+            if writes.commit(&self.store).await?.is_done() {
+                return Ok(made);
+            }
+        }
+        Err(busy().into())
+    }
+
+    /// Approves or rejects the request `id`, by `decider`, with `reason`: once, however
+    /// many admins or consoles decide it at the same moment.
+    pub async fn decide(
+        &self,
+        id: &str,
+        decision: Decision,
+        reason: &str,
+        decider: &str,
+    ) -> Result<Decided, ChangeError> {
+        let reason = redact(Reason::parse(reason)?.as_str());
+        for _ in 0..ATTEMPTS {
+            let now = self.clock.now();
+            let stored = store::load(&self.store, now).await?;
+            let current = switches_store::load(&self.store, now).await?;
+            let (found, rest) =
+                rules::decide(&stored.requests, &current, id, decider, decision, now)?;
+            let ttl = self.ttls.settings_days;
+            let writes = store::save(&self.store, rest, stored.version, now, ttl)?;
+            let (writes, next) = match decision {
+                Decision::Reject => {
+                    let payload = serde_json::json!({
+                        "switch": found.switch, "enable": found.enable, "change": "rejected",
+                        "id": found.id, "requested_by": found.requested_by, "reason": reason,
+                    });
+                    let record =
+                        self.approval_record(payload, decider, &format!("decided-{id}"), now);
+                    (
+                        writes.and(audit::writes(&self.store, &record)?),
+                        current.clone(),
+                    )
+                }
+                Decision::Approve => {
+                    let req = rules::change_of(&found)?;
+                    let next = plan(&current, &req, &found.reason, &found.requested_by, now)?;
+                    let action_id = format!("decided-{id}");
+                    let origin = Origin {
+                        actor: &found.requested_by,
+                        idempotency_key: "",
+                        action_id: &action_id,
+                    };
+                    let note = rules::approved_note(&found, decider, &reason);
+                    let item = audit_record(
+                        found.switch,
+                        &origin,
+                        &current,
+                        &next,
+                        found.reason.clone(),
+                        now,
+                        self.ttls.audit_days,
+                        Some(note),
+                    );
+                    let change = switches_store::change(
+                        &self.store,
+                        &next,
+                        current.version,
+                        &item,
+                        now,
+                        ttl,
+                    )?;
+                    (writes.and(change), next)
+                }
+            };
+            match writes.commit(&self.store).await? {
+                Outcome::Done => {
+                    tracing::info!(decider = %decider, decision = decision.as_str(), switch = found.switch.key(), "kill switch request decided");
+                    return Ok(Decided {
+                        words: decided_in_words(&found, decision),
+                        switches: next,
+                    });
+                }
+                // The requests or the switches changed meanwhile: decide again on what is
+                // stored now (a request decided by someone else is no longer pending; a
+                // change of the switches makes it stale).
+                Outcome::Refused(_) => continue,
+            }
+        }
+        Err(busy().into())
+    }
+
+    fn approval_record(
+        &self,
+        payload: serde_json::Value,
+        actor: &str,
+        id: &str,
+        now: DateTime<Utc>,
+    ) -> AuditItem {
+        let mut record = AuditItem::new(
+            switches_store::AUDIT_PARTITION,
+            AUDIT_ACTION,
+            now,
+            id,
+            self.ttls.audit_days,
+        );
+        record.actor = actor.to_string();
+        record.action_payload_redacted = payload.to_string();
+        record
+    }
+}
+
+fn busy() -> AppError {
+    AppError::Unavailable {
+        retry_after_secs: 1,
+    }
+}
+
+fn decided_in_words(a: &Approval, decision: Decision) -> String {
+    let what = format!(
+        "{} turns {}",
+        a.switch.label(),
+        if a.enable { "on" } else { "off" }
+    );
+    match decision {
+        Decision::Approve => format!("Approved: {what} (asked by {}).", a.requested_by),
+        Decision::Reject => format!(
+            "Rejected: {}'s request ({what}, asked at {}).",
+            a.requested_by,
+            minute(&a.requested_at)
+        ),
+    }
+}
+
+/// A request made, in words for its requester.
+pub fn requested_in_words(a: &Approval) -> String {
+    format!(
+        "Requested: {} turns {} once another admin approves, by {}.",
+        a.switch.label(),
+        if a.enable { "on" } else { "off" },
+        minute(&a.expires_at)
+    )
+}
