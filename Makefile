@@ -131,9 +131,10 @@ site: tools
 	node scripts/bundle-wasm.mjs target/site/pkg
 
 # Browser tests: Playwright in Debian's Chromium against the tests' build, on a fresh
-# embedded DynamoDB Local (port 3100, data in target/e2e-data).
+# embedded DynamoDB Local (port 3100, data in target/e2e-data), and a second console on it
+# that requires approvals (port 3102).
 e2e: build
-	rm -rf target/e2e-data end2end/test-results target/test-logs/e2e.log
+	rm -rf target/e2e-data end2end/test-results target/test-logs/e2e.log target/test-logs/e2e-strict.log
 	npx playwright test --config end2end/playwright.config.ts
 
 # What a person receives: the cold first load of every page (bytes on the wire, as the

@@ -4,6 +4,11 @@ import { defineConfig } from '@playwright/test';
 // directory, with an embedded DynamoDB Local. Playwright starts it and stops it.
 const port = process.env.E2E_PORT ?? '3100';
 const baseURL = `http://127.0.0.1:${port}`;
+const server = process.env.E2E_SERVER ?? './target/debug/ops-console';
+const dataDir = process.env.E2E_DATA_DIR ?? 'target/e2e-data';
+/** The second console, which requires approvals (docs/switches.md, "Approvals"). */
+export const strictPort = process.env.E2E_STRICT_PORT ?? '3102';
+export const strictURL = `http://127.0.0.1:${strictPort}`;
 
 export const chromium = {
   executablePath: '/usr/bin/chromium',
@@ -17,6 +22,34 @@ export const chromium = {
     '--disable-sync',
     '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost , EXCLUDE 127.0.0.1',
   ],
+};
+
+const mainConsole = {
+  command: `${server} serve`,
+  cwd: '..',
+  url: `${baseURL}/healthz`,
+  timeout: 120_000,
+  reuseExistingServer: false,
+  stdout: 'pipe',
+  stderr: 'pipe',
+  env: {
+    OPS_APP_SITE_ADDR: `127.0.0.1:${port}`,
+    OPS_APP_DATA_DIR: dataDir,
+    LEPTOS_SITE_ROOT: 'target/site',
+    // The tests make their own data.
+    OPS_APP_DEMO_DATA: 'false',
+    // Side effects retried within seconds, looked for often: the outbox test waits on them.
+    OPS_EVENTS_RETRY_SCHEDULE: '2s,2s,2s',
+    OPS_EVENTS_DISPATCH_POLL_MS: '200',
+    // Alerts judged often: the receiver test waits for its alert on the Overview.
+    OPS_ALERTS_CHECK_SECONDS: '5',
+    // A cache-hit alert the idempotency test can breach with a scripted mix of calls.
+    OPS_IDEMPOTENCY_ALERT_CACHE_HIT_MIN_PCT: '80',
+    // The tests' receivers listen on this machine.
+    OPS_OPERATIONS_OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32',
+    // Scanned after the run: no email, phone or secret may be in it.
+    LOG_FILE: 'target/test-logs/e2e.log',
+  },
 };
 
 const config = defineConfig({
@@ -34,33 +67,24 @@ const config = defineConfig({
     { name: 'hydrated', dependencies: ['setup'], use: { javaScriptEnabled: true } },
     { name: 'no-js', dependencies: ['hydrated'], use: { javaScriptEnabled: false } },
   ],
-  webServer: {
-    command: `${process.env.E2E_SERVER ?? './target/debug/ops-console'} serve`,
-    cwd: '..',
-    url: `${baseURL}/healthz`,
-    timeout: 120_000,
-    reuseExistingServer: false,
-    stdout: 'pipe',
-    stderr: 'pipe',
-    env: {
-      OPS_APP_SITE_ADDR: `127.0.0.1:${port}`,
-      OPS_APP_DATA_DIR: process.env.E2E_DATA_DIR ?? 'target/e2e-data',
-      LEPTOS_SITE_ROOT: 'target/site',
-      // The tests make their own data.
-      OPS_APP_DEMO_DATA: 'false',
-      // Side effects retried within seconds, looked for often: the outbox test waits on them.
-      OPS_EVENTS_RETRY_SCHEDULE: '2s,2s,2s',
-      OPS_EVENTS_DISPATCH_POLL_MS: '200',
-      // Alerts judged often: the receiver test waits for its alert on the Overview.
-      OPS_ALERTS_CHECK_SECONDS: '5',
-      // A cache-hit alert the idempotency test can breach with a scripted mix of calls.
-      OPS_IDEMPOTENCY_ALERT_CACHE_HIT_MIN_PCT: '80',
-      // The tests' receivers listen on this machine.
-      OPS_OPERATIONS_OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32',
-      // Scanned after the run: no email, phone or secret may be in it.
-      LOG_FILE: 'target/test-logs/e2e.log',
+  webServer: [
+    mainConsole,
+    // A second console on the first one's DynamoDB and secret (the endpoint from the file
+    // the first writes once its DynamoDB answers), as two consoles behind a load balancer
+    // are: this one requires a second admin's approval to turn safety off (the approvals
+    // test signs in here).
+    {
+      ...mainConsole,
+      command: `sh -c 'until [ -s "${dataDir}/dynamodb/endpoint" ] && [ -s "${dataDir}/idempotency-secret" ]; do sleep 0.2; done; OPS_DYNAMODB_ENDPOINT=$(cat "${dataDir}/dynamodb/endpoint") exec ${server} serve'`,
+      url: `${strictURL}/healthz`,
+      env: {
+        ...mainConsole.env,
+        OPS_APP_SITE_ADDR: `127.0.0.1:${strictPort}`,
+        OPS_SWITCHES_REQUIRE_APPROVAL: 'true',
+        LOG_FILE: 'target/test-logs/e2e-strict.log',
+      },
     },
-  },
+  ],
 });
 
 export default config;
@@ -70,7 +94,7 @@ export default config;
 export function demoConsole(port: string, name: string) {
   const baseURL = `http://127.0.0.1:${port}`;
   const server = process.env.E2E_SERVER ?? './target/debug/ops-console';
-  const webServer = config.webServer as any;
+  const webServer = mainConsole as any;
   return {
     baseURL,
     webServer: {

@@ -14,7 +14,8 @@ setup('create the users the tests sign in as', async () => {
   const env = { ...process.env, OPS_APP_DATA_DIR: process.env.E2E_DATA_DIR ?? 'target/e2e-data' };
   const users: Record<string, { name: string; password: string } | string> = {};
   // `spare` is a viewer the users' tests disable and enable: nobody else signs in as it.
-  for (const [key, role] of [['admin', 'admin'], ['operator', 'operator'], ['viewer', 'viewer'], ['spare', 'viewer']]) {
+  // `admin2` is the second pair of eyes of the approvals test.
+  for (const [key, role] of [['admin', 'admin'], ['admin2', 'admin'], ['operator', 'operator'], ['viewer', 'viewer'], ['spare', 'viewer']]) {
     const name = `e2e-${key}-${randomBytes(3).toString('hex')}`;
     const password = randomBytes(12).toString('hex');
     execFileSync(bin, ['user', 'add', name, '--role', role, '--password-stdin'], {

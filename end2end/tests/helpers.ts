@@ -4,8 +4,10 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 
 export type Role = 'admin' | 'operator' | 'viewer';
+/** Who signs in: a role's user, or the second admin. */
+export type Who = Role | 'admin2';
 
-export function user(role: Role | 'spare'): { name: string; password: string } {
+export function user(role: Who | 'spare'): { name: string; password: string } {
   const file = path.join(__dirname, '..', '..', 'target', 'e2e-users.json');
   return JSON.parse(readFileSync(file, 'utf8'))[role];
 }
@@ -23,7 +25,7 @@ export async function ready(page: Page) {
   }
 }
 
-export async function signIn(page: Page, role: Role, next = '/') {
+export async function signIn(page: Page, role: Who, next = '/') {
   const u = user(role);
   await page.goto(`/login?next=${encodeURIComponent(next)}`);
   await page.getByLabel('User name').fill(u.name);
