@@ -295,3 +295,66 @@ async fn the_history_tells_trips_and_trigger_urls_and_keeps_its_pages_full() {
     );
     assert_eq!(older.entries[2].moved, Some((false, true)));
 }
+
+/// A body over 256 KiB is a 413 problem, read no further, and changes nothing, whatever
+/// the secret.
+#[tokio::test]
+async fn a_trigger_body_over_its_limit_is_a_413_that_changes_nothing() {
+    let app = spawn_app().await;
+    app.set_switches(false, true).await;
+    let secret = app
+        .state
+        .kill_switches
+        .rotate_trigger(Switch::SafeMode, "alice")
+        .await
+        .unwrap();
+    let before = version(&app).await;
+    let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(300 * 1024));
+    let answer = call(&app, &secret, &big).await;
+    assert_eq!(answer.status, 413, "{}", answer.body);
+    assert_eq!(
+        answer.headers["content-type"], "application/problem+json",
+        "{}",
+        answer.body
+    );
+    assert_eq!(version(&app).await, before);
+}
+
+/// Alertmanager sends a firing group again every repeat interval: one firing episode (its
+/// group and start) moves the switch once, so a person who turns safety off while the
+/// alert still fires is not overruled by the next repeat; the alert firing anew is a new
+/// episode.
+#[tokio::test]
+async fn a_repeat_of_the_same_firing_never_overrules_a_person() {
+    let app = spawn_app().await;
+    app.set_switches(false, true).await;
+    let secret = app
+        .state
+        .kill_switches
+        .rotate_trigger(Switch::SafeMode, "alice")
+        .await
+        .unwrap();
+    let firing = |started: &str| {
+        json!({
+            "version": "4", "status": "firing", "groupKey": "{}:{alertname=\"HighErrorRate\"}",
+            "commonLabels": {"alertname": "HighErrorRate"},
+            "alerts": [{"status": "firing", "startsAt": started}]
+        })
+        .to_string()
+    };
+    let first = call(&app, &secret, &firing("2026-11-27T08:00:00Z")).await;
+    assert_eq!(first.json()["changed"], true, "{}", first.body);
+    // A person decides safety may go off while the alert still fires.
+    app.set_switches(false, true).await;
+    let before = version(&app).await;
+    for _ in 0..2 {
+        let repeat = call(&app, &secret, &firing("2026-11-27T08:00:00Z")).await;
+        assert_eq!(repeat.status, 200, "{}", repeat.body);
+        assert_eq!(repeat.json()["changed"], false, "{}", repeat.body);
+    }
+    assert_eq!(version(&app).await, before, "the person's change stands");
+    // It resolved and fired again: a new episode moves the switch.
+    let again = call(&app, &secret, &firing("2026-11-27T10:00:00Z")).await;
+    assert_eq!(again.json()["changed"], true, "{}", again.body);
+    assert_eq!(version(&app).await, before + 1);
+}

@@ -1,7 +1,6 @@
 //! `GET`/`POST /api/v1/kill-switches`: the middleware's workers read the switches, and
 //! incident tooling may flip one, under the console's rules.
 
-use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::Json;
 
@@ -77,7 +76,7 @@ pub(crate) async fn change_kill_switch(
     if state.kill_switches.route(&req, &actor)? == Route::Request {
         let made = state
             .kill_switches
-            .request_change(&req, &actor)
+            .request_change(&req, &actor, Some(&auth.principal.created_by))
             .await
             .map_err(AppError::from)?;
         let body = ApprovalRequested {
@@ -144,16 +143,11 @@ const TRIGGER_BODY_LIMIT: usize = 256 * 1024;
 pub(crate) async fn trigger(
     State(state): State<AppState>,
     Path(secret): Path<String>,
-    body: Bytes,
+    body: axum::body::Body,
 ) -> Result<Json<Triggered>, Problem> {
-    if body.len() > TRIGGER_BODY_LIMIT {
-        return Err(Problem::new(
-            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-            "too-large",
-            "Too large",
-            "A trigger's body is at most 256 KiB.",
-        ));
-    }
+    // Read no further than the limit: an unauthenticated caller must not make the console
+    // buffer more (the secret is checked after the body is read).
+    let body = super::extract::read_body(body, TRIGGER_BODY_LIMIT).await?;
     match state.kill_switches.trigger(&secret, &body).await {
         Ok(t) => Ok(Json(Triggered {
             switch: t.switch.key().to_string(),

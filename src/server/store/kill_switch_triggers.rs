@@ -95,3 +95,44 @@ pub async fn save(
     };
     audit::put_versioned(store, SETTINGS.base, &stored, expected, record, now).await
 }
+
+/// How long a trigger's episode is remembered: an alert that fires longer than this moves
+/// its switch again on a repeat.
+pub const EPISODE_DAYS: i64 = 30;
+
+#[derive(Serialize)]
+struct EpisodeItem {
+    pk: String,
+    set_at: String,
+    expires_at: i64,
+}
+
+/// The write that lets a trigger's call of `episode` move `switch` once: it fails if that
+/// episode was seen already (a repeat, another console). First is the marker put, to go
+/// after the change's writes.
+pub fn episode_once(
+    store: &Store,
+    switch: Switch,
+    episode: &str,
+    now: DateTime<Utc>,
+) -> Result<super::tx::Writes, StoreError> {
+    use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
+    let table = store.table(SETTINGS.base);
+    let marker = EpisodeItem {
+        pk: format!("trigger_episode#{}#{episode}", switch.key()),
+        set_at: now.to_rfc3339(),
+        expires_at: (now + chrono::Duration::days(EPISODE_DAYS)).timestamp(),
+    };
+    let put = Put::builder()
+        .table_name(&table)
+        .set_item(Some(
+            serde_dynamo::to_item(&marker).map_err(|e| StoreError::corrupt(&table, e))?,
+        ))
+        .condition_expression("attribute_not_exists(pk) OR expires_at <= :now")
+        .expression_attribute_values(":now", item::n(now.timestamp()))
+        .build()
+        .map_err(|e| StoreError::corrupt(&table, e))?;
+    Ok(super::tx::Writes::new(vec![TransactWriteItem::builder()
+        .put(put)
+        .build()]))
+}

@@ -22,6 +22,12 @@ pub struct Call {
     /// else "a monitor". Nothing else of the payload is kept: labels and annotations may
     /// hold anything.
     pub source: String,
+    /// Alertmanager's firing episode: its `groupKey` and the earliest `startsAt` of the
+    /// firing alerts, hashed. Alertmanager sends a firing group again (its repeat
+    /// interval, a retry); one episode moves a switch once, so a person who turns safety
+    /// off while the alert still fires is not overruled by the next repeat. None: any
+    /// other monitor, each call of which acts.
+    pub episode: Option<String>,
 }
 
 impl Call {
@@ -38,6 +44,7 @@ pub fn read(body: &[u8]) -> Result<Call, AppError> {
         return Ok(Call {
             firing: true,
             source: "a monitor".into(),
+            episode: None,
         });
     }
     let v: Value = serde_json::from_slice(body).map_err(|_| {
@@ -62,7 +69,23 @@ pub fn read(body: &[u8]) -> Result<Call, AppError> {
             Some(n) => format!("Alertmanager alert {n}"),
             None => "a monitor".into(),
         },
+        episode: firing.then(|| episode(&v)).flatten(),
     })
+}
+
+/// The firing episode of an Alertmanager payload (see [`Call::episode`]).
+fn episode(v: &Value) -> Option<String> {
+    let group = v.get("groupKey")?.as_str()?;
+    let started = v
+        .get("alerts")?
+        .as_array()?
+        .iter()
+        .filter(|a| a.get("status").and_then(Value::as_str) != Some("resolved"))
+        .filter_map(|a| a.get("startsAt")?.as_str())
+        .min()?;
+    Some(crate::server::crypto::sha256_hex(
+        format!("{group}\n{started}").as_bytes(),
+    ))
 }
 
 /// Whether `given` has the shape of a trigger's secret (checked before any read).
@@ -89,8 +112,28 @@ mod tests {
             c,
             Call {
                 firing: true,
-                source: "Alertmanager alert HighErrorRate".into()
+                source: "Alertmanager alert HighErrorRate".into(),
+                episode: None,
             }
+        );
+        // With its group and start, a firing payload names its episode: the same for a
+        // repeat, another once the alert fired again.
+        let at = |t: &str| {
+            format!(
+                r#"{{"status":"firing","groupKey":"{{}}:{{alertname=\"X\"}}",
+                "alerts":[{{"status":"firing","startsAt":"{t}"}},
+                          {{"status":"firing","startsAt":"2026-11-27T09:00:00Z"}}]}}"#
+            )
+        };
+        let first = read(at("2026-11-27T08:00:00Z").as_bytes()).unwrap().episode;
+        assert!(first.is_some());
+        assert_eq!(
+            read(at("2026-11-27T08:00:00Z").as_bytes()).unwrap().episode,
+            first
+        );
+        assert_ne!(
+            read(at("2026-11-27T08:30:00Z").as_bytes()).unwrap().episode,
+            first
         );
         assert_eq!(
             c.reason(),

@@ -107,13 +107,26 @@ impl Switches {
         // A change by someone else in between (a version conflict) is read again: the safe
         // position does not depend on the version.
         for _ in 0..5 {
+            let now = self.clock.now();
             let current = self.load().await?;
             let unchanged = Triggered {
                 switch,
                 changed: false,
                 version: current.version,
             };
-            if !call.firing || current.get(switch).enabled == switch.safe() {
+            if !call.firing {
+                return Ok(unchanged);
+            }
+            let episode = match &call.episode {
+                Some(e) => Some(store::episode_once(&self.store, switch, e, now)?),
+                None => None,
+            };
+            if current.get(switch).enabled == switch.safe() {
+                // Safe already: the episode is seen all the same, so a person who turns
+                // safety off while it still fires is not overruled by its next repeat.
+                if let Some(seen) = episode {
+                    seen.commit(&self.store).await?;
+                }
                 return Ok(unchanged);
             }
             let req = ChangeRequest {
@@ -131,21 +144,44 @@ impl Switches {
                 idempotency_key: "",
                 action_id: &id,
             };
-            match self.change(&req, &origin).await {
-                Ok(next) => {
+            let writes = match self.prepare_at(&req, &origin, now).await {
+                Ok((_, writes)) => writes,
+                Err(ChangeError::App(AppError::Conflict(_))) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            // The change (the switches, its audit record), then the episode's marker.
+            let writes = match episode {
+                Some(seen) => writes.and(seen),
+                None => writes,
+            };
+            let refused: Vec<usize> = writes
+                .commit(&self.store)
+                .await?
+                .into_refusals()
+                .iter()
+                .map(|r| r.index)
+                .collect();
+            match refused.as_slice() {
+                [] => {
+                    crate::server::metrics::kill_switch_tripped(switch.key(), "trigger");
+                    let next = self.load().await?;
                     return Ok(Triggered {
                         switch,
                         changed: true,
                         version: next.version,
-                    })
+                    });
                 }
-                Err(ChangeError::App(AppError::Conflict(_))) => continue,
-                Err(e) => return Err(e.into()),
+                // This episode moved the switch already (a repeat, another console): a
+                // person's change since stands.
+                r if r.contains(&2) => return Ok(unchanged),
+                // The switches changed meanwhile: read them again.
+                _ => continue,
             }
         }
-        Err(ChangeError::App(AppError::Conflict(
-            "The switches kept changing; try again.".into(),
-        ))
+        // Busy, not refused: a monitor (Alertmanager) tries a 5xx again, and must.
+        Err(ChangeError::App(AppError::Unavailable {
+            retry_after_secs: 1,
+        })
         .into())
     }
 }
