@@ -227,6 +227,74 @@ async fn each_area_moves_its_counters_by_what_it_did() {
         .replace("outcome=\"fresh\"", "outcome=\"replayed\"");
     assert_eq!(at(&m, &scope), 1.0, "the replay counted in the same scope");
 
+    // The kill switches: every console reads them every 5 s (their position and last
+    // change); a trigger URL moves one to safety; the four-eyes steps are counted.
+    use ops_console::model::kill_switches::Switch;
+    use ops_console::server::domain::kill_switches::approvals::Decision;
+    use ops_console::server::domain::kill_switches::ChangeRequest;
+    use ops_console::server::services::kill_switches::ApprovalPolicy;
+    let switches = &app.state.kill_switches;
+    let secret = switches
+        .rotate_trigger(Switch::SafeMode, "alice")
+        .await
+        .unwrap();
+    let a = app
+        .post_json(
+            &format!("/api/v1/kill-switches/triggers/{secret}"),
+            &key,
+            "",
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let strict = switches.clone().with_approvals(ApprovalPolicy {
+        required: true,
+        minutes: 60,
+        emergency_admins: Vec::new(),
+    });
+    let req = ChangeRequest {
+        switch: Switch::SafeMode,
+        enable: false,
+        expected_version: strict.load().await.unwrap().version,
+        reason: "metrics".into(),
+        confirmed: true,
+        ends: None,
+        emergency: false,
+    };
+    let made = strict.request_change(&req, "alice", None).await.unwrap();
+    strict
+        .decide(&made.id, Decision::Approve, "looked", "bob")
+        .await
+        .unwrap();
+    strict.revert_due().await.unwrap();
+    let m = scrape.moved().await;
+    assert_eq!(
+        at(
+            &m,
+            "opsconsole_kill_switch_trips_total{switch=\"safe_mode\",by=\"trigger\"}"
+        ),
+        1.0
+    );
+    for step in ["requested", "approved"] {
+        let sample = format!("opsconsole_kill_switch_approvals_total{{step=\"{step}\"}}");
+        assert_eq!(at(&m, &sample), 1.0, "{step}");
+    }
+    let stored = strict.load().await.unwrap();
+    assert!(!stored.safe_mode.enabled);
+    let last = &scrape.last;
+    assert_eq!(last["opsconsole_kill_switch_on{switch=\"safe_mode\"}"], 0.0);
+    assert_eq!(
+        last["opsconsole_kill_switch_on{switch=\"automation_enabled\"}"],
+        1.0
+    );
+    let changed =
+        chrono::DateTime::parse_from_rfc3339(stored.safe_mode.changed_at.as_deref().unwrap())
+            .unwrap()
+            .timestamp() as f64;
+    assert_eq!(
+        last["opsconsole_kill_switch_changed_timestamp_seconds{switch=\"safe_mode\"}"],
+        changed
+    );
+
     std::fs::create_dir_all("target/test-logs").unwrap();
     std::fs::write("target/test-logs/metrics.txt", &scrape.text).unwrap();
 }

@@ -133,6 +133,22 @@ fn describe_areas() {
         "opsconsole_kill_switch_reverts_total",
         "Timed kill-switch changes this console ended (the switch went back towards safety), by switch."
     );
+    describe_gauge!(
+        "opsconsole_kill_switch_on",
+        "Each kill switch's position as stored (1 on, 0 off), read every 5 s by every console."
+    );
+    describe_gauge!(
+        "opsconsole_kill_switch_changed_timestamp_seconds",
+        "When each kill switch was last changed (Unix seconds; 0: never): the time in its state is time() minus this."
+    );
+    describe_counter!(
+        "opsconsole_kill_switch_trips_total",
+        "Kill switches this console moved to their safe position without a person, by switch and by what moved it (rule, trigger)."
+    );
+    describe_counter!(
+        "opsconsole_kill_switch_approvals_total",
+        "Four-eyes steps on this console: requested, approved, rejected, and emergency (a change that skipped the approval)."
+    );
 }
 
 pub fn http_request(route: &str, method: &str, status: u16, took: Duration) {
@@ -219,6 +235,33 @@ pub fn dynamodb_retry(operation: &str) {
 
 pub fn inbox_stream_lag(seconds: f64) {
     gauge!("opsconsole_inbox_stream_lag_seconds").set(seconds.max(0.0));
+}
+
+/// The switches as this console last read them: each one's position and last change.
+pub fn kill_switches(switches: &crate::model::kill_switches::KillSwitches) {
+    use crate::model::kill_switches::Switch;
+    for switch in Switch::ALL {
+        let st = switches.get(switch);
+        gauge!("opsconsole_kill_switch_on", "switch" => switch.key())
+            .set(f64::from(u8::from(st.enabled)));
+        let at = st
+            .changed_at
+            .as_deref()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map_or(0.0, |t| t.timestamp() as f64);
+        gauge!("opsconsole_kill_switch_changed_timestamp_seconds", "switch" => switch.key())
+            .set(at);
+    }
+}
+
+/// A switch moved to its safe position without a person: by a `rule`'s trip or a `trigger` URL.
+pub fn kill_switch_tripped(switch: &'static str, by: &'static str) {
+    counter!("opsconsole_kill_switch_trips_total", "switch" => switch, "by" => by).increment(1);
+}
+
+/// `requested`, `approved`, `rejected` or `emergency`.
+pub fn kill_switch_approval(step: &'static str) {
+    counter!("opsconsole_kill_switch_approvals_total", "step" => step).increment(1);
 }
 
 pub fn kill_switch_reverted(switch: &'static str) {

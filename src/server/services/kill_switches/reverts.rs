@@ -34,6 +34,7 @@ impl Switches {
     pub async fn revert_due(&self) -> Result<Vec<Reverted>, StoreError> {
         let now = self.clock.now();
         let mut current = store::load(&self.store, now).await?;
+        metrics::kill_switches(&current);
         let mut done = Vec::new();
         for switch in Switch::ALL {
             if !timers::due(&current, now).contains(&switch) {

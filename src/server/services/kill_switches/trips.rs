@@ -160,7 +160,10 @@ impl Switches {
             let outcome = writes.and(once).commit(&self.store).await?;
             let refused: Vec<usize> = outcome.into_refusals().iter().map(|r| r.index).collect();
             match refused.as_slice() {
-                [] => return Ok(true),
+                [] => {
+                    crate::server::metrics::kill_switch_tripped(switch.key(), "rule");
+                    return Ok(true);
+                }
                 // This switch's trip was done in this episode already (index 2: switch,
                 // audit, episode), or the episode moved on.
                 r if r.contains(&2) => {
