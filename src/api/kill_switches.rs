@@ -75,7 +75,15 @@ pub async fn load_kill_switches() -> Result<KillSwitchesView, AppError> {
         switches: ks.load().await?,
         can_change: admin,
         form_key: crate::server::ids::random_hex(16),
-        pending: ks.approvals().await?.len(),
+        // A count on the side: the page (and its form that turns safety on) works without
+        // it.
+        pending: ks.approvals().await.map_or_else(
+            |e| {
+                tracing::warn!(error = %e, "the pending approvals were not read");
+                0
+            },
+            |a| a.len(),
+        ),
         can_skip: admin && ks.approvals_required() && ks.may_skip_approval(&user.name),
     })
 }
@@ -120,14 +128,21 @@ pub async fn decide_kill_switch_approval(
             .text("reason", &reason),
     };
     let ks = &state.kill_switches;
-    let answer = submission::once(&state, sub, |_| async {
-        let decided = ks
-            .decide(id.as_str(), decision, &reason, &admin.name)
+    let now = state.clock.now();
+    // The decision, its records and the form's key in one transaction: a retry after a
+    // lost answer gets this answer again.
+    let answer = submission::once_writes(&state, sub, |_| async {
+        let (decided, writes) = ks
+            .prepare_decision(id.as_str(), decision, &reason, &admin.name, now)
             .await
             .map_err(AppError::from)?;
-        Ok(serde_json::json!({ "ok": true, "data": decided.words }))
+        Ok((
+            writes,
+            serde_json::json!({ "ok": true, "data": decided.words }),
+        ))
     })
     .await?;
+    crate::server::metrics::kill_switch_approval(decision.past());
     Ok(answer
         .data
         .and_then(|d| d.as_str().map(str::to_string))

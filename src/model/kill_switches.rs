@@ -253,6 +253,10 @@ pub struct Approval {
     /// it stale.
     pub version: u64,
     pub requested_by: String,
+    /// The person behind a requester that is an API key (the key's maker): they cannot
+    /// approve it either.
+    #[serde(default)]
+    pub on_behalf_of: Option<String>,
     /// RFC 3339, UTC.
     pub requested_at: String,
     /// Past this (RFC 3339, UTC) it can no longer be approved.

@@ -163,8 +163,17 @@ async fn turning_safety_off_waits_for_a_second_admin_who_is_not_its_requester() 
         note.contains("approved by bob") && note.contains("checked the incident channel"),
         "{note}"
     );
-    let request = &history.entries[1];
+    // The approval is bob's own record too: the audit trail finds it by who made it.
+    let approval = &history.entries[1];
+    assert_eq!(approval.actor, "bob");
+    assert_eq!(approval.moved, None);
+    assert_eq!(
+        approval.reason,
+        "Approved alice's request to turn safe mode off: “checked the incident channel”"
+    );
+    let request = &history.entries[2];
     assert_eq!(request.moved, None);
+    assert_eq!(request.actor, "alice");
     assert!(
         request
             .reason
@@ -343,10 +352,18 @@ async fn the_emergency_path_is_for_named_admins_marked_in_the_history_and_announ
 }
 
 #[tokio::test]
-async fn a_client_asks_through_the_api_and_a_person_approves_in_the_console() {
+async fn a_client_asks_through_the_api_and_a_person_other_than_its_maker_approves() {
+    use ops_console::model::api_keys::ApiScope;
     let app = strict(None).await;
+    let alice = app.session_as("alice", Role::Admin).await;
     let bob = app.session_as("bob", Role::Admin).await;
-    let key = app.api_key(&["switches:write", "switches:read"]).await;
+    let write = ApiScope::parse("switches:write").unwrap();
+    let key = app
+        .state
+        .api_keys
+        .create_api_key("incident-bot", &[write], 30, "alice")
+        .await
+        .unwrap();
     let body = json!({"switch": "safe_mode", "enable": false, "expected_version": 0,
                       "reason": "deploy done", "confirm": true})
     .to_string();
@@ -369,6 +386,14 @@ async fn a_client_asks_through_the_api_and_a_person_approves_in_the_console() {
     assert_eq!(retry.json()["request"]["id"], id.as_str());
     assert_eq!(pending(&app).await.len(), 1);
     assert!(switches(&app).await.safe_mode.enabled);
+
+    // The admin who made the key asked through it: they cannot approve it either.
+    let own = decide(&app, &alice, &id, "approve", "form-key-client-00000").await;
+    assert_eq!(own.status, 403, "{}", own.body);
+    assert_eq!(
+        pending(&app).await[0].on_behalf_of.as_deref(),
+        Some("alice")
+    );
 
     let yes = decide(&app, &bob, &id, "approve", "form-key-client-00001").await;
     assert_eq!(yes.status, 200, "{}", yes.body);

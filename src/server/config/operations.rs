@@ -66,13 +66,3 @@ impl Default for SwitchesSection {
         }
     }
 }
-
-impl SwitchesSection {
-    /// Whether `name` is one of the emergency admins.
-    pub fn is_emergency_admin(&self, name: &str) -> bool {
-        self.emergency_admins
-            .split(',')
-            .map(str::trim)
-            .any(|n| !n.is_empty() && n == name)
-    }
-}

@@ -217,3 +217,41 @@ fn a_moved_setting_is_refused_with_its_new_name() {
         5
     );
 }
+
+#[test]
+fn approvals_follow_the_environment_unless_set_and_name_real_users() {
+    let dev = Config::from_parts(None, &env(&[]), "t".into()).unwrap();
+    assert_eq!(dev.switches.require_approval, Some(false));
+    let prod = env(&[("OPS_ENV", "prod"), ("IDEMPOTENCY_SECRET", &"s".repeat(32))]);
+    let file = "[auth]\ntrusted_proxies = \"10.0.0.0/16\"\n";
+    let c = Config::from_parts(Some(file), &prod, "t".into()).unwrap();
+    assert_eq!(c.switches.require_approval, Some(true));
+    let mut off = prod.clone();
+    off.insert("OPS_SWITCHES_REQUIRE_APPROVAL".into(), "false".into());
+    let c = Config::from_parts(Some(file), &off, "t".into()).unwrap();
+    assert_eq!(c.switches.require_approval, Some(false));
+    let c = Config::from_parts(
+        None,
+        &env(&[("OPS_SWITCHES_REQUIRE_APPROVAL", "true")]),
+        "t".into(),
+    )
+    .unwrap();
+    assert_eq!(c.switches.require_approval, Some(true));
+    for bad in ["Erin", "erin, bob smith"] {
+        let err = Config::from_parts(
+            None,
+            &env(&[("OPS_SWITCHES_EMERGENCY_ADMINS", bad)]),
+            "t".into(),
+        )
+        .unwrap_err();
+        assert_eq!(err.key, "switches.emergency_admins", "{bad}");
+    }
+    let c = Config::from_parts(
+        None,
+        &env(&[("OPS_SWITCHES_EMERGENCY_ADMINS", "erin, bob")]),
+        "t".into(),
+    )
+    .unwrap();
+    let policy = crate::server::services::kill_switches::ApprovalPolicy::from(&c.switches);
+    assert_eq!(policy.emergency_admins, ["erin", "bob"]);
+}

@@ -317,6 +317,23 @@ fn operations(o: &super::OperationsSection) -> Result<(), ConfigError> {
 }
 
 fn switches(s: &super::SwitchesSection) -> Result<(), ConfigError> {
+    // A name that is no user's would switch the emergency path off silently, to be found
+    // out in the emergency.
+    for name in s
+        .emergency_admins
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+    {
+        if crate::model::users::parse_user_name(name).ok().as_deref() != Some(name) {
+            return Err(ConfigError::new(
+                "switches.emergency_admins",
+                format!(
+                    "{name:?} is not a user name (lower-case letters, digits, '.', '_' or '-')"
+                ),
+            ));
+        }
+    }
     range("switches.approval_minutes", s.approval_minutes, 5, 1440)
 }
 

@@ -82,6 +82,10 @@ pub struct PendingRequest {
     /// The switches' version it was asked against; any change since makes it stale.
     pub version: u64,
     pub requested_by: String,
+    /// When the requester is an API key: the person who made it (who cannot approve it
+    /// either).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_behalf_of: Option<String>,
     pub requested_at: String,
     /// Past this it can no longer be approved.
     pub expires_at: String,
@@ -104,6 +108,7 @@ impl From<crate::model::kill_switches::Approval> for PendingRequest {
             ends_at: a.ends_at,
             version: a.version,
             requested_by: a.requested_by,
+            on_behalf_of: a.on_behalf_of,
             requested_at: a.requested_at,
             expires_at: a.expires_at,
         }

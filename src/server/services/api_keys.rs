@@ -25,6 +25,9 @@ pub const REVOKE_ACTION: &str = "api_key_revoked";
 pub struct ApiPrincipal {
     pub name: String,
     pub scopes: Vec<ApiScope>,
+    /// The person who made the key: what the key asks for, they asked (four eyes never
+    /// count a key and its maker as two).
+    pub created_by: String,
 }
 
 impl ApiPrincipal {
@@ -169,6 +172,7 @@ impl ApiKeys {
         Ok(Some(ApiPrincipal {
             name: k.name,
             scopes,
+            created_by: k.created_by,
         }))
     }
 

@@ -55,9 +55,13 @@ pub fn route(req: &ChangeRequest, required: bool, emergency_ok: bool) -> Result<
     }
 }
 
-/// The pending requests at `now` (expired ones dropped).
-pub fn pending(all: &[Approval], now: DateTime<Utc>) -> Vec<Approval> {
-    all.iter().filter(|a| !expired(a, now)).cloned().collect()
+/// The requests that may still be approved at `now`, against the switches' `version`:
+/// expired ones and stale ones (asked against another version) are dropped.
+pub fn pending(all: &[Approval], now: DateTime<Utc>, version: u64) -> Vec<Approval> {
+    all.iter()
+        .filter(|a| !expired(a, now) && a.version == version)
+        .cloned()
+        .collect()
 }
 
 fn expired(a: &Approval, now: DateTime<Utc>) -> bool {
@@ -86,13 +90,14 @@ pub fn request(
     req: &ChangeRequest,
     reason: &str,
     actor: &str,
+    on_behalf_of: Option<&str>,
     id: &str,
     now: DateTime<Utc>,
     minutes: i64,
 ) -> Result<(Vec<Approval>, Approval), AppError> {
     // The same checks as the change itself: the version seen, a real move, a valid end.
     super::plan(current, req, reason, actor, now)?;
-    let mut next = pending(all, now);
+    let mut next = pending(all, now, current.version);
     if let Some(other) = next
         .iter()
         .find(|a| a.switch == req.switch && a.requested_by != actor)
@@ -118,6 +123,7 @@ pub fn request(
         ends_at,
         version: current.version,
         requested_by: actor.to_string(),
+        on_behalf_of: on_behalf_of.map(str::to_string),
         requested_at: crate::server::clock::iso(now),
         expires_at: crate::server::clock::iso(now + Duration::minutes(minutes)),
     };
@@ -147,6 +153,14 @@ impl Decision {
             Decision::Reject => "reject",
         }
     }
+
+    /// As its record and its metric name it: `approved`, `rejected`.
+    pub fn past(self) -> &'static str {
+        match self {
+            Decision::Approve => "approved",
+            Decision::Reject => "rejected",
+        }
+    }
 }
 
 /// The request `id` of `all`, if `decider` may decide it so against `current`; and the
@@ -167,7 +181,7 @@ pub fn decide(
                 .into(),
         ));
     };
-    let rest = pending(all, now)
+    let rest = pending(all, now, current.version)
         .into_iter()
         .filter(|a| a.id != id)
         .collect();
@@ -180,7 +194,7 @@ pub fn decide(
             minute(&found.expires_at)
         )));
     }
-    if found.requested_by == decider {
+    if found.requested_by == decider || found.on_behalf_of.as_deref() == Some(decider) {
         return Err(AppError::Refused(
             "You made this request: another admin must approve it.".into(),
         ));
@@ -251,6 +265,11 @@ pub fn approval_in_words(p: &serde_json::Value) -> String {
             text("requested_by"),
             text("reason")
         ),
+        "approved" => format!(
+            "Approved {}'s request to {what}: “{}”",
+            text("requested_by"),
+            text("reason")
+        ),
         other => format!("Request to {what} {other}"),
     }
 }
@@ -302,6 +321,7 @@ mod tests {
             &off(0),
             "incident over",
             "alice",
+            None,
             "r1",
             now,
             60,
@@ -337,15 +357,48 @@ mod tests {
     fn asking_again_replaces_ones_own_request_and_another_admins_is_in_the_way() {
         let now = at("2026-11-27T10:00:00Z");
         let current = KillSwitches::safe_defaults();
-        let (all, _) = request(&[], &current, &off(0), "first", "alice", "r1", now, 60).unwrap();
-        let (all, _) = request(&all, &current, &off(0), "second", "alice", "r2", now, 60).unwrap();
+        let (all, _) = request(
+            &[],
+            &current,
+            &off(0),
+            "first",
+            "alice",
+            None,
+            "r1",
+            now,
+            60,
+        )
+        .unwrap();
+        let (all, _) = request(
+            &all,
+            &current,
+            &off(0),
+            "second",
+            "alice",
+            None,
+            "r2",
+            now,
+            60,
+        )
+        .unwrap();
         assert_eq!(all.len(), 1);
         assert_eq!(all[0].id, "r2");
         assert!(decide(&all, &current, "r1", "bob", Decision::Approve, now)
             .unwrap_err()
             .to_string()
             .contains("no longer pending"));
-        let err = request(&all, &current, &off(0), "mine", "carol", "r3", now, 60).unwrap_err();
+        let err = request(
+            &all,
+            &current,
+            &off(0),
+            "mine",
+            "carol",
+            None,
+            "r3",
+            now,
+            60,
+        )
+        .unwrap_err();
         assert!(err.to_string().starts_with("alice's request"), "{err}");
     }
 }

@@ -17,7 +17,7 @@ use crate::server::ids::random_hex;
 use crate::server::store::audit::{self, AuditItem};
 use crate::server::store::kill_switch_approvals::{self as store, AUDIT_ACTION};
 use crate::server::store::kill_switches as switches_store;
-use crate::server::store::tx::{Outcome, Writes};
+use crate::server::store::tx::Writes;
 use crate::server::store::StoreError;
 
 /// How often a decision or a request is tried again when the requests changed under it.
@@ -53,6 +53,20 @@ pub struct Decided {
     pub words: String,
     /// The switches afterwards.
     pub switches: KillSwitches,
+    pub decision: Decision,
+    pub switch: crate::model::kill_switches::Switch,
+}
+
+impl Decided {
+    /// Counts and logs a decision that was committed.
+    pub fn count(&self) {
+        tracing::info!(
+            decision = self.decision.as_str(),
+            switch = self.switch.key(),
+            "kill switch request decided"
+        );
+        crate::server::metrics::kill_switch_approval(self.decision.past());
+    }
 }
 
 impl Switches {
@@ -76,13 +90,13 @@ impl Switches {
         rules::route(req, self.approvals.required, self.may_skip_approval(actor))
     }
 
-    /// The requests waiting for a second admin, oldest first.
+    /// The requests waiting for a second admin, oldest first (not the expired or stale
+    /// ones: they can no longer be approved, and the history tells them).
     pub async fn approvals(&self) -> Result<Vec<Approval>, StoreError> {
         let now = self.clock.now();
-        Ok(rules::pending(
-            &store::load(&self.store, now).await?.requests,
-            now,
-        ))
+        let version = switches_store::load(&self.store, now).await?.version;
+        let stored = store::load(&self.store, now).await?;
+        Ok(rules::pending(&stored.requests, now, version))
     }
 
     /// The request `req` by `actor` makes, as writes (the requests, and its audit record) to
@@ -91,6 +105,7 @@ impl Switches {
         &self,
         req: &ChangeRequest,
         actor: &str,
+        on_behalf_of: Option<&str>,
         now: DateTime<Utc>,
     ) -> Result<(Approval, Writes), ChangeError> {
         let reason = redact(validate(req)?.as_str());
@@ -104,6 +119,7 @@ impl Switches {
             req,
             &reason,
             actor,
+            on_behalf_of,
             &id,
             now,
             minutes,
@@ -119,16 +135,19 @@ impl Switches {
         Ok((made, writes))
     }
 
-    /// The request `req` by `actor` makes, committed on its own (a REST client's change).
+    /// The request `req` by `actor` (an API key, made by `on_behalf_of`) makes, committed on
+    /// its own (a REST client's change).
     pub async fn request_change(
         &self,
         req: &ChangeRequest,
         actor: &str,
+        on_behalf_of: Option<&str>,
     ) -> Result<Approval, ChangeError> {
         for _ in 0..ATTEMPTS {
             let now = self.clock.now();
-            let (made, writes) = self.prepare_request(req, actor, now).await?;
+            let (made, writes) = self.prepare_request(req, actor, on_behalf_of, now).await?;
             if writes.commit(&self.store).await?.is_done() {
+                crate::server::metrics::kill_switch_approval("requested");
                 return Ok(made);
             }
         }
@@ -136,7 +155,8 @@ impl Switches {
     }
 
     /// Approves or rejects the request `id`, by `decider`, with `reason`: once, however
-    /// many admins or consoles decide it at the same moment.
+    /// many admins or consoles decide it at the same moment. Committed on its own, tried
+    /// again on what is stored when the requests or the switches changed under it.
     pub async fn decide(
         &self,
         id: &str,
@@ -144,74 +164,83 @@ impl Switches {
         reason: &str,
         decider: &str,
     ) -> Result<Decided, ChangeError> {
-        let reason = redact(Reason::parse(reason)?.as_str());
         for _ in 0..ATTEMPTS {
             let now = self.clock.now();
-            let stored = store::load(&self.store, now).await?;
-            let current = switches_store::load(&self.store, now).await?;
-            let (found, rest) =
-                rules::decide(&stored.requests, &current, id, decider, decision, now)?;
-            let ttl = self.ttls.settings_days;
-            let writes = store::save(&self.store, rest, stored.version, now, ttl)?;
-            let (writes, next) = match decision {
-                Decision::Reject => {
-                    let payload = serde_json::json!({
-                        "switch": found.switch, "enable": found.enable, "change": "rejected",
-                        "id": found.id, "requested_by": found.requested_by, "reason": reason,
-                    });
-                    let record =
-                        self.approval_record(payload, decider, &format!("decided-{id}"), now);
-                    (
-                        writes.and(audit::writes(&self.store, &record)?),
-                        current.clone(),
-                    )
-                }
-                Decision::Approve => {
-                    let req = rules::change_of(&found)?;
-                    let next = plan(&current, &req, &found.reason, &found.requested_by, now)?;
-                    let action_id = format!("decided-{id}");
-                    let origin = Origin {
-                        actor: &found.requested_by,
-                        idempotency_key: "",
-                        action_id: &action_id,
-                    };
-                    let note = rules::approved_note(&found, decider, &reason);
-                    let item = audit_record(
-                        found.switch,
-                        &origin,
-                        &current,
-                        &next,
-                        found.reason.clone(),
-                        now,
-                        self.ttls.audit_days,
-                        Some(note),
-                    );
-                    let change = switches_store::change(
-                        &self.store,
-                        &next,
-                        current.version,
-                        &item,
-                        now,
-                        ttl,
-                    )?;
-                    (writes.and(change), next)
-                }
-            };
-            match writes.commit(&self.store).await? {
-                Outcome::Done => {
-                    tracing::info!(decider = %decider, decision = decision.as_str(), switch = found.switch.key(), "kill switch request decided");
-                    return Ok(Decided {
-                        words: decided_in_words(&found, decision),
-                        switches: next,
-                    });
-                }
-                // The requests or the switches changed meanwhile: decide again on what is
-                // stored now (a request decided by someone else is no longer pending; a
-                // change of the switches makes it stale).
-                Outcome::Refused(_) => continue,
+            let (decided, writes) = self
+                .prepare_decision(id, decision, reason, decider, now)
+                .await?;
+            // Refused: the requests or the switches changed meanwhile. Decide again on what
+            // is stored now (a request decided by someone else is no longer pending; a
+            // change of the switches makes it stale).
+            if writes.commit(&self.store).await?.is_done() {
+                decided.count();
+                return Ok(decided);
             }
         }
         Err(busy().into())
+    }
+
+    /// The decision as writes, for a caller that commits them with the form's key: the
+    /// requests without it (conditioned on their version), the decider's record, and for
+    /// an approval the switches' change (conditioned on the version the request saw) with
+    /// its record.
+    pub async fn prepare_decision(
+        &self,
+        id: &str,
+        decision: Decision,
+        reason: &str,
+        decider: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(Decided, Writes), ChangeError> {
+        let reason = redact(Reason::parse(reason)?.as_str());
+        let stored = store::load(&self.store, now).await?;
+        let current = switches_store::load(&self.store, now).await?;
+        let (found, rest) = rules::decide(&stored.requests, &current, id, decider, decision, now)?;
+        let ttl = self.ttls.settings_days;
+        // The decider's own record: the audit trail finds every approval and rejection by
+        // who made it.
+        let payload = serde_json::json!({
+            "switch": found.switch, "enable": found.enable, "change": decision.past(),
+            "id": found.id, "requested_by": found.requested_by, "reason": reason,
+        });
+        let record =
+            self.approval_record(payload, decider, &format!("{}-{id}", decision.past()), now);
+        let writes = store::save(&self.store, rest, stored.version, now, ttl)?
+            .and(audit::writes(&self.store, &record)?);
+        let (writes, next) = match decision {
+            Decision::Reject => (writes, current.clone()),
+            Decision::Approve => {
+                let req = rules::change_of(&found)?;
+                let next = plan(&current, &req, &found.reason, &found.requested_by, now)?;
+                let action_id = format!("change-{id}");
+                let origin = Origin {
+                    actor: &found.requested_by,
+                    idempotency_key: "",
+                    action_id: &action_id,
+                };
+                let note = rules::approved_note(&found, decider, &reason);
+                let item = audit_record(
+                    found.switch,
+                    &origin,
+                    &current,
+                    &next,
+                    found.reason.clone(),
+                    now,
+                    self.ttls.audit_days,
+                    Some(note),
+                );
+                let change =
+                    switches_store::change(&self.store, &next, current.version, &item, now, ttl)?;
+                (writes.and(change), next)
+            }
+        };
+        let decided = Decided {
+            words: decided_in_words(&found, decision),
+            switches: next,
+            decision,
+            switch: found.switch,
+        };
+        Ok((decided, writes))
     }
 
     fn approval_record(

@@ -80,6 +80,9 @@ impl Switches {
             tracing::info!(actor = %actor, switch = req.switch.key(), enabled = req.enable, "kill switch changed");
         }
         let switches = self.settle(engine, &call, outcome).await?;
+        if fresh && route == Route::Emergency {
+            crate::server::metrics::kill_switch_approval("emergency");
+        }
         let announce = (fresh && route == Route::Emergency).then(|| {
             format!(
                 "Emergency: {actor} turned {} {} without a second admin's approval: “{}”",
@@ -111,7 +114,7 @@ impl Switches {
             .run_writes(
                 call,
                 |_| async move {
-                    let (made, writes) = self.prepare_request(req, actor, now).await?;
+                    let (made, writes) = self.prepare_request(req, actor, None, now).await?;
                     let words = requested_in_words(&made);
                     let answer = serde_json::json!({"ok": true, "data": {"requested": words}});
                     Ok::<_, ChangeError>((writes, answer))
@@ -132,6 +135,9 @@ impl Switches {
                 .and_then(|w| w.as_str())
                 .map(str::to_string)
         };
+        if matches!(outcome, Outcome::Fresh(_)) {
+            crate::server::metrics::kill_switch_approval("requested");
+        }
         let requested = match &outcome {
             Outcome::Fresh(r) | Outcome::Replayed(r) => words(r),
             _ => None,

@@ -55,7 +55,7 @@ fn Requests(view: KillSwitchApprovals, decide: FormAction<String>) -> impl IntoV
         .into_iter()
         .map(|a| {
             let form = decider.clone().map(|me| {
-                let own = me == a.requested_by;
+                let own = me == a.requested_by || a.on_behalf_of.as_ref() == Some(&me);
                 view! { <DecideForm id=a.id.clone() own form_key=form_key.clone() decide /> }
                     .into_any()
             });
