@@ -1,7 +1,9 @@
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::model::kill_switches::{Approval, ChangeAnswer, HistoryPage, KillSwitches, Switch};
+use crate::model::kill_switches::{
+    Approval, ChangeAnswer, HistoryPage, KillSwitches, Scheduled, Switch,
+};
 use crate::model::users::OneTime;
 use crate::model::AppError;
 
@@ -38,6 +40,8 @@ pub struct KillSwitchesView {
     /// Whether the reader may skip the approval in an emergency (only when approvals are
     /// required).
     pub can_skip: bool,
+    /// The changes set for later, soonest first (docs/switches.md, "Scheduled changes").
+    pub schedule: Vec<Scheduled>,
 }
 
 /// The approvals page's data: the requests waiting for a second admin.
@@ -85,6 +89,7 @@ pub async fn load_kill_switches() -> Result<KillSwitchesView, AppError> {
             |a| a.len(),
         ),
         can_skip: admin && ks.approvals_required() && ks.may_skip_approval(&user.name),
+        schedule: ks.schedule().await?,
     })
 }
 
@@ -112,12 +117,13 @@ pub async fn decide_kill_switch_approval(
     use crate::api::submission::{self, Submission};
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::domain::kill_switches::approvals::{ApprovalId, Decision};
+    use crate::server::domain::kill_switches::approvals::Decision;
+    use crate::server::domain::kill_switches::ChangeId;
     use crate::server::services::idempotency::KeyInputs;
     let admin = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
     let decision = Decision::parse(&decision)?;
-    let id = ApprovalId::parse(&id)?;
+    let id = ChangeId::parse(&id)?;
     let sub = Submission {
         actor: &admin.name,
         scope: "kill_switches.decide",
@@ -326,6 +332,8 @@ pub async fn change_kill_switch(
     #[server(default)] for_minutes: Option<String>,
     // Ticked "skip the approval" (an emergency admin's form only).
     #[server(default)] emergency: Option<String>,
+    // A time to set the change for (UTC); empty: now.
+    #[server(default)] at: Option<String>,
     idempotency_key: String,
 ) -> Result<ChangeAnswer, AppError> {
     use crate::model::users::Role;
@@ -333,6 +341,7 @@ pub async fn change_kill_switch(
     use crate::server::domain::kill_switches::ChangeRequest;
     let user = ctx::require(Role::Admin)?;
     let state = ctx::state()?;
+    let at = crate::server::domain::kill_switches::schedule::parse_at(at.as_deref())?;
     let req = ChangeRequest::from_form(
         &switch,
         &enable,
@@ -344,7 +353,7 @@ pub async fn change_kill_switch(
     )?;
     let changed = state
         .kill_switches
-        .change_once(&state.idempotency, &req, &idempotency_key, &user.name)
+        .change_once(&state.idempotency, &req, at, &idempotency_key, &user.name)
         .await?;
     if let Some(words) = &changed.announce {
         let id = format!(
@@ -364,4 +373,43 @@ pub async fn kill_switch_history(cursor: Option<String>) -> Result<HistoryPage, 
     let state = ctx::state()?;
     let cursor = cursor.filter(|c| !c.is_empty());
     Ok(state.kill_switches.history(cursor.as_deref(), 10).await?)
+}
+
+/// Cancels the scheduled change `id`, with `reason`.
+#[server]
+pub async fn cancel_kill_switch_change(
+    id: String,
+    reason: String,
+    idempotency_key: String,
+) -> Result<String, AppError> {
+    use crate::api::submission::{self, Submission};
+    use crate::model::users::Role;
+    use crate::server::ctx;
+    use crate::server::domain::kill_switches::ChangeId;
+    use crate::server::services::idempotency::KeyInputs;
+    let admin = ctx::require(Role::Admin)?;
+    let state = ctx::state()?;
+    let id = ChangeId::parse(&id)?;
+    let sub = Submission {
+        actor: &admin.name,
+        scope: "kill_switches.cancel",
+        form_key: &idempotency_key,
+        values: KeyInputs::new()
+            .id("id", id.as_str())
+            .text("reason", &reason),
+    };
+    let now = state.clock.now();
+    let ks = &state.kill_switches;
+    let answer = submission::once_writes(&state, sub, |_| async {
+        let (words, writes) = ks
+            .prepare_cancel(id.as_str(), &reason, &admin.name, now)
+            .await
+            .map_err(AppError::from)?;
+        Ok((writes, serde_json::json!({ "ok": true, "data": words })))
+    })
+    .await?;
+    Ok(answer
+        .data
+        .and_then(|d| d.as_str().map(str::to_string))
+        .unwrap_or_else(|| "Done.".into()))
 }

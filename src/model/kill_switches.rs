@@ -263,6 +263,30 @@ pub struct Approval {
     pub expires_at: String,
 }
 
+/// A change set for a later time (docs/switches.md, "Scheduled changes"): run once, by
+/// whichever console is up, unless its switch was changed after it was set.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Scheduled {
+    pub id: String,
+    pub switch: Switch,
+    pub enable: bool,
+    /// Redacted, as every reason.
+    pub reason: String,
+    /// A timed change: this many minutes from when it runs.
+    #[serde(default)]
+    pub for_minutes: Option<i64>,
+    /// A timed change: its end (RFC 3339, UTC).
+    #[serde(default)]
+    pub ends_at: Option<String>,
+    /// When it runs (RFC 3339, UTC).
+    pub at: String,
+    pub scheduled_by: String,
+    pub scheduled_at: String,
+    /// The switch's last change when it was set: another since voids it.
+    #[serde(default)]
+    pub seen_change: Option<String>,
+}
+
 /// What a change form's submission did: the switches as stored, and, when the change waits
 /// for a second admin, what was asked, in words.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

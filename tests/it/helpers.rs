@@ -410,6 +410,26 @@ impl TestApp {
         .await
     }
 
+    /// A JSON POST with an `Idempotency-Key`, as a machine client sends a write.
+    pub async fn post_json_with_key_header(
+        &self,
+        path: &str,
+        key: &str,
+        idempotency_key: &str,
+        body: String,
+    ) -> Answer {
+        self.send(
+            Request::post(path)
+                .header(header::HOST, "localhost")
+                .header(header::AUTHORIZATION, format!("Bearer {key}"))
+                .header(header::CONTENT_TYPE, "application/json")
+                .header("idempotency-key", idempotency_key)
+                .body(Body::from(body))
+                .unwrap(),
+        )
+        .await
+    }
+
     /// Sets both kill switches, as an admin would (the data a test starts from: never held
     /// for a second admin's approval).
     pub async fn set_switches(&self, safe_mode: bool, automation_enabled: bool) {

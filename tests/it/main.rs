@@ -17,6 +17,7 @@ mod idempotency;
 mod idempotency_writes;
 mod inbox;
 mod kill_switch_approvals;
+mod kill_switch_schedule;
 mod kill_switch_timers;
 mod kill_switch_triggers;
 mod kill_switches;

@@ -27,6 +27,11 @@ pub struct SwitchChange {
     #[serde(default)]
     #[schema(format = DateTime)]
     pub ends_at: Option<String>,
+    /// Set the change for this time instead of now (RFC 3339 with its offset), a minute to
+    /// 31 days ahead: it runs then, once, unless its switch was changed after it was set.
+    #[serde(default)]
+    #[schema(format = DateTime)]
+    pub at: Option<String>,
 }
 
 /// The switches as they are.
@@ -111,6 +116,58 @@ impl From<crate::model::kill_switches::Approval> for PendingRequest {
             on_behalf_of: a.on_behalf_of,
             requested_at: a.requested_at,
             expires_at: a.expires_at,
+        }
+    }
+}
+
+/// A change set for a later time (docs/switches.md, "Scheduled changes"). Nothing changed
+/// yet.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct ChangeScheduled {
+    /// Always `scheduled`.
+    pub status: String,
+    pub scheduled: ScheduledChange,
+}
+
+/// A change set for later.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct ScheduledChange {
+    pub id: String,
+    /// `safe_mode` or `automation_enabled`.
+    pub switch: String,
+    pub enable: bool,
+    /// Redacted.
+    pub reason: String,
+    /// When it runs.
+    pub at: String,
+    /// A timed change: minutes from when it runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub for_minutes: Option<i64>,
+    /// A timed change: its end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ends_at: Option<String>,
+    pub scheduled_by: String,
+    pub scheduled_at: String,
+}
+
+/// The changes set for later, soonest first.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct Schedule {
+    pub scheduled: Vec<ScheduledChange>,
+}
+
+impl From<crate::model::kill_switches::Scheduled> for ScheduledChange {
+    fn from(s: crate::model::kill_switches::Scheduled) -> ScheduledChange {
+        ScheduledChange {
+            id: s.id,
+            switch: s.switch.key().to_string(),
+            enable: s.enable,
+            reason: s.reason,
+            at: s.at,
+            for_minutes: s.for_minutes,
+            ends_at: s.ends_at,
+            scheduled_by: s.scheduled_by,
+            scheduled_at: s.scheduled_at,
         }
     }
 }

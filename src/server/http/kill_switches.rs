@@ -9,7 +9,8 @@ use super::problem::Problem;
 use crate::model::kill_switches::KillSwitches;
 use crate::model::AppError;
 use crate::server::contract::kill_switches::{
-    ApprovalRequested, PendingRequests, SwitchChange, Switches, Triggered,
+    ApprovalRequested, ChangeScheduled, PendingRequests, Schedule, SwitchChange, Switches,
+    Triggered,
 };
 use crate::server::domain::kill_switches::approvals::Route;
 use crate::server::domain::kill_switches::ChangeRequest;
@@ -55,7 +56,7 @@ pub(crate) async fn kill_switches(
     ),
     responses(
         (status = 200, description = "Changed", body = Switches),
-        (status = 202, description = "Waits for a second admin's approval in the console (approvals required): nothing changed yet", body = ApprovalRequested)
+        (status = 202, description = "Waits for a second admin's approval in the console (approvals required), or set for `at` (a `ChangeScheduled`): nothing changed yet", body = ApprovalRequested)
     ),
     security(("api_key" = ["switches:write"])),
 )]
@@ -71,8 +72,21 @@ pub(crate) async fn change_kill_switch(
     JsonBody(body): JsonBody<SwitchChange>,
 ) -> Result<axum::response::Response, Problem> {
     use axum::response::IntoResponse;
+    let at = crate::server::domain::kill_switches::schedule::parse_at(body.at.as_deref())?;
     let req = ChangeRequest::try_from(body)?;
     let actor = format!("api:{}", auth.principal.name);
+    if let Some(at) = at {
+        let made = state
+            .kill_switches
+            .schedule_change(&req, at, &actor)
+            .await
+            .map_err(AppError::from)?;
+        let body = ChangeScheduled {
+            status: "scheduled".into(),
+            scheduled: made.into(),
+        };
+        return Ok((axum::http::StatusCode::ACCEPTED, Json(body)).into_response());
+    }
     if state.kill_switches.route(&req, &actor)? == Route::Request {
         let made = state
             .kill_switches
@@ -97,6 +111,27 @@ pub(crate) async fn change_kill_switch(
         .await
         .map_err(AppError::from)?;
     Ok(answer(&next).into_response())
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/kill-switches/schedule",
+    tag = "console",
+    responses(
+        (status = 200, description = "OK", body = Schedule)
+    ),
+    security(("api_key" = ["switches:read"])),
+)]
+/// The changes set for later (docs/switches.md, "Scheduled changes"), soonest first. Set
+/// one with `at` on `POST /api/v1/kill-switches`; they are cancelled in the console.
+pub(crate) async fn kill_switch_schedule(
+    State(state): State<AppState>,
+    _auth: Scoped<SwitchesRead>,
+) -> Result<Json<Schedule>, Problem> {
+    let pending = state.kill_switches.schedule().await?;
+    Ok(Json(Schedule {
+        scheduled: pending.into_iter().map(Into::into).collect(),
+    }))
 }
 
 #[utoipa::path(

@@ -49,6 +49,10 @@ pub fn routes(state: &AppState) -> Router<AppState> {
             get(kill_switches::kill_switch_approvals),
         )
         .route(
+            "/api/v1/kill-switches/schedule",
+            get(kill_switches::kill_switch_schedule),
+        )
+        .route(
             "/api/v1/kill-switches/triggers/{secret}",
             post(kill_switches::trigger),
         )

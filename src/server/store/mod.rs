@@ -14,6 +14,7 @@ pub mod idempotency;
 pub mod inbox;
 pub mod item;
 pub mod kill_switch_approvals;
+pub mod kill_switch_schedule;
 pub mod kill_switch_triggers;
 pub mod kill_switch_trips;
 pub mod kill_switches;

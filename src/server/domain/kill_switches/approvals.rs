@@ -9,26 +9,6 @@ use super::ChangeRequest;
 use crate::model::kill_switches::{Approval, KillSwitches};
 use crate::model::AppError;
 
-/// A request's id: 32 lower-case hex digits (16 random bytes). Anything else names no
-/// request, and is refused before anything is read.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ApprovalId(String);
-
-impl ApprovalId {
-    pub fn parse(raw: &str) -> Result<ApprovalId, AppError> {
-        let id = raw.trim();
-        if id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-            Ok(ApprovalId(id.to_string()))
-        } else {
-            Err(AppError::invalid("id", "Unknown request: reload the page."))
-        }
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
 /// How a change goes ahead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Route {

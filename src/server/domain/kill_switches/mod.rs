@@ -3,6 +3,7 @@
 //! leaves, and its audit record in words. A timed change's end is in [`timers`].
 
 pub mod approvals;
+pub mod schedule;
 pub mod timers;
 pub mod triggers;
 
@@ -74,6 +75,26 @@ impl ChangeRequest {
             ends: Ends::from_form(for_minutes)?,
             emergency: emergency.is_some_and(|e| !e.is_empty()),
         })
+    }
+}
+
+/// The id of a request for approval or of a scheduled change: 32 lower-case hex digits (16
+/// random bytes). Anything else names neither, and is refused before anything is read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChangeId(String);
+
+impl ChangeId {
+    pub fn parse(raw: &str) -> Result<ChangeId, AppError> {
+        let id = raw.trim();
+        if id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            Ok(ChangeId(id.to_string()))
+        } else {
+            Err(AppError::invalid("id", "Unknown change: reload the page."))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
 }
 

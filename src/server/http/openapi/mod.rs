@@ -100,6 +100,7 @@ impl Modify for LayerProblems {
         crate::server::http::kill_switches::kill_switches,
         crate::server::http::kill_switches::change_kill_switch,
         crate::server::http::kill_switches::kill_switch_approvals,
+        crate::server::http::kill_switches::kill_switch_schedule,
         crate::server::http::kill_switches::trigger,
         crate::server::http::events::post_event,
         crate::server::http::conversations::create,

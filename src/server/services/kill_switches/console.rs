@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+
 use super::approvals::requested_in_words;
 use super::{validate, ChangeError, ChangeRequest, Origin, Switches};
 use crate::model::kill_switches::{ChangeAnswer, KillSwitches};
@@ -36,6 +38,7 @@ impl Switches {
         &self,
         engine: &Engine,
         req: &ChangeRequest,
+        at: Option<DateTime<Utc>>,
         form_key: &str,
         actor: &str,
     ) -> Result<Changed, AppError> {
@@ -51,9 +54,12 @@ impl Switches {
             tenant: "console",
             scope: SCOPE,
             inputs: &inputs,
-            fingerprint: Some(fingerprint(req)),
+            fingerprint: Some(fingerprint(req, at)),
         };
         let now = self.clock.now();
+        if let Some(at) = at {
+            return self.schedule_once(engine, &call, req, at, actor).await;
+        }
         if route == Route::Request {
             return self.request_once(engine, &call, req, actor).await;
         }
@@ -100,6 +106,43 @@ impl Switches {
         })
     }
 
+    /// A change set for later, once per form key: a repeated submission answers with the
+    /// same words.
+    async fn schedule_once(
+        &self,
+        engine: &Engine,
+        call: &Call<'_>,
+        req: &ChangeRequest,
+        at: DateTime<Utc>,
+        actor: &str,
+    ) -> Result<Changed, AppError> {
+        let now = self.clock.now();
+        let outcome = engine
+            .run_writes(
+                call,
+                |_| async move {
+                    let (made, writes) = self.prepare_scheduled(req, at, actor, now).await?;
+                    let words = format!(
+                        "Scheduled: {} turns {} at {}.",
+                        made.switch.label(),
+                        if made.enable { "on" } else { "off" },
+                        crate::server::domain::kill_switches::timers::minute(&made.at)
+                    );
+                    let answer = serde_json::json!({"ok": true, "data": {"requested": words}});
+                    Ok::<_, ChangeError>((writes, answer))
+                },
+                |_| {
+                    ChangeError::App(AppError::Conflict(
+                        "The schedule changed at the same moment; nothing was set. Reload the \
+                         page and try again."
+                            .into(),
+                    ))
+                },
+            )
+            .await?;
+        self.answered(engine, call, outcome).await
+    }
+
     /// The request a change that waits for a second admin makes, once per form key: a
     /// repeated submission answers with the same request.
     async fn request_once(
@@ -128,6 +171,19 @@ impl Switches {
                 },
             )
             .await?;
+        if matches!(outcome, Outcome::Fresh(_)) {
+            crate::server::metrics::kill_switch_approval("requested");
+        }
+        self.answered(engine, call, outcome).await
+    }
+
+    /// The switches after a request or a scheduled change was made, with its words.
+    async fn answered(
+        &self,
+        engine: &Engine,
+        call: &Call<'_>,
+        outcome: Outcome<ChangeError>,
+    ) -> Result<Changed, AppError> {
         let words = |r: &crate::server::services::idempotency::SafeResponse| {
             r.data
                 .as_ref()
@@ -135,9 +191,6 @@ impl Switches {
                 .and_then(|w| w.as_str())
                 .map(str::to_string)
         };
-        if matches!(outcome, Outcome::Fresh(_)) {
-            crate::server::metrics::kill_switch_approval("requested");
-        }
         let requested = match &outcome {
             Outcome::Fresh(r) | Outcome::Replayed(r) => words(r),
             _ => None,
@@ -146,7 +199,7 @@ impl Switches {
         Ok(Changed {
             answer: ChangeAnswer {
                 switches,
-                requested: Some(requested.unwrap_or_else(|| "Requested.".into())),
+                requested: Some(requested.unwrap_or_else(|| "Done.".into())),
             },
             announce: None,
         })
@@ -179,7 +232,7 @@ impl Switches {
 
 /// The whole request: the same form key sent again with other values is a mismatch, not a
 /// replay.
-fn fingerprint(req: &ChangeRequest) -> String {
+fn fingerprint(req: &ChangeRequest, at: Option<DateTime<Utc>>) -> String {
     let inputs = KeyInputs::new()
         .id("switch", req.switch.key())
         .flag("enable", req.enable)
@@ -191,6 +244,10 @@ fn fingerprint(req: &ChangeRequest) -> String {
         inputs.flag("emergency", true)
     } else {
         inputs
+    };
+    let inputs = match at {
+        Some(at) => inputs.text("at", &crate::server::clock::iso(at)),
+        None => inputs,
     };
     // Only a timed change names its end: an untimed one's fingerprint is what it was before
     // changes had ends, so a retry across a deployment still matches.

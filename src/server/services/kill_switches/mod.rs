@@ -5,6 +5,7 @@
 pub mod approvals;
 mod console;
 pub mod reverts;
+pub mod schedule;
 pub mod triggers;
 pub mod trips;
 
@@ -260,8 +261,11 @@ impl Switches {
 /// record this release cannot read.
 fn history_row(item: AuditItem) -> Option<SwitchChangeRecord> {
     use crate::server::domain::kill_switches::approvals::approval_in_words;
+    use crate::server::domain::kill_switches::schedule::schedule_in_words;
     use crate::server::domain::kill_switches::{trigger_in_words, trip_in_words};
-    use crate::server::store::{kill_switch_approvals, kill_switch_triggers, kill_switch_trips};
+    use crate::server::store::{
+        kill_switch_approvals, kill_switch_schedule, kill_switch_triggers, kill_switch_trips,
+    };
     let at = crate::server::clock::iso(item.at()?);
     let actor = item.actor;
     let words = |in_words: fn(&serde_json::Value) -> String| {
@@ -273,6 +277,7 @@ fn history_row(item: AuditItem) -> Option<SwitchChangeRecord> {
         kill_switch_trips::AUDIT_ACTION => Some(words(trip_in_words)?),
         kill_switch_triggers::AUDIT_ACTION => Some(words(trigger_in_words)?),
         kill_switch_approvals::AUDIT_ACTION => Some(words(approval_in_words)?),
+        kill_switch_schedule::AUDIT_ACTION => Some(words(schedule_in_words)?),
         _ => None,
     };
     if let Some((switch, reason)) = automation {

@@ -92,10 +92,24 @@ impl Switches {
         Ok(done)
     }
 
-    /// Ends timed changes every [`EVERY`] until the task is stopped, announcing each one
-    /// this console ended on the alert channels.
+    /// Ends timed changes and runs scheduled ones every [`EVERY`] until the task is
+    /// stopped, announcing each one this console ended or ran on the alert channels.
     pub async fn run_reverts(&self, alerts: Alerts) {
         loop {
+            match self.run_schedule_due().await {
+                Ok(ran) => {
+                    for words in ran {
+                        let id = format!(
+                            "kill_switches.schedule#{}",
+                            crate::server::ids::random_hex(4)
+                        );
+                        alerts.notify(&id, &words, "/kill-switches").await;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "running scheduled changes failed; trying again");
+                }
+            }
             match self.revert_due().await {
                 Ok(done) => {
                     for r in done {
