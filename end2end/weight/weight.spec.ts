@@ -27,6 +27,7 @@ const PAGES = [
   '/kill-switches',
   '/kill-switches/automation',
   '/kill-switches/approvals',
+  '/kill-switches/schedule',
   '/conversations',
   '/events',
   '/outbox',

@@ -40,8 +40,17 @@ pub struct KillSwitchesView {
     /// Whether the reader may skip the approval in an emergency (only when approvals are
     /// required).
     pub can_skip: bool,
-    /// The changes set for later, soonest first (docs/switches.md, "Scheduled changes").
+    /// How many changes are set for later (docs/switches.md, "Scheduled changes").
+    pub scheduled: usize,
+}
+
+/// The kill switch schedule page's data: the changes set for later, soonest first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KillSwitchSchedule {
     pub schedule: Vec<Scheduled>,
+    /// Whether the reader may cancel them.
+    pub can_change: bool,
+    pub form_key: String,
 }
 
 /// The approvals page's data: the requests waiting for a second admin.
@@ -89,7 +98,20 @@ pub async fn load_kill_switches() -> Result<KillSwitchesView, AppError> {
             |a| a.len(),
         ),
         can_skip: admin && ks.approvals_required() && ks.may_skip_approval(&user.name),
-        schedule: ks.schedule().await?,
+        scheduled: ks.schedule().await?.len(),
+    })
+}
+
+#[server]
+pub async fn load_kill_switch_schedule() -> Result<KillSwitchSchedule, AppError> {
+    use crate::model::users::Role;
+    use crate::server::ctx;
+    let user = ctx::require(Role::Viewer)?;
+    let state = ctx::state()?;
+    Ok(KillSwitchSchedule {
+        schedule: state.kill_switches.schedule().await?,
+        can_change: user.role.allows(Role::Admin),
+        form_key: crate::server::ids::random_hex(16),
     })
 }
 

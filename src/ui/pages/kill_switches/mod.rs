@@ -4,6 +4,7 @@
 
 pub mod approvals;
 pub mod automation;
+pub mod schedule;
 mod triggers;
 mod trips;
 
@@ -12,12 +13,9 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::kill_switches::{
-    kill_switch_history, load_kill_switches, CancelKillSwitchChange, ChangeKillSwitch,
-    KillSwitchesView,
+    kill_switch_history, load_kill_switches, ChangeKillSwitch, KillSwitchesView,
 };
-use crate::model::kill_switches::{
-    ChangeAnswer, HistoryPage, Scheduled, Switch, SwitchState, TIMED_CHOICES,
-};
+use crate::model::kill_switches::{ChangeAnswer, HistoryPage, Switch, SwitchState, TIMED_CHOICES};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::badge::OnOff;
@@ -32,12 +30,8 @@ use crate::ui::layout::ShellData;
 #[component]
 pub fn KillSwitchesPage() -> impl IntoView {
     let change = FormAction::new::<ChangeKillSwitch>();
-    let cancel = FormAction::new::<CancelKillSwitchChange>();
     let query = use_query_map();
-    let data = page_data(
-        move || (change.version().get(), cancel.version().get()),
-        |_| load_kill_switches(),
-    );
+    let data = page_data(move || change.version().get(), |_| load_kill_switches());
     let history = page_data(
         move || (change.version().get(), query.read().get("before")),
         |(_, before)| kill_switch_history(before),
@@ -59,11 +53,8 @@ pub fn KillSwitchesPage() -> impl IntoView {
         <div class="mt-4">
             <ActionResult value=move || change.value().get() success=|a: &ChangeAnswer| a.requested.clone().unwrap_or_else(|| format!("Saved: {}.", a.switches.summary())) />
         </div>
-        <div class="mt-4">
-            <ActionResult value=move || cancel.value().get() success=|m: &String| m.clone() />
-        </div>
         <AsyncSection load=move || data spacing="mt-4" let:view>
-            <SwitchCards view change cancel />
+            <SwitchCards view change />
         </AsyncSection>
         <a class="mt-6 inline-block text-sm text-sky-800 underline" href="/kill-switches/automation">
             "Automation: the trips on alert rules and the trigger URLs that turn safety on without a person →"
@@ -77,23 +68,15 @@ pub fn KillSwitchesPage() -> impl IntoView {
 
 /// One card per switch, and for viewers the note that only admins change them.
 #[component]
-fn SwitchCards(
-    view: KillSwitchesView,
-    change: FormAction<ChangeAnswer>,
-    cancel: FormAction<String>,
-) -> impl IntoView {
+fn SwitchCards(view: KillSwitchesView, change: FormAction<ChangeAnswer>) -> impl IntoView {
     let KillSwitchesView {
         switches,
         can_change,
         form_key,
         pending,
         can_skip,
-        schedule,
+        scheduled,
     } = view;
-    let scheduled = (!schedule.is_empty()).then(|| {
-        let key = can_change.then(|| form_key.clone());
-        view! { <Schedule schedule form_key=key cancel /> }
-    });
     // The two cards, always in this order: read again after every answer, each stays in
     // place. The form that was sent is emptied and closed after a success (`PostForm`),
     // and stays open as typed after a refusal.
@@ -113,7 +96,11 @@ fn SwitchCards(
             </a>
         })}
         <div class="mt-4 grid gap-4 md:grid-cols-2">{cards}</div>
-        {scheduled}
+        {(scheduled > 0).then(|| view! {
+            <a class="mt-4 block text-sm text-sky-800 underline" href="/kill-switches/schedule" data-testid="scheduled-changes">
+                {format!("Scheduled: {scheduled} →")}
+            </a>
+        })}
         {(!can_change)
             .then(|| {
                 view! {
@@ -173,44 +160,6 @@ fn SwitchCard(
             <p class="mt-1 text-xs text-slate-500" data-testid="last-change">{last_change(&state)}</p>
             {form}
         </section>
-    }
-}
-
-/// The changes set for later, and for admins (with a form key) a form that cancels each.
-#[component]
-fn Schedule(
-    schedule: Vec<Scheduled>,
-    form_key: Option<String>,
-    cancel: FormAction<String>,
-) -> impl IntoView {
-    let rows = schedule
-        .into_iter()
-        .map(|s| {
-            let form = form_key.clone().map(|key| {
-                let id = format!("cancel-{}", s.id);
-                view! {
-                    <PostForm action=cancel attr:class="mt-2 flex flex-wrap items-end gap-2">
-                        <input type="hidden" name="id" value=s.id.clone() />
-                        <FormKey value=key />
-                        <label for=id.clone() class="sr-only">"Reason"</label>
-                        <input id=id name="reason" required maxlength="500" placeholder="Reason" class="rounded border border-slate-300 px-2 py-1 text-sm" />
-                        <button type="submit" class="rounded border border-red-300 px-3 py-1 text-sm text-red-800">"Cancel"</button>
-                    </PostForm>
-                }
-            });
-            view! {
-                <li class="py-2" data-testid="scheduled">
-                    {format!("{} {} at ", s.switch.label(), if s.enable { "on" } else { "off" })}
-                    <Moment iso=s.at />
-                    {format!(", by {}: “{}”", s.scheduled_by, s.reason)}
-                    {form}
-                </li>
-            }
-        })
-        .collect_view();
-    view! {
-        <h2 class="mt-6 text-lg font-semibold">"Scheduled"</h2>
-        <ul class="divide-y divide-slate-100 text-sm">{rows}</ul>
     }
 }
 
