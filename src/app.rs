@@ -17,7 +17,6 @@ use crate::ui::pages::inbox::user::InboxUserPage;
 use crate::ui::pages::inbox::InboxPage;
 use crate::ui::pages::kill_switches::approvals::KillSwitchApprovalsPage;
 use crate::ui::pages::kill_switches::automation::KillSwitchAutomationPage;
-use crate::ui::pages::kill_switches::schedule::KillSwitchSchedulePage;
 use crate::ui::pages::measurements::MeasurementsPage;
 use crate::ui::pages::openapi::OpenApiPage;
 use crate::ui::pages::outbox::receiver::ReceiverPage;
@@ -64,7 +63,6 @@ pub fn App() -> impl IntoView {
                     <Route ssr=SsrMode::Async path=path!("kill-switches") view={Lazy::<KillSwitchesRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("kill-switches/automation") view={Lazy::<KillSwitchAutomationRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("kill-switches/approvals") view={Lazy::<KillSwitchApprovalsRoute>::new()} />
-                    <Route ssr=SsrMode::Async path=path!("kill-switches/schedule") view={Lazy::<KillSwitchScheduleRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("conversations") view={Lazy::<ConversationsRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("conversations/view") view={Lazy::<ConversationRoute>::new()} />
                     <Route ssr=SsrMode::Async path=path!("events") view={Lazy::<EventsRoute>::new()} />
@@ -114,7 +112,6 @@ lazy_pages! {
     KillSwitchesRoute => KillSwitchesPage,
     KillSwitchAutomationRoute => KillSwitchAutomationPage,
     KillSwitchApprovalsRoute => KillSwitchApprovalsPage,
-    KillSwitchScheduleRoute => KillSwitchSchedulePage,
     ConversationsRoute => ConversationsPage,
     ConversationRoute => ConversationPage,
     EventsRoute => EventsPage,

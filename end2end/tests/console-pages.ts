@@ -16,7 +16,7 @@ export function pageName(path: string): string {
   return name || 'overview';
 }
 
-const signedIn = ['/', '/kill-switches', '/kill-switches/automation', '/kill-switches/approvals', '/kill-switches/schedule', '/events', '/outbox', '/outbox/receiver', '/conversations', '/audit', '/inbox', '/inbox/settings', '/idempotency', '/measurements', '/users', '/api-keys', '/api'];
+const signedIn = ['/', '/kill-switches', '/kill-switches/automation', '/kill-switches/approvals', '/events', '/outbox', '/outbox/receiver', '/conversations', '/audit', '/inbox', '/inbox/settings', '/idempotency', '/measurements', '/users', '/api-keys', '/api'];
 
 export const consolePages: ConsolePage[] = [
   ...signedIn.map((path) => ({ name: pageName(path), path, signedIn: true })),

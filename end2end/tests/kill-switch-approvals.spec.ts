@@ -32,7 +32,7 @@ test.describe('kill switch approvals', () => {
       // Nothing changed yet; the page counts the request and leads to it.
       await a.goto('/kill-switches');
       await expect(card.locator('span', { hasText: /^(ON|OFF)$/ })).toHaveText('ON');
-      await expect(a.getByTestId('pending-approvals')).toContainText('Waiting for a second admin: 1');
+      await expect(a.getByTestId('pending-approvals')).toContainText('Awaiting approval: 1');
 
       // The asker's own request can only be withdrawn.
       await a.getByTestId('pending-approvals').click();

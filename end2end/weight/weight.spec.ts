@@ -27,7 +27,6 @@ const PAGES = [
   '/kill-switches',
   '/kill-switches/automation',
   '/kill-switches/approvals',
-  '/kill-switches/schedule',
   '/conversations',
   '/events',
   '/outbox',

@@ -44,15 +44,6 @@ pub struct KillSwitchesView {
     pub scheduled: usize,
 }
 
-/// The kill switch schedule page's data: the changes set for later, soonest first.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct KillSwitchSchedule {
-    pub schedule: Vec<Scheduled>,
-    /// Whether the reader may cancel them.
-    pub can_change: bool,
-    pub form_key: String,
-}
-
 /// The approvals page's data: the requests waiting for a second admin.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KillSwitchApprovals {
@@ -62,17 +53,20 @@ pub struct KillSwitchApprovals {
     pub form_key: String,
 }
 
-/// What moves the switches without a person: the trips (everyone sees them) and, for
-/// admins, the trigger URLs. Its own server function, read by the Kill switches page only
+/// What moves the switches without a person: the trips (everyone sees them), for admins
+/// the trigger URLs, and the changes set for later. Its own server function, read by the Kill switches page only
 /// (the Overview reads [`KillSwitchesView`]: none of this weighs on its code).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KillSwitchAutomation {
     pub trips: Vec<TripView>,
     /// Empty for anyone but an admin.
     pub triggers: Vec<TriggerView>,
+    /// The changes set for later, soonest first (docs/switches.md, "Scheduled changes"):
+    /// they too move a switch without a person at their time.
+    pub schedule: Vec<Scheduled>,
     /// Whether the reader may change them.
     pub can_change: bool,
-    /// A fresh key for this page's trip and trigger forms.
+    /// A fresh key for this page's trip, trigger and cancel forms.
     pub form_key: String,
 }
 
@@ -99,19 +93,6 @@ pub async fn load_kill_switches() -> Result<KillSwitchesView, AppError> {
         ),
         can_skip: admin && ks.approvals_required() && ks.may_skip_approval(&user.name),
         scheduled: ks.schedule().await?.len(),
-    })
-}
-
-#[server]
-pub async fn load_kill_switch_schedule() -> Result<KillSwitchSchedule, AppError> {
-    use crate::model::users::Role;
-    use crate::server::ctx;
-    let user = ctx::require(Role::Viewer)?;
-    let state = ctx::state()?;
-    Ok(KillSwitchSchedule {
-        schedule: state.kill_switches.schedule().await?,
-        can_change: user.role.allows(Role::Admin),
-        form_key: crate::server::ids::random_hex(16),
     })
 }
 
@@ -214,6 +195,7 @@ pub async fn load_kill_switch_automation() -> Result<KillSwitchAutomation, AppEr
     Ok(KillSwitchAutomation {
         trips,
         triggers,
+        schedule: state.kill_switches.schedule().await?,
         can_change: admin,
         form_key: crate::server::ids::random_hex(16),
     })

@@ -171,8 +171,6 @@ pub fn operation(scope: &str) -> (String, &'static str) {
             "kill_switches.trip" => named("Attach or remove a kill switch's trip", CONSOLE),
             "kill_switches.rotate_trigger" => named("Make a kill switch's trigger URL", CONSOLE),
             "kill_switches.revoke_trigger" => named("Revoke a kill switch's trigger URL", CONSOLE),
-            "kill_switches.decide" => named("Decide a kill switch request", CONSOLE),
-            "kill_switches.cancel" => named("Cancel a scheduled kill switch change", CONSOLE),
             "conversations.reveal" => named("Reveal a conversation's text", CONSOLE),
             "accounts.add_user" => named("Add a user", CONSOLE),
             "accounts.reset_password" => named("Reset a password", CONSOLE),

@@ -2,12 +2,11 @@
 
 /// The path of every page inside the console's frame (the router in `app.rs` serves each;
 /// a test holds the two together). A sign-in goes on only to one of these.
-pub const PAGE_PATHS: [&str; 21] = [
+pub const PAGE_PATHS: [&str; 20] = [
     "/",
     "/kill-switches",
     "/kill-switches/automation",
     "/kill-switches/approvals",
-    "/kill-switches/schedule",
     "/conversations",
     "/conversations/view",
     "/events",

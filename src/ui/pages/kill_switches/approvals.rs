@@ -29,9 +29,6 @@ pub fn KillSwitchApprovalsPage() -> impl IntoView {
         <Title text="Kill switch approvals" />
         <a href="/kill-switches" class="text-sm text-sky-800 underline">"← Kill switches"</a>
         <h1 class="mt-2 text-2xl font-semibold">"Kill switch approvals"</h1>
-        <p class="mt-1 text-sm text-slate-600">
-            "Turning safety off waits here for a second admin."
-        </p>
         <div class="mt-4">
             <ActionResult value=move || decide.value().get() success=|m: &String| m.clone() />
         </div>

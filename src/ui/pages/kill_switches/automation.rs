@@ -7,13 +7,14 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::api::kill_switches::{
-    load_kill_switch_automation, ChangeKillSwitchTrip, RevokeKillSwitchTrigger,
-    RotateKillSwitchTrigger,
+    load_kill_switch_automation, CancelKillSwitchChange, ChangeKillSwitchTrip,
+    RevokeKillSwitchTrigger, RotateKillSwitchTrigger,
 };
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::post_form::FormAction;
 use crate::ui::data::page_data;
 
+use super::schedule::Schedule;
 use super::triggers::Triggers;
 use super::trips::Trips;
 
@@ -22,12 +23,14 @@ pub fn KillSwitchAutomationPage() -> impl IntoView {
     let rotate = FormAction::new::<RotateKillSwitchTrigger>();
     let revoke = FormAction::new::<RevokeKillSwitchTrigger>();
     let trip = FormAction::new::<ChangeKillSwitchTrip>();
+    let cancel = FormAction::new::<CancelKillSwitchChange>();
     let automation = page_data(
         move || {
             (
                 rotate.version().get(),
                 revoke.version().get(),
                 trip.version().get(),
+                cancel.version().get(),
             )
         },
         |_| load_kill_switch_automation(),
@@ -41,7 +44,8 @@ pub fn KillSwitchAutomationPage() -> impl IntoView {
         </p>
         <AsyncSection load=move || automation spacing="mt-4" let:a>
             <Trips trips=a.trips form_key=a.can_change.then(|| a.form_key.clone()) change=trip />
-            <Triggers triggers=a.triggers form_key=a.form_key rotate revoke />
+            <Triggers triggers=a.triggers form_key=a.form_key.clone() rotate revoke />
+            <Schedule schedule=a.schedule form_key=a.can_change.then_some(a.form_key) cancel />
         </AsyncSection>
     }
 }

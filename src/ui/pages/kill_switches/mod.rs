@@ -92,12 +92,12 @@ fn SwitchCards(view: KillSwitchesView, change: FormAction<ChangeAnswer>) -> impl
     view! {
         {(pending > 0).then(|| view! {
             <a class="mt-4 block rounded bg-amber-50 p-3 text-sm font-medium text-amber-900 underline" href="/kill-switches/approvals" data-testid="pending-approvals">
-                {format!("Waiting for a second admin: {pending} →")}
+                {format!("Awaiting approval: {pending} →")}
             </a>
         })}
         <div class="mt-4 grid gap-4 md:grid-cols-2">{cards}</div>
         {(scheduled > 0).then(|| view! {
-            <a class="mt-4 block text-sm text-sky-800 underline" href="/kill-switches/schedule" data-testid="scheduled-changes">
+            <a class="mt-4 block text-sm text-sky-800 underline" href="/kill-switches/automation#scheduled" data-testid="scheduled-changes">
                 {format!("Scheduled: {scheduled} →")}
             </a>
         })}
@@ -282,7 +282,7 @@ fn ChangeForm(
         view! {
             <div class="flex items-start gap-2 text-sm">
                 <input id=id.clone() type="checkbox" name="emergency" value="yes" class="mt-1" />
-                <label for=id>"Emergency: skip the approval (raises an alert)"</label>
+                <label for=id>"Emergency: skip approval (alerts)"</label>
             </div>
         }
     });

@@ -1,42 +1,19 @@
-//! Kill switch schedule (`/kill-switches/schedule`): the changes set for later, each with
-//! its time, author and reason, and for admins a form that cancels it with a reason. Its own
-//! page, off the Kill switches, so that page carries none of it (docs/page-weight.md).
+//! The kill switch schedule: the changes set for later, each with its time, author and
+//! reason, and for admins a form that cancels it with a reason. On the automation page
+//! (what moves a switch without a person at the time), off the Kill switches page, which
+//! carries none of it (docs/page-weight.md).
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 
-use crate::api::kill_switches::{load_kill_switch_schedule, CancelKillSwitchChange};
 use crate::model::kill_switches::Scheduled;
 use crate::ui::components::alert::ActionResult;
-use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::form::FormKey;
 use crate::ui::components::moment::Moment;
 use crate::ui::components::post_form::{FormAction, PostForm};
-use crate::ui::data::page_data;
-
-#[component]
-pub fn KillSwitchSchedulePage() -> impl IntoView {
-    let cancel = FormAction::new::<CancelKillSwitchChange>();
-    let data = page_data(
-        move || cancel.version().get(),
-        |_| load_kill_switch_schedule(),
-    );
-    view! {
-        <Title text="Kill switch schedule" />
-        <a href="/kill-switches" class="text-sm text-sky-800 underline">"← Kill switches"</a>
-        <h1 class="mt-2 text-2xl font-semibold">"Kill switch schedule"</h1>
-        <div class="mt-4">
-            <ActionResult value=move || cancel.value().get() success=|m: &String| m.clone() />
-        </div>
-        <AsyncSection load=move || data spacing="mt-4" let:view>
-            <Schedule schedule=view.schedule form_key=view.can_change.then_some(view.form_key) cancel />
-        </AsyncSection>
-    }
-}
 
 /// The changes set for later, and for admins (with a form key) a form that cancels each.
 #[component]
-fn Schedule(
+pub fn Schedule(
     schedule: Vec<Scheduled>,
     form_key: Option<String>,
     cancel: FormAction<String>,
@@ -66,5 +43,11 @@ fn Schedule(
             }
         })
         .collect_view();
-    view! { <ul class="divide-y divide-slate-100 text-sm">{rows}</ul> }
+    view! {
+        <h2 id="scheduled" class="mt-6 text-lg font-semibold">"Scheduled changes"</h2>
+        <div class="mt-3">
+            <ActionResult value=move || cancel.value().get() success=|m: &String| m.clone() />
+        </div>
+        <ul class="divide-y divide-slate-100 text-sm">{rows}</ul>
+    }
 }
