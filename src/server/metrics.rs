@@ -59,6 +59,7 @@ fn describe() {
     );
     describe_counter!("opsconsole_idempotency_outcomes_total", "Idempotency-keyed requests by scope and outcome: fresh, replayed, in_progress, mismatch, stale_takeover, retry, failed, client_error, lost_ownership.");
     describe_areas();
+    describe_kill_switches();
     describe_receiver();
 }
 
@@ -129,6 +130,9 @@ fn describe_areas() {
         "opsconsole_alerts_announced_total",
         "Alert messages this console sent, by alert and state (firing, resolved)."
     );
+}
+
+fn describe_kill_switches() {
     describe_counter!(
         "opsconsole_kill_switch_reverts_total",
         "Timed kill-switch changes this console ended (the switch went back towards safety), by switch."

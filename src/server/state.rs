@@ -85,12 +85,9 @@ impl AppState {
             config.idempotency.clone(),
         );
         let refs = Refs::new(&idempotency);
-        let switches = Switches::new(
-            store.clone(),
-            clock.clone(),
-            kill_switches::Ttls::from(&config.ttl),
-        )
-        .with_approvals(kill_switches::ApprovalPolicy::from(&config.switches));
+        let ttls = kill_switches::Ttls::from(&config.ttl);
+        let switches = Switches::new(store.clone(), clock.clone(), ttls)
+            .with_approvals(kill_switches::ApprovalPolicy::from(&config.switches));
         let users = Users::new(
             store.clone(),
             clock.clone(),

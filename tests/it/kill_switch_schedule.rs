@@ -360,3 +360,98 @@ async fn where_four_eyes_are_required_safety_off_cannot_be_scheduled_but_safety_
     assert_eq!(listed.json()["scheduled"][0]["switch"], "safe_mode");
     assert_eq!(listed.json()["scheduled"][0]["enable"], true);
 }
+
+/// "Off at 18:00, on at 22:00" runs in turn (the second sees the first's move as the
+/// schedule's own); when the consoles were away past both, the earlier gives way to the
+/// later, and the switch ends where the latest plan says.
+#[tokio::test]
+async fn a_pair_of_changes_runs_in_turn_and_a_late_one_gives_way_to_the_later() {
+    let app = spawn_app().await;
+    let alice = app.session_as("alice", Role::Admin).await;
+    let ks = &app.state.kill_switches;
+    for (enable, minutes, key) in [
+        (false, 10, "form-key-schedule-0401"),
+        (true, 30, "form-key-schedule-0402"),
+    ] {
+        let set = set_for(
+            &app,
+            &alice,
+            "safe_mode",
+            enable,
+            &in_minutes(&app, minutes),
+            key,
+        )
+        .await;
+        assert_eq!(set.status, 200, "{}", set.body);
+    }
+    app.clock.advance(Duration::minutes(11));
+    assert_eq!(ks.run_schedule_due().await.unwrap().len(), 1);
+    assert!(!switches(&app).await.safe_mode.enabled);
+    app.clock.advance(Duration::minutes(20));
+    let ran = ks.run_schedule_due().await.unwrap();
+    assert!(
+        ran[0].starts_with("Scheduled: Safe mode turned on"),
+        "{ran:?}"
+    );
+    assert!(switches(&app).await.safe_mode.enabled);
+
+    // Both due at once: the earlier is void, the later finds the switch there already.
+    for (enable, minutes, key) in [
+        (false, 10, "form-key-schedule-0403"),
+        (true, 30, "form-key-schedule-0404"),
+    ] {
+        let set = set_for(
+            &app,
+            &alice,
+            "safe_mode",
+            enable,
+            &in_minutes(&app, minutes),
+            key,
+        )
+        .await;
+        assert_eq!(set.status, 200, "{}", set.body);
+    }
+    let before = switches(&app).await;
+    app.clock.advance(Duration::minutes(31));
+    let ran = ks.run_schedule_due().await.unwrap();
+    assert_eq!(ran.len(), 2, "{ran:?}");
+    assert!(ran[0].contains("was due too"), "{}", ran[0]);
+    assert!(ran[1].contains("is on already"), "{}", ran[1]);
+    assert_eq!(switches(&app).await, before);
+}
+
+/// Four eyes turned on after a change was set hold when it runs.
+#[tokio::test]
+async fn four_eyes_turned_on_after_a_change_was_set_hold_when_it_runs() {
+    use ops_console::server::services::kill_switches::ApprovalPolicy;
+    let app = spawn_app().await;
+    let alice = app.session_as("alice", Role::Admin).await;
+    let set = set_for(
+        &app,
+        &alice,
+        "automation_enabled",
+        true,
+        &in_minutes(&app, 10),
+        "form-key-schedule-0501",
+    )
+    .await;
+    assert_eq!(set.status, 200, "{}", set.body);
+    let strict = app
+        .state
+        .kill_switches
+        .clone()
+        .with_approvals(ApprovalPolicy {
+            required: true,
+            minutes: 60,
+            emergency_admins: Vec::new(),
+        });
+    app.clock.advance(Duration::minutes(11));
+    let ran = strict.run_schedule_due().await.unwrap();
+    assert_eq!(ran.len(), 1, "{ran:?}");
+    assert!(
+        ran[0].contains("needs a second admin's approval now"),
+        "{}",
+        ran[0]
+    );
+    assert!(!switches(&app).await.automation_enabled.enabled);
+}

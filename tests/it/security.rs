@@ -101,7 +101,7 @@ async fn every_rest_operation_answers_each_scope_as_its_document_says() {
             }
         }
     }
-    assert_eq!(operations, 22, "every REST operation is in the document");
+    assert_eq!(operations, 24, "every REST operation is in the document");
     for scope in &used {
         assert!(ApiScope::parse(scope).is_some(), "{scope} is a real scope");
     }
@@ -294,6 +294,26 @@ fn server_functions() -> Vec<Entry> {
             ],
         ),
         (KillSwitchHistory::PATH, v, vec![]),
+        (LoadKillSwitchApprovals::PATH, v, vec![]),
+        (
+            DecideKillSwitchApproval::PATH,
+            a,
+            vec![
+                ("id", "00000000000000000000000000000000"),
+                ("decision", "reject"),
+                ("reason", "a check"),
+                ("idempotency_key", key),
+            ],
+        ),
+        (
+            CancelKillSwitchChange::PATH,
+            a,
+            vec![
+                ("id", "00000000000000000000000000000000"),
+                ("reason", "a check"),
+                ("idempotency_key", key),
+            ],
+        ),
         (
             ChangeKillSwitchTrip::PATH,
             a,

@@ -51,6 +51,7 @@ pub async fn bench_events(
         reason: "benchmark".into(),
         confirmed: true,
         ends: None,
+        emergency: false,
     };
     let origin = Origin {
         actor: "bench",

@@ -617,6 +617,7 @@ async fn drain_outbox(store: &Store, config: &Config) -> Result<(), String> {
             reason: "chaos run over".into(),
             confirmed: true,
             ends: None,
+            emergency: false,
         };
         let origin = ops_console::server::services::kill_switches::Origin {
             actor: "chaos",

@@ -250,14 +250,7 @@ impl Config {
             measurements,
             operations,
             alerts,
-            switches: SwitchesSection {
-                require_approval: Some(
-                    switches
-                        .require_approval
-                        .unwrap_or(app.environment != Environment::Dev),
-                ),
-                ..switches
-            },
+            switches: switches.resolved(app.environment),
             source,
         })
     }

@@ -66,3 +66,17 @@ impl Default for SwitchesSection {
         }
     }
 }
+
+impl SwitchesSection {
+    /// The section with `require_approval` always set: unset, it follows `env` (on
+    /// outside dev).
+    pub fn resolved(self, env: super::Environment) -> SwitchesSection {
+        SwitchesSection {
+            require_approval: Some(
+                self.require_approval
+                    .unwrap_or(env != super::Environment::Dev),
+            ),
+            ..self
+        }
+    }
+}

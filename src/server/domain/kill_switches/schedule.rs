@@ -17,6 +17,8 @@ pub const FIELD: &str = "at";
 pub const MAX_DAYS: i64 = 31;
 /// Two changes of one switch closer than this are in conflict: their order is a guess.
 pub const MIN_GAP_MINUTES: i64 = 5;
+/// The most changes set at once (the schedule is one item, read every 5 s).
+pub const MAX_PENDING: usize = 50;
 
 /// A change's time as the form sends it (`2026-11-27T18:00`, UTC, from a `datetime-local`
 /// input) or as a client sends it (RFC 3339 with its offset); empty: now.
@@ -28,6 +30,7 @@ pub fn parse_at(raw: Option<&str>) -> Result<Option<DateTime<Utc>>, AppError> {
         return Ok(Some(t.with_timezone(&Utc)));
     }
     chrono::NaiveDateTime::parse_from_str(raw, "%Y-%m-%dT%H:%M")
+        .or_else(|_| chrono::NaiveDateTime::parse_from_str(raw, "%Y-%m-%dT%H:%M:%S"))
         .map(|t| Some(t.and_utc()))
         .map_err(|_| AppError::invalid(FIELD, "The time is a date and time in UTC."))
 }
@@ -54,18 +57,47 @@ pub fn schedule(
     if current.version != req.expected_version {
         return Err(super::stale(current));
     }
-    // A timed change ends a while after it runs: its end is checked when it runs.
+    if pending.len() >= MAX_PENDING {
+        return Err(AppError::Conflict(format!(
+            "{MAX_PENDING} changes are set already: cancel one first."
+        )));
+    }
+    // A timed change's end counts from when it runs, by the rules of a change made then.
+    if let Some(ends) = req.ends {
+        ends.at(at)?;
+    }
     let (for_minutes, ends_at) = match req.ends {
         None => (None, None),
         Some(super::timers::Ends::After(m)) => (Some(m), None),
-        Some(super::timers::Ends::At(t)) if t > at => (None, Some(crate::server::clock::iso(t))),
-        Some(super::timers::Ends::At(_)) => {
-            return Err(AppError::invalid(
-                super::timers::FIELD_AT,
-                "A scheduled timed change ends after it runs.",
-            ))
-        }
+        Some(super::timers::Ends::At(t)) => (None, Some(crate::server::clock::iso(t))),
     };
+    conflicts(pending, current, req, at)?;
+    let made = Scheduled {
+        id: id.to_string(),
+        switch: req.switch,
+        enable: req.enable,
+        reason: reason.to_string(),
+        for_minutes,
+        ends_at,
+        at: crate::server::clock::iso(at),
+        scheduled_by: actor.to_string(),
+        scheduled_at: crate::server::clock::iso(now),
+        seen_change: current.get(req.switch).changed_at.clone(),
+    };
+    let mut next = pending.to_vec();
+    next.push(made.clone());
+    next.sort_by(|a, b| a.at.cmp(&b.at));
+    Ok((next, made))
+}
+
+/// Why `req` at `at` conflicts with the changes of its switch set already (`pending`), if
+/// it does: two closer than [`MIN_GAP_MINUTES`], or one that would not move the switch.
+fn conflicts(
+    pending: &[Scheduled],
+    current: &KillSwitches,
+    req: &ChangeRequest,
+    at: DateTime<Utc>,
+) -> Result<(), AppError> {
     let mut same: Vec<&Scheduled> = pending.iter().filter(|s| s.switch == req.switch).collect();
     if let Some(near) = same
         .iter()
@@ -116,22 +148,7 @@ pub fn schedule(
             s.scheduled_by
         )));
     }
-    let made = Scheduled {
-        id: id.to_string(),
-        switch: req.switch,
-        enable: req.enable,
-        reason: reason.to_string(),
-        for_minutes,
-        ends_at,
-        at: crate::server::clock::iso(at),
-        scheduled_by: actor.to_string(),
-        scheduled_at: crate::server::clock::iso(now),
-        seen_change: current.get(req.switch).changed_at.clone(),
-    };
-    let mut next = pending.to_vec();
-    next.push(made.clone());
-    next.sort_by(|a, b| a.at.cmp(&b.at));
-    Ok((next, made))
+    Ok(())
 }
 
 fn on_off(b: bool) -> &'static str {
@@ -166,9 +183,26 @@ pub enum Run {
     Void(String),
 }
 
-/// What `s`, due, does to `current`: nothing when the switch was changed after it was set
-/// (a person decided since) or is in its position already.
-pub fn run(s: &Scheduled, current: &KillSwitches) -> Run {
+/// What `s`, due, does to `current` (with `pending`, the schedule as stored): nothing when
+/// a later change of its switch is due too (the consoles were away; the latest plan holds),
+/// when the switch was changed after it was set (a person decided since), or when it is in
+/// its position already.
+pub fn run(
+    s: &Scheduled,
+    current: &KillSwitches,
+    pending: &[Scheduled],
+    now: DateTime<Utc>,
+) -> Run {
+    if let Some(later) = due(pending, now)
+        .into_iter()
+        .find(|p| p.switch == s.switch && p.at > s.at)
+    {
+        return Run::Void(format!(
+            "void: the change set for {} by {} was due too",
+            minute(&later.at),
+            later.scheduled_by
+        ));
+    }
     let st = current.get(s.switch);
     if st.changed_at != s.seen_change {
         return Run::Void(format!(
@@ -198,6 +232,24 @@ pub fn run(s: &Scheduled, current: &KillSwitches) -> Run {
         },
         emergency: false,
     })
+}
+
+/// The schedule after `ran` ran and left `switch`'s last change at `changed_at`: the other
+/// changes of that switch were set against the schedule's own moves, so they see this one
+/// (a change by anyone else still voids them).
+pub fn after_run(
+    rest: Vec<Scheduled>,
+    ran: &Scheduled,
+    changed_at: Option<String>,
+) -> Vec<Scheduled> {
+    rest.into_iter()
+        .map(|mut p| {
+            if p.switch == ran.switch && p.at > ran.at {
+                p.seen_change = changed_at.clone();
+            }
+            p
+        })
+        .collect()
 }
 
 /// The reason a scheduled change is recorded with: its author's, saying whose and when.
@@ -321,11 +373,11 @@ mod tests {
             now,
         )
         .unwrap();
-        assert!(matches!(run(&s, &current), Run::Change(_)));
+        assert!(matches!(run(&s, &current, &[], now), Run::Change(_)));
         let mut changed = current.clone();
         changed.safe_mode.changed_by = Some("bob".into());
         changed.safe_mode.changed_at = Some("2026-11-27T12:00:00.000Z".into());
-        match run(&s, &changed) {
+        match run(&s, &changed, &[], now) {
             Run::Void(why) => assert!(why.contains("changed by bob"), "{why}"),
             other => panic!("{other:?}"),
         }

@@ -56,18 +56,31 @@ impl Switches {
             inputs: &inputs,
             fingerprint: Some(fingerprint(req, at)),
         };
-        let now = self.clock.now();
         if let Some(at) = at {
             return self.schedule_once(engine, &call, req, at, actor).await;
         }
         if route == Route::Request {
             return self.request_once(engine, &call, req, actor).await;
         }
+        self.apply_once(engine, &call, req, route == Route::Emergency, actor)
+            .await
+    }
+
+    /// The change made at once (an `emergency` skipping the approval), once per form key:
+    /// the change, its audit record and the key in one transaction (one request).
+    async fn apply_once(
+        &self,
+        engine: &Engine,
+        call: &Call<'_>,
+        req: &ChangeRequest,
+        emergency: bool,
+        actor: &str,
+    ) -> Result<Changed, AppError> {
+        let now = self.clock.now();
         let action_id = random_hex(8);
-        // The change, its audit record and the key in one transaction (one request).
         let outcome = engine
             .run_writes(
-                &call,
+                call,
                 |attempt| async move {
                     let origin = Origin {
                         actor,
@@ -85,11 +98,9 @@ impl Switches {
         if fresh {
             tracing::info!(actor = %actor, switch = req.switch.key(), enabled = req.enable, "kill switch changed");
         }
-        let switches = self.settle(engine, &call, outcome).await?;
-        if fresh && route == Route::Emergency {
+        let switches = self.settle(engine, call, outcome).await?;
+        let announce = (fresh && emergency).then(|| {
             crate::server::metrics::kill_switch_approval("emergency");
-        }
-        let announce = (fresh && route == Route::Emergency).then(|| {
             format!(
                 "Emergency: {actor} turned {} {} without a second admin's approval: “{}”",
                 req.switch.label(),

@@ -139,15 +139,19 @@ impl Switches {
                 break;
             };
             let current = switches_store::load(&self.store, now).await?;
-            let rest = stored
+            let rest: Vec<Scheduled> = stored
                 .pending
                 .iter()
                 .filter(|p| p.id != s.id)
                 .cloned()
                 .collect();
-            let writes = store::save(&self.store, rest, stored.version, now, self.keep())?;
-            let (writes, words) = match self.run_writes(&s, &current, now) {
-                Ok((change, words)) => (writes.and(change), words),
+            let (writes, words) = match self.run_writes(&s, &current, &stored.pending, now)? {
+                Ok((next, change, words)) => {
+                    // The switch's other changes were set against the schedule's own moves.
+                    let rest = rules::after_run(rest, &s, next.get(s.switch).changed_at.clone());
+                    let writes = store::save(&self.store, rest, stored.version, now, self.keep())?;
+                    (writes.and(change), words)
+                }
                 Err(why) => {
                     let payload = serde_json::json!({
                         "switch": s.switch, "enable": s.enable, "change": "void", "id": s.id,
@@ -162,6 +166,7 @@ impl Switches {
                         minute(&s.at),
                         s.scheduled_by
                     );
+                    let writes = store::save(&self.store, rest, stored.version, now, self.keep())?;
                     (writes.and(audit::writes(&self.store, &record)?), words)
                 }
             };
@@ -175,20 +180,37 @@ impl Switches {
         Ok(done)
     }
 
-    /// A due change's writes: the switches' change with its audit record; or why it does
-    /// nothing.
+    /// A due change's writes: the switches afterwards, their change with its audit record
+    /// and the words to announce; or why it does nothing.
+    #[allow(clippy::type_complexity)]
     fn run_writes(
         &self,
         s: &Scheduled,
         current: &crate::model::kill_switches::KillSwitches,
+        pending: &[Scheduled],
         now: DateTime<Utc>,
-    ) -> Result<(Writes, String), String> {
-        let req = match rules::run(s, current) {
+    ) -> Result<
+        Result<(crate::model::kill_switches::KillSwitches, Writes, String), String>,
+        StoreError,
+    > {
+        let req = match rules::run(s, current, pending, now) {
             Run::Change(req) => req,
-            Run::Void(why) => return Err(why),
+            Run::Void(why) => return Ok(Err(why)),
         };
+        // Four eyes are judged when it runs too: turned on since it was set, they hold.
+        match self.route(&req, &s.scheduled_by) {
+            Ok(Route::Apply) => {}
+            _ => {
+                return Ok(Err(
+                    "void: turning safety off needs a second admin's approval now".into(),
+                ))
+            }
+        }
         let reason = rules::reason_of(s);
-        let next = plan(current, &req, &reason, ACTOR, now).map_err(|e| format!("void: {e}"))?;
+        let next = match plan(current, &req, &reason, ACTOR, now) {
+            Ok(next) => next,
+            Err(e) => return Ok(Err(format!("void: {e}"))),
+        };
         let action_id = format!("run-{}", s.id);
         let origin = Origin {
             actor: ACTOR,
@@ -207,8 +229,7 @@ impl Switches {
             Some(note),
         );
         let ttl = self.ttls.settings_days;
-        let writes = switches_store::change(&self.store, &next, current.version, &item, now, ttl)
-            .map_err(|e| format!("void: {e}"))?;
+        let writes = switches_store::change(&self.store, &next, current.version, &item, now, ttl)?;
         let words = format!(
             "Scheduled: {} turned {} (set by {} at {}): “{}”",
             s.switch.label(),
@@ -217,7 +238,7 @@ impl Switches {
             minute(&s.scheduled_at),
             s.reason
         );
-        Ok((writes, words))
+        Ok(Ok((next, writes, words)))
     }
 
     fn keep(&self) -> i64 {

@@ -107,75 +107,8 @@ impl Switches {
         // A change by someone else in between (a version conflict) is read again: the safe
         // position does not depend on the version.
         for _ in 0..5 {
-            let now = self.clock.now();
-            let current = self.load().await?;
-            let unchanged = Triggered {
-                switch,
-                changed: false,
-                version: current.version,
-            };
-            if !call.firing {
-                return Ok(unchanged);
-            }
-            let episode = match &call.episode {
-                Some(e) => Some(store::episode_once(&self.store, switch, e, now)?),
-                None => None,
-            };
-            if current.get(switch).enabled == switch.safe() {
-                // Safe already: the episode is seen all the same, so a person who turns
-                // safety off while it still fires is not overruled by its next repeat.
-                if let Some(seen) = episode {
-                    seen.commit(&self.store).await?;
-                }
-                return Ok(unchanged);
-            }
-            let req = ChangeRequest {
-                switch,
-                enable: switch.safe(),
-                expected_version: current.version,
-                reason: call.reason(),
-                confirmed: false,
-                ends: None,
-                emergency: false,
-            };
-            let id = random_hex(8);
-            let origin = Origin {
-                actor: triggers::ACTOR,
-                idempotency_key: "",
-                action_id: &id,
-            };
-            let writes = match self.prepare_at(&req, &origin, now).await {
-                Ok((_, writes)) => writes,
-                Err(ChangeError::App(AppError::Conflict(_))) => continue,
-                Err(e) => return Err(e.into()),
-            };
-            // The change (the switches, its audit record), then the episode's marker.
-            let writes = match episode {
-                Some(seen) => writes.and(seen),
-                None => writes,
-            };
-            let refused: Vec<usize> = writes
-                .commit(&self.store)
-                .await?
-                .into_refusals()
-                .iter()
-                .map(|r| r.index)
-                .collect();
-            match refused.as_slice() {
-                [] => {
-                    crate::server::metrics::kill_switch_tripped(switch.key(), "trigger");
-                    let next = self.load().await?;
-                    return Ok(Triggered {
-                        switch,
-                        changed: true,
-                        version: next.version,
-                    });
-                }
-                // This episode moved the switch already (a repeat, another console): a
-                // person's change since stands.
-                r if r.contains(&2) => return Ok(unchanged),
-                // The switches changed meanwhile: read them again.
-                _ => continue,
+            if let Some(done) = self.trigger_once(switch, &call).await? {
+                return Ok(done);
             }
         }
         // Busy, not refused: a monitor (Alertmanager) tries a 5xx again, and must.
@@ -183,5 +116,95 @@ impl Switches {
             retry_after_secs: 1,
         })
         .into())
+    }
+
+    /// One try of a call: what it did, or `None` when the switches changed under it (read
+    /// again).
+    async fn trigger_once(
+        &self,
+        switch: Switch,
+        call: &Call,
+    ) -> Result<Option<Triggered>, TriggerError> {
+        let now = self.clock.now();
+        let current = self.load().await?;
+        let unchanged = Triggered {
+            switch,
+            changed: false,
+            version: current.version,
+        };
+        if !call.firing {
+            return Ok(Some(unchanged));
+        }
+        let episode = match &call.episode {
+            Some(e) => Some(store::episode_once(&self.store, switch, e, now)?),
+            None => None,
+        };
+        if current.get(switch).enabled == switch.safe() {
+            // Safe already: the episode is seen all the same, so a person who turns
+            // safety off while it still fires is not overruled by its next repeat.
+            if let Some(seen) = episode {
+                seen.commit(&self.store).await?;
+            }
+            return Ok(Some(unchanged));
+        }
+        let writes = match self.to_safety(switch, current.version, call, now).await {
+            Ok(writes) => writes,
+            Err(ChangeError::App(AppError::Conflict(_))) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        // The change (the switches, its audit record), then the episode's marker.
+        let writes = match episode {
+            Some(seen) => writes.and(seen),
+            None => writes,
+        };
+        let refused: Vec<usize> = writes
+            .commit(&self.store)
+            .await?
+            .into_refusals()
+            .iter()
+            .map(|r| r.index)
+            .collect();
+        match refused.as_slice() {
+            [] => {
+                crate::server::metrics::kill_switch_tripped(switch.key(), "trigger");
+                let next = self.load().await?;
+                Ok(Some(Triggered {
+                    switch,
+                    changed: true,
+                    version: next.version,
+                }))
+            }
+            // This episode moved the switch already (a repeat, another console): a
+            // person's change since stands.
+            r if r.contains(&2) => Ok(Some(unchanged)),
+            // The switches changed meanwhile: read them again.
+            _ => Ok(None),
+        }
+    }
+
+    /// The writes that move `switch` (at `version`) to its safe position for `call`.
+    async fn to_safety(
+        &self,
+        switch: Switch,
+        version: u64,
+        call: &Call,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<crate::server::store::tx::Writes, ChangeError> {
+        let req = ChangeRequest {
+            switch,
+            enable: switch.safe(),
+            expected_version: version,
+            reason: call.reason(),
+            confirmed: false,
+            ends: None,
+            emergency: false,
+        };
+        let id = random_hex(8);
+        let origin = Origin {
+            actor: triggers::ACTOR,
+            idempotency_key: "",
+            action_id: &id,
+        };
+        Ok(self.prepare_at(&req, &origin, now).await?.1)
     }
 }

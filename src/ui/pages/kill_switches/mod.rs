@@ -57,7 +57,7 @@ pub fn KillSwitchesPage() -> impl IntoView {
             <SwitchCards view change />
         </AsyncSection>
         <a class="mt-6 inline-block text-sm text-sky-800 underline" href="/kill-switches/automation">
-            "Automation: the trips on alert rules and the trigger URLs that turn safety on without a person →"
+            "Automation: trips, trigger URLs, scheduled changes →"
         </a>
         <h2 class="mt-10 text-lg font-semibold">"History"</h2>
         <AsyncSection load=move || history let:page>
@@ -218,6 +218,39 @@ fn EndField(id: String, error: Signal<Option<String>>) -> impl IntoView {
     }
 }
 
+/// When a change is made: now, or at a time it is set for (docs/switches.md, "Scheduled
+/// changes"), in UTC (a page without JavaScript cannot know the reader's zone).
+#[component]
+fn WhenField(id: String, error: Signal<Option<String>>) -> impl IntoView {
+    let error_id = format!("{id}-error");
+    let (invalid, described) = invalid_attrs(error, error_id.clone());
+    view! {
+        <div>
+            <label for=id.clone() class="block text-sm font-medium">"At (UTC; empty: now)"</label>
+            <input
+                id=id
+                type="datetime-local"
+                name="at"
+                aria-invalid=invalid
+                aria-describedby=described
+                class="mt-1 rounded border border-slate-300 px-2 py-1 text-sm"
+            />
+            <FieldError id=error_id message=error />
+        </div>
+    }
+}
+
+/// An emergency admin's box that skips the second admin's approval.
+#[component]
+fn SkipField(id: String) -> impl IntoView {
+    view! {
+        <div class="flex items-start gap-2 text-sm">
+            <input id=id.clone() type="checkbox" name="emergency" value="yes" class="mt-1" />
+            <label for=id>"Emergency: skip approval (alerts)"</label>
+        </div>
+    }
+}
+
 /// The ticked confirmation a dangerous change asks for, with its error next to it.
 #[component]
 fn Confirmation(
@@ -273,19 +306,10 @@ fn ChangeForm(
         let id = format!("for-{}", switch.key());
         view! { <EndField id error=error_of("for_minutes") /> }
     });
-    let at_id = format!("at-{}", switch.key());
-    let at_error = error_of("at");
     // An emergency admin may skip the second admin's approval; the history marks it and an
     // alert says so.
-    let skip = (risky && can_skip).then(|| {
-        let id = format!("skip-{}", switch.key());
-        view! {
-            <div class="flex items-start gap-2 text-sm">
-                <input id=id.clone() type="checkbox" name="emergency" value="yes" class="mt-1" />
-                <label for=id>"Emergency: skip approval (alerts)"</label>
-            </div>
-        }
-    });
+    let skip =
+        (risky && can_skip).then(|| view! { <SkipField id=format!("skip-{}", switch.key()) /> });
     view! {
         <details class="mt-4 rounded border border-slate-200 bg-slate-50 p-3">
             <summary class="cursor-pointer text-sm font-medium text-sky-800">{format!("{verb}…")}</summary>
@@ -296,11 +320,7 @@ fn ChangeForm(
                 <FormKey value=form_key />
                 <ReasonField id=reason_id label=format!("Reason for turning {} {on_off}", switch.label().to_ascii_lowercase()) error=reason_error />
                 {ends}
-                <div>
-                    <label for=at_id.clone() class="block text-sm font-medium">"At (UTC; empty: now)"</label>
-                    <input id=at_id.clone() type="datetime-local" name="at" class="mt-1 rounded border border-slate-300 px-2 py-1 text-sm" />
-                    <FieldError id=format!("{at_id}-error") message=at_error />
-                </div>
+                <WhenField id=format!("at-{}", switch.key()) error=error_of("at") />
                 {confirm}
                 {skip}
                 <button

@@ -49,7 +49,7 @@ pub fn Trips(
     view! {
         <h2 class="mt-6 text-lg font-semibold">"Trips"</h2>
         <p class="mt-1 text-sm text-slate-600">
-            "When an alert rule with a trip fires, its switch goes to its safe position by itself, once, and the alert's message says so. A trip never turns safety off: a person does."
+            "When a rule with a trip fires, its switch goes to its safe position, once; the alert says so."
         </p>
         <div class="mt-3">
             <ActionResult value=move || change.value().get() success=|m: &String| m.clone() />
