@@ -4,12 +4,9 @@
 //! change of the switches), in one transaction.
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 
-use super::audit::versioned_put;
-use super::item;
-use super::schema::SETTINGS;
 use super::tx::Writes;
+use super::versioned_list;
 use super::{Store, StoreError};
 use crate::model::kill_switches::Approval;
 
@@ -25,30 +22,14 @@ pub struct Approvals {
     pub version: u64,
 }
 
-#[derive(Serialize, Deserialize)]
-struct ApprovalsItem {
-    pk: String,
-    #[serde(default)]
-    requests: Vec<Approval>,
-    version: u64,
-    expires_at: i64,
-}
-
-/// The requests (strongly consistent); none when never set or expired.
+/// The requests as stored (strongly consistent); none when never set or expired.
 pub async fn load(store: &Store, now: DateTime<Utc>) -> Result<Approvals, StoreError> {
-    let stored: Option<ApprovalsItem> = item::get(store, SETTINGS.base, "pk", ITEM_PK).await?;
-    Ok(match stored {
-        Some(i) if i.expires_at > now.timestamp() => Approvals {
-            requests: i.requests,
-            version: i.version,
-        },
-        _ => Approvals::default(),
-    })
+    let (requests, version) = versioned_list::load(store, ITEM_PK, now).await?;
+    Ok(Approvals { requests, version })
 }
 
 /// The write of `requests` as version `expected + 1`, only if the stored version is still
-/// `expected`; first among the writes it is committed with, so a refusal at index 0 is
-/// this item's.
+/// `expected`; first among the writes it is committed with.
 pub fn save(
     store: &Store,
     requests: Vec<Approval>,
@@ -56,17 +37,5 @@ pub fn save(
     now: DateTime<Utc>,
     ttl_days: i64,
 ) -> Result<Writes, StoreError> {
-    let stored = ApprovalsItem {
-        pk: ITEM_PK.into(),
-        requests,
-        version: expected + 1,
-        expires_at: (now + chrono::Duration::days(ttl_days)).timestamp(),
-    };
-    Ok(Writes::new(vec![versioned_put(
-        store,
-        SETTINGS.base,
-        &stored,
-        expected,
-        now,
-    )?]))
+    versioned_list::save(store, ITEM_PK, requests, expected, now, ttl_days)
 }

@@ -4,12 +4,9 @@
 //! switches), in one transaction.
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 
-use super::audit::versioned_put;
-use super::item;
-use super::schema::SETTINGS;
 use super::tx::Writes;
+use super::versioned_list;
 use super::{Store, StoreError};
 use crate::model::kill_switches::Scheduled;
 
@@ -25,30 +22,14 @@ pub struct Schedule {
     pub version: u64,
 }
 
-#[derive(Serialize, Deserialize)]
-struct ScheduleItem {
-    pk: String,
-    #[serde(default)]
-    pending: Vec<Scheduled>,
-    version: u64,
-    expires_at: i64,
-}
-
-/// The schedule (strongly consistent); empty when never set or expired.
+/// The schedule as stored (strongly consistent); none when never set or expired.
 pub async fn load(store: &Store, now: DateTime<Utc>) -> Result<Schedule, StoreError> {
-    let stored: Option<ScheduleItem> = item::get(store, SETTINGS.base, "pk", ITEM_PK).await?;
-    Ok(match stored {
-        Some(i) if i.expires_at > now.timestamp() => Schedule {
-            pending: i.pending,
-            version: i.version,
-        },
-        _ => Schedule::default(),
-    })
+    let (pending, version) = versioned_list::load(store, ITEM_PK, now).await?;
+    Ok(Schedule { pending, version })
 }
 
 /// The write of `pending` as version `expected + 1`, only if the stored version is still
-/// `expected`; first among the writes it is committed with, so a refusal at index 0 is
-/// this item's.
+/// `expected`; first among the writes it is committed with.
 pub fn save(
     store: &Store,
     pending: Vec<Scheduled>,
@@ -56,17 +37,5 @@ pub fn save(
     now: DateTime<Utc>,
     ttl_days: i64,
 ) -> Result<Writes, StoreError> {
-    let stored = ScheduleItem {
-        pk: ITEM_PK.into(),
-        pending,
-        version: expected + 1,
-        expires_at: (now + chrono::Duration::days(ttl_days)).timestamp(),
-    };
-    Ok(Writes::new(vec![versioned_put(
-        store,
-        SETTINGS.base,
-        &stored,
-        expected,
-        now,
-    )?]))
+    versioned_list::save(store, ITEM_PK, pending, expected, now, ttl_days)
 }

@@ -25,6 +25,7 @@ pub mod schema;
 pub mod sweep;
 pub mod tx;
 pub mod users;
+pub mod versioned_list;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -14,7 +14,7 @@ use crate::server::domain::kill_switches::approvals::{self as rules, Decision, R
 use crate::server::domain::kill_switches::{plan, timers::minute};
 use crate::server::domain::redact::redact;
 use crate::server::ids::random_hex;
-use crate::server::store::audit::{self, AuditItem};
+use crate::server::store::audit;
 use crate::server::store::kill_switch_approvals::{self as store, AUDIT_ACTION};
 use crate::server::store::kill_switches as switches_store;
 use crate::server::store::tx::Writes;
@@ -128,7 +128,7 @@ impl Switches {
             "switch": made.switch, "enable": made.enable, "change": "requested",
             "id": made.id, "reason": made.reason, "expires_at": made.expires_at,
         });
-        let record = self.approval_record(payload, actor, &format!("request-{id}"), now);
+        let record = self.record_of(AUDIT_ACTION, payload, actor, &format!("request-{id}"), now);
         let ttl = self.ttls.settings_days;
         let writes = store::save(&self.store, next, stored.version, now, ttl)?
             .and(audit::writes(&self.store, &record)?);
@@ -203,34 +203,19 @@ impl Switches {
             "switch": found.switch, "enable": found.enable, "change": decision.past(),
             "id": found.id, "requested_by": found.requested_by, "reason": reason,
         });
-        let record =
-            self.approval_record(payload, decider, &format!("{}-{id}", decision.past()), now);
+        let record = self.record_of(
+            AUDIT_ACTION,
+            payload,
+            decider,
+            &format!("{}-{id}", decision.past()),
+            now,
+        );
         let writes = store::save(&self.store, rest, stored.version, now, ttl)?
             .and(audit::writes(&self.store, &record)?);
         let (writes, next) = match decision {
             Decision::Reject => (writes, current.clone()),
             Decision::Approve => {
-                let req = rules::change_of(&found)?;
-                let next = plan(&current, &req, &found.reason, &found.requested_by, now)?;
-                let action_id = format!("change-{id}");
-                let origin = Origin {
-                    actor: &found.requested_by,
-                    idempotency_key: "",
-                    action_id: &action_id,
-                };
-                let note = rules::approved_note(&found, decider, &reason);
-                let item = audit_record(
-                    found.switch,
-                    &origin,
-                    &current,
-                    &next,
-                    found.reason.clone(),
-                    now,
-                    self.ttls.audit_days,
-                    Some(note),
-                );
-                let change =
-                    switches_store::change(&self.store, &next, current.version, &item, now, ttl)?;
+                let (change, next) = self.approved(&found, &current, decider, &reason, now)?;
                 (writes.and(change), next)
             }
         };
@@ -243,23 +228,39 @@ impl Switches {
         Ok((decided, writes))
     }
 
-    fn approval_record(
+    /// The change an approved request makes: its writes (the switches, conditioned on the
+    /// version the request saw, and the change's record) and the switches afterwards.
+    fn approved(
         &self,
-        payload: serde_json::Value,
-        actor: &str,
-        id: &str,
+        found: &Approval,
+        current: &KillSwitches,
+        decider: &str,
+        reason: &str,
         now: DateTime<Utc>,
-    ) -> AuditItem {
-        let mut record = AuditItem::new(
-            switches_store::AUDIT_PARTITION,
-            AUDIT_ACTION,
+    ) -> Result<(Writes, KillSwitches), ChangeError> {
+        let req = rules::change_of(found)?;
+        let next = plan(current, &req, &found.reason, &found.requested_by, now)?;
+        let action_id = format!("change-{}", found.id);
+        let origin = Origin {
+            actor: &found.requested_by,
+            idempotency_key: "",
+            action_id: &action_id,
+        };
+        let note = rules::approved_note(found, decider, reason);
+        let days = self.ttls.audit_days;
+        let item = audit_record(
+            found.switch,
+            &origin,
+            current,
+            &next,
+            found.reason.clone(),
             now,
-            id,
-            self.ttls.audit_days,
+            days,
+            Some(note),
         );
-        record.actor = actor.to_string();
-        record.action_payload_redacted = payload.to_string();
-        record
+        let ttl = self.ttls.settings_days;
+        let writes = switches_store::change(&self.store, &next, current.version, &item, now, ttl)?;
+        Ok((writes, next))
     }
 }
 

@@ -102,7 +102,20 @@ impl Switches {
         now: DateTime<Utc>,
     ) -> AuditItem {
         let id = crate::server::ids::random_hex(8);
-        let mut record = AuditItem::new(AUDIT_PARTITION, action, now, &id, self.ttls.audit_days);
+        self.record_of(action, payload, actor, &id, now)
+    }
+
+    /// An audit record of the kill switches' partition, of `action` type, by `actor`, with
+    /// `payload`, under `id`.
+    fn record_of(
+        &self,
+        action: &str,
+        payload: serde_json::Value,
+        actor: &str,
+        id: &str,
+        now: DateTime<Utc>,
+    ) -> AuditItem {
+        let mut record = AuditItem::new(AUDIT_PARTITION, action, now, id, self.ttls.audit_days);
         record.actor = actor.to_string();
         record.action_payload_redacted = payload.to_string();
         record

@@ -15,7 +15,7 @@ use crate::server::domain::kill_switches::schedule::{self as rules, Run, ACTOR};
 use crate::server::domain::kill_switches::{plan, timers::minute};
 use crate::server::domain::redact::redact;
 use crate::server::ids::random_hex;
-use crate::server::store::audit::{self, AuditItem};
+use crate::server::store::audit;
 use crate::server::store::kill_switch_schedule::{self as store, AUDIT_ACTION};
 use crate::server::store::kill_switches as switches_store;
 use crate::server::store::tx::Writes;
@@ -62,7 +62,13 @@ impl Switches {
             "switch": made.switch, "enable": made.enable, "change": "scheduled",
             "id": made.id, "at": made.at, "reason": made.reason,
         });
-        let record = self.schedule_record(payload, actor, &format!("scheduled-{id}"), now);
+        let record = self.record_of(
+            AUDIT_ACTION,
+            payload,
+            actor,
+            &format!("scheduled-{id}"),
+            now,
+        );
         let writes = store::save(&self.store, next, stored.version, now, self.keep())?
             .and(audit::writes(&self.store, &record)?);
         Ok((made, writes))
@@ -115,7 +121,13 @@ impl Switches {
             "switch": found.switch, "enable": found.enable, "change": "cancelled",
             "id": found.id, "at": found.at, "scheduled_by": found.scheduled_by, "reason": reason,
         });
-        let record = self.schedule_record(payload, actor, &format!("cancelled-{id}"), now);
+        let record = self.record_of(
+            AUDIT_ACTION,
+            payload,
+            actor,
+            &format!("cancelled-{id}"),
+            now,
+        );
         let writes = store::save(&self.store, rest, stored.version, now, self.keep())?
             .and(audit::writes(&self.store, &record)?);
         let words = format!(
@@ -157,8 +169,13 @@ impl Switches {
                         "switch": s.switch, "enable": s.enable, "change": "void", "id": s.id,
                         "at": s.at, "scheduled_by": s.scheduled_by, "why": why,
                     });
-                    let record =
-                        self.schedule_record(payload, ACTOR, &format!("void-{}", s.id), now);
+                    let record = self.record_of(
+                        AUDIT_ACTION,
+                        payload,
+                        ACTOR,
+                        &format!("void-{}", s.id),
+                        now,
+                    );
                     let words = format!(
                         "A scheduled change did not run: {} was to turn {} at {} (set by {}); {why}",
                         s.switch.label(),
@@ -243,24 +260,5 @@ impl Switches {
 
     fn keep(&self) -> i64 {
         self.ttls.settings_days.max(KEEP_DAYS)
-    }
-
-    fn schedule_record(
-        &self,
-        payload: serde_json::Value,
-        actor: &str,
-        id: &str,
-        now: DateTime<Utc>,
-    ) -> AuditItem {
-        let mut record = AuditItem::new(
-            switches_store::AUDIT_PARTITION,
-            AUDIT_ACTION,
-            now,
-            id,
-            self.ttls.audit_days,
-        );
-        record.actor = actor.to_string();
-        record.action_payload_redacted = payload.to_string();
-        record
     }
 }
