@@ -80,13 +80,16 @@ pub async fn load_kill_switches() -> Result<KillSwitchesView, AppError> {
     let state = ctx::state()?;
     let ks = &state.kill_switches;
     let admin = user.role.allows(Role::Admin);
+    // Read once: the count of pending approvals is against these switches.
+    let switches = ks.load().await?;
+    let version = switches.version;
     Ok(KillSwitchesView {
-        switches: ks.load().await?,
+        switches,
         can_change: admin,
         form_key: crate::server::ids::random_hex(16),
         // A count on the side: the page (and its form that turns safety on) works without
         // it.
-        pending: ks.approvals().await.map_or_else(
+        pending: ks.approvals_at(version).await.map_or_else(
             |e| {
                 tracing::warn!(error = %e, "the pending approvals were not read");
                 0

@@ -6,7 +6,7 @@ use chrono::{DateTime, Duration, Utc};
 
 use super::timers::{minute, Ends};
 use super::ChangeRequest;
-use crate::model::kill_switches::{Approval, KillSwitches};
+use crate::model::kill_switches::{Approval, KillSwitches, Switch};
 use crate::model::AppError;
 
 /// How a change goes ahead.
@@ -49,14 +49,17 @@ fn expired(a: &Approval, now: DateTime<Utc>) -> bool {
 }
 
 fn verb(a: &Approval) -> String {
-    format!(
-        "turn {} {}",
-        match a.switch {
-            crate::model::kill_switches::Switch::SafeMode => "safe mode",
-            crate::model::kill_switches::Switch::AutomationEnabled => "automation",
-        },
-        if a.enable { "on" } else { "off" }
-    )
+    turn_in_words(Some(a.switch), a.enable)
+}
+
+/// "turn safe mode off": a move of `switch` (none: one this release cannot read), in words.
+fn turn_in_words(switch: Option<Switch>, enable: bool) -> String {
+    let name = match switch {
+        Some(Switch::SafeMode) => "safe mode",
+        Some(Switch::AutomationEnabled) => "automation",
+        None => "a kill switch",
+    };
+    format!("turn {name} {}", if enable { "on" } else { "off" })
 }
 
 /// The request `req` by `actor` makes of `all` (the requests as stored) against `current`:
@@ -221,18 +224,9 @@ pub const EMERGENCY_NOTE: &str = "emergency: made without a second admin's appro
 /// "alice's request to turn safe mode off rejected: “…”".
 pub fn approval_in_words(p: &serde_json::Value) -> String {
     let text = |k: &str| p.get(k).and_then(serde_json::Value::as_str).unwrap_or("?");
-    let what = format!(
-        "turn {} {}",
-        match text("switch") {
-            "safe_mode" => "safe mode",
-            "automation_enabled" => "automation",
-            _ => "a kill switch",
-        },
-        if p.get("enable").and_then(serde_json::Value::as_bool) == Some(true) {
-            "on"
-        } else {
-            "off"
-        }
+    let what = turn_in_words(
+        Switch::parse(text("switch")).ok(),
+        p.get("enable").and_then(serde_json::Value::as_bool) == Some(true),
     );
     match text("change") {
         "requested" => format!(

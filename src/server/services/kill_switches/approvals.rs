@@ -93,8 +93,15 @@ impl Switches {
     /// The requests waiting for a second admin, oldest first (not the expired or stale
     /// ones: they can no longer be approved, and the history tells them).
     pub async fn approvals(&self) -> Result<Vec<Approval>, StoreError> {
+        let version = switches_store::load(&self.store, self.clock.now())
+            .await?
+            .version;
+        self.approvals_at(version).await
+    }
+
+    /// [`Switches::approvals`] against the switches' `version` as the caller read them.
+    pub async fn approvals_at(&self, version: u64) -> Result<Vec<Approval>, StoreError> {
         let now = self.clock.now();
-        let version = switches_store::load(&self.store, now).await?.version;
         let stored = store::load(&self.store, now).await?;
         Ok(rules::pending(&stored.requests, now, version))
     }
