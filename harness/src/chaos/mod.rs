@@ -8,6 +8,7 @@
 //! the consoles' stream consumers had to count through the faulty stream), and every audit
 //! record has its action and every action its audit record.
 
+mod automation;
 mod checks;
 mod clients;
 mod hot;
@@ -332,20 +333,25 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
     let http = Http::new(ports.clone(), key.clone(), tally.clone(), 7);
     // A timed change made now ends about a minute later, while the expiry and the wait
     // below go on killing consoles and failing DynamoDB (a broken run is about its break).
-    let timed = match opts.broken {
-        None => {
-            let own = Http::new(ports.clone(), key.clone(), Arc::new(Tally::default()), 8);
-            Some(timers::start(&own).await?)
-        }
-        Some(_) => None,
+    // So does a scheduled change set now, after a trigger URL's episode moved a switch.
+    let own = Http::new(ports.clone(), key.clone(), Arc::new(Tally::default()), 8);
+    let (timed, mut automatic) = match opts.broken {
+        None => (
+            Some(timers::start(&own).await?),
+            Some(automation::start(&own, &store, &config).await?),
+        ),
+        Some(_) => (None, None),
     };
     let expiry = expire(&store, &proxy, &http, &mut rng, &mut consoles, &mut hits).await?;
-    if timed.is_some() {
+    if let Some(started) = automatic.as_mut() {
         let deadline = Instant::now() + Duration::from_secs(120);
-        while !timers::ended(&store).await? && Instant::now() < deadline {
+        while !(timers::ended(&store).await? && automation::ran(&store).await?)
+            && Instant::now() < deadline
+        {
             disrupt(&mut rng, &proxy, &mut consoles, &mut hits).await?;
             tokio::time::sleep(Duration::from_millis(1000 + rng.below(2000))).await;
         }
+        automation::fire_again(&own, started).await?;
     }
     proxy.set(Faults::default());
     let _ = weather.await;
@@ -385,6 +391,9 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
     );
     violations.extend(expiry.violations.iter().cloned());
     violations.extend(timers::check(&store, timed.is_some()).await?);
+    if let Some(started) = &automatic {
+        violations.extend(automation::check(&store, started).await?);
+    }
     violations.extend(proof_of_work(&tally, acked, &report));
     violations.extend(bypassed(&local.endpoint(), &config).await);
     let hot_missing = hot_http.tally().without_retry_after.load(Ordering::Relaxed);
