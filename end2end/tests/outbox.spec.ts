@@ -1,71 +1,15 @@
-import { APIRequestContext, expect, Page, test } from '@playwright/test';
+import { expect, Page, test } from '@playwright/test';
 import { randomBytes } from 'node:crypto';
-import * as http from 'node:http';
-import { AddressInfo } from 'node:net';
-import { apiKey, jsEnabled, MOMENT, ready, signIn } from './helpers';
+import { apiKey, jsEnabled, MOMENT, ready, setSwitch, signIn } from './helpers';
+import { conversationId, postEvent, saveReceiver, startReceiver } from './receiver';
 
 const auth = () => ({ Authorization: `Bearer ${apiKey()}` });
-
-/** A receiver in this test's process: answers `status`, and records what it accepted. */
-async function startReceiver() {
-  const state = { status: 204, accepted: [] as string[], calls: 0, retryAfter: '' };
-  const server = http.createServer((req, res) => {
-    state.calls += 1;
-    req.resume();
-    req.on('end', () => {
-      if (state.status < 300) state.accepted.push(String(req.headers['webhook-id'] ?? ''));
-      res.statusCode = state.status;
-      if (state.status >= 300 && state.retryAfter) res.setHeader('Retry-After', state.retryAfter);
-      res.end(state.status < 300 ? '' : 'not now');
-    });
-  });
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
-  const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}/hook`, state, close: () => server.close() };
-}
-
-async function setSafeMode(request: APIRequestContext, on: boolean) {
-  const current = await (await request.get('/api/v1/kill-switches', { headers: auth() })).json();
-  if (current.safe_mode === on) return;
-  const res = await request.post('/api/v1/kill-switches', {
-    headers: { ...auth(), 'Idempotency-Key': randomBytes(8).toString('hex') },
-    data: { switch: 'safe_mode', enable: on, expected_version: current.version, reason: 'e2e: outbox test', confirm: true },
-  });
-  expect(res.status(), await res.text()).toBe(200);
-}
-
-/** A conversation id of letters only (digits would be masked as a phone number). */
-function conversationId() {
-  return `obx-${randomBytes(4).toString('hex').replace(/[0-9]/g, (c) => 'ghijklmnop'[Number(c)])}`;
-}
-
-async function postEvent(request: APIRequestContext, conversation: string) {
-  const res = await request.post('/api/v1/events', {
-    headers: auth(),
-    data: { conversation_id: conversation, message_id: 'm-1', created_at: new Date().toISOString(), channel: 'email', text: 'hello there' },
-  });
-  expect(res.status(), await res.text()).toBe(200);
-  const body = await res.json();
-  expect(body.actions[0].result).toBe('queued');
-  return body.actions[0].key as string;
-}
-
-/** Points the console at `url` through the Receiver page's form, as an admin. */
-async function saveReceiver(page: Page, url: string) {
-  await page.goto('/outbox/receiver');
-  await ready(page);
-  await page.getByText('Change the receiver (admins)…').click();
-  await page.getByLabel('URL').fill(url);
-  await page.getByLabel('Deliver').check();
-  await page.getByRole('button', { name: 'Save receiver' }).click();
-  await expect(page.getByTestId('receiver-status')).toHaveText(`Delivering to ${url}`);
-}
 
 test.describe('outbox', () => {
   test("a conversation's timeline counts a duplicate delivery and says failed until the receiver takes it, then delivered", async ({ page, request }) => {
     const receiver = await startReceiver();
     try {
-      await setSafeMode(request, false);
+      await setSwitch(request, 'safe_mode', false);
       await signIn(page, 'admin', '/outbox');
       await saveReceiver(page, receiver.url);
       // The receiver refuses for now, asking for 5 s between attempts.
@@ -129,7 +73,7 @@ test.describe('outbox', () => {
     const receiver = await startReceiver();
     receiver.state.status = 503;
     try {
-      await setSafeMode(request, false);
+      await setSwitch(request, 'safe_mode', false);
       await signIn(page, 'admin', '/outbox');
       await saveReceiver(page, receiver.url);
       for (let i = 0; i < 3; i++) await postEvent(request, conversationId());
@@ -190,7 +134,7 @@ test.describe('outbox', () => {
   test('a dead letter is redriven with a reason and reaches the receiver once', async ({ page, request }) => {
     const receiver = await startReceiver();
     try {
-      await setSafeMode(request, false);
+      await setSwitch(request, 'safe_mode', false);
       await signIn(page, 'admin', '/outbox');
       await saveReceiver(page, receiver.url);
       if (jsEnabled()) {
@@ -241,7 +185,7 @@ test.describe('outbox', () => {
   test('safe mode holds a queued side effect; an operator releases it and it is delivered', async ({ page, request }) => {
     const receiver = await startReceiver();
     try {
-      await setSafeMode(request, false);
+      await setSwitch(request, 'safe_mode', false);
       await signIn(page, 'admin', '/outbox');
       await saveReceiver(page, receiver.url);
       // The receiver is down: the first attempt fails and the action waits to retry;
@@ -249,7 +193,7 @@ test.describe('outbox', () => {
       receiver.state.status = 503;
       const conversation = conversationId();
       const key = await postEvent(request, conversation);
-      await setSafeMode(request, true);
+      await setSwitch(request, 'safe_mode', true);
       await expect
         .poll(async () => {
           await page.goto('/outbox?group=held');
@@ -269,7 +213,7 @@ test.describe('outbox', () => {
       await expect(page.getByText('Done: release')).toHaveCount(0);
       await page.goto('/outbox?group=held');
       await expect(row).toHaveCount(1);
-      await setSafeMode(request, false);
+      await setSwitch(request, 'safe_mode', false);
       receiver.state.status = 204;
       await page.goto('/outbox?group=held');
       await ready(page);
@@ -289,7 +233,7 @@ test.describe('outbox', () => {
     const receiver = await startReceiver();
     const other = await browser.newPage();
     try {
-      await setSafeMode(request, false);
+      await setSwitch(request, 'safe_mode', false);
       await signIn(page, 'admin', '/outbox');
       await saveReceiver(page, receiver.url);
       // Three side effects held by safe mode (each failed once, then came due under it).
@@ -297,7 +241,7 @@ test.describe('outbox', () => {
       const conversations = [conversationId(), conversationId(), conversationId()];
       const keys = new Map<string, string>();
       for (const c of conversations) keys.set(c, await postEvent(request, c));
-      await setSafeMode(request, true);
+      await setSwitch(request, 'safe_mode', true);
       const rows = page.getByTestId('outbox-row');
       await expect
         .poll(async () => {
@@ -306,7 +250,7 @@ test.describe('outbox', () => {
           return conversations.filter((c) => texts.some((t) => t.includes(c))).length;
         }, { timeout: 30_000 })
         .toBe(3);
-      await setSafeMode(request, false);
+      await setSwitch(request, 'safe_mode', false);
       receiver.state.status = 204;
       // In the order shown: when the first leaves, every row after it moves up by one.
       await signIn(page, 'operator', '/outbox?group=held');

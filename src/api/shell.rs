@@ -11,7 +11,8 @@ pub struct ShellInfo {
     pub environment: String,
     pub user: Option<CurrentUser>,
     /// The banner every page shows while automation may act: one line per switch out of
-    /// its safe position (signed-in users only; empty when they could not be read).
+    /// its safe position, or put in it by a trip or a trigger URL until a person changes
+    /// it (signed-in users only; empty when they could not be read).
     pub live_switches: Vec<LiveSwitch>,
 }
 
@@ -19,7 +20,8 @@ pub struct ShellInfo {
 /// so the page's code carries no date parsing for it).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LiveSwitch {
-    /// "Safe mode is off" or "Automation is on".
+    /// "Safe mode is off", "Automation is on", or what tripped it ("Safe mode was turned
+    /// on by a trip").
     pub what: String,
     pub by: String,
     /// `YYYY-MM-DD HH:MM UTC`, or empty.
@@ -53,13 +55,16 @@ pub async fn load_shell_info() -> Result<ShellInfo, AppError> {
     })
 }
 
-/// The switches out of their safe position: safe mode off, automation on.
+/// The switches out of their safe position (safe mode off, automation on), and those a
+/// trip or a trigger URL put in it.
 #[cfg(feature = "ssr")]
 fn live(
     s: &crate::model::kill_switches::KillSwitches,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Vec<LiveSwitch> {
+    use crate::model::kill_switches::Switch;
     use crate::server::domain::kill_switches::timers::left;
+    use crate::server::domain::kill_switches::tripped_by;
     let line = |what: &str, st: &crate::model::kill_switches::SwitchState| LiveSwitch {
         what: what.to_string(),
         by: st.changed_by.clone().unwrap_or_else(|| "nobody yet".into()),
@@ -70,11 +75,23 @@ fn live(
             .as_deref()
             .map(|end| (end.to_string(), left(end, now))),
     };
+    let tripped = |switch: Switch| {
+        let state = s.get(switch);
+        tripped_by(switch, state).map(|by| {
+            let to = if switch.safe() { "on" } else { "off" };
+            line(
+                &format!("{} was turned {to} by {by}", switch.label()),
+                state,
+            )
+        })
+    };
     [
         (!s.safe_mode.enabled).then(|| line("Safe mode is off", &s.safe_mode)),
         s.automation_enabled
             .enabled
             .then(|| line("Automation is on", &s.automation_enabled)),
+        tripped(Switch::SafeMode),
+        tripped(Switch::AutomationEnabled),
     ]
     .into_iter()
     .flatten()

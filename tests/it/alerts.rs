@@ -14,6 +14,8 @@ use serde_json::{json, Value};
 use crate::events::{event, post_event};
 use crate::helpers::spawn_app_with;
 use crate::receiver::Receiver;
+use ops_console::api::shell::LoadShellInfo;
+use ops_console::model::users::Role;
 use ops_console::server::outbound::signature::SigningSecret;
 
 /// Every message a channel got: (path, webhook-id, body).
@@ -143,6 +145,46 @@ async fn a_trip_turns_safe_mode_on_once_when_its_rule_fires_and_never_turns_safe
         summary.ends_with("; its trip turned safe mode on; its trip turned automation off"),
         "{summary}"
     );
+    // Every page's banner says what put each switch there, until a person changes it.
+    let viewer = app.session_as("vera", Role::Viewer).await;
+    let banner = || async {
+        let shell = app.call::<LoadShellInfo>(&[], Some(&viewer)).await.json();
+        shell["live_switches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["what"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        banner().await,
+        [
+            "Safe mode was turned on by a trip",
+            "Automation was turned off by a trip"
+        ]
+    );
+    // A client with `switches:read` lists the trips and the rules they may name.
+    let key = app.api_key(&["switches:read"]).await;
+    let listed = app
+        .api("GET", "/api/v1/kill-switches/trips", &key, None)
+        .await
+        .json();
+    let trips: Vec<(&str, &str)> = listed["trips"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["rule"].as_str().unwrap(), t["switch"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        trips,
+        [
+            ("measurements.duplicates", "safe_mode"),
+            ("measurements.duplicates", "automation_enabled"),
+            ("outbox.dead_letters", "automation_enabled")
+        ]
+    );
+    assert_eq!(listed["trips"][0]["rule_label"], "Measurement duplicates");
+    assert!(listed["rules"].as_array().unwrap().len() >= 5);
 
     // A person turns safe mode off while the alert still fires: the trip does not overrule.
     app.set_switches(false, true).await;
@@ -150,6 +192,7 @@ async fn a_trip_turns_safe_mode_on_once_when_its_rule_fires_and_never_turns_safe
     check_both(&app, &other).await;
     assert_eq!(load().await.version, v);
     assert!(!load().await.safe_mode.enabled);
+    assert_eq!(banner().await, ["Safe mode is off", "Automation is on"]);
     // It resolves: nothing turns off or on.
     app.clock.advance(Duration::hours(25));
     check_both(&app, &other).await;

@@ -13,6 +13,28 @@ use crate::model::kill_switches::{KillSwitches, Reason, Switch, SwitchState};
 use crate::model::AppError;
 use timers::Ends;
 
+/// The start of a trip's reason (docs/switches.md, "Trips"): the rule, its figures, its
+/// window follow.
+pub const TRIP_REASON: &str = "trip: ";
+
+/// What put `switch` in its safe position without a person, when its last change was that:
+/// a trip of an alert rule, or an outside monitor's trigger URL. Every page's banner says
+/// so until a person changes the switch (a revert or a schedule is not a trip).
+pub fn tripped_by(switch: Switch, state: &SwitchState) -> Option<&'static str> {
+    if state.enabled != switch.safe() {
+        return None;
+    }
+    let by = state.changed_by.as_deref()?;
+    let reason = state.reason.as_deref().unwrap_or_default();
+    if by == timers::SYSTEM && reason.starts_with(TRIP_REASON) {
+        Some("a trip")
+    } else if by == triggers::ACTOR {
+        Some("a trigger URL")
+    } else {
+        None
+    }
+}
+
 /// A change as the form (or a client) asks for it.
 #[derive(Clone, Debug)]
 pub struct ChangeRequest {

@@ -60,3 +60,38 @@ fn risky_directions_need_confirmation_and_every_change_a_reason() {
         "turning safe mode on needs no confirmation"
     );
 }
+
+#[test]
+fn a_switch_put_safe_by_a_trip_or_a_trigger_says_so_until_a_person_changes_it() {
+    let state = |enabled: bool, by: &str, reason: &str| SwitchState {
+        enabled,
+        changed_by: Some(by.into()),
+        changed_at: None,
+        reason: Some(reason.into()),
+        ends_at: None,
+    };
+    let trip = format!("{TRIP_REASON}outbox.dead_letters fired: 3 dead letters");
+    assert_eq!(
+        tripped_by(Switch::SafeMode, &state(true, timers::SYSTEM, &trip)),
+        Some("a trip")
+    );
+    assert_eq!(
+        tripped_by(
+            Switch::AutomationEnabled,
+            &state(false, triggers::ACTOR, "trigger URL: a monitor firing")
+        ),
+        Some("a trigger URL")
+    );
+    // A revert is the system's too, and no trip; a person's change is none either.
+    let revert = state(true, timers::SYSTEM, "reverted: the change by alice ended");
+    assert_eq!(tripped_by(Switch::SafeMode, &revert), None);
+    assert_eq!(
+        tripped_by(Switch::SafeMode, &state(true, "alice", &trip)),
+        None
+    );
+    // Out of its safe position, it is no trip's any more.
+    assert_eq!(
+        tripped_by(Switch::SafeMode, &state(false, timers::SYSTEM, &trip)),
+        None
+    );
+}

@@ -7,7 +7,7 @@ use super::{ChangeError, Origin, Switches};
 use crate::model::kill_switches::{rule_covers, Switch, TRIP_RULES};
 use crate::model::AppError;
 use crate::server::domain::kill_switches::timers::SYSTEM;
-use crate::server::domain::kill_switches::ChangeRequest;
+use crate::server::domain::kill_switches::{ChangeRequest, TRIP_REASON};
 use crate::server::ids::random_hex;
 use crate::server::store::kill_switch_trips::{self as store, Trip, Trips, AUDIT_ACTION};
 use crate::server::store::StoreError;
@@ -186,7 +186,7 @@ fn to_safety(switch: Switch, version: u64, alert_id: &str, why: &str) -> ChangeR
         switch,
         enable: switch.safe(),
         expected_version: version,
-        reason: format!("trip: {alert_id} fired: {why}"),
+        reason: format!("{TRIP_REASON}{alert_id} fired: {why}"),
         confirmed: false,
         ends: None,
         emergency: false,
