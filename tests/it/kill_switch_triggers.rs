@@ -174,6 +174,55 @@ async fn a_wrong_rotated_or_revoked_secret_is_a_401_that_changes_nothing() {
     );
 }
 
+/// The secret in the `Authorization` header (`POST /api/v1/kill-switches/triggers`) does
+/// what it does in the path; any other credential there, or none, is a 401 that changes
+/// nothing (an API key is no trigger secret).
+#[tokio::test]
+async fn a_trigger_secret_in_the_authorization_header_works_as_in_the_path() {
+    let app = spawn_app().await;
+    app.set_switches(false, true).await;
+    let secret = app
+        .state
+        .kill_switches
+        .rotate_trigger(Switch::SafeMode, "alice")
+        .await
+        .unwrap();
+    let key = app.api_key(&["switches:write"]).await;
+    let by_header = |credential: Option<String>| {
+        let mut req = axum::http::Request::post("/api/v1/kill-switches/triggers")
+            .header("host", "localhost")
+            .header("content-type", "application/json");
+        if let Some(c) = credential {
+            req = req.header("authorization", c);
+        }
+        req.body(axum::body::Body::from(alertmanager("firing")))
+            .unwrap()
+    };
+    let v = version(&app).await;
+    for bad in [
+        None,
+        Some(format!("Bearer {key}")),
+        Some(format!("Basic {secret}")),
+        Some(format!("Bearer kst_{}", random_hex(32))),
+    ] {
+        let a = app.send(by_header(bad.clone())).await;
+        assert_eq!(a.status, 401, "{bad:?}: {}", a.body);
+    }
+    assert_eq!(version(&app).await, v, "nothing changed");
+    let a = app.send(by_header(Some(format!("Bearer {secret}")))).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.json()["changed"], true);
+    let again = app.send(by_header(Some(format!("Bearer {secret}")))).await;
+    assert_eq!(again.json()["changed"], false, "once");
+    assert!(
+        kill_switches::load(&app.store, app.clock.now())
+            .await
+            .unwrap()
+            .safe_mode
+            .enabled
+    );
+}
+
 #[tokio::test]
 async fn only_admins_make_rotate_or_revoke_trigger_urls_and_the_url_is_shown_once() {
     let app = spawn_app().await;

@@ -171,3 +171,32 @@ impl From<crate::model::kill_switches::Scheduled> for ScheduledChange {
         }
     }
 }
+
+/// A trip (docs/switches.md, "Trips"): when an alert of `rule` fires, `switch` goes to its
+/// safe position.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct TripRule {
+    /// The alert rule (`outbox.dead_letters`, …).
+    pub rule: String,
+    /// The rule in words.
+    pub rule_label: String,
+    /// `safe_mode` (turns on) or `automation_enabled` (turns off).
+    pub switch: String,
+    pub made_by: String,
+    pub made_at: String,
+}
+
+/// The trips attached, and the rules a trip may be attached to.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct Trips {
+    pub trips: Vec<TripRule>,
+    /// Each rule a trip may name, with its words.
+    pub rules: Vec<TripRuleChoice>,
+}
+
+/// A rule a trip may name.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct TripRuleChoice {
+    pub rule: String,
+    pub label: String,
+}

@@ -10,7 +10,7 @@ use crate::model::kill_switches::KillSwitches;
 use crate::model::AppError;
 use crate::server::contract::kill_switches::{
     ApprovalRequested, ChangeScheduled, PendingRequests, Schedule, SwitchChange, Switches,
-    Triggered,
+    Triggered, TripRule, TripRuleChoice, Trips,
 };
 use crate::server::domain::kill_switches::approvals::Route;
 use crate::server::domain::kill_switches::ChangeRequest;
@@ -155,6 +155,52 @@ pub(crate) async fn kill_switch_approvals(
     }))
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/kill-switches/trips",
+    tag = "console",
+    responses(
+        (status = 200, description = "OK", body = Trips)
+    ),
+    security(("api_key" = ["switches:read"])),
+)]
+/// The trips (docs/switches.md, "Trips"): which alert rule moves which switch to its safe
+/// position when it fires, and the rules a trip may name. They are attached and removed in
+/// the console, by an admin; trigger URLs are not listed here.
+pub(crate) async fn kill_switch_trips(
+    State(state): State<AppState>,
+    _auth: Scoped<SwitchesRead>,
+) -> Result<Json<Trips>, Problem> {
+    use crate::model::kill_switches::TRIP_RULES;
+    let label = |rule: &str| {
+        TRIP_RULES
+            .iter()
+            .find(|(r, _)| *r == rule)
+            .map_or_else(|| rule.to_string(), |(_, l)| l.to_string())
+    };
+    let trips = state.kill_switches.trips().await?;
+    Ok(Json(Trips {
+        trips: trips
+            .trips
+            .into_iter()
+            .map(|t| TripRule {
+                rule_label: label(&t.rule),
+                rule: t.rule,
+                switch: t.switch.key().to_string(),
+                made_by: t.made_by,
+                made_at: t.made_at,
+            })
+            .collect(),
+        rules: TRIP_RULES
+            .iter()
+            .map(|(rule, label)| TripRuleChoice {
+                rule: rule.to_string(),
+                label: label.to_string(),
+            })
+            .collect(),
+    }))
+}
+
 /// Largest body a trigger URL reads (Alertmanager's payload of a large group fits).
 const TRIGGER_BODY_LIMIT: usize = 256 * 1024;
 
@@ -180,10 +226,49 @@ pub(crate) async fn trigger(
     Path(secret): Path<String>,
     body: axum::body::Body,
 ) -> Result<Json<Triggered>, Problem> {
+    pull(&state, &secret, body).await
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/kill-switches/triggers",
+    tag = "console",
+    params(
+        ("Authorization" = String, Header, description = "`Bearer <secret>`: the switch's trigger secret, as shown once when it was made")
+    ),
+    request_body(content = Object, content_type = "application/json", description = "Optional: Prometheus Alertmanager's webhook payload (a resolved alert changes nothing), or any JSON, or nothing"),
+    responses(
+        (status = 200, description = "Done: the switch is in its safe position (changed says whether this call moved it)", body = Triggered),
+        (status = 401, description = "No trigger has this secret (wrong, rotated or revoked): nothing changed")
+    ),
+    security(()),
+)]
+/// The same call with the secret in the `Authorization` header instead of the path, for a
+/// monitor that can send one (Alertmanager's `http_config.authorization`): the secret then
+/// stays out of every proxy's and load balancer's access log.
+pub(crate) async fn trigger_by_header(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Body,
+) -> Result<Json<Triggered>, Problem> {
+    let secret = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    pull(&state, secret.trim(), body).await
+}
+
+/// A trigger call with `secret`, whichever way it came.
+async fn pull(
+    state: &AppState,
+    secret: &str,
+    body: axum::body::Body,
+) -> Result<Json<Triggered>, Problem> {
     // Read no further than the limit: an unauthenticated caller must not make the console
     // buffer more (the secret is checked after the body is read).
     let body = super::extract::read_body(body, TRIGGER_BODY_LIMIT).await?;
-    match state.kill_switches.trigger(&secret, &body).await {
+    match state.kill_switches.trigger(secret, &body).await {
         Ok(t) => Ok(Json(Triggered {
             switch: t.switch.key().to_string(),
             changed: t.changed,

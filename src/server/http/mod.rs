@@ -53,6 +53,14 @@ pub fn routes(state: &AppState) -> Router<AppState> {
             get(kill_switches::kill_switch_schedule),
         )
         .route(
+            "/api/v1/kill-switches/trips",
+            get(kill_switches::kill_switch_trips),
+        )
+        .route(
+            "/api/v1/kill-switches/triggers",
+            post(kill_switches::trigger_by_header),
+        )
+        .route(
             "/api/v1/kill-switches/triggers/{secret}",
             post(kill_switches::trigger),
         )
