@@ -40,9 +40,11 @@ test.describe('kill switch approvals', () => {
       await expect(mine).toHaveCount(1);
       await expect(mine.getByLabel('Decision').locator('option')).toHaveText(['Withdraw']);
 
-      // The second admin, in a browser of their own, approves it with a reason.
+      // The second admin, in a browser of their own, finds it on the Overview and approves
+      // it with a reason.
       const b = approver.page;
-      await signIn(b, 'admin2', '/kill-switches');
+      await signIn(b, 'admin2', '/');
+      await expect(b.getByTestId('pending-approvals')).toContainText('Awaiting approval: 1');
       await b.getByTestId('pending-approvals').click();
       const theirs = b.getByTestId('approval').filter({ hasText: reason });
       await theirs.getByLabel('Reason').fill('e2e: checked with the incident lead');

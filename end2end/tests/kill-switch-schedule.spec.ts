@@ -14,6 +14,9 @@ test.describe('scheduled kill-switch changes', () => {
     await card.getByLabel('At (UTC; empty: now)').fill(at);
     await card.getByLabel(/I confirm/).check();
     await card.getByRole('button', { name: 'Turn safe mode off' }).click();
+    await expect(page.getByTestId('scheduled-changes')).toContainText('Scheduled:');
+    // The Overview counts it too, and leads to it.
+    await page.goto('/');
     await page.getByTestId('scheduled-changes').click();
     const row = page.getByTestId('scheduled').filter({ hasText: reason });
     await expect(row).toContainText(`by ${admin.name}`);

@@ -170,6 +170,7 @@ async fn spawn_metrics_listener(
 fn spawn_demo_seed(state: &AppState) {
     let store = state.store.clone();
     let conversations = state.conversations.clone();
+    let switches = state.kill_switches.clone();
     let now = state.clock.now();
     tokio::spawn(async move {
         match crate::server::store::kill_switches::mark_once(&store, "demo#conversations", now)
@@ -181,6 +182,9 @@ fn spawn_demo_seed(state: &AppState) {
                 tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "demo data: could not check the marker");
                 return;
             }
+        }
+        if let Err(e) = seed_switch_automation(&switches, now).await {
+            tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "demo data: the switches' automation was not set");
         }
         let plans = crate::server::seed::plan(DEMO_CONVERSATIONS, 7, now);
         match crate::server::seed::seed(&conversations, plans, |_| {}).await {
@@ -196,6 +200,42 @@ fn spawn_demo_seed(state: &AppState) {
 }
 
 const DEMO_CONVERSATIONS: usize = 200;
+
+/// What the demo shows on the Kill switch automation page: two trips, and a change set for
+/// tomorrow morning (automation on for the day shift, timed). Both switches stay in their
+/// safe defaults.
+async fn seed_switch_automation(
+    switches: &crate::server::services::kill_switches::Switches,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), crate::model::AppError> {
+    use crate::model::kill_switches::Switch;
+    use crate::server::domain::kill_switches::{timers::Ends, ChangeRequest};
+    switches
+        .attach_trip("outbox.dead_letters", Switch::SafeMode, "demo")
+        .await?;
+    switches
+        .attach_trip("idempotency.failure", Switch::AutomationEnabled, "demo")
+        .await?;
+    let req = ChangeRequest {
+        switch: Switch::AutomationEnabled,
+        enable: true,
+        expected_version: switches.load().await?.version,
+        reason: "Demo: automation for the day shift".into(),
+        confirmed: true,
+        ends: Some(Ends::After(9 * 60)),
+        emergency: false,
+    };
+    let tomorrow = (now + chrono::Duration::days(1)).date_naive();
+    let at = tomorrow
+        .and_hms_opt(8, 0, 0)
+        .map(|t| t.and_utc())
+        .unwrap_or(now + chrono::Duration::days(1));
+    switches
+        .schedule_change(&req, at, "demo")
+        .await
+        .map_err(crate::model::AppError::from)?;
+    Ok(())
+}
 
 /// Reads the inbox's stream and brings counters down for removed messages and receipts
 /// (exactly once each, whatever the stream repeats), sharing the shards with every other

@@ -18,6 +18,7 @@ use crate::ui::components::moment::Moment;
 use crate::ui::components::receiver::ReceiverStatus;
 use crate::ui::components::scope_card::pct;
 use crate::ui::data::page_data;
+use crate::ui::pages::kill_switches::{Pending, Upcoming};
 
 #[component]
 pub fn OverviewPage() -> impl IntoView {
@@ -63,6 +64,8 @@ fn SwitchStates(v: KillSwitchesView) -> impl IntoView {
     view! {
         <section class="mt-4" aria-label="Kill switches">
             <div class="grid gap-4 md:grid-cols-2">{items}</div>
+            <Pending pending=v.pending />
+            <Upcoming scheduled=v.scheduled />
             <a class="mt-2 inline-block text-sm text-sky-700 underline" href="/kill-switches">
                 "Manage kill switches"
             </a>

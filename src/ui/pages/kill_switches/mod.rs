@@ -90,17 +90,9 @@ fn SwitchCards(view: KillSwitchesView, change: FormAction<ChangeAnswer>) -> impl
         })
         .collect_view();
     view! {
-        {(pending > 0).then(|| view! {
-            <a class="mt-4 block rounded bg-amber-50 p-3 text-sm font-medium text-amber-900 underline" href="/kill-switches/approvals" data-testid="pending-approvals">
-                {format!("Awaiting approval: {pending} →")}
-            </a>
-        })}
+        <Pending pending />
         <div class="mt-4 grid gap-4 md:grid-cols-2">{cards}</div>
-        {(scheduled > 0).then(|| view! {
-            <a class="mt-4 block text-sm text-sky-800 underline" href="/kill-switches/automation#scheduled" data-testid="scheduled-changes">
-                {format!("Scheduled: {scheduled} →")}
-            </a>
-        })}
+        <Upcoming scheduled />
         {(!can_change)
             .then(|| {
                 view! {
@@ -110,6 +102,27 @@ fn SwitchCards(view: KillSwitchesView, change: FormAction<ChangeAnswer>) -> impl
                 }
             })}
     }
+}
+
+/// The changes waiting for a second admin, as a link to them (nothing when none): on the
+/// Kill switches page and the Overview.
+#[component]
+pub fn Pending(pending: usize) -> impl IntoView {
+    (pending > 0).then(|| view! {
+        <a class="mt-4 block rounded bg-amber-50 p-3 text-sm font-medium text-amber-900 underline" href="/kill-switches/approvals" data-testid="pending-approvals">
+            {format!("Awaiting approval: {pending} →")}
+        </a>
+    })
+}
+
+/// The changes set for later, as a link to the schedule (nothing when none).
+#[component]
+pub fn Upcoming(scheduled: usize) -> impl IntoView {
+    (scheduled > 0).then(|| view! {
+        <a class="mt-4 block text-sm text-sky-800 underline" href="/kill-switches/automation#scheduled" data-testid="scheduled-changes">
+            {format!("Scheduled: {scheduled} →")}
+        </a>
+    })
 }
 
 /// Who changed a switch last, when and why (and when a timed change ends); or that it
