@@ -33,7 +33,11 @@ help:
 
 # --- tools ------------------------------------------------------------------
 
-tools: system-tools rust-tools node-tools
+# Debian's packages first (npm may come from there); then the Rust tools, which keep both
+# cores busy for about 15 minutes on a fresh machine, beside the downloads of the npm and
+# PyPI ones, which mostly wait on the network.
+tools: system-tools
+	@$(MAKE) --no-print-directory -j3 --output-sync=target rust-tools node-tools python-tools
 
 system-tools:
 	@need=(); \
