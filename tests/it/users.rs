@@ -396,3 +396,19 @@ async fn an_api_key_is_revoked_once_under_concurrent_revokes_and_its_use_is_note
         .count();
     assert_eq!(revoked, 1, "one audit record for one revoke");
 }
+
+/// The names of the console's own changes (a revert or a trip, a trigger URL, a scheduled
+/// change) are no user's: the history and every page's banner tell those moves by them.
+#[tokio::test]
+async fn no_user_takes_the_name_of_the_consoles_own_changes() {
+    let app = crate::helpers::spawn_app().await;
+    for name in ["system", "trigger", "Schedule"] {
+        let refused = app
+            .state
+            .users
+            .add_user(name, Role::Operator, "a long enough password 1", "alice")
+            .await
+            .unwrap_err();
+        assert_eq!(refused.field(), Some("name"), "{name}: {refused:?}");
+    }
+}

@@ -265,8 +265,11 @@ async fn pull(
     secret: &str,
     body: axum::body::Body,
 ) -> Result<Json<Triggered>, Problem> {
-    // Read no further than the limit: an unauthenticated caller must not make the console
-    // buffer more (the secret is checked after the body is read).
+    // A malformed secret is refused before the body is read; read no further than the
+    // limit: an unauthenticated caller must not make the console buffer more.
+    if !crate::server::domain::kill_switches::triggers::well_formed(secret) {
+        return Err(unknown_secret());
+    }
     let body = super::extract::read_body(body, TRIGGER_BODY_LIMIT).await?;
     match state.kill_switches.trigger(secret, &body).await {
         Ok(t) => Ok(Json(Triggered {
@@ -274,10 +277,14 @@ async fn pull(
             changed: t.changed,
             version: t.version,
         })),
-        Err(TriggerError::Unknown) => Err(Problem::unauthorized(
-            "No trigger has this secret: it is wrong, or was rotated or revoked. Nothing changed.",
-        )),
+        Err(TriggerError::Unknown) => Err(unknown_secret()),
         Err(TriggerError::Change(e)) => Err(AppError::from(e).into()),
         Err(TriggerError::Store(e)) => Err(e.into()),
     }
+}
+
+fn unknown_secret() -> Problem {
+    Problem::unauthorized(
+        "No trigger has this secret: it is wrong, or was rotated or revoked. Nothing changed.",
+    )
 }

@@ -13,6 +13,10 @@ use crate::model::kill_switches::{KillSwitches, Reason, Switch, SwitchState};
 use crate::model::AppError;
 use timers::Ends;
 
+/// The actors of the console's own changes of the switches (a revert or a trip, a trigger
+/// URL, a scheduled change): no user may take one of these names.
+pub const MACHINE_ACTORS: [&str; 3] = [timers::SYSTEM, triggers::ACTOR, schedule::ACTOR];
+
 /// The start of a trip's reason (docs/switches.md, "Trips"): the rule, its figures, its
 /// window follow.
 pub const TRIP_REASON: &str = "trip: ";

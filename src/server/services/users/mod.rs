@@ -116,6 +116,13 @@ impl Users {
     ) -> Result<(), AppError> {
         let now = self.clock.now();
         let name = parse_user_name(name)?;
+        if crate::server::domain::kill_switches::MACHINE_ACTORS.contains(&name.as_str()) {
+            // The history and every page's banner tell the console's own moves by these.
+            return Err(AppError::invalid(
+                "name",
+                format!("“{name}” names the console's own changes; choose another name."),
+            ));
+        }
         check_new_password(password)?;
         let hash = self
             .password_work
