@@ -229,6 +229,39 @@ test.describe('outbox', () => {
     }
   });
 
+  test('an operator pauses the deliveries with a reason; a side effect waits until they resume, then goes once', async ({ page, request }) => {
+    const receiver = await startReceiver();
+    try {
+      await setSwitch(request, 'safe_mode', false);
+      await signIn(page, 'admin', '/outbox');
+      await saveReceiver(page, receiver.url);
+      await signIn(page, 'operator', '/outbox/receiver');
+      const form = page.getByTestId('pause-form');
+      await form.locator('summary').click();
+      await form.getByLabel('Reason').fill('e2e: receiver maintenance');
+      await form.getByRole('button', { name: 'Pause deliveries' }).click();
+      const paused = page.getByTestId('receiver-paused');
+      await expect(paused).toContainText('Paused by');
+      await expect(paused).toContainText('“e2e: receiver maintenance”');
+      const conversation = conversationId();
+      const key = await postEvent(request, conversation);
+      // The Outbox says so too, and lists it waiting.
+      await page.goto('/outbox');
+      await expect(paused).toContainText('Paused by');
+      await expect(page.getByTestId('outbox-row').filter({ hasText: conversation })).toHaveCount(1);
+      expect(receiver.state.calls).toBe(0);
+      await page.goto('/outbox/receiver');
+      await ready(page);
+      await form.locator('summary').click();
+      await form.getByLabel('Reason').fill('e2e: maintenance done');
+      await form.getByRole('button', { name: 'Resume deliveries' }).click();
+      await expect(paused).toHaveCount(0);
+      await expect.poll(() => receiver.state.accepted.filter((id) => id === key).length, { timeout: 20_000 }).toBe(1);
+    } finally {
+      receiver.close();
+    }
+  });
+
   test('an open form stays with its side effect while the rows around it change', async ({ page, browser, request }) => {
     const receiver = await startReceiver();
     const other = await browser.newPage();

@@ -121,7 +121,9 @@ pub async fn load_receiver() -> Result<ReceiverView, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
     let user = ctx::require(Role::Viewer)?;
-    ctx::state()?.events.receiver(user.role).await
+    let mut view = ctx::state()?.events.receiver(user.role).await?;
+    view.form_key = crate::server::ids::random_hex(16);
+    Ok(view)
 }
 
 /// Saves the receiver's URL and whether delivery to it is on. The first save makes its
@@ -184,4 +186,47 @@ pub async fn test_receiver() -> Result<String, AppError> {
         "Test message {}: {} in {} ms.",
         t.webhook_id, t.outcome, t.ms
     ))
+}
+
+/// Pauses the deliveries to the receiver, or ends the pause `pause_id` (operators), with a
+/// reason: while paused, side effects wait in the outbox, their schedules unspent. An
+/// empty `pause_id` pauses; a resume names the pause the page showed.
+#[server]
+pub async fn pause_receiver(
+    pause_id: String,
+    reason: String,
+    form_key: String,
+) -> Result<String, AppError> {
+    use crate::model::users::Role;
+    use crate::server::ctx;
+    use crate::server::services::events::pause::PauseId;
+    use crate::server::services::idempotency::KeyInputs;
+    let user = ctx::require(Role::Operator)?;
+    let state = ctx::state()?;
+    let resume = match pause_id.trim() {
+        "" => None,
+        id => Some(PauseId::parse(id)?),
+    };
+    let sub = crate::api::submission::Submission {
+        actor: &user.name,
+        scope: "receiver.pause",
+        form_key: &form_key,
+        values: KeyInputs::new()
+            .id("pause_id", resume.as_ref().map_or("", PauseId::as_str))
+            .text("reason", &reason),
+    };
+    let now = state.clock.now();
+    let events = &state.events;
+    let answer = crate::api::submission::once_writes(&state, sub, |_| async {
+        let (words, writes) = match &resume {
+            None => events.prepare_pause(&reason, &user.name, now).await?,
+            Some(id) => events.prepare_resume(id, &reason, &user.name, now).await?,
+        };
+        Ok((writes, serde_json::json!({ "ok": true, "data": words })))
+    })
+    .await?;
+    Ok(answer
+        .data
+        .and_then(|d| d.as_str().map(str::to_string))
+        .unwrap_or_else(|| "Done.".into()))
 }

@@ -97,6 +97,21 @@ pub struct ReceiverView {
     pub updated_by: String,
     /// How its deliveries went; `None` without a receiver.
     pub health: Option<ReceiverHealth>,
+    /// Deliveries wait: paused by an operator, or by the receiver's 429 (docs/events.md,
+    /// "Pause"). Absent from a page of an older release.
+    #[serde(default)]
+    pub pause: Option<PauseView>,
+    /// A fresh key for the Receiver page's pause form (empty elsewhere).
+    #[serde(default)]
+    pub form_key: String,
+}
+
+/// Why deliveries wait, in words made on the server, and the operator's pause a resume
+/// names.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PauseView {
+    pub words: String,
+    pub pause_id: Option<String>,
 }
 
 /// How a receiver's deliveries went (every console's attempts, from DynamoDB).

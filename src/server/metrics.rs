@@ -73,6 +73,10 @@ fn describe_receiver() {
         "opsconsole_receiver_delivered",
         "Deliveries the receiver took over the last 15 minutes, every console's, as last counted from DynamoDB."
     );
+    describe_counter!(
+        "opsconsole_receiver_back_offs_total",
+        "429 answers with Retry-After this console stored as a pause of every console's sends to the receiver."
+    );
 }
 
 /// The areas' own metrics.
@@ -199,6 +203,11 @@ pub fn outbox_actions(group: &'static str, n: u64) {
 pub fn receiver_attempts(attempts: u64, delivered: u64) {
     gauge!("opsconsole_receiver_attempts").set(attempts as f64);
     gauge!("opsconsole_receiver_delivered").set(delivered as f64);
+}
+
+/// The receiver's 429 paused every console's sends.
+pub fn receiver_backed_off() {
+    counter!("opsconsole_receiver_back_offs_total").increment(1);
 }
 
 /// One delivery attempt's end: `delivered`, `retry` or `dead`.

@@ -687,3 +687,171 @@ async fn the_outbox_lists_one_conversations_side_effects_and_the_delivered_ones(
         .await;
     assert!(wrong.is_err());
 }
+
+/// An operator pauses the deliveries with a reason: nothing is claimed or sent, no retry
+/// schedule is spent, and the Outbox says who and why; a viewer can do neither; a resume
+/// names the pause it ends (never a newer one); then each waiting action goes once.
+#[tokio::test]
+async fn an_operator_pauses_deliveries_and_resumes_them_and_nothing_is_spent_meanwhile() {
+    use ops_console::api::outbox::PauseReceiver;
+    use ops_console::model::users::Role;
+    let (app, receiver) = app_with_receiver().await;
+    let key = app.api_key(&["events:write"]).await;
+    let olga = app.session_as("olga", Role::Operator).await;
+    let vic = app.session_as("vic", Role::Viewer).await;
+    let pause = |who: &str, form_key: &'static str| {
+        let who = who.to_string();
+        let app = &app;
+        async move {
+            app.call::<PauseReceiver>(
+                &[
+                    ("pause_id", ""),
+                    ("reason", "receiver maintenance"),
+                    ("form_key", form_key),
+                ],
+                Some(&who),
+            )
+            .await
+        }
+    };
+    assert_eq!(pause(&vic, "form-key-pause-0001").await.status, 403);
+    let empty = app
+        .call::<PauseReceiver>(
+            &[
+                ("pause_id", ""),
+                ("reason", " "),
+                ("form_key", "form-key-pause-0002"),
+            ],
+            Some(&olga),
+        )
+        .await;
+    assert_eq!(empty.status, 400, "{}", empty.body);
+    let paused = pause(&olga, "form-key-pause-0003").await;
+    assert_eq!(paused.status, 200, "{}", paused.body);
+    // The same form again (a double click): one pause, the first answer.
+    let again = pause(&olga, "form-key-pause-0003").await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    assert_eq!(again.body, paused.body);
+    // A second pause while paused is refused.
+    assert_eq!(pause(&olga, "form-key-pause-0004").await.status, 409);
+
+    post_event(&app, &key, &event("c-pause", Some("m-1"), "hi")).await;
+    // Both consoles: nothing claimed, nothing sent.
+    let other = app.second_console();
+    let round = app.state.events.dispatch_all().await.unwrap();
+    other.state.events.dispatch_all().await.unwrap();
+    assert_eq!((round.paused, receiver.total()), (1, 0), "{round:?}");
+    app.clock.advance(Duration::minutes(10));
+    app.state.events.dispatch_all().await.unwrap();
+    let waiting = action(&app, "act:rp_route:c-pause:m-1").await;
+    assert_eq!(
+        (waiting.status.as_str(), waiting.attempts),
+        ("queued", 0),
+        "no schedule spent"
+    );
+    let view = app.state.events.receiver(Role::Viewer).await.unwrap();
+    let shown = view.pause.expect("the Outbox says it is paused");
+    assert!(
+        shown.words.starts_with("Paused by olga since ")
+            && shown.words.contains("“receiver maintenance”"),
+        "{}",
+        shown.words
+    );
+    let id = shown.pause_id.expect("the pause a resume names");
+
+    let resume = |id: String, form_key: &'static str, who: String| {
+        let app = &app;
+        async move {
+            app.call::<PauseReceiver>(
+                &[
+                    ("pause_id", &id),
+                    ("reason", "maintenance done"),
+                    ("form_key", form_key),
+                ],
+                Some(&who),
+            )
+            .await
+        }
+    };
+    assert_eq!(
+        resume(id.clone(), "form-key-pause-0005", vic.clone())
+            .await
+            .status,
+        403
+    );
+    assert_eq!(
+        resume(
+            "0123456789abcdef".into(),
+            "form-key-pause-0006",
+            olga.clone()
+        )
+        .await
+        .status,
+        409,
+        "not this page's pause"
+    );
+    assert_eq!(
+        resume("../x".into(), "form-key-pause-0007", olga.clone())
+            .await
+            .status,
+        400
+    );
+    let resumed = resume(id, "form-key-pause-0008", olga.clone()).await;
+    assert_eq!(resumed.status, 200, "{}", resumed.body);
+    app.state.events.dispatch_all().await.unwrap();
+    assert_eq!(receiver.counts().get("act:rp_route:c-pause:m-1"), Some(&1));
+    let delivered = action(&app, "act:rp_route:c-pause:m-1").await;
+    assert_eq!(
+        delivered.attempts, 1,
+        "one attempt, the first of its schedule"
+    );
+    let audits = app.dump_tables().await;
+    assert!(
+        audits.contains("receiver_pause") && audits.contains("receiver_resume"),
+        "both audited"
+    );
+}
+
+/// A 429 with `Retry-After` answered to one console stops every console's sends to the
+/// receiver for that long, not only the answered action's; then they go again.
+#[tokio::test]
+async fn a_429_with_retry_after_pauses_every_consoles_sends_for_that_long() {
+    use crate::receiver::RETRY_AFTER_SECS;
+    let (app, receiver) = app_with_receiver().await;
+    let key = app.api_key(&["events:write"]).await;
+    let other = app.second_console();
+    post_event(&app, &key, &event("c-429-a", Some("m-1"), "hi")).await;
+    receiver.fail_next(1, 429);
+    app.state.events.dispatch_all().await.unwrap();
+    assert_eq!(receiver.total(), 0);
+    // Another conversation's action, due now, waits on the other console too.
+    post_event(&app, &key, &event("c-429-b", Some("m-1"), "hi")).await;
+    let round = other.state.events.dispatch_all().await.unwrap();
+    assert_eq!((round.paused, receiver.total()), (1, 0), "{round:?}");
+    let b = action(&app, "act:rp_route:c-429-b:m-1").await;
+    assert_eq!(b.attempts, 0, "not claimed: nothing spent");
+    let view = app
+        .state
+        .events
+        .receiver(ops_console::model::users::Role::Viewer)
+        .await
+        .unwrap();
+    assert!(
+        view.pause
+            .as_ref()
+            .is_some_and(|p| p.words.contains("(429)") && p.pause_id.is_none()),
+        "{view:?}"
+    );
+    app.clock.advance(Duration::seconds(RETRY_AFTER_SECS + 1));
+    other.state.events.dispatch_all().await.unwrap();
+    app.state.events.dispatch_all().await.unwrap();
+    let counts = receiver.counts();
+    assert_eq!(
+        (
+            counts.get("act:rp_route:c-429-a:m-1"),
+            counts.get("act:rp_route:c-429-b:m-1")
+        ),
+        (Some(&1), Some(&1)),
+        "{counts:?}"
+    );
+}

@@ -71,12 +71,25 @@ impl Receiver {
     }
 }
 
-async fn receive(State(r): State<Receiver>, headers: HeaderMap, body: Bytes) -> StatusCode {
+/// A 429 asks for this long (`Retry-After`, in seconds).
+pub const RETRY_AFTER_SECS: i64 = 30;
+
+async fn receive(
+    State(r): State<Receiver>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
     {
         let mut fail = r.fail_first.lock().unwrap();
         if fail.0 > 0 {
             fail.0 -= 1;
-            return StatusCode::from_u16(fail.1).unwrap();
+            let status = StatusCode::from_u16(fail.1).unwrap();
+            if status == StatusCode::TOO_MANY_REQUESTS {
+                let wait = RETRY_AFTER_SECS.to_string();
+                return (status, [("retry-after", wait)]).into_response();
+            }
+            return status.into_response();
         }
     }
     let h = |name: &str| {
@@ -95,11 +108,11 @@ async fn receive(State(r): State<Receiver>, headers: HeaderMap, body: Bytes) -> 
     let secrets = r.secrets.lock().unwrap().clone();
     if verify(&secrets, &id, &ts, &body, &sig, now).is_err() {
         *r.bad_signatures.lock().unwrap() += 1;
-        return StatusCode::UNAUTHORIZED;
+        return StatusCode::UNAUTHORIZED.into_response();
     }
     r.accepted
         .lock()
         .unwrap()
         .push((id, String::from_utf8_lossy(&body).to_string()));
-    StatusCode::NO_CONTENT
+    StatusCode::NO_CONTENT.into_response()
 }

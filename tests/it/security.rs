@@ -194,6 +194,11 @@ fn server_functions() -> Vec<Entry> {
             ],
         ),
         (
+            PauseReceiver::PATH,
+            o,
+            vec![("pause_id", ""), ("reason", "a check"), ("form_key", key)],
+        ),
+        (
             SaveReceiver::PATH,
             a,
             vec![("url", "http://127.0.0.1:9/hook"), ("version", "0")],

@@ -39,6 +39,8 @@ pub struct Round {
     pub taken: usize,
     /// Due, but no receiver is set (or delivery to it is off).
     pub no_receiver: usize,
+    /// Due, but deliveries are paused (by an operator, or by the receiver's 429).
+    pub paused: usize,
 }
 
 impl Round {
@@ -64,13 +66,21 @@ impl Events {
         let target = if safe_mode {
             None
         } else {
-            match self.target().await?.filter(|t| t.enabled) {
-                Some(t) => Some(t),
-                None => {
+            let target = self.target().await?.filter(|t| t.enabled);
+            // Paused: nothing is claimed, so nothing is sent and no schedule is spent.
+            let paused =
+                target.is_some() && super::pause::waits(&self.pause_state().await?, now_ms);
+            match target {
+                Some(t) if !paused => Some(t),
+                _ => {
                     for shard in 0..SHARDS {
                         let (due, _) =
                             outbox_reads::due(&self.store, shard, now_ms, PER_SHARD, None).await?;
-                        round.no_receiver += due.len();
+                        if paused {
+                            round.paused += due.len();
+                        } else {
+                            round.no_receiver += due.len();
+                        }
                     }
                     return Ok(round);
                 }
@@ -109,6 +119,7 @@ impl Events {
             total.waiting = r.waiting;
             total.taken += r.taken;
             total.no_receiver = r.no_receiver;
+            total.paused = r.paused;
             if !r.moved() {
                 break;
             }
@@ -210,6 +221,13 @@ impl Events {
         crate::server::metrics::delivery(counted, std::time::Duration::from_millis(ms as u64));
         if answer == Answer::Gone {
             self.receiver_gone(target, now).await?;
+        }
+        if let Answer::Retry {
+            status: 429,
+            retry_after: Some(pause),
+        } = answer
+        {
+            self.back_off(pause, now).await;
         }
         tracing::info!(action = %short(&mine.event_id), attempt = mine.attempts, status = %status, ms, "side effect attempt");
         Ok(Step::Ended(status))

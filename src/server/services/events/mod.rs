@@ -13,6 +13,7 @@ mod legacy;
 mod order;
 pub mod outbox;
 pub mod pages;
+pub mod pause;
 mod queue;
 pub mod receiver;
 mod timeline;

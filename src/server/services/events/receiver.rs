@@ -78,6 +78,7 @@ impl Events {
     /// user info or query values: they can hold a token).
     pub async fn receiver(&self, role: Role) -> Result<ReceiverView, AppError> {
         let mut view = self.receiver_settings(role).await?;
+        view.pause = self.pause_view(&self.pause_state().await?, self.clock.now());
         if let Some(url) = health::current_url(&self.store, &self.config).await? {
             // Busy figures leave the card without its health, not the page without a card.
             match health::of(&self.store, &url, self.clock.now()).await {
@@ -110,6 +111,8 @@ impl Events {
                 updated_at: item.updated_at,
                 updated_by: item.updated_by,
                 health: None,
+                pause: None,
+                form_key: String::new(),
             });
         }
         let cfg = &self.config.events;

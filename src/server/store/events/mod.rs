@@ -21,6 +21,7 @@ pub mod health;
 pub mod jobs;
 pub mod outbox;
 pub mod outbox_reads;
+pub mod pause;
 mod reads;
 pub mod receiver;
 pub use claims::*;

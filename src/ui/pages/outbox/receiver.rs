@@ -6,12 +6,13 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::api::outbox::{
-    load_receiver, AddReceiverSecret, RetireReceiverSecret, SaveReceiver, TestReceiver,
+    load_receiver, AddReceiverSecret, PauseReceiver, RetireReceiverSecret, SaveReceiver,
+    TestReceiver,
 };
-use crate::model::outbox::{ReceiverView, SecretView};
+use crate::model::outbox::{PauseView, ReceiverView, SecretView};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
-use crate::ui::components::form::{field_error, invalid_attrs, FieldError};
+use crate::ui::components::form::{field_error, invalid_attrs, FieldError, FormKey};
 use crate::ui::components::moment::Moment;
 use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::components::receiver::ReceiverStatus;
@@ -24,6 +25,7 @@ struct Actions {
     add: FormAction<Option<String>>,
     retire: FormAction<Option<String>>,
     test: FormAction<String>,
+    pause: FormAction<String>,
     /// Successful saves (a refused one leaves the form as typed).
     saved: Memo<usize>,
 }
@@ -36,11 +38,17 @@ pub fn ReceiverPage() -> impl IntoView {
         add: FormAction::new::<AddReceiverSecret>(),
         retire: FormAction::new::<RetireReceiverSecret>(),
         test: FormAction::new::<TestReceiver>(),
+        pause: FormAction::new::<PauseReceiver>(),
         saved: save.saved(),
     };
     // Read again after each change (after the receiver's form, only once it is saved).
     let data = page_data(
-        move || actions.saved.get() + actions.add.version().get() + actions.retire.version().get(),
+        move || {
+            actions.saved.get()
+                + actions.add.version().get()
+                + actions.retire.version().get()
+                + actions.pause.version().get()
+        },
         |_| load_receiver(),
     );
     view! {
@@ -53,10 +61,35 @@ pub fn ReceiverPage() -> impl IntoView {
             <ActionResult value=move || actions.add.value().get() success=shown_once />
             <ActionResult value=move || actions.retire.value().get() success=|_| "Secret retired: it no longer signs.".into() />
             <ActionResult value=move || actions.test.value().get() success=|m: &String| m.clone() />
+            <ActionResult value=move || actions.pause.value().get() success=|m: &String| m.clone() />
         </div>
         <AsyncSection load=move || data spacing="mt-4" let:receiver>
             <Receiver receiver actions />
         </AsyncSection>
+    }
+}
+
+/// Pausing the deliveries, or resuming them, with a reason (operators; docs/events.md,
+/// "Pause"): one form, which names the pause it ends.
+#[component]
+fn PauseForm(pause: Option<PauseView>, form_key: String, actions: Actions) -> impl IntoView {
+    let resume = pause.and_then(|p| p.pause_id);
+    let label = if resume.is_some() {
+        "Resume deliveries"
+    } else {
+        "Pause deliveries"
+    };
+    view! {
+        <details class="mt-3" data-testid="pause-form">
+            <summary class="cursor-pointer text-sm font-medium text-sky-800">{format!("{label}…")}</summary>
+            <PostForm action=actions.pause attr:class="mt-2 flex flex-wrap items-end gap-2">
+                <input type="hidden" name="pause_id" value=resume.unwrap_or_default() />
+                <FormKey value=form_key name="form_key" />
+                <label for="pause-reason" class="text-sm">"Reason"</label>
+                <input id="pause-reason" name="reason" required maxlength="500" class="rounded border border-slate-300 px-2 py-1 text-sm" />
+                <button type="submit" class="rounded bg-slate-900 px-3 py-1 text-sm text-white">{label}</button>
+            </PostForm>
+        </details>
     }
 }
 
@@ -82,6 +115,7 @@ fn Receiver(receiver: ReceiverView, actions: Actions) -> impl IntoView {
     view! {
         <section aria-label="Receiver" class="mt-6 rounded-lg border border-slate-200 bg-white p-5 shadow-sm">
             <ReceiverStatus receiver=receiver.clone() />
+            <PauseForm pause=receiver.pause.clone() form_key=receiver.form_key.clone() actions />
             // Open while it shows a refusal (also after a post without JavaScript).
             <details class="mt-3" open=move || actions.save.value().with(|v| matches!(v, Some(Err(_))))>
                 <summary class="cursor-pointer text-sm font-medium text-sky-800">"Change the receiver (admins)…"</summary>
