@@ -219,18 +219,30 @@ impl Events {
             _ => "retry",
         };
         crate::server::metrics::delivery(counted, std::time::Duration::from_millis(ms as u64));
-        if answer == Answer::Gone {
-            self.receiver_gone(target, now).await?;
-        }
-        if let Answer::Retry {
-            status: 429,
-            retry_after: Some(pause),
-        } = answer
-        {
-            self.back_off(pause, now).await;
-        }
+        self.answered_for_all(&answer, target, now).await?;
         tracing::info!(action = %short(&mine.event_id), attempt = mine.attempts, status = %status, ms, "side effect attempt");
         Ok(Step::Ended(status))
+    }
+
+    /// What an answer means for every action, not only the answered one: 410 turns the
+    /// receiver off; 429 with `Retry-After` pauses every console's sends.
+    async fn answered_for_all(
+        &self,
+        answer: &Answer,
+        target: &Target,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        match answer {
+            Answer::Gone => self.receiver_gone(target, now).await,
+            Answer::Retry {
+                status: 429,
+                retry_after: Some(pause),
+            } => {
+                self.back_off(*pause, now).await;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Counts a recorded attempt in the receiver's health. The delivery is recorded; its
