@@ -217,16 +217,12 @@ pub async fn pause_receiver(
     };
     let now = state.clock.now();
     let events = &state.events;
-    let answer = crate::api::submission::once_writes(&state, sub, |_| async {
+    crate::api::submission::once_words(&state, sub, |_| async {
         let (words, writes) = match &resume {
             None => events.prepare_pause(&reason, &user.name, now).await?,
             Some(id) => events.prepare_resume(id, &reason, &user.name, now).await?,
         };
-        Ok((writes, serde_json::json!({ "ok": true, "data": words })))
+        Ok((writes, words))
     })
-    .await?;
-    Ok(answer
-        .data
-        .and_then(|d| d.as_str().map(str::to_string))
-        .unwrap_or_else(|| "Done.".into()))
+    .await
 }

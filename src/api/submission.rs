@@ -62,6 +62,28 @@ where
     settle(state, &call, outcome).await
 }
 
+/// [`once_writes`] for an operation that answers in words: `op` gives the writes and the
+/// words, and every submission of the same form gets the first one's words.
+pub async fn once_words<F, Fut>(
+    state: &AppState,
+    sub: Submission<'_>,
+    op: F,
+) -> Result<String, AppError>
+where
+    F: FnOnce(Attempt) -> Fut,
+    Fut: Future<Output = Result<(Writes, String), AppError>>,
+{
+    let answer = once_writes(state, sub, |attempt| async move {
+        let (writes, words) = op(attempt).await?;
+        Ok((writes, serde_json::json!({ "ok": true, "data": words })))
+    })
+    .await?;
+    Ok(answer
+        .data
+        .and_then(|d| d.as_str().map(str::to_string))
+        .unwrap_or_else(|| "Done.".into()))
+}
+
 /// The key's inputs: the form's key and who sent it; a stale or forged key is refused.
 fn inputs(sub: &Submission<'_>) -> Result<KeyInputs, AppError> {
     let form_key = FormKey::parse(sub.form_key)?;

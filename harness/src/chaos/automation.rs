@@ -73,23 +73,6 @@ async fn fire(http: &Http, path: &str, give_up: Instant) -> Result<usize, String
     Ok(CALLS)
 }
 
-/// Reads the switches through a console.
-async fn read(http: &Http, give_up: Instant) -> Result<Value, String> {
-    match http
-        .until_final(
-            Method::GET,
-            "/api/v1/kill-switches",
-            &Value::Null,
-            None,
-            give_up,
-        )
-        .await
-    {
-        Some((200, now)) => Ok(now),
-        other => Err(format!("the switches could not be read: {other:?}")),
-    }
-}
-
 /// Sends `body` (a change of the switches: `expected_version` filled in from a fresh read,
 /// and `at` from `at()` when given) until it is accepted with `want`, or `done` finds it
 /// made already. A 409 reads again: the switches changed, or the change was made by a try
@@ -112,7 +95,7 @@ where
             return Ok(made);
         }
         let mut body = body.clone();
-        body["expected_version"] = read(http, give_up).await?["version"].clone();
+        body["expected_version"] = http.switches(give_up).await?["version"].clone();
         if let Some(at) = at {
             body["at"] = Value::String(at());
         }
@@ -153,7 +136,7 @@ pub async fn start(
     let on = json!({"switch": "automation_enabled", "enable": true, "confirm": true,
                     "reason": "chaos: on, for the trigger"});
     let is_on = || async {
-        let now = read(http, give_up).await?;
+        let now = http.switches(give_up).await?;
         Ok::<_, String>(
             now["automation_enabled"]
                 .as_bool()

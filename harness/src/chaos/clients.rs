@@ -210,6 +210,25 @@ impl Http {
     }
 }
 
+impl Http {
+    /// The switches as a console reads them (`GET /api/v1/kill-switches`).
+    pub async fn switches(&self, give_up: Instant) -> Result<Value, String> {
+        match self
+            .until_final(
+                Method::GET,
+                "/api/v1/kill-switches",
+                &Value::Null,
+                None,
+                give_up,
+            )
+            .await
+        {
+            Some((200, now)) => Ok(now),
+            other => Err(format!("the switches could not be read: {other:?}")),
+        }
+    }
+}
+
 /// Sends an acknowledged request once more with the same key and body, as a client whose
 /// answer was lost would; the answer must say the same (`same` compares the two).
 async fn repeat(

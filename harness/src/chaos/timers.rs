@@ -25,18 +25,7 @@ use ops_console::server::store::Store;
 pub async fn start(http: &Http) -> Result<DateTime<Utc>, String> {
     let give_up = Instant::now() + Duration::from_secs(60);
     for attempt in 0..10 {
-        let Some((200, now)) = http
-            .until_final(
-                Method::GET,
-                "/api/v1/kill-switches",
-                &Value::Null,
-                None,
-                give_up,
-            )
-            .await
-        else {
-            return Err("the switches could not be read".into());
-        };
+        let now = http.switches(give_up).await?;
         let off = !now["safe_mode"].as_bool().unwrap_or(true);
         let body = if off {
             json!({"switch": "safe_mode", "enable": true, "expected_version": now["version"],

@@ -60,20 +60,14 @@ pub async fn decide_kill_switch_approval(
     let now = state.clock.now();
     // The decision, its records and the form's key in one transaction: a retry after a
     // lost answer gets this answer again.
-    let answer = submission::once_writes(&state, sub, |_| async {
+    let words = submission::once_words(&state, sub, |_| async {
         let (decided, writes) = ks
             .prepare_decision(id.as_str(), decision, &reason, &admin.name, now)
             .await
             .map_err(AppError::from)?;
-        Ok((
-            writes,
-            serde_json::json!({ "ok": true, "data": decided.words }),
-        ))
+        Ok((writes, decided.words))
     })
     .await?;
     crate::server::metrics::kill_switch_approval(decision.past());
-    Ok(answer
-        .data
-        .and_then(|d| d.as_str().map(str::to_string))
-        .unwrap_or_else(|| "Done.".into()))
+    Ok(words)
 }

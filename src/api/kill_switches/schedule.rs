@@ -30,16 +30,12 @@ pub async fn cancel_kill_switch_change(
     };
     let now = state.clock.now();
     let ks = &state.kill_switches;
-    let answer = submission::once_writes(&state, sub, |_| async {
+    submission::once_words(&state, sub, |_| async {
         let (words, writes) = ks
             .prepare_cancel(id.as_str(), &reason, &admin.name, now)
             .await
             .map_err(AppError::from)?;
-        Ok((writes, serde_json::json!({ "ok": true, "data": words })))
+        Ok((writes, words))
     })
-    .await?;
-    Ok(answer
-        .data
-        .and_then(|d| d.as_str().map(str::to_string))
-        .unwrap_or_else(|| "Done.".into()))
+    .await
 }
