@@ -165,12 +165,39 @@ mod tests {
         ])
     }
 
+    /// Neither the text nor its bytes carry `plain` or a part of it, in the clear or as
+    /// base64 at any alignment. (A check for a two-letter part such as `pk` in the text
+    /// would fail by chance: random base64 holds any two letters one time in twenty.)
+    fn shows_nothing_of(cursor: &str, plain: &str) {
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        use base64::Engine;
+        let bytes = URL_SAFE_NO_PAD.decode(cursor).expect("a cursor is base64");
+        let holds = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
+        for part in [plain, "447700900123", "\"pk\""] {
+            assert!(!holds(&bytes, part.as_bytes()), "the bytes hold {part}");
+        }
+        assert!(!cursor.contains("447700900123"));
+        for skip in 0..3 {
+            let encoded = URL_SAFE_NO_PAD.encode(&plain.as_bytes()[skip..]);
+            let needle = &encoded[..encoded.len() - 4];
+            assert!(!cursor.contains(needle), "the text holds {plain} as base64");
+        }
+    }
+
     #[test]
     fn a_cursor_opens_for_its_query_only_and_shows_nothing() {
         let c = cursors();
         let search = Binding::new(["conversations", "S=+447700900123"]);
         let cursor = c.seal_key(&search, &key());
-        assert!(!cursor.contains("447700900123") && !cursor.contains("pk"));
+        let plain = r#"["pk","S","+447700900123"]"#;
+        shows_nothing_of(&cursor, plain);
+        for offset in 0..3 {
+            // The check sees a key that is only encoded, at every alignment.
+            use base64::Engine;
+            let open = format!("{}{{\"p\":[{plain}]}}", "x".repeat(offset));
+            let bare = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(open);
+            assert!(std::panic::catch_unwind(|| shows_nothing_of(&bare, plain)).is_err());
+        }
         assert_eq!(c.open_key(&search, &cursor, &["pk", "n"]).unwrap(), key());
         let other = Binding::new(["conversations", "S=+447700900999"]);
         assert!(
