@@ -226,3 +226,51 @@ pub async fn pause_receiver(
     })
     .await
 }
+
+/// Opens the receiver's breaker, or closes the opening `breaker_id` (operators), with a
+/// reason: while open, side effects park and a probe goes now and then; a close sends
+/// them again in their order. An empty `breaker_id` opens; a close names the opening the
+/// page showed.
+#[server]
+pub async fn receiver_breaker(
+    breaker_id: String,
+    reason: String,
+    form_key: String,
+) -> Result<String, AppError> {
+    use crate::model::users::Role;
+    use crate::server::ctx;
+    use crate::server::services::events::breaker::BreakerId;
+    use crate::server::services::idempotency::KeyInputs;
+    let user = ctx::require(Role::Operator)?;
+    let state = ctx::state()?;
+    let close = match breaker_id.trim() {
+        "" => None,
+        id => Some(BreakerId::parse(id)?),
+    };
+    let sub = crate::api::submission::Submission {
+        actor: &user.name,
+        scope: "receiver.breaker",
+        form_key: &form_key,
+        values: KeyInputs::new()
+            .id("breaker_id", close.as_ref().map_or("", BreakerId::as_str))
+            .text("reason", &reason),
+    };
+    let now = state.clock.now();
+    let events = &state.events;
+    crate::api::submission::once_words(&state, sub, |_| async {
+        let (words, writes) = match &close {
+            None => {
+                events
+                    .prepare_breaker_open_by(&reason, &user.name, now)
+                    .await?
+            }
+            Some(id) => {
+                events
+                    .prepare_breaker_close(id, &reason, &user.name, now)
+                    .await?
+            }
+        };
+        Ok((writes, words))
+    })
+    .await
+}

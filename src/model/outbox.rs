@@ -101,9 +101,19 @@ pub struct ReceiverView {
     /// "Pause"). Absent from a page of an older release.
     #[serde(default)]
     pub pause: Option<PauseView>,
-    /// A fresh key for the Receiver page's pause form (empty elsewhere).
+    /// The breaker is open: deliveries park (docs/events.md, "Breaker").
+    #[serde(default)]
+    pub breaker: Option<BreakerView>,
+    /// A fresh key for the Receiver page's pause and breaker forms (empty elsewhere).
     #[serde(default)]
     pub form_key: String,
+}
+
+/// The breaker's opening in words made on the server, and its id, which a close names.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BreakerView {
+    pub words: String,
+    pub breaker_id: String,
 }
 
 /// Why deliveries wait, in words made on the server, and the operator's pause a resume

@@ -77,6 +77,18 @@ fn describe_receiver() {
         "opsconsole_receiver_back_offs_total",
         "429 answers with Retry-After this console stored as a pause of every console's sends to the receiver."
     );
+    describe_gauge!(
+        "opsconsole_receiver_breaker_open",
+        "1 while the receiver's breaker is open (deliveries park), as the alert check last read it."
+    );
+    describe_gauge!(
+        "opsconsole_receiver_parked",
+        "Side effects in the outbox's due group while the breaker is open (0 while closed), as the alert check last counted them."
+    );
+    describe_counter!(
+        "opsconsole_receiver_breaker_changes_total",
+        "Openings of the receiver's breaker after failures and closings after a probe that this console made (change: open, close); changes by hand are in the audit."
+    );
 }
 
 /// The areas' own metrics.
@@ -203,6 +215,17 @@ pub fn outbox_actions(group: &'static str, n: u64) {
 pub fn receiver_attempts(attempts: u64, delivered: u64) {
     gauge!("opsconsole_receiver_attempts").set(attempts as f64);
     gauge!("opsconsole_receiver_delivered").set(delivered as f64);
+}
+
+/// The breaker's state and the actions it parks, as the alert check read them.
+pub fn receiver_breaker_state(open: bool, parked: u64) {
+    gauge!("opsconsole_receiver_breaker_open").set(f64::from(u8::from(open)));
+    gauge!("opsconsole_receiver_parked").set(parked as f64);
+}
+
+/// This console opened or closed the receiver's breaker: `open`, `close`.
+pub fn receiver_breaker(change: &'static str) {
+    counter!("opsconsole_receiver_breaker_changes_total", "change" => change).increment(1);
 }
 
 /// The receiver's 429 paused every console's sends.

@@ -331,9 +331,11 @@ async fn a_receiver_failing_every_delivery_shows_its_health_and_is_announced_onc
     );
     assert_eq!(firing[0].2["sample"], sent);
 
-    // The receiver takes deliveries again: healthy, and the alert resolves once.
+    // The receiver takes deliveries again: healthy, and the alert resolves once. Its
+    // failures opened the breaker: the first probe (due after `breaker_probe_seconds`)
+    // closes it, and the rest follow.
     receiver.fail_next(0, 503);
-    app.clock.advance(Duration::seconds(10));
+    app.clock.advance(Duration::seconds(31));
     app.state.events.dispatch_all().await.unwrap();
     let delivered = receiver.total() as u64;
     assert!(delivered >= 3, "every side effect delivered: {delivered}");

@@ -8,6 +8,7 @@ mod alerts;
 mod attacks;
 mod aws_failures;
 mod bootstrap;
+mod breaker;
 mod conversation_search;
 mod conversations;
 mod dynamodb_semantics;

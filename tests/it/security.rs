@@ -199,6 +199,11 @@ fn server_functions() -> Vec<Entry> {
             vec![("pause_id", ""), ("reason", "a check"), ("form_key", key)],
         ),
         (
+            ReceiverBreaker::PATH,
+            o,
+            vec![("breaker_id", ""), ("reason", "a check"), ("form_key", key)],
+        ),
+        (
             SaveReceiver::PATH,
             a,
             vec![("url", "http://127.0.0.1:9/hook"), ("version", "0")],

@@ -239,6 +239,12 @@ pub struct EventsSection {
     pub dispatch_poll_ms: i64,
     /// Deliveries one console makes at once.
     pub dispatch_concurrency: i64,
+    /// Failed attempts in a row (timeouts, 5xx, no connection) that open the receiver's
+    /// breaker: deliveries park, their schedules unspent, until a probe gets an answer
+    /// (docs/events.md, "Breaker"); 0: no breaker.
+    pub breaker_failures: i64,
+    /// While the breaker is open, one probe (the oldest parked side effect) this often.
+    pub breaker_probe_seconds: i64,
     /// How long side effects and dead letters are kept.
     pub outbox_days: i64,
     /// A claim on an event or an action older than this may be taken over (a crashed worker).
@@ -264,6 +270,8 @@ impl Default for EventsSection {
             retry_schedule: crate::server::outbound::schedule::DEFAULT.into(),
             dispatch_poll_ms: 1_000,
             dispatch_concurrency: 4,
+            breaker_failures: 5,
+            breaker_probe_seconds: 30,
             outbox_days: 30,
             lease_seconds: 60,
             bulk_confirm_ms: 2_000,

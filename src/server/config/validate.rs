@@ -237,6 +237,13 @@ fn events(e: &EventsSection) -> Result<(), ConfigError> {
         .map_err(|why| ConfigError::new("events.retry_schedule", why))?;
     range("events.dispatch_poll_ms", e.dispatch_poll_ms, 10, 60_000)?;
     range("events.dispatch_concurrency", e.dispatch_concurrency, 1, 64)?;
+    range("events.breaker_failures", e.breaker_failures, 0, 1000)?;
+    range(
+        "events.breaker_probe_seconds",
+        e.breaker_probe_seconds,
+        1,
+        3600,
+    )?;
     range("events.outbox_days", e.outbox_days, 1, 3650)?;
     range("events.lease_seconds", e.lease_seconds, 1, 3600)?;
     range("events.bulk_confirm_ms", e.bulk_confirm_ms, 0, 600_000)?;

@@ -54,6 +54,16 @@ pub enum Answer {
 }
 
 impl Answer {
+    /// The receiver failed, not the message: a timeout, a 5xx (or 408), no connection.
+    /// What a breaker counts; a 4xx refusal or a 429 says the receiver is up.
+    pub fn receiver_failed(&self) -> bool {
+        match self {
+            Answer::Retry { status, .. } => *status == 408 || *status >= 500,
+            Answer::Unreachable(_) | Answer::Unknown(_) => true,
+            Answer::Delivered(_) | Answer::Gone | Answer::Refused(_) => false,
+        }
+    }
+
     /// The cause a dead letter is grouped by: `http 503`, `timeout`, `connection`.
     pub fn cause(&self) -> String {
         match self {

@@ -28,6 +28,7 @@ use crate::server::services::idempotency::Engine;
 use crate::server::services::kill_switches::{Switches, Ttls};
 use crate::server::services::measurements::pages;
 use crate::server::store::alerts::{self as store, AlertItem, Change, Firing};
+use crate::server::store::events::breaker;
 use crate::server::store::events::outbox::Group;
 use crate::server::store::events::outbox_reads::{self, Filter};
 use crate::server::store::Store;
@@ -155,7 +156,34 @@ impl Alerts {
                 tracing::warn!(error = %redact::redact(&e.to_string()), "receiver rule not judged")
             }
         }
+        out.push(self.breaker_rule().await?);
         Ok(out)
+    }
+
+    /// The receiver's breaker is open: side effects park. Its opening names the failures
+    /// and the last errors; a new opening is a new episode.
+    async fn breaker_rule(&self) -> Result<Judged, AppError> {
+        let b = breaker::load(&self.store).await?;
+        let parked = match b.breaker_id {
+            Some(_) => outbox_reads::count(&self.store, Group::Due, &Filter::default()).await?,
+            None => 0,
+        };
+        metrics::receiver_breaker_state(b.breaker_id.is_some(), parked);
+        let probe = self.config.events.breaker_probe_seconds;
+        let summary = match crate::server::services::events::breaker::words(&b, probe) {
+            Some(words) => format!("{words} {parked} side effects in the outbox."),
+            None => "The receiver's breaker is closed.".into(),
+        };
+        Ok(Judged {
+            id: "outbox.receiver_breaker".into(),
+            breached: b.breaker_id.is_some(),
+            summary,
+            value: Some(parked as f64),
+            threshold: 0.0,
+            window: "now",
+            sample: parked,
+            page: "/outbox/receiver",
+        })
     }
 
     /// Dead letters in the outbox now (and every group's depth, for `/metrics`).

@@ -17,6 +17,7 @@ use super::receiver::Target;
 use crate::server::ids::random_hex;
 use crate::server::outbound::{Answer, Message};
 use crate::server::store::audit::AuditItem;
+use crate::server::store::events::breaker::Breaker;
 use crate::server::store::events::outbox::{self, Ending, Move, SHARDS};
 use crate::server::store::events::{
     health, outbox_reads, receiver, ActionRecord, ActionStatus, Try,
@@ -41,6 +42,8 @@ pub struct Round {
     pub no_receiver: usize,
     /// Due, but deliveries are paused (by an operator, or by the receiver's 429).
     pub paused: usize,
+    /// Due, but parked: the receiver's breaker is open (a probe is not counted here).
+    pub parked: usize,
 }
 
 impl Round {
@@ -48,13 +51,34 @@ impl Round {
     pub fn moved(&self) -> bool {
         self.delivered + self.retrying + self.dead + self.held > 0
     }
+
+    fn count(&mut self, step: Step) {
+        match step {
+            Step::Ended(ActionStatus::Delivered, _) => self.delivered += 1,
+            Step::Ended(ActionStatus::Dead, _) => self.dead += 1,
+            Step::Ended(..) => self.retrying += 1,
+            Step::Held => self.held += 1,
+            Step::Taken => self.taken += 1,
+        }
+    }
 }
 
 /// What became of one action that could go.
 enum Step {
-    Ended(ActionStatus),
+    /// Its attempt ended so; true when the receiver answered (no timeout, 5xx or
+    /// connection error).
+    Ended(ActionStatus, bool),
     Held,
     Taken,
+}
+
+/// Where an attempt goes and what it is.
+struct Attempt<'a> {
+    target: &'a Target,
+    /// The breaker as this round read it.
+    breaker: &'a Breaker,
+    /// A breaker's probe: the time the action was due, where a failed probe puts it back.
+    probe_from: Option<i64>,
 }
 
 impl Events {
@@ -63,47 +87,108 @@ impl Events {
         let now_ms = self.clock.now().timestamp_millis();
         let mut round = Round::default();
         let safe_mode = self.live_switches().await?.safe_mode;
-        let target = if safe_mode {
+        let go = if safe_mode {
             None
         } else {
-            let target = self.target().await?.filter(|t| t.enabled);
-            // Paused: nothing is claimed, so nothing is sent and no schedule is spent.
-            let paused =
-                target.is_some() && super::pause::waits(&self.pause_state().await?, now_ms);
-            match target {
-                Some(t) if !paused => Some(t),
-                _ => {
-                    for shard in 0..SHARDS {
-                        let (due, _) =
-                            outbox_reads::due(&self.store, shard, now_ms, PER_SHARD, None).await?;
-                        if paused {
-                            round.paused += due.len();
-                        } else {
-                            round.no_receiver += due.len();
-                        }
-                    }
-                    return Ok(round);
-                }
+            match self.deliverable(now_ms, &mut round).await? {
+                Some(go) => Some(go),
+                None => return Ok(round),
             }
         };
+        if let Some((target, breaker)) = go.as_ref().filter(|(_, b)| b.breaker_id.is_some()) {
+            return self.parked_round(target, breaker, now_ms, round).await;
+        }
         let mut ready = Vec::new();
         for shard in 0..SHARDS {
             ready.extend(self.ready_on(shard, now_ms, safe_mode, &mut round).await?);
         }
+        let attempt = go.as_ref().map(|(target, breaker)| Attempt {
+            target,
+            breaker,
+            probe_from: None,
+        });
         let steps: Vec<Result<Step, StoreError>> = stream::iter(ready)
-            .map(|rec| self.step(rec, target.as_ref()))
+            .map(|rec| self.step(rec, attempt.as_ref()))
             .buffer_unordered(self.config.events.dispatch_concurrency.max(1) as usize)
             .collect()
             .await;
+        let mut answered = false;
         for step in steps {
-            match step? {
-                Step::Ended(ActionStatus::Delivered) => round.delivered += 1,
-                Step::Ended(ActionStatus::Dead) => round.dead += 1,
-                Step::Ended(_) => round.retrying += 1,
-                Step::Held => round.held += 1,
-                Step::Taken => round.taken += 1,
-            }
+            let step = step?;
+            answered |= matches!(step, Step::Ended(_, true));
+            round.count(step);
         }
+        if answered && go.is_some_and(|(_, b)| b.run > 0) {
+            self.end_failure_run().await;
+        }
+        Ok(round)
+    }
+
+    /// Where this round delivers, with the breaker as it stands; `None` when nothing goes
+    /// (no receiver, delivery off, or paused), the due actions counted in `round`.
+    async fn deliverable(
+        &self,
+        now_ms: i64,
+        round: &mut Round,
+    ) -> Result<Option<(Target, Breaker)>, StoreError> {
+        let target = self.target().await?.filter(|t| t.enabled);
+        // Paused: nothing is claimed, so nothing is sent and no schedule is spent.
+        let paused = target.is_some() && super::pause::waits(&self.pause_state().await?, now_ms);
+        if let Some(t) = target.filter(|_| !paused) {
+            return Ok(Some((t, self.breaker_state().await?)));
+        }
+        let due = self.due_now(now_ms).await?;
+        if paused {
+            round.paused += due;
+        } else {
+            round.no_receiver += due;
+        }
+        Ok(None)
+    }
+
+    /// Actions due now at the front of every shard (a page of each).
+    async fn due_now(&self, now_ms: i64) -> Result<usize, StoreError> {
+        let mut due = 0;
+        for shard in 0..SHARDS {
+            due += outbox_reads::due(&self.store, shard, now_ms, PER_SHARD, None)
+                .await?
+                .0
+                .len();
+        }
+        Ok(due)
+    }
+
+    /// The breaker is open: due actions park, unclaimed. When its probe is due and this
+    /// console takes it, the oldest action that may go is sent as the probe.
+    async fn parked_round(
+        &self,
+        target: &Target,
+        breaker: &Breaker,
+        now_ms: i64,
+        mut round: Round,
+    ) -> Result<Round, StoreError> {
+        if !super::breaker::take_probe(self, breaker, now_ms).await? {
+            round.parked = self.due_now(now_ms).await?;
+            return Ok(round);
+        }
+        let mut ready = Vec::new();
+        for shard in 0..SHARDS {
+            ready.extend(self.ready_on(shard, now_ms, false, &mut round).await?);
+        }
+        round.parked = ready.len().saturating_sub(1);
+        let Some(oldest) = ready
+            .into_iter()
+            .min_by(|a, b| (a.next_at_ms, &a.event_id).cmp(&(b.next_at_ms, &b.event_id)))
+        else {
+            return Ok(round);
+        };
+        let probe = Attempt {
+            target,
+            breaker,
+            probe_from: Some(oldest.next_at_ms),
+        };
+        let step = self.step(oldest, Some(&probe)).await?;
+        round.count(step);
         Ok(round)
     }
 
@@ -120,6 +205,7 @@ impl Events {
             total.taken += r.taken;
             total.no_receiver = r.no_receiver;
             total.paused = r.paused;
+            total.parked = r.parked;
             if !r.moved() {
                 break;
             }
@@ -128,8 +214,8 @@ impl Events {
     }
 
     /// Holds (safe mode) or claims and delivers one action that may go.
-    async fn step(&self, rec: ActionRecord, target: Option<&Target>) -> Result<Step, StoreError> {
-        let Some(target) = target else {
+    async fn step(&self, rec: ActionRecord, to: Option<&Attempt<'_>>) -> Result<Step, StoreError> {
+        let Some(to) = to else {
             return self.hold(&rec).await;
         };
         let now_ms = self.clock.now().timestamp_millis();
@@ -143,7 +229,7 @@ impl Events {
             // This console "dies" holding the claim: another takes it over after the lease.
             return Ok(Step::Taken);
         }
-        self.deliver(&mine, target).await
+        self.deliver(&mine, to).await
     }
 
     /// Safe mode holds a due action until an operator releases or discards it.
@@ -166,7 +252,7 @@ impl Events {
     }
 
     /// Sends one claimed action and records the answer under the claim.
-    async fn deliver(&self, mine: &ActionRecord, target: &Target) -> Result<Step, StoreError> {
+    async fn deliver(&self, mine: &ActionRecord, to: &Attempt<'_>) -> Result<Step, StoreError> {
         let sent_at = self.clock.now();
         let started = Instant::now();
         let message = Message {
@@ -176,13 +262,20 @@ impl Events {
         };
         let answer = self
             .sender
-            .send(&target.url, &target.secrets, &message)
+            .send(&to.target.url, &to.target.secrets, &message)
             .await;
         let ms = started.elapsed().as_millis() as i64;
         let now = self.clock.now();
-        let status = self.next_status(mine, &answer);
+        // A failed probe goes back where it waited, its schedule unspent.
+        let probe_failed = to.probe_from.filter(|_| answer.receiver_failed());
+        let status = match probe_failed {
+            Some(_) => ActionStatus::Retry,
+            None => self.next_status(mine, &answer),
+        };
         let next_at_ms = match status {
-            ActionStatus::Retry => self.next_attempt_at(mine, &answer, now),
+            ActionStatus::Retry => {
+                probe_failed.unwrap_or_else(|| self.next_attempt_at(mine, &answer, now))
+            }
             _ => 0,
         };
         let result = match (&answer, status) {
@@ -200,6 +293,7 @@ impl Events {
             cause: cause.as_deref(),
             unknown: matches!(answer, Answer::Unknown(_)),
             next_at_ms,
+            unspent: probe_failed.is_some(),
             now_ms: now.timestamp_millis(),
             now_iso: &iso(now),
             this_try: Try {
@@ -212,16 +306,36 @@ impl Events {
         if !outbox::finish(&self.store, &end, &audit).await? {
             return Ok(Step::Taken);
         }
-        self.count_health(mine, target, &end).await;
-        let counted = match status {
+        let answered = self.after_attempt(mine, to, &end, &answer).await?;
+        tracing::info!(action = %short(&mine.event_id), attempt = mine.attempts, status = %status, ms, "side effect attempt");
+        Ok(Step::Ended(status, answered))
+    }
+
+    /// What a recorded attempt changes beyond its action: the receiver's health, the
+    /// metrics, the breaker (a failure counted, a probe's answer closing it) and what the
+    /// answer means for every action. True when the receiver answered.
+    async fn after_attempt(
+        &self,
+        mine: &ActionRecord,
+        to: &Attempt<'_>,
+        end: &Ending<'_>,
+        answer: &Answer,
+    ) -> Result<bool, StoreError> {
+        self.count_health(mine, to.target, end).await;
+        let counted = match end.status {
             ActionStatus::Delivered => "delivered",
             ActionStatus::Dead => "dead",
             _ => "retry",
         };
-        crate::server::metrics::delivery(counted, std::time::Duration::from_millis(ms as u64));
-        self.answered_for_all(&answer, target, now).await?;
-        tracing::info!(action = %short(&mine.event_id), attempt = mine.attempts, status = %status, ms, "side effect attempt");
-        Ok(Step::Ended(status))
+        let took = std::time::Duration::from_millis(end.this_try.ms.max(0) as u64);
+        crate::server::metrics::delivery(counted, took);
+        let answered = self.count_breaker(answer, to.breaker).await;
+        if let (true, Some(_), Some(id)) = (answered, to.probe_from, &to.breaker.breaker_id) {
+            self.close_after_probe(id, answer).await;
+        }
+        self.answered_for_all(answer, to.target, self.clock.now())
+            .await?;
+        Ok(answered)
     }
 
     /// What an answer means for every action, not only the answered one: 410 turns the

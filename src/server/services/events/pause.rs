@@ -29,19 +29,22 @@ pub struct PauseId(String);
 
 impl PauseId {
     pub fn parse(raw: &str) -> Result<PauseId, AppError> {
-        let raw = raw.trim();
-        if raw.len() == 16 && raw.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-            Ok(PauseId(raw.to_string()))
-        } else {
-            Err(AppError::invalid(
-                "pause_id",
-                "Not a pause of this page; reload it.",
-            ))
-        }
+        hex16(raw, "pause_id", "Not a pause of this page; reload it.").map(PauseId)
     }
 
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+/// `raw` as an id of 16 lowercase hex digits (a pause's, a breaker opening's), checked at
+/// the edge; else a 400 on `field` saying `refusal`.
+pub(super) fn hex16(raw: &str, field: &str, refusal: &str) -> Result<String, AppError> {
+    let raw = raw.trim();
+    if raw.len() == 16 && raw.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        Ok(raw.to_string())
+    } else {
+        Err(AppError::invalid(field, refusal))
     }
 }
 
@@ -101,7 +104,7 @@ impl Events {
         }
         let id = random_hex(8);
         let writes = store::pause(&self.store, &id, actor, &iso(now), &reason)?;
-        let record = self.pause_record("receiver_pause", &id, actor, &reason, now);
+        let record = self.receiver_record("receiver_pause", ("pause", &id), actor, &reason, now);
         Ok((
             "Paused: side effects wait in the outbox until someone resumes.".into(),
             writes.and(audit::writes(&self.store, &record)?),
@@ -126,17 +129,20 @@ impl Events {
             ));
         }
         let writes = store::resume(&self.store, pause_id)?;
-        let record = self.pause_record("receiver_resume", pause_id, actor, &reason, now);
+        let record =
+            self.receiver_record("receiver_resume", ("pause", pause_id), actor, &reason, now);
         Ok((
             "Resumed: deliveries go again, in their order.".into(),
             writes.and(audit::writes(&self.store, &record)?),
         ))
     }
 
-    fn pause_record(
+    /// The audit record of an operator's (or the system's) step on the receiver's
+    /// deliveries: `(what, id)` names the pause or the breaker's opening it acts on.
+    pub(super) fn receiver_record(
         &self,
         step: &str,
-        id: &str,
+        (what, id): (&str, &str),
         actor: &str,
         reason: &str,
         now: DateTime<Utc>,
@@ -150,7 +156,7 @@ impl Events {
         );
         a.actor = actor.to_string();
         a.result = format!("success: {}", step.trim_start_matches("receiver_"));
-        a.action_payload_redacted = json!({ "pause": id, "reason": reason }).to_string();
+        a.action_payload_redacted = json!({ what: id, "reason": reason }).to_string();
         a
     }
 

@@ -79,6 +79,7 @@ impl Events {
     pub async fn receiver(&self, role: Role) -> Result<ReceiverView, AppError> {
         let mut view = self.receiver_settings(role).await?;
         view.pause = self.pause_view(&self.pause_state().await?, self.clock.now());
+        view.breaker = self.breaker_view(&self.breaker_state().await?);
         if let Some(url) = health::current_url(&self.store, &self.config).await? {
             // Busy figures leave the card without its health, not the page without a card.
             match health::of(&self.store, &url, self.clock.now()).await {
@@ -112,6 +113,7 @@ impl Events {
                 updated_by: item.updated_by,
                 health: None,
                 pause: None,
+                breaker: None,
                 form_key: String::new(),
             });
         }

@@ -15,6 +15,7 @@ pub use super::item::Claim;
 use crate::server::domain::events::decision::{ActionType, Mode};
 use crate::server::domain::events::state::ConversationState;
 
+pub mod breaker;
 mod claims;
 mod decisions;
 pub mod health;
@@ -234,7 +235,8 @@ pub struct ActionRecord {
     pub unknown: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_reason: Option<String>,
-    /// Attempts made before the last redrive: the schedule counts from here.
+    /// Attempts the retry schedule does not count: those made before the last redrive,
+    /// and a breaker's failed probes.
     #[serde(default)]
     pub round_start: i64,
 }

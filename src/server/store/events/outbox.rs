@@ -137,6 +137,8 @@ pub struct Ending<'a> {
     pub unknown: bool,
     /// Retry: when the next attempt may go.
     pub next_at_ms: i64,
+    /// Retry: the attempt does not count in the retry schedule (a breaker's probe).
+    pub unspent: bool,
     pub now_ms: i64,
     pub now_iso: &'a str,
     pub this_try: Try,
@@ -186,8 +188,10 @@ pub async fn finish(
     update = match end.status {
         ActionStatus::Retry => update
             .update_expression(format!(
-                "SET {common}, next_at_ms = :next, outbox = :o, outbox_sk = :sk, cause = :c"
+                "SET {common}, next_at_ms = :next, outbox = :o, outbox_sk = :sk, cause = :c, \
+                 round_start = :round"
             ))
+            .expression_attribute_values(":round", n(rec.round_start + i64::from(end.unspent)))
             .expression_attribute_values(":next", n(end.next_at_ms))
             .expression_attribute_values(":o", s(Group::Due.partition(shard)))
             .expression_attribute_values(":sk", s(sort_key(end.next_at_ms, &rec.event_id)))

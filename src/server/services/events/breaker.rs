@@ -1,0 +1,236 @@
+//! The receiver's breaker (docs/events.md, "Breaker"). After `events.breaker_failures`
+//! failed attempts in a row (timeouts, 5xx, no connection) it opens: no console claims an
+//! action, so deliveries park in their order and no retry schedule is spent. Every
+//! `events.breaker_probe_seconds` one console sends one probe, the oldest parked action;
+//! a failed probe puts it back where it waited, unspent; any answer closes the breaker, and
+//! the parked actions drain in their order. An operator opens or closes it by hand, with a
+//! reason. The alert rule `outbox.receiver_breaker` tells the channels once per opening.
+
+use chrono::{DateTime, Utc};
+
+use super::ingest::{iso, Events};
+use super::pause::hex16;
+use crate::model::kill_switches::Reason;
+use crate::model::outbox::BreakerView;
+use crate::model::AppError;
+use crate::server::domain::redact::redact;
+use crate::server::ids::random_hex;
+use crate::server::outbound::Answer;
+use crate::server::store::audit;
+use crate::server::store::events::breaker::{self as store, Breaker, Opening};
+use crate::server::store::tx::Writes;
+use crate::server::store::StoreError;
+
+/// The errors an opening names.
+const ERRORS_KEPT: usize = 3;
+
+/// An opening of the breaker, as a close names it: 16 lowercase hex digits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BreakerId(String);
+
+impl BreakerId {
+    pub fn parse(raw: &str) -> Result<BreakerId, AppError> {
+        hex16(raw, "breaker_id", "Not an opening of this page; reload it.").map(BreakerId)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The breaker's opening in words: since when, by whom, why.
+pub fn words(b: &Breaker, probe_seconds: i64) -> Option<String> {
+    b.breaker_id.as_ref()?;
+    let minute = |t: &str| crate::server::domain::kill_switches::timers::minute(t);
+    Some(format!(
+        "Breaker open since {} ({}): “{}”. Side effects are parked, their schedules unspent; \
+         one probe every {probe_seconds} s.",
+        minute(b.opened_at.as_deref().unwrap_or_default()),
+        b.opened_by.as_deref().unwrap_or_default(),
+        b.reason.as_deref().unwrap_or_default()
+    ))
+}
+
+impl Events {
+    /// The breaker as stored.
+    pub async fn breaker_state(&self) -> Result<Breaker, StoreError> {
+        store::load(&self.store).await
+    }
+
+    /// The breaker as the Outbox says it; `None` while closed.
+    pub(super) fn breaker_view(&self, b: &Breaker) -> Option<BreakerView> {
+        Some(BreakerView {
+            words: words(b, self.config.events.breaker_probe_seconds)?,
+            breaker_id: b.breaker_id.clone()?,
+        })
+    }
+
+    /// Counts an attempt's answer: a failure adds to the run (and a run long enough opens
+    /// the breaker); true for an answer, which ends the run at the round's end. Not worth
+    /// failing the round for.
+    pub(super) async fn count_breaker(&self, answer: &Answer, seen: &Breaker) -> bool {
+        if !answer.receiver_failed() {
+            return true;
+        }
+        let mut errors = vec![redact(&answer.describe())];
+        errors.extend(seen.last_errors.iter().take(ERRORS_KEPT - 1).cloned());
+        let threshold = self.config.events.breaker_failures;
+        let opened = match store::failed(&self.store, &errors).await {
+            Ok(run) if threshold > 0 && run >= threshold && seen.breaker_id.is_none() => {
+                let why = format!(
+                    "{run} failed attempts in a row; last: {}",
+                    errors.join("; ")
+                );
+                self.open_breaker(&why, "system").await.map(|_| ())
+            }
+            Ok(_) => Ok(()),
+            Err(e) => Err(AppError::from(e)),
+        };
+        if let Err(e) = opened {
+            tracing::warn!(error = %redact(&e.to_string()), "the receiver's failure not counted");
+        }
+        false
+    }
+
+    /// A round had an answer after failures: the run starts again.
+    pub(super) async fn end_failure_run(&self) {
+        if let Err(e) = store::answered(&self.store).await {
+            tracing::warn!(error = %redact(&e.to_string()), "the receiver's failure run not ended");
+        }
+    }
+
+    /// Opens the breaker by `actor` (`system` when failures did): the writes with their
+    /// audit record, committed at once. False: it was open already.
+    async fn open_breaker(&self, reason: &str, actor: &str) -> Result<bool, AppError> {
+        let (_, writes) = self.prepare_breaker_open(reason, actor, self.clock.now())?;
+        let opened = writes.commit(&self.store).await?.is_done();
+        if opened {
+            crate::server::metrics::receiver_breaker("open");
+            tracing::warn!(by = actor, "the receiver's breaker opened: deliveries park");
+        }
+        Ok(opened)
+    }
+
+    /// Opens the breaker by `actor` with `reason` (already checked and redacted by a
+    /// person's path): the writes and the answer in words.
+    pub fn prepare_breaker_open(
+        &self,
+        reason: &str,
+        actor: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(String, Writes), AppError> {
+        let id = random_hex(8);
+        let probe_ms = self.config.events.breaker_probe_seconds * 1000;
+        let at = iso(now);
+        let opening = Opening {
+            breaker_id: &id,
+            by: actor,
+            at: &at,
+            reason,
+            probe_at_ms: now.timestamp_millis() + probe_ms,
+        };
+        let writes = store::open(&self.store, &opening)?;
+        let record = self.receiver_record(
+            "receiver_breaker_open",
+            ("breaker", &id),
+            actor,
+            reason,
+            now,
+        );
+        Ok((
+            "Breaker opened: side effects park until a probe gets an answer.".into(),
+            writes.and(audit::writes(&self.store, &record)?),
+        ))
+    }
+
+    /// An operator opens the breaker by hand, with a reason.
+    pub async fn prepare_breaker_open_by(
+        &self,
+        reason: &str,
+        actor: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(String, Writes), AppError> {
+        let reason = redact(Reason::parse(reason)?.as_str());
+        if self.breaker_state().await?.breaker_id.is_some() {
+            return Err(AppError::Conflict(
+                "The breaker is open already; nothing changed.".into(),
+            ));
+        }
+        self.prepare_breaker_open(&reason, actor, now)
+    }
+
+    /// Closes the opening `breaker_id` (the one the page showed), by `actor` with `reason`:
+    /// the writes with its audit record, and the answer in words.
+    pub async fn prepare_breaker_close(
+        &self,
+        breaker_id: &BreakerId,
+        reason: &str,
+        actor: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(String, Writes), AppError> {
+        let reason = redact(Reason::parse(reason)?.as_str());
+        let id = breaker_id.as_str();
+        if self.breaker_state().await?.breaker_id.as_deref() != Some(id) {
+            return Err(AppError::Conflict(
+                "This opening has ended already (or another began); reload the page.".into(),
+            ));
+        }
+        Ok((
+            "Breaker closed: parked side effects go again, in their order.".into(),
+            self.close_writes(id, &reason, actor, now)?,
+        ))
+    }
+
+    /// The writes that close the opening `id`, with their audit record.
+    fn close_writes(
+        &self,
+        id: &str,
+        reason: &str,
+        actor: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Writes, AppError> {
+        let record = self.receiver_record(
+            "receiver_breaker_close",
+            ("breaker", id),
+            actor,
+            reason,
+            now,
+        );
+        Ok(store::close(&self.store, id)?.and(audit::writes(&self.store, &record)?))
+    }
+
+    /// A probe got an answer: the system closes the opening it probed.
+    pub(super) async fn close_after_probe(&self, breaker_id: &str, answer: &Answer) {
+        let why = format!("a probe was answered: {}", redact(&answer.describe()));
+        let closed = match self.close_writes(breaker_id, &why, "system", self.clock.now()) {
+            Ok(writes) => writes.commit(&self.store).await.map_err(AppError::from),
+            Err(e) => Err(e),
+        };
+        match closed {
+            Ok(outcome) if outcome.is_done() => {
+                crate::server::metrics::receiver_breaker("close");
+                tracing::info!("a probe was answered: the receiver's breaker closed");
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(error = %redact(&e.to_string()), "the breaker not closed after its probe")
+            }
+        }
+    }
+}
+
+/// Takes the probe of `b`'s opening if it is due at `now_ms` and no other console took it.
+pub(super) async fn take_probe(
+    events: &Events,
+    b: &Breaker,
+    now_ms: i64,
+) -> Result<bool, StoreError> {
+    let Some(id) = &b.breaker_id else {
+        return Ok(false);
+    };
+    if b.probe_at_ms > now_ms {
+        return Ok(false);
+    }
+    let next = now_ms + events.config.events.breaker_probe_seconds * 1000;
+    store::take_probe(&events.store, id, now_ms, next).await
+}

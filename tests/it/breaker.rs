@@ -1,0 +1,223 @@
+//! The receiver's breaker on DynamoDB Local, with two consoles (docs/events.md, "Breaker"):
+//! a receiver that is down opens it after a run of failures, and from then on nothing is
+//! claimed but one probe per interval, so no action reaches a dead letter and no schedule is
+//! spent; the first answered probe closes it and the parked actions drain once each, in
+//! order per conversation. An operator opens and closes it by hand, with a reason.
+
+use chrono::Duration;
+
+use crate::events::{app_with_receiver, event, post_event};
+use crate::helpers::TestApp;
+use ops_console::api::outbox::ReceiverBreaker;
+use ops_console::model::users::Role;
+use ops_console::server::store::events::outbox::Group;
+use ops_console::server::store::events::outbox_reads::{self, Filter};
+use ops_console::server::store::events::{self as records, ActionStatus};
+
+async fn count(app: &TestApp, group: Group) -> u64 {
+    outbox_reads::count(&app.store, group, &Filter::default())
+        .await
+        .unwrap()
+}
+
+/// Requests the receiver got, answered or not.
+fn requests(receiver: &crate::receiver::Receiver, failing_from: usize) -> usize {
+    receiver.total() + (failing_from - receiver.fail_first.lock().unwrap().0)
+}
+
+/// Both consoles' dispatchers, at once.
+async fn both_rounds(app: &TestApp, other: &TestApp) {
+    let (a, b) = tokio::join!(
+        app.state.events.dispatch_all(),
+        other.state.events.dispatch_all()
+    );
+    a.unwrap();
+    b.unwrap();
+}
+
+#[tokio::test]
+async fn a_receiver_down_parks_deliveries_and_after_one_answered_probe_each_goes_once_in_order() {
+    let (app, receiver) = app_with_receiver().await;
+    let other = app.second_console();
+    let key = app.api_key(&["events:write"]).await;
+    const DOWN: usize = 10_000;
+    receiver.fail_next(DOWN, 503);
+    // Three messages of one conversation (they go in order) and three conversations.
+    let mut ids = Vec::new();
+    for m in 1..=3 {
+        post_event(&app, &key, &event("c-brk", Some(&format!("m-{m}")), "hi")).await;
+        ids.push(format!("act:rp_route:c-brk:m-{m}"));
+    }
+    for c in 1..=3 {
+        post_event(&app, &key, &event(&format!("c-brk-{c}"), Some("m-1"), "hi")).await;
+        ids.push(format!("act:rp_route:c-brk-{c}:m-1"));
+    }
+    // Long enough for every schedule (three attempts, 1 s and 2 s apart) to be spent
+    // several times over without the breaker.
+    for _ in 0..8 {
+        both_rounds(&app, &other).await;
+        app.clock.advance(Duration::milliseconds(2_100));
+    }
+    assert_eq!(count(&app, Group::Dead).await, 0, "no dead letter");
+    let view = app.state.events.receiver(Role::Viewer).await.unwrap();
+    let open = view.breaker.expect("the breaker is open");
+    assert!(
+        open.words.contains("(system)")
+            && open.words.contains("failed attempts in a row")
+            && open.words.contains("receiver answered 503"),
+        "{}",
+        open.words
+    );
+    let sent = requests(&receiver, DOWN);
+    assert!(
+        (5..12).contains(&sent),
+        "the run that opened it, and no more: {sent}"
+    );
+    let judged = app.state.alerts.judge().await.unwrap();
+    let rule = judged
+        .iter()
+        .find(|j| j.id == "outbox.receiver_breaker")
+        .expect("the breaker's rule");
+    assert!(
+        rule.breached && rule.summary.contains("receiver answered 503"),
+        "{rule:?}"
+    );
+
+    // Parked: nothing goes before the probe is due, whichever console looks.
+    app.clock.advance(Duration::seconds(10));
+    let round = app.state.events.dispatch_all().await.unwrap();
+    assert!(round.parked > 0, "{round:?}");
+    assert_eq!(requests(&receiver, DOWN), sent, "nothing sent while parked");
+    // The probe is due: one console sends one, the oldest; it fails and waits again, its
+    // schedule unspent.
+    app.clock.advance(Duration::seconds(31));
+    both_rounds(&app, &other).await;
+    assert_eq!(requests(&receiver, DOWN), sent + 1, "one probe");
+    for id in &ids {
+        let a = records::get_action(&app.store, id).await.unwrap().unwrap();
+        assert!(
+            matches!(a.status, ActionStatus::Queued | ActionStatus::Retry),
+            "{id}: {a:?}"
+        );
+        assert!(
+            a.attempts - a.round_start < 3,
+            "{id}: the schedule is not spent ({} attempts, {} unspent)",
+            a.attempts,
+            a.round_start
+        );
+    }
+
+    // The receiver is back: the next probe is answered, the breaker closes, and every
+    // parked action goes once, in order within its conversation.
+    receiver.fail_next(0, 503);
+    app.clock.advance(Duration::seconds(31));
+    both_rounds(&app, &other).await;
+    both_rounds(&app, &other).await;
+    let counts = receiver.counts();
+    for id in &ids {
+        assert_eq!(counts.get(id), Some(&1), "{id} once: {counts:?}");
+    }
+    let order: Vec<String> = receiver
+        .order()
+        .into_iter()
+        .filter(|id| id.contains(":c-brk:"))
+        .collect();
+    assert_eq!(order, ids[..3].to_vec(), "in order");
+    assert_eq!(count(&app, Group::Dead).await, 0);
+    let view = app.state.events.receiver(Role::Viewer).await.unwrap();
+    assert_eq!(view.breaker, None, "closed");
+    let audits = app.dump_tables().await;
+    assert!(
+        audits.contains("receiver_breaker_open") && audits.contains("a probe was answered"),
+        "opened and closed by the system, audited"
+    );
+}
+
+/// An operator opens the breaker by hand and closes it, each with a reason and audited; a
+/// viewer can do neither; a close names the opening it ends; and safe mode still holds what
+/// is due while the breaker is open.
+#[tokio::test]
+async fn an_operator_opens_and_closes_the_breaker_and_safe_mode_still_holds() {
+    let (app, receiver) = app_with_receiver().await;
+    let key = app.api_key(&["events:write"]).await;
+    let olga = app.session_as("olga", Role::Operator).await;
+    let vic = app.session_as("vic", Role::Viewer).await;
+    let breaker = |id: String, reason: &'static str, form_key: &'static str, who: String| {
+        let app = &app;
+        async move {
+            app.call::<ReceiverBreaker>(
+                &[
+                    ("breaker_id", &id),
+                    ("reason", reason),
+                    ("form_key", form_key),
+                ],
+                Some(&who),
+            )
+            .await
+        }
+    };
+    let open = |form_key: &'static str, who: &String| {
+        breaker(String::new(), "receiver migration", form_key, who.clone())
+    };
+    assert_eq!(open("form-key-brk-0001", &vic).await.status, 403);
+    let empty = breaker(String::new(), " ", "form-key-brk-0002", olga.clone()).await;
+    assert_eq!(empty.status, 400, "{}", empty.body);
+    let opened = open("form-key-brk-0003", &olga).await;
+    assert_eq!(opened.status, 200, "{}", opened.body);
+    let again = open("form-key-brk-0003", &olga).await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    assert_eq!(again.body, opened.body, "a double click: one opening");
+    assert_eq!(open("form-key-brk-0004", &olga).await.status, 409);
+
+    post_event(&app, &key, &event("c-brk-hand", Some("m-1"), "hi")).await;
+    let round = app.state.events.dispatch_all().await.unwrap();
+    assert_eq!((round.parked, receiver.total()), (1, 0), "{round:?}");
+    // Safe mode holds what is due at delivery time, breaker or not.
+    app.set_switches(true, true).await;
+    let round = app.state.events.dispatch_all().await.unwrap();
+    assert_eq!(round.held, 1, "{round:?}");
+    assert_eq!(count(&app, Group::Held).await, 1);
+    app.set_switches(false, true).await;
+
+    let view = app.state.events.receiver(Role::Viewer).await.unwrap();
+    let shown = view.breaker.expect("open");
+    assert!(
+        shown.words.contains("(olga)") && shown.words.contains("“receiver migration”"),
+        "{}",
+        shown.words
+    );
+    let id = shown.breaker_id;
+    assert_eq!(
+        breaker(id.clone(), "done", "form-key-brk-0005", vic.clone())
+            .await
+            .status,
+        403
+    );
+    assert_eq!(
+        breaker("../x".into(), "done", "form-key-brk-0006", olga.clone())
+            .await
+            .status,
+        400
+    );
+    assert_eq!(
+        breaker(
+            "0123456789abcdef".into(),
+            "done",
+            "form-key-brk-0007",
+            olga.clone()
+        )
+        .await
+        .status,
+        409,
+        "not this page's opening"
+    );
+    let closed = breaker(id, "migration done", "form-key-brk-0008", olga.clone()).await;
+    assert_eq!(closed.status, 200, "{}", closed.body);
+    let view = app.state.events.receiver(Role::Viewer).await.unwrap();
+    assert_eq!(view.breaker, None);
+    let audits = app.dump_tables().await;
+    assert!(
+        audits.contains("receiver_breaker_open") && audits.contains("receiver_breaker_close"),
+        "both audited"
+    );
+}
