@@ -240,7 +240,7 @@ test.describe('outbox', () => {
       await form.locator('summary').click();
       await form.getByLabel('Reason').fill('e2e: receiver maintenance');
       await form.getByRole('button', { name: 'Pause deliveries' }).click();
-      const paused = page.getByTestId('receiver-paused');
+      const paused = page.getByTestId('receiver-waits');
       await expect(paused).toContainText('Paused by');
       await expect(paused).toContainText('“e2e: receiver maintenance”');
       const conversation = conversationId();
@@ -256,6 +256,39 @@ test.describe('outbox', () => {
       await form.getByLabel('Reason').fill('e2e: maintenance done');
       await form.getByRole('button', { name: 'Resume deliveries' }).click();
       await expect(paused).toHaveCount(0);
+      await expect.poll(() => receiver.state.accepted.filter((id) => id === key).length, { timeout: 20_000 }).toBe(1);
+    } finally {
+      receiver.close();
+    }
+  });
+
+  test('an operator opens the breaker with a reason; a side effect parks until it closes, then goes once', async ({ page, request }) => {
+    const receiver = await startReceiver();
+    try {
+      await setSwitch(request, 'safe_mode', false);
+      await signIn(page, 'admin', '/outbox');
+      await saveReceiver(page, receiver.url);
+      await signIn(page, 'operator', '/outbox/receiver');
+      const form = page.getByTestId('breaker-form');
+      await form.locator('summary').click();
+      await form.getByLabel('Reason').fill('e2e: receiver migration');
+      await form.getByRole('button', { name: 'Open the breaker' }).click();
+      const open = page.getByTestId('receiver-waits');
+      await expect(open).toContainText('Breaker open since');
+      await expect(open).toContainText('(operator): “e2e: receiver migration”');
+      const conversation = conversationId();
+      const key = await postEvent(request, conversation);
+      // The Outbox says so too, and lists it parked.
+      await page.goto('/outbox');
+      await expect(open).toContainText('Side effects are parked');
+      await expect(page.getByTestId('outbox-row').filter({ hasText: conversation })).toHaveCount(1);
+      expect(receiver.state.calls).toBe(0);
+      await page.goto('/outbox/receiver');
+      await ready(page);
+      await form.locator('summary').click();
+      await form.getByLabel('Reason').fill('e2e: migration done');
+      await form.getByRole('button', { name: 'Close the breaker' }).click();
+      await expect(open).toHaveCount(0);
       await expect.poll(() => receiver.state.accepted.filter((id) => id === key).length, { timeout: 20_000 }).toBe(1);
     } finally {
       receiver.close();

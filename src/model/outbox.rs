@@ -97,31 +97,24 @@ pub struct ReceiverView {
     pub updated_by: String,
     /// How its deliveries went; `None` without a receiver.
     pub health: Option<ReceiverHealth>,
-    /// Deliveries wait: paused by an operator, or by the receiver's 429 (docs/events.md,
-    /// "Pause"). Absent from a page of an older release.
+    /// Deliveries wait: paused by an operator or by the receiver's 429 (docs/events.md,
+    /// "Pause"), or parked by the open breaker ("Breaker"). Absent from a page of an older
+    /// release.
     #[serde(default)]
-    pub pause: Option<PauseView>,
-    /// The breaker is open: deliveries park (docs/events.md, "Breaker").
-    #[serde(default)]
-    pub breaker: Option<BreakerView>,
+    pub waits: Option<WaitView>,
     /// A fresh key for the Receiver page's pause and breaker forms (empty elsewhere).
     #[serde(default)]
     pub form_key: String,
 }
 
-/// The breaker's opening in words made on the server, and its id, which a close names.
+/// Why deliveries wait, in words made on the server, and what the Receiver page's forms
+/// end: an operator's pause (a resume names it), the breaker's opening (a close names it).
+/// A receiver's 429 ends on its own.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct BreakerView {
-    pub words: String,
-    pub breaker_id: String,
-}
-
-/// Why deliveries wait, in words made on the server, and the operator's pause a resume
-/// names.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct PauseView {
+pub struct WaitView {
     pub words: String,
     pub pause_id: Option<String>,
+    pub breaker_id: Option<String>,
 }
 
 /// How a receiver's deliveries went (every console's attempts, from DynamoDB).

@@ -60,7 +60,7 @@ async fn a_receiver_down_parks_deliveries_and_after_one_answered_probe_each_goes
     }
     assert_eq!(count(&app, Group::Dead).await, 0, "no dead letter");
     let view = app.state.events.receiver(Role::Viewer).await.unwrap();
-    let open = view.breaker.expect("the breaker is open");
+    let open = view.waits.expect("the breaker is open");
     assert!(
         open.words.contains("(system)")
             && open.words.contains("failed attempts in a row")
@@ -125,7 +125,7 @@ async fn a_receiver_down_parks_deliveries_and_after_one_answered_probe_each_goes
     assert_eq!(order, ids[..3].to_vec(), "in order");
     assert_eq!(count(&app, Group::Dead).await, 0);
     let view = app.state.events.receiver(Role::Viewer).await.unwrap();
-    assert_eq!(view.breaker, None, "closed");
+    assert_eq!(view.waits, None, "closed");
     let audits = app.dump_tables().await;
     assert!(
         audits.contains("receiver_breaker_open") && audits.contains("a probe was answered"),
@@ -180,13 +180,13 @@ async fn an_operator_opens_and_closes_the_breaker_and_safe_mode_still_holds() {
     app.set_switches(false, true).await;
 
     let view = app.state.events.receiver(Role::Viewer).await.unwrap();
-    let shown = view.breaker.expect("open");
+    let shown = view.waits.expect("open");
     assert!(
         shown.words.contains("(olga)") && shown.words.contains("“receiver migration”"),
         "{}",
         shown.words
     );
-    let id = shown.breaker_id;
+    let id = shown.breaker_id.expect("the opening a close names");
     assert_eq!(
         breaker(id.clone(), "done", "form-key-brk-0005", vic.clone())
             .await
@@ -214,7 +214,7 @@ async fn an_operator_opens_and_closes_the_breaker_and_safe_mode_still_holds() {
     let closed = breaker(id, "migration done", "form-key-brk-0008", olga.clone()).await;
     assert_eq!(closed.status, 200, "{}", closed.body);
     let view = app.state.events.receiver(Role::Viewer).await.unwrap();
-    assert_eq!(view.breaker, None);
+    assert_eq!(view.waits, None);
     let audits = app.dump_tables().await;
     assert!(
         audits.contains("receiver_breaker_open") && audits.contains("receiver_breaker_close"),

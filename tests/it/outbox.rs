@@ -750,7 +750,7 @@ async fn an_operator_pauses_deliveries_and_resumes_them_and_nothing_is_spent_mea
         "no schedule spent"
     );
     let view = app.state.events.receiver(Role::Viewer).await.unwrap();
-    let shown = view.pause.expect("the Outbox says it is paused");
+    let shown = view.waits.expect("the Outbox says it is paused");
     assert!(
         shown.words.starts_with("Paused by olga since ")
             && shown.words.contains("“receiver maintenance”"),
@@ -837,7 +837,7 @@ async fn a_429_with_retry_after_pauses_every_consoles_sends_for_that_long() {
         .await
         .unwrap();
     assert!(
-        view.pause
+        view.waits
             .as_ref()
             .is_some_and(|p| p.words.contains("(429)") && p.pause_id.is_none()),
         "{view:?}"

@@ -151,6 +151,9 @@ fn console_env(
             "1s,2s,3s,5s,8s,10s,10s,10s,10s".into(),
         ),
         ("OPS_EVENTS_DISPATCH_POLL_MS", "200".into()),
+        // The receiver's down stretches open the breaker; a probe this often closes it
+        // within the run.
+        ("OPS_EVENTS_BREAKER_PROBE_SECONDS", "2".into()),
         ("OPS_EVENTS_LEASE_SECONDS", "3".into()),
         ("OPS_IDEMPOTENCY_STALE_SECONDS", "3".into()),
         ("OPS_INBOX_STREAM_LEASE_SECONDS", "3".into()),
@@ -390,6 +393,15 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
             .map(|r| format!("a repeat: {r}")),
     );
     violations.extend(expiry.violations.iter().cloned());
+    let (opened, closed) = breaker_changes(&store).await?;
+    println!("  receiver breaker: opened {opened} times, closed {closed} times (one probe every 2 s while open)");
+    // The drain waited for every parked action, so at most the last opening may be left
+    // open, and only with nothing to probe (its close lost to an outage, say).
+    if closed > opened || opened > closed + 1 {
+        violations.push(format!(
+            "the receiver's breaker opened {opened} times and closed {closed} times"
+        ));
+    }
     violations.extend(timers::check(&store, timed.is_some()).await?);
     if let Some(started) = &automatic {
         violations.extend(automation::check(&store, started).await?);
@@ -681,6 +693,29 @@ async fn drain_outbox(store: &Store, config: &Config) -> Result<(), String> {
             ));
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// How often the receiver's breaker opened and closed over the run, from its audit.
+async fn breaker_changes(store: &Store) -> Result<(usize, usize), String> {
+    use ops_console::server::store::audit::list_partition;
+    use ops_console::server::store::events::receiver::AUDIT_PARTITION;
+    let (mut opened, mut closed, mut cursor) = (0, 0, None::<String>);
+    loop {
+        let page = list_partition(store, AUDIT_PARTITION, cursor.as_deref(), 500)
+            .await
+            .map_err(|e| e.to_string())?;
+        for a in &page.items {
+            match a.action_type.as_str() {
+                "receiver_breaker_open" => opened += 1,
+                "receiver_breaker_close" => closed += 1,
+                _ => {}
+            }
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok((opened, closed)),
+        }
     }
 }
 

@@ -21,8 +21,8 @@ pub fn ReceiverStatus(receiver: ReceiverView) -> impl IntoView {
     };
     view! {
         <p class="mt-1 text-sm" data-testid="receiver-status">{status}</p>
-        {receiver.pause.map(|p| view! {
-            <p class="mt-1 text-sm font-medium text-amber-900" data-testid="receiver-paused">{p.words}</p>
+        {receiver.waits.map(|w| view! {
+            <p class="mt-1 text-sm font-medium text-amber-900" data-testid="receiver-waits">{w.words}</p>
         })}
         {receiver.health.map(|h| view! { <Health h /> })}
     }

@@ -23,12 +23,12 @@ use crate::server::domain::redact;
 use crate::server::metrics;
 use crate::server::outbound::networks::Resolver;
 use crate::server::outbound::{parse_url, Answer, Message, Sender};
+use crate::server::services::events::breaker as events_breaker;
 use crate::server::services::events::health as receiver_health;
 use crate::server::services::idempotency::Engine;
 use crate::server::services::kill_switches::{Switches, Ttls};
 use crate::server::services::measurements::pages;
 use crate::server::store::alerts::{self as store, AlertItem, Change, Firing};
-use crate::server::store::events::breaker;
 use crate::server::store::events::outbox::Group;
 use crate::server::store::events::outbox_reads::{self, Filter};
 use crate::server::store::Store;
@@ -163,14 +163,14 @@ impl Alerts {
     /// The receiver's breaker is open: side effects park. Its opening names the failures
     /// and the last errors; a new opening is a new episode.
     async fn breaker_rule(&self) -> Result<Judged, AppError> {
-        let b = breaker::load(&self.store).await?;
+        let b = events_breaker::current(&self.store, &self.config).await?;
         let parked = match b.breaker_id {
             Some(_) => outbox_reads::count(&self.store, Group::Due, &Filter::default()).await?,
             None => 0,
         };
         metrics::receiver_breaker_state(b.breaker_id.is_some(), parked);
         let probe = self.config.events.breaker_probe_seconds;
-        let summary = match crate::server::services::events::breaker::words(&b, probe) {
+        let summary = match events_breaker::words(&b, probe) {
             Some(words) => format!("{words} {parked} side effects in the outbox."),
             None => "The receiver's breaker is closed.".into(),
         };

@@ -8,17 +8,21 @@
 
 use chrono::{DateTime, Utc};
 
+use super::health;
 use super::ingest::{iso, Events};
 use super::pause::hex16;
 use crate::model::kill_switches::Reason;
-use crate::model::outbox::BreakerView;
+use crate::model::outbox::WaitView;
 use crate::model::AppError;
+use crate::server::config::Config;
 use crate::server::domain::redact::redact;
 use crate::server::ids::random_hex;
 use crate::server::outbound::Answer;
 use crate::server::store::audit;
 use crate::server::store::events::breaker::{self as store, Breaker, Opening};
+use crate::server::store::events::health::receiver_key;
 use crate::server::store::tx::Writes;
+use crate::server::store::Store;
 use crate::server::store::StoreError;
 
 /// The errors an opening names.
@@ -51,17 +55,31 @@ pub fn words(b: &Breaker, probe_seconds: i64) -> Option<String> {
     ))
 }
 
+/// The breaker of the receiver side effects go to now (closed without one).
+pub async fn current(store: &Store, config: &Config) -> Result<Breaker, StoreError> {
+    match health::current_url(store, config).await? {
+        Some(url) => store::load(store, &receiver_key(&url)).await,
+        None => Ok(Breaker::default()),
+    }
+}
+
 impl Events {
-    /// The breaker as stored.
+    /// The breaker of the receiver at `url`, as stored.
+    pub(super) async fn breaker_of(&self, url: &str) -> Result<Breaker, StoreError> {
+        store::load(&self.store, &receiver_key(url)).await
+    }
+
+    /// The breaker of the receiver side effects go to now.
     pub async fn breaker_state(&self) -> Result<Breaker, StoreError> {
-        store::load(&self.store).await
+        current(&self.store, &self.config).await
     }
 
     /// The breaker as the Outbox says it; `None` while closed.
-    pub(super) fn breaker_view(&self, b: &Breaker) -> Option<BreakerView> {
-        Some(BreakerView {
+    pub(super) fn breaker_view(&self, b: &Breaker) -> Option<WaitView> {
+        Some(WaitView {
             words: words(b, self.config.events.breaker_probe_seconds)?,
-            breaker_id: b.breaker_id.clone()?,
+            pause_id: None,
+            breaker_id: b.breaker_id.clone(),
         })
     }
 
@@ -75,13 +93,13 @@ impl Events {
         let mut errors = vec![redact(&answer.describe())];
         errors.extend(seen.last_errors.iter().take(ERRORS_KEPT - 1).cloned());
         let threshold = self.config.events.breaker_failures;
-        let opened = match store::failed(&self.store, &errors).await {
+        let opened = match store::failed(&self.store, &seen.receiver, &errors).await {
             Ok(run) if threshold > 0 && run >= threshold && seen.breaker_id.is_none() => {
                 let why = format!(
                     "{run} failed attempts in a row; last: {}",
                     errors.join("; ")
                 );
-                self.open_breaker(&why, "system").await.map(|_| ())
+                self.open_breaker(&seen.receiver, &why).await.map(|_| ())
             }
             Ok(_) => Ok(()),
             Err(e) => Err(AppError::from(e)),
@@ -93,28 +111,30 @@ impl Events {
     }
 
     /// A round had an answer after failures: the run starts again.
-    pub(super) async fn end_failure_run(&self) {
-        if let Err(e) = store::answered(&self.store).await {
+    pub(super) async fn end_failure_run(&self, seen: &Breaker) {
+        if let Err(e) = store::answered(&self.store, &seen.receiver).await {
             tracing::warn!(error = %redact(&e.to_string()), "the receiver's failure run not ended");
         }
     }
 
-    /// Opens the breaker by `actor` (`system` when failures did): the writes with their
+    /// The system opens `receiver`'s breaker after its failures: the writes with their
     /// audit record, committed at once. False: it was open already.
-    async fn open_breaker(&self, reason: &str, actor: &str) -> Result<bool, AppError> {
-        let (_, writes) = self.prepare_breaker_open(reason, actor, self.clock.now())?;
+    async fn open_breaker(&self, receiver: &str, reason: &str) -> Result<bool, AppError> {
+        let now = self.clock.now();
+        let (_, writes) = self.prepare_breaker_open(receiver, reason, "system", now)?;
         let opened = writes.commit(&self.store).await?.is_done();
         if opened {
             crate::server::metrics::receiver_breaker("open");
-            tracing::warn!(by = actor, "the receiver's breaker opened: deliveries park");
+            tracing::warn!("the receiver's breaker opened: deliveries park");
         }
         Ok(opened)
     }
 
-    /// Opens the breaker by `actor` with `reason` (already checked and redacted by a
-    /// person's path): the writes and the answer in words.
-    pub fn prepare_breaker_open(
+    /// Opens `receiver`'s breaker by `actor` with `reason` (already checked and redacted
+    /// on a person's path): the writes and the answer in words.
+    fn prepare_breaker_open(
         &self,
+        receiver: &str,
         reason: &str,
         actor: &str,
         now: DateTime<Utc>,
@@ -129,7 +149,7 @@ impl Events {
             reason,
             probe_at_ms: now.timestamp_millis() + probe_ms,
         };
-        let writes = store::open(&self.store, &opening)?;
+        let writes = store::open(&self.store, receiver, &opening)?;
         let record = self.receiver_record(
             "receiver_breaker_open",
             ("breaker", &id),
@@ -151,12 +171,18 @@ impl Events {
         now: DateTime<Utc>,
     ) -> Result<(String, Writes), AppError> {
         let reason = redact(Reason::parse(reason)?.as_str());
-        if self.breaker_state().await?.breaker_id.is_some() {
+        let Some(url) = health::current_url(&self.store, &self.config).await? else {
+            return Err(AppError::Conflict(
+                "There is no receiver to open a breaker for.".into(),
+            ));
+        };
+        let b = self.breaker_of(&url).await?;
+        if b.breaker_id.is_some() {
             return Err(AppError::Conflict(
                 "The breaker is open already; nothing changed.".into(),
             ));
         }
-        self.prepare_breaker_open(&reason, actor, now)
+        self.prepare_breaker_open(&b.receiver, &reason, actor, now)
     }
 
     /// Closes the opening `breaker_id` (the one the page showed), by `actor` with `reason`:
@@ -170,25 +196,27 @@ impl Events {
     ) -> Result<(String, Writes), AppError> {
         let reason = redact(Reason::parse(reason)?.as_str());
         let id = breaker_id.as_str();
-        if self.breaker_state().await?.breaker_id.as_deref() != Some(id) {
+        let b = self.breaker_state().await?;
+        if b.breaker_id.as_deref() != Some(id) {
             return Err(AppError::Conflict(
                 "This opening has ended already (or another began); reload the page.".into(),
             ));
         }
         Ok((
             "Breaker closed: parked side effects go again, in their order.".into(),
-            self.close_writes(id, &reason, actor, now)?,
+            self.close_writes(&b, &reason, actor, now)?,
         ))
     }
 
-    /// The writes that close the opening `id`, with their audit record.
+    /// The writes that close `b`'s opening, with their audit record.
     fn close_writes(
         &self,
-        id: &str,
+        b: &Breaker,
         reason: &str,
         actor: &str,
         now: DateTime<Utc>,
     ) -> Result<Writes, AppError> {
+        let id = b.breaker_id.as_deref().unwrap_or_default();
         let record = self.receiver_record(
             "receiver_breaker_close",
             ("breaker", id),
@@ -196,13 +224,14 @@ impl Events {
             reason,
             now,
         );
-        Ok(store::close(&self.store, id)?.and(audit::writes(&self.store, &record)?))
+        let close = store::close(&self.store, &b.receiver, id)?;
+        Ok(close.and(audit::writes(&self.store, &record)?))
     }
 
-    /// A probe got an answer: the system closes the opening it probed.
-    pub(super) async fn close_after_probe(&self, breaker_id: &str, answer: &Answer) {
+    /// A probe got an answer: the system closes the opening it probed (`b`, as read).
+    pub(super) async fn close_after_probe(&self, b: &Breaker, answer: &Answer) {
         let why = format!("a probe was answered: {}", redact(&answer.describe()));
-        let closed = match self.close_writes(breaker_id, &why, "system", self.clock.now()) {
+        let closed = match self.close_writes(b, &why, "system", self.clock.now()) {
             Ok(writes) => writes.commit(&self.store).await.map_err(AppError::from),
             Err(e) => Err(e),
         };
@@ -232,5 +261,5 @@ pub(super) async fn take_probe(
         return Ok(false);
     }
     let next = now_ms + events.config.events.breaker_probe_seconds * 1000;
-    store::take_probe(&events.store, id, now_ms, next).await
+    store::take_probe(&events.store, &b.receiver, id, now_ms, next).await
 }

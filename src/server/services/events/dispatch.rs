@@ -118,8 +118,8 @@ impl Events {
             answered |= matches!(step, Step::Ended(_, true));
             round.count(step);
         }
-        if answered && go.is_some_and(|(_, b)| b.run > 0) {
-            self.end_failure_run().await;
+        if let Some((_, b)) = go.filter(|(_, b)| answered && b.run > 0) {
+            self.end_failure_run(&b).await;
         }
         Ok(round)
     }
@@ -135,7 +135,8 @@ impl Events {
         // Paused: nothing is claimed, so nothing is sent and no schedule is spent.
         let paused = target.is_some() && super::pause::waits(&self.pause_state().await?, now_ms);
         if let Some(t) = target.filter(|_| !paused) {
-            return Ok(Some((t, self.breaker_state().await?)));
+            let breaker = self.breaker_of(&t.url_text).await?;
+            return Ok(Some((t, breaker)));
         }
         let due = self.due_now(now_ms).await?;
         if paused {
@@ -330,8 +331,8 @@ impl Events {
         let took = std::time::Duration::from_millis(end.this_try.ms.max(0) as u64);
         crate::server::metrics::delivery(counted, took);
         let answered = self.count_breaker(answer, to.breaker).await;
-        if let (true, Some(_), Some(id)) = (answered, to.probe_from, &to.breaker.breaker_id) {
-            self.close_after_probe(id, answer).await;
+        if answered && to.probe_from.is_some() {
+            self.close_after_probe(to.breaker, answer).await;
         }
         self.answered_for_all(answer, to.target, self.clock.now())
             .await?;

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::ingest::{iso, Events};
 use crate::model::kill_switches::Reason;
-use crate::model::outbox::PauseView;
+use crate::model::outbox::WaitView;
 use crate::model::AppError;
 use crate::server::domain::redact::redact;
 use crate::server::ids::random_hex;
@@ -62,28 +62,30 @@ impl Events {
 
     /// The pause as the Outbox says it: in words, and the operator's pause a resume names
     /// (none while deliveries go).
-    pub(super) fn pause_view(&self, p: &Pause, now: DateTime<Utc>) -> Option<PauseView> {
+    pub(super) fn pause_view(&self, p: &Pause, now: DateTime<Utc>) -> Option<WaitView> {
         let minute = |t: &str| crate::server::domain::kill_switches::timers::minute(t);
         if let (Some(id), Some(by)) = (&p.pause_id, &p.paused_by) {
-            return Some(PauseView {
+            return Some(WaitView {
                 words: format!(
                     "Paused by {by} since {}: “{}”. Side effects wait in the outbox.",
                     minute(p.paused_at.as_deref().unwrap_or_default()),
                     p.reason.as_deref().unwrap_or_default()
                 ),
                 pause_id: Some(id.clone()),
+                breaker_id: None,
             });
         }
         (p.not_before_ms > now.timestamp_millis()).then(|| {
             let until = DateTime::<Utc>::from_timestamp_millis(p.not_before_ms)
                 .map(iso)
                 .unwrap_or_default();
-            PauseView {
+            WaitView {
                 words: format!(
                     "The receiver asked for a pause (429): nothing is sent before {}.",
                     minute(&until)
                 ),
                 pause_id: None,
+                breaker_id: None,
             }
         })
     }

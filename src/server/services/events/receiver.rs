@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::health;
 use super::ingest::{iso, Events};
-use crate::model::outbox::{ReceiverView, SecretView, TestAnswer};
+use crate::model::outbox::{ReceiverView, SecretView, TestAnswer, WaitView};
 use crate::model::users::Role;
 use crate::model::AppError;
 use crate::server::domain::redact;
@@ -78,8 +78,8 @@ impl Events {
     /// user info or query values: they can hold a token).
     pub async fn receiver(&self, role: Role) -> Result<ReceiverView, AppError> {
         let mut view = self.receiver_settings(role).await?;
-        view.pause = self.pause_view(&self.pause_state().await?, self.clock.now());
-        view.breaker = self.breaker_view(&self.breaker_state().await?);
+        let pause = self.pause_view(&self.pause_state().await?, self.clock.now());
+        view.waits = both(pause, self.breaker_view(&self.breaker_state().await?));
         if let Some(url) = health::current_url(&self.store, &self.config).await? {
             // Busy figures leave the card without its health, not the page without a card.
             match health::of(&self.store, &url, self.clock.now()).await {
@@ -112,8 +112,7 @@ impl Events {
                 updated_at: item.updated_at,
                 updated_by: item.updated_by,
                 health: None,
-                pause: None,
-                breaker: None,
+                waits: None,
                 form_key: String::new(),
             });
         }
@@ -340,5 +339,18 @@ impl Events {
             outcome: answer.describe(),
             ms: started.elapsed().as_millis() as i64,
         })
+    }
+}
+
+/// Why deliveries wait, from a pause and the breaker: their words in one line, and the ids
+/// of each.
+fn both(pause: Option<WaitView>, breaker: Option<WaitView>) -> Option<WaitView> {
+    match (pause, breaker) {
+        (Some(p), Some(b)) => Some(WaitView {
+            words: format!("{} {}", p.words, b.words),
+            pause_id: p.pause_id,
+            breaker_id: b.breaker_id,
+        }),
+        (p, b) => p.or(b),
     }
 }

@@ -1,5 +1,6 @@
-//! The receiver's breaker (docs/events.md, "Breaker"): one item in `settings-<env>`, read
-//! by every console at every dispatch round. It counts the receiver's failures in a row
+//! The receiver's breaker (docs/events.md, "Breaker"): one item per receiver in
+//! `settings-<env>`, named by the hash of its URL (a new receiver starts closed), read by
+//! every console at every dispatch round. It counts the receiver's failures in a row
 //! (written only when an attempt fails, and once a round when one after them did not), and
 //! while it is open it names the opening, who or what opened it and why, the last errors,
 //! and when the next probe may go. Every change is a conditional write, so two consoles
@@ -13,11 +14,17 @@ use crate::server::store::schema::SETTINGS;
 use crate::server::store::tx::{self, Writes};
 use crate::server::store::{Store, StoreError};
 
-const PK: &str = "events-receiver-breaker";
+/// The item of the receiver `receiver` ([`super::health::receiver_key`] of its URL).
+fn pk(receiver: &str) -> String {
+    format!("events-receiver-breaker#{receiver}")
+}
 
 /// The breaker as stored; the default when it never counted a failure.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Breaker {
+    /// The receiver it is of (the hash its item is named by); not stored.
+    #[serde(skip)]
+    pub receiver: String,
     /// Failed attempts since the last round that had an answer.
     #[serde(default)]
     pub run: i64,
@@ -40,16 +47,18 @@ pub struct Breaker {
 }
 
 /// The breaker as stored (strongly consistent: a close is seen by the next round).
-pub async fn load(store: &Store) -> Result<Breaker, StoreError> {
-    Ok(item::get(store, SETTINGS.base, "pk", PK)
+pub async fn load(store: &Store, receiver: &str) -> Result<Breaker, StoreError> {
+    let mut b: Breaker = item::get(store, SETTINGS.base, "pk", &pk(receiver))
         .await?
-        .unwrap_or_default())
+        .unwrap_or_default();
+    b.receiver = receiver.to_string();
+    Ok(b)
 }
 
 /// Counts one failed attempt with `errors` as the newest errors; the run it makes. Outside
 /// any transaction (it is on the delivery path); a lost answer sent again counts twice,
 /// which opens the breaker one failure early at worst.
-pub async fn failed(store: &Store, errors: &[String]) -> Result<i64, StoreError> {
+pub async fn failed(store: &Store, receiver: &str, errors: &[String]) -> Result<i64, StoreError> {
     let table = store.table(SETTINGS.base);
     let list = AttributeValue::L(errors.iter().map(|e| s(e.as_str())).collect());
     let out = tx::retrying(|| {
@@ -57,7 +66,7 @@ pub async fn failed(store: &Store, errors: &[String]) -> Result<i64, StoreError>
             .client()
             .update_item()
             .table_name(&table)
-            .key("pk", s(PK))
+            .key("pk", s(pk(receiver)))
             .update_expression("ADD run :one SET last_errors = :errors")
             .expression_attribute_values(":one", n(1))
             .expression_attribute_values(":errors", list.clone())
@@ -74,12 +83,12 @@ pub async fn failed(store: &Store, errors: &[String]) -> Result<i64, StoreError>
 }
 
 /// A round had an answer after failures: the run starts again.
-pub async fn answered(store: &Store) -> Result<(), StoreError> {
+pub async fn answered(store: &Store, receiver: &str) -> Result<(), StoreError> {
     let req = store
         .client()
         .update_item()
         .table_name(store.table(SETTINGS.base))
-        .key("pk", s(PK))
+        .key("pk", s(pk(receiver)))
         .update_expression("SET run = :zero")
         .condition_expression("run > :zero")
         .expression_attribute_values(":zero", n(0));
@@ -97,11 +106,11 @@ pub struct Opening<'a> {
 }
 
 /// The write that opens the breaker, unless it is open already; first among its writes.
-pub fn open(store: &Store, o: &Opening<'_>) -> Result<Writes, StoreError> {
+pub fn open(store: &Store, receiver: &str, o: &Opening<'_>) -> Result<Writes, StoreError> {
     let table = store.table(SETTINGS.base);
     let update = Update::builder()
         .table_name(&table)
-        .key("pk", s(PK))
+        .key("pk", s(pk(receiver)))
         .update_expression(
             "SET breaker_id = :id, opened_by = :by, opened_at = :at, reason = :why, \
              probe_at_ms = :probe",
@@ -121,11 +130,11 @@ pub fn open(store: &Store, o: &Opening<'_>) -> Result<Writes, StoreError> {
 
 /// The write that closes the opening `breaker_id` (and no other), the run starting again;
 /// first among its writes.
-pub fn close(store: &Store, breaker_id: &str) -> Result<Writes, StoreError> {
+pub fn close(store: &Store, receiver: &str, breaker_id: &str) -> Result<Writes, StoreError> {
     let table = store.table(SETTINGS.base);
     let update = Update::builder()
         .table_name(&table)
-        .key("pk", s(PK))
+        .key("pk", s(pk(receiver)))
         .update_expression(
             "SET run = :zero REMOVE breaker_id, opened_by, opened_at, reason, probe_at_ms",
         )
@@ -144,6 +153,7 @@ pub fn close(store: &Store, breaker_id: &str) -> Result<Writes, StoreError> {
 /// closed. A lost answer sent again reads as taken: the probe waits one interval more.
 pub async fn take_probe(
     store: &Store,
+    receiver: &str,
     breaker_id: &str,
     now_ms: i64,
     next_ms: i64,
@@ -152,7 +162,7 @@ pub async fn take_probe(
         .client()
         .update_item()
         .table_name(store.table(SETTINGS.base))
-        .key("pk", s(PK))
+        .key("pk", s(pk(receiver)))
         .update_expression("SET probe_at_ms = :next")
         .condition_expression("breaker_id = :id AND probe_at_ms <= :now")
         .expression_attribute_values(":id", s(breaker_id))

@@ -6,10 +6,10 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::api::outbox::{
-    load_receiver, AddReceiverSecret, PauseReceiver, RetireReceiverSecret, SaveReceiver,
-    TestReceiver,
+    load_receiver, AddReceiverSecret, PauseReceiver, ReceiverBreaker, RetireReceiverSecret,
+    SaveReceiver, TestReceiver,
 };
-use crate::model::outbox::{PauseView, ReceiverView, SecretView};
+use crate::model::outbox::{ReceiverView, SecretView};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::form::{field_error, invalid_attrs, FieldError, FormKey};
@@ -26,6 +26,7 @@ struct Actions {
     retire: FormAction<Option<String>>,
     test: FormAction<String>,
     pause: FormAction<String>,
+    breaker: FormAction<String>,
     /// Successful saves (a refused one leaves the form as typed).
     saved: Memo<usize>,
 }
@@ -39,6 +40,7 @@ pub fn ReceiverPage() -> impl IntoView {
         retire: FormAction::new::<RetireReceiverSecret>(),
         test: FormAction::new::<TestReceiver>(),
         pause: FormAction::new::<PauseReceiver>(),
+        breaker: FormAction::new::<ReceiverBreaker>(),
         saved: save.saved(),
     };
     // Read again after each change (after the receiver's form, only once it is saved).
@@ -48,6 +50,7 @@ pub fn ReceiverPage() -> impl IntoView {
                 + actions.add.version().get()
                 + actions.retire.version().get()
                 + actions.pause.version().get()
+                + actions.breaker.version().get()
         },
         |_| load_receiver(),
     );
@@ -62,6 +65,7 @@ pub fn ReceiverPage() -> impl IntoView {
             <ActionResult value=move || actions.retire.value().get() success=|_| "Secret retired: it no longer signs.".into() />
             <ActionResult value=move || actions.test.value().get() success=|m: &String| m.clone() />
             <ActionResult value=move || actions.pause.value().get() success=|m: &String| m.clone() />
+            <ActionResult value=move || actions.breaker.value().get() success=|m: &String| m.clone() />
         </div>
         <AsyncSection load=move || data spacing="mt-4" let:receiver>
             <Receiver receiver actions />
@@ -69,24 +73,30 @@ pub fn ReceiverPage() -> impl IntoView {
     }
 }
 
-/// Pausing the deliveries, or resuming them, with a reason (operators; docs/events.md,
-/// "Pause"): one form, which names the pause it ends.
+/// A change of the deliveries with a reason (operators): pausing or resuming them
+/// (docs/events.md, "Pause"), opening or closing the breaker ("Breaker"). One form each,
+/// which names the pause or the opening it ends (`ends`; empty: it starts one).
 #[component]
-fn PauseForm(pause: Option<PauseView>, form_key: String, actions: Actions) -> impl IntoView {
-    let resume = pause.and_then(|p| p.pause_id);
-    let label = if resume.is_some() {
-        "Resume deliveries"
-    } else {
-        "Pause deliveries"
-    };
+fn ReasonForm(
+    action: FormAction<String>,
+    /// The hidden field that names what it ends: `pause_id`, `breaker_id`.
+    field: &'static str,
+    ends: Option<String>,
+    /// The label to start one, and the one to end it.
+    labels: (&'static str, &'static str),
+    form_key: String,
+) -> impl IntoView {
+    let label = if ends.is_some() { labels.1 } else { labels.0 };
+    let name = field.trim_end_matches("_id");
+    let reason_id = format!("{name}-reason");
     view! {
-        <details class="mt-3" data-testid="pause-form">
+        <details class="mt-3" data-testid=format!("{name}-form")>
             <summary class="cursor-pointer text-sm font-medium text-sky-800">{format!("{label}…")}</summary>
-            <PostForm action=actions.pause attr:class="mt-2 flex flex-wrap items-end gap-2">
-                <input type="hidden" name="pause_id" value=resume.unwrap_or_default() />
+            <PostForm action attr:class="mt-2 flex flex-wrap items-end gap-2">
+                <input type="hidden" name=field value=ends.unwrap_or_default() />
                 <FormKey value=form_key name="form_key" />
-                <label for="pause-reason" class="text-sm">"Reason"</label>
-                <input id="pause-reason" name="reason" required maxlength="500" class="rounded border border-slate-300 px-2 py-1 text-sm" />
+                <label for=reason_id.clone() class="text-sm">"Reason"</label>
+                <input id=reason_id name="reason" required maxlength="500" class="rounded border border-slate-300 px-2 py-1 text-sm" />
                 <button type="submit" class="rounded bg-slate-900 px-3 py-1 text-sm text-white">{label}</button>
             </PostForm>
         </details>
@@ -115,7 +125,20 @@ fn Receiver(receiver: ReceiverView, actions: Actions) -> impl IntoView {
     view! {
         <section aria-label="Receiver" class="mt-6 rounded-lg border border-slate-200 bg-white p-5 shadow-sm">
             <ReceiverStatus receiver=receiver.clone() />
-            <PauseForm pause=receiver.pause.clone() form_key=receiver.form_key.clone() actions />
+            <ReasonForm
+                action=actions.pause
+                field="pause_id"
+                ends=receiver.waits.clone().and_then(|w| w.pause_id)
+                labels=("Pause deliveries", "Resume deliveries")
+                form_key=receiver.form_key.clone()
+            />
+            <ReasonForm
+                action=actions.breaker
+                field="breaker_id"
+                ends=receiver.waits.clone().and_then(|w| w.breaker_id)
+                labels=("Open the breaker", "Close the breaker")
+                form_key=receiver.form_key.clone()
+            />
             // Open while it shows a refusal (also after a post without JavaScript).
             <details class="mt-3" open=move || actions.save.value().with(|v| matches!(v, Some(Err(_))))>
                 <summary class="cursor-pointer text-sm font-medium text-sky-800">"Change the receiver (admins)…"</summary>
