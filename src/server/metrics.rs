@@ -77,6 +77,10 @@ fn describe_receiver() {
         "opsconsole_receiver_back_offs_total",
         "429 answers with Retry-After this console stored as a pause of every console's sends to the receiver."
     );
+    describe_counter!(
+        "opsconsole_receiver_rate_waits_total",
+        "Times this console waited for the next second because the receiver's rate (every console's sends together) was spent."
+    );
     describe_gauge!(
         "opsconsole_receiver_breaker_open",
         "1 while the receiver's breaker is open (deliveries park), as the alert check last read it."
@@ -226,6 +230,11 @@ pub fn receiver_breaker_state(open: bool, parked: u64) {
 /// This console opened or closed the receiver's breaker: `open`, `close`.
 pub fn receiver_breaker(change: &'static str) {
     counter!("opsconsole_receiver_breaker_changes_total", "change" => change).increment(1);
+}
+
+/// A send waited for the next second: the receiver's rate was spent.
+pub fn receiver_rate_waited() {
+    counter!("opsconsole_receiver_rate_waits_total").increment(1);
 }
 
 /// The receiver's 429 paused every console's sends.

@@ -26,6 +26,7 @@ mod limits;
 mod measurements;
 mod operations;
 mod outbox;
+mod rate;
 mod receiver;
 mod replay;
 mod security;

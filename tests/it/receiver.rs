@@ -24,6 +24,8 @@ pub struct Receiver {
     pub fail_first: Arc<Mutex<(usize, u16)>>,
     /// The secrets it verifies with.
     pub secrets: Arc<Mutex<Vec<SigningSecret>>>,
+    /// When each request arrived, answered or not (this process's clock).
+    pub arrivals: Arc<Mutex<Vec<std::time::Instant>>>,
 }
 
 impl Receiver {
@@ -34,6 +36,7 @@ impl Receiver {
             bad_signatures: Arc::default(),
             fail_first: Arc::new(Mutex::new((0, 503))),
             secrets: Arc::new(Mutex::new(secrets)),
+            arrivals: Arc::default(),
         };
         let app = Router::new()
             .route("/hook", post(receive))
@@ -80,6 +83,7 @@ async fn receive(
     body: Bytes,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
+    r.arrivals.lock().unwrap().push(std::time::Instant::now());
     {
         let mut fail = r.fail_first.lock().unwrap();
         if fail.0 > 0 {

@@ -245,6 +245,9 @@ pub struct EventsSection {
     pub breaker_failures: i64,
     /// While the breaker is open, one probe (the oldest parked side effect) this often.
     pub breaker_probe_seconds: i64,
+    /// Requests per second every console together sends the receiver at most (counted in
+    /// DynamoDB, docs/events.md, "Rate limit"); 0: no limit.
+    pub receiver_rate: i64,
     /// How long side effects and dead letters are kept.
     pub outbox_days: i64,
     /// A claim on an event or an action older than this may be taken over (a crashed worker).
@@ -272,6 +275,7 @@ impl Default for EventsSection {
             dispatch_concurrency: 4,
             breaker_failures: 5,
             breaker_probe_seconds: 30,
+            receiver_rate: 0,
             outbox_days: 30,
             lease_seconds: 60,
             bulk_confirm_ms: 2_000,

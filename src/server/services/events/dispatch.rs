@@ -13,6 +13,7 @@ use futures_util::stream::{self, StreamExt};
 use serde_json::json;
 
 use super::ingest::{iso, short, Events};
+use super::rate::Spare;
 use super::receiver::Target;
 use crate::server::ids::random_hex;
 use crate::server::outbound::{Answer, Message};
@@ -79,6 +80,8 @@ struct Attempt<'a> {
     breaker: &'a Breaker,
     /// A breaker's probe: the time the action was due, where a failed probe puts it back.
     probe_from: Option<i64>,
+    /// Sends of the receiver's rate this round took and did not use.
+    spare: &'a Spare,
 }
 
 impl Events {
@@ -102,10 +105,12 @@ impl Events {
         for shard in 0..SHARDS {
             ready.extend(self.ready_on(shard, now_ms, safe_mode, &mut round).await?);
         }
+        let spare = Spare::default();
         let attempt = go.as_ref().map(|(target, breaker)| Attempt {
             target,
             breaker,
             probe_from: None,
+            spare: &spare,
         });
         let steps: Vec<Result<Step, StoreError>> = stream::iter(ready)
             .map(|rec| self.step(rec, attempt.as_ref()))
@@ -187,6 +192,7 @@ impl Events {
             target,
             breaker,
             probe_from: Some(oldest.next_at_ms),
+            spare: &Spare::default(),
         };
         let step = self.step(oldest, Some(&probe)).await?;
         round.count(step);
@@ -219,11 +225,16 @@ impl Events {
         let Some(to) = to else {
             return self.hold(&rec).await;
         };
+        // The receiver's rate first: a claim held while waiting could run out.
+        let send = self.within_rate(&to.target.url_text, to.spare).await?;
         let now_ms = self.clock.now().timestamp_millis();
         let nonce = random_hex(16);
         let Some(mine) =
             outbox::claim(&self.store, &rec.event_id, &nonce, now_ms, self.lease_ms()).await?
         else {
+            if let Some(second) = send {
+                to.spare.keep(second);
+            }
             return Ok(Step::Taken);
         };
         if self.crash_points.after_delivery_claim() {

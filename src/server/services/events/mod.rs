@@ -16,6 +16,7 @@ pub mod outbox;
 pub mod pages;
 pub mod pause;
 mod queue;
+mod rate;
 pub mod receiver;
 mod timeline;
 

@@ -23,6 +23,7 @@ pub mod jobs;
 pub mod outbox;
 pub mod outbox_reads;
 pub mod pause;
+pub mod rate;
 mod reads;
 pub mod receiver;
 pub use claims::*;

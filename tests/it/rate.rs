@@ -1,0 +1,93 @@
+//! The receiver's rate limit on DynamoDB Local, with two consoles (docs/events.md, "Rate
+//! limit"): together they never send more than the rate allows, whatever each one has
+//! ready, and the budget is spread over several items, none taking every send. The
+//! receiver records when each request arrived.
+
+use std::time::Duration;
+
+use crate::events::{event, post_event};
+use crate::helpers::spawn_app_with;
+use crate::receiver::Receiver;
+use ops_console::server::outbound::signature::SigningSecret;
+
+/// The most arrivals within any `window`.
+fn busiest(arrivals: &[std::time::Instant], window: Duration) -> usize {
+    let mut sorted = arrivals.to_vec();
+    sorted.sort();
+    (0..sorted.len())
+        .map(|i| {
+            sorted[i..]
+                .iter()
+                .take_while(|t| **t - sorted[i] < window)
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn two_consoles_together_stay_within_the_receivers_rate() {
+    const RATE: usize = 5;
+    const ACTIONS: usize = 30;
+    let secret = SigningSecret::generate();
+    let (receiver, url) = Receiver::start(vec![secret.clone()]).await;
+    let app = spawn_app_with(move |c| {
+        c.events.webhook_url = url;
+        c.events.webhook_secret = ops_console::server::config::Secret::new(secret.expose());
+        c.events.receiver_rate = RATE as i64;
+        c.events.dispatch_concurrency = 8;
+    })
+    .await;
+    app.set_switches(false, true).await;
+    let other = app.second_console();
+    let key = app.api_key(&["events:write"]).await;
+    for c in 0..ACTIONS {
+        post_event(
+            &app,
+            &key,
+            &event(&format!("c-rate-{c}"), Some("m-1"), "hi"),
+        )
+        .await;
+    }
+    let started = std::time::Instant::now();
+    while receiver.total() < ACTIONS && started.elapsed() < Duration::from_secs(60) {
+        let (a, b) = tokio::join!(
+            app.state.events.dispatch_all(),
+            other.state.events.dispatch_all()
+        );
+        a.unwrap();
+        b.unwrap();
+    }
+    let took = started.elapsed();
+    assert_eq!(receiver.total(), ACTIONS, "every side effect delivered");
+    assert!(receiver.counts().values().all(|n| *n == 1), "once each");
+    let arrivals = receiver.arrivals.lock().unwrap().clone();
+    // Sends are counted in whole seconds of the clock, so a window of w seconds spans at
+    // most w + 1 of them; one second more allows for a send's way from its count to the
+    // receiver (a claim, a connection) on a loaded machine.
+    let most = busiest(&arrivals, Duration::from_secs(1));
+    assert!(
+        most <= 3 * RATE,
+        "{most} sends within one second, rate {RATE}"
+    );
+    let most = busiest(&arrivals, Duration::from_secs(3));
+    assert!(
+        most <= 5 * RATE,
+        "{most} sends within three seconds, rate {RATE}"
+    );
+    assert!(
+        took >= Duration::from_secs((ACTIONS / RATE - 1) as u64),
+        "{ACTIONS} sends at {RATE} a second took only {took:?}"
+    );
+    // The budget of a second is spread over its shards, each holding its share.
+    let items = app.dump_tables().await;
+    let shards: std::collections::BTreeSet<&str> = items
+        .match_indices("receiver-rate#")
+        .filter_map(|(i, _)| items[i..].split('"').next())
+        .filter_map(|pk| pk.rsplit('#').next())
+        .collect();
+    assert!(
+        shards.len() > 1,
+        "more than one item took the sends: {shards:?}"
+    );
+}
