@@ -9,7 +9,9 @@
 //! the design).
 
 mod auth;
+mod events;
 mod operations;
+mod secret;
 mod sections;
 mod validate;
 
@@ -21,7 +23,9 @@ use figment::providers::Serialized;
 use figment::Figment;
 
 pub use auth::AuthSection;
+pub use events::{EventsSection, Rule};
 pub use operations::{AlertsSection, OperationsSection, SwitchesSection};
+pub use secret::Secret;
 pub use sections::*;
 
 /// Conventional names for settings people set most.

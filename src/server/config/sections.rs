@@ -8,6 +8,8 @@ use std::net::SocketAddr;
 use serde::{Deserialize, Serialize};
 
 use super::auth::AuthSection;
+use super::events::EventsSection;
+use super::secret::Secret;
 
 use super::operations::{AlertsSection, OperationsSection, SwitchesSection};
 
@@ -34,32 +36,6 @@ impl Environment {
 impl fmt::Display for Environment {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-/// A secret setting: read like any other, never printed (`Debug` shows `***`).
-#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(s: impl Into<String>) -> Secret {
-        Secret(s.into())
-    }
-
-    /// The secret itself, for the one place that uses it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0.is_empty() { "(none)" } else { "***" })
     }
 }
 
@@ -219,95 +195,6 @@ impl IdempotencySection {
                 .unwrap_or(self.alert_failure_max_pct),
         }
     }
-}
-
-/// Event ingestion (docs/events.md): where side effects go and how events are decided.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct EventsSection {
-    /// The receiver side effects are POSTed to (Standard Webhooks), until an admin saves
-    /// one on the Outbox page; empty: they wait in the outbox.
-    pub webhook_url: String,
-    /// The `whsec_...` secret messages to `webhook_url` are signed with (required with it).
-    pub webhook_secret: Secret,
-    /// How long one delivery attempt waits for the receiver's answer.
-    pub webhook_timeout_ms: i64,
-    /// Pauses between delivery attempts (`5s,5m,30m,2h,5h,10h,10h`: eight attempts over
-    /// about 28 hours), each varied by up to a tenth; then the action is a dead letter.
-    pub retry_schedule: String,
-    /// How often each console looks for due side effects when it found none.
-    pub dispatch_poll_ms: i64,
-    /// Deliveries one console makes at once.
-    pub dispatch_concurrency: i64,
-    /// Failed attempts in a row (timeouts, 5xx, no connection) that open the receiver's
-    /// breaker: deliveries park, their schedules unspent, until a probe gets an answer
-    /// (docs/events.md, "Breaker"); 0: no breaker.
-    pub breaker_failures: i64,
-    /// While the breaker is open, one probe (the oldest parked side effect) this often.
-    pub breaker_probe_seconds: i64,
-    /// Requests per second every console together sends the receiver at most (counted in
-    /// DynamoDB, docs/events.md, "Rate limit"); 0: no limit.
-    pub receiver_rate: i64,
-    /// How long side effects and dead letters are kept.
-    pub outbox_days: i64,
-    /// A claim on an event or an action older than this may be taken over (a crashed worker).
-    pub lease_seconds: i64,
-    /// A bulk job ends on a pass that finds nothing this long after an earlier empty pass:
-    /// longer than the outbox index takes to show a write.
-    pub bulk_confirm_ms: i64,
-    /// Without a message id, the same text within one bucket of `created_at` is one event.
-    pub hash_bucket_seconds: i64,
-    /// Messages without an order number while the console waits for one, before escalating.
-    pub order_flow_max_attempts: i64,
-    /// Keyword rules, in order: the first that matches sets intent and team; tags and risk
-    /// flags add up over every rule that matches.
-    pub rules: Vec<Rule>,
-}
-
-impl Default for EventsSection {
-    fn default() -> Self {
-        EventsSection {
-            webhook_url: String::new(),
-            webhook_secret: Secret::default(),
-            webhook_timeout_ms: 5_000,
-            retry_schedule: crate::server::outbound::schedule::DEFAULT.into(),
-            dispatch_poll_ms: 1_000,
-            dispatch_concurrency: 4,
-            breaker_failures: 5,
-            breaker_probe_seconds: 30,
-            receiver_rate: 0,
-            outbox_days: 30,
-            lease_seconds: 60,
-            bulk_confirm_ms: 2_000,
-            hash_bucket_seconds: 300,
-            order_flow_max_attempts: 3,
-            rules: Vec::new(),
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Rule {
-    pub name: String,
-    /// Case-insensitive words or phrases; any one matches.
-    pub keywords: Vec<String>,
-    #[serde(default)]
-    pub intent: String,
-    #[serde(default)]
-    pub team: String,
-    #[serde(default)]
-    pub confidence: f64,
-    #[serde(default)]
-    pub tags: Vec<String>,
-    #[serde(default)]
-    pub risk_flags: Vec<String>,
-    /// An auto-reply type this intent may send (once per conversation).
-    #[serde(default)]
-    pub auto_reply: String,
-    /// Assign the conversation to this assignee or queue.
-    #[serde(default)]
-    pub assign: String,
 }
 
 /// The inbox (docs/inbox.md): its stream consumer.

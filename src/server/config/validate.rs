@@ -1,6 +1,7 @@
 //! What the settings must satisfy beyond their types: ranges, URLs, names. The first
 //! problem stops the start with the setting's name.
 
+use super::events::{EventsSection, Rule};
 use super::sections::*;
 use super::ConfigError;
 

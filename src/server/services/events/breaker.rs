@@ -8,9 +8,12 @@
 
 use chrono::{DateTime, Utc};
 
+use super::dispatch::{Attempt, Round};
 use super::health;
 use super::ingest::{iso, Events};
 use super::pause::hex16;
+use super::rate::Spare;
+use super::receiver::Target;
 use crate::model::kill_switches::Reason;
 use crate::model::outbox::WaitView;
 use crate::model::AppError;
@@ -21,6 +24,7 @@ use crate::server::outbound::Answer;
 use crate::server::store::audit;
 use crate::server::store::events::breaker::{self as store, Breaker, Opening};
 use crate::server::store::events::health::receiver_key;
+use crate::server::store::events::outbox::SHARDS;
 use crate::server::store::tx::Writes;
 use crate::server::store::Store;
 use crate::server::store::StoreError;
@@ -245,6 +249,43 @@ impl Events {
                 tracing::warn!(error = %redact(&e.to_string()), "the breaker not closed after its probe")
             }
         }
+    }
+}
+
+impl Events {
+    /// The breaker is open: due actions park, unclaimed. When its probe is due and this
+    /// console takes it, the oldest action that may go is sent as the probe.
+    pub(super) async fn parked_round(
+        &self,
+        target: &Target,
+        breaker: &Breaker,
+        now_ms: i64,
+        mut round: Round,
+    ) -> Result<Round, StoreError> {
+        if !super::breaker::take_probe(self, breaker, now_ms).await? {
+            round.parked = self.due_now(now_ms).await?;
+            return Ok(round);
+        }
+        let mut ready = Vec::new();
+        for shard in 0..SHARDS {
+            ready.extend(self.ready_on(shard, now_ms, false, &mut round).await?);
+        }
+        round.parked = ready.len().saturating_sub(1);
+        let Some(oldest) = ready
+            .into_iter()
+            .min_by(|a, b| (a.next_at_ms, &a.event_id).cmp(&(b.next_at_ms, &b.event_id)))
+        else {
+            return Ok(round);
+        };
+        let probe = Attempt {
+            target,
+            breaker,
+            probe_from: Some(oldest.next_at_ms),
+            spare: &Spare::default(),
+        };
+        let step = self.step(oldest, Some(&probe)).await?;
+        round.count(step);
+        Ok(round)
     }
 }
 

@@ -20,9 +20,7 @@ use crate::server::outbound::{Answer, Message};
 use crate::server::store::audit::AuditItem;
 use crate::server::store::events::breaker::Breaker;
 use crate::server::store::events::outbox::{self, Ending, Move, SHARDS};
-use crate::server::store::events::{
-    health, outbox_reads, receiver, ActionRecord, ActionStatus, Try,
-};
+use crate::server::store::events::{outbox_reads, ActionRecord, ActionStatus, Try};
 use crate::server::store::StoreError;
 
 /// Actions one page of a shard holds.
@@ -53,7 +51,7 @@ impl Round {
         self.delivered + self.retrying + self.dead + self.held > 0
     }
 
-    fn count(&mut self, step: Step) {
+    pub(super) fn count(&mut self, step: Step) {
         match step {
             Step::Ended(ActionStatus::Delivered, _) => self.delivered += 1,
             Step::Ended(ActionStatus::Dead, _) => self.dead += 1,
@@ -65,7 +63,7 @@ impl Round {
 }
 
 /// What became of one action that could go.
-enum Step {
+pub(super) enum Step {
     /// Its attempt ended so; true when the receiver answered (no timeout, 5xx or
     /// connection error).
     Ended(ActionStatus, bool),
@@ -74,14 +72,14 @@ enum Step {
 }
 
 /// Where an attempt goes and what it is.
-struct Attempt<'a> {
-    target: &'a Target,
+pub(super) struct Attempt<'a> {
+    pub(super) target: &'a Target,
     /// The breaker as this round read it.
-    breaker: &'a Breaker,
+    pub(super) breaker: &'a Breaker,
     /// A breaker's probe: the time the action was due, where a failed probe puts it back.
-    probe_from: Option<i64>,
+    pub(super) probe_from: Option<i64>,
     /// Sends of the receiver's rate this round took and did not use.
-    spare: &'a Spare,
+    pub(super) spare: &'a Spare,
 }
 
 impl Events {
@@ -153,7 +151,7 @@ impl Events {
     }
 
     /// Actions due now at the front of every shard (a page of each).
-    async fn due_now(&self, now_ms: i64) -> Result<usize, StoreError> {
+    pub(super) async fn due_now(&self, now_ms: i64) -> Result<usize, StoreError> {
         let mut due = 0;
         for shard in 0..SHARDS {
             due += outbox_reads::due(&self.store, shard, now_ms, PER_SHARD, None)
@@ -162,41 +160,6 @@ impl Events {
                 .len();
         }
         Ok(due)
-    }
-
-    /// The breaker is open: due actions park, unclaimed. When its probe is due and this
-    /// console takes it, the oldest action that may go is sent as the probe.
-    async fn parked_round(
-        &self,
-        target: &Target,
-        breaker: &Breaker,
-        now_ms: i64,
-        mut round: Round,
-    ) -> Result<Round, StoreError> {
-        if !super::breaker::take_probe(self, breaker, now_ms).await? {
-            round.parked = self.due_now(now_ms).await?;
-            return Ok(round);
-        }
-        let mut ready = Vec::new();
-        for shard in 0..SHARDS {
-            ready.extend(self.ready_on(shard, now_ms, false, &mut round).await?);
-        }
-        round.parked = ready.len().saturating_sub(1);
-        let Some(oldest) = ready
-            .into_iter()
-            .min_by(|a, b| (a.next_at_ms, &a.event_id).cmp(&(b.next_at_ms, &b.event_id)))
-        else {
-            return Ok(round);
-        };
-        let probe = Attempt {
-            target,
-            breaker,
-            probe_from: Some(oldest.next_at_ms),
-            spare: &Spare::default(),
-        };
-        let step = self.step(oldest, Some(&probe)).await?;
-        round.count(step);
-        Ok(round)
     }
 
     /// Rounds until nothing more is due now (tests, and the dispatcher after a kick).
@@ -221,7 +184,11 @@ impl Events {
     }
 
     /// Holds (safe mode) or claims and delivers one action that may go.
-    async fn step(&self, rec: ActionRecord, to: Option<&Attempt<'_>>) -> Result<Step, StoreError> {
+    pub(super) async fn step(
+        &self,
+        rec: ActionRecord,
+        to: Option<&Attempt<'_>>,
+    ) -> Result<Step, StoreError> {
         let Some(to) = to else {
             return self.hold(&rec).await;
         };
@@ -323,69 +290,6 @@ impl Events {
         Ok(Step::Ended(status, answered))
     }
 
-    /// What a recorded attempt changes beyond its action: the receiver's health, the
-    /// metrics, the breaker (a failure counted, a probe's answer closing it) and what the
-    /// answer means for every action. True when the receiver answered.
-    async fn after_attempt(
-        &self,
-        mine: &ActionRecord,
-        to: &Attempt<'_>,
-        end: &Ending<'_>,
-        answer: &Answer,
-    ) -> Result<bool, StoreError> {
-        self.count_health(mine, to.target, end).await;
-        let counted = match end.status {
-            ActionStatus::Delivered => "delivered",
-            ActionStatus::Dead => "dead",
-            _ => "retry",
-        };
-        let took = std::time::Duration::from_millis(end.this_try.ms.max(0) as u64);
-        crate::server::metrics::delivery(counted, took);
-        let answered = self.count_breaker(answer, to.breaker).await;
-        if answered && to.probe_from.is_some() {
-            self.close_after_probe(to.breaker, answer).await;
-        }
-        self.answered_for_all(answer, to.target, self.clock.now())
-            .await?;
-        Ok(answered)
-    }
-
-    /// What an answer means for every action, not only the answered one: 410 turns the
-    /// receiver off; 429 with `Retry-After` pauses every console's sends.
-    async fn answered_for_all(
-        &self,
-        answer: &Answer,
-        target: &Target,
-        now: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
-        match answer {
-            Answer::Gone => self.receiver_gone(target, now).await,
-            Answer::Retry {
-                status: 429,
-                retry_after: Some(pause),
-            } => {
-                self.back_off(*pause, now).await;
-                Ok(())
-            }
-            _ => Ok(()),
-        }
-    }
-
-    /// Counts a recorded attempt in the receiver's health. The delivery is recorded; its
-    /// place in the health figures is not worth failing the round for.
-    async fn count_health(&self, mine: &ActionRecord, target: &Target, end: &Ending<'_>) {
-        let counted = health::Attempt {
-            receiver: &health::receiver_key(&target.url_text),
-            shard: outbox::shard_of(&mine.conversation_id),
-            delivered: end.status == ActionStatus::Delivered,
-            error: Some(end.this_try.result.as_str()),
-            now_ms: end.now_ms,
-        };
-        if let Err(e) = health::count(&self.store, &counted).await {
-            tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "receiver health not counted");
-        }
-    }
-
     /// Where an attempt leaves the action: delivered, a retry while the schedule lasts, or a
     /// dead letter.
     fn next_status(&self, mine: &ActionRecord, answer: &Answer) -> ActionStatus {
@@ -417,25 +321,6 @@ impl Events {
             .pause(made + 1, jitter, retry_after)
             .unwrap_or_default();
         now.timestamp_millis() + pause.as_millis() as i64
-    }
-
-    /// The receiver answered 410 Gone: delivery to it stops until an admin turns it on.
-    async fn receiver_gone(&self, target: &Target, now: DateTime<Utc>) -> Result<(), StoreError> {
-        let mut audit = AuditItem::new(
-            receiver::AUDIT_PARTITION,
-            "receiver_change",
-            now,
-            &format!("gone-{}", now.timestamp_millis()),
-            self.config.ttl.audit_days,
-        );
-        audit.result = "delivery turned off: the receiver answered 410 Gone".into();
-        audit.action_payload_redacted = json!({"enabled": false}).to_string();
-        let reason = "The receiver answered 410 Gone.";
-        // A receiver only the settings name has no item to turn off yet: store it first.
-        self.store_settings_receiver(now).await?;
-        receiver::disable_gone(&self.store, &target.url_text, reason, &iso(now), &audit).await?;
-        tracing::warn!("the receiver answered 410 Gone: delivery turned off");
-        Ok(())
     }
 
     /// An audit record of one outbox step of `rec`; `step` and `suffix` tell steps apart.

@@ -5,6 +5,7 @@
 //! (`receiver`), the operators' outbox moves (`outbox`) and the pages' read models
 //! (`pages`).
 
+mod answers;
 pub mod breaker;
 pub mod dispatch;
 pub mod health;

@@ -181,17 +181,16 @@ pub async fn finish(
         .expression_attribute_values(":now", s(end.now_iso))
         .expression_attribute_values(":tries", tries)
         .expression_attribute_values(":unknown", AttributeValue::Bool(end.unknown))
-        .expression_attribute_values(":zero", n(0));
+        .expression_attribute_values(":zero", n(0))
+        .expression_attribute_values(":round", n(rec.round_start + i64::from(end.unspent)));
     let common = "#st = :st, #r = :r, updated_at = :now, tries = :tries, #unknown = :unknown, \
-                  lease_until_ms = :zero";
+                  lease_until_ms = :zero, round_start = :round";
     let cause = end.cause.map(s).unwrap_or(AttributeValue::Null(true));
     update = match end.status {
         ActionStatus::Retry => update
             .update_expression(format!(
-                "SET {common}, next_at_ms = :next, outbox = :o, outbox_sk = :sk, cause = :c, \
-                 round_start = :round"
+                "SET {common}, next_at_ms = :next, outbox = :o, outbox_sk = :sk, cause = :c"
             ))
-            .expression_attribute_values(":round", n(rec.round_start + i64::from(end.unspent)))
             .expression_attribute_values(":next", n(end.next_at_ms))
             .expression_attribute_values(":o", s(Group::Due.partition(shard)))
             .expression_attribute_values(":sk", s(sort_key(end.next_at_ms, &rec.event_id)))
@@ -212,14 +211,10 @@ pub async fn finish(
         _ => update.update_expression(format!("SET {common} REMOVE outbox, outbox_sk, cause")),
     };
     let update = update.build().map_err(|e| StoreError::corrupt(&table, e))?;
+    let write = TransactWriteItem::builder().update(update).build();
     // Refused by the audit record alone (its id is this attempt's): this very end was
     // recorded before and only its answer was lost.
-    audit::with_record(
-        store,
-        TransactWriteItem::builder().update(update).build(),
-        audit_record,
-    )
-    .await
+    audit::with_record(store, write, audit_record).await
 }
 
 /// The action `key` (the one before another in its conversation) if it still holds the

@@ -9,7 +9,7 @@ use crate::api::outbox::{
     load_receiver, AddReceiverSecret, PauseReceiver, ReceiverBreaker, RetireReceiverSecret,
     SaveReceiver, TestReceiver,
 };
-use crate::model::outbox::{ReceiverView, SecretView};
+use crate::model::outbox::{ReceiverView, SecretView, WaitView};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::form::{field_error, invalid_attrs, FieldError, FormKey};
@@ -103,6 +103,28 @@ fn ReasonForm(
     }
 }
 
+/// The pause's form and the breaker's, each naming what it ends.
+#[component]
+fn WaitForms(waits: Option<WaitView>, form_key: String, actions: Actions) -> impl IntoView {
+    let w = waits.unwrap_or_default();
+    view! {
+        <ReasonForm
+            action=actions.pause
+            field="pause_id"
+            ends=w.pause_id
+            labels=("Pause deliveries", "Resume deliveries")
+            form_key=form_key.clone()
+        />
+        <ReasonForm
+            action=actions.breaker
+            field="breaker_id"
+            ends=w.breaker_id
+            labels=("Open the breaker", "Close the breaker")
+            form_key
+        />
+    }
+}
+
 /// What saving the receiver or adding a secret answers: the new secret, once.
 fn shown_once(secret: &Option<String>) -> String {
     match secret {
@@ -125,20 +147,7 @@ fn Receiver(receiver: ReceiverView, actions: Actions) -> impl IntoView {
     view! {
         <section aria-label="Receiver" class="mt-6 rounded-lg border border-slate-200 bg-white p-5 shadow-sm">
             <ReceiverStatus receiver=receiver.clone() />
-            <ReasonForm
-                action=actions.pause
-                field="pause_id"
-                ends=receiver.waits.clone().and_then(|w| w.pause_id)
-                labels=("Pause deliveries", "Resume deliveries")
-                form_key=receiver.form_key.clone()
-            />
-            <ReasonForm
-                action=actions.breaker
-                field="breaker_id"
-                ends=receiver.waits.clone().and_then(|w| w.breaker_id)
-                labels=("Open the breaker", "Close the breaker")
-                form_key=receiver.form_key.clone()
-            />
+            <WaitForms waits=receiver.waits.clone() form_key=receiver.form_key.clone() actions />
             // Open while it shows a refusal (also after a post without JavaScript).
             <details class="mt-3" open=move || actions.save.value().with(|v| matches!(v, Some(Err(_))))>
                 <summary class="cursor-pointer text-sm font-medium text-sky-800">"Change the receiver (admins)…"</summary>
