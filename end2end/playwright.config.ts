@@ -41,6 +41,9 @@ const mainConsole = {
     // Side effects retried within seconds, looked for often: the outbox test waits on them.
     OPS_EVENTS_RETRY_SCHEDULE: '2s,2s,2s',
     OPS_EVENTS_DISPATCH_POLL_MS: '200',
+    // A receiver that failed every delivery opens its breaker; a probe this often lets the
+    // test that brings it back see it healthy within its wait.
+    OPS_EVENTS_BREAKER_PROBE_SECONDS: '3',
     // Alerts judged often: the receiver test waits for its alert on the Overview.
     OPS_ALERTS_CHECK_SECONDS: '5',
     // A cache-hit alert the idempotency test can breach with a scripted mix of calls.

@@ -221,3 +221,63 @@ async fn an_operator_opens_and_closes_the_breaker_and_safe_mode_still_holds() {
         "both audited"
     );
 }
+
+/// One message the receiver chokes on cannot keep the breaker open: a failed probe goes
+/// behind the other parked actions, so the next probe is another, which closes it; the
+/// others drain, and the one message goes on through its own schedule.
+#[tokio::test]
+async fn a_message_the_receiver_chokes_on_does_not_keep_the_breaker_open() {
+    let (app, receiver) = app_with_receiver().await;
+    let key = app.api_key(&["events:write"]).await;
+    const DOWN: usize = 10_000;
+    receiver.fail_next(DOWN, 503);
+    let ids: Vec<String> = (1..=4)
+        .map(|c| format!("act:rp_route:c-choke-{c}:m-1"))
+        .collect();
+    for c in 1..=4 {
+        post_event(
+            &app,
+            &key,
+            &event(&format!("c-choke-{c}"), Some("m-1"), "hi"),
+        )
+        .await;
+    }
+    for _ in 0..4 {
+        app.state.events.dispatch_all().await.unwrap();
+        app.clock.advance(Duration::milliseconds(2_100));
+    }
+    assert!(
+        app.state
+            .events
+            .breaker_state()
+            .await
+            .unwrap()
+            .breaker_id
+            .is_some(),
+        "open"
+    );
+    // The receiver is back, but for one message: the oldest, the first probe.
+    receiver.fail_next(0, 503);
+    let mut oldest: Vec<_> = Vec::new();
+    for id in &ids {
+        let a = records::get_action(&app.store, id).await.unwrap().unwrap();
+        oldest.push((a.next_at_ms, id.clone()));
+    }
+    oldest.sort();
+    let poison = oldest[0].1.clone();
+    receiver.chokes_on.lock().unwrap().push(poison.clone());
+    app.clock.advance(Duration::seconds(31));
+    app.state.events.dispatch_all().await.unwrap();
+    assert!(receiver.counts().is_empty(), "the first probe choked");
+    app.clock.advance(Duration::seconds(31));
+    app.state.events.dispatch_all().await.unwrap();
+    assert_eq!(
+        app.state.events.breaker_state().await.unwrap().breaker_id,
+        None,
+        "closed"
+    );
+    let counts = receiver.counts();
+    for id in ids.iter().filter(|id| **id != poison) {
+        assert_eq!(counts.get(id), Some(&1), "{id}: {counts:?}");
+    }
+}

@@ -26,6 +26,8 @@ pub struct Receiver {
     pub secrets: Arc<Mutex<Vec<SigningSecret>>>,
     /// When each request arrived, answered or not (this process's clock).
     pub arrivals: Arc<Mutex<Vec<std::time::Instant>>>,
+    /// Messages it answers 503 whenever they come (by webhook-id).
+    pub chokes_on: Arc<Mutex<Vec<String>>>,
 }
 
 impl Receiver {
@@ -37,6 +39,7 @@ impl Receiver {
             fail_first: Arc::new(Mutex::new((0, 503))),
             secrets: Arc::new(Mutex::new(secrets)),
             arrivals: Arc::default(),
+            chokes_on: Arc::default(),
         };
         let app = Router::new()
             .route("/hook", post(receive))
@@ -84,6 +87,13 @@ async fn receive(
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
     r.arrivals.lock().unwrap().push(std::time::Instant::now());
+    let id = headers
+        .get("webhook-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if r.chokes_on.lock().unwrap().iter().any(|c| c == id) {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    }
     {
         let mut fail = r.fail_first.lock().unwrap();
         if fail.0 > 0 {

@@ -153,7 +153,12 @@ impl Alerts {
                 tracing::warn!(error = %redact::redact(&e.to_string()), "receiver rule not judged")
             }
         }
-        out.push(self.breaker_rule().await?);
+        match self.breaker_rule().await {
+            Ok(j) => out.push(j),
+            Err(e) => {
+                tracing::warn!(error = %redact::redact(&e.to_string()), "breaker rule not judged")
+            }
+        }
         Ok(out)
     }
 

@@ -1,7 +1,10 @@
-//! What an attempt's answer changes beyond its own action (docs/events.md, "Delivery"):
-//! the receiver's health, the delivery metrics, the breaker (a failure counted, a probe's
+//! What an attempt's answer changes (docs/events.md, "Delivery"): where it leaves the
+//! action (delivered, a retry at the schedule's next time, a dead letter; a probe's
+//! unspent), and beyond it the receiver's health, the delivery metrics, the breaker (a failure counted, a probe's
 //! answer closing it), and what some answers mean for every action: 410 turns the receiver
 //! off, a 429 with `Retry-After` pauses every console's sends.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -9,6 +12,7 @@ use serde_json::json;
 use super::dispatch::Attempt;
 use super::ingest::{iso, Events};
 use super::receiver::Target;
+use crate::server::ids::random_hex;
 use crate::server::outbound::Answer;
 use crate::server::store::audit::AuditItem;
 use crate::server::store::events::outbox::{self, Ending};
@@ -34,11 +38,11 @@ impl Events {
         };
         let took = std::time::Duration::from_millis(end.this_try.ms.max(0) as u64);
         crate::server::metrics::delivery(counted, took);
-        let answered = self.count_breaker(answer, to.breaker).await;
-        if answered && to.probe_from.is_some() {
+        let answered = self.count_breaker(answer, to.breaker, to.stop).await;
+        if answered && to.probe {
             self.close_after_probe(to.breaker, answer).await;
         }
-        self.answered_for_all(answer, to.target, self.clock.now())
+        self.answered_for_all(answer, to.target, to.stop, self.clock.now())
             .await?;
         Ok(answered)
     }
@@ -49,14 +53,19 @@ impl Events {
         &self,
         answer: &Answer,
         target: &Target,
+        stop: &AtomicBool,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         match answer {
-            Answer::Gone => self.receiver_gone(target, now).await,
+            Answer::Gone => {
+                stop.store(true, Ordering::SeqCst);
+                self.receiver_gone(target, now).await
+            }
             Answer::Retry {
                 status: 429,
                 retry_after: Some(pause),
             } => {
+                stop.store(true, Ordering::SeqCst);
                 self.back_off(*pause, now).await;
                 Ok(())
             }
@@ -96,5 +105,73 @@ impl Events {
         receiver::disable_gone(&self.store, &target.url_text, reason, &iso(now), &audit).await?;
         tracing::warn!("the receiver answered 410 Gone: delivery turned off");
         Ok(())
+    }
+
+    /// Where an attempt leaves the action: its status, when it may go next (a retry), and
+    /// whether the attempt stays out of its schedule. A probe that is to be sent again goes
+    /// behind the other parked actions (the next probe is another), its schedule unspent:
+    /// no probe makes a dead letter.
+    pub(super) fn where_it_goes(
+        &self,
+        mine: &ActionRecord,
+        to: &Attempt<'_>,
+        answer: &Answer,
+        now: DateTime<Utc>,
+    ) -> (ActionStatus, i64, bool) {
+        let unspent = to.probe
+            && matches!(
+                answer,
+                Answer::Retry { .. } | Answer::Unreachable(_) | Answer::Unknown(_)
+            );
+        let status = match unspent {
+            true => ActionStatus::Retry,
+            false => self.next_status(mine, answer),
+        };
+        let next_at_ms = match (status, answer) {
+            (
+                ActionStatus::Retry,
+                Answer::Retry {
+                    retry_after: Some(wait),
+                    ..
+                },
+            ) if unspent => now.timestamp_millis() + wait.as_millis() as i64,
+            (ActionStatus::Retry, _) if unspent => now.timestamp_millis(),
+            (ActionStatus::Retry, _) => self.next_attempt_at(mine, answer, now),
+            _ => 0,
+        };
+        (status, next_at_ms, unspent)
+    }
+
+    /// Where an attempt leaves the action: delivered, a retry while the schedule lasts, or a
+    /// dead letter.
+    fn next_status(&self, mine: &ActionRecord, answer: &Answer) -> ActionStatus {
+        match answer {
+            Answer::Delivered(_) => ActionStatus::Delivered,
+            Answer::Gone | Answer::Refused(_) => ActionStatus::Dead,
+            Answer::Retry { .. } | Answer::Unreachable(_) | Answer::Unknown(_) => {
+                let made = (mine.attempts - mine.round_start).max(1) as u32;
+                if made >= self.schedule.attempts() {
+                    ActionStatus::Dead
+                } else {
+                    ActionStatus::Retry
+                }
+            }
+        }
+    }
+
+    /// When the next attempt may go: the schedule's pause (varied by up to a tenth), never
+    /// sooner than the receiver's `Retry-After`.
+    fn next_attempt_at(&self, mine: &ActionRecord, answer: &Answer, now: DateTime<Utc>) -> i64 {
+        let made = (mine.attempts - mine.round_start).max(1) as u32;
+        let retry_after = match answer {
+            Answer::Retry { retry_after, .. } => *retry_after,
+            _ => None,
+        };
+        let jitter = f64::from(u16::from_str_radix(&random_hex(2), 16).unwrap_or(0)) / 65535.0;
+        let pause = self
+            .schedule
+            .pause(made + 1, jitter, retry_after)
+            .unwrap_or_default();
+        now.timestamp_millis() + pause.as_millis() as i64
     }
 }

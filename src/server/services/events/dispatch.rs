@@ -5,6 +5,7 @@
 //! sends it signed, and records the answer under the claim — delivered, a retry at the next
 //! time of the schedule, or a dead letter.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use axum::body::Bytes;
@@ -43,6 +44,9 @@ pub struct Round {
     pub paused: usize,
     /// Due, but parked: the receiver's breaker is open (a probe is not counted here).
     pub parked: usize,
+    /// Left for the next round: the breaker opened, the receiver asked for a pause, or its
+    /// rate kept a send waiting.
+    pub left: usize,
 }
 
 impl Round {
@@ -58,6 +62,7 @@ impl Round {
             Step::Ended(..) => self.retrying += 1,
             Step::Held => self.held += 1,
             Step::Taken => self.taken += 1,
+            Step::Left => self.left += 1,
         }
     }
 }
@@ -69,6 +74,8 @@ pub(super) enum Step {
     Ended(ActionStatus, bool),
     Held,
     Taken,
+    /// Left for the next round (see [`Attempt::stop`]).
+    Left,
 }
 
 /// Where an attempt goes and what it is.
@@ -76,10 +83,14 @@ pub(super) struct Attempt<'a> {
     pub(super) target: &'a Target,
     /// The breaker as this round read it.
     pub(super) breaker: &'a Breaker,
-    /// A breaker's probe: the time the action was due, where a failed probe puts it back.
-    pub(super) probe_from: Option<i64>,
+    /// A breaker's probe.
+    pub(super) probe: bool,
     /// Sends of the receiver's rate this round took and did not use.
     pub(super) spare: &'a Spare,
+    /// The round claims no more: the breaker opened, the receiver asked for a pause or
+    /// went, or its rate kept a send waiting past a second. What is left goes next round,
+    /// which reads them all again.
+    pub(super) stop: &'a AtomicBool,
 }
 
 impl Events {
@@ -103,12 +114,13 @@ impl Events {
         for shard in 0..SHARDS {
             ready.extend(self.ready_on(shard, now_ms, safe_mode, &mut round).await?);
         }
-        let spare = Spare::default();
+        let (spare, stop) = (Spare::default(), AtomicBool::new(false));
         let attempt = go.as_ref().map(|(target, breaker)| Attempt {
             target,
             breaker,
-            probe_from: None,
+            probe: false,
             spare: &spare,
+            stop: &stop,
         });
         let steps: Vec<Result<Step, StoreError>> = stream::iter(ready)
             .map(|rec| self.step(rec, attempt.as_ref()))
@@ -193,7 +205,15 @@ impl Events {
             return self.hold(&rec).await;
         };
         // The receiver's rate first: a claim held while waiting could run out.
-        let send = self.within_rate(&to.target.url_text, to.spare).await?;
+        let send = self
+            .within_rate(&to.target.url_text, to.spare, to.stop)
+            .await?;
+        if to.stop.load(Ordering::SeqCst) {
+            if let Some(second) = send {
+                to.spare.keep(second);
+            }
+            return Ok(Step::Left);
+        }
         let now_ms = self.clock.now().timestamp_millis();
         let nonce = random_hex(16);
         let Some(mine) =
@@ -245,18 +265,7 @@ impl Events {
             .await;
         let ms = started.elapsed().as_millis() as i64;
         let now = self.clock.now();
-        // A failed probe goes back where it waited, its schedule unspent.
-        let probe_failed = to.probe_from.filter(|_| answer.receiver_failed());
-        let status = match probe_failed {
-            Some(_) => ActionStatus::Retry,
-            None => self.next_status(mine, &answer),
-        };
-        let next_at_ms = match status {
-            ActionStatus::Retry => {
-                probe_failed.unwrap_or_else(|| self.next_attempt_at(mine, &answer, now))
-            }
-            _ => 0,
-        };
+        let (status, next_at_ms, unspent) = self.where_it_goes(mine, to, &answer, now);
         let result = match (&answer, status) {
             (Answer::Delivered(_), _) => format!("success: {}", answer.describe()),
             (_, ActionStatus::Dead) => format!("dead letter: {}", answer.describe()),
@@ -272,7 +281,7 @@ impl Events {
             cause: cause.as_deref(),
             unknown: matches!(answer, Answer::Unknown(_)),
             next_at_ms,
-            unspent: probe_failed.is_some(),
+            unspent,
             now_ms: now.timestamp_millis(),
             now_iso: &iso(now),
             this_try: Try {
@@ -288,39 +297,6 @@ impl Events {
         let answered = self.after_attempt(mine, to, &end, &answer).await?;
         tracing::info!(action = %short(&mine.event_id), attempt = mine.attempts, status = %status, ms, "side effect attempt");
         Ok(Step::Ended(status, answered))
-    }
-
-    /// Where an attempt leaves the action: delivered, a retry while the schedule lasts, or a
-    /// dead letter.
-    fn next_status(&self, mine: &ActionRecord, answer: &Answer) -> ActionStatus {
-        match answer {
-            Answer::Delivered(_) => ActionStatus::Delivered,
-            Answer::Gone | Answer::Refused(_) => ActionStatus::Dead,
-            Answer::Retry { .. } | Answer::Unreachable(_) | Answer::Unknown(_) => {
-                let made = (mine.attempts - mine.round_start).max(1) as u32;
-                if made >= self.schedule.attempts() {
-                    ActionStatus::Dead
-                } else {
-                    ActionStatus::Retry
-                }
-            }
-        }
-    }
-
-    /// When the next attempt may go: the schedule's pause (varied by up to a tenth), never
-    /// sooner than the receiver's `Retry-After`.
-    fn next_attempt_at(&self, mine: &ActionRecord, answer: &Answer, now: DateTime<Utc>) -> i64 {
-        let made = (mine.attempts - mine.round_start).max(1) as u32;
-        let retry_after = match answer {
-            Answer::Retry { retry_after, .. } => *retry_after,
-            _ => None,
-        };
-        let jitter = f64::from(u16::from_str_radix(&random_hex(2), 16).unwrap_or(0)) / 65535.0;
-        let pause = self
-            .schedule
-            .pause(made + 1, jitter, retry_after)
-            .unwrap_or_default();
-        now.timestamp_millis() + pause.as_millis() as i64
     }
 
     /// An audit record of one outbox step of `rec`; `step` and `suffix` tell steps apart.

@@ -5,6 +5,7 @@
 //! first is kept for its next action within the same second, so racing consoles waste
 //! little of the budget.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -14,9 +15,10 @@ use crate::server::store::events::health::receiver_key;
 use crate::server::store::events::rate;
 use crate::server::store::StoreError;
 
-/// Sends of one round that went unused, by the second they were taken in.
+/// Sends of one round that went unused, by the second they were taken in, and the last
+/// second this round found spent (no write is tried again within it).
 #[derive(Default)]
-pub(super) struct Spare(Mutex<Vec<i64>>);
+pub(super) struct Spare(Mutex<Vec<i64>>, Mutex<i64>);
 
 impl Spare {
     fn take(&self, second: i64) -> bool {
@@ -30,6 +32,16 @@ impl Spare {
                 true
             }
             None => false,
+        }
+    }
+
+    fn spent(&self, second: i64) -> bool {
+        self.1.lock().is_ok_and(|s| *s == second)
+    }
+
+    fn mark_spent(&self, second: i64) {
+        if let Ok(mut s) = self.1.lock() {
+            *s = second;
         }
     }
 
@@ -49,12 +61,15 @@ fn wall_ms() -> i64 {
 }
 
 impl Events {
-    /// Waits until a send to the receiver at `url` fits its rate, and takes it: the second it
-    /// was taken in, or `None` when the receiver has no rate.
+    /// Takes a send to the receiver at `url` within its rate, waiting for the next second
+    /// at most once: the second it was taken in, or `None` when the receiver has no rate or
+    /// the wait did not get one (then `stop` is set: the round ends, the next reads the
+    /// kill switches, the pause and the breaker again before it sends more).
     pub(super) async fn within_rate(
         &self,
         url: &str,
         spare: &Spare,
+        stop: &AtomicBool,
     ) -> Result<Option<i64>, StoreError> {
         let limit = self.config.events.receiver_rate;
         if limit <= 0 {
@@ -62,18 +77,27 @@ impl Events {
         }
         let receiver = receiver_key(url);
         let start = usize::from_str_radix(&random_hex(1), 16).unwrap_or(0);
-        loop {
+        for tries in 0..2 {
             let now = wall_ms();
             let second = now.div_euclid(1000);
-            if spare.take(second)
-                || rate::take(&self.store, &receiver, second, limit, start).await?
+            if spare.take(second) {
+                return Ok(Some(second));
+            }
+            if !spare.spent(second)
+                && rate::take(&self.store, &receiver, second, limit, start).await?
             {
                 return Ok(Some(second));
             }
+            spare.mark_spent(second);
             crate::server::metrics::receiver_rate_waited();
+            if tries == 1 || stop.load(Ordering::SeqCst) {
+                break;
+            }
             let jitter = i64::from(u8::from_str_radix(&random_hex(1), 16).unwrap_or(0)) % 50;
             let wait = 1000 - now.rem_euclid(1000) + jitter;
             tokio::time::sleep(Duration::from_millis(wait as u64)).await;
         }
+        stop.store(true, Ordering::SeqCst);
+        Ok(None)
     }
 }

@@ -55,10 +55,15 @@ pub async fn load(store: &Store, receiver: &str) -> Result<Breaker, StoreError> 
     Ok(b)
 }
 
-/// Counts one failed attempt with `errors` as the newest errors; the run it makes. Outside
-/// any transaction (it is on the delivery path); a lost answer sent again counts twice,
-/// which opens the breaker one failure early at worst.
-pub async fn failed(store: &Store, receiver: &str, errors: &[String]) -> Result<i64, StoreError> {
+/// Counts one failed attempt with `errors` as the newest errors: the run it makes, and
+/// whether the breaker is open already. Outside any transaction (it is on the delivery
+/// path); a lost answer sent again counts twice, which opens the breaker one failure early
+/// at worst.
+pub async fn failed(
+    store: &Store,
+    receiver: &str,
+    errors: &[String],
+) -> Result<(i64, bool), StoreError> {
     let table = store.table(SETTINGS.base);
     let list = AttributeValue::L(errors.iter().map(|e| s(e.as_str())).collect());
     let out = tx::retrying(|| {
@@ -70,16 +75,17 @@ pub async fn failed(store: &Store, receiver: &str, errors: &[String]) -> Result<
             .update_expression("ADD run :one SET last_errors = :errors")
             .expression_attribute_values(":one", n(1))
             .expression_attribute_values(":errors", list.clone())
-            .return_values(ReturnValue::UpdatedNew);
+            .return_values(ReturnValue::AllNew);
         async move { req.send().await.map_err(StoreError::request("UpdateItem")) }
     })
     .await?;
-    Ok(out
-        .attributes()
+    let after = out.attributes();
+    let run = after
         .and_then(|a| a.get("run"))
         .and_then(|v| v.as_n().ok())
         .and_then(|v| v.parse().ok())
-        .unwrap_or(0))
+        .unwrap_or(0);
+    Ok((run, after.is_some_and(|a| a.contains_key("breaker_id"))))
 }
 
 /// A round had an answer after failures: the run starts again.
@@ -148,15 +154,17 @@ pub fn close(store: &Store, receiver: &str, breaker_id: &str) -> Result<Writes, 
         .build()]))
 }
 
-/// Takes the probe of the opening `breaker_id` that is due at `now_ms`, setting the next
-/// one to `next_ms`. False: another console took it, or it is not due, or the breaker
-/// closed. A lost answer sent again reads as taken: the probe waits one interval more.
+/// Takes the probe of the opening `breaker_id` that is due at `now_ms` (or set past
+/// `far_ms` by a console whose clock ran ahead), setting the next one to `next_ms`. False:
+/// another console took it, or it is not due, or the breaker closed. A lost answer sent
+/// again reads as taken: the probe waits one interval more.
 pub async fn take_probe(
     store: &Store,
     receiver: &str,
     breaker_id: &str,
     now_ms: i64,
     next_ms: i64,
+    far_ms: i64,
 ) -> Result<bool, StoreError> {
     let req = store
         .client()
@@ -164,7 +172,8 @@ pub async fn take_probe(
         .table_name(store.table(SETTINGS.base))
         .key("pk", s(pk(receiver)))
         .update_expression("SET probe_at_ms = :next")
-        .condition_expression("breaker_id = :id AND probe_at_ms <= :now")
+        .condition_expression("breaker_id = :id AND (probe_at_ms <= :now OR probe_at_ms > :far)")
+        .expression_attribute_values(":far", n(far_ms))
         .expression_attribute_values(":id", s(breaker_id))
         .expression_attribute_values(":now", n(now_ms))
         .expression_attribute_values(":next", n(next_ms));

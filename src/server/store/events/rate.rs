@@ -1,23 +1,24 @@
 //! The receiver's rate limit, shared by every console (docs/events.md, "Rate limit"): at
 //! most `events.receiver_rate` sends in each second of the clock, counted in DynamoDB.
-//! The second's budget is split over up to [`SHARDS`] items in `settings-<env>`, named by
-//! the receiver (the hash of its URL), the second and the shard, so no item takes more than
-//! its share of the writes and none is hot. A send takes one from a shard with a
-//! conditional `ADD`; a spent shard refuses, and the next is tried. The items live two
-//! minutes (TTL).
+//! The budget is split over up to [`SHARDS`] items in `settings-<env>` per receiver (the
+//! hash of its URL), each holding its share and the second it counts: no item takes more
+//! than its share of the writes, and the items are the same every second (nothing piles up
+//! for TTL to delete, nothing for a scan of the table to wade through). A send takes one
+//! from a shard with a conditional `ADD`; a shard still counting an earlier second is
+//! started again at this one; a spent shard refuses, and the next is tried.
 
-use crate::server::store::item::{self, n, s};
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
+
+use crate::server::store::item::{n, s};
 use crate::server::store::schema::SETTINGS;
-use crate::server::store::{Store, StoreError};
+use crate::server::store::{tx, Store, StoreError};
 
 /// Items a second's budget is split over, at most.
 pub const SHARDS: i64 = 8;
 
-/// How long a second's items are kept (TTL deletes them later still).
-const KEEP_S: i64 = 120;
-
-fn pk(receiver: &str, second: i64, shard: usize) -> String {
-    format!("receiver-rate#{receiver}#{second}#{shard}")
+fn pk(receiver: &str, shard: usize) -> String {
+    format!("receiver-rate#{receiver}#{shard}")
 }
 
 /// The sends each shard of a second holds: `rate` split as evenly as it goes, over as
@@ -42,21 +43,63 @@ pub async fn take(
     let shares = shares(rate);
     for i in 0..shares.len() {
         let k = (start + i) % shares.len();
-        let req = store
-            .client()
-            .update_item()
-            .table_name(store.table(SETTINGS.base))
-            .key("pk", s(pk(receiver, second, k)))
-            .update_expression("ADD used :one SET expires_at = :exp")
-            .condition_expression("attribute_not_exists(used) OR used < :cap")
-            .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":cap", n(shares[k]))
-            .expression_attribute_values(":exp", n(second + KEEP_S));
-        if item::update_if(req).await? {
+        if take_from(store, &pk(receiver, k), second, shares[k]).await? {
             return Ok(true);
         }
     }
     Ok(false)
+}
+
+/// One shard: a send within `second` if it has room (one write), or the shard started at
+/// `second` if it counts an earlier one (two).
+async fn take_from(store: &Store, key: &str, second: i64, cap: i64) -> Result<bool, StoreError> {
+    let table = store.table(SETTINGS.base);
+    let add = store
+        .client()
+        .update_item()
+        .table_name(&table)
+        .key("pk", s(key))
+        .update_expression("ADD used :one")
+        .condition_expression("#s = :sec AND used < :cap")
+        .expression_attribute_names("#s", "second")
+        .expression_attribute_values(":one", n(1))
+        .expression_attribute_values(":sec", n(second))
+        .expression_attribute_values(":cap", n(cap))
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+    let counted = tx::retrying(|| async {
+        match add.clone().send().await {
+            Ok(_) => Ok(None),
+            Err(e) => match e.into_service_error() {
+                UpdateItemError::ConditionalCheckFailedException(f) => Ok(Some(
+                    f.item()
+                        .and_then(|i| i.get("second"))
+                        .and_then(|v| v.as_n().ok())
+                        .and_then(|v| v.parse::<i64>().ok()),
+                )),
+                other => Err(StoreError::service("UpdateItem", &other)),
+            },
+        }
+    })
+    .await?;
+    match counted {
+        None => Ok(true),
+        // Spent within this second, or a console whose clock runs ahead counts a later one.
+        Some(Some(at)) if at >= second => Ok(false),
+        // An earlier second (or none yet): this send starts this one.
+        Some(_) => {
+            let start = store
+                .client()
+                .update_item()
+                .table_name(&table)
+                .key("pk", s(key))
+                .update_expression("SET #s = :sec, used = :one")
+                .condition_expression("attribute_not_exists(#s) OR #s < :sec")
+                .expression_attribute_names("#s", "second")
+                .expression_attribute_values(":one", n(1))
+                .expression_attribute_values(":sec", n(second));
+            crate::server::store::item::update_if(start).await
+        }
+    }
 }
 
 #[cfg(test)]
