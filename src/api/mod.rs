@@ -12,6 +12,7 @@ pub mod kill_switches;
 pub mod measurements;
 pub mod openapi;
 pub mod outbox;
+pub mod resend;
 pub mod shell;
 #[cfg(feature = "ssr")]
 pub mod submission;

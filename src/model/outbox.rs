@@ -56,13 +56,26 @@ pub struct ConversationFilter {
     pub shown: String,
 }
 
-/// A bulk redrive, release or discard.
+/// The kinds of side effect, as stored (the server's `ActionType`, pinned by its test).
+pub const ACTION_TYPES: [&str; 5] = ["route", "tag", "assign", "auto_reply", "escalate"];
+
+/// What a resend of a time window would send (docs/events.md, "Resend a time window").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResendCount {
+    pub n: u64,
+    /// The count with what it counts, in words.
+    pub words: String,
+    /// The key of the form that starts it.
+    pub form_key: String,
+}
+
+/// A bulk redrive, release, discard or resend.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobView {
     pub id: String,
-    /// redrive, release, discard.
+    /// redrive, release, discard, resend.
     pub op: String,
-    /// held or dead.
+    /// held, dead or delivered.
     pub group: String,
     pub cause: Option<String>,
     pub action_type: Option<String>,

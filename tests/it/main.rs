@@ -29,5 +29,6 @@ mod outbox;
 mod rate;
 mod receiver;
 mod replay;
+mod resend;
 mod security;
 mod users;

@@ -52,6 +52,20 @@ pub enum ActionType {
 }
 
 impl ActionType {
+    /// Every kind, in the order pages list them.
+    pub const ALL: [ActionType; 5] = [
+        ActionType::Route,
+        ActionType::Tag,
+        ActionType::Assign,
+        ActionType::AutoReply,
+        ActionType::Escalate,
+    ];
+
+    /// The kind stored as `name`.
+    pub fn named(name: &str) -> Option<ActionType> {
+        Self::ALL.into_iter().find(|t| t.as_str() == name)
+    }
+
     /// The stored string, also the audit record's `action_type`.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -112,4 +126,19 @@ pub struct Decision {
 pub struct Switches {
     pub safe_mode: bool,
     pub automation_enabled: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ActionType;
+
+    #[test]
+    fn the_pages_list_every_kind_as_stored() {
+        let names: Vec<&str> = ActionType::ALL.iter().map(|t| t.as_str()).collect();
+        assert_eq!(names, crate::model::outbox::ACTION_TYPES);
+        for t in ActionType::ALL {
+            assert_eq!(ActionType::named(t.as_str()), Some(t));
+        }
+        assert_eq!(ActionType::named("shopify"), None);
+    }
 }

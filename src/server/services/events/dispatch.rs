@@ -242,8 +242,8 @@ impl Events {
             rec,
             Move::Hold,
             "safe_mode",
+            "safe_mode",
             now.timestamp_millis(),
-            &iso(now),
             &audit,
         )
         .await?;

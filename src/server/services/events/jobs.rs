@@ -34,9 +34,11 @@ impl JobOp {
             (JobOp::Redrive, Group::Dead) => Ok((Group::Dead, Move::Redrive)),
             (JobOp::Release, Group::Held) => Ok((Group::Held, Move::Release)),
             (JobOp::Discard, Group::Held | Group::Dead) => Ok((group, Move::Discard)),
+            (JobOp::Resend, Group::Delivered | Group::Dead) => Ok((group, Move::Resend)),
             _ => Err(AppError::invalid(
                 "op",
-                "Redrive takes dead letters; release takes held ones; discard takes either.",
+                "Redrive takes dead letters; release takes held ones; discard takes either; \
+                 resend takes delivered ones or dead letters.",
             )),
         }
     }
@@ -102,11 +104,13 @@ impl Events {
         let total = outbox_reads::count(&self.store, g, &req.filter).await? as i64;
         // One job per form and operation: a double click finds the first.
         let key = JobRecord::key(&short(&format!(
-            "{}|{}|{}|{:?}",
+            "{}|{}|{}|{:?}|{:?}|{:?}",
             req.form_key,
             req.op.as_str(),
             g.as_str(),
-            req.filter.cause
+            req.filter.cause,
+            req.filter.action_type,
+            req.filter.window,
         )));
         let (outbox, outbox_sk) = JobRecord::listed(&iso(now), &key);
         let job = JobRecord {
@@ -116,6 +120,8 @@ impl Events {
             group: g.as_str().to_string(),
             cause: req.filter.cause.clone(),
             action_type: req.filter.action_type.clone(),
+            since_ms: req.filter.window.map(|w| w.0),
+            until_ms: req.filter.window.map(|w| w.1),
             reason,
             actor: req.actor.clone(),
             total,
@@ -157,6 +163,8 @@ impl Events {
             "group": job.group,
             "cause": job.cause,
             "action_type": job.action_type,
+            "since_ms": job.since_ms,
+            "until_ms": job.until_ms,
             "reason": job.reason,
         })
         .to_string();
@@ -199,12 +207,13 @@ impl Events {
         let filter = Filter {
             cause: job.cause.clone(),
             action_type: job.action_type.clone(),
+            window: job.since_ms.zip(job.until_ms),
             ..Filter::default()
         };
         // What was in the group when the job began, and only that.
         let began = DateTime::parse_from_rfc3339(&job.created_at)
             .map_or(i64::MAX, |t| t.timestamp_millis() + 1);
-        // Jobs move held ones and dead letters only: never one in flight.
+        // Jobs move held ones, dead letters and delivered ones only: never one in flight.
         let (mut moved, mut skipped, mut seen) = (0i64, 0i64, 0usize);
         for shard in 0..SHARDS {
             if seen >= JOB_PAGE {

@@ -19,6 +19,7 @@ pub mod pause;
 mod queue;
 mod rate;
 pub mod receiver;
+pub mod resend;
 mod timeline;
 
 pub use ingest::{ActionOutcome, Events, IngestError, Outcome};

@@ -169,12 +169,14 @@ impl Events {
             .await?)
     }
 
-    /// A release or redrive under safe mode would only be held again at once: refused,
+    /// A release, redrive or resend under safe mode would only be held again at once: refused,
     /// saying so (a 409), rather than answered "done" while nothing goes.
     pub(super) async fn refuse_under_safe_mode(&self, mv: Move) -> Result<(), AppError> {
-        if matches!(mv, Move::Release | Move::Redrive) && self.live_switches().await?.safe_mode {
+        if matches!(mv, Move::Release | Move::Redrive | Move::Resend)
+            && self.live_switches().await?.safe_mode
+        {
             return Err(AppError::Conflict(
-                "Safe mode is on: a released or redriven side effect would only be held again. \
+                "Safe mode is on: a released, redriven or resent side effect would only be held again. \
                  Turn safe mode off on Kill switches first (or discard it)."
                     .into(),
             ));
@@ -202,12 +204,12 @@ impl Events {
             rec,
             mv,
             reason,
+            by,
             now.timestamp_millis(),
-            &iso(now),
             &audit,
         )
         .await?;
-        if moved && matches!(mv, Move::Release | Move::Redrive) {
+        if moved && matches!(mv, Move::Release | Move::Redrive | Move::Resend) {
             self.kick.notify_one();
         }
         Ok(moved)

@@ -31,6 +31,9 @@ pub enum JobOp {
     /// Held actions or dead letters dropped.
     #[serde(rename = "discard")]
     Discard,
+    /// Delivered actions or dead letters of a time window sent again, each once.
+    #[serde(rename = "resend")]
+    Resend,
 }
 
 impl JobOp {
@@ -39,6 +42,7 @@ impl JobOp {
             JobOp::Redrive => "redrive",
             JobOp::Release => "release",
             JobOp::Discard => "discard",
+            JobOp::Resend => "resend",
         }
     }
 }
@@ -63,6 +67,11 @@ pub struct JobRecord {
     pub cause: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action_type: Option<String>,
+    /// A resend's window: the milliseconds its actions entered the group within.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_ms: Option<i64>,
     /// Why (redacted before it is stored).
     pub reason: String,
     pub actor: String,

@@ -268,6 +268,9 @@ pub enum Move {
     Discard,
     /// Dead → due, at once, with a new round of the retry schedule.
     Redrive,
+    /// Delivered or dead → due, at once, with a new round (docs/events.md, "Resend a time
+    /// window"): sent again under its own `webhook-id`, once per resend job.
+    Resend,
 }
 
 impl Move {
@@ -279,19 +282,21 @@ impl Move {
             Move::Release => (&[Held], Queued),
             Move::Discard => (&[Held, Dead], Discarded),
             Move::Redrive => (&[Dead], Queued),
+            Move::Resend => (&[Delivered, Dead], Queued),
         }
     }
 }
 
 /// Moves `rec` if it is still where it was read (status and attempts unchanged, and not in
-/// flight with a live claim), with its audit record. False: it had moved meanwhile.
+/// flight with a live claim), with its audit record. False: it had moved meanwhile (or,
+/// for a resend, the job `by` resent it already).
 pub async fn apply_move(
     store: &Store,
     rec: &ActionRecord,
     mv: Move,
     reason: &str,
+    by: &str,
     now_ms: i64,
-    now_iso: &str,
     audit_record: &AuditItem,
 ) -> Result<bool, StoreError> {
     let table = store.table(MW_IDEMPOTENCY.base);
@@ -299,20 +304,34 @@ pub async fn apply_move(
     if !from.contains(&rec.status) {
         return Ok(false);
     }
+    let now_iso = chrono::DateTime::from_timestamp_millis(now_ms)
+        .map(crate::server::clock::iso)
+        .unwrap_or_default();
+    // Unchanged since it was read; an in-flight one only once its claim ran out; a resend
+    // once per job, whatever the index shows.
+    let unchanged =
+        "#st = :was AND attempts = :attempts AND (#st <> :claimed OR lease_until_ms < :nowms)";
+    let condition = match mv {
+        Move::Resend => {
+            format!("{unchanged} AND (attribute_not_exists(resend_job) OR resend_job <> :job)")
+        }
+        _ => unchanged.to_string(),
+    };
     let update = Update::builder()
         .table_name(&table)
         .key("event_id", s(&rec.event_id))
-        // Unchanged since it was read; an in-flight one only once its claim ran out.
-        .condition_expression(
-            "#st = :was AND attempts = :attempts AND (#st <> :claimed OR lease_until_ms < :nowms)",
-        )
+        .condition_expression(condition)
         .expression_attribute_names("#st", "status")
         .expression_attribute_values(":was", s(rec.status.as_str()))
         .expression_attribute_values(":attempts", n(rec.attempts))
         .expression_attribute_values(":claimed", s(ActionStatus::Claimed.as_str()))
         .expression_attribute_values(":nowms", n(now_ms))
         .expression_attribute_values(":st", s(to.as_str()))
-        .expression_attribute_values(":now", s(now_iso));
+        .expression_attribute_values(":now", s(&now_iso));
+    let update = match mv {
+        Move::Resend => update.expression_attribute_values(":job", s(by)),
+        _ => update,
+    };
     let update = move_to(
         update,
         rec,
@@ -363,6 +382,14 @@ fn move_to(
                     rec.round_start
                 }),
             ),
+        Move::Resend => update
+            .update_expression(
+                "SET #st = :st, updated_at = :now, next_at_ms = :nowms, outbox = :o, \
+                 outbox_sk = :sk, round_start = attempts, resend_job = :job \
+                 REMOVE held_reason, cause",
+            )
+            .expression_attribute_values(":o", s(Group::Due.partition(shard)))
+            .expression_attribute_values(":sk", s(sort_key(now_ms, &rec.event_id))),
         Move::Discard => update
             .update_expression("SET #st = :st, updated_at = :now REMOVE outbox, outbox_sk"),
     }

@@ -22,6 +22,9 @@ pub struct Filter {
     pub status: Option<String>,
     /// One conversation's actions: only its shard is read.
     pub conversation_id: Option<String>,
+    /// Those made within these milliseconds (both ends included): when their event was
+    /// decided, which a resend does not change.
+    pub window: Option<(i64, i64)>,
 }
 
 impl Filter {
@@ -51,12 +54,19 @@ fn spec(store: &Store, group: Group, shard: u32, filter: &Filter, due_by: Option
     if let Some(c) = &filter.conversation_id {
         filters.push(("conversation_id", Cond::Eq(s(c))));
     }
+    if let Some((from, to)) = filter.window {
+        let iso = |ms| {
+            chrono::DateTime::from_timestamp_millis(ms)
+                .map(crate::server::clock::iso)
+                .unwrap_or_default()
+        };
+        filters.push(("created_at", Cond::Between(s(iso(from)), s(iso(to)))));
+    }
     Spec {
         table: store.table(MW_IDEMPOTENCY.base),
         index: Some(OUTBOX_INDEX),
         pk: ("outbox", s(group.partition(shard))),
-        // Due by a time: every sort key before the next millisecond's.
-        sk: due_by.map(|ms| ("outbox_sk", Cond::Lt(s(format!("{:013}", ms + 1))))),
+        sk: sk_between(filter.window, due_by).map(|c| ("outbox_sk", c)),
         filters,
         // Due: the next one first; held and dead: the newest first.
         ascending: group == Group::Due,
@@ -64,6 +74,27 @@ fn spec(store: &Store, group: Group, shard: u32, filter: &Filter, due_by: Option
         projection: None,
     }
 }
+
+/// The sort-key condition: entered the group by `due_by` (every key before the next
+/// millisecond's), and, with a `window`, not before it began (an action enters a group
+/// after it was made). A window that began after `due_by` matches nothing (never a
+/// reversed range, which DynamoDB refuses).
+fn sk_between(window: Option<(i64, i64)>, due_by: Option<i64>) -> Option<Cond> {
+    let key = |ms: i64| s(format!("{:013}", ms.max(0)));
+    match (window, due_by) {
+        (None, None) => None,
+        (None, Some(by)) => Some(Cond::Lt(key(by.saturating_add(1)))),
+        (Some((from, _)), by) => {
+            // No key equals a bare time (keys are `<time>#<key>`): these bounds hold every
+            // key from `from` up to the end of `by`.
+            let end = by.map_or(LAST_MS, |b| b.saturating_add(1));
+            Some(Cond::Between(key(from.min(end)), key(end)))
+        }
+    }
+}
+
+/// The last millisecond a 13-digit sort key holds.
+const LAST_MS: i64 = 9_999_999_999_999;
 
 fn decode_all(items: Vec<query::Item>, table: &str) -> Result<Vec<ActionRecord>, StoreError> {
     items.into_iter().map(|i| decode(i, table)).collect()
@@ -175,10 +206,21 @@ pub async fn list(
 /// How many actions a group holds (filtered), across its shards, reading at most a few
 /// thousand per shard.
 pub async fn count(store: &Store, group: Group, filter: &Filter) -> Result<u64, StoreError> {
-    let mut total = 0;
+    Ok(tally(store, group, filter).await?.n)
+}
+
+/// [`count`], and whether it read every shard to its end (`exact`).
+pub async fn tally(
+    store: &Store,
+    group: Group,
+    filter: &Filter,
+) -> Result<query::Count, StoreError> {
+    let mut total = query::Count { n: 0, exact: true };
     for shard in filter.shards() {
         let spec = spec(store, group, shard, filter, None);
-        total += query::count(store, &spec, 10, None).await?.n;
+        let c = query::count(store, &spec, 10, None).await?;
+        total.n += c.n;
+        total.exact &= c.exact;
     }
     Ok(total)
 }

@@ -5,10 +5,12 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
+use super::resend::Resend;
 use crate::api::outbox::{
     load_receiver, AddReceiverSecret, PauseReceiver, ReceiverBreaker, RetireReceiverSecret,
     SaveReceiver, TestReceiver,
 };
+use crate::api::resend::StartResend;
 use crate::model::outbox::{ReceiverView, SecretView, WaitView};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
@@ -27,6 +29,7 @@ struct Actions {
     test: FormAction<String>,
     pause: FormAction<String>,
     breaker: FormAction<String>,
+    resend: FormAction<String>,
     /// Successful saves (a refused one leaves the form as typed).
     saved: Memo<usize>,
 }
@@ -41,6 +44,7 @@ pub fn ReceiverPage() -> impl IntoView {
         test: FormAction::new::<TestReceiver>(),
         pause: FormAction::new::<PauseReceiver>(),
         breaker: FormAction::new::<ReceiverBreaker>(),
+        resend: FormAction::new::<StartResend>(),
         saved: save.saved(),
     };
     // Read again after each change (after the receiver's form, only once it is saved).
@@ -66,10 +70,12 @@ pub fn ReceiverPage() -> impl IntoView {
             <ActionResult value=move || actions.test.value().get() success=|m: &String| m.clone() />
             <ActionResult value=move || actions.pause.value().get() success=|m: &String| m.clone() />
             <ActionResult value=move || actions.breaker.value().get() success=|m: &String| m.clone() />
+            <ActionResult value=move || actions.resend.value().get() success=|m: &String| m.clone() />
         </div>
         <AsyncSection load=move || data spacing="mt-4" let:receiver>
             <Receiver receiver actions />
         </AsyncSection>
+        <Resend action=actions.resend />
     }
 }
 

@@ -1,0 +1,203 @@
+//! Resend a time window (docs/events.md, "Resend a time window"): side effects decided
+//! within a window that the receiver took (or that died), of one kind or all, sent again under their own
+//! `webhook-id` so the receiver drops what it already has. The page counts first; a start
+//! with a reason is a bulk job (one per form), run by whichever console holds its lease,
+//! which resends each action once: the move is conditioned on the action not carrying the
+//! job's key already.
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+
+use super::ingest::Events;
+use super::outbox::BulkRequest;
+use crate::model::outbox::ResendCount;
+use crate::model::AppError;
+use crate::server::domain::events::decision::ActionType;
+use crate::server::store::events::jobs::JobOp;
+use crate::server::store::events::outbox::Group;
+use crate::server::store::events::outbox_reads::{self, Filter};
+
+/// What a resend takes, checked once: a group (delivered or dead), one kind or every kind,
+/// and a window that has begun.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResendScope {
+    group: Group,
+    action_type: Option<ActionType>,
+    since: DateTime<Utc>,
+    until: DateTime<Utc>,
+}
+
+/// A time as a form sends it (`2026-11-27T14:00`, seconds optional; UTC) or RFC 3339.
+fn moment(field: &'static str, text: &str) -> Result<DateTime<Utc>, AppError> {
+    let text = text.trim();
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"]
+        .iter()
+        .find_map(|f| NaiveDateTime::parse_from_str(text, f).ok())
+        .map(|t| t.and_utc())
+        .ok_or_else(|| AppError::invalid(field, "A time like 2026-11-27T14:00 (UTC)."))
+}
+
+impl ResendScope {
+    /// The scope a form names, as of `now`.
+    pub fn parse(
+        group: &str,
+        action_type: &str,
+        since: &str,
+        until: &str,
+        now: DateTime<Utc>,
+    ) -> Result<ResendScope, AppError> {
+        let group = match group.trim() {
+            "" | "delivered" => Group::Delivered,
+            "dead" => Group::Dead,
+            _ => {
+                return Err(AppError::invalid(
+                    "group",
+                    "Resend takes delivered side effects or dead letters.",
+                ))
+            }
+        };
+        let action_type =
+            match action_type.trim() {
+                "" | "all" => None,
+                name => Some(ActionType::named(name).ok_or_else(|| {
+                    AppError::invalid("action_type", "Not a kind of side effect.")
+                })?),
+            };
+        let (since, until) = (moment("since", since)?, moment("until", until)?);
+        if until <= since {
+            return Err(AppError::invalid("until", "The end comes after the start."));
+        }
+        if since > now {
+            return Err(AppError::invalid("since", "The window has not begun yet."));
+        }
+        // A window reaching past now takes what entered the group by the job's start (and
+        // never what the job itself sends): the end stays as typed, so the same form
+        // twice names the same job.
+        Ok(ResendScope {
+            group,
+            action_type,
+            since,
+            until,
+        })
+    }
+
+    fn filter(&self) -> Filter {
+        Filter {
+            action_type: self.action_type.map(|t| t.as_str().to_string()),
+            window: Some((self.since.timestamp_millis(), self.until.timestamp_millis())),
+            ..Filter::default()
+        }
+    }
+
+    /// "12 delivered side effects (tag) decided from … to … UTC".
+    fn words(&self, n: u64, exact: bool) -> String {
+        let plural = if n == 1 { "" } else { "s" };
+        let what = match self.group {
+            Group::Dead => format!("dead letter{plural}"),
+            _ => format!("delivered side effect{plural}"),
+        };
+        let kind = self
+            .action_type
+            .map(|t| format!(" ({})", t.as_str()))
+            .unwrap_or_default();
+        let at = |t: DateTime<Utc>| t.format("%Y-%m-%d %H:%M:%S").to_string();
+        let least = if exact { "" } else { "at least " };
+        format!(
+            "{least}{n} {what}{kind} decided from {} to {} UTC",
+            at(self.since),
+            at(self.until)
+        )
+    }
+}
+
+impl Events {
+    /// How many a resend of `scope` would send, in words: what the page shows before it
+    /// asks for a reason.
+    pub async fn count_resend(&self, scope: &ResendScope) -> Result<ResendCount, AppError> {
+        let c = outbox_reads::tally(&self.store, scope.group, &scope.filter()).await?;
+        Ok(ResendCount {
+            n: c.n,
+            words: scope.words(c.n, c.exact),
+            form_key: crate::server::ids::random_hex(16),
+        })
+    }
+
+    /// Starts the resend of `scope` as a bulk job; a second start from the same form finds
+    /// the first. Answers what it started, in words.
+    pub async fn start_resend(
+        &self,
+        scope: &ResendScope,
+        reason: &str,
+        actor: &str,
+        form_key: &str,
+    ) -> Result<String, AppError> {
+        let req = BulkRequest {
+            op: JobOp::Resend,
+            filter: scope.filter(),
+            reason: reason.to_string(),
+            actor: actor.to_string(),
+            form_key: form_key.to_string(),
+        };
+        let job = self.start_bulk(scope.group.as_str(), req).await?;
+        let total = u64::try_from(job.total).unwrap_or(0);
+        Ok(format!(
+            "Resending {} ({}). Its progress is under Jobs on the Outbox.",
+            scope.words(total, true),
+            job.reason
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> DateTime<Utc> {
+        "2026-11-27T15:30:00Z".parse().unwrap()
+    }
+
+    #[test]
+    fn a_scope_is_checked_once_at_the_edge() {
+        let s =
+            ResendScope::parse("", "tag", "2026-11-27T14:00", "2026-11-27T15:00", now()).unwrap();
+        assert_eq!(s.group, Group::Delivered);
+        assert_eq!(s.action_type, Some(ActionType::Tag));
+        assert_eq!(
+            s.words(2, true),
+            "2 delivered side effects (tag) decided from 2026-11-27 14:00:00 to 2026-11-27 15:00:00 UTC"
+        );
+        let s = ResendScope::parse(
+            "dead",
+            "all",
+            "2026-11-27T15:00:00Z",
+            "2026-11-28T00:00",
+            now(),
+        )
+        .unwrap();
+        assert_eq!(s.group, Group::Dead);
+        assert!(s
+            .words(1, false)
+            .starts_with("at least 1 dead letter decided"));
+        for (group, kind, since, until, field) in [
+            ("held", "", "2026-11-27T14:00", "2026-11-27T15:00", "group"),
+            (
+                "",
+                "shopify",
+                "2026-11-27T14:00",
+                "2026-11-27T15:00",
+                "action_type",
+            ),
+            ("", "", "yesterday", "2026-11-27T15:00", "since"),
+            ("", "", "2026-11-27T15:00", "2026-11-27T14:00", "until"),
+            ("", "", "2026-11-27T16:00", "2026-11-27T17:00", "since"),
+        ] {
+            let e = ResendScope::parse(group, kind, since, until, now()).unwrap_err();
+            assert!(
+                matches!(&e, AppError::Invalid { field: f, .. } if f == field),
+                "{group} {kind} {since} {until}: {e:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! Resend a time window on DynamoDB Local: the count before, then each side effect of the
+//! window sent again once per job with its own `webhook-id`, in its conversation's order,
+//! by two consoles working the job; nothing outside the window or the kind; a page of the
+//! job done again (a console that died before saving its progress) sends nothing twice;
+//! audited; refused under safe mode.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Duration, Utc};
+
+use crate::events::{app_with_receiver, event, post_event};
+use crate::helpers::TestApp;
+use crate::receiver::Receiver;
+use ops_console::server::services::events::resend::ResendScope;
+use ops_console::server::store::events::jobs;
+use ops_console::server::store::events::outbox::{self, Move};
+use ops_console::server::store::events::{self as records};
+
+const CHARGEBACK: &str = "I am filing a chargeback for this order";
+
+fn at(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%S").to_string()
+}
+
+/// Delivers everything due, on both consoles, until the receiver takes nothing more.
+async fn deliver_all(a: &TestApp, b: &TestApp, receiver: &Receiver) {
+    loop {
+        let before = receiver.total();
+        let (x, y) = tokio::join!(a.state.events.dispatch_all(), b.state.events.dispatch_all());
+        x.unwrap();
+        y.unwrap();
+        if receiver.total() == before {
+            return;
+        }
+    }
+}
+
+/// Runs the running jobs on both consoles at once, and delivers, until no job runs.
+async fn run_jobs(a: &TestApp, b: &TestApp, receiver: &Receiver) {
+    for _ in 0..40 {
+        let (x, y) = tokio::join!(a.state.events.run_jobs(), b.state.events.run_jobs());
+        x.unwrap();
+        y.unwrap();
+        deliver_all(a, b, receiver).await;
+        if jobs::running(&a.store).await.unwrap().is_empty() {
+            return;
+        }
+        a.clock.advance(Duration::milliseconds(250));
+    }
+    panic!("the job never ended");
+}
+
+/// The webhook-ids the receiver took after the first `from`, in order.
+fn ids_after(receiver: &Receiver, from: usize) -> Vec<String> {
+    receiver.order().split_off(from)
+}
+
+#[tokio::test]
+async fn a_window_is_counted_then_sent_again_once_per_job_with_its_own_ids_in_order() {
+    let (app, receiver) = app_with_receiver().await;
+    let other = app.second_console();
+    let key = app.api_key(&["events:write"]).await;
+    // Before the window: one side effect delivered.
+    assert_eq!(
+        post_event(&app, &key, &event("c-before", Some("m-1"), "hi"))
+            .await
+            .status,
+        200
+    );
+    deliver_all(&app, &other, &receiver).await;
+    app.clock.advance(Duration::minutes(1));
+    let since = app.clock.now();
+    // In the window: two conversations, several side effects each.
+    for c in ["c-in-1", "c-in-2"] {
+        assert_eq!(
+            post_event(&app, &key, &event(c, Some("m-1"), CHARGEBACK))
+                .await
+                .status,
+            200
+        );
+        deliver_all(&app, &other, &receiver).await;
+        app.clock.advance(Duration::seconds(5));
+    }
+    let in_window: Vec<String> = ids_after(&receiver, 1);
+    assert!(in_window.len() >= 4, "{in_window:?}");
+    let until = app.clock.now();
+    app.clock.advance(Duration::minutes(1));
+    // After the window: one more.
+    assert_eq!(
+        post_event(&app, &key, &event("c-after", Some("m-1"), "hi"))
+            .await
+            .status,
+        200
+    );
+    deliver_all(&app, &other, &receiver).await;
+    let sent_before = receiver.total();
+
+    // The count comes first, and names what it counts.
+    let now = app.clock.now();
+    let scope = ResendScope::parse("delivered", "", &at(since), &at(until), now).unwrap();
+    let count = app.state.events.count_resend(&scope).await.unwrap();
+    assert_eq!(count.n as usize, in_window.len(), "{}", count.words);
+    assert!(
+        count.words.contains("delivered side effects decided from"),
+        "{}",
+        count.words
+    );
+    let tags = ResendScope::parse("delivered", "tag", &at(since), &at(until), now).unwrap();
+    let tag_count = app.state.events.count_resend(&tags).await.unwrap().n;
+    assert!(
+        tag_count >= 2 && (tag_count as usize) < in_window.len(),
+        "{tag_count}"
+    );
+
+    // Started twice from one form (a double click): one job.
+    let first = app
+        .state
+        .events
+        .start_resend(&scope, "the receiver lost its data", "ops", "form-1")
+        .await
+        .unwrap();
+    let again = other
+        .state
+        .events
+        .start_resend(&scope, "the receiver lost its data", "ops", "form-1")
+        .await
+        .unwrap();
+    assert_eq!(first, again);
+    let job = jobs::running(&app.store).await.unwrap();
+    assert_eq!(job.len(), 1);
+    let job_key = job[0].event_id.clone();
+    run_jobs(&app, &other, &receiver).await;
+
+    // Each side effect of the window once more, with its own id, and nothing else.
+    let resent = ids_after(&receiver, sent_before);
+    let mut expected = in_window.clone();
+    let mut got = resent.clone();
+    expected.sort();
+    got.sort();
+    assert_eq!(got, expected, "each once, with its own webhook-id");
+    // In each conversation, in the order the receiver first took them.
+    let order_in = |ids: &[String], c: &str| -> Vec<String> {
+        ids.iter().filter(|i| i.contains(c)).cloned().collect()
+    };
+    for c in ["c-in-1", "c-in-2"] {
+        assert_eq!(order_in(&resent, c), order_in(&in_window, c), "{c}");
+    }
+    let done = jobs::get(&app.store, &job_key).await.unwrap().unwrap();
+    assert_eq!(done.done as usize, in_window.len());
+
+    // A page of the job done again (a console that died before it saved its progress,
+    // reading a fresh index): the action carries the job's key, so nothing moves.
+    let one = records::get_action(&app.store, &in_window[0])
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(one.status.as_str(), "delivered");
+    let audit = ops_console::server::store::audit::AuditItem::new(
+        &one.conversation_id,
+        "outbox_resend",
+        app.clock.now(),
+        "test-again",
+        1,
+    );
+    let moved = outbox::apply_move(
+        &app.store,
+        &one,
+        Move::Resend,
+        "again",
+        &job_key,
+        app.clock.now().timestamp_millis(),
+        &audit,
+    )
+    .await
+    .unwrap();
+    assert!(!moved, "a job resends an action once");
+    deliver_all(&app, &other, &receiver).await;
+    assert_eq!(receiver.total(), sent_before + in_window.len());
+
+    // Every move is audited with its reason.
+    let trail = ops_console::server::store::audit::list_partition(&app.store, "c-in-1", None, 100)
+        .await
+        .unwrap();
+    let resends = trail
+        .items
+        .iter()
+        .filter(|a| a.action_type == "outbox_resend")
+        .count();
+    assert_eq!(resends, order_in(&in_window, "c-in-1").len());
+
+    // Another job (another form) is another resend: once more each, and only the tags.
+    app.clock.advance(Duration::seconds(1));
+    let tags =
+        ResendScope::parse("delivered", "tag", &at(since), &at(until), app.clock.now()).unwrap();
+    app.state
+        .events
+        .start_resend(&tags, "tags only", "ops", "form-2")
+        .await
+        .unwrap();
+    let from = receiver.total();
+    run_jobs(&app, &other, &receiver).await;
+    let second: Vec<String> = ids_after(&receiver, from);
+    assert_eq!(second.len() as u64, tag_count);
+    let counts: HashMap<String, usize> = receiver.counts();
+    for id in &in_window {
+        let want = if second.contains(id) { 3 } else { 2 };
+        assert_eq!(counts.get(id), Some(&want), "{id}");
+    }
+}
+
+#[tokio::test]
+async fn a_resend_under_safe_mode_is_refused_and_a_bad_window_is_a_clear_error() {
+    let (app, _receiver) = app_with_receiver().await;
+    let now = app.clock.now();
+    let since = at(now - Duration::hours(1));
+    let scope = ResendScope::parse("dead", "", &since, &at(now), now).unwrap();
+    app.set_switches(true, true).await;
+    let refused = app
+        .state
+        .events
+        .start_resend(&scope, "why", "ops", "form-1")
+        .await;
+    assert!(
+        matches!(&refused, Err(ops_console::model::AppError::Conflict(m)) if m.contains("Safe mode is on")),
+        "{refused:?}"
+    );
+    assert!(jobs::running(&app.store).await.unwrap().is_empty());
+    app.set_switches(false, true).await;
+    // No reason: refused before anything is written.
+    let no_reason = app
+        .state
+        .events
+        .start_resend(&scope, "  ", "ops", "form-1")
+        .await;
+    assert!(
+        matches!(&no_reason, Err(ops_console::model::AppError::Invalid { field, .. }) if field == "reason"),
+        "{no_reason:?}"
+    );
+    assert!(jobs::running(&app.store).await.unwrap().is_empty());
+}
