@@ -143,7 +143,7 @@ impl Events {
         let job = self.start_bulk(scope.group.as_str(), req).await?;
         let total = u64::try_from(job.total).unwrap_or(0);
         Ok(format!(
-            "Resending {} ({}). Its progress is under Jobs on the Outbox.",
+            "Resending {} ({}). Its progress is under Bulk jobs on the Outbox.",
             scope.words(total, true),
             job.reason
         ))

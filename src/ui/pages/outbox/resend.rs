@@ -45,24 +45,28 @@ pub(super) fn Resend(action: FormAction<String>) -> impl IntoView {
             <h2 class="text-lg font-semibold">"Resend a time window"</h2>
             <p class="mt-1 text-sm text-slate-600">"Side effects the receiver took (or that died) in a window, sent again with their own webhook-id, so the receiver drops what it already has. Count first."</p>
             <form method="get" action="/outbox/receiver" class="mt-3 flex flex-wrap items-end gap-3 text-sm" data-testid="resend-count-form">
-                <label>"Which"
-                    <select name="group" class=INPUT>
+                <div>
+                    <label for="resend-group">"Status"</label>
+                    <select id="resend-group" name="group" class=INPUT>
                         <option value="delivered">"delivered"</option>
                         <option value="dead" selected=move || field("group") == "dead">"dead letters"</option>
                     </select>
-                </label>
-                <label>"Kind"
-                    <select name="action_type" class=INPUT>
+                </div>
+                <div>
+                    <label for="resend-kind">"Kind"</label>
+                    <select id="resend-kind" name="action_type" class=INPUT>
                         <option value="">"every kind"</option>
                         {kinds}
                     </select>
-                </label>
-                <label>"From (UTC)"
-                    <input type="datetime-local" step="1" name="since" required value=move || field("since") class=INPUT />
-                </label>
-                <label>"To (UTC)"
-                    <input type="datetime-local" step="1" name="until" required value=move || field("until") class=INPUT />
-                </label>
+                </div>
+                <div>
+                    <label for="resend-since">"From (UTC)"</label>
+                    <input id="resend-since" type="datetime-local" step="1" name="since" required value=move || field("since") class=INPUT />
+                </div>
+                <div>
+                    <label for="resend-until">"To (UTC)"</label>
+                    <input id="resend-until" type="datetime-local" step="1" name="until" required value=move || field("until") class=INPUT />
+                </div>
                 <button type="submit" class="rounded border border-slate-300 px-3 py-1">"Count"</button>
             </form>
             <AsyncSection load=move || count spacing="mt-3" let:found>
