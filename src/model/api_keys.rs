@@ -30,11 +30,17 @@ pub enum ApiScope {
     MeasurementsAdmin,
     #[serde(rename = "metrics:read")]
     MetricsRead,
+    /// The receiver's state and the count of a resend.
+    #[serde(rename = "receiver:read")]
+    ReceiverRead,
+    /// Pause and resume the receiver, open and close its breaker, resend a window.
+    #[serde(rename = "receiver:write")]
+    ReceiverWrite,
 }
 
 impl ApiScope {
     /// Every scope, in the order the API keys page offers them.
-    pub const ALL: [ApiScope; 10] = [
+    pub const ALL: [ApiScope; 12] = [
         ApiScope::SwitchesRead,
         ApiScope::SwitchesWrite,
         ApiScope::EventsWrite,
@@ -45,6 +51,8 @@ impl ApiScope {
         ApiScope::MeasurementsWrite,
         ApiScope::MeasurementsAdmin,
         ApiScope::MetricsRead,
+        ApiScope::ReceiverRead,
+        ApiScope::ReceiverWrite,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -59,6 +67,8 @@ impl ApiScope {
             ApiScope::MeasurementsWrite => "measurements:write",
             ApiScope::MeasurementsAdmin => "measurements:admin",
             ApiScope::MetricsRead => "metrics:read",
+            ApiScope::ReceiverRead => "receiver:read",
+            ApiScope::ReceiverWrite => "receiver:write",
         }
     }
 

@@ -90,6 +90,10 @@ fn describe_receiver() {
         "Side effects in the outbox's due group while the breaker is open (0 while closed), as the alert check last counted them."
     );
     describe_counter!(
+        "opsconsole_receiver_resends_total",
+        "Side effects this console queued again for a resend job (docs/events.md, \"Resend a time window\")."
+    );
+    describe_counter!(
         "opsconsole_receiver_breaker_changes_total",
         "Openings of the receiver's breaker after failures and closings after a probe that this console made (change: open, close); changes by hand are in the audit."
     );
@@ -230,6 +234,11 @@ pub fn receiver_breaker_state(open: bool, parked: u64) {
 /// This console opened or closed the receiver's breaker: `open`, `close`.
 pub fn receiver_breaker(change: &'static str) {
     counter!("opsconsole_receiver_breaker_changes_total", "change" => change).increment(1);
+}
+
+/// A resend job queued one side effect again.
+pub fn receiver_resent() {
+    counter!("opsconsole_receiver_resends_total").increment(1);
 }
 
 /// A send waited for the next second: the receiver's rate was spent.

@@ -28,6 +28,7 @@ mod operations;
 mod outbox;
 mod rate;
 mod receiver;
+mod receiver_rest;
 mod replay;
 mod resend;
 mod security;

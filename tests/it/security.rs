@@ -101,7 +101,7 @@ async fn every_rest_operation_answers_each_scope_as_its_document_says() {
             }
         }
     }
-    assert_eq!(operations, 26, "every REST operation is in the document");
+    assert_eq!(operations, 31, "every REST operation is in the document");
     for scope in &used {
         assert!(ApiScope::parse(scope).is_some(), "{scope} is a real scope");
     }
@@ -118,6 +118,7 @@ fn server_functions() -> Vec<Entry> {
     use leptos::server_fn::ServerFn;
     use ops_console::api::alerts::*;
     use ops_console::api::outbox::*;
+    use ops_console::api::resend::*;
     use ops_console::api::{
         api_keys::*, audit::*, kill_switches::*, measurements::*, shell::*, users::*,
     };
@@ -189,6 +190,28 @@ fn server_functions() -> Vec<Entry> {
             vec![
                 ("action", "00"),
                 ("op", "redrive"),
+                ("reason", "a check"),
+                ("form_key", key),
+            ],
+        ),
+        (
+            CountResend::PATH,
+            o,
+            vec![
+                ("group", "delivered"),
+                ("action_type", ""),
+                ("since", "2026-11-27T14:00"),
+                ("until", "2026-11-27T15:00"),
+            ],
+        ),
+        (
+            StartResend::PATH,
+            o,
+            vec![
+                ("group", "delivered"),
+                ("action_type", ""),
+                ("since", "2026-11-27T14:00"),
+                ("until", "2026-11-27T15:00"),
                 ("reason", "a check"),
                 ("form_key", key),
             ],

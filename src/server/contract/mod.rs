@@ -13,6 +13,7 @@ pub mod health;
 pub mod inbox;
 pub mod kill_switches;
 pub mod measurements;
+pub mod receiver;
 pub mod users;
 
 use serde::de::DeserializeOwned;

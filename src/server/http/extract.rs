@@ -140,6 +140,8 @@ scopes!(
     InboxWrite,
     MeasurementsWrite,
     MetricsRead,
+    ReceiverRead,
+    ReceiverWrite,
 );
 
 /// The caller of a REST endpoint holding the scope `S`: 401 without a valid key, 403

@@ -14,6 +14,7 @@ pub mod measurements;
 pub mod middleware;
 pub mod openapi;
 pub mod problem;
+pub mod receiver;
 pub mod users;
 
 use axum::http::StatusCode;
@@ -68,6 +69,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(conversations::routes(state))
         .merge(inbox::routes(state))
         .merge(measurements::routes(state))
+        .merge(receiver::routes(state))
         .route("/api/v1/{*rest}", axum::routing::any(not_found))
 }
 

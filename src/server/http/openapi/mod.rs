@@ -119,6 +119,11 @@ impl Modify for LayerProblems {
         crate::server::http::inbox::mark_all,
         crate::server::http::measurements::one,
         crate::server::http::measurements::many,
+        crate::server::http::receiver::receiver,
+        crate::server::http::receiver::pause,
+        crate::server::http::receiver::breaker,
+        crate::server::http::receiver::count_resend,
+        crate::server::http::receiver::resend,
         crate::server::http::health::healthz,
         crate::server::http::health::readyz,
         crate::server::http::health::metrics,
@@ -142,6 +147,7 @@ impl Modify for LayerProblems {
         (name = "conversations", description = "Conversations (docs/conversations.md)"),
         (name = "inbox", description = "Inbox (docs/inbox.md)"),
         (name = "measurements", description = "Measurements (docs/measurements.md)"),
+        (name = "receiver", description = "The receiver of side effects: its state, pause, breaker, resend (docs/events.md)"),
     )
 )]
 pub struct ApiDoc;

@@ -7,6 +7,7 @@
 
 mod answers;
 pub mod breaker;
+pub mod controls;
 pub mod dispatch;
 pub mod health;
 pub mod ingest;

@@ -209,6 +209,9 @@ impl Events {
             &audit,
         )
         .await?;
+        if moved && mv == Move::Resend {
+            crate::server::metrics::receiver_resent();
+        }
         if moved && matches!(mv, Move::Release | Move::Redrive | Move::Resend) {
             self.kick.notify_one();
         }

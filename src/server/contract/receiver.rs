@@ -1,0 +1,107 @@
+//! `/api/v1/receiver`: the receiver's state, its controls (pause, breaker) and the resend of
+//! a time window, for incident tooling (docs/events.md).
+
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+/// The receiver's deliveries as they stand.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct ReceiverState {
+    /// `delivering`, `paused` (an operator), `backing_off` (the receiver's 429),
+    /// `breaker_open`, `off` (turned off, or it answered 410), `none` (no receiver).
+    pub state: String,
+    /// Why deliveries wait, in words (absent while they go).
+    pub waits: Option<String>,
+    /// The pause a resume names.
+    pub pause_id: Option<String>,
+    /// The breaker's opening a close names.
+    pub breaker_id: Option<String>,
+    /// Requests per second every console together sends at most (0: no limit).
+    pub rate_per_second: i64,
+    /// Its URL without user info or query values.
+    pub url: String,
+    /// Delivery attempts of the last hour, and how many the receiver took.
+    pub attempts_last_hour: u64,
+    pub delivered_last_hour: u64,
+    /// The newest failure's error in words, while failing.
+    pub last_error: Option<String>,
+}
+
+/// A pause (no `pause_id`) or the resume of the pause `pause_id`.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+pub struct PauseChange {
+    /// Why (redacted before it is stored).
+    #[schema(max_length = 500, min_length = 1)]
+    pub reason: String,
+    /// The pause to end, as `GET /api/v1/receiver` showed it.
+    #[serde(default)]
+    pub pause_id: Option<String>,
+}
+
+/// Opening the breaker (no `breaker_id`) or closing the opening `breaker_id`.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+pub struct BreakerChange {
+    /// Why (redacted before it is stored).
+    #[schema(max_length = 500, min_length = 1)]
+    pub reason: String,
+    /// The opening to close, as `GET /api/v1/receiver` showed it.
+    #[serde(default)]
+    pub breaker_id: Option<String>,
+}
+
+/// What changed, in words.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct ReceiverChanged {
+    pub words: String,
+}
+
+/// A window of side effects: delivered ones or dead letters, one kind or every kind,
+/// decided between two times.
+#[derive(Clone, Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ResendWindow {
+    /// `delivered` (the default) or `dead`.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// One kind (`route`, `tag`, `assign`, `auto_reply`, `escalate`); absent: every kind.
+    #[serde(default)]
+    pub action_type: Option<String>,
+    /// When the window begins: RFC 3339, or `2026-11-27T14:00` in UTC.
+    #[serde(default)]
+    pub since: Option<String>,
+    /// When it ends (included).
+    #[serde(default)]
+    pub until: Option<String>,
+}
+
+/// How many side effects a resend of the window would send.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct ResendCounted {
+    pub n: u64,
+    /// The count with what it counts, in words ("at least" when it stopped counting).
+    pub words: String,
+}
+
+/// A resend of a window, with a reason.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+pub struct ResendRequest {
+    /// `delivered` (the default) or `dead`.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// One kind; absent: every kind.
+    #[serde(default)]
+    pub action_type: Option<String>,
+    #[schema(max_length = 40)]
+    pub since: String,
+    #[schema(max_length = 40)]
+    pub until: String,
+    /// Why (redacted before it is stored).
+    #[schema(max_length = 500, min_length = 1)]
+    pub reason: String,
+}
+
+/// The resend's job, started (or found: the same `Idempotency-Key` starts one).
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct ResendStarted {
+    pub words: String,
+}

@@ -1,0 +1,194 @@
+//! `/api/v1/receiver`: incident tooling reads the receiver's state, pauses and resumes its
+//! deliveries, opens and closes its breaker, and resends a time window (docs/events.md),
+//! under the same rules as the Receiver page.
+
+use axum::extract::{Extension, Query, State};
+use axum::http::StatusCode;
+use axum::middleware::from_fn_with_state;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+
+use super::extract::{JsonBody, ReceiverRead, ReceiverWrite, Scoped};
+use super::idempotency::{self, ClaimedKey};
+use super::problem::Problem;
+use crate::model::outbox::ReceiverView;
+use crate::model::users::Role;
+use crate::server::contract::receiver::{
+    BreakerChange, PauseChange, ReceiverChanged, ReceiverState, ResendCounted, ResendRequest,
+    ResendStarted, ResendWindow,
+};
+use crate::server::services::events::breaker::BreakerId;
+use crate::server::services::events::controls::Control;
+use crate::server::services::events::pause::PauseId;
+use crate::server::services::events::resend::ResendScope;
+use crate::server::state::AppState;
+
+const BASE: &str = "/api/v1/receiver";
+
+pub fn routes(state: &AppState) -> Router<AppState> {
+    let write = || from_fn_with_state(state.clone(), idempotency::require_key);
+    Router::new()
+        .route(BASE, get(receiver))
+        .route(&format!("{BASE}/pause"), post(pause).route_layer(write()))
+        .route(
+            &format!("{BASE}/breaker"),
+            post(breaker).route_layer(write()),
+        )
+        .route(&format!("{BASE}/resends/count"), get(count_resend))
+        .route(
+            &format!("{BASE}/resends"),
+            post(resend).route_layer(write()),
+        )
+}
+
+/// The state in one word, from what the Receiver page shows.
+fn state_word(v: &ReceiverView) -> &'static str {
+    match (&v.waits, v.source.as_str()) {
+        (_, "none") => "none",
+        _ if !v.enabled => "off",
+        (Some(w), _) if w.breaker_id.is_some() => "breaker_open",
+        (Some(w), _) if w.pause_id.is_some() => "paused",
+        (Some(_), _) => "backing_off",
+        (None, _) => "delivering",
+    }
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/receiver",
+    tag = "receiver",
+    responses((status = 200, description = "OK", body = ReceiverState)),
+    security(("api_key" = ["receiver:read"])),
+)]
+/// The receiver's deliveries: delivering, paused, backing off, breaker open, off.
+pub(crate) async fn receiver(
+    State(state): State<AppState>,
+    _auth: Scoped<ReceiverRead>,
+) -> Result<Json<ReceiverState>, Problem> {
+    let v = state.events.receiver(Role::Viewer).await?;
+    let health = v.health.clone().unwrap_or_default();
+    let waits = v.waits.clone().unwrap_or_default();
+    Ok(Json(ReceiverState {
+        state: state_word(&v).into(),
+        waits: Some(waits.words).filter(|w| !w.is_empty()),
+        pause_id: waits.pause_id,
+        breaker_id: waits.breaker_id,
+        rate_per_second: state.config.events.receiver_rate,
+        url: v.url,
+        attempts_last_hour: health.attempts_last_hour,
+        delivered_last_hour: health.delivered_last_hour,
+        last_error: health.last_error,
+    }))
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/receiver/pause",
+    tag = "receiver",
+    request_body(content = PauseChange, content_type = "application/json"),
+    params(("Idempotency-Key" = String, Header, description = "Required: a unique value per request, sent again unchanged on retry")),
+    responses((status = 200, description = "Paused, or resumed", body = ReceiverChanged)),
+    security(("api_key" = ["receiver:write"])),
+)]
+/// Pauses the deliveries (no `pause_id`) or resumes the pause `pause_id`, with a reason:
+/// side effects wait in the outbox, nothing of their schedules spent.
+pub(crate) async fn pause(
+    State(state): State<AppState>,
+    auth: Scoped<ReceiverWrite>,
+    JsonBody(body): JsonBody<PauseChange>,
+) -> Result<Json<ReceiverChanged>, Problem> {
+    let control = match body.pause_id.as_deref().map(str::trim) {
+        None | Some("") => Control::Pause,
+        Some(id) => Control::Resume(PauseId::parse(id)?),
+    };
+    let actor = format!("api:{}", auth.principal.name);
+    let words = state.events.control(&control, &body.reason, &actor).await?;
+    Ok(Json(ReceiverChanged { words }))
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/receiver/breaker",
+    tag = "receiver",
+    request_body(content = BreakerChange, content_type = "application/json"),
+    params(("Idempotency-Key" = String, Header, description = "Required: a unique value per request, sent again unchanged on retry")),
+    responses((status = 200, description = "Opened, or closed", body = ReceiverChanged)),
+    security(("api_key" = ["receiver:write"])),
+)]
+/// Opens the breaker (no `breaker_id`) or closes the opening `breaker_id`, with a reason:
+/// while open, side effects park and one probe goes now and then.
+pub(crate) async fn breaker(
+    State(state): State<AppState>,
+    auth: Scoped<ReceiverWrite>,
+    JsonBody(body): JsonBody<BreakerChange>,
+) -> Result<Json<ReceiverChanged>, Problem> {
+    let control = match body.breaker_id.as_deref().map(str::trim) {
+        None | Some("") => Control::OpenBreaker,
+        Some(id) => Control::CloseBreaker(BreakerId::parse(id)?),
+    };
+    let actor = format!("api:{}", auth.principal.name);
+    let words = state.events.control(&control, &body.reason, &actor).await?;
+    Ok(Json(ReceiverChanged { words }))
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/receiver/resends/count",
+    tag = "receiver",
+    params(ResendWindow),
+    responses((status = 200, description = "OK", body = ResendCounted)),
+    security(("api_key" = ["receiver:read"])),
+)]
+/// How many side effects a resend of the window would send: count before you resend.
+pub(crate) async fn count_resend(
+    State(state): State<AppState>,
+    _auth: Scoped<ReceiverRead>,
+    Query(w): Query<ResendWindow>,
+) -> Result<Json<ResendCounted>, Problem> {
+    let text = |v: &Option<String>| v.clone().unwrap_or_default();
+    let scope = ResendScope::parse(
+        &text(&w.group),
+        &text(&w.action_type),
+        &text(&w.since),
+        &text(&w.until),
+        state.clock.now(),
+    )?;
+    let c = state.events.count_resend(&scope).await?;
+    Ok(Json(ResendCounted {
+        n: c.n,
+        words: c.words,
+    }))
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/receiver/resends",
+    tag = "receiver",
+    request_body(content = ResendRequest, content_type = "application/json"),
+    params(("Idempotency-Key" = String, Header, description = "Required: a unique value per request, sent again unchanged on retry")),
+    responses((status = 202, description = "The job started; the Outbox page follows it", body = ResendStarted)),
+    security(("api_key" = ["receiver:write"])),
+)]
+/// Sends the window's side effects again, each once, under its own `webhook-id`, as a job
+/// any console works: one job per `Idempotency-Key`.
+pub(crate) async fn resend(
+    State(state): State<AppState>,
+    auth: Scoped<ReceiverWrite>,
+    Extension(ClaimedKey(key)): Extension<ClaimedKey>,
+    JsonBody(body): JsonBody<ResendRequest>,
+) -> Result<Response, Problem> {
+    let scope = ResendScope::parse(
+        body.group.as_deref().unwrap_or_default(),
+        body.action_type.as_deref().unwrap_or_default(),
+        &body.since,
+        &body.until,
+        state.clock.now(),
+    )?;
+    let actor = format!("api:{}", auth.principal.name);
+    let words = state
+        .events
+        .start_resend(&scope, &body.reason, &actor, &key)
+        .await?;
+    Ok((StatusCode::ACCEPTED, Json(ResendStarted { words })).into_response())
+}
