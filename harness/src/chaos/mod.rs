@@ -13,6 +13,7 @@ mod checks;
 mod clients;
 mod hot;
 mod procs;
+mod resend;
 mod timers;
 
 use std::path::PathBuf;
@@ -297,6 +298,7 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
     }
 
     let started = Instant::now();
+    let storm_began = chrono::Utc::now();
     let stop = started + Duration::from_secs(opts.seconds);
     let give_up = stop + Duration::from_secs(opts.give_up_seconds);
     let tally = Arc::new(Tally::default());
@@ -361,6 +363,25 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
     let report = proxy.report();
     let settled = settle(&store).await;
     let drained = drain_outbox(&store, &config).await;
+    // Everything decided since the storm began resent, with consoles dying and DynamoDB
+    // failing under the job; then the outbox drains again.
+    let resent = match (opts.broken, &drained) {
+        (None, Ok(())) => Some(
+            async {
+                let s = resend::start(&own, &receiver, storm_began).await?;
+                let deadline = Instant::now() + Duration::from_secs(120);
+                disrupt(&mut rng, &proxy, &mut consoles, &mut hits).await?;
+                while !resend::finished(&store).await? && Instant::now() < deadline {
+                    disrupt(&mut rng, &proxy, &mut consoles, &mut hits).await?;
+                    tokio::time::sleep(Duration::from_millis(500 + rng.below(1500))).await;
+                }
+                drain_outbox(&store, &config).await?;
+                Ok::<_, String>(s)
+            }
+            .await,
+        ),
+        _ => None,
+    };
     for c in consoles.iter_mut() {
         c.stop(true);
     }
@@ -401,6 +422,11 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
         violations.push(format!(
             "the receiver's breaker opened {opened} times and closed {closed} times"
         ));
+    }
+    match &resent {
+        Some(Ok(s)) => violations.extend(resend::check(&store, &receiver, s).await?),
+        Some(Err(e)) => violations.push(format!("the resend: {e}")),
+        None => {}
     }
     violations.extend(timers::check(&store, timed.is_some()).await?);
     if let Some(started) = &automatic {
