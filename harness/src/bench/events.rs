@@ -18,13 +18,10 @@ pub async fn bench_events(
     config: &Config,
     n: usize,
 ) -> Result<Vec<serde_json::Value>, String> {
-    use ops_console::model::kill_switches::Switch;
     use ops_console::server::domain::events::decision::{ActionType, Mode};
     use ops_console::server::domain::events::parse;
     use ops_console::server::domain::events::state::ConversationState;
-    use ops_console::server::domain::kill_switches::ChangeRequest;
     use ops_console::server::services::events::{Events, Outcome as IngestOutcome};
-    use ops_console::server::services::kill_switches::{Origin, Switches, Ttls};
     use ops_console::server::store::events::{
         ActionRecord, ActionStatus, EventRecord, EventStatus, RecordKind,
     };
@@ -38,30 +35,7 @@ pub async fn bench_events(
         std::sync::Arc::new(config.clone()),
         seal,
     )?;
-    let ttls = Ttls {
-        audit_days: 1,
-        settings_days: 1,
-    };
-    let switches = Switches::new(store.clone(), clock.clone(), ttls);
-    let current = switches.load().await.map_err(|e| e.to_string())?;
-    let req = ChangeRequest {
-        switch: Switch::SafeMode,
-        enable: false,
-        expected_version: current.version,
-        reason: "benchmark".into(),
-        confirmed: true,
-        ends: None,
-        emergency: false,
-    };
-    let origin = Origin {
-        actor: "bench",
-        idempotency_key: "bench",
-        action_id: "bench",
-    };
-    switches
-        .change(&req, &origin)
-        .await
-        .map_err(|e| format!("{e:?}"))?;
+    safe_mode_off(store, &clock).await?;
 
     let mut plain = Series::new("events: plain puts, no conditions (baseline)");
     let mut fresh = Series::new("events: new event (claim, decide, 1 effect queued)");
@@ -240,7 +214,7 @@ pub async fn bench_ack(
 }
 
 /// A receiver that answers 204 after `delay_ms`.
-async fn slow_receiver(delay_ms: u64) -> Result<String, String> {
+pub(crate) async fn slow_receiver(delay_ms: u64) -> Result<String, String> {
     use axum::routing::post;
     let app = axum::Router::new().route(
         "/hook",
@@ -257,4 +231,39 @@ async fn slow_receiver(delay_ms: u64) -> Result<String, String> {
         let _ = axum::serve(listener, app).await;
     });
     Ok(format!("http://{addr}/hook"))
+}
+
+/// Safe mode off (the benchmarks' side effects are to be delivered, not held).
+pub(crate) async fn safe_mode_off(store: &Store, clock: &Clock) -> Result<(), String> {
+    use ops_console::model::kill_switches::Switch;
+    use ops_console::server::domain::kill_switches::ChangeRequest;
+    use ops_console::server::services::kill_switches::{Origin, Switches, Ttls};
+    let ttls = Ttls {
+        audit_days: 1,
+        settings_days: 1,
+    };
+    let switches = Switches::new(store.clone(), clock.clone(), ttls);
+    let current = switches.load().await.map_err(|e| e.to_string())?;
+    if !current.safe_mode.enabled {
+        return Ok(());
+    }
+    let req = ChangeRequest {
+        switch: Switch::SafeMode,
+        enable: false,
+        expected_version: current.version,
+        reason: "benchmark".into(),
+        confirmed: true,
+        ends: None,
+        emergency: false,
+    };
+    let origin = Origin {
+        actor: "bench",
+        idempotency_key: "bench",
+        action_id: "bench",
+    };
+    switches
+        .change(&req, &origin)
+        .await
+        .map_err(|e| format!("{e:?}"))?;
+    Ok(())
 }

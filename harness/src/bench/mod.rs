@@ -4,6 +4,7 @@
 //! go to `target/bench/report.json`.
 
 mod conversations;
+mod delivery;
 mod engine;
 mod events;
 mod inbox;
@@ -92,7 +93,7 @@ impl Series {
 pub struct Options {
     /// Calls per series.
     pub n: usize,
-    /// Parts to run (`engine`, `events`, `ack`, `measurements`, `inbox`, `conversations`,
+    /// Parts to run (`engine`, `events`, `delivery`, `ack`, `measurements`, `inbox`, `conversations`,
     /// `signin`, `pages`); empty: all.
     pub only: Vec<String>,
     /// Conversation counts the search latency is measured at.
@@ -138,6 +139,10 @@ pub async fn run(opts: &Options) -> Result<(), String> {
     if wants("events") {
         let rows = events::bench_events(&store, &config, opts.n).await?;
         report.insert("events".into(), Value::Array(rows));
+    }
+    if wants("delivery") {
+        let rows = delivery::bench_delivery(&store, &config, opts.n).await?;
+        report.insert("delivery".into(), Value::Array(rows));
     }
     if wants("ack") {
         let rows = events::bench_ack(&store, &config, opts.n).await?;
