@@ -43,6 +43,16 @@ async fn incident_tooling_pauses_resumes_and_works_the_breaker_under_its_scope()
         )
         .await;
     assert_eq!(no_reason.status, 400, "{}", no_reason.body);
+    // A resume whose id came out empty is refused, never taken for a pause.
+    let empty_id = app
+        .post_json_with_key_header(
+            "/api/v1/receiver/pause",
+            &writer,
+            "k-00",
+            json!({"reason": "done", "pause_id": ""}).to_string(),
+        )
+        .await;
+    assert_eq!(empty_id.status, 400, "{}", empty_id.body);
     assert_eq!(state(reader.clone()).await.json()["state"], "delivering");
 
     // Paused once, whatever the retries.
@@ -136,6 +146,22 @@ async fn a_window_is_counted_and_resent_once_per_idempotency_key() {
         .await;
     assert_eq!(bad.status, 400, "{}", bad.body);
     assert_eq!(bad.json()["field"], "since", "{}", bad.body);
+    // Past year 9999, or ended before anything still kept: a 400, never a 500.
+    for (query, field) in [
+        ("since=2026-01-01T00:00&until=%2B10000-01-01T00:00", "until"),
+        ("since=2001-01-01T00:00&until=2001-01-02T00:00", "until"),
+    ] {
+        let a = app
+            .api(
+                "GET",
+                &format!("/api/v1/receiver/resends/count?{query}"),
+                &writer,
+                None,
+            )
+            .await;
+        assert_eq!(a.status, 400, "{query}: {}", a.body);
+        assert_eq!(a.json()["field"], field, "{query}: {}", a.body);
+    }
     let path = format!(
         "/api/v1/receiver/resends/count?since={}&until={}",
         at(since),

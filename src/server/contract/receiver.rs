@@ -33,7 +33,8 @@ pub struct PauseChange {
     /// Why (redacted before it is stored).
     #[schema(max_length = 500, min_length = 1)]
     pub reason: String,
-    /// The pause to end, as `GET /api/v1/receiver` showed it.
+    /// The pause to end, as `GET /api/v1/receiver` showed it; absent to pause (an empty
+    /// one is refused, never read as a pause).
     #[serde(default)]
     pub pause_id: Option<String>,
 }
@@ -44,7 +45,8 @@ pub struct BreakerChange {
     /// Why (redacted before it is stored).
     #[schema(max_length = 500, min_length = 1)]
     pub reason: String,
-    /// The opening to close, as `GET /api/v1/receiver` showed it.
+    /// The opening to close, as `GET /api/v1/receiver` showed it; absent to open (an empty
+    /// one is refused).
     #[serde(default)]
     pub breaker_id: Option<String>,
 }

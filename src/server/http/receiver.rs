@@ -98,9 +98,11 @@ pub(crate) async fn pause(
     auth: Scoped<ReceiverWrite>,
     JsonBody(body): JsonBody<PauseChange>,
 ) -> Result<Json<ReceiverChanged>, Problem> {
-    let control = match body.pause_id.as_deref().map(str::trim) {
-        None | Some("") => Control::Pause,
-        Some(id) => Control::Resume(PauseId::parse(id)?),
+    // Absent: a pause. Present, even empty, names the pause to end (an empty one is a
+    // 400, never a pause a client did not ask for).
+    let control = match body.pause_id.as_deref() {
+        None => Control::Pause,
+        Some(id) => Control::Resume(PauseId::parse(id.trim())?),
     };
     let actor = format!("api:{}", auth.principal.name);
     let words = state.events.control(&control, &body.reason, &actor).await?;
@@ -123,9 +125,9 @@ pub(crate) async fn breaker(
     auth: Scoped<ReceiverWrite>,
     JsonBody(body): JsonBody<BreakerChange>,
 ) -> Result<Json<ReceiverChanged>, Problem> {
-    let control = match body.breaker_id.as_deref().map(str::trim) {
-        None | Some("") => Control::OpenBreaker,
-        Some(id) => Control::CloseBreaker(BreakerId::parse(id)?),
+    let control = match body.breaker_id.as_deref() {
+        None => Control::OpenBreaker,
+        Some(id) => Control::CloseBreaker(BreakerId::parse(id.trim())?),
     };
     let actor = format!("api:{}", auth.principal.name);
     let words = state.events.control(&control, &body.reason, &actor).await?;

@@ -96,10 +96,9 @@ impl Events {
     pub async fn start_bulk(&self, group: &str, req: BulkRequest) -> Result<JobView, AppError> {
         let (g, mv) = req.op.group_and_move(group_named(group)?)?;
         self.refuse_under_safe_mode(mv).await?;
-        let reason = redact::redact(req.reason.trim());
-        if reason.is_empty() {
-            return Err(AppError::invalid("reason", "Say why."));
-        }
+        // Said, and at most 500 characters: it is copied into every move's audit record.
+        let reason =
+            redact::redact(crate::model::kill_switches::Reason::parse(&req.reason)?.as_str());
         let now = self.clock.now();
         let total = outbox_reads::count(&self.store, g, &req.filter).await? as i64;
         // One job per form and operation: a double click finds the first.
@@ -208,6 +207,8 @@ impl Events {
             cause: job.cause.clone(),
             action_type: job.action_type.clone(),
             window: job.since_ms.zip(job.until_ms),
+            // A resend sends nothing past its retention that TTL has not deleted yet.
+            alive_at: (job.op == JobOp::Resend).then(|| self.clock.now().timestamp()),
             ..Filter::default()
         };
         // What was in the group when the job began, and only that.

@@ -5,7 +5,7 @@
 //! which resends each action once: the move is conditioned on the action not carrying the
 //! job's key already.
 
-use chrono::{DateTime, NaiveDateTime, Utc};
+use chrono::{DateTime, Datelike, NaiveDateTime, Utc};
 
 use super::ingest::Events;
 use super::outbox::BulkRequest;
@@ -29,13 +29,18 @@ pub struct ResendScope {
 /// A time as a form sends it (`2026-11-27T14:00`, seconds optional; UTC) or RFC 3339.
 fn moment(field: &'static str, text: &str) -> Result<DateTime<Utc>, AppError> {
     let text = text.trim();
-    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
-        return Ok(t.with_timezone(&Utc));
-    }
-    ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"]
-        .iter()
-        .find_map(|f| NaiveDateTime::parse_from_str(text, f).ok())
-        .map(|t| t.and_utc())
+    let parsed = DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .ok()
+        .or_else(|| {
+            ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"]
+                .iter()
+                .find_map(|f| NaiveDateTime::parse_from_str(text, f).ok())
+                .map(|t| t.and_utc())
+        });
+    // Four-digit years only: records write times as text, and `+10000-…` sorts before them.
+    parsed
+        .filter(|t| (2000..=9999).contains(&t.year()))
         .ok_or_else(|| AppError::invalid(field, "A time like 2026-11-27T14:00 (UTC)."))
 }
 
@@ -113,10 +118,29 @@ impl ResendScope {
 }
 
 impl Events {
+    /// `scope`'s filter, refused when its window ends before anything still kept begins
+    /// (`events.outbox_days`): such a window can only read the whole group to find nothing.
+    fn resend_filter(&self, scope: &ResendScope) -> Result<Filter, AppError> {
+        let now = self.clock.now();
+        if scope.until < now - chrono::Duration::days(self.config.events.outbox_days) {
+            return Err(AppError::invalid(
+                "until",
+                format!(
+                    "Side effects are kept {} days: this window ended before then.",
+                    self.config.events.outbox_days
+                ),
+            ));
+        }
+        Ok(Filter {
+            alive_at: Some(now.timestamp()),
+            ..scope.filter()
+        })
+    }
+
     /// How many a resend of `scope` would send, in words: what the page shows before it
     /// asks for a reason.
     pub async fn count_resend(&self, scope: &ResendScope) -> Result<ResendCount, AppError> {
-        let c = outbox_reads::tally(&self.store, scope.group, &scope.filter()).await?;
+        let c = outbox_reads::tally(&self.store, scope.group, &self.resend_filter(scope)?).await?;
         Ok(ResendCount {
             n: c.n,
             words: scope.words(c.n, c.exact),
@@ -135,7 +159,7 @@ impl Events {
     ) -> Result<String, AppError> {
         let req = BulkRequest {
             op: JobOp::Resend,
-            filter: scope.filter(),
+            filter: self.resend_filter(scope)?,
             reason: reason.to_string(),
             actor: actor.to_string(),
             form_key: form_key.to_string(),
@@ -192,6 +216,14 @@ mod tests {
             ("", "", "yesterday", "2026-11-27T15:00", "since"),
             ("", "", "2026-11-27T15:00", "2026-11-27T14:00", "until"),
             ("", "", "2026-11-27T16:00", "2026-11-27T17:00", "since"),
+            ("", "", "2026-11-27T14:00", "+10000-01-01T00:00", "until"),
+            (
+                "",
+                "",
+                "2026-11-27T14:00",
+                "+10000-01-01T00:00:00Z",
+                "until",
+            ),
         ] {
             let e = ResendScope::parse(group, kind, since, until, now()).unwrap_err();
             assert!(

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::outbox::{Group, SHARDS};
 use super::ActionRecord;
-use crate::server::store::item::{decode, s};
+use crate::server::store::item::{decode, n, s};
 use serde_json::Value;
 
 use crate::server::store::cursor;
@@ -25,6 +25,8 @@ pub struct Filter {
     /// Those made within these milliseconds (both ends included): when their event was
     /// decided, which a resend does not change.
     pub window: Option<(i64, i64)>,
+    /// Those not past their expiry at this time (seconds): TTL deletes days late.
+    pub alive_at: Option<i64>,
 }
 
 impl Filter {
@@ -61,6 +63,9 @@ fn spec(store: &Store, group: Group, shard: u32, filter: &Filter, due_by: Option
                 .unwrap_or_default()
         };
         filters.push(("created_at", Cond::Between(s(iso(from)), s(iso(to)))));
+    }
+    if let Some(now) = filter.alive_at {
+        filters.push(("expires_at", Cond::Between(n(now + 1), n(i64::MAX))));
     }
     Spec {
         table: store.table(MW_IDEMPOTENCY.base),
@@ -128,7 +133,10 @@ pub async fn list_shard(
     limit: usize,
     before_ms: i64,
 ) -> Result<Vec<ActionRecord>, StoreError> {
-    let spec = spec(store, group, shard, filter, Some(before_ms - 1));
+    let mut spec = spec(store, group, shard, filter, Some(before_ms - 1));
+    // Oldest first: what a job moved leaves the front, so each pass finds the next matches
+    // at once instead of reading past the whole group to reach them.
+    spec.ascending = true;
     // A filter that matches rarely may find nothing in a page's reads: read on to the end of
     // the shard rather than take an empty page for "nothing left".
     let mut found = Vec::new();
