@@ -368,7 +368,7 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
     let resent = match (opts.broken, &drained) {
         (None, Ok(())) => Some(
             async {
-                let s = resend::start(&own, &receiver, storm_began).await?;
+                let s = resend::start(&own, &store, &receiver, storm_began).await?;
                 let deadline = Instant::now() + Duration::from_secs(120);
                 disrupt(&mut rng, &proxy, &mut consoles, &mut hits).await?;
                 while !resend::finished(&store).await? && Instant::now() < deadline {

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use hyper::Method;
 use serde_json::{json, Value};
 use tokio::time::Instant;
@@ -21,11 +21,20 @@ use ops_console::server::store::many::scan_json;
 use ops_console::server::store::schema::{MW_AUDIT_ACTIONS, MW_IDEMPOTENCY};
 use ops_console::server::store::Store;
 
-/// A resend started: its window, and what the receiver had taken before it.
+/// A resend started: what it is to take (the side effects delivered when it started and
+/// decided in its window: dead ones are not asked for), and what the receiver had taken
+/// before it.
 pub struct Started {
-    since: String,
-    until: String,
+    chosen: BTreeSet<String>,
+    /// Decided in the window but not delivered when it started.
+    other: usize,
     before: HashMap<String, u32>,
+}
+
+fn moment(v: &Value) -> Option<DateTime<Utc>> {
+    v.as_str()
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&Utc))
 }
 
 /// A moment to the second, as the console and the records write it.
@@ -36,10 +45,27 @@ fn second(t: DateTime<Utc>) -> String {
 /// Resends what was decided from `since` to now; answers once a console took it.
 pub async fn start(
     http: &Http,
+    store: &Store,
     receiver: &Receiver,
     since: DateTime<Utc>,
 ) -> Result<Started, String> {
-    let (since, until) = (second(since), second(Utc::now()));
+    // Whole seconds, as sent: both ends included, compared as times, never as text.
+    let (from, to) = (since.trunc_subsecs(0), Utc::now().trunc_subsecs(0));
+    let (since, until) = (second(from), second(to));
+    let mw = scan_json(store, MW_IDEMPOTENCY.base)
+        .await
+        .map_err(|e| e.to_string())?;
+    let in_window: Vec<&Value> = mw
+        .iter()
+        .filter(|r| r["kind"] == "action")
+        .filter(|r| moment(&r["created_at"]).is_some_and(|t| from <= t && t <= to))
+        .collect();
+    let chosen: BTreeSet<String> = in_window
+        .iter()
+        .filter(|r| r["status"] == "delivered")
+        .map(|r| text(r, "event_id").to_string())
+        .collect();
+    let other = in_window.len() - chosen.len();
     let before = receiver.seen.lock().map(|m| m.clone()).unwrap_or_default();
     let body = json!({"since": since, "until": until, "reason": "chaos: the storm again"});
     let give_up = Instant::now() + Duration::from_secs(60);
@@ -54,8 +80,8 @@ pub async fn start(
         .await
     {
         Some((202, _)) => Ok(Started {
-            since,
-            until,
+            chosen,
+            other,
             before,
         }),
         other => Err(format!("the resend: unexpected {other:?}")),
@@ -98,16 +124,7 @@ pub async fn check(store: &Store, receiver: &Receiver, s: &Started) -> Result<Ve
             other.len()
         )),
     }
-    // Decided in the window (both ends included, to the second).
-    let end = format!("{}\u{ff}", s.until.trim_end_matches('Z'));
-    let chosen: BTreeSet<&str> = mw
-        .iter()
-        .filter(|r| r["kind"] == "action")
-        .filter(|r| {
-            text(r, "created_at") >= s.since.as_str() && text(r, "created_at") < end.as_str()
-        })
-        .map(|r| text(r, "event_id"))
-        .collect();
+    let chosen: BTreeSet<&str> = s.chosen.iter().map(String::as_str).collect();
     let mut moved: BTreeMap<&str, usize> = BTreeMap::new();
     for a in audits
         .iter()
@@ -154,8 +171,9 @@ pub async fn check(store: &Store, receiver: &Receiver, s: &Started) -> Result<Ve
         v.push(format!("{key} was resent, but not decided in the window"));
     }
     println!(
-        "  resend of a window: {} side effects decided in it, {} moved by the job",
+        "  resend of a window: {} side effects decided in it and delivered when it started ({} others not), {} moved by the job",
         chosen.len(),
+        s.other,
         moved.len()
     );
     Ok(v)

@@ -209,6 +209,7 @@ impl Events {
             window: job.since_ms.zip(job.until_ms),
             // A resend sends nothing past its retention that TTL has not deleted yet.
             alive_at: (job.op == JobOp::Resend).then(|| self.clock.now().timestamp()),
+            not_resent_by: (job.op == JobOp::Resend).then(|| job.event_id.clone()),
             ..Filter::default()
         };
         // What was in the group when the job began, and only that.

@@ -27,6 +27,9 @@ pub struct Filter {
     pub window: Option<(i64, i64)>,
     /// Those not past their expiry at this time (seconds): TTL deletes days late.
     pub alive_at: Option<i64>,
+    /// Those this resend job has not moved already (its key): a redelivery stamped by a
+    /// console whose clock runs behind would otherwise be listed, and refused, every pass.
+    pub not_resent_by: Option<String>,
 }
 
 impl Filter {
@@ -64,6 +67,10 @@ fn spec(store: &Store, group: Group, shard: u32, filter: &Filter, due_by: Option
         };
         filters.push(("created_at", Cond::Between(s(iso(from)), s(iso(to)))));
     }
+    if let Some(job) = &filter.not_resent_by {
+        // Also true where the attribute is absent (never resent).
+        filters.push(("resend_job", Cond::Ne(s(job))));
+    }
     if let Some(now) = filter.alive_at {
         filters.push(("expires_at", Cond::Between(n(now + 1), n(i64::MAX))));
     }
@@ -91,12 +98,18 @@ fn sk_between(window: Option<(i64, i64)>, due_by: Option<i64>) -> Option<Cond> {
         (None, Some(by)) => Some(Cond::Lt(key(by.saturating_add(1)))),
         (Some((from, _)), by) => {
             // No key equals a bare time (keys are `<time>#<key>`): these bounds hold every
-            // key from `from` up to the end of `by`.
+            // key from `from` (less the clocks' skew: the console that delivered may run
+            // behind the one that decided) up to the end of `by`.
             let end = by.map_or(LAST_MS, |b| b.saturating_add(1));
+            let from = from.saturating_sub(CLOCK_SKEW_MS);
             Some(Cond::Between(key(from.min(end)), key(end)))
         }
     }
 }
+
+/// How far behind another console's clock a console's may run, at most, as the window's
+/// reads allow for it.
+const CLOCK_SKEW_MS: i64 = 300_000;
 
 /// The last millisecond a 13-digit sort key holds.
 const LAST_MS: i64 = 9_999_999_999_999;
