@@ -78,7 +78,7 @@ fn spec(store: &Store, group: Group, shard: u32, filter: &Filter, due_by: Option
         table: store.table(MW_IDEMPOTENCY.base),
         index: Some(OUTBOX_INDEX),
         pk: ("outbox", s(group.partition(shard))),
-        sk: sk_between(filter.window, due_by).map(|c| ("outbox_sk", c)),
+        sk: super::window::sk_between(filter.window, due_by).map(|c| ("outbox_sk", c)),
         filters,
         // Due: the next one first; held and dead: the newest first.
         ascending: group == Group::Due,
@@ -86,33 +86,6 @@ fn spec(store: &Store, group: Group, shard: u32, filter: &Filter, due_by: Option
         projection: None,
     }
 }
-
-/// The sort-key condition: entered the group by `due_by` (every key before the next
-/// millisecond's), and, with a `window`, not before it began (an action enters a group
-/// after it was made). A window that began after `due_by` matches nothing (never a
-/// reversed range, which DynamoDB refuses).
-fn sk_between(window: Option<(i64, i64)>, due_by: Option<i64>) -> Option<Cond> {
-    let key = |ms: i64| s(format!("{:013}", ms.max(0)));
-    match (window, due_by) {
-        (None, None) => None,
-        (None, Some(by)) => Some(Cond::Lt(key(by.saturating_add(1)))),
-        (Some((from, _)), by) => {
-            // No key equals a bare time (keys are `<time>#<key>`): these bounds hold every
-            // key from `from` (less the clocks' skew: the console that delivered may run
-            // behind the one that decided) up to the end of `by`.
-            let end = by.map_or(LAST_MS, |b| b.saturating_add(1));
-            let from = from.saturating_sub(CLOCK_SKEW_MS);
-            Some(Cond::Between(key(from.min(end)), key(end)))
-        }
-    }
-}
-
-/// How far behind another console's clock a console's may run, at most, as the window's
-/// reads allow for it.
-const CLOCK_SKEW_MS: i64 = 300_000;
-
-/// The last millisecond a 13-digit sort key holds.
-const LAST_MS: i64 = 9_999_999_999_999;
 
 fn decode_all(items: Vec<query::Item>, table: &str) -> Result<Vec<ActionRecord>, StoreError> {
     items.into_iter().map(|i| decode(i, table)).collect()
