@@ -20,7 +20,7 @@ test.describe('resend', () => {
       await signIn(page, 'operator', '/outbox/receiver');
       await ready(page);
       const section = page.getByRole('region', { name: 'Resend' });
-      const ask = section.getByTestId('resend-count-form');
+      const ask = section.locator('form').first();
       await ask.getByLabel('From (UTC)').fill(utc(since));
       await ask.getByLabel('To (UTC)').fill(utc(until));
       await ask.getByRole('button', { name: 'Count' }).click();

@@ -176,8 +176,6 @@ pub fn operation(scope: &str) -> (String, &'static str) {
             "accounts.reset_password" => named("Reset a password", CONSOLE),
             "accounts.create_api_key" => named("Create an API key", CONSOLE),
             "accounts.revoke_api_key" => named("Revoke an API key", CONSOLE),
-            "receiver.pause" => named("Pause or resume the receiver", CONSOLE),
-            "receiver.breaker" => named("Open or close the receiver's breaker", CONSOLE),
             other => (other.to_string(), CONSOLE),
         };
     };
@@ -202,9 +200,7 @@ pub fn operation(scope: &str) -> (String, &'static str) {
         }
         "POST /api/v1/measurements" => "Post a measurement",
         "POST /api/v1/measurements/batch" => "Post measurements in a batch",
-        "POST /api/v1/receiver/pause" => "Pause or resume the receiver",
-        "POST /api/v1/receiver/breaker" => "Open or close the receiver's breaker",
-        "POST /api/v1/receiver/resends" => "Resend a time window",
+        r if r.starts_with("POST /api/v1/receiver/") => "Change the receiver",
         other => return (other.to_string(), REST),
     };
     named(name, REST)

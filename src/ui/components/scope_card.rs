@@ -58,7 +58,7 @@ pub fn ScopeCard(s: ScopeHealth) -> impl IntoView {
                     </div>
                 }).collect_view()}
             </dl>
-            <p class="mt-1 text-xs text-slate-500">"Failures: the operation did not happen (an error of ours or a dependency's). Client errors: it refused on purpose (a 409 for the same id with another payload, an invalid request); they are not in the failure rate."</p>
+            <p class="mt-1 text-xs text-slate-500">"Failures: it did not happen. Client errors: refused on purpose, not failures."</p>
             <Chart series />
         </section>
     }

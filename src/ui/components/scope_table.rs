@@ -39,7 +39,7 @@ pub fn ScopeTable(scopes: Vec<ScopeHealth>) -> impl IntoView {
             {rows}
         </DataTable>
         <p class="mt-1 text-xs text-slate-500">
-            "Sparklines by hour, oldest on the left. Requests share one scale (the busiest hour of any scope); rates run from 0 to 100 %, the dashed line is the scope's alert threshold. A rate is red past its threshold, amber within a fifth of it, green below."
+            "Requests per hour on one scale; the dashed line is the alert threshold."
         </p>
     }
     .into_any()

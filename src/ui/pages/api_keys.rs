@@ -75,7 +75,7 @@ fn ApiKeys(
     };
     view! {
         <h2 id="api-keys" class="mt-10 text-lg font-semibold">"API keys"</h2>
-        <p class="mt-1 text-sm text-slate-600">"For the helpdesk webhook, channel processors, inbox apps and devices. A key is shown once, when it is made; the console keeps only its hash."</p>
+        <p class="mt-1 text-sm text-slate-600">"A key is shown once; the console keeps only its hash."</p>
         {table}
         <CreateKeyForm scopes create form_key />
     }

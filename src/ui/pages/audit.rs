@@ -50,7 +50,7 @@ pub fn AuditPage() -> impl IntoView {
     view! {
         <Title text="Audit" />
         <h1 class="text-2xl font-semibold">"Audit"</h1>
-        <p class="mt-1 text-sm text-slate-600">"By conversation, action type, day and time range (in your time zone; in UTC where the page runs without JavaScript), in any combination; newest first."</p>
+        <p class="mt-1 text-sm text-slate-600">"Newest first."</p>
         <AuditFilters />
         <AsyncSection load=move || rows spacing="mt-4" let:page>
             {

@@ -40,7 +40,7 @@ pub fn IdempotencyPage() -> impl IntoView {
         <Title text="Idempotency" />
         <h1 class="text-2xl font-semibold">"Idempotency"</h1>
         <p class="mt-1 text-sm text-slate-600">
-            "How the engine that keeps every write exactly-once is doing, per scope. Rates: cache hit = replays / requests; stale takeover and failure = per operation run."
+            "How the exactly-once engine is doing, per scope."
         </p>
         <KeyLookup />
         <CorrelationLookup />
@@ -49,7 +49,7 @@ pub fn IdempotencyPage() -> impl IntoView {
             <ScopeCards scopes=h.scopes />
         </AsyncSection>
         <h2 class="mt-10 text-lg font-semibold">"Stuck keys"</h2>
-        <p class="text-sm text-slate-600">"Started, and older than their scope's stale threshold: the next request takes them over."</p>
+        <p class="text-sm text-slate-600">"Older than their stale threshold: the next request takes them over."</p>
         <AsyncSection load=move || stuck let:page>
             <KeyTable page label="Stuck keys" param="stuck" />
         </AsyncSection>
@@ -101,7 +101,7 @@ fn KeyLookup() -> impl IntoView {
                     keys
                     asked=!get("raw").trim().is_empty()
                     label="Keys found"
-                    none="This client sent no request with this key, or sent it more than a day ago (keys are kept 24 hours by default): check the client and the key as it was sent."
+                    none="No request with this key in the last day."
                     none_id="lookup-none"
                 />
             </AsyncSection>

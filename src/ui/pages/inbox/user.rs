@@ -112,7 +112,7 @@ fn Feed(v: UserView, mark: FormAction<String>, tenant: String, inbox: String) ->
     );
     let warning = v.can_write.then(|| view! {
         <p class="mt-3 rounded border border-amber-300 bg-amber-50 px-3 py-2 text-sm text-amber-900" data-testid="view-as-warning">
-            "You are viewing this user's own inbox: marking a message read here changes what they see, as if they had read it in their app."
+            "This user's own inbox: marking read here marks it for them."
         </p>
     });
     view! {

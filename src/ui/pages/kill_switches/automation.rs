@@ -40,7 +40,7 @@ pub fn KillSwitchAutomationPage() -> impl IntoView {
         <a href="/kill-switches" class="text-sm text-sky-800 underline">"← Kill switches"</a>
         <h1 class="mt-2 text-2xl font-semibold">"Kill switch automation"</h1>
         <p class="mt-1 text-sm text-slate-600">
-            "What moves a switch without a person: trips and trigger URLs (towards safety only), and scheduled changes."
+            "Trips, trigger URLs (towards safety only) and scheduled changes."
         </p>
         <AsyncSection load=move || automation spacing="mt-4" let:a>
             <Trips trips=a.trips form_key=a.can_change.then(|| a.form_key.clone()) change=trip />

@@ -31,7 +31,7 @@ pub fn Triggers(
     view! {
         <h2 class="mt-10 text-lg font-semibold">"Trigger URLs"</h2>
         <p class="mt-1 text-sm text-slate-600">
-            "An outside monitor (Alertmanager, any tool that can post) calls a switch's secret URL to move it to its safe position. A resolved alert changes nothing."
+            "A monitor posts to a secret URL to move its switch to safety."
         </p>
         <div class="mt-3 space-y-2">
             <OneTimeResult value=Signal::derive(move || rotate.value().get()) what="trigger URL" />

@@ -91,7 +91,7 @@ pub fn OutboxPage() -> impl IntoView {
         <Title text="Outbox" />
         <h1 class="text-2xl font-semibold">"Outbox"</h1>
         <p class="mt-1 text-sm text-slate-600">
-            "Side effects on their way to the receiver. Every console delivers; each is sent until the receiver takes it, then never again."
+            "Side effects on their way to the receiver."
         </p>
         <Results actions />
         <AsyncSection load=move || data spacing="mt-4" let:page>
@@ -144,7 +144,7 @@ fn Results(actions: Actions) -> impl IntoView {
 fn Outbox(page: OutboxView, actions: Actions, group: String, selected: Selected) -> impl IntoView {
     let safe = page.safe_mode.then(|| view! {
         <p role="status" class="mt-4 rounded border border-amber-300 bg-amber-50 px-3 py-2 text-sm text-amber-900">
-            "Safe mode is on: side effects that come due are held here until an operator releases or discards them."
+            "Safe mode is on: side effects are held here until released or discarded."
         </p>
     });
     let OutboxView {

@@ -178,7 +178,7 @@ fn Receiver(receiver: ReceiverView, actions: Actions) -> impl IntoView {
                     <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-sm text-white">"Save receiver"</button>
                 </PostForm>
                 <h3 class="mt-4 text-sm font-semibold">"Signing secrets"</h3>
-                <p class="text-xs text-slate-500">"Every secret signs each message; add the new one, give it to the receiver, then retire the old one."</p>
+                <p class="text-xs text-slate-500">"Add the new secret, give it to the receiver, then retire the old one."</p>
                 <SecretList secrets version=version_list actions />
                 <div class="mt-3 flex gap-3">
                     <PostForm action=actions.add>

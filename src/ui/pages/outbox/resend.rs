@@ -6,14 +6,15 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::resend::count_resend;
-use crate::model::outbox::{ResendCount, ACTION_TYPES};
+use crate::model::outbox::ResendCount;
 use crate::model::AppError;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::form::FormKey;
 use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::data::page_data;
 
-const INPUT: &str = "mt-1 block rounded border border-slate-300 px-2 py-1 text-sm";
+// Class strings the Receiver page has already: page text is in the shell, once each.
+const INPUT: &str = "rounded border border-slate-300 px-2 py-1 text-sm";
 
 /// What the address asks to count: group, kind, since, until.
 type Asked = (String, String, String, String);
@@ -36,27 +37,14 @@ pub(super) fn Resend(action: FormAction<String>) -> impl IntoView {
         }
         count_resend(g, t, s, u).await.map(Some)
     });
-    let kinds = ACTION_TYPES
-        .iter()
-        .map(|k| view! { <option value=*k selected=move || field("action_type") == *k>{*k}</option> })
-        .collect_view();
     view! {
         <section aria-label="Resend" class="mt-6 rounded-lg border border-slate-200 bg-white p-5 shadow-sm">
-            <h2 class="text-lg font-semibold">"Resend a time window"</h2>
-            <p class="mt-1 text-sm text-slate-600">"Side effects the receiver took (or that died) in a window, sent again with their own webhook-id, so the receiver drops what it already has. Count first."</p>
-            <form method="get" action="/outbox/receiver" class="mt-3 flex flex-wrap items-end gap-3 text-sm" data-testid="resend-count-form">
+            <form method="get" action="/outbox/receiver" class="mt-3 flex flex-wrap items-end gap-3">
                 <div>
                     <label for="resend-group">"Status"</label>
                     <select id="resend-group" name="group" class=INPUT>
                         <option value="delivered">"delivered"</option>
-                        <option value="dead" selected=move || field("group") == "dead">"dead letters"</option>
-                    </select>
-                </div>
-                <div>
-                    <label for="resend-kind">"Kind"</label>
-                    <select id="resend-kind" name="action_type" class=INPUT>
-                        <option value="">"every kind"</option>
-                        {kinds}
+                        <option value="dead" selected=move || field("group") == "dead">"dead"</option>
                     </select>
                 </div>
                 <div>
@@ -67,7 +55,7 @@ pub(super) fn Resend(action: FormAction<String>) -> impl IntoView {
                     <label for="resend-until">"To (UTC)"</label>
                     <input id="resend-until" type="datetime-local" step="1" name="until" required value=move || field("until") class=INPUT />
                 </div>
-                <button type="submit" class="rounded border border-slate-300 px-3 py-1">"Count"</button>
+                <button type="submit" class="rounded border border-slate-300 px-3 py-1 text-sm">"Count"</button>
             </form>
             <AsyncSection load=move || count spacing="mt-3" let:found>
                 {found.map(|c| view! { <Start count=c asked=asked() action /> })}

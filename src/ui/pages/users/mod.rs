@@ -170,7 +170,7 @@ fn AddUserForm(add: FormAction<OneTime>, form_key: String) -> impl IntoView {
                     <select id="new-user-role" name="role" class="mt-1 block rounded border border-slate-300 px-2 py-1">{options}</select>
                 </div>
                 <div class="mt-6"><SecretSubmit label="Add user" /></div>
-                <p class="basis-full text-xs text-slate-500">"The console makes a one-time password and shows it to you once; give it to them in person or by a channel you trust, and reset it if it is lost."</p>
+                <p class="basis-full text-xs text-slate-500">"A one-time password, shown to you once."</p>
             </PostForm>
         </details>
     }
