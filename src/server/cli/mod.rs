@@ -70,10 +70,14 @@ enum Command {
 
 #[derive(Subcommand)]
 enum Aws {
-    /// Print a CloudFormation template (JSON) for every table.
+    /// Print a CloudFormation template (JSON) for every table, or for the whole service.
     Cloudformation {
         #[command(flatten)]
         tables: Tables,
+        /// The whole service: the tables, the console on ECS Fargate behind a load
+        /// balancer, its secrets and its alarms (docs/operations.md, "Running on AWS").
+        #[arg(long)]
+        service: bool,
     },
     /// Print the least-privilege IAM policy (JSON) on the environment's tables.
     IamPolicy {
@@ -148,8 +152,16 @@ pub async fn run(raw: Vec<String>) -> ExitCode {
     };
     let command = match cli.command.unwrap_or(Command::Serve) {
         Command::Aws { what } => {
-            print_json(&aws(what));
-            return ExitCode::SUCCESS;
+            return match aws(what) {
+                Ok(v) => {
+                    print_json(&v);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("ops-console: {e}");
+                    ExitCode::from(2)
+                }
+            };
         }
         other => other,
     };
@@ -190,11 +202,23 @@ pub async fn run(raw: Vec<String>) -> ExitCode {
 }
 
 /// The deploy kit needs no settings and no DynamoDB: only the tables' names.
-fn aws(what: Aws) -> serde_json::Value {
-    use crate::server::deploy::{cloudformation, iam};
+fn aws(what: Aws) -> Result<serde_json::Value, String> {
+    use crate::server::deploy::{cloudformation, iam, service};
     let names = |t: &Tables| TableNames::new(&t.table_prefix, t.env.as_str());
     match what {
-        Aws::Cloudformation { tables } => cloudformation::template(&names(&tables), tables.env),
+        Aws::Cloudformation {
+            tables,
+            service: true,
+        } if tables.env == Environment::Dev => Err(
+            "the service runs staging or prod: dev runs on one machine, on an embedded DynamoDB Local (`make run`)".into(),
+        ),
+        Aws::Cloudformation {
+            tables,
+            service: true,
+        } => Ok(service::template(&names(&tables), tables.env)),
+        Aws::Cloudformation { tables, .. } => {
+            Ok(cloudformation::template(&names(&tables), tables.env))
+        }
         Aws::IamPolicy {
             tables,
             account,
@@ -206,7 +230,7 @@ fn aws(what: Aws) -> serde_json::Value {
             } else {
                 iam::Role::Console
             };
-            iam::policy(&names(&tables), &region, &account, role)
+            Ok(iam::policy(&names(&tables), &region, &account, role))
         }
     }
 }

@@ -7,6 +7,7 @@
 use serde_json::{json, Map, Value};
 
 use super::pascal;
+use super::service::skips;
 use crate::server::config::Environment;
 use crate::server::store::schema::{AttrType, IndexSpec, KeyAttr, TableSpec, ALL};
 use crate::server::store::TableNames;
@@ -16,7 +17,7 @@ pub fn template(names: &TableNames, env: Environment) -> Value {
     let mut resources = Map::new();
     let mut outputs = Map::new();
     for spec in ALL {
-        let id = format!("{}Table", pascal(spec.base));
+        let id = table_id(spec);
         resources.insert(id.clone(), table(spec, &names.of(spec.base), env));
         outputs.insert(
             format!("{id}Arn"),
@@ -34,7 +35,13 @@ pub fn template(names: &TableNames, env: Environment) -> Value {
     })
 }
 
-fn table(spec: &TableSpec, name: &str, env: Environment) -> Value {
+/// `rp_mw_idempotency` → `RpMwIdempotencyTable`.
+pub(super) fn table_id(spec: &TableSpec) -> String {
+    format!("{}Table", pascal(spec.base))
+}
+
+/// One table as the bootstrap creates it (both templates use it).
+pub(super) fn table(spec: &TableSpec, name: &str, env: Environment) -> Value {
     let prod = env == Environment::Prod;
     let mut props = json!({
         "TableName": name,
@@ -56,8 +63,19 @@ fn table(spec: &TableSpec, name: &str, env: Environment) -> Value {
         props["StreamSpecification"] = json!({"StreamViewType": "NEW_AND_OLD_IMAGES"});
     }
     let keep = if prod { "Retain" } else { "Delete" };
+    let mut skipped = vec![(
+        "CKV_AWS_119",
+        "Encrypted at rest with DynamoDB's AWS managed key; set SSESpecification.KMSMasterKeyId where policy asks for a customer key",
+    )];
+    if !prod {
+        skipped.push((
+            "CKV_AWS_28",
+            "Point-in-time recovery in prod only: dev and staging data is disposable",
+        ));
+    }
     json!({
         "Type": "AWS::DynamoDB::Table",
+        "Metadata": skips(&skipped),
         "DeletionPolicy": keep,
         "UpdateReplacePolicy": keep,
         "Properties": props,

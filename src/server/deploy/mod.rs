@@ -1,10 +1,13 @@
 //! The deploy kit (docs/operations.md): what an operations team needs to run ops-console on AWS,
 //! generated from the same table specification the bootstrap creates tables from
 //! (`store::schema::ALL`), so the two never drift: a CloudFormation template for every
-//! table, and the least-privilege IAM policy for the console and for the bootstrap.
+//! table, one for the whole service (tables, the console on ECS Fargate behind a load
+//! balancer, its secrets and alarms), and the least-privilege IAM policy for the console
+//! and for the bootstrap.
 
 pub mod cloudformation;
 pub mod iam;
+pub mod service;
 
 /// `rp_mw_idempotency` → `RpMwIdempotency`: a CloudFormation logical id part.
 pub(crate) fn pascal(base: &str) -> String {

@@ -25,12 +25,15 @@ use axum::Router;
 use crate::server::state::AppState;
 use problem::Problem;
 
+/// Liveness: what a load balancer's health check asks (`deploy::service`, the Dockerfile).
+pub const HEALTH_PATH: &str = "/healthz";
+
 /// Every route outside Leptos: health, the OpenAPI document, sign-in/out, the console's
 /// searches and CSV export, and the REST API (`/api/v1/...`), each behind its idempotency
 /// layer where it has one.
 pub fn routes(state: &AppState) -> Router<AppState> {
     Router::new()
-        .route("/healthz", get(health::healthz))
+        .route(HEALTH_PATH, get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
         .route("/api/openapi.json", get(openapi::serve))

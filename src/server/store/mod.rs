@@ -55,6 +55,11 @@ impl TableNames {
     pub fn of(&self, base: &str) -> String {
         format!("{}{}-{}", self.prefix, base, self.env)
     }
+
+    /// What every name starts with (`dynamodb.table_prefix`).
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
 }
 
 #[derive(Clone)]

@@ -1,0 +1,144 @@
+//! CloudWatch alarms a team pages on, each to the `AlarmTopicArn` topic when it fires and
+//! when it clears: the load balancer's 5xx rate, targets failing their health checks or
+//! none left healthy, and for every table its throttled requests and DynamoDB's own
+//! errors. The console's alert rules (docs/operations.md) watch the rest from inside.
+
+use serde_json::{json, Map, Value};
+
+use crate::server::deploy::cloudformation::table_id;
+use crate::server::store::schema::ALL;
+use crate::server::store::TableNames;
+
+/// The DynamoDB operations the console calls (`store`), for `SystemErrors` (a metric per
+/// table and operation). Nine, with the sum: an alarm takes ten metrics at most.
+const OPERATIONS: &[&str] = &[
+    "GetItem",
+    "PutItem",
+    "UpdateItem",
+    "DeleteItem",
+    "Query",
+    "Scan",
+    "BatchGetItem",
+    "BatchWriteItem",
+    "TransactWriteItems",
+];
+
+/// Percent of requests answered 5xx (by the tasks or the load balancer) that pages.
+const FIVE_XX_PERCENT: u32 = 5;
+
+pub(super) fn resources(r: &mut Map<String, Value>, names: &TableNames) {
+    r.insert("Alarm5xxRate".into(), five_xx_rate());
+    let lb_and_group = json!([
+        {"Name": "LoadBalancer", "Value": {"Fn::GetAtt": ["LoadBalancer", "LoadBalancerFullName"]}},
+        {"Name": "TargetGroup", "Value": {"Fn::GetAtt": ["TargetGroup", "TargetGroupFullName"]}},
+    ]);
+    r.insert("AlarmUnhealthyTargets".into(), alarm(json!({
+        "AlarmDescription": "ops-console: a task fails the load balancer's health checks (GET /healthz: it cannot reach DynamoDB, or it does not answer)",
+        "Namespace": "AWS/ApplicationELB",
+        "MetricName": "UnHealthyHostCount",
+        "Dimensions": lb_and_group.clone(),
+        "Statistic": "Maximum",
+        "Period": 60,
+        "EvaluationPeriods": 3,
+        "Threshold": 1,
+        "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+    })));
+    r.insert("AlarmNoHealthyTarget".into(), alarm(json!({
+        "AlarmDescription": "ops-console: no task is healthy; the console is down",
+        "Namespace": "AWS/ApplicationELB",
+        "MetricName": "HealthyHostCount",
+        "Dimensions": lb_and_group,
+        "Statistic": "Minimum",
+        "Period": 60,
+        "EvaluationPeriods": 2,
+        "Threshold": 1,
+        "ComparisonOperator": "LessThanThreshold",
+        "TreatMissingData": "breaching",
+    })));
+    for spec in ALL {
+        let name = names.of(spec.base);
+        let id = table_id(spec);
+        r.insert(format!("Alarm{id}Throttles"), throttles(&name));
+        r.insert(format!("Alarm{id}SystemErrors"), system_errors(&name));
+    }
+}
+
+/// An alarm with `props`, notifying the topic; no data is no trouble unless `props` says.
+fn alarm(mut props: Value) -> Value {
+    props["AlarmActions"] = json!([{"Ref": "AlarmTopicArn"}]);
+    props["OKActions"] = json!([{"Ref": "AlarmTopicArn"}]);
+    if props.get("TreatMissingData").is_none() {
+        props["TreatMissingData"] = json!("notBreaching");
+    }
+    json!({"Type": "AWS::CloudWatch::Alarm", "Properties": props})
+}
+
+/// `metric` of `namespace` summed per `period` seconds, as a metric-math input.
+fn input(id: &str, namespace: &str, metric: &str, dimensions: Value, period: u32) -> Value {
+    json!({
+        "Id": id,
+        "ReturnData": false,
+        "MetricStat": {
+            "Metric": {"Namespace": namespace, "MetricName": metric, "Dimensions": dimensions},
+            "Period": period,
+            "Stat": "Sum",
+        },
+    })
+}
+
+fn five_xx_rate() -> Value {
+    let lb = json!([{"Name": "LoadBalancer", "Value": {"Fn::GetAtt": ["LoadBalancer", "LoadBalancerFullName"]}}]);
+    let ns = "AWS/ApplicationELB";
+    alarm(json!({
+        "AlarmDescription": format!("ops-console: more than {FIVE_XX_PERCENT}% of requests answered 5xx (by the tasks or the load balancer) in 3 of 5 minutes"),
+        "Metrics": [
+            input("tasks", ns, "HTTPCode_Target_5XX_Count", lb.clone(), 60),
+            input("balancer", ns, "HTTPCode_ELB_5XX_Count", lb.clone(), 60),
+            input("requests", ns, "RequestCount", lb, 60),
+            {"Id": "rate", "Label": "5xx %", "ReturnData": true,
+             "Expression": "100 * (FILL(tasks, 0) + FILL(balancer, 0)) / requests"},
+        ],
+        "EvaluationPeriods": 5,
+        "DatapointsToAlarm": 3,
+        "Threshold": FIVE_XX_PERCENT,
+        "ComparisonOperator": "GreaterThanThreshold",
+    }))
+}
+
+/// Reads or writes DynamoDB refused for capacity, in two 5-minute periods running.
+fn throttles(table: &str) -> Value {
+    let ns = "AWS/DynamoDB";
+    let dims = json!([{"Name": "TableName", "Value": table}]);
+    alarm(json!({
+        "AlarmDescription": format!("ops-console: DynamoDB throttles requests to {table} (a hot key or partition; the console answers 503 with Retry-After meanwhile)"),
+        "Metrics": [
+            input("reads", ns, "ReadThrottleEvents", dims.clone(), 300),
+            input("writes", ns, "WriteThrottleEvents", dims, 300),
+            {"Id": "throttled", "Label": "throttle events", "ReturnData": true,
+             "Expression": "FILL(reads, 0) + FILL(writes, 0)"},
+        ],
+        "EvaluationPeriods": 2,
+        "Threshold": 1,
+        "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+    }))
+}
+
+/// DynamoDB's own failures (HTTP 500) on the table, over every operation the console calls.
+fn system_errors(table: &str) -> Value {
+    let mut metrics: Vec<Value> = OPERATIONS
+        .iter()
+        .enumerate()
+        .map(|(i, op)| {
+            let dims = json!([{"Name": "TableName", "Value": table}, {"Name": "Operation", "Value": op}]);
+            input(&format!("op{i}"), "AWS/DynamoDB", "SystemErrors", dims, 300)
+        })
+        .collect();
+    metrics.push(json!({"Id": "errors", "Label": "system errors", "ReturnData": true, "Expression": "SUM(METRICS())"}));
+    alarm(json!({
+        "AlarmDescription": format!("ops-console: DynamoDB answers {table}'s requests with its own errors"),
+        "Metrics": metrics,
+        "EvaluationPeriods": 2,
+        "Threshold": 5,
+        "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+    }))
+}

@@ -1,0 +1,121 @@
+//! The load balancer in front of the tasks: HTTPS with the team's certificate, HTTP
+//! redirected, health checks on `/healthz`, and a deregistration delay long enough for any
+//! request in flight to finish before a task is stopped. Its security group reaches only the
+//! tasks' port; the tasks' group admits only the load balancer.
+
+use serde_json::{json, Map, Value};
+
+use super::{skips, PORT};
+use crate::server::config::Environment;
+use crate::server::http::HEALTH_PATH;
+
+/// Seconds a task that is leaving keeps serving what it has (ECS stops it after).
+pub const DEREGISTRATION_SECONDS: u32 = 30;
+
+pub(super) fn resources(r: &mut Map<String, Value>, env: Environment) {
+    let prod = env == Environment::Prod;
+    let mut lb_skips = vec![
+        ("CKV_AWS_91", "Access logs need a bucket of the team's choosing: set access_logs.s3.* on the load balancer"),
+        ("CKV2_AWS_28", "No WAF by default: the console limits sign-ins and rates itself; attach a web ACL where policy asks for one"),
+    ];
+    if !prod {
+        lb_skips.push(("CKV_AWS_150", "Deletion protection in prod only: dev and staging stacks are torn down"));
+    }
+    r.insert("LoadBalancer".into(), json!({
+        "Type": "AWS::ElasticLoadBalancingV2::LoadBalancer",
+        "Metadata": skips(&lb_skips),
+        "Properties": {
+            "Type": "application",
+            "Scheme": "internet-facing",
+            "Subnets": {"Ref": "PublicSubnetIds"},
+            "SecurityGroups": [{"Ref": "LoadBalancerSecurityGroup"}],
+            "LoadBalancerAttributes": [
+                {"Key": "routing.http.drop_invalid_header_fields.enabled", "Value": "true"},
+                {"Key": "routing.http.desync_mitigation_mode", "Value": "strictest"},
+                {"Key": "deletion_protection.enabled", "Value": prod.to_string()},
+            ],
+        },
+    }));
+    r.insert("HttpsListener".into(), json!({
+        "Type": "AWS::ElasticLoadBalancingV2::Listener",
+        "Properties": {
+            "LoadBalancerArn": {"Ref": "LoadBalancer"},
+            "Port": 443,
+            "Protocol": "HTTPS",
+            "SslPolicy": "ELBSecurityPolicy-TLS13-1-2-2021-06",
+            "Certificates": [{"CertificateArn": {"Ref": "CertificateArn"}}],
+            "DefaultActions": [{"Type": "forward", "TargetGroupArn": {"Ref": "TargetGroup"}}],
+        },
+    }));
+    r.insert("HttpListener".into(), json!({
+        "Type": "AWS::ElasticLoadBalancingV2::Listener",
+        "Properties": {
+            "LoadBalancerArn": {"Ref": "LoadBalancer"},
+            "Port": 80,
+            "Protocol": "HTTP",
+            "DefaultActions": [{"Type": "redirect", "RedirectConfig": {"Protocol": "HTTPS", "Port": "443", "StatusCode": "HTTP_301"}}],
+        },
+    }));
+    r.insert("TargetGroup".into(), target_group());
+    security_groups(r);
+}
+
+fn target_group() -> Value {
+    json!({
+        "Type": "AWS::ElasticLoadBalancingV2::TargetGroup",
+        "Properties": {
+            "VpcId": {"Ref": "VpcId"},
+            "TargetType": "ip",
+            "Protocol": "HTTP",
+            "Port": PORT,
+            "HealthCheckPath": HEALTH_PATH,
+            "HealthCheckIntervalSeconds": 15,
+            "HealthCheckTimeoutSeconds": 5,
+            "HealthyThresholdCount": 2,
+            "UnhealthyThresholdCount": 3,
+            "Matcher": {"HttpCode": "200"},
+            "TargetGroupAttributes": [
+                {"Key": "deregistration_delay.timeout_seconds", "Value": DEREGISTRATION_SECONDS.to_string()},
+            ],
+        },
+    })
+}
+
+fn security_groups(r: &mut Map<String, Value>) {
+    r.insert("LoadBalancerSecurityGroup".into(), json!({
+        "Type": "AWS::EC2::SecurityGroup",
+        "Metadata": skips(&[("CKV_AWS_260", "Port 80 only answers a redirect to HTTPS")]),
+        "Properties": {
+            "GroupDescription": "ops-console load balancer: HTTPS (and HTTP, redirected) from anywhere, out to the tasks only",
+            "VpcId": {"Ref": "VpcId"},
+            "SecurityGroupIngress": [
+                {"IpProtocol": "tcp", "FromPort": 443, "ToPort": 443, "CidrIp": "0.0.0.0/0", "Description": "HTTPS"},
+                {"IpProtocol": "tcp", "FromPort": 80, "ToPort": 80, "CidrIp": "0.0.0.0/0", "Description": "HTTP, redirected to HTTPS"},
+            ],
+            "SecurityGroupEgress": [
+                {"IpProtocol": "tcp", "FromPort": PORT, "ToPort": PORT, "DestinationSecurityGroupId": {"Ref": "TaskSecurityGroup"}, "Description": "The console's tasks"},
+            ],
+        },
+    }));
+    r.insert("TaskSecurityGroup".into(), json!({
+        "Type": "AWS::EC2::SecurityGroup",
+        "Properties": {
+            "GroupDescription": "ops-console tasks: in from the load balancer, out over HTTPS (AWS APIs, receivers, alert channels)",
+            "VpcId": {"Ref": "VpcId"},
+            "SecurityGroupEgress": [
+                {"IpProtocol": "tcp", "FromPort": 443, "ToPort": 443, "CidrIp": "0.0.0.0/0", "Description": "DynamoDB, Secrets Manager, ECR, CloudWatch Logs, receivers and alert channels over HTTPS"},
+            ],
+        },
+    }));
+    r.insert("TaskIngressFromLoadBalancer".into(), json!({
+        "Type": "AWS::EC2::SecurityGroupIngress",
+        "Properties": {
+            "GroupId": {"Ref": "TaskSecurityGroup"},
+            "IpProtocol": "tcp",
+            "FromPort": PORT,
+            "ToPort": PORT,
+            "SourceSecurityGroupId": {"Ref": "LoadBalancerSecurityGroup"},
+            "Description": "The load balancer",
+        },
+    }));
+}

@@ -1,0 +1,159 @@
+//! The stack against what the console and its image read: the container's settings load
+//! as the console loads them, the ports and the health path agree with the router and the
+//! Dockerfile, and the tables and the task's policy are the one specification's.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use super::{template, CONTAINER, PORT};
+use crate::server::config::{Config, Environment};
+use crate::server::deploy::iam;
+use crate::server::http::HEALTH_PATH;
+use crate::server::store::schema::ALL;
+use crate::server::store::TableNames;
+
+const VPC_CIDR: &str = "10.20.0.0/16";
+const WEBHOOK_URL: &str = "https://receiver.example.com/hooks";
+// The Standard Webhooks specification's example secret.
+const WEBHOOK_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+fn repo_file(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A value as the stack resolves it, with every condition true.
+fn resolve(v: &Value) -> Option<String> {
+    if let Some(s) = v.as_str() {
+        return Some(s.to_string());
+    }
+    match v.get("Ref").and_then(Value::as_str) {
+        Some("AWS::Region") => Some("eu-west-1".into()),
+        Some("VpcCidr") => Some(VPC_CIDR.into()),
+        Some("WebhookUrl") => Some(WEBHOOK_URL.into()),
+        Some("IdempotencySecret") => Some("s".repeat(64)),
+        Some("WebhookSecretArn") => Some(WEBHOOK_SECRET.into()),
+        _ => None,
+    }
+}
+
+/// `(name, value)` of a container's `Environment` or `Secrets` list.
+fn pairs(list: &Value, value_key: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for entry in list.as_array().expect("a list") {
+        let entry = entry.get("Fn::If").map_or(entry, |branches| &branches[1]);
+        let name = entry["Name"].as_str().expect("a name").to_string();
+        let value = resolve(&entry[value_key]).unwrap_or_else(|| panic!("{name}: {entry}"));
+        out.push((name, value));
+    }
+    out
+}
+
+fn container(t: &Value) -> &Value {
+    &t["Resources"]["TaskDefinition"]["Properties"]["ContainerDefinitions"][0]
+}
+
+#[test]
+fn the_container_runs_with_settings_the_console_accepts() {
+    let leptos_toml = repo_file("Leptos.toml");
+    for env in [Environment::Staging, Environment::Prod] {
+        let t = template(&TableNames::new("team-", env.as_str()), env);
+        let c = container(&t);
+        let plain = pairs(&c["Environment"], "Value");
+        let secret = pairs(&c["Secrets"], "ValueFrom");
+        for (name, _) in &plain {
+            let sensitive = ["SECRET", "PASSWORD", "TOKEN"].iter().any(|w| name.contains(w));
+            assert!(!sensitive, "{name} is a plain environment variable");
+        }
+        let names: Vec<&str> = secret.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["IDEMPOTENCY_SECRET", "OPS_EVENTS_WEBHOOK_SECRET"]);
+        let vars: BTreeMap<String, String> = plain.into_iter().chain(secret).collect();
+        // The image runs the console with its copy of Leptos.toml (the Dockerfile's OPS_CONFIG).
+        let config = Config::from_parts(Some(&leptos_toml), &vars, "stack".into())
+            .unwrap_or_else(|e| panic!("{env}: the console refuses the stack's settings: {e}"));
+        assert_eq!(config.env, env);
+        assert_eq!(config.site_addr.port(), PORT);
+        assert!(config.site_addr.ip().is_unspecified(), "{}", config.site_addr);
+        assert!(!config.wants_embedded_dynamodb());
+        assert_eq!(config.dynamodb.table_prefix, "team-");
+        assert_eq!(config.auth.proxies(), VPC_CIDR);
+        assert_eq!(config.events.webhook_url, WEBHOOK_URL);
+        assert_eq!(config.idempotency.secret.expose().len(), 64);
+        // The generated secret is long enough for the console's check.
+        let generated = &t["Resources"]["IdempotencySecret"]["Properties"]["GenerateSecretString"];
+        assert!(generated["PasswordLength"].as_u64().unwrap() >= 32);
+    }
+}
+
+#[test]
+fn the_load_balancer_checks_the_consoles_health_route_on_its_port() {
+    let t = template(&TableNames::new("", "prod"), Environment::Prod);
+    let group = &t["Resources"]["TargetGroup"]["Properties"];
+    assert_eq!(group["HealthCheckPath"], HEALTH_PATH);
+    assert_eq!(group["Port"], PORT);
+    let c = container(&t);
+    assert_eq!(c["Name"], CONTAINER);
+    assert_eq!(c["PortMappings"][0]["ContainerPort"], PORT);
+    let attached = &t["Resources"]["Service"]["Properties"]["LoadBalancers"][0];
+    assert_eq!(attached["ContainerName"], CONTAINER);
+    assert_eq!(attached["ContainerPort"], PORT);
+    // The image: the same port, health path and settings file.
+    let dockerfile = repo_file("Dockerfile");
+    for line in [
+        format!("EXPOSE {PORT}"),
+        format!("http://127.0.0.1:{PORT}{HEALTH_PATH}"),
+        format!("OPS_APP_SITE_ADDR=0.0.0.0:{PORT}"),
+        "COPY --from=build /src/Leptos.toml /app/Leptos.toml".into(),
+        "OPS_CONFIG=/app/Leptos.toml".into(),
+    ] {
+        assert!(dockerfile.contains(&line), "the Dockerfile lacks {line:?}");
+    }
+}
+
+#[test]
+fn every_table_and_the_tasks_policy_come_from_the_one_specification() {
+    let names = TableNames::new("", "prod");
+    let t = template(&names, Environment::Prod);
+    for spec in ALL {
+        let id = super::table_id(spec);
+        let table = &t["Resources"][&id];
+        assert_eq!(table["Properties"]["TableName"], names.of(spec.base));
+        assert_eq!(table["DeletionPolicy"], "Retain", "{id}");
+        assert_eq!(t["Outputs"][format!("{id}Name")]["Value"], json!({"Ref": id}));
+    }
+    let mut role = t["Resources"]["TaskRole"]["Properties"]["Policies"][0]["PolicyDocument"].clone();
+    substitute(&mut role);
+    let expected = iam::policy(&names, "eu-west-1", "123456789012", iam::Role::Console);
+    assert_eq!(role, expected);
+    assert_eq!(t["Resources"]["IdempotencySecret"]["DeletionPolicy"], "Retain");
+}
+
+/// Every `Fn::Sub` in `v` as the stack in eu-west-1 of account 123456789012 makes it.
+fn substitute(v: &mut Value) {
+    if let Some(text) = v.get("Fn::Sub").and_then(Value::as_str) {
+        *v = json!(text
+            .replace("${AWS::Region}", "eu-west-1")
+            .replace("${AWS::AccountId}", "123456789012"));
+        return;
+    }
+    match v {
+        Value::Array(items) => items.iter_mut().for_each(substitute),
+        Value::Object(map) => map.values_mut().for_each(substitute),
+        _ => {}
+    }
+}
+
+#[test]
+fn each_skipped_check_says_why() {
+    let t = template(&TableNames::new("", "staging"), Environment::Staging);
+    let mut skipped = 0;
+    for (id, resource) in t["Resources"].as_object().unwrap() {
+        for skip in resource["Metadata"]["checkov"]["skip"].as_array().into_iter().flatten() {
+            let why = skip["comment"].as_str().unwrap_or_default();
+            assert!(why.len() > 20, "{id}: {skip}");
+            skipped += 1;
+        }
+    }
+    assert!(skipped > 0, "no skip to check");
+}
