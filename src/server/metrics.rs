@@ -78,6 +78,10 @@ fn describe_receiver() {
         "429 answers with Retry-After this console stored as a pause of every console's sends to the receiver."
     );
     describe_counter!(
+        "opsconsole_receiver_slot_waits_total",
+        "Times this console found every slot of the receiver's concurrency limit (every console's requests at once) held."
+    );
+    describe_counter!(
         "opsconsole_receiver_rate_waits_total",
         "Times this console waited for the next second because the receiver's rate (every console's sends together) was spent."
     );
@@ -244,6 +248,11 @@ pub fn receiver_resent() {
 /// A send waited for the next second: the receiver's rate was spent.
 pub fn receiver_rate_waited() {
     counter!("opsconsole_receiver_rate_waits_total").increment(1);
+}
+
+/// Every slot of the receiver's concurrency limit was held.
+pub fn receiver_slot_waited() {
+    counter!("opsconsole_receiver_slot_waits_total").increment(1);
 }
 
 /// The receiver's 429 paused every console's sends.

@@ -32,4 +32,5 @@ mod receiver_rest;
 mod replay;
 mod resend;
 mod security;
+mod slots;
 mod users;

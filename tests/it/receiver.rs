@@ -4,6 +4,7 @@
 //! answer something else for a while.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
@@ -28,6 +29,27 @@ pub struct Receiver {
     pub arrivals: Arc<Mutex<Vec<std::time::Instant>>>,
     /// Messages it answers 503 whenever they come (by webhook-id).
     pub chokes_on: Arc<Mutex<Vec<String>>>,
+    /// How long it takes to answer each request (ms).
+    pub answer_ms: Arc<AtomicU64>,
+    /// Requests it is answering now, and the most it ever answered at once.
+    pub in_flight: Arc<(AtomicUsize, AtomicUsize)>,
+}
+
+/// A request being answered: counted in `in_flight` until dropped.
+struct Answering(Arc<(AtomicUsize, AtomicUsize)>);
+
+impl Answering {
+    fn enter(counts: &Arc<(AtomicUsize, AtomicUsize)>) -> Answering {
+        let now = counts.0.fetch_add(1, Ordering::SeqCst) + 1;
+        counts.1.fetch_max(now, Ordering::SeqCst);
+        Answering(counts.clone())
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.0 .0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Receiver {
@@ -40,6 +62,8 @@ impl Receiver {
             secrets: Arc::new(Mutex::new(secrets)),
             arrivals: Arc::default(),
             chokes_on: Arc::default(),
+            answer_ms: Arc::default(),
+            in_flight: Arc::default(),
         };
         let app = Router::new()
             .route("/hook", post(receive))
@@ -61,6 +85,11 @@ impl Receiver {
             *out.entry(id.clone()).or_default() += 1;
         }
         out
+    }
+
+    /// The most requests it answered at once.
+    pub fn most_at_once(&self) -> usize {
+        self.in_flight.1.load(Ordering::SeqCst)
     }
 
     pub fn total(&self) -> usize {
@@ -85,6 +114,15 @@ async fn receive(
     headers: HeaderMap,
     body: Bytes,
 ) -> axum::response::Response {
+    let _answering = Answering::enter(&r.in_flight);
+    let wait = r.answer_ms.load(Ordering::SeqCst);
+    if wait > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+    }
+    answer(r, headers, body)
+}
+
+fn answer(r: Receiver, headers: HeaderMap, body: Bytes) -> axum::response::Response {
     use axum::response::IntoResponse;
     r.arrivals.lock().unwrap().push(std::time::Instant::now());
     let id = headers

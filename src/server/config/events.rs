@@ -32,6 +32,9 @@ pub struct EventsSection {
     /// Requests per second every console together sends the receiver at most (counted in
     /// DynamoDB, docs/events.md, "Rate limit"); 0: no limit.
     pub receiver_rate: i64,
+    /// Requests every console together has at the receiver at once, at most (slots held in
+    /// DynamoDB, docs/events.md, "Concurrency limit"); 0: no limit.
+    pub receiver_concurrency: i64,
     /// How long side effects and dead letters are kept.
     pub outbox_days: i64,
     /// A claim on an event or an action older than this may be taken over (a crashed worker).
@@ -60,6 +63,7 @@ impl Default for EventsSection {
             breaker_failures: 5,
             breaker_probe_seconds: 30,
             receiver_rate: 0,
+            receiver_concurrency: 0,
             outbox_days: 30,
             lease_seconds: 60,
             bulk_confirm_ms: 2_000,

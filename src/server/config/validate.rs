@@ -248,6 +248,7 @@ fn events(e: &EventsSection) -> Result<(), ConfigError> {
     // 8 items share a second's budget; past 6000 a second each would near DynamoDB's
     // 1000 writes a second per item.
     range("events.receiver_rate", e.receiver_rate, 0, 6_000)?;
+    range("events.receiver_concurrency", e.receiver_concurrency, 0, 256)?;
     range("events.outbox_days", e.outbox_days, 1, 3650)?;
     range("events.lease_seconds", e.lease_seconds, 1, 3600)?;
     range("events.bulk_confirm_ms", e.bulk_confirm_ms, 0, 600_000)?;

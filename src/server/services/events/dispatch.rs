@@ -15,6 +15,7 @@ use serde_json::json;
 
 use super::ingest::{iso, short, Events};
 use super::rate::Spare;
+use super::slots::Slot;
 use super::receiver::Target;
 use crate::server::ids::random_hex;
 use crate::server::outbound::{Answer, Message};
@@ -204,31 +205,40 @@ impl Events {
         let Some(to) = to else {
             return self.hold(&rec).await;
         };
-        // The receiver's rate first: a claim held while waiting could run out.
-        let send = self
-            .within_rate(&to.target.url_text, to.spare, to.stop)
-            .await?;
-        if to.stop.load(Ordering::SeqCst) {
+        // The receiver's rate and a slot of its concurrency first: a claim held while
+        // waiting could run out.
+        let url = &to.target.url_text;
+        let send = self.within_rate(url, to.spare, to.stop).await?;
+        let slot = if to.stop.load(Ordering::SeqCst) {
+            Slot::Unlimited
+        } else {
+            self.take_slot(url, to.stop).await?
+        };
+        let unused = |step: Step| {
             if let Some(second) = send {
                 to.spare.keep(second);
             }
-            return Ok(Step::Left);
+            step
+        };
+        if to.stop.load(Ordering::SeqCst) {
+            self.give_back(slot).await;
+            return Ok(unused(Step::Left));
         }
         let now_ms = self.clock.now().timestamp_millis();
         let nonce = random_hex(16);
-        let Some(mine) =
-            outbox::claim(&self.store, &rec.event_id, &nonce, now_ms, self.lease_ms()).await?
-        else {
-            if let Some(second) = send {
-                to.spare.keep(second);
-            }
-            return Ok(Step::Taken);
+        let claim = outbox::claim(&self.store, &rec.event_id, &nonce, now_ms, self.lease_ms());
+        let Some(mine) = claim.await? else {
+            self.give_back(slot).await;
+            return Ok(unused(Step::Taken));
         };
         if self.crash_points.after_delivery_claim() {
-            // This console "dies" holding the claim: another takes it over after the lease.
+            // This console "dies" holding the claim (and the slot): another takes them
+            // over when their leases run out.
             return Ok(Step::Taken);
         }
-        self.deliver(&mine, to).await
+        let step = self.deliver(&mine, to).await;
+        self.give_back(slot).await;
+        step
     }
 
     /// Safe mode holds a due action until an operator releases or discards it.

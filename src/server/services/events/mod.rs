@@ -21,6 +21,7 @@ mod queue;
 mod rate;
 pub mod receiver;
 pub mod resend;
+mod slots;
 mod timeline;
 
 pub use ingest::{ActionOutcome, Events, IngestError, Outcome};

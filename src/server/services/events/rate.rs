@@ -54,7 +54,7 @@ impl Spare {
 }
 
 /// The wall clock, in ms: the receiver counts real seconds, whatever a test's clock says.
-fn wall_ms() -> i64 {
+pub(super) fn wall_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)

@@ -26,6 +26,7 @@ pub mod pause;
 pub mod rate;
 mod reads;
 pub mod receiver;
+pub mod slots;
 mod window;
 pub use claims::*;
 pub use decisions::*;
