@@ -18,7 +18,9 @@ async fn two_consoles_together_keep_within_the_receivers_slots() {
     let secret = SigningSecret::generate();
     let (receiver, url) = Receiver::start(vec![secret.clone()]).await;
     // Slow answers: each console alone would have six at the receiver at once.
-    receiver.answer_ms.store(300, std::sync::atomic::Ordering::SeqCst);
+    receiver
+        .answer_ms
+        .store(300, std::sync::atomic::Ordering::SeqCst);
     let app = spawn_app_with(move |c| {
         c.events.webhook_url = url;
         c.events.webhook_secret = ops_console::server::config::Secret::new(secret.expose());
@@ -30,7 +32,12 @@ async fn two_consoles_together_keep_within_the_receivers_slots() {
     let other = app.second_console();
     let key = app.api_key(&["events:write"]).await;
     for c in 0..ACTIONS {
-        post_event(&app, &key, &event(&format!("c-slot-{c}"), Some("m-1"), "hi")).await;
+        post_event(
+            &app,
+            &key,
+            &event(&format!("c-slot-{c}"), Some("m-1"), "hi"),
+        )
+        .await;
     }
     let started = std::time::Instant::now();
     while receiver.total() < ACTIONS && started.elapsed() < Duration::from_secs(90) {
@@ -44,7 +51,10 @@ async fn two_consoles_together_keep_within_the_receivers_slots() {
     assert_eq!(receiver.total(), ACTIONS, "every side effect delivered");
     assert!(receiver.counts().values().all(|n| *n == 1), "once each");
     let most = receiver.most_at_once();
-    assert!(most <= SLOTS, "{most} requests at the receiver at once, {SLOTS} slots");
+    assert!(
+        most <= SLOTS,
+        "{most} requests at the receiver at once, {SLOTS} slots"
+    );
     // The slots were held in DynamoDB, and every one was given back.
     let items = app.dump_tables().await;
     assert!(items.contains("receiver-slot#"), "no slot was taken");
@@ -57,22 +67,56 @@ async fn a_slot_is_free_again_when_its_lease_runs_out_and_not_before() {
     let t = 1_800_000_000_000_i64;
     // Two slots, both held until t + 1000 (their holders die holding them).
     for holder in ["a", "b"] {
-        let got = slots::take(store, receiver, 2, holder, t, t + 1000, 0).await.unwrap();
+        let got = slots::take(store, receiver, 2, holder, t, t + 1000, 0)
+            .await
+            .unwrap();
         assert!(got.is_some(), "{holder} took a slot");
     }
-    assert_eq!(slots::take(store, receiver, 2, "c", t + 999, t + 2000, 0).await.unwrap(), None);
+    assert_eq!(
+        slots::take(store, receiver, 2, "c", t + 999, t + 2000, 0)
+            .await
+            .unwrap(),
+        None
+    );
     // A lost answer sent again finds the slot its own.
-    assert_eq!(slots::take(store, receiver, 2, "a", t + 10, t + 1000, 0).await.unwrap(), Some(0));
+    assert_eq!(
+        slots::take(store, receiver, 2, "a", t + 10, t + 1000, 0)
+            .await
+            .unwrap(),
+        Some(0)
+    );
     // Once the lease has run out, another takes it.
-    let late = slots::take(store, receiver, 2, "c", t + 1001, t + 2000, 0).await.unwrap();
+    let late = slots::take(store, receiver, 2, "c", t + 1001, t + 2000, 0)
+        .await
+        .unwrap();
     assert_eq!(late, Some(0), "an expired slot was not taken");
     // One slot: a holder whose lease ran out cannot give back what is now another's.
     let one = "r-give-back";
-    assert_eq!(slots::take(store, one, 1, "x", t, t + 1000, 0).await.unwrap(), Some(0));
-    assert_eq!(slots::take(store, one, 1, "y", t + 1001, t + 2000, 0).await.unwrap(), Some(0));
+    assert_eq!(
+        slots::take(store, one, 1, "x", t, t + 1000, 0)
+            .await
+            .unwrap(),
+        Some(0)
+    );
+    assert_eq!(
+        slots::take(store, one, 1, "y", t + 1001, t + 2000, 0)
+            .await
+            .unwrap(),
+        Some(0)
+    );
     slots::give_back(store, one, 0, "x").await.unwrap();
-    assert_eq!(slots::take(store, one, 1, "z", t + 1002, t + 3000, 0).await.unwrap(), None);
+    assert_eq!(
+        slots::take(store, one, 1, "z", t + 1002, t + 3000, 0)
+            .await
+            .unwrap(),
+        None
+    );
     // Given back by its holder, it is free at once.
     slots::give_back(store, one, 0, "y").await.unwrap();
-    assert_eq!(slots::take(store, one, 1, "z", t + 1003, t + 3000, 0).await.unwrap(), Some(0));
+    assert_eq!(
+        slots::take(store, one, 1, "z", t + 1003, t + 3000, 0)
+            .await
+            .unwrap(),
+        Some(0)
+    );
 }

@@ -151,18 +151,7 @@ pub async fn run(raw: Vec<String>) -> ExitCode {
         }
     };
     let command = match cli.command.unwrap_or(Command::Serve) {
-        Command::Aws { what } => {
-            return match aws(what) {
-                Ok(v) => {
-                    print_json(&v);
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("ops-console: {e}");
-                    ExitCode::from(2)
-                }
-            };
-        }
+        Command::Aws { what } => return print_aws(what),
         other => other,
     };
     let config = match Config::load() {
@@ -197,6 +186,20 @@ pub async fn run(raw: Vec<String>) -> ExitCode {
         Err(e) => {
             eprintln!("ops-console: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// Prints what `aws` makes, or why it refuses (exit 2).
+fn print_aws(what: Aws) -> ExitCode {
+    match aws(what) {
+        Ok(v) => {
+            print_json(&v);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ops-console: {e}");
+            ExitCode::from(2)
         }
     }
 }

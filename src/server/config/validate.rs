@@ -217,6 +217,29 @@ fn word(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
+/// How the consoles deliver: polling, concurrency, the breaker, the rate and the slots.
+fn delivery(e: &EventsSection) -> Result<(), ConfigError> {
+    range("events.dispatch_poll_ms", e.dispatch_poll_ms, 10, 60_000)?;
+    range("events.dispatch_concurrency", e.dispatch_concurrency, 1, 64)?;
+    range("events.breaker_failures", e.breaker_failures, 0, 1000)?;
+    range(
+        "events.breaker_probe_seconds",
+        e.breaker_probe_seconds,
+        1,
+        3600,
+    )?;
+    // 8 items share a second's budget; past 6000 a second each would near DynamoDB's
+    // 1000 writes a second per item.
+    range("events.receiver_rate", e.receiver_rate, 0, 6_000)?;
+    range(
+        "events.receiver_concurrency",
+        e.receiver_concurrency,
+        0,
+        256,
+    )?;
+    Ok(())
+}
+
 fn events(e: &EventsSection) -> Result<(), ConfigError> {
     url_or_empty("events.webhook_url", &e.webhook_url, "for the outbox")?;
     range(
@@ -236,19 +259,7 @@ fn events(e: &EventsSection) -> Result<(), ConfigError> {
     }
     crate::server::outbound::schedule::RetrySchedule::parse(&e.retry_schedule)
         .map_err(|why| ConfigError::new("events.retry_schedule", why))?;
-    range("events.dispatch_poll_ms", e.dispatch_poll_ms, 10, 60_000)?;
-    range("events.dispatch_concurrency", e.dispatch_concurrency, 1, 64)?;
-    range("events.breaker_failures", e.breaker_failures, 0, 1000)?;
-    range(
-        "events.breaker_probe_seconds",
-        e.breaker_probe_seconds,
-        1,
-        3600,
-    )?;
-    // 8 items share a second's budget; past 6000 a second each would near DynamoDB's
-    // 1000 writes a second per item.
-    range("events.receiver_rate", e.receiver_rate, 0, 6_000)?;
-    range("events.receiver_concurrency", e.receiver_concurrency, 0, 256)?;
+    delivery(e)?;
     range("events.outbox_days", e.outbox_days, 1, 3650)?;
     range("events.lease_seconds", e.lease_seconds, 1, 3600)?;
     range("events.bulk_confirm_ms", e.bulk_confirm_ms, 0, 600_000)?;

@@ -6,8 +6,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::pascal;
-use super::service::skips;
+use super::{pascal, skips};
 use crate::server::config::Environment;
 use crate::server::store::schema::{AttrType, IndexSpec, KeyAttr, TableSpec, ALL};
 use crate::server::store::TableNames;

@@ -9,6 +9,17 @@ pub mod cloudformation;
 pub mod iam;
 pub mod service;
 
+use serde_json::{json, Value};
+
+/// `Metadata` that skips checkov's `checks`, each with its reason.
+pub(crate) fn skips(checks: &[(&str, &str)]) -> Value {
+    let skip: Vec<Value> = checks
+        .iter()
+        .map(|(id, comment)| json!({"id": id, "comment": comment}))
+        .collect();
+    json!({"checkov": {"skip": skip}})
+}
+
 /// `rp_mw_idempotency` → `RpMwIdempotency`: a CloudFormation logical id part.
 pub(crate) fn pascal(base: &str) -> String {
     base.split(['_', '-'])

@@ -43,18 +43,21 @@ pub(super) fn resources(r: &mut Map<String, Value>, names: &TableNames) {
         "Threshold": 1,
         "ComparisonOperator": "GreaterThanOrEqualToThreshold",
     })));
-    r.insert("AlarmNoHealthyTarget".into(), alarm(json!({
-        "AlarmDescription": "ops-console: no task is healthy; the console is down",
-        "Namespace": "AWS/ApplicationELB",
-        "MetricName": "HealthyHostCount",
-        "Dimensions": lb_and_group,
-        "Statistic": "Minimum",
-        "Period": 60,
-        "EvaluationPeriods": 2,
-        "Threshold": 1,
-        "ComparisonOperator": "LessThanThreshold",
-        "TreatMissingData": "breaching",
-    })));
+    r.insert(
+        "AlarmNoHealthyTarget".into(),
+        alarm(json!({
+            "AlarmDescription": "ops-console: no task is healthy; the console is down",
+            "Namespace": "AWS/ApplicationELB",
+            "MetricName": "HealthyHostCount",
+            "Dimensions": lb_and_group,
+            "Statistic": "Minimum",
+            "Period": 60,
+            "EvaluationPeriods": 2,
+            "Threshold": 1,
+            "ComparisonOperator": "LessThanThreshold",
+            "TreatMissingData": "breaching",
+        })),
+    );
     for spec in ALL {
         let name = names.of(spec.base);
         let id = table_id(spec);
@@ -129,7 +132,8 @@ fn system_errors(table: &str) -> Value {
         .iter()
         .enumerate()
         .map(|(i, op)| {
-            let dims = json!([{"Name": "TableName", "Value": table}, {"Name": "Operation", "Value": op}]);
+            let dims =
+                json!([{"Name": "TableName", "Value": table}, {"Name": "Operation", "Value": op}]);
             input(&format!("op{i}"), "AWS/DynamoDB", "SystemErrors", dims, 300)
         })
         .collect();

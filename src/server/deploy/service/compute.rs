@@ -6,28 +6,38 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{skips, CONTAINER, PORT};
+use super::{CONTAINER, PORT};
 use crate::server::config::Environment;
 use crate::server::deploy::cloudformation::table_id;
 use crate::server::deploy::iam;
+use crate::server::deploy::skips;
 use crate::server::store::schema::ALL;
 use crate::server::store::TableNames;
 
 pub(super) fn resources(r: &mut Map<String, Value>, names: &TableNames, env: Environment) {
     let prod = env == Environment::Prod;
-    r.insert("Cluster".into(), json!({
-        "Type": "AWS::ECS::Cluster",
-        "Properties": {"ClusterSettings": [{"Name": "containerInsights", "Value": "enabled"}]},
-    }));
+    r.insert(
+        "Cluster".into(),
+        json!({
+            "Type": "AWS::ECS::Cluster",
+            "Properties": {"ClusterSettings": [{"Name": "containerInsights", "Value": "enabled"}]},
+        }),
+    );
     let mut log_skips = vec![("CKV_AWS_158", "Encrypted by CloudWatch Logs' own key; the console logs nothing personal (docs/operations.md)")];
     if !prod {
-        log_skips.push(("CKV_AWS_338", "A year of logs in prod; dev and staging keep a month"));
+        log_skips.push((
+            "CKV_AWS_338",
+            "A year of logs in prod; dev and staging keep a month",
+        ));
     }
-    r.insert("LogGroup".into(), json!({
-        "Type": "AWS::Logs::LogGroup",
-        "Metadata": skips(&log_skips),
-        "Properties": {"RetentionInDays": if prod { 365 } else { 30 }},
-    }));
+    r.insert(
+        "LogGroup".into(),
+        json!({
+            "Type": "AWS::Logs::LogGroup",
+            "Metadata": skips(&log_skips),
+            "Properties": {"RetentionInDays": if prod { 365 } else { 30 }},
+        }),
+    );
     let keep = if prod { "Retain" } else { "Delete" };
     r.insert("IdempotencySecret".into(), json!({
         "Type": "AWS::SecretsManager::Secret",
@@ -91,7 +101,12 @@ fn execution_role() -> Value {
 
 /// The console's own role: `aws iam-policy`'s policy, on this stack's region and account.
 fn task_role(names: &TableNames) -> Value {
-    let mut policy = iam::policy(names, "${AWS::Region}", "${AWS::AccountId}", iam::Role::Console);
+    let mut policy = iam::policy(
+        names,
+        "${AWS::Region}",
+        "${AWS::AccountId}",
+        iam::Role::Console,
+    );
     for statement in policy["Statement"].as_array_mut().into_iter().flatten() {
         if let Some(resources) = statement["Resource"].as_array_mut() {
             for arn in resources.iter_mut() {
@@ -196,16 +211,19 @@ fn service() -> Value {
 }
 
 fn autoscaling(r: &mut Map<String, Value>) {
-    r.insert("ScalableTarget".into(), json!({
-        "Type": "AWS::ApplicationAutoScaling::ScalableTarget",
-        "Properties": {
-            "ServiceNamespace": "ecs",
-            "ScalableDimension": "ecs:service:DesiredCount",
-            "ResourceId": {"Fn::Sub": "service/${Cluster}/${Service.Name}"},
-            "MinCapacity": {"Ref": "DesiredCount"},
-            "MaxCapacity": {"Ref": "MaxCount"},
-        },
-    }));
+    r.insert(
+        "ScalableTarget".into(),
+        json!({
+            "Type": "AWS::ApplicationAutoScaling::ScalableTarget",
+            "Properties": {
+                "ServiceNamespace": "ecs",
+                "ScalableDimension": "ecs:service:DesiredCount",
+                "ResourceId": {"Fn::Sub": "service/${Cluster}/${Service.Name}"},
+                "MinCapacity": {"Ref": "DesiredCount"},
+                "MaxCapacity": {"Ref": "MaxCount"},
+            },
+        }),
+    );
     let requests = {
         let label = json!({"Fn::Join": ["/", [
             {"Fn::GetAtt": ["LoadBalancer", "LoadBalancerFullName"]},
@@ -216,21 +234,28 @@ fn autoscaling(r: &mut Map<String, Value>) {
     let cpu = json!({"PredefinedMetricType": "ECSServiceAverageCPUUtilization"});
     for (id, metric, target) in [
         ("ScaleOnCpu", cpu, json!(60)),
-        ("ScaleOnRequests", requests, json!({"Ref": "RequestsPerTarget"})),
+        (
+            "ScaleOnRequests",
+            requests,
+            json!({"Ref": "RequestsPerTarget"}),
+        ),
     ] {
-        r.insert(id.into(), json!({
-            "Type": "AWS::ApplicationAutoScaling::ScalingPolicy",
-            "Properties": {
-                "PolicyName": id,
-                "PolicyType": "TargetTrackingScaling",
-                "ScalingTargetId": {"Ref": "ScalableTarget"},
-                "TargetTrackingScalingPolicyConfiguration": {
-                    "PredefinedMetricSpecification": metric,
-                    "TargetValue": target,
-                    "ScaleInCooldown": 300,
-                    "ScaleOutCooldown": 60,
+        r.insert(
+            id.into(),
+            json!({
+                "Type": "AWS::ApplicationAutoScaling::ScalingPolicy",
+                "Properties": {
+                    "PolicyName": id,
+                    "PolicyType": "TargetTrackingScaling",
+                    "ScalingTargetId": {"Ref": "ScalableTarget"},
+                    "TargetTrackingScalingPolicyConfiguration": {
+                        "PredefinedMetricSpecification": metric,
+                        "TargetValue": target,
+                        "ScaleInCooldown": 300,
+                        "ScaleOutCooldown": 60,
+                    },
                 },
-            },
-        }));
+            }),
+        );
     }
 }

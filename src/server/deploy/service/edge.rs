@@ -5,8 +5,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{skips, PORT};
+use super::PORT;
 use crate::server::config::Environment;
+use crate::server::deploy::skips;
 use crate::server::http::HEALTH_PATH;
 
 /// Seconds a task that is leaving keeps serving what it has (ECS stops it after).
@@ -19,34 +20,43 @@ pub(super) fn resources(r: &mut Map<String, Value>, env: Environment) {
         ("CKV2_AWS_28", "No WAF by default: the console limits sign-ins and rates itself; attach a web ACL where policy asks for one"),
     ];
     if !prod {
-        lb_skips.push(("CKV_AWS_150", "Deletion protection in prod only: dev and staging stacks are torn down"));
+        lb_skips.push((
+            "CKV_AWS_150",
+            "Deletion protection in prod only: dev and staging stacks are torn down",
+        ));
     }
-    r.insert("LoadBalancer".into(), json!({
-        "Type": "AWS::ElasticLoadBalancingV2::LoadBalancer",
-        "Metadata": skips(&lb_skips),
-        "Properties": {
-            "Type": "application",
-            "Scheme": "internet-facing",
-            "Subnets": {"Ref": "PublicSubnetIds"},
-            "SecurityGroups": [{"Ref": "LoadBalancerSecurityGroup"}],
-            "LoadBalancerAttributes": [
-                {"Key": "routing.http.drop_invalid_header_fields.enabled", "Value": "true"},
-                {"Key": "routing.http.desync_mitigation_mode", "Value": "strictest"},
-                {"Key": "deletion_protection.enabled", "Value": prod.to_string()},
-            ],
-        },
-    }));
-    r.insert("HttpsListener".into(), json!({
-        "Type": "AWS::ElasticLoadBalancingV2::Listener",
-        "Properties": {
-            "LoadBalancerArn": {"Ref": "LoadBalancer"},
-            "Port": 443,
-            "Protocol": "HTTPS",
-            "SslPolicy": "ELBSecurityPolicy-TLS13-1-2-2021-06",
-            "Certificates": [{"CertificateArn": {"Ref": "CertificateArn"}}],
-            "DefaultActions": [{"Type": "forward", "TargetGroupArn": {"Ref": "TargetGroup"}}],
-        },
-    }));
+    r.insert(
+        "LoadBalancer".into(),
+        json!({
+            "Type": "AWS::ElasticLoadBalancingV2::LoadBalancer",
+            "Metadata": skips(&lb_skips),
+            "Properties": {
+                "Type": "application",
+                "Scheme": "internet-facing",
+                "Subnets": {"Ref": "PublicSubnetIds"},
+                "SecurityGroups": [{"Ref": "LoadBalancerSecurityGroup"}],
+                "LoadBalancerAttributes": [
+                    {"Key": "routing.http.drop_invalid_header_fields.enabled", "Value": "true"},
+                    {"Key": "routing.http.desync_mitigation_mode", "Value": "strictest"},
+                    {"Key": "deletion_protection.enabled", "Value": prod.to_string()},
+                ],
+            },
+        }),
+    );
+    r.insert(
+        "HttpsListener".into(),
+        json!({
+            "Type": "AWS::ElasticLoadBalancingV2::Listener",
+            "Properties": {
+                "LoadBalancerArn": {"Ref": "LoadBalancer"},
+                "Port": 443,
+                "Protocol": "HTTPS",
+                "SslPolicy": "ELBSecurityPolicy-TLS13-1-2-2021-06",
+                "Certificates": [{"CertificateArn": {"Ref": "CertificateArn"}}],
+                "DefaultActions": [{"Type": "forward", "TargetGroupArn": {"Ref": "TargetGroup"}}],
+            },
+        }),
+    );
     r.insert("HttpListener".into(), json!({
         "Type": "AWS::ElasticLoadBalancingV2::Listener",
         "Properties": {
@@ -107,15 +117,18 @@ fn security_groups(r: &mut Map<String, Value>) {
             ],
         },
     }));
-    r.insert("TaskIngressFromLoadBalancer".into(), json!({
-        "Type": "AWS::EC2::SecurityGroupIngress",
-        "Properties": {
-            "GroupId": {"Ref": "TaskSecurityGroup"},
-            "IpProtocol": "tcp",
-            "FromPort": PORT,
-            "ToPort": PORT,
-            "SourceSecurityGroupId": {"Ref": "LoadBalancerSecurityGroup"},
-            "Description": "The load balancer",
-        },
-    }));
+    r.insert(
+        "TaskIngressFromLoadBalancer".into(),
+        json!({
+            "Type": "AWS::EC2::SecurityGroupIngress",
+            "Properties": {
+                "GroupId": {"Ref": "TaskSecurityGroup"},
+                "IpProtocol": "tcp",
+                "FromPort": PORT,
+                "ToPort": PORT,
+                "SourceSecurityGroupId": {"Ref": "LoadBalancerSecurityGroup"},
+                "Description": "The load balancer",
+            },
+        }),
+    );
 }

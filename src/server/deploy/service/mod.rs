@@ -23,6 +23,7 @@ mod tests;
 use serde_json::{json, Map, Value};
 
 use super::cloudformation::{table, table_id};
+
 use crate::server::config::Environment;
 use crate::server::store::schema::ALL;
 use crate::server::store::TableNames;
@@ -96,13 +97,4 @@ fn parameters() -> Value {
         "WebhookUrl": {"Type": "String", "Default": "", "Description": "Where side effects are delivered until an admin saves a receiver on the Outbox page; empty: none"},
         "WebhookSecretArn": {"Type": "String", "Default": "", "Description": "A Secrets Manager secret holding the receiver's signing secret (whsec_...); empty: none"},
     })
-}
-
-/// `Metadata` that skips checkov's `checks`, each with its reason.
-pub(super) fn skips(checks: &[(&str, &str)]) -> Value {
-    let skip: Vec<Value> = checks
-        .iter()
-        .map(|(id, comment)| json!({"id": id, "comment": comment}))
-        .collect();
-    json!({"checkov": {"skip": skip}})
 }

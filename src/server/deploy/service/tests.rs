@@ -63,7 +63,9 @@ fn the_container_runs_with_settings_the_console_accepts() {
         let plain = pairs(&c["Environment"], "Value");
         let secret = pairs(&c["Secrets"], "ValueFrom");
         for (name, _) in &plain {
-            let sensitive = ["SECRET", "PASSWORD", "TOKEN"].iter().any(|w| name.contains(w));
+            let sensitive = ["SECRET", "PASSWORD", "TOKEN"]
+                .iter()
+                .any(|w| name.contains(w));
             assert!(!sensitive, "{name} is a plain environment variable");
         }
         let names: Vec<&str> = secret.iter().map(|(n, _)| n.as_str()).collect();
@@ -74,7 +76,11 @@ fn the_container_runs_with_settings_the_console_accepts() {
             .unwrap_or_else(|e| panic!("{env}: the console refuses the stack's settings: {e}"));
         assert_eq!(config.env, env);
         assert_eq!(config.site_addr.port(), PORT);
-        assert!(config.site_addr.ip().is_unspecified(), "{}", config.site_addr);
+        assert!(
+            config.site_addr.ip().is_unspecified(),
+            "{}",
+            config.site_addr
+        );
         assert!(!config.wants_embedded_dynamodb());
         assert_eq!(config.dynamodb.table_prefix, "team-");
         assert_eq!(config.auth.proxies(), VPC_CIDR);
@@ -120,13 +126,20 @@ fn every_table_and_the_tasks_policy_come_from_the_one_specification() {
         let table = &t["Resources"][&id];
         assert_eq!(table["Properties"]["TableName"], names.of(spec.base));
         assert_eq!(table["DeletionPolicy"], "Retain", "{id}");
-        assert_eq!(t["Outputs"][format!("{id}Name")]["Value"], json!({"Ref": id}));
+        assert_eq!(
+            t["Outputs"][format!("{id}Name")]["Value"],
+            json!({"Ref": id})
+        );
     }
-    let mut role = t["Resources"]["TaskRole"]["Properties"]["Policies"][0]["PolicyDocument"].clone();
+    let mut role =
+        t["Resources"]["TaskRole"]["Properties"]["Policies"][0]["PolicyDocument"].clone();
     substitute(&mut role);
     let expected = iam::policy(&names, "eu-west-1", "123456789012", iam::Role::Console);
     assert_eq!(role, expected);
-    assert_eq!(t["Resources"]["IdempotencySecret"]["DeletionPolicy"], "Retain");
+    assert_eq!(
+        t["Resources"]["IdempotencySecret"]["DeletionPolicy"],
+        "Retain"
+    );
 }
 
 /// Every `Fn::Sub` in `v` as the stack in eu-west-1 of account 123456789012 makes it.
@@ -149,7 +162,11 @@ fn each_skipped_check_says_why() {
     let t = template(&TableNames::new("", "staging"), Environment::Staging);
     let mut skipped = 0;
     for (id, resource) in t["Resources"].as_object().unwrap() {
-        for skip in resource["Metadata"]["checkov"]["skip"].as_array().into_iter().flatten() {
+        for skip in resource["Metadata"]["checkov"]["skip"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
             let why = skip["comment"].as_str().unwrap_or_default();
             assert!(why.len() > 20, "{id}: {skip}");
             skipped += 1;

@@ -15,8 +15,8 @@ use serde_json::json;
 
 use super::ingest::{iso, short, Events};
 use super::rate::Spare;
-use super::slots::Slot;
 use super::receiver::Target;
+use super::slots::Slot;
 use crate::server::ids::random_hex;
 use crate::server::outbound::{Answer, Message};
 use crate::server::store::audit::AuditItem;

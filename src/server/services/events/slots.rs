@@ -48,10 +48,22 @@ impl Events {
         for tries in 0..2 {
             let now = wall_ms();
             let slots = limit as usize;
-            if let Some(slot) =
-                slots::take(&self.store, &receiver, slots, &holder, now, now + lease, start).await?
+            if let Some(slot) = slots::take(
+                &self.store,
+                &receiver,
+                slots,
+                &holder,
+                now,
+                now + lease,
+                start,
+            )
+            .await?
             {
-                return Ok(Slot::Held { receiver, slot, holder });
+                return Ok(Slot::Held {
+                    receiver,
+                    slot,
+                    holder,
+                });
             }
             crate::server::metrics::receiver_slot_waited();
             if tries == 1 || stop.load(Ordering::SeqCst) {
@@ -66,7 +78,12 @@ impl Events {
 
     /// Gives `slot` back. A failure is logged, not raised: the lease frees it.
     pub(super) async fn give_back(&self, slot: Slot) {
-        if let Slot::Held { receiver, slot, holder } = slot {
+        if let Slot::Held {
+            receiver,
+            slot,
+            holder,
+        } = slot
+        {
             if let Err(e) = slots::give_back(&self.store, &receiver, slot, &holder).await {
                 tracing::warn!(error = %e, "a receiver slot was not given back; its lease frees it");
             }

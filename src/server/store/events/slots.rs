@@ -37,11 +37,9 @@ pub async fn take(
             .client()
             .update_item()
             .table_name(&table)
-            .key("pk", s(&pk(receiver, slot)))
+            .key("pk", s(pk(receiver, slot)))
             .update_expression("SET holder = :me, #until = :until, expires_at = :gone")
-            .condition_expression(
-                "attribute_not_exists(#until) OR #until < :now OR holder = :me",
-            )
+            .condition_expression("attribute_not_exists(#until) OR #until < :now OR holder = :me")
             .expression_attribute_names("#until", "until")
             .expression_attribute_values(":me", s(holder))
             .expression_attribute_values(":until", n(until_ms))
@@ -65,7 +63,7 @@ pub async fn give_back(
         .client()
         .update_item()
         .table_name(store.table(SETTINGS.base))
-        .key("pk", s(&pk(receiver, slot)))
+        .key("pk", s(pk(receiver, slot)))
         .update_expression("SET #until = :free")
         .condition_expression("holder = :me")
         .expression_attribute_names("#until", "until")
