@@ -173,7 +173,8 @@ async fn prod_tables_are_protected_and_recoverable() {
             p["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"], true,
             "{id}"
         );
-        assert_eq!(res["DeletionPolicy"], "Retain", "{id}");
+        // A first create that failed leaves nothing in the way of the next.
+        assert_eq!(res["DeletionPolicy"], "RetainExceptOnCreate", "{id}");
         assert_eq!(res["UpdateReplacePolicy"], "Retain", "{id}");
     }
 }

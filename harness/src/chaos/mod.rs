@@ -67,6 +67,8 @@ pub const MIN_ACKED_SHARE: f64 = 0.6;
 /// DynamoDB Local directly works in a database of its own (DynamoDB Local keeps one per
 /// key), where the harness finds it.
 const CONSOLE_KEY: &str = "chaosconsole";
+/// The receiver's concurrency limit in the run: below what two consoles send at once (4 each).
+const RECEIVER_SLOTS: u64 = 3;
 
 /// The faults switched on for the whole run (outages and kills come on top). Every kind
 /// switched on must be injected at least once: the rates are set so that a 25-second run
@@ -155,6 +157,11 @@ fn console_env(
         // The receiver's down stretches open the breaker; a probe this often closes it
         // within the run.
         ("OPS_EVENTS_BREAKER_PROBE_SECONDS", "2".into()),
+        // Every console together: at most this many requests at the receiver at once.
+        (
+            "OPS_EVENTS_RECEIVER_CONCURRENCY",
+            RECEIVER_SLOTS.to_string(),
+        ),
         ("OPS_EVENTS_LEASE_SECONDS", "3".into()),
         ("OPS_IDEMPOTENCY_STALE_SECONDS", "3".into()),
         ("OPS_INBOX_STREAM_LEASE_SECONDS", "3".into()),
@@ -421,6 +428,15 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
     if closed > opened || opened > closed + 1 {
         violations.push(format!(
             "the receiver's breaker opened {opened} times and closed {closed} times"
+        ));
+    }
+    let most = receiver
+        .most_at_once
+        .load(std::sync::atomic::Ordering::SeqCst);
+    println!("  receiver slots: at most {most} requests at the receiver at once (slow answers aside), {RECEIVER_SLOTS} slots");
+    if most > RECEIVER_SLOTS || most == 0 {
+        violations.push(format!(
+            "{most} requests at the receiver at once, with {RECEIVER_SLOTS} slots"
         ));
     }
     match &resent {

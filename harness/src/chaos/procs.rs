@@ -146,6 +146,28 @@ pub struct Receiver {
     weather: AtomicU8,
     pub slow_stretches: AtomicU64,
     pub down_stretches: AtomicU64,
+    /// Requests it is answering now and the most at once, slow answers left out: the
+    /// consoles give up on those at their timeout and give the slot back while the
+    /// receiver still sleeps on them.
+    pub answering: AtomicU64,
+    pub most_at_once: AtomicU64,
+}
+
+/// A request counted in `answering` until dropped.
+struct Answering<'a>(&'a Receiver);
+
+impl<'a> Answering<'a> {
+    fn enter(r: &'a Receiver) -> Answering<'a> {
+        let now = r.answering.fetch_add(1, Ordering::SeqCst) + 1;
+        r.most_at_once.fetch_max(now, Ordering::SeqCst);
+        Answering(r)
+    }
+}
+
+impl Drop for Answering<'_> {
+    fn drop(&mut self) {
+        self.0.answering.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Receiver {
@@ -159,6 +181,8 @@ impl Receiver {
             weather: AtomicU8::new(0),
             slow_stretches: AtomicU64::new(0),
             down_stretches: AtomicU64::new(0),
+            answering: AtomicU64::new(0),
+            most_at_once: AtomicU64::new(0),
         }
     }
 
@@ -182,7 +206,9 @@ impl Receiver {
 
 pub async fn hook(State(r): State<Arc<Receiver>>, headers: HeaderMap, body: Bytes) -> StatusCode {
     let n = r.requests.fetch_add(1, Ordering::SeqCst);
-    match r.weather() {
+    let weather = r.weather();
+    let _answering = (!matches!(weather, Weather::Slow)).then(|| Answering::enter(&r));
+    match weather {
         Weather::Down => {
             r.refused.fetch_add(1, Ordering::SeqCst);
             return StatusCode::SERVICE_UNAVAILABLE;

@@ -34,6 +34,16 @@ pub fn template(names: &TableNames, env: Environment) -> Value {
     })
 }
 
+/// What prod keeps when the stack is deleted, or a resource replaced: everything, except
+/// what a first create that failed made (so deploying again does not find it in the way).
+pub(super) fn keep_policies(prod: bool) -> (&'static str, &'static str) {
+    if prod {
+        ("RetainExceptOnCreate", "Retain")
+    } else {
+        ("Delete", "Delete")
+    }
+}
+
 /// `rp_mw_idempotency` → `RpMwIdempotencyTable`.
 pub(super) fn table_id(spec: &TableSpec) -> String {
     format!("{}Table", pascal(spec.base))
@@ -61,7 +71,7 @@ pub(super) fn table(spec: &TableSpec, name: &str, env: Environment) -> Value {
     if spec.stream {
         props["StreamSpecification"] = json!({"StreamViewType": "NEW_AND_OLD_IMAGES"});
     }
-    let keep = if prod { "Retain" } else { "Delete" };
+    let (keep, replaced) = keep_policies(prod);
     let mut skipped = vec![(
         "CKV_AWS_119",
         "Encrypted at rest with DynamoDB's AWS managed key; set SSESpecification.KMSMasterKeyId where policy asks for a customer key",
@@ -76,7 +86,7 @@ pub(super) fn table(spec: &TableSpec, name: &str, env: Environment) -> Value {
         "Type": "AWS::DynamoDB::Table",
         "Metadata": skips(&skipped),
         "DeletionPolicy": keep,
-        "UpdateReplacePolicy": keep,
+        "UpdateReplacePolicy": replaced,
         "Properties": props,
     })
 }

@@ -93,13 +93,14 @@ fn five_xx_rate() -> Value {
     let lb = json!([{"Name": "LoadBalancer", "Value": {"Fn::GetAtt": ["LoadBalancer", "LoadBalancerFullName"]}}]);
     let ns = "AWS/ApplicationELB";
     alarm(json!({
-        "AlarmDescription": format!("ops-console: more than {FIVE_XX_PERCENT}% of requests answered 5xx (by the tasks or the load balancer) in 3 of 5 minutes"),
+        "AlarmDescription": format!("ops-console: more than {FIVE_XX_PERCENT}% of requests answered 5xx (by the tasks or the load balancer) in 3 of 5 minutes of 20 requests or more"),
         "Metrics": [
             input("tasks", ns, "HTTPCode_Target_5XX_Count", lb.clone(), 60),
             input("balancer", ns, "HTTPCode_ELB_5XX_Count", lb.clone(), 60),
             input("requests", ns, "RequestCount", lb, 60),
+            // Under 20 requests a minute, one error is no rate to page on.
             {"Id": "rate", "Label": "5xx %", "ReturnData": true,
-             "Expression": "100 * (FILL(tasks, 0) + FILL(balancer, 0)) / requests"},
+             "Expression": "IF(requests >= 20, 100 * (FILL(tasks, 0) + FILL(balancer, 0)) / requests, 0)"},
         ],
         "EvaluationPeriods": 5,
         "DatapointsToAlarm": 3,

@@ -38,11 +38,11 @@ pub(super) fn resources(r: &mut Map<String, Value>, names: &TableNames, env: Env
             "Properties": {"RetentionInDays": if prod { 365 } else { 30 }},
         }),
     );
-    let keep = if prod { "Retain" } else { "Delete" };
+    let (keep, replaced) = crate::server::deploy::cloudformation::keep_policies(prod);
     r.insert("IdempotencySecret".into(), json!({
         "Type": "AWS::SecretsManager::Secret",
         "DeletionPolicy": keep,
-        "UpdateReplacePolicy": keep,
+        "UpdateReplacePolicy": replaced,
         "Metadata": skips(&[
             ("CKV_AWS_149", "Encrypted by Secrets Manager's AWS managed key; set KmsKeyId where policy asks for a customer key"),
             ("CKV2_AWS_57", "Not rotated: every stored idempotency key is a hash under this secret, so a new one would make every retry a first request"),
@@ -129,10 +129,15 @@ pub(super) fn container(names: &TableNames, env: Environment) -> Value {
         json!({"Name": "OPS_ENV", "Value": env.as_str()}),
         json!({"Name": "AWS_REGION", "Value": {"Ref": "AWS::Region"}}),
         json!({"Name": "OPS_APP_SITE_ADDR", "Value": format!("0.0.0.0:{PORT}")}),
-        json!({"Name": "OPS_AUTH_TRUSTED_PROXIES", "Value": {"Ref": "VpcCidr"}}),
+        json!({"Name": "OPS_AUTH_TRUSTED_PROXIES", "Value": {"Fn::Join": [", ", {"Ref": "LoadBalancerCidrs"}]}}),
         json!({"Name": "LOG_FORMAT", "Value": "json"}),
-        json!({"Fn::If": ["HasWebhookUrl", {"Name": "OPS_EVENTS_WEBHOOK_URL", "Value": {"Ref": "WebhookUrl"}}, {"Ref": "AWS::NoValue"}]}),
     ];
+    // The receiver's URL can hold a token: it comes from the secret, beside its key.
+    let receiver = |name: &str, key: &str| {
+        json!({"Fn::If": ["HasWebhookSecret",
+            {"Name": name, "ValueFrom": {"Fn::Sub": format!("${{WebhookSecretArn}}:{key}::")}},
+            {"Ref": "AWS::NoValue"}]})
+    };
     if !names.prefix().is_empty() {
         environment.push(json!({"Name": "OPS_DYNAMODB_TABLE_PREFIX", "Value": names.prefix()}));
     }
@@ -145,7 +150,8 @@ pub(super) fn container(names: &TableNames, env: Environment) -> Value {
         "Environment": environment,
         "Secrets": [
             {"Name": "IDEMPOTENCY_SECRET", "ValueFrom": {"Ref": "IdempotencySecret"}},
-            {"Fn::If": ["HasWebhookSecret", {"Name": "OPS_EVENTS_WEBHOOK_SECRET", "ValueFrom": {"Ref": "WebhookSecretArn"}}, {"Ref": "AWS::NoValue"}]},
+            receiver("OPS_EVENTS_WEBHOOK_URL", "url"),
+            receiver("OPS_EVENTS_WEBHOOK_SECRET", "secret"),
         ],
         // SIGTERM comes after the load balancer has drained the task; the console then
         // finishes what it holds (graceful shutdown) before this runs out.
@@ -188,8 +194,10 @@ fn service() -> Value {
         "Properties": {
             "Cluster": {"Ref": "Cluster"},
             "LaunchType": "FARGATE",
-            "DesiredCount": {"Ref": "DesiredCount"},
             "TaskDefinition": {"Ref": "TaskDefinition"},
+            // No DesiredCount: an update (a new image) would set it back while autoscaling
+            // had raised it. The service starts with one task, raised at once to the
+            // scalable target's minimum (`DesiredCount`).
             "HealthCheckGracePeriodSeconds": 60,
             // New tasks start beside the old ones; an old one leaves only once a new one
             // is healthy, and is drained (`edge::DEREGISTRATION_SECONDS`) before it is stopped.

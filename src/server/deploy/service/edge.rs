@@ -6,25 +6,21 @@
 use serde_json::{json, Map, Value};
 
 use super::PORT;
-use crate::server::config::Environment;
 use crate::server::deploy::skips;
 use crate::server::http::HEALTH_PATH;
+
+/// Answered 404 at the load balancer: only its checks and the scrapers, inside, ask them.
+pub const INTERNAL_PATHS: [&str; 3] = [HEALTH_PATH, "/readyz", "/metrics"];
 
 /// Seconds a task that is leaving keeps serving what it has (ECS stops it after).
 pub const DEREGISTRATION_SECONDS: u32 = 30;
 
-pub(super) fn resources(r: &mut Map<String, Value>, env: Environment) {
-    let prod = env == Environment::Prod;
-    let mut lb_skips = vec![
+pub(super) fn resources(r: &mut Map<String, Value>) {
+    let lb_skips = [
         ("CKV_AWS_91", "Access logs need a bucket of the team's choosing: set access_logs.s3.* on the load balancer"),
         ("CKV2_AWS_28", "No WAF by default: the console limits sign-ins and rates itself; attach a web ACL where policy asks for one"),
+        ("CKV_AWS_150", "No deletion protection: the load balancer holds no data, and a failed first create must be able to roll back (the tables and the secret are kept)"),
     ];
-    if !prod {
-        lb_skips.push((
-            "CKV_AWS_150",
-            "Deletion protection in prod only: dev and staging stacks are torn down",
-        ));
-    }
     r.insert(
         "LoadBalancer".into(),
         json!({
@@ -38,11 +34,17 @@ pub(super) fn resources(r: &mut Map<String, Value>, env: Environment) {
                 "LoadBalancerAttributes": [
                     {"Key": "routing.http.drop_invalid_header_fields.enabled", "Value": "true"},
                     {"Key": "routing.http.desync_mitigation_mode", "Value": "strictest"},
-                    {"Key": "deletion_protection.enabled", "Value": prod.to_string()},
                 ],
             },
         }),
     );
+    listeners(r);
+    r.insert("TargetGroup".into(), target_group());
+    security_groups(r);
+}
+
+/// HTTPS to the tasks, the health and metrics paths answered here, HTTP redirected.
+fn listeners(r: &mut Map<String, Value>) {
     r.insert(
         "HttpsListener".into(),
         json!({
@@ -57,6 +59,18 @@ pub(super) fn resources(r: &mut Map<String, Value>, env: Environment) {
             },
         }),
     );
+    // Health and metrics are for the load balancer's checks and the scrapers, which reach
+    // the tasks directly: from outside, each `/healthz` would cost a DynamoDB control-plane
+    // request, an account-wide limit.
+    r.insert("InternalPathsListenerRule".into(), json!({
+        "Type": "AWS::ElasticLoadBalancingV2::ListenerRule",
+        "Properties": {
+            "ListenerArn": {"Ref": "HttpsListener"},
+            "Priority": 1,
+            "Conditions": [{"Field": "path-pattern", "PathPatternConfig": {"Values": INTERNAL_PATHS}}],
+            "Actions": [{"Type": "fixed-response", "FixedResponseConfig": {"StatusCode": "404", "ContentType": "text/plain", "MessageBody": "Not found"}}],
+        },
+    }));
     r.insert("HttpListener".into(), json!({
         "Type": "AWS::ElasticLoadBalancingV2::Listener",
         "Properties": {
@@ -66,8 +80,6 @@ pub(super) fn resources(r: &mut Map<String, Value>, env: Environment) {
             "DefaultActions": [{"Type": "redirect", "RedirectConfig": {"Protocol": "HTTPS", "Port": "443", "StatusCode": "HTTP_301"}}],
         },
     }));
-    r.insert("TargetGroup".into(), target_group());
-    security_groups(r);
 }
 
 fn target_group() -> Value {
@@ -82,7 +94,9 @@ fn target_group() -> Value {
             "HealthCheckIntervalSeconds": 15,
             "HealthCheckTimeoutSeconds": 5,
             "HealthyThresholdCount": 2,
-            "UnhealthyThresholdCount": 3,
+            // A minute of failed checks: DynamoDB's control plane stumbling for a moment
+            // does not take every task out at once.
+            "UnhealthyThresholdCount": 4,
             "Matcher": {"HttpCode": "200"},
             "TargetGroupAttributes": [
                 {"Key": "deregistration_delay.timeout_seconds", "Value": DEREGISTRATION_SECONDS.to_string()},

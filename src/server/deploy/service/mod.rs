@@ -46,7 +46,7 @@ pub fn template(names: &TableNames, env: Environment) -> Value {
             json!({"Description": format!("The {} table", spec.base), "Value": {"Ref": id}}),
         );
     }
-    edge::resources(&mut resources, env);
+    edge::resources(&mut resources);
     compute::resources(&mut resources, names, env);
     alarms::resources(&mut resources, names);
     outputs.insert(
@@ -71,7 +71,6 @@ pub fn template(names: &TableNames, env: Environment) -> Value {
         "Parameters": parameters(),
         "Conditions": {
             "HasDomainName": {"Fn::Not": [{"Fn::Equals": [{"Ref": "DomainName"}, ""]}]},
-            "HasWebhookUrl": {"Fn::Not": [{"Fn::Equals": [{"Ref": "WebhookUrl"}, ""]}]},
             "HasWebhookSecret": {"Fn::Not": [{"Fn::Equals": [{"Ref": "WebhookSecretArn"}, ""]}]},
         },
         "Resources": resources,
@@ -85,7 +84,7 @@ fn parameters() -> Value {
         "CertificateArn": {"Type": "String", "Description": "The ACM certificate of the HTTPS listener", "AllowedPattern": "arn:aws[a-z-]*:acm:.+"},
         "DomainName": {"Type": "String", "Default": "", "Description": "The name people use (a DNS record you point at the load balancer); empty: the load balancer's own"},
         "VpcId": {"Type": "AWS::EC2::VPC::Id"},
-        "VpcCidr": {"Type": "String", "Description": "The VPC's CIDR: the console trusts X-Forwarded-For from the load balancer's addresses only", "AllowedPattern": "\\d{1,3}(\\.\\d{1,3}){3}/\\d{1,2}"},
+        "LoadBalancerCidrs": {"Type": "CommaDelimitedList", "Description": "The CIDRs of the public subnets the load balancer is in: the console believes X-Forwarded-For only from them, so run nothing else there"},
         "PublicSubnetIds": {"Type": "List<AWS::EC2::Subnet::Id>", "Description": "Two or more public subnets for the load balancer"},
         "PrivateSubnetIds": {"Type": "List<AWS::EC2::Subnet::Id>", "Description": "Two or more private subnets for the tasks, with a route to AWS's APIs (NAT or VPC endpoints)"},
         "AlarmTopicArn": {"Type": "String", "Description": "The SNS topic every alarm notifies", "AllowedPattern": "arn:aws[a-z-]*:sns:.+"},
@@ -94,7 +93,6 @@ fn parameters() -> Value {
         "Cpu": {"Type": "Number", "Default": 512, "AllowedValues": [256, 512, 1024, 2048, 4096]},
         "Memory": {"Type": "Number", "Default": 1024, "Description": "MiB, a size Fargate allows with Cpu"},
         "RequestsPerTarget": {"Type": "Number", "Default": 1000, "MinValue": 1, "Description": "Requests per task per minute the service scales out at"},
-        "WebhookUrl": {"Type": "String", "Default": "", "Description": "Where side effects are delivered until an admin saves a receiver on the Outbox page; empty: none"},
-        "WebhookSecretArn": {"Type": "String", "Default": "", "Description": "A Secrets Manager secret holding the receiver's signing secret (whsec_...); empty: none"},
+        "WebhookSecretArn": {"Type": "String", "Default": "", "AllowedPattern": "(arn:aws[a-z-]*:secretsmanager:.+)?", "Description": "A Secrets Manager secret whose JSON is the receiver of side effects until an admin saves one on the Outbox page: {\"url\": \"https://...\", \"secret\": \"whsec_...\"}; empty: none"},
     })
 }

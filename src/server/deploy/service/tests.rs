@@ -13,7 +13,7 @@ use crate::server::http::HEALTH_PATH;
 use crate::server::store::schema::ALL;
 use crate::server::store::TableNames;
 
-const VPC_CIDR: &str = "10.20.0.0/16";
+const BALANCER_CIDRS: &str = "10.20.1.0/24, 10.20.2.0/24";
 const WEBHOOK_URL: &str = "https://receiver.example.com/hooks";
 // The Standard Webhooks specification's example secret.
 const WEBHOOK_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -28,12 +28,21 @@ fn resolve(v: &Value) -> Option<String> {
     if let Some(s) = v.as_str() {
         return Some(s.to_string());
     }
+    if let Some(join) = v.get("Fn::Join") {
+        assert_eq!(join[1], json!({"Ref": "LoadBalancerCidrs"}), "{v}");
+        return Some(BALANCER_CIDRS.into());
+    }
+    if let Some(sub) = v.get("Fn::Sub").and_then(Value::as_str) {
+        // A key of the receiver's secret (its JSON: url and secret).
+        return match sub {
+            "${WebhookSecretArn}:url::" => Some(WEBHOOK_URL.into()),
+            "${WebhookSecretArn}:secret::" => Some(WEBHOOK_SECRET.into()),
+            _ => None,
+        };
+    }
     match v.get("Ref").and_then(Value::as_str) {
         Some("AWS::Region") => Some("eu-west-1".into()),
-        Some("VpcCidr") => Some(VPC_CIDR.into()),
-        Some("WebhookUrl") => Some(WEBHOOK_URL.into()),
         Some("IdempotencySecret") => Some("s".repeat(64)),
-        Some("WebhookSecretArn") => Some(WEBHOOK_SECRET.into()),
         _ => None,
     }
 }
@@ -69,7 +78,13 @@ fn the_container_runs_with_settings_the_console_accepts() {
             assert!(!sensitive, "{name} is a plain environment variable");
         }
         let names: Vec<&str> = secret.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(names, ["IDEMPOTENCY_SECRET", "OPS_EVENTS_WEBHOOK_SECRET"]);
+        // The receiver's URL can hold a token: a secret too.
+        let expected = [
+            "IDEMPOTENCY_SECRET",
+            "OPS_EVENTS_WEBHOOK_URL",
+            "OPS_EVENTS_WEBHOOK_SECRET",
+        ];
+        assert_eq!(names, expected);
         let vars: BTreeMap<String, String> = plain.into_iter().chain(secret).collect();
         // The image runs the console with its copy of Leptos.toml (the Dockerfile's OPS_CONFIG).
         let config = Config::from_parts(Some(&leptos_toml), &vars, "stack".into())
@@ -83,7 +98,7 @@ fn the_container_runs_with_settings_the_console_accepts() {
         );
         assert!(!config.wants_embedded_dynamodb());
         assert_eq!(config.dynamodb.table_prefix, "team-");
-        assert_eq!(config.auth.proxies(), VPC_CIDR);
+        assert_eq!(config.auth.proxies(), BALANCER_CIDRS);
         assert_eq!(config.events.webhook_url, WEBHOOK_URL);
         assert_eq!(config.idempotency.secret.expose().len(), 64);
         // The generated secret is long enough for the console's check.
@@ -104,6 +119,14 @@ fn the_load_balancer_checks_the_consoles_health_route_on_its_port() {
     let attached = &t["Resources"]["Service"]["Properties"]["LoadBalancers"][0];
     assert_eq!(attached["ContainerName"], CONTAINER);
     assert_eq!(attached["ContainerPort"], PORT);
+    // From outside, the load balancer answers the health and metrics paths itself.
+    let rule = &t["Resources"]["InternalPathsListenerRule"]["Properties"];
+    let paths = &rule["Conditions"][0]["PathPatternConfig"]["Values"];
+    assert_eq!(*paths, json!([HEALTH_PATH, "/readyz", "/metrics"]));
+    assert_eq!(
+        rule["Actions"][0]["FixedResponseConfig"]["StatusCode"],
+        "404"
+    );
     // The image: the same port, health path and settings file.
     let dockerfile = repo_file("Dockerfile");
     for line in [
@@ -125,7 +148,8 @@ fn every_table_and_the_tasks_policy_come_from_the_one_specification() {
         let id = super::table_id(spec);
         let table = &t["Resources"][&id];
         assert_eq!(table["Properties"]["TableName"], names.of(spec.base));
-        assert_eq!(table["DeletionPolicy"], "Retain", "{id}");
+        assert_eq!(table["DeletionPolicy"], "RetainExceptOnCreate", "{id}");
+        assert_eq!(table["UpdateReplacePolicy"], "Retain", "{id}");
         assert_eq!(
             t["Outputs"][format!("{id}Name")]["Value"],
             json!({"Ref": id})
@@ -138,7 +162,7 @@ fn every_table_and_the_tasks_policy_come_from_the_one_specification() {
     assert_eq!(role, expected);
     assert_eq!(
         t["Resources"]["IdempotencySecret"]["DeletionPolicy"],
-        "Retain"
+        "RetainExceptOnCreate"
     );
 }
 

@@ -227,7 +227,14 @@ impl Events {
         let now_ms = self.clock.now().timestamp_millis();
         let nonce = random_hex(16);
         let claim = outbox::claim(&self.store, &rec.event_id, &nonce, now_ms, self.lease_ms());
-        let Some(mine) = claim.await? else {
+        let claimed = match claim.await {
+            Ok(claimed) => claimed,
+            Err(e) => {
+                self.give_back(slot).await;
+                return Err(e);
+            }
+        };
+        let Some(mine) = claimed else {
             self.give_back(slot).await;
             return Ok(unused(Step::Taken));
         };

@@ -3,7 +3,7 @@
 //! requests at the receiver at once, each holding a slot in DynamoDB
 //! (`store::events::slots`). A delivery takes a slot before it claims its action and gives
 //! it back once the answer is recorded; a console that dies holding one loses it when the
-//! slot's lease (the request's timeout and a margin for clocks) runs out.
+//! slot's lease (the request's timeout and a claim's lease) runs out.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -14,10 +14,6 @@ use crate::server::ids::random_hex;
 use crate::server::store::events::health::receiver_key;
 use crate::server::store::events::slots;
 use crate::server::store::StoreError;
-
-/// Added to the request's timeout: the claim before it, the answer's record after it, and
-/// consoles whose clocks disagree by this much less.
-const LEASE_MARGIN_MS: i64 = 10_000;
 
 /// A delivery's place among the receiver's requests at once.
 pub(super) enum Slot {
@@ -44,7 +40,9 @@ impl Events {
         let receiver = receiver_key(url);
         let holder = random_hex(8);
         let start = usize::from_str_radix(&random_hex(2), 16).unwrap_or(0);
-        let lease = self.config.events.webhook_timeout_ms + LEASE_MARGIN_MS;
+        // The request's timeout, and a claim's lease for the claim before it (its attempts
+        // and retries), the answer's record after it and the consoles' clocks.
+        let lease = self.config.events.webhook_timeout_ms + self.lease_ms();
         for tries in 0..2 {
             let now = wall_ms();
             let slots = limit as usize;

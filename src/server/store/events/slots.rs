@@ -6,7 +6,10 @@
 //! console that dies holding one loses it when its lease runs out. The items are the same
 //! every time: nothing piles up, and each takes only its share of the writes.
 
+use std::collections::HashMap;
+
 use crate::server::store::item::{n, s, update_if};
+use crate::server::store::many::batch_get;
 use crate::server::store::schema::SETTINGS;
 use crate::server::store::{Store, StoreError};
 
@@ -18,9 +21,11 @@ fn pk(receiver: &str, slot: usize) -> String {
     format!("receiver-slot#{receiver}#{slot}")
 }
 
-/// Takes one of the `slots` slots of `receiver` for `holder` until `until_ms`, trying them
-/// from `start` on: the slot's number, or `None` when every one is held. A lost answer sent
-/// again finds the slot already its own.
+/// Takes one of the `slots` slots of `receiver` for `holder` until `until_ms`: the slot's
+/// number, or `None` when every one is held. One consistent read of them all first, then a
+/// conditional write on the free ones (or expired, or already `holder`'s: a lost answer
+/// sent again finds the slot its own), from `start` on; so a full limit costs one read,
+/// not a refused write per slot.
 pub async fn take(
     store: &Store,
     receiver: &str,
@@ -30,9 +35,31 @@ pub async fn take(
     until_ms: i64,
     start: usize,
 ) -> Result<Option<usize>, StoreError> {
+    let keys = (0..slots)
+        .map(|k| HashMap::from([("pk".to_string(), s(pk(receiver, k)))]))
+        .collect();
+    let held: HashMap<String, (String, i64)> = batch_get(store, SETTINGS.base, keys)
+        .await?
+        .into_iter()
+        .filter_map(|item| {
+            let text = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
+            let until = item
+                .get("until")
+                .and_then(|v| v.as_n().ok())?
+                .parse()
+                .ok()?;
+            Some((text("pk")?, (text("holder").unwrap_or_default(), until)))
+        })
+        .collect();
     let table = store.table(SETTINGS.base);
     for i in 0..slots {
         let slot = (start + i) % slots;
+        let free = held
+            .get(&pk(receiver, slot))
+            .is_none_or(|(who, until)| *until < now_ms || who == holder);
+        if !free {
+            continue;
+        }
         let req = store
             .client()
             .update_item()
