@@ -102,11 +102,7 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
     let result = axum::serve(listener, service)
         .with_graceful_shutdown(shutdown_signal())
         .await;
-    // A delivery cut short here is in flight under a lease: another console (or this one
-    // after a restart) takes it over once the lease runs out.
-    for task in background.into_iter().chain(metrics_server) {
-        task.abort();
-    }
+    background.stop(metrics_server).await;
     if let Err(e) = state_for_shutdown.idempotency.flush_stats().await {
         tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "could not write the last idempotency counters");
     }
@@ -118,14 +114,49 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
     result.map_err(|e| StartError::Other(e.to_string()))
 }
 
-/// The work every console does beside serving (docs/architecture.md, "Background work").
-fn spawn_background(state: &AppState, store: &Store) -> Vec<tokio::task::JoinHandle<()>> {
+/// The work every console does beside serving, as it runs.
+struct Background {
+    /// Tells the dispatcher to end its round and stop.
+    stopping: tokio::sync::watch::Sender<bool>,
+    dispatcher: Task,
+    others: Vec<Task>,
+}
+
+impl Background {
+    /// The dispatcher ends the round under way (its deliveries recorded, their slots given
+    /// back); one that takes longer is cut short, in flight under a lease, and another
+    /// console takes it over once the lease runs out. The rest (and `more`) stop at once.
+    async fn stop(self, more: Option<Task>) {
+        let _ = self.stopping.send(true);
+        if tokio::time::timeout(DISPATCH_DRAIN, self.dispatcher)
+            .await
+            .is_err()
+        {
+            tracing::warn!("the dispatcher's last round did not end in time; its claims run out");
+        }
+        for task in self.others.into_iter().chain(more) {
+            task.abort();
+        }
+    }
+}
+
+/// How long a console shutting down waits for the dispatcher's round under way: under
+/// the 30 s a container gets between `SIGTERM` and `SIGKILL` (ECS's default and the
+/// service stack's `StopTimeout`).
+const DISPATCH_DRAIN: std::time::Duration = std::time::Duration::from_secs(20);
+
+type Task = tokio::task::JoinHandle<()>;
+
+/// The work every console does beside serving (docs/architecture.md, "Background work"):
+/// the dispatcher, which ends its round when told to stop, and the rest.
+fn spawn_background(state: &AppState, store: &Store) -> Background {
     let mut tasks = vec![
         spawn_stats_flusher(state.idempotency.clone()),
         spawn_inbox_consumer(store.clone(), &state.config),
     ];
+    let (stopping, stop) = tokio::sync::watch::channel(false);
     let events = state.events.clone();
-    tasks.push(tokio::spawn(async move { events.run_dispatcher().await }));
+    let dispatcher = tokio::spawn(async move { events.run_dispatcher(stop).await });
     let alerts = state.alerts.clone();
     tasks.push(tokio::spawn(async move { alerts.run().await }));
     let (switches, alerts) = (state.kill_switches.clone(), state.alerts.clone());
@@ -133,7 +164,11 @@ fn spawn_background(state: &AppState, store: &Store) -> Vec<tokio::task::JoinHan
         async move { switches.run_reverts(alerts).await },
     ));
     tasks.extend(spawn_reaper(store.clone(), &state.config));
-    tasks
+    Background {
+        stopping,
+        dispatcher,
+        others: tasks,
+    }
 }
 
 /// `/metrics` alone, without a key, on `operations.metrics_listen` (when set).

@@ -120,3 +120,57 @@ async fn a_slot_is_free_again_when_its_lease_runs_out_and_not_before() {
         Some(0)
     );
 }
+
+#[tokio::test]
+async fn a_dispatcher_told_to_stop_ends_the_delivery_under_way_and_gives_its_slot_back() {
+    let secret = SigningSecret::generate();
+    let (receiver, url) = Receiver::start(vec![secret.clone()]).await;
+    receiver
+        .answer_ms
+        .store(1_500, std::sync::atomic::Ordering::SeqCst);
+    let hook = url.clone();
+    let app = spawn_app_with(move |c| {
+        c.events.webhook_url = url;
+        c.events.webhook_secret = ops_console::server::config::Secret::new(secret.expose());
+        c.events.receiver_concurrency = 1;
+    })
+    .await;
+    app.set_switches(false, true).await;
+    let key = app.api_key(&["events:write"]).await;
+    post_event(&app, &key, &event("c-slot-stop", Some("m-1"), "hi")).await;
+    let (stopping, stop) = tokio::sync::watch::channel(false);
+    let events = app.state.events.clone();
+    let dispatcher = tokio::spawn(async move { events.run_dispatcher(stop).await });
+    // A deployment stops the console while the receiver is answering.
+    let started = std::time::Instant::now();
+    while receiver
+        .in_flight
+        .0
+        .load(std::sync::atomic::Ordering::SeqCst)
+        == 0
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "nothing was sent"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stopping.send(true).unwrap();
+    tokio::time::timeout(Duration::from_secs(30), dispatcher)
+        .await
+        .expect("the dispatcher stopped")
+        .unwrap();
+    // The answer was recorded, not left in flight for another console to send again.
+    let rec =
+        ops_console::server::store::events::get_action(&app.store, "act:rp_route:c-slot-stop:m-1")
+            .await
+            .unwrap()
+            .unwrap();
+    assert_eq!(rec.status.as_str(), "delivered");
+    assert_eq!(receiver.total(), 1);
+    // And its slot is free: another takes it at once.
+    let now = chrono::Utc::now().timestamp_millis();
+    let receiver_key = ops_console::server::store::events::health::receiver_key(&hook);
+    let free = slots::take(&app.store, &receiver_key, 1, "next", now, now + 1000, 0).await;
+    assert_eq!(free.unwrap(), Some(0), "the slot was not given back");
+}

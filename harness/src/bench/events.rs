@@ -180,9 +180,10 @@ pub async fn bench_ack(
             std::sync::Arc::new(cfg),
             Seal::from_keys([3; 32], [4; 32]),
         )?;
+        let (_running, stop) = tokio::sync::watch::channel(false);
         let dispatcher = {
             let events = events.clone();
-            tokio::spawn(async move { events.run_dispatcher().await })
+            tokio::spawn(async move { events.run_dispatcher(stop).await })
         };
         let mut series = Series::new(name);
         let now = chrono::Utc::now();

@@ -342,12 +342,15 @@ impl Events {
         a
     }
 
-    /// Runs rounds until `stop` resolves: at once while rounds move actions, else after
-    /// the poll interval or when an event queued something on this console.
-    pub async fn run_dispatcher(&self) {
+    /// Runs rounds until `stop` turns true (or its sender is gone): at once while rounds
+    /// move actions, else after the poll interval or when an event queued something on
+    /// this console. A round under way when `stop` turns ends first: its deliveries are
+    /// recorded and their slots given back, so a console shut down for a deployment leaves
+    /// nothing in flight to be taken over after a lease.
+    pub async fn run_dispatcher(&self, mut stop: tokio::sync::watch::Receiver<bool>) {
         let poll =
             std::time::Duration::from_millis(self.config.events.dispatch_poll_ms.max(10) as u64);
-        loop {
+        while !*stop.borrow() {
             let moved = match self.dispatch_round().await {
                 Ok(r) => r.moved(),
                 Err(e) => {
@@ -359,7 +362,10 @@ impl Events {
                 tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "outbox job round failed; trying again");
             }
             if !moved {
-                let _ = tokio::time::timeout(poll, self.kick.notified()).await;
+                tokio::select! {
+                    _ = tokio::time::timeout(poll, self.kick.notified()) => {}
+                    changed = stop.changed() => if changed.is_err() { break },
+                }
             }
         }
     }
