@@ -18,6 +18,8 @@ pub struct ReceiverState {
     pub breaker_id: Option<String>,
     /// Requests per second every console together sends at most (0: no limit).
     pub rate_per_second: i64,
+    /// Requests every console together has at the receiver at once, at most (0: no limit).
+    pub concurrency: i64,
     /// Its URL without user info or query values.
     pub url: String,
     /// Delivery attempts of the last hour, and how many the receiver took.
