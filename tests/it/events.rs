@@ -694,3 +694,50 @@ async fn just_after_midnight_the_recent_events_start_with_yesterdays() {
     assert_eq!(page.events.len(), 1, "yesterday's event on the first page");
     assert_eq!(page.next_cursor, None, "two days are recent: nothing older");
 }
+
+/// Two consoles delivering to a receiver of their own, which `prepare` can slow down: `n`
+/// side effects posted (one to each conversation `<prefix>-<i>`), then both consoles
+/// dispatching until the receiver took them all (90 s at most). The receiver, the first
+/// console (the second shares its tables), and how long the deliveries took.
+pub async fn two_consoles_deliver(
+    prefix: &str,
+    n: usize,
+    prepare: impl FnOnce(&crate::receiver::Receiver),
+    tweak: impl FnOnce(&mut ops_console::server::config::Config),
+) -> (
+    crate::receiver::Receiver,
+    crate::helpers::TestApp,
+    std::time::Duration,
+) {
+    let secret = ops_console::server::outbound::signature::SigningSecret::generate();
+    let (receiver, url) = crate::receiver::Receiver::start(vec![secret.clone()]).await;
+    prepare(&receiver);
+    let app = crate::helpers::spawn_app_with(move |c| {
+        c.events.webhook_url = url;
+        c.events.webhook_secret = ops_console::server::config::Secret::new(secret.expose());
+        tweak(c);
+    })
+    .await;
+    app.set_switches(false, true).await;
+    let other = app.second_console();
+    let key = app.api_key(&["events:write"]).await;
+    for c in 0..n {
+        post_event(
+            &app,
+            &key,
+            &event(&format!("{prefix}-{c}"), Some("m-1"), "hi"),
+        )
+        .await;
+    }
+    let started = std::time::Instant::now();
+    while receiver.total() < n && started.elapsed() < std::time::Duration::from_secs(90) {
+        let (a, b) = tokio::join!(
+            app.state.events.dispatch_all(),
+            other.state.events.dispatch_all()
+        );
+        a.unwrap();
+        b.unwrap();
+    }
+    let took = started.elapsed();
+    (receiver, app, took)
+}

@@ -5,10 +5,7 @@
 
 use std::time::Duration;
 
-use crate::events::{event, post_event};
-use crate::helpers::spawn_app_with;
-use crate::receiver::Receiver;
-use ops_console::server::outbound::signature::SigningSecret;
+use crate::events::two_consoles_deliver;
 
 /// The most arrivals within any `window`.
 fn busiest(arrivals: &[std::time::Instant], window: Duration) -> usize {
@@ -29,36 +26,16 @@ fn busiest(arrivals: &[std::time::Instant], window: Duration) -> usize {
 async fn two_consoles_together_stay_within_the_receivers_rate() {
     const RATE: usize = 5;
     const ACTIONS: usize = 30;
-    let secret = SigningSecret::generate();
-    let (receiver, url) = Receiver::start(vec![secret.clone()]).await;
-    let app = spawn_app_with(move |c| {
-        c.events.webhook_url = url;
-        c.events.webhook_secret = ops_console::server::config::Secret::new(secret.expose());
-        c.events.receiver_rate = RATE as i64;
-        c.events.dispatch_concurrency = 8;
-    })
+    let (receiver, app, took) = two_consoles_deliver(
+        "c-rate",
+        ACTIONS,
+        |_| {},
+        |c| {
+            c.events.receiver_rate = RATE as i64;
+            c.events.dispatch_concurrency = 8;
+        },
+    )
     .await;
-    app.set_switches(false, true).await;
-    let other = app.second_console();
-    let key = app.api_key(&["events:write"]).await;
-    for c in 0..ACTIONS {
-        post_event(
-            &app,
-            &key,
-            &event(&format!("c-rate-{c}"), Some("m-1"), "hi"),
-        )
-        .await;
-    }
-    let started = std::time::Instant::now();
-    while receiver.total() < ACTIONS && started.elapsed() < Duration::from_secs(60) {
-        let (a, b) = tokio::join!(
-            app.state.events.dispatch_all(),
-            other.state.events.dispatch_all()
-        );
-        a.unwrap();
-        b.unwrap();
-    }
-    let took = started.elapsed();
     assert_eq!(receiver.total(), ACTIONS, "every side effect delivered");
     assert!(receiver.counts().values().all(|n| *n == 1), "once each");
     let arrivals = receiver.arrivals.lock().unwrap().clone();

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use crate::events::two_consoles_deliver;
 use crate::events::{event, post_event};
 use crate::helpers::spawn_app_with;
 use crate::receiver::Receiver;
@@ -15,39 +16,13 @@ use ops_console::server::store::events::slots;
 async fn two_consoles_together_keep_within_the_receivers_slots() {
     const SLOTS: usize = 2;
     const ACTIONS: usize = 12;
-    let secret = SigningSecret::generate();
-    let (receiver, url) = Receiver::start(vec![secret.clone()]).await;
     // Slow answers: each console alone would have six at the receiver at once.
-    receiver
-        .answer_ms
-        .store(300, std::sync::atomic::Ordering::SeqCst);
-    let app = spawn_app_with(move |c| {
-        c.events.webhook_url = url;
-        c.events.webhook_secret = ops_console::server::config::Secret::new(secret.expose());
+    let slow = |r: &Receiver| r.answer_ms.store(300, std::sync::atomic::Ordering::SeqCst);
+    let (receiver, app, _) = two_consoles_deliver("c-slot", ACTIONS, slow, |c| {
         c.events.receiver_concurrency = SLOTS as i64;
         c.events.dispatch_concurrency = 6;
     })
     .await;
-    app.set_switches(false, true).await;
-    let other = app.second_console();
-    let key = app.api_key(&["events:write"]).await;
-    for c in 0..ACTIONS {
-        post_event(
-            &app,
-            &key,
-            &event(&format!("c-slot-{c}"), Some("m-1"), "hi"),
-        )
-        .await;
-    }
-    let started = std::time::Instant::now();
-    while receiver.total() < ACTIONS && started.elapsed() < Duration::from_secs(90) {
-        let (a, b) = tokio::join!(
-            app.state.events.dispatch_all(),
-            other.state.events.dispatch_all()
-        );
-        a.unwrap();
-        b.unwrap();
-    }
     assert_eq!(receiver.total(), ACTIONS, "every side effect delivered");
     assert!(receiver.counts().values().all(|n| *n == 1), "once each");
     let most = receiver.most_at_once();

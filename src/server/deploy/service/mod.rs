@@ -20,12 +20,10 @@ mod edge;
 #[cfg(test)]
 mod tests;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use super::cloudformation::{table, table_id};
-
+use super::cloudformation::tables;
 use crate::server::config::Environment;
-use crate::server::store::schema::ALL;
 use crate::server::store::TableNames;
 
 /// The port the console listens on in its container (`OPS_APP_SITE_ADDR`), the target
@@ -36,16 +34,7 @@ const CONTAINER: &str = "ops-console";
 
 /// The stack for the `env` environment's console and tables (`names`).
 pub fn template(names: &TableNames, env: Environment) -> Value {
-    let mut resources = Map::new();
-    let mut outputs = Map::new();
-    for spec in ALL {
-        let id = table_id(spec);
-        resources.insert(id.clone(), table(spec, &names.of(spec.base), env));
-        outputs.insert(
-            format!("{id}Name"),
-            json!({"Description": format!("The {} table", spec.base), "Value": {"Ref": id}}),
-        );
-    }
+    let (mut resources, mut outputs) = tables(names, env);
     edge::resources(&mut resources);
     compute::resources(&mut resources, names, env);
     alarms::resources(&mut resources, names);

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use super::{template, CONTAINER, PORT};
 use crate::server::config::{Config, Environment};
+use crate::server::deploy::cloudformation::table_id;
 use crate::server::deploy::iam;
 use crate::server::http::HEALTH_PATH;
 use crate::server::store::schema::ALL;
@@ -145,7 +146,7 @@ fn every_table_and_the_tasks_policy_come_from_the_one_specification() {
     let names = TableNames::new("", "prod");
     let t = template(&names, Environment::Prod);
     for spec in ALL {
-        let id = super::table_id(spec);
+        let id = table_id(spec);
         let table = &t["Resources"][&id];
         assert_eq!(table["Properties"]["TableName"], names.of(spec.base));
         assert_eq!(table["DeletionPolicy"], "RetainExceptOnCreate", "{id}");
