@@ -20,31 +20,6 @@ use ops_console::server::store::Store;
 /// Requests in flight at once: two consoles' `events.dispatch_concurrency` (4 each).
 const IN_FLIGHT: usize = 8;
 
-/// A receiver that answers 204 at once and counts what it got.
-async fn counting_receiver() -> Result<(String, Arc<AtomicU64>), String> {
-    use axum::routing::post;
-    let got = Arc::new(AtomicU64::new(0));
-    let count = got.clone();
-    let app = axum::Router::new().route(
-        "/hook",
-        post(move || {
-            let count = count.clone();
-            async move {
-                count.fetch_add(1, Ordering::Relaxed);
-                axum::http::StatusCode::NO_CONTENT
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|e| e.to_string())?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    Ok((format!("http://{addr}/hook"), got))
-}
-
 /// `n` posts of a side effect's size, [`IN_FLIGHT`] at a time, over kept-alive connections.
 async fn bare_loop(url: &str, n: usize) -> Result<Duration, String> {
     use http_body_util::Full;
@@ -154,7 +129,7 @@ pub async fn bench_delivery(
     n: usize,
 ) -> Result<Vec<serde_json::Value>, String> {
     super::events::safe_mode_off(store, &Clock::default()).await?;
-    let (url, got) = counting_receiver().await?;
+    let (url, got) = super::events::receiver(0).await?;
     let mut bare = Series::new("delivery: bare HTTP posts, 8 at a time (baseline)");
     let took = bare_loop(&url, n).await?;
     for _ in 0..n {

@@ -168,7 +168,7 @@ pub async fn bench_ack(
         ("ack: receiver answers at once (baseline)", 0u64),
         ("ack: receiver answers in 5 s", 5_000),
     ] {
-        let url = slow_receiver(delay_ms).await?;
+        let (url, _) = receiver(delay_ms).await?;
         let mut cfg = config.clone();
         cfg.events.webhook_url = url;
         cfg.events.webhook_secret = Secret::new(SigningSecret::generate().expose());
@@ -214,14 +214,25 @@ pub async fn bench_ack(
     ))
 }
 
-/// A receiver that answers 204 after `delay_ms`.
-pub(crate) async fn slow_receiver(delay_ms: u64) -> Result<String, String> {
+/// A receiver that answers 204 after `delay_ms` and counts what it got.
+pub(crate) async fn receiver(
+    delay_ms: u64,
+) -> Result<(String, std::sync::Arc<std::sync::atomic::AtomicU64>), String> {
     use axum::routing::post;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let got = std::sync::Arc::new(AtomicU64::new(0));
+    let count = got.clone();
     let app = axum::Router::new().route(
         "/hook",
-        post(move || async move {
-            tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
-            axum::http::StatusCode::NO_CONTENT
+        post(move || {
+            let count = count.clone();
+            async move {
+                if delay_ms > 0 {
+                    tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
+                }
+                count.fetch_add(1, Ordering::Relaxed);
+                axum::http::StatusCode::NO_CONTENT
+            }
         }),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -231,7 +242,7 @@ pub(crate) async fn slow_receiver(delay_ms: u64) -> Result<String, String> {
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    Ok(format!("http://{addr}/hook"))
+    Ok((format!("http://{addr}/hook"), got))
 }
 
 /// Safe mode off (the benchmarks' side effects are to be delivered, not held).
