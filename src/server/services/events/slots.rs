@@ -83,7 +83,7 @@ impl Events {
         } = slot
         {
             if let Err(e) = slots::give_back(&self.store, &receiver, slot, &holder).await {
-                tracing::warn!(error = %e, "a receiver slot was not given back; its lease frees it");
+                tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "a receiver slot was not given back; its lease frees it");
             }
         }
     }
