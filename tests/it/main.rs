@@ -33,4 +33,5 @@ mod replay;
 mod resend;
 mod security;
 mod slots;
+mod traces;
 mod users;

@@ -33,6 +33,8 @@ pub struct Receiver {
     pub answer_ms: Arc<AtomicU64>,
     /// Requests it is answering now, and the most it ever answered at once.
     pub in_flight: Arc<(AtomicUsize, AtomicUsize)>,
+    /// The `traceparent` of each accepted message that had one, in order of arrival.
+    pub traceparents: Arc<Mutex<Vec<String>>>,
 }
 
 /// A request being answered: counted in `in_flight` until dropped.
@@ -64,6 +66,7 @@ impl Receiver {
             chokes_on: Arc::default(),
             answer_ms: Arc::default(),
             in_flight: Arc::default(),
+            traceparents: Arc::default(),
         };
         let app = Router::new()
             .route("/hook", post(receive))
@@ -161,6 +164,9 @@ fn answer(r: Receiver, headers: HeaderMap, body: Bytes) -> axum::response::Respo
     if verify(&secrets, &id, &ts, &body, &sig, now).is_err() {
         *r.bad_signatures.lock().unwrap() += 1;
         return StatusCode::UNAUTHORIZED.into_response();
+    }
+    if let Some(tp) = headers.get("traceparent").and_then(|v| v.to_str().ok()) {
+        r.traceparents.lock().unwrap().push(tp.to_string());
     }
     r.accepted
         .lock()

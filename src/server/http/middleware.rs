@@ -7,9 +7,12 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 
+use tracing::Instrument;
+
 use crate::model::users::{CurrentUser, Role};
 use crate::model::AppError;
 use crate::server::state::AppState;
+use crate::server::telemetry::traces;
 
 pub const SESSION_COOKIE: &str = "ops_session";
 
@@ -166,9 +169,36 @@ pub async fn measure(req: Request, next: Next) -> Response {
         _ => "other",
     };
     let started = std::time::Instant::now();
-    let res = next.run(req).await;
+    let res = if traced(&route, req.uri().path()) {
+        // Named by the route's template: a path can hold ids, and a trigger URL its secret.
+        let span = tracing::info_span!(
+            "request",
+            otel.name = %format!("{method} {route}"),
+            otel.kind = "server",
+            http.request.method = method,
+            http.route = %route,
+            http.response.status_code = tracing::field::Empty,
+        );
+        traces::continue_from(req.headers(), &span);
+        let res = next.run(req).instrument(span.clone()).await;
+        span.record(
+            "http.response.status_code",
+            i64::from(res.status().as_u16()),
+        );
+        res
+    } else {
+        next.run(req).await
+    };
     crate::server::metrics::http_request(&route, method, res.status().as_u16(), started.elapsed());
     res
+}
+
+/// Whether a request is a span of its own: not the health checks, the metrics scrape and
+/// the site's files, which come every few seconds and say nothing about an event.
+fn traced(route: &str, path: &str) -> bool {
+    traces::on()
+        && !matches!(route, "/healthz" | "/readyz" | "/metrics")
+        && !path.starts_with("/pkg/")
 }
 
 /// Pages must not be kept by the browser (after sign-out, Back shows the login page), and
@@ -243,7 +273,8 @@ pub fn url_encode(s: &str) -> String {
 /// (which a client cannot tell from a lost answer). The server's panic hook logs where
 /// (`telemetry::withhold_panic_messages`).
 pub async fn contain_panics(req: Request, next: Next) -> Response {
-    match tokio::spawn(next.run(req)).await {
+    // The task continues the request's span (traces).
+    match tokio::spawn(next.run(req).in_current_span()).await {
         Ok(res) => res,
         Err(e) => {
             let cause = if e.is_panic() {

@@ -30,6 +30,8 @@ pub struct Message<'a> {
     /// `webhook-timestamp`, Unix seconds.
     pub timestamp: i64,
     pub body: Bytes,
+    /// W3C trace context: the receiver's own trace continues the delivery's.
+    pub traceparent: Option<String>,
 }
 
 /// What one attempt came to.
@@ -154,8 +156,12 @@ impl Sender {
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .header("webhook-id", msg.id)
             .header("webhook-timestamp", msg.timestamp.to_string())
-            .header("webhook-signature", signature)
-            .body(Full::new(msg.body.clone()));
+            .header("webhook-signature", signature);
+        let req = match &msg.traceparent {
+            Some(tp) => req.header("traceparent", tp),
+            None => req,
+        }
+        .body(Full::new(msg.body.clone()));
         let req = match req {
             Ok(r) => r,
             Err(e) => return Answer::Unreachable(format!("the request cannot be built: {e}")),

@@ -22,6 +22,7 @@ pub mod many;
 pub mod measurements;
 pub mod query;
 pub mod schema;
+mod spans;
 pub mod sweep;
 pub mod tx;
 pub mod users;
@@ -108,6 +109,7 @@ impl Store {
         let sdk = loader.load().await;
         let config = aws_sdk_dynamodb::config::Builder::from(&sdk)
             .interceptor(counter::CountingInterceptor::new(requests.clone()))
+            .interceptor(spans::SpanInterceptor)
             .build();
         let streams = aws_sdk_dynamodbstreams::Client::new(&sdk);
         Store {

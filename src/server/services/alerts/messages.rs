@@ -85,6 +85,7 @@ impl Alerts {
                 id,
                 timestamp: now.timestamp(),
                 body: Bytes::from(body.to_string()),
+                traceparent: None,
             };
             let answer = self.sender.send(&uri, &[], &message).await;
             if !matches!(answer, Answer::Delivered(_)) {

@@ -12,6 +12,7 @@ use axum::body::Bytes;
 use chrono::{DateTime, Utc};
 use futures_util::stream::{self, StreamExt};
 use serde_json::json;
+use tracing::Instrument;
 
 use super::ingest::{iso, short, Events};
 use super::rate::Spare;
@@ -24,6 +25,7 @@ use crate::server::store::events::breaker::Breaker;
 use crate::server::store::events::outbox::{self, Ending, Move, SHARDS};
 use crate::server::store::events::{outbox_reads, ActionRecord, ActionStatus, Try};
 use crate::server::store::StoreError;
+use crate::server::telemetry::traces;
 
 /// Actions one page of a shard holds.
 pub(super) const PER_SHARD: usize = 25;
@@ -267,20 +269,45 @@ impl Events {
         Ok(if moved { Step::Held } else { Step::Taken })
     }
 
-    /// Sends one claimed action and records the answer under the claim.
+    /// Sends one claimed action and records the answer under the claim: a span of the
+    /// trace the action was queued in.
     async fn deliver(&self, mine: &ActionRecord, to: &Attempt<'_>) -> Result<Step, StoreError> {
+        let span = traces::span(|| {
+            tracing::info_span!(
+                "delivery",
+                otel.name = %format!("deliver {}", mine.action_type.as_str()),
+                otel.kind = "client",
+                action.type = mine.action_type.as_str(),
+                attempt = mine.attempts,
+                outcome = tracing::field::Empty,
+            )
+        });
+        traces::continue_stored(mine.trace_parent.as_deref(), &span);
+        self.deliver_in(mine, to, traces::traceparent(&span))
+            .instrument(span)
+            .await
+    }
+
+    async fn deliver_in(
+        &self,
+        mine: &ActionRecord,
+        to: &Attempt<'_>,
+        traceparent: Option<String>,
+    ) -> Result<Step, StoreError> {
         let sent_at = self.clock.now();
         let started = Instant::now();
         let message = Message {
             id: &mine.event_id,
             timestamp: sent_at.timestamp(),
             body: Bytes::from(mine.body.clone()),
+            traceparent,
         };
         let answer = self
             .sender
             .send(&to.target.url, &to.target.secrets, &message)
             .await;
         let ms = started.elapsed().as_millis() as i64;
+        tracing::Span::current().record("outcome", answer.cause());
         let now = self.clock.now();
         let (status, next_at_ms, unspent) = self.where_it_goes(mine, to, &answer, now);
         let result = match (&answer, status) {

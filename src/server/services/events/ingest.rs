@@ -14,6 +14,7 @@ use crate::server::metrics;
 use std::sync::Arc;
 
 use tokio::sync::Notify;
+use tracing::Instrument;
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
@@ -36,6 +37,7 @@ use crate::server::store::events::{
     TakeOver,
 };
 use crate::server::store::{kill_switches, Store, StoreError};
+use crate::server::telemetry::traces;
 
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
@@ -168,6 +170,12 @@ impl Events {
     /// Processes `ev` before answering: `Processed` once, `Duplicate` for every delivery
     /// after that.
     pub async fn ingest(&self, ev: &Incoming, actor: &str) -> Result<Outcome, IngestError> {
+        // Traces: the decision is a span, its actions' spans are its children.
+        let span = traces::span(|| tracing::info_span!("event"));
+        self.ingest_in(ev, actor).instrument(span).await
+    }
+
+    async fn ingest_in(&self, ev: &Incoming, actor: &str) -> Result<Outcome, IngestError> {
         metrics::event_received();
         let live = self.live_switches().await?;
         let rec = match self.claim_event(ev, live).await? {

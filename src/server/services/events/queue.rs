@@ -12,6 +12,7 @@ use crate::server::domain::events::Incoming;
 use crate::server::store::audit::AuditItem;
 use crate::server::store::events::outbox::{shard_of, sort_key, Group};
 use crate::server::store::events::{ActionRecord, ActionStatus, EventRecord, RecordKind};
+use crate::server::telemetry::traces;
 
 /// What a decision puts in the outbox: the records, one audit record per action, and the
 /// conversation's newest action afterwards.
@@ -51,6 +52,19 @@ pub(super) fn message(rec: &EventRecord, decision: &Decision, action: &PlannedAc
         },
     })
     .to_string()
+}
+
+/// The span of an action's queueing, a child of its event's: what its deliveries continue.
+fn queued_span(action: &PlannedAction) -> Option<String> {
+    if !traces::on() {
+        return None;
+    }
+    let span = tracing::info_span!(
+        "action",
+        otel.name = %format!("queue {}", action.action_type.as_str()),
+        action.type = action.action_type.as_str(),
+    );
+    traces::traceparent(&span)
 }
 
 impl Events {
@@ -125,6 +139,7 @@ impl Events {
             unknown: false,
             held_reason: None,
             round_start: 0,
+            trace_parent: queued_span(action),
         }
     }
 

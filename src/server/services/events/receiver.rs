@@ -330,6 +330,7 @@ impl Events {
             id: &id,
             timestamp: now.timestamp(),
             body: body.into(),
+            traceparent: None,
         };
         let started = std::time::Instant::now();
         let answer = self.sender.send(&target.url, &target.secrets, &msg).await;

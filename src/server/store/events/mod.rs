@@ -242,6 +242,10 @@ pub struct ActionRecord {
     /// and a breaker's failed probes.
     #[serde(default)]
     pub round_start: i64,
+    /// The W3C `traceparent` of the span it was queued in (traces on): its deliveries
+    /// continue that trace, whichever console makes them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_parent: Option<String>,
 }
 
 /// Attempts an action keeps a record of (the audit keeps every one).

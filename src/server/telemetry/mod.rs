@@ -1,12 +1,17 @@
 //! Logs: `tracing`, filtered by `RUST_LOG`, as JSON lines when `LOG_FORMAT=json`, to stderr
 //! or appended to the file `LOG_FILE` names. Nothing personal is ever passed to a log call;
-//! free text goes through `redact` first.
+//! free text goes through `redact` first. Traces: the same spans, exported when the standard
+//! OpenTelemetry variables ask for it ([`traces`]).
+
+pub mod traces;
 
 use std::fs::File;
 use std::sync::Arc;
 
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
 
 const DEFAULT_FILTER: &str =
     "info,aws_config=warn,aws_smithy_runtime=warn,aws_sdk_dynamodb=warn,hyper=warn,tower_http=warn";
@@ -32,20 +37,26 @@ fn writer() -> BoxMakeWriter {
     }
 }
 
+/// Logs, and traces when the settings ask for them. Call within the runtime (the exporter
+/// sends on it).
 pub fn init() {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     let json = std::env::var("LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let fmt = tracing_subscriber::fmt::layer()
         .with_ansi(std::env::var_os("LOG_FILE").is_none())
         .with_writer(writer());
-    // A second init (tests) keeps the first subscriber.
-    let _ = if json {
-        builder.json().try_init()
+    let logs = if json {
+        fmt.json().with_filter(filter).boxed()
     } else {
-        builder.try_init()
+        fmt.with_filter(filter).boxed()
     };
+    let exported = traces::from_env().map(|p| traces::layer(&p));
+    // A second init (tests) keeps the first subscriber.
+    let _ = tracing_subscriber::registry()
+        .with(logs)
+        .with(exported)
+        .try_init();
 }
 
 /// For the server: a panic's message can quote the input that caused it, so only where it

@@ -1,0 +1,137 @@
+//! A span for every DynamoDB request (traces on, docs/operations.md "Traces"): a child of
+//! the span that made it, named by the operation, with the tables it touched and how it
+//! ended. Never a key, an item or an expression: those hold stored data.
+
+use aws_sdk_dynamodb::config::interceptors::{
+    BeforeSerializationInterceptorContextRef, FinalizerInterceptorContextRef,
+};
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_dynamodb::operation as op;
+use aws_smithy_runtime_api::client::interceptors::context::Input;
+use aws_smithy_types::config_bag::{Storable, StoreReplace};
+
+use crate::server::telemetry::traces;
+
+/// The span of the request under way, kept in the request's own configuration.
+#[derive(Debug, Clone)]
+struct RequestSpan(tracing::Span);
+
+impl Storable for RequestSpan {
+    type Storer = StoreReplace<Self>;
+}
+
+#[derive(Debug, Clone, Default)]
+pub(super) struct SpanInterceptor;
+
+impl Intercept for SpanInterceptor {
+    fn name(&self) -> &'static str {
+        "ops-console-spans"
+    }
+
+    fn read_before_execution(
+        &self,
+        context: &BeforeSerializationInterceptorContextRef<'_>,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        if !traces::on() {
+            return Ok(());
+        }
+        let (name, tables) = described(context.input());
+        let span = tracing::info_span!(
+            "dynamodb",
+            otel.name = %format!("DynamoDB.{name}"),
+            otel.kind = "client",
+            rpc.system = "aws-api",
+            rpc.service = "DynamoDB",
+            rpc.method = name,
+            aws.dynamodb.table_names = %tables.join(","),
+            outcome = tracing::field::Empty,
+        );
+        cfg.interceptor_state().store_put(RequestSpan(span));
+        Ok(())
+    }
+
+    fn read_after_execution(
+        &self,
+        context: &FinalizerInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        if let Some(RequestSpan(span)) = cfg.load::<RequestSpan>().cloned() {
+            let outcome = match context.response() {
+                Some(r) if r.status().is_success() => "ok".to_string(),
+                Some(r) => format!("http {}", r.status().as_u16()),
+                None => "no answer".to_string(),
+            };
+            span.record("outcome", outcome);
+            // The span ends when the request's configuration is dropped with it.
+            cfg.interceptor_state().unset::<RequestSpan>();
+        }
+        Ok(())
+    }
+}
+
+/// A request's operation, and the tables it names (sorted, each once).
+fn described(input: &Input) -> (&'static str, Vec<String>) {
+    let mut names: Vec<String> = Vec::new();
+    let mut op = "other";
+    macro_rules! single {
+        ($($m:ident :: $t:ident => $name:literal),*) => {
+            $(if let Some(i) = input.downcast_ref::<op::$m::$t>() {
+                op = $name;
+                names.extend(i.table_name().map(str::to_string));
+            })*
+        };
+    }
+    single!(
+        get_item::GetItemInput => "GetItem",
+        put_item::PutItemInput => "PutItem",
+        update_item::UpdateItemInput => "UpdateItem",
+        delete_item::DeleteItemInput => "DeleteItem",
+        query::QueryInput => "Query",
+        scan::ScanInput => "Scan",
+        describe_table::DescribeTableInput => "DescribeTable",
+        create_table::CreateTableInput => "CreateTable",
+        update_table::UpdateTableInput => "UpdateTable",
+        delete_table::DeleteTableInput => "DeleteTable",
+        describe_time_to_live::DescribeTimeToLiveInput => "DescribeTimeToLive",
+        update_time_to_live::UpdateTimeToLiveInput => "UpdateTimeToLive"
+    );
+    if let Some(i) = input.downcast_ref::<op::batch_get_item::BatchGetItemInput>() {
+        op = "BatchGetItem";
+        names.extend(
+            i.request_items()
+                .into_iter()
+                .flat_map(|m| m.keys().cloned()),
+        );
+    }
+    if let Some(i) = input.downcast_ref::<op::batch_write_item::BatchWriteItemInput>() {
+        op = "BatchWriteItem";
+        names.extend(
+            i.request_items()
+                .into_iter()
+                .flat_map(|m| m.keys().cloned()),
+        );
+    }
+    if let Some(i) = input.downcast_ref::<op::transact_write_items::TransactWriteItemsInput>() {
+        op = "TransactWriteItems";
+        for item in i.transact_items() {
+            let table = item
+                .put()
+                .map(|p| p.table_name())
+                .or(item.update().map(|u| u.table_name()))
+                .or(item.delete().map(|d| d.table_name()))
+                .or(item.condition_check().map(|c| c.table_name()));
+            names.extend(table.map(str::to_string));
+        }
+    }
+    if let Some(i) = input.downcast_ref::<op::transact_get_items::TransactGetItemsInput>() {
+        op = "TransactGetItems";
+        for item in i.transact_items() {
+            names.extend(item.get().map(|g| g.table_name().to_string()));
+        }
+    }
+    names.sort();
+    names.dedup();
+    (op, names)
+}
