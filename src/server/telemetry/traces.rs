@@ -35,6 +35,9 @@ use tracing_subscriber::filter::Targets;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
 
+/// The standard variable naming the collector (its base URL; `/v1/traces` is added).
+pub const ENDPOINT_VAR: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
+
 /// Whether spans are exported by this process: when off, no span is made for them alone.
 static ON: AtomicBool = AtomicBool::new(false);
 static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
@@ -54,7 +57,7 @@ pub(super) fn from_env() -> Option<SdkTracerProvider> {
     let disabled = env("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"))
         || env("OTEL_TRACES_EXPORTER").is_some_and(|v| v.eq_ignore_ascii_case("none"));
     let configured = env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        .or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT"))
+        .or_else(|| env(ENDPOINT_VAR))
         .is_some();
     if disabled || !configured {
         return None;

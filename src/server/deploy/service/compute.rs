@@ -13,6 +13,7 @@ use crate::server::deploy::iam;
 use crate::server::deploy::skips;
 use crate::server::store::schema::ALL;
 use crate::server::store::TableNames;
+use crate::server::telemetry::traces;
 
 pub(super) fn resources(r: &mut Map<String, Value>, names: &TableNames, env: Environment) {
     let prod = env == Environment::Prod;
@@ -131,6 +132,9 @@ pub(super) fn container(names: &TableNames, env: Environment) -> Value {
         json!({"Name": "OPS_APP_SITE_ADDR", "Value": format!("0.0.0.0:{PORT}")}),
         json!({"Name": "OPS_AUTH_TRUSTED_PROXIES", "Value": {"Fn::Join": [", ", {"Ref": "LoadBalancerCidrs"}]}}),
         json!({"Name": "LOG_FORMAT", "Value": "json"}),
+        json!({"Fn::If": ["HasTracesEndpoint",
+            {"Name": traces::ENDPOINT_VAR, "Value": {"Ref": "TracesEndpoint"}},
+            {"Ref": "AWS::NoValue"}]}),
     ];
     // The receiver's URL can hold a token: it comes from the secret, beside its key.
     let receiver = |name: &str, key: &str| {

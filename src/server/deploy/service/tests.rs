@@ -13,6 +13,7 @@ use crate::server::deploy::iam;
 use crate::server::http::HEALTH_PATH;
 use crate::server::store::schema::ALL;
 use crate::server::store::TableNames;
+use crate::server::telemetry::traces;
 
 const BALANCER_CIDRS: &str = "10.20.1.0/24, 10.20.2.0/24";
 const WEBHOOK_URL: &str = "https://receiver.example.com/hooks";
@@ -44,6 +45,7 @@ fn resolve(v: &Value) -> Option<String> {
     match v.get("Ref").and_then(Value::as_str) {
         Some("AWS::Region") => Some("eu-west-1".into()),
         Some("IdempotencySecret") => Some("s".repeat(64)),
+        Some("TracesEndpoint") => Some("http://localhost:4318".into()),
         _ => None,
     }
 }
@@ -102,6 +104,11 @@ fn the_container_runs_with_settings_the_console_accepts() {
         assert_eq!(config.auth.proxies(), BALANCER_CIDRS);
         assert_eq!(config.events.webhook_url, WEBHOOK_URL);
         assert_eq!(config.idempotency.secret.expose().len(), 64);
+        // Traces go where the parameter says, by the variable the console reads.
+        assert_eq!(
+            vars.get(traces::ENDPOINT_VAR).map(String::as_str),
+            Some("http://localhost:4318")
+        );
         // The generated secret is long enough for the console's check.
         let generated = &t["Resources"]["IdempotencySecret"]["Properties"]["GenerateSecretString"];
         assert!(generated["PasswordLength"].as_u64().unwrap() >= 32);
