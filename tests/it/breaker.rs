@@ -281,3 +281,67 @@ async fn a_message_the_receiver_chokes_on_does_not_keep_the_breaker_open() {
         assert_eq!(counts.get(id), Some(&1), "{id}: {counts:?}");
     }
 }
+
+/// A receiver that answers every other message with 503: its run of failures never grows
+/// (each round has answers), so only the failure-rate rule can open the breaker.
+async fn half_failing(rule_pct: i64) -> (TestApp, crate::receiver::Receiver) {
+    use ops_console::server::outbound::signature::SigningSecret;
+    let secret = SigningSecret::generate();
+    let (receiver, url) = crate::receiver::Receiver::start(vec![secret.clone()]).await;
+    let app = crate::helpers::spawn_app_with(move |c| {
+        c.events.webhook_url = url;
+        c.events.webhook_secret = ops_console::server::config::Secret::new(secret.expose());
+        c.events.retry_schedule = "1s,1s,1s,1s,1s,1s".into();
+        c.events.breaker_failures = 1000;
+        c.events.breaker_failure_rate = rule_pct;
+        c.events.breaker_min_attempts = 10;
+    })
+    .await;
+    app.set_switches(false, true).await;
+    let key = app.api_key(&["events:write"]).await;
+    for c in 1..=12 {
+        let conversation = format!("c-half-{c}");
+        post_event(&app, &key, &event(&conversation, Some("m-1"), "hi")).await;
+        if c % 2 == 0 {
+            let id = format!("act:rp_route:{conversation}:m-1");
+            receiver.chokes_on.lock().unwrap().push(id);
+        }
+    }
+    (app, receiver)
+}
+
+#[tokio::test]
+async fn a_receiver_failing_half_its_attempts_opens_the_breaker_by_the_failure_rate_rule() {
+    // Without the rule: answers between the failures keep the breaker closed.
+    let (app, receiver) = half_failing(0).await;
+    let other = app.second_console();
+    for _ in 0..3 {
+        both_rounds(&app, &other).await;
+        app.clock.advance(Duration::milliseconds(1_100));
+    }
+    assert_eq!(receiver.total(), 6, "the answered half went");
+    let b = app.state.events.breaker_state().await.unwrap();
+    assert_eq!(b.breaker_id, None, "no rule, no opening: {b:?}");
+
+    // With it (40 %, 10 attempts): the first rounds' 12 attempts, 6 failed, open it.
+    let (app, receiver) = half_failing(40).await;
+    let other = app.second_console();
+    both_rounds(&app, &other).await;
+    assert_eq!(receiver.total(), 6);
+    let b = app.state.events.breaker_state().await.unwrap();
+    assert!(b.breaker_id.is_some(), "open: {b:?}");
+    assert_eq!(b.opened_by.as_deref(), Some("system"));
+    let why = b.reason.unwrap_or_default();
+    assert!(
+        why.contains("6 of 12 attempts failed in the last")
+            && why.contains("the rule says 40 %")
+            && why.contains("receiver answered 503"),
+        "{why}"
+    );
+    // Parked from here on: the failing half is not sent again, nothing else is either.
+    let before = receiver.arrivals.lock().unwrap().len();
+    app.clock.advance(Duration::milliseconds(1_100));
+    both_rounds(&app, &other).await;
+    assert_eq!(receiver.arrivals.lock().unwrap().len(), before, "parked");
+    assert_eq!(count(&app, Group::Dead).await, 0);
+}

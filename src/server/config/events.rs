@@ -29,6 +29,11 @@ pub struct EventsSection {
     pub breaker_failures: i64,
     /// While the breaker is open, one probe (the oldest parked side effect) this often.
     pub breaker_probe_seconds: i64,
+    /// The breaker also opens when at least this percentage of the attempts of the last
+    /// five to ten minutes failed (every console's, counted in DynamoDB); 0: no such rule.
+    pub breaker_failure_rate: i64,
+    /// Attempts those minutes need before their failure rate opens the breaker.
+    pub breaker_min_attempts: i64,
     /// Requests per second every console together sends the receiver at most (counted in
     /// DynamoDB, docs/events.md, "Rate limit"); 0: no limit.
     pub receiver_rate: i64,
@@ -62,6 +67,8 @@ impl Default for EventsSection {
             dispatch_concurrency: 4,
             breaker_failures: 5,
             breaker_probe_seconds: 30,
+            breaker_failure_rate: 0,
+            breaker_min_attempts: 20,
             receiver_rate: 0,
             receiver_concurrency: 0,
             outbox_days: 30,

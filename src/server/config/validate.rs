@@ -223,6 +223,18 @@ fn delivery(e: &EventsSection) -> Result<(), ConfigError> {
     range("events.dispatch_concurrency", e.dispatch_concurrency, 1, 64)?;
     range("events.breaker_failures", e.breaker_failures, 0, 1000)?;
     range(
+        "events.breaker_failure_rate",
+        e.breaker_failure_rate,
+        0,
+        100,
+    )?;
+    range(
+        "events.breaker_min_attempts",
+        e.breaker_min_attempts,
+        1,
+        1_000_000,
+    )?;
+    range(
         "events.breaker_probe_seconds",
         e.breaker_probe_seconds,
         1,

@@ -97,41 +97,42 @@ fn described(input: &Input) -> (&'static str, Vec<String>) {
         describe_time_to_live::DescribeTimeToLiveInput => "DescribeTimeToLive",
         update_time_to_live::UpdateTimeToLiveInput => "UpdateTimeToLive"
     );
-    if let Some(i) = input.downcast_ref::<op::batch_get_item::BatchGetItemInput>() {
-        op = "BatchGetItem";
-        names.extend(
-            i.request_items()
-                .into_iter()
-                .flat_map(|m| m.keys().cloned()),
-        );
-    }
-    if let Some(i) = input.downcast_ref::<op::batch_write_item::BatchWriteItemInput>() {
-        op = "BatchWriteItem";
-        names.extend(
-            i.request_items()
-                .into_iter()
-                .flat_map(|m| m.keys().cloned()),
-        );
-    }
-    if let Some(i) = input.downcast_ref::<op::transact_write_items::TransactWriteItemsInput>() {
-        op = "TransactWriteItems";
-        for item in i.transact_items() {
-            let table = item
-                .put()
-                .map(|p| p.table_name())
-                .or(item.update().map(|u| u.table_name()))
-                .or(item.delete().map(|d| d.table_name()))
-                .or(item.condition_check().map(|c| c.table_name()));
-            names.extend(table.map(str::to_string));
-        }
-    }
-    if let Some(i) = input.downcast_ref::<op::transact_get_items::TransactGetItemsInput>() {
-        op = "TransactGetItems";
-        for item in i.transact_items() {
-            names.extend(item.get().map(|g| g.table_name().to_string()));
-        }
+    if let Some((name, tables)) = many_tables(input) {
+        op = name;
+        names.extend(tables);
     }
     names.sort();
     names.dedup();
     (op, names)
+}
+
+/// The operation and tables of a batch or a transaction (several tables at once).
+fn many_tables(input: &Input) -> Option<(&'static str, Vec<String>)> {
+    if let Some(i) = input.downcast_ref::<op::batch_get_item::BatchGetItemInput>() {
+        return Some(("BatchGetItem", keys(i.request_items())));
+    }
+    if let Some(i) = input.downcast_ref::<op::batch_write_item::BatchWriteItemInput>() {
+        return Some(("BatchWriteItem", keys(i.request_items())));
+    }
+    if let Some(i) = input.downcast_ref::<op::transact_write_items::TransactWriteItemsInput>() {
+        let tables = i.transact_items().iter().filter_map(|item| {
+            item.put()
+                .map(|p| p.table_name())
+                .or(item.update().map(|u| u.table_name()))
+                .or(item.delete().map(|d| d.table_name()))
+                .or(item.condition_check().map(|c| c.table_name()))
+                .map(str::to_string)
+        });
+        return Some(("TransactWriteItems", tables.collect()));
+    }
+    let i = input.downcast_ref::<op::transact_get_items::TransactGetItemsInput>()?;
+    let tables = i.transact_items().iter().filter_map(|item| item.get());
+    Some((
+        "TransactGetItems",
+        tables.map(|g| g.table_name().to_string()).collect(),
+    ))
+}
+
+fn keys<V>(m: Option<&std::collections::HashMap<String, V>>) -> Vec<String> {
+    m.into_iter().flat_map(|m| m.keys().cloned()).collect()
 }

@@ -30,7 +30,8 @@ impl Events {
         end: &Ending<'_>,
         answer: &Answer,
     ) -> Result<bool, StoreError> {
-        self.count_health(mine, to.target, end).await;
+        self.count_health(mine, to.target, end, answer.receiver_failed())
+            .await;
         let counted = match end.status {
             ActionStatus::Delivered => "delivered",
             ActionStatus::Dead => "dead",
@@ -75,11 +76,18 @@ impl Events {
 
     /// Counts a recorded attempt in the receiver's health. The delivery is recorded; its
     /// place in the health figures is not worth failing the round for.
-    async fn count_health(&self, mine: &ActionRecord, target: &Target, end: &Ending<'_>) {
+    async fn count_health(
+        &self,
+        mine: &ActionRecord,
+        target: &Target,
+        end: &Ending<'_>,
+        failed: bool,
+    ) {
         let counted = health::Attempt {
             receiver: &health::receiver_key(&target.url_text),
             shard: outbox::shard_of(&mine.conversation_id),
             delivered: end.status == ActionStatus::Delivered,
+            failed,
             error: Some(end.this_try.result.as_str()),
             now_ms: end.now_ms,
         };

@@ -3,8 +3,10 @@
 //! action, so deliveries park in their order and no retry schedule is spent. Every
 //! `events.breaker_probe_seconds` one console sends one probe, the oldest parked action;
 //! a failed probe puts it back where it waited, unspent; any answer closes the breaker, and
-//! the parked actions drain in their order. An operator opens or closes it by hand, with a
-//! reason. The alert rule `outbox.receiver_breaker` tells the channels once per opening.
+//! the parked actions drain in their order. With `events.breaker_failure_rate` it also
+//! opens when that share of the last minutes' attempts failed, however they alternate with
+//! answers. An operator opens or closes it by hand, with a reason. The alert rule
+//! `outbox.receiver_breaker` tells the channels once per opening.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -134,7 +136,11 @@ impl Events {
 
     /// The system opens `receiver`'s breaker after its failures: the writes with their
     /// audit record, committed at once. False: it was open already.
-    async fn open_breaker(&self, receiver: &str, reason: &str) -> Result<bool, AppError> {
+    pub(super) async fn open_breaker(
+        &self,
+        receiver: &str,
+        reason: &str,
+    ) -> Result<bool, AppError> {
         let now = self.clock.now();
         let (_, writes) = self.prepare_breaker_open(receiver, reason, "system", now)?;
         let opened = writes.commit(&self.store).await?.is_done();
@@ -239,7 +245,7 @@ impl Events {
             reason,
             now,
         );
-        let close = store::close(&self.store, &b.receiver, id)?;
+        let close = store::close(&self.store, &b.receiver, id, now.timestamp_millis())?;
         Ok(close.and(audit::writes(&self.store, &record)?))
     }
 

@@ -9,9 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use axum::body::Bytes;
-use chrono::{DateTime, Utc};
 use futures_util::stream::{self, StreamExt};
-use serde_json::json;
 use tracing::Instrument;
 
 use super::ingest::{iso, short, Events};
@@ -20,7 +18,6 @@ use super::receiver::Target;
 use super::slots::Slot;
 use crate::server::ids::random_hex;
 use crate::server::outbound::{Answer, Message};
-use crate::server::store::audit::AuditItem;
 use crate::server::store::events::breaker::Breaker;
 use crate::server::store::events::outbox::{self, Ending, Move, SHARDS};
 use crate::server::store::events::{outbox_reads, ActionRecord, ActionStatus, Try};
@@ -130,14 +127,18 @@ impl Events {
             .buffer_unordered(self.config.events.dispatch_concurrency.max(1) as usize)
             .collect()
             .await;
-        let mut answered = false;
+        let (mut answered, mut failed) = (false, false);
         for step in steps {
             let step = step?;
             answered |= matches!(step, Step::Ended(_, true));
+            failed |= matches!(step, Step::Ended(_, false));
             round.count(step);
         }
-        if let Some((_, b)) = go.filter(|(_, b)| answered && b.run > 0) {
-            self.end_failure_run(&b).await;
+        if let Some((_, b)) = go.as_ref().filter(|(_, b)| answered && b.run > 0) {
+            self.end_failure_run(b).await;
+        }
+        if let Some((_, b)) = go.filter(|_| failed) {
+            self.judge_failure_rate(&b).await;
         }
         Ok(round)
     }
@@ -341,32 +342,6 @@ impl Events {
         let answered = self.after_attempt(mine, to, &end, &answer).await?;
         tracing::info!(action = %short(&mine.event_id), attempt = mine.attempts, status = %status, ms, "side effect attempt");
         Ok(Step::Ended(status, answered))
-    }
-
-    /// An audit record of one outbox step of `rec`; `step` and `suffix` tell steps apart.
-    pub(super) fn outbox_audit(
-        &self,
-        rec: &ActionRecord,
-        step: &str,
-        suffix: &str,
-        now: DateTime<Utc>,
-    ) -> AuditItem {
-        let id = format!("{}-{step}-{suffix}", short(&rec.event_id));
-        let mut a = AuditItem::new(
-            &rec.conversation_id,
-            rec.action_type.as_str(),
-            now,
-            &id,
-            self.config.ttl.audit_days,
-        );
-        a.idempotency_key = rec.event_id.clone();
-        a.action_payload_redacted = json!({
-            "target": rec.target,
-            "attempt": rec.attempts,
-            "event_key": rec.source_event,
-        })
-        .to_string();
-        a
     }
 
     /// Runs rounds until `stop` turns true (or its sender is gone): at once while rounds

@@ -65,6 +65,16 @@ pub fn view(h: &Health, now_ms: i64) -> ReceiverHealth {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::store::events::health::Tally;
+
+    fn tally(bucket_ms: i64, attempts: u64, delivered: u64) -> Tally {
+        Tally {
+            bucket_ms,
+            attempts,
+            delivered,
+            failed: attempts - delivered,
+        }
+    }
 
     #[test]
     fn a_receiver_fails_when_every_attempt_of_the_window_failed() {
@@ -75,17 +85,17 @@ mod tests {
             last_failure_ms: Some(now - 1000),
             last_error: Some("could not connect".into()),
             failing_since_ms: Some(now - HOUR_MS / 2),
-            tallies: vec![(bucket - HOUR_MS / 2, 5, 0), (bucket, 3, 0)],
+            tallies: vec![tally(bucket - HOUR_MS / 2, 5, 0), tally(bucket, 3, 0)],
         };
         let v = view(&h, now);
         assert!(v.every_attempt_failed);
         assert_eq!((v.attempts_last_hour, v.delivered_last_hour), (8, 0));
         assert_eq!(v.last_error.as_deref(), Some("could not connect"));
         // Two attempts are too few to call it.
-        h.tallies = vec![(bucket, 2, 0)];
+        h.tallies = vec![tally(bucket, 2, 0)];
         assert!(!view(&h, now).every_attempt_failed);
         // One delivery in the window: not failing every attempt.
-        h.tallies = vec![(bucket, 9, 1)];
+        h.tallies = vec![tally(bucket, 9, 1)];
         assert!(!view(&h, now).every_attempt_failed);
         // Healthy again: no error is shown.
         h.failing_since_ms = None;

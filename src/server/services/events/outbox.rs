@@ -3,7 +3,7 @@
 //! or a bulk job over a filter (a count first, a reason always, progress as it runs), every
 //! move audited.
 
-use chrono::DateTime;
+use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::ingest::{iso, short, Events};
@@ -16,6 +16,7 @@ use crate::model::AppError;
 use crate::server::domain::redact;
 use crate::server::ids::random_hex;
 use crate::server::services::conversations::reference::Refs;
+use crate::server::store::audit::AuditItem;
 use crate::server::store::events::jobs::{self, JobOp};
 use crate::server::store::events::outbox::{self, Group, Move};
 use crate::server::store::events::outbox_reads::{self, Filter};
@@ -57,6 +58,32 @@ fn row(a: ActionRecord, refs: &Refs) -> OutboxRow {
 }
 
 impl Events {
+    /// An audit record of one outbox step of `rec`; `step` and `suffix` tell steps apart.
+    pub(super) fn outbox_audit(
+        &self,
+        rec: &ActionRecord,
+        step: &str,
+        suffix: &str,
+        now: DateTime<Utc>,
+    ) -> AuditItem {
+        let id = format!("{}-{step}-{suffix}", short(&rec.event_id));
+        let mut a = AuditItem::new(
+            &rec.conversation_id,
+            rec.action_type.as_str(),
+            now,
+            &id,
+            self.config.ttl.audit_days,
+        );
+        a.idempotency_key = rec.event_id.clone();
+        a.action_payload_redacted = json!({
+            "target": rec.target,
+            "attempt": rec.attempts,
+            "event_key": rec.source_event,
+        })
+        .to_string();
+        a
+    }
+
     /// The page: counts, dead letters by cause, one group's list, the jobs, the receiver.
     pub async fn outbox_page(
         &self,

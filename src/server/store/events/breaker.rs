@@ -44,6 +44,10 @@ pub struct Breaker {
     /// Open: no probe goes before this time (epoch ms).
     #[serde(default)]
     pub probe_at_ms: i64,
+    /// When it last closed (epoch ms; 0: never): the failure-rate rule does not judge
+    /// minutes from before it.
+    #[serde(default)]
+    pub closed_at_ms: i64,
 }
 
 /// The breaker as stored (strongly consistent: a close is seen by the next round).
@@ -136,16 +140,23 @@ pub fn open(store: &Store, receiver: &str, o: &Opening<'_>) -> Result<Writes, St
 
 /// The write that closes the opening `breaker_id` (and no other), the run starting again;
 /// first among its writes.
-pub fn close(store: &Store, receiver: &str, breaker_id: &str) -> Result<Writes, StoreError> {
+pub fn close(
+    store: &Store,
+    receiver: &str,
+    breaker_id: &str,
+    now_ms: i64,
+) -> Result<Writes, StoreError> {
     let table = store.table(SETTINGS.base);
     let update = Update::builder()
         .table_name(&table)
         .key("pk", s(pk(receiver)))
         .update_expression(
-            "SET run = :zero REMOVE breaker_id, opened_by, opened_at, reason, probe_at_ms",
+            "SET run = :zero, closed_at_ms = :now \
+             REMOVE breaker_id, opened_by, opened_at, reason, probe_at_ms",
         )
         .condition_expression("breaker_id = :id")
         .expression_attribute_values(":id", s(breaker_id))
+        .expression_attribute_values(":now", n(now_ms))
         .expression_attribute_values(":zero", n(0))
         .build()
         .map_err(|e| StoreError::corrupt(&table, e))?;

@@ -29,6 +29,9 @@ pub struct Attempt<'a> {
     pub receiver: &'a str,
     pub shard: u32,
     pub delivered: bool,
+    /// The receiver failed (a timeout, a 5xx, no connection): what the breaker's
+    /// failure-rate rule counts.
+    pub failed: bool,
     /// The error in words, when not delivered.
     pub error: Option<&'a str>,
     pub now_ms: i64,
@@ -91,10 +94,12 @@ pub async fn count(store: &Store, a: &Attempt<'_>) -> Result<(), StoreError> {
             .table_name(&table)
             .key("pk", s(tally_pk(a.receiver, bucket, a.shard)))
             .update_expression(
-                "ADD attempts :one, delivered :d SET bucket_ms = :b, expires_at = :exp",
+                "ADD attempts :one, delivered :d, failed :f \
+                 SET bucket_ms = :b, expires_at = :exp",
             )
             .expression_attribute_values(":one", n(1))
             .expression_attribute_values(":d", n(u8::from(a.delivered)))
+            .expression_attribute_values(":f", n(u8::from(a.failed)))
             .expression_attribute_values(":b", n(bucket))
             .expression_attribute_values(":exp", tally_expires.clone());
         async move {
@@ -126,6 +131,8 @@ struct TallyItem {
     attempts: u64,
     #[serde(default)]
     delivered: u64,
+    #[serde(default)]
+    failed: u64,
 }
 
 /// A receiver's health, over every shard.
@@ -136,17 +143,38 @@ pub struct Health {
     pub last_error: Option<String>,
     /// The first failure after the last success, while the last attempt failed.
     pub failing_since_ms: Option<i64>,
-    /// `(bucket start, attempts, delivered)`, oldest first, within the asked window.
-    pub tallies: Vec<(i64, u64, u64)>,
+    /// The tallies of the asked window, oldest first.
+    pub tallies: Vec<Tally>,
+}
+
+/// One five-minute slice of a receiver's attempts, over every shard.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub bucket_ms: i64,
+    pub attempts: u64,
+    pub delivered: u64,
+    /// The receiver failed (not counted before the failure-rate rule came).
+    pub failed: u64,
 }
 
 impl Health {
     /// Attempts and deliveries of the buckets that start at or after `from_ms`.
     pub fn since(&self, from_ms: i64) -> (u64, u64) {
+        let t = self.total_since(from_ms);
+        (t.attempts, t.delivered)
+    }
+
+    /// The tallies of the buckets that start at or after `from_ms`, added up.
+    pub fn total_since(&self, from_ms: i64) -> Tally {
         self.tallies
             .iter()
-            .filter(|(b, _, _)| *b >= from_ms)
-            .fold((0, 0), |(a, d), (_, ta, td)| (a + ta, d + td))
+            .filter(|t| t.bucket_ms >= from_ms)
+            .fold(Tally::default(), |sum, t| Tally {
+                bucket_ms: sum.bucket_ms.min(t.bucket_ms),
+                attempts: sum.attempts + t.attempts,
+                delivered: sum.delivered + t.delivered,
+                failed: sum.failed + t.failed,
+            })
     }
 }
 
@@ -169,7 +197,7 @@ pub async fn read(
         bucket += BUCKET_MS;
     }
     let mut health = Health::default();
-    let mut tallies = std::collections::BTreeMap::<i64, (u64, u64)>::new();
+    let mut tallies = std::collections::BTreeMap::<i64, Tally>::new();
     for item in many::batch_get(store, SETTINGS.base, keys).await? {
         let pk = match item.get("pk") {
             Some(AttributeValue::S(pk)) => pk.clone(),
@@ -178,9 +206,13 @@ pub async fn read(
         if pk.starts_with("receiver-tally#") {
             let t: TallyItem =
                 serde_dynamo::from_item(item).map_err(|e| StoreError::corrupt(&table, e))?;
-            let e = tallies.entry(t.bucket_ms).or_default();
-            e.0 += t.attempts;
-            e.1 += t.delivered;
+            let e = tallies.entry(t.bucket_ms).or_insert(Tally {
+                bucket_ms: t.bucket_ms,
+                ..Tally::default()
+            });
+            e.attempts += t.attempts;
+            e.delivered += t.delivered;
+            e.failed += t.failed;
             continue;
         }
         let st: StateItem =
@@ -203,6 +235,6 @@ pub async fn read(
         (true, Some(f)) => Some(health.last_success_ms.map_or(f, |ok| f.max(ok + 1))),
         (true, None) => health.last_failure_ms,
     };
-    health.tallies = tallies.into_iter().map(|(b, (a, d))| (b, a, d)).collect();
+    health.tallies = tallies.into_values().collect();
     Ok(health)
 }
