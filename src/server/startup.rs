@@ -103,10 +103,11 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
         .with_graceful_shutdown(shutdown_signal())
         .await;
     background.stop(metrics_server).await;
-    let _ = tokio::task::spawn_blocking(crate::server::telemetry::traces::flush).await;
     if let Err(e) = state_for_shutdown.idempotency.flush_stats().await {
         tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "could not write the last idempotency counters");
     }
+    // Last: the spans of everything above go out too.
+    let _ = tokio::task::spawn_blocking(crate::server::telemetry::traces::flush).await;
     if let Some(local) = db.embedded {
         tracing::info!("stopping DynamoDB Local");
         local.stop();

@@ -116,6 +116,7 @@ pub async fn bench_events(
             unknown: false,
             held_reason: None,
             round_start: 0,
+            trace_parent: None,
         };
         plain_put(store, MW_IDEMPOTENCY.base, &action).await?;
         let audit_item = AuditItem::new("plain", "route", now, &format!("pa{i}"), 1);

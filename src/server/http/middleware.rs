@@ -49,7 +49,12 @@ pub async fn same_origin(req: Request, next: Next) -> Response {
     // The REST API authenticates with bearer keys, never cookies: nothing to forge.
     let bearer_api = req.uri().path().starts_with("/api/v1/");
     if !safe && !bearer_api && cross_origin(req.headers()) {
-        tracing::warn!(path = req.uri().path(), "refused a cross-origin request");
+        // The route's template, not the path: a path can hold ids, or anything a sender likes.
+        let route = req
+            .extensions()
+            .get::<axum::extract::MatchedPath>()
+            .map_or("unmatched", |m| m.as_str());
+        tracing::warn!(route, "refused a cross-origin request");
         return (StatusCode::FORBIDDEN, "Cross-origin request refused.").into_response();
     }
     next.run(req).await
@@ -172,6 +177,7 @@ pub async fn measure(req: Request, next: Next) -> Response {
     let res = if traced(&route, req.uri().path()) {
         // Named by the route's template: a path can hold ids, and a trigger URL its secret.
         let span = tracing::info_span!(
+            target: traces::TARGET,
             "request",
             otel.name = %format!("{method} {route}"),
             otel.kind = "server",

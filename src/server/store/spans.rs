@@ -1,6 +1,7 @@
-//! A span for every DynamoDB request (traces on, docs/operations.md "Traces"): a child of
-//! the span that made it, named by the operation, with the tables it touched and how it
-//! ended. Never a key, an item or an expression: those hold stored data.
+//! A span for every DynamoDB request made within a trace (docs/operations.md "Traces"): a
+//! child of the span that made it, named by the operation, with the tables it touched, its
+//! attempts and how it ended. Never a key, an item or an expression: those hold stored
+//! data. A request outside any trace (a background round, a health check) makes none.
 
 use aws_sdk_dynamodb::config::interceptors::{
     BeforeSerializationInterceptorContextRef, FinalizerInterceptorContextRef,
@@ -8,6 +9,7 @@ use aws_sdk_dynamodb::config::interceptors::{
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::operation as op;
 use aws_smithy_runtime_api::client::interceptors::context::Input;
+use aws_smithy_runtime_api::client::retries::RequestAttempts;
 use aws_smithy_types::config_bag::{Storable, StoreReplace};
 
 use crate::server::telemetry::traces;
@@ -33,11 +35,12 @@ impl Intercept for SpanInterceptor {
         context: &BeforeSerializationInterceptorContextRef<'_>,
         cfg: &mut ConfigBag,
     ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        if !traces::on() {
+        if !traces::in_trace() {
             return Ok(());
         }
         let (name, tables) = described(context.input());
         let span = tracing::info_span!(
+            target: traces::TARGET,
             "dynamodb",
             otel.name = %format!("DynamoDB.{name}"),
             otel.kind = "client",
@@ -46,6 +49,8 @@ impl Intercept for SpanInterceptor {
             rpc.method = name,
             aws.dynamodb.table_names = %tables.join(","),
             outcome = tracing::field::Empty,
+            attempts = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
         );
         cfg.interceptor_state().store_put(RequestSpan(span));
         Ok(())
@@ -63,8 +68,13 @@ impl Intercept for SpanInterceptor {
                 Some(r) => format!("http {}", r.status().as_u16()),
                 None => "no answer".to_string(),
             };
+            if outcome != "ok" {
+                span.record("otel.status_code", "error");
+            }
             span.record("outcome", outcome);
-            // The span ends when the request's configuration is dropped with it.
+            let attempts = cfg.load::<RequestAttempts>().map_or(1, |a| a.attempts());
+            span.record("attempts", attempts as i64);
+            // The span ends here, with its last handle.
             cfg.interceptor_state().unset::<RequestSpan>();
         }
         Ok(())

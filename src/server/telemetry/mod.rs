@@ -8,6 +8,7 @@ pub mod traces;
 use std::fs::File;
 use std::sync::Arc;
 
+use tracing_subscriber::filter::{filter_fn, FilterExt};
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -37,21 +38,26 @@ fn writer() -> BoxMakeWriter {
     }
 }
 
-/// Logs, and traces when the settings ask for them. Call within the runtime (the exporter
-/// sends on it).
-pub fn init() {
+/// Logs, and with `with_traces` the traces the settings ask for (the server's; a command-line
+/// tool exports none). Call within the runtime (the exporter sends on it).
+pub fn init(with_traces: bool) {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     let json = std::env::var("LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
     let fmt = tracing_subscriber::fmt::layer()
         .with_ansi(std::env::var_os("LOG_FILE").is_none())
         .with_writer(writer());
+    // The spans made for traces alone stay out of the log lines.
+    let filter = filter.and(filter_fn(|m| m.target() != traces::TARGET));
     let logs = if json {
         fmt.json().with_filter(filter).boxed()
     } else {
         fmt.with_filter(filter).boxed()
     };
-    let exported = traces::from_env().map(|p| traces::layer(&p));
+    let exported = with_traces
+        .then(traces::from_env)
+        .flatten()
+        .map(|p| traces::layer(&p));
     // A second init (tests) keeps the first subscriber.
     let _ = tracing_subscriber::registry()
         .with(logs)

@@ -23,7 +23,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use opentelemetry::propagation::TextMapPropagator;
-use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
+use opentelemetry::trace::{SpanContext, TraceContextExt, TraceState, TracerProvider as _};
 use opentelemetry_http::{HeaderExtractor, HttpClient, HttpError};
 use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
@@ -37,6 +37,10 @@ use tracing_subscriber::Layer;
 
 /// The standard variable naming the collector (its base URL; `/v1/traces` is added).
 pub const ENDPOINT_VAR: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
+
+/// The target of the spans made for traces alone: the logs leave them out (their lines
+/// read the same with traces on), the exporter takes them.
+pub const TARGET: &str = "ops_console::traces";
 
 /// Whether spans are exported by this process: when off, no span is made for them alone.
 static ON: AtomicBool = AtomicBool::new(false);
@@ -82,13 +86,17 @@ pub fn provider(endpoint: Option<&str>) -> Result<SdkTracerProvider, String> {
     let builder = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_protocol(Protocol::HttpBinary)
-        .with_http_client(Post::new(handle));
+        .with_http_client(Post::new(handle, export_timeout()));
     let builder = match endpoint {
         Some(url) => builder.with_endpoint(url),
         None => builder,
     };
     let exporter = builder.build().map_err(|e| e.to_string())?;
-    let resource = if env("OTEL_SERVICE_NAME").is_some() {
+    // The timeout of one export attempt, as the standard variables set it.
+    // The standard variables name the service when they do; else it is `ops-console`.
+    let named = env("OTEL_SERVICE_NAME").is_some()
+        || env("OTEL_RESOURCE_ATTRIBUTES").is_some_and(|a| a.contains("service.name="));
+    let resource = if named {
         Resource::builder().build()
     } else {
         Resource::builder().with_service_name("ops-console").build()
@@ -125,24 +133,35 @@ pub fn span(make: impl FnOnce() -> tracing::Span) -> tracing::Span {
     }
 }
 
-/// Sends what is left of the process's spans (blocking; at shutdown).
+/// How long one export waits for the collector: `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT` or
+/// `OTEL_EXPORTER_OTLP_TIMEOUT` (ms), else 10 s.
+fn export_timeout() -> Duration {
+    env("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")
+        .or_else(|| env("OTEL_EXPORTER_OTLP_TIMEOUT"))
+        .and_then(|ms| ms.trim().parse::<u64>().ok())
+        .map_or(Duration::from_secs(10), Duration::from_millis)
+}
+
+/// Sends what is left of the process's spans (blocking; at shutdown): waits for one export
+/// at most.
 pub fn flush() {
     if let Some(p) = PROVIDER.get() {
-        if let Err(e) = p.shutdown_with_timeout(Duration::from_secs(5)) {
+        let wait = export_timeout() + Duration::from_secs(1);
+        if let Err(e) = p.shutdown_with_timeout(wait) {
             tracing::warn!(error = %e, "traces not all sent at shutdown");
         }
     }
 }
 
 /// `span` continues the trace a request's `traceparent` header names (ignored unless it is
-/// valid W3C trace context).
+/// valid W3C trace context). The caller's `tracestate` is dropped: its text would ride on
+/// every span of the trace, and nothing here reads it.
 pub fn continue_from(headers: &hyper::HeaderMap, span: &tracing::Span) {
-    if !on() {
-        return;
-    }
-    let cx = TraceContextPropagator::new().extract(&HeaderExtractor(headers));
-    if cx.span().span_context().is_valid() {
-        let _ = span.set_parent(cx);
+    if on() {
+        continue_in(
+            TraceContextPropagator::new().extract(&HeaderExtractor(headers)),
+            span,
+        );
     }
 }
 
@@ -152,10 +171,32 @@ pub fn continue_stored(traceparent: Option<&str>, span: &tracing::Span) {
         return;
     };
     let carrier = HashMap::from([("traceparent".to_string(), tp.to_string())]);
-    let cx = TraceContextPropagator::new().extract(&carrier);
-    if cx.span().span_context().is_valid() {
-        let _ = span.set_parent(cx);
+    continue_in(TraceContextPropagator::new().extract(&carrier), span);
+}
+
+fn continue_in(cx: opentelemetry::Context, span: &tracing::Span) {
+    let remote = cx.span().span_context().clone();
+    if !remote.is_valid() {
+        return;
     }
+    let bare = SpanContext::new(
+        remote.trace_id(),
+        remote.span_id(),
+        remote.trace_flags(),
+        true,
+        TraceState::NONE,
+    );
+    let _ = span.set_parent(opentelemetry::Context::new().with_remote_span_context(bare));
+}
+
+/// Whether the code running now is part of an exported trace (a DynamoDB request made
+/// outside one, by a background round or a health check, is not a trace of its own).
+pub fn in_trace() -> bool {
+    on() && tracing::Span::current()
+        .context()
+        .span()
+        .span_context()
+        .is_valid()
 }
 
 /// The W3C `traceparent` of `span`: what a message carries to its receiver and an outbox
@@ -178,6 +219,7 @@ pub fn traceparent(span: &tracing::Span) -> Option<String> {
 #[derive(Debug)]
 struct Post {
     handle: tokio::runtime::Handle,
+    timeout: Duration,
     plain: Client<HttpConnector, Full<Bytes>>,
     /// None: this machine has no CA certificates, and an `https` collector is refused.
     tls: Option<Client<HttpsConnector<HttpConnector>, Full<Bytes>>>,
@@ -185,8 +227,6 @@ struct Post {
 
 /// A collector's answer is read up to this size.
 const MAX_ANSWER: usize = 1 << 20;
-/// One export waits at most this long (the exporter sends again later).
-const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn connector() -> HttpConnector {
     let mut http = HttpConnector::new();
@@ -196,7 +236,7 @@ fn connector() -> HttpConnector {
 }
 
 impl Post {
-    fn new(handle: tokio::runtime::Handle) -> Post {
+    fn new(handle: tokio::runtime::Handle, timeout: Duration) -> Post {
         let tls = hyper_rustls::HttpsConnectorBuilder::new()
             .with_native_roots()
             .ok()
@@ -204,6 +244,7 @@ impl Post {
             .map(|c| Client::builder(TokioExecutor::new()).build(c));
         Post {
             handle,
+            timeout,
             plain: Client::builder(TokioExecutor::new()).build(connector()),
             tls,
         }
@@ -220,7 +261,7 @@ impl HttpClient for Post {
         Self: 'b,
     {
         let https = request.uri().scheme_str() == Some("https");
-        let (plain, tls) = (self.plain.clone(), self.tls.clone());
+        let (plain, tls, timeout) = (self.plain.clone(), self.tls.clone(), self.timeout);
         let (parts, body) = request.into_parts();
         let request = Request::from_parts(parts, Full::new(body));
         let task = self.handle.spawn(async move {
@@ -234,7 +275,7 @@ impl HttpClient for Post {
                 let body = Limited::new(body, MAX_ANSWER).collect().await?.to_bytes();
                 Ok::<_, HttpError>(Response::from_parts(parts, body))
             };
-            tokio::time::timeout(EXPORT_TIMEOUT, exchange)
+            tokio::time::timeout(timeout, exchange)
                 .await
                 .map_err(|_| HttpError::from("the collector did not answer in time"))?
         });

@@ -83,7 +83,7 @@ fn parameters() -> Value {
         "Cpu": {"Type": "Number", "Default": 512, "AllowedValues": [256, 512, 1024, 2048, 4096]},
         "Memory": {"Type": "Number", "Default": 1024, "Description": "MiB, a size Fargate allows with Cpu"},
         "RequestsPerTarget": {"Type": "Number", "Default": 1000, "MinValue": 1, "Description": "Requests per task per minute the service scales out at"},
-        "TracesEndpoint": {"Type": "String", "Default": "", "AllowedPattern": "(https?://[^ ]+)?", "Description": "An OTLP/HTTP collector's base URL the console sends its traces to (a collector in the task at http://localhost:4318, or an https one: the tasks reach out on 443 only); empty: no traces"},
+        "TracesEndpoint": {"Type": "String", "Default": "", "AllowedPattern": "(http://localhost(:[0-9]+)?(/[^ ]*)?|https://[^ ]+)?", "Description": "An OTLP/HTTP collector's base URL the console sends its traces to: a collector you add to the task (http://localhost:4318), or an https one (the tasks reach out on 443 only); empty: no traces"},
         "WebhookSecretArn": {"Type": "String", "Default": "", "AllowedPattern": "(arn:aws[a-z-]*:secretsmanager:.+)?", "Description": "A Secrets Manager secret whose JSON is the receiver of side effects until an admin saves one on the Outbox page: {\"url\": \"https://...\", \"secret\": \"whsec_...\"}; empty: none"},
     })
 }

@@ -275,6 +275,7 @@ impl Events {
     async fn deliver(&self, mine: &ActionRecord, to: &Attempt<'_>) -> Result<Step, StoreError> {
         let span = traces::span(|| {
             tracing::info_span!(
+                target: traces::TARGET,
                 "delivery",
                 otel.name = %format!("deliver {}", mine.action_type.as_str()),
                 otel.kind = "client",

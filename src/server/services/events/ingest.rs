@@ -171,7 +171,7 @@ impl Events {
     /// after that.
     pub async fn ingest(&self, ev: &Incoming, actor: &str) -> Result<Outcome, IngestError> {
         // Traces: the decision is a span, its actions' spans are its children.
-        let span = traces::span(|| tracing::info_span!("event"));
+        let span = traces::span(|| tracing::info_span!(target: traces::TARGET, "event"));
         self.ingest_in(ev, actor).instrument(span).await
     }
 

@@ -60,6 +60,7 @@ fn queued_span(action: &PlannedAction) -> Option<String> {
         return None;
     }
     let span = tracing::info_span!(
+        target: traces::TARGET,
         "action",
         otel.name = %format!("queue {}", action.action_type.as_str()),
         action.type = action.action_type.as_str(),
