@@ -75,7 +75,7 @@ fn init_logs() {
     static INIT: OnceLock<()> = OnceLock::new();
     INIT.get_or_init(|| {
         let _ = tracing_subscriber::fmt()
-            .with_env_filter("debug,aws_smithy_runtime=info,aws_config=info,hyper=info,h2=info,aws_sdk_dynamodb=info,aws_smithy_http_client=info,hyper_util=info,rustls=info,aws_runtime=info,tower=info")
+            .with_env_filter("debug,ops_console::traces=off,aws_smithy_runtime=info,aws_config=info,hyper=info,h2=info,aws_sdk_dynamodb=info,aws_smithy_http_client=info,hyper_util=info,rustls=info,aws_runtime=info,tower=info")
             .with_writer(|| LogWriter)
             .with_ansi(false)
             .try_init();

@@ -94,6 +94,7 @@ async fn an_event_delivered_by_the_other_console_is_one_trace_that_reaches_the_r
                 .header(header::AUTHORIZATION, format!("Bearer {key}"))
                 .header(header::CONTENT_TYPE, "application/json")
                 .header("traceparent", format!("00-{trace_id}-{caller}-01"))
+                .header("tracestate", format!("vendor={}", random_hex(8)))
                 .body(Body::from(body.to_string()))
                 .unwrap(),
         )
@@ -145,6 +146,8 @@ async fn an_event_delivered_by_the_other_console_is_one_trace_that_reaches_the_r
     let request = named("POST /api/v1/events");
     assert_eq!(request.len(), 1, "{trace:#?}");
     assert_eq!(request[0]["parent_span_id"], caller);
+    // The caller's tracestate rides on no span of ours.
+    assert!(trace.iter().all(|s| s["trace_state"] == ""), "{trace:#?}");
     assert_eq!(request[0]["attributes"]["http.response.status_code"], 200);
     assert_eq!(request[0]["resource"]["service.name"], "ops-console");
     // The decision, under the request; each action, under the decision.

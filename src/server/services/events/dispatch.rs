@@ -285,8 +285,8 @@ impl Events {
             )
         });
         traces::continue_stored(mine.trace_parent.as_deref(), &span);
-        self.deliver_in(mine, to, traces::traceparent(&span))
-            .instrument(span)
+        self.deliver_in(mine, to, &span)
+            .instrument(span.clone())
             .await
     }
 
@@ -294,7 +294,7 @@ impl Events {
         &self,
         mine: &ActionRecord,
         to: &Attempt<'_>,
-        traceparent: Option<String>,
+        span: &tracing::Span,
     ) -> Result<Step, StoreError> {
         let sent_at = self.clock.now();
         let started = Instant::now();
@@ -302,14 +302,14 @@ impl Events {
             id: &mine.event_id,
             timestamp: sent_at.timestamp(),
             body: Bytes::from(mine.body.clone()),
-            traceparent,
+            traceparent: traces::traceparent(span),
         };
         let answer = self
             .sender
             .send(&to.target.url, &to.target.secrets, &message)
             .await;
         let ms = started.elapsed().as_millis() as i64;
-        tracing::Span::current().record("outcome", answer.cause());
+        span.record("outcome", answer.cause());
         let now = self.clock.now();
         let (status, next_at_ms, unspent) = self.where_it_goes(mine, to, &answer, now);
         let result = match (&answer, status) {
