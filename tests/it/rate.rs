@@ -1,7 +1,8 @@
 //! The receiver's rate limit on DynamoDB Local, with two consoles (docs/events.md, "Rate
-//! limit"): together they never send more than the rate allows, whatever each one has
-//! ready, and the budget is spread over several items, none taking every send. The
-//! receiver records when each request arrived.
+//! limit"): together they never send more than `rate × w + burst` in any w seconds,
+//! whatever each one has ready; a burst goes at once after a quiet spell; and the budget is
+//! spread over several items, none taking every send. The receiver records when each
+//! request arrived.
 
 use std::time::Duration;
 
@@ -66,5 +67,42 @@ async fn two_consoles_together_stay_within_the_receivers_rate() {
     assert!(
         shards.len() > 1,
         "more than one item took the sends: {shards:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_burst_goes_at_once_after_a_quiet_spell_and_then_the_rate_holds() {
+    const RATE: usize = 2;
+    const BURST: usize = 16;
+    const ACTIONS: usize = 30;
+    let (receiver, _app, took) = two_consoles_deliver(
+        "c-burst",
+        ACTIONS,
+        |_| {},
+        |c| {
+            c.events.receiver_rate = RATE as i64;
+            c.events.receiver_burst = BURST as i64;
+            c.events.dispatch_concurrency = 8;
+        },
+    )
+    .await;
+    assert_eq!(receiver.total(), ACTIONS, "every side effect delivered");
+    assert!(receiver.counts().values().all(|n| *n == 1), "once each");
+    let arrivals = receiver.arrivals.lock().unwrap().clone();
+    let three = Duration::from_secs(3);
+    let most = busiest(&arrivals, three);
+    // Without a burst, three seconds span at most four of the rate's: 8 sends.
+    assert!(
+        most >= 12,
+        "only {most} sends within three seconds: the burst of {BURST} did not go"
+    );
+    // The bound, plus a second's rate for a send's way from its count to the receiver.
+    assert!(
+        most <= 3 * RATE + BURST + RATE,
+        "{most} sends within three seconds, rate {RATE}, burst {BURST}"
+    );
+    assert!(
+        took >= Duration::from_secs(((ACTIONS - BURST) / RATE - 1) as u64),
+        "{ACTIONS} sends at {RATE} a second after a burst of {BURST} took only {took:?}"
     );
 }

@@ -26,6 +26,7 @@ async fn incident_tooling_pauses_resumes_and_works_the_breaker_under_its_scope()
     // Its limits, as the settings set them (none here).
     assert_eq!(first.json()["rate_per_second"], 0);
     assert_eq!(first.json()["concurrency"], 0);
+    assert_eq!(first.json()["burst"], 0);
 
     // Reading is not writing; a write needs its Idempotency-Key and a reason.
     let pause = json!({"reason": "receiver maintenance"}).to_string();

@@ -37,6 +37,9 @@ pub struct EventsSection {
     /// Requests per second every console together sends the receiver at most (counted in
     /// DynamoDB, docs/events.md, "Rate limit"); 0: no limit.
     pub receiver_rate: i64,
+    /// Requests that may go at once after a quiet spell, above the rate: any window of w
+    /// seconds holds at most `rate × w + burst` sends; 0: the rate (one second's worth).
+    pub receiver_burst: i64,
     /// Requests every console together has at the receiver at once, at most (slots held in
     /// DynamoDB, docs/events.md, "Concurrency limit"); 0: no limit.
     pub receiver_concurrency: i64,
@@ -70,6 +73,7 @@ impl Default for EventsSection {
             breaker_failure_rate: 0,
             breaker_min_attempts: 20,
             receiver_rate: 0,
+            receiver_burst: 0,
             receiver_concurrency: 0,
             outbox_days: 30,
             lease_seconds: 60,
@@ -103,4 +107,33 @@ pub struct Rule {
     /// Assign the conversation to this assignee or queue.
     #[serde(default)]
     pub assign: String,
+}
+
+impl EventsSection {
+    /// The receiver's burst as it applies: `receiver_burst`, or the rate when that is 0;
+    /// 0 without a rate.
+    pub fn burst(&self) -> i64 {
+        match (self.receiver_rate, self.receiver_burst) {
+            (rate, _) if rate <= 0 => 0,
+            (rate, 0) => rate,
+            (_, burst) => burst,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EventsSection;
+
+    #[test]
+    fn the_burst_is_the_rate_unless_set_and_none_without_a_rate() {
+        let with = |receiver_rate, receiver_burst| EventsSection {
+            receiver_rate,
+            receiver_burst,
+            ..EventsSection::default()
+        };
+        assert_eq!(with(0, 40).burst(), 0);
+        assert_eq!(with(10, 0).burst(), 10);
+        assert_eq!(with(10, 3).burst(), 3);
+    }
 }

@@ -75,6 +75,7 @@ pub(crate) async fn receiver(
         pause_id: waits.pause_id,
         breaker_id: waits.breaker_id,
         rate_per_second: state.config.events.receiver_rate,
+        burst: state.config.events.burst(),
         concurrency: state.config.events.receiver_concurrency,
         url: v.url,
         attempts_last_hour: health.attempts_last_hour,

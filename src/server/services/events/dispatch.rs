@@ -88,7 +88,7 @@ pub(super) struct Attempt<'a> {
     /// Sends of the receiver's rate this round took and did not use.
     pub(super) spare: &'a Spare,
     /// The round claims no more: the breaker opened, the receiver asked for a pause or
-    /// went, or its rate kept a send waiting past a second. What is left goes next round,
+    /// went, or its rate had no send for it after one wait. What is left goes next round,
     /// which reads them all again.
     pub(super) stop: &'a AtomicBool,
 }
@@ -218,8 +218,8 @@ impl Events {
             self.take_slot(url, to.stop).await?
         };
         let unused = |step: Step| {
-            if let Some(second) = send {
-                to.spare.keep(second);
+            if let Some(taken) = send {
+                to.spare.keep(taken);
             }
             step
         };

@@ -32,6 +32,7 @@ use crate::server::outbound::networks::Resolver;
 use crate::server::outbound::schedule::RetrySchedule;
 use crate::server::outbound::Sender;
 use crate::server::store::audit::AuditItem;
+use crate::server::store::events::rate;
 use crate::server::store::events::{
     self as records, Claim, DecisionRecord, DecisionWrite, EventRecord, EventStatus, RecordKind,
     TakeOver,
@@ -94,6 +95,8 @@ pub struct Events {
     pub(super) owner: String,
     /// Where this console would die: never, but in the tests that say so.
     pub(super) crash_points: Arc<dyn CrashPoints>,
+    /// How this console last saw the rate limit's items (which write to try first).
+    pub(super) rate_seen: Arc<rate::Seen>,
 }
 
 pub(super) use crate::server::clock::iso;
@@ -129,6 +132,7 @@ impl Events {
             owner: random_hex(8),
             config,
             crash_points: Arc::new(Never),
+            rate_seen: Arc::default(),
         })
     }
 

@@ -1,9 +1,9 @@
 //! The receiver's rate limit (docs/events.md, "Rate limit"): with `events.receiver_rate`
-//! set, every console together sends at most that many requests to the receiver in each
-//! second of the clock, counted in DynamoDB (`store::events::rate`). A console takes a
-//! send before it claims an action; a send it took for an action another console claimed
-//! first is kept for its next action within the same second, so racing consoles waste
-//! little of the budget.
+//! set, every console together sends the receiver at most `rate × w + burst` requests in
+//! any window of w seconds (`events.receiver_burst`, 0: the rate), counted in DynamoDB
+//! (`store::events::rate`). A console takes a send before it claims an action; a send it
+//! took for an action another console claimed first is kept for its next action, while it
+//! is fresh, so racing consoles waste little of the budget.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -12,90 +12,111 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::ingest::Events;
 use crate::server::ids::random_hex;
 use crate::server::store::events::health::receiver_key;
-use crate::server::store::events::rate;
+use crate::server::store::events::rate::{self, Taken};
 use crate::server::store::StoreError;
 
-/// Sends of one round that went unused, by the second they were taken in, and the last
-/// second this round found spent (no write is tried again within it).
+/// One round's use of the rate: sends taken for actions another console claimed first
+/// (by the time they were taken, epoch µs), kept for its next actions; and its pace: one
+/// step at a time asks DynamoDB, the others behind it, so that a spent budget costs one
+/// refused try at a time, not one per step.
 #[derive(Default)]
-pub(super) struct Spare(Mutex<Vec<i64>>, Mutex<i64>);
+pub(super) struct Spare {
+    kept: Mutex<Vec<i64>>,
+    pace: tokio::sync::Mutex<Pace>,
+}
+
+/// When the budget has room again, as the last refusal said, and on which shard.
+#[derive(Default)]
+struct Pace {
+    room_at_us: i64,
+    shard: Option<usize>,
+}
 
 impl Spare {
-    fn take(&self, second: i64) -> bool {
-        let Ok(mut spare) = self.0.lock() else {
-            return false;
-        };
-        spare.retain(|s| *s >= second);
-        match spare.iter().position(|s| *s == second) {
-            Some(i) => {
-                spare.swap_remove(i);
-                true
-            }
-            None => false,
-        }
+    /// The oldest kept send taken within `fresh_us` of `now_us`.
+    fn take(&self, now_us: i64, fresh_us: i64) -> Option<i64> {
+        let mut kept = self.kept.lock().ok()?;
+        kept.retain(|taken| now_us - *taken <= fresh_us);
+        (!kept.is_empty()).then(|| kept.remove(0))
     }
 
-    fn spent(&self, second: i64) -> bool {
-        self.1.lock().is_ok_and(|s| *s == second)
-    }
-
-    fn mark_spent(&self, second: i64) {
-        if let Ok(mut s) = self.1.lock() {
-            *s = second;
-        }
-    }
-
-    /// A send taken in `second` that its action did not use.
-    pub(super) fn keep(&self, second: i64) {
-        if let Ok(mut spare) = self.0.lock() {
-            spare.push(second);
+    /// A send taken at `taken_us` that its action did not use.
+    pub(super) fn keep(&self, taken_us: i64) {
+        if let Ok(mut kept) = self.kept.lock() {
+            kept.push(taken_us);
         }
     }
 }
 
-/// The wall clock, in ms: the receiver counts real seconds, whatever a test's clock says.
-pub(super) fn wall_ms() -> i64 {
+/// The wall clock, in µs: the receiver counts real time, whatever a test's clock says.
+fn wall_us() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+        .map_or(0, |d| d.as_micros() as i64)
+}
+
+/// The wall clock, in ms.
+pub(super) fn wall_ms() -> i64 {
+    wall_us() / 1000
 }
 
 impl Events {
-    /// Takes a send to the receiver at `url` within its rate, waiting for the next second
-    /// at most once: the second it was taken in, or `None` when the receiver has no rate or
-    /// the wait did not get one (then `stop` is set: the round ends, the next reads the
-    /// kill switches, the pause and the breaker again before it sends more).
+    /// Takes a send to the receiver at `url` within its rate, waiting for room a second at
+    /// most: the time it was taken, or `None` when the receiver has no rate or the wait did
+    /// not get one (then `stop` is set: the round ends, the next reads the kill switches,
+    /// the pause and the breaker again before it sends more).
     pub(super) async fn within_rate(
         &self,
         url: &str,
         spare: &Spare,
         stop: &AtomicBool,
     ) -> Result<Option<i64>, StoreError> {
-        let limit = self.config.events.receiver_rate;
-        if limit <= 0 {
+        let (rate, burst) = (self.config.events.receiver_rate, self.config.events.burst());
+        if rate <= 0 {
             return Ok(None);
         }
         let receiver = receiver_key(url);
-        let start = usize::from_str_radix(&random_hex(1), 16).unwrap_or(0);
-        for tries in 0..2 {
-            let now = wall_ms();
-            let second = now.div_euclid(1000);
-            if spare.take(second) {
-                return Ok(Some(second));
+        // A kept send is used at most one interval of the whole rate late, so it moves no
+        // window's count by more than one.
+        let fresh_us = 1_000_000 / rate;
+        let began = wall_us();
+        let mut pace = spare.pace.lock().await;
+        while !stop.load(Ordering::SeqCst) {
+            let now = wall_us();
+            if let Some(taken) = spare.take(now, fresh_us) {
+                return Ok(Some(taken));
             }
-            if !spare.spent(second)
-                && rate::take(&self.store, &receiver, second, limit, start).await?
-            {
-                return Ok(Some(second));
+            if pace.room_at_us <= now {
+                let start = pace
+                    .shard
+                    .unwrap_or_else(|| usize::from_str_radix(&random_hex(1), 16).unwrap_or(0));
+                match rate::take(
+                    &self.store,
+                    &self.rate_seen,
+                    &receiver,
+                    now,
+                    (rate, burst),
+                    start,
+                )
+                .await?
+                {
+                    Taken::Yes => return Ok(Some(now)),
+                    Taken::No { room_at_us, shard } => {
+                        *pace = Pace {
+                            room_at_us,
+                            shard: Some(shard),
+                        };
+                        crate::server::metrics::receiver_rate_waited();
+                    }
+                }
             }
-            spare.mark_spent(second);
-            crate::server::metrics::receiver_rate_waited();
-            if tries == 1 || stop.load(Ordering::SeqCst) {
+            // Up to 8 ms more, so two consoles waiting for the same room seldom ask at once.
+            let jitter = i64::from(u8::from_str_radix(&random_hex(1), 16).unwrap_or(0) % 8) * 1000;
+            let until = pace.room_at_us + jitter;
+            if until - began > 1_000_000 {
                 break;
             }
-            let jitter = i64::from(u8::from_str_radix(&random_hex(1), 16).unwrap_or(0)) % 50;
-            let wait = 1000 - now.rem_euclid(1000) + jitter;
-            tokio::time::sleep(Duration::from_millis(wait as u64)).await;
+            tokio::time::sleep(Duration::from_micros((until - wall_us()).max(0) as u64)).await;
         }
         stop.store(true, Ordering::SeqCst);
         Ok(None)

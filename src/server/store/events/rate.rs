@@ -1,104 +1,226 @@
-//! The receiver's rate limit, shared by every console (docs/events.md, "Rate limit"): at
-//! most `events.receiver_rate` sends in each second of the clock, counted in DynamoDB.
-//! The budget is split over up to [`SHARDS`] items in `settings-<env>` per receiver (the
-//! hash of its URL), each holding its share and the second it counts: no item takes more
-//! than its share of the writes, and the items are the same every second (nothing piles up
-//! for TTL to delete, nothing for a scan of the table to wade through). A send takes one
-//! from a shard with a conditional `ADD`; a shard still counting an earlier second is
-//! started again at this one; a spent shard refuses, and the next is tried.
+//! The receiver's rate limit, shared by every console (docs/events.md, "Rate limit"): any
+//! window of w seconds holds at most `rate × w + burst` sends, counted in DynamoDB by the
+//! generic cell rate algorithm (GCRA: a token bucket kept as one time). The budget is split
+//! over up to [`SHARDS`] items in `settings-<env>` per receiver (the hash of its URL), each
+//! with its share of the rate and of the burst: no item takes more than its share of the
+//! writes, and the items are the same whatever the time (nothing piles up for TTL to
+//! delete, nothing for a scan of the table to wade through).
+//!
+//! Each item holds its *theoretical arrival time* (`tat_us`, epoch µs): the time its
+//! sends so far are paid up to, one `interval` (a second over its share of the rate) each.
+//! A send at `now` may go while `tat ≤ now + (capacity − 1) × interval` (capacity: its
+//! share of the burst) and moves it to `max(tat, now) + interval`: a conditional `ADD`
+//! while the item is busy, a conditional `SET` when it has been idle since before `now`
+//! (the one that fits how this console last saw the item goes first). A shard that
+//! refuses says when it has room again; the next shard is tried.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 
 use crate::server::store::item::{n, s};
 use crate::server::store::schema::SETTINGS;
 use crate::server::store::{tx, Store, StoreError};
 
-/// Items a second's budget is split over, at most.
+/// Items the budget is split over, at most.
 pub const SHARDS: i64 = 8;
+
+const TAT: &str = "tat_us";
 
 fn pk(receiver: &str, shard: usize) -> String {
     format!("receiver-rate#{receiver}#{shard}")
 }
 
-/// The sends each shard of a second holds: `rate` split as evenly as it goes, over as
-/// many shards as give each at least one.
-pub fn shares(rate: i64) -> Vec<i64> {
-    let shards = rate.clamp(1, SHARDS);
+/// One item's part of the budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Share {
+    /// µs each send moves its time on by: a second over its share of the rate, rounded up
+    /// (the limit errs on the slow side).
+    pub interval_us: i64,
+    /// Its share of the burst: the sends it lets go at once after a quiet spell.
+    pub capacity: i64,
+}
+
+/// The shares of `rate` (a second) and `burst`, each split as evenly as it goes over as
+/// many items as give each at least one of both.
+pub fn shares(rate: i64, burst: i64) -> Vec<Share> {
+    let shards = rate.min(burst).clamp(1, SHARDS);
+    let part = |total: i64, k: i64| (total / shards + i64::from(k < total % shards)).max(1);
     (0..shards)
-        .map(|k| rate / shards + i64::from(k < rate % shards))
+        .map(|k| {
+            let r = part(rate, k);
+            Share {
+                interval_us: (1_000_000 + r - 1) / r,
+                capacity: part(burst, k),
+            }
+        })
         .collect()
 }
 
-/// Takes one send from the budget of `second` (epoch seconds) of `receiver`, trying the
-/// shards from `start` on. False: the second is spent. A lost answer sent again may take
-/// two: the limit errs on the slow side.
-pub async fn take(
-    store: &Store,
-    receiver: &str,
-    second: i64,
-    rate: i64,
-    start: usize,
-) -> Result<bool, StoreError> {
-    let shares = shares(rate);
-    for i in 0..shares.len() {
-        let k = (start + i) % shares.len();
-        if take_from(store, &pk(receiver, k), second, shares[k]).await? {
-            return Ok(true);
-        }
-    }
-    Ok(false)
+/// What a try at the budget got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Taken {
+    Yes,
+    /// Every shard is spent; `shard` has room again first, at `room_at_us` (epoch µs).
+    No {
+        room_at_us: i64,
+        shard: usize,
+    },
 }
 
-/// One shard: a send within `second` if it has room (one write), or the shard started at
-/// `second` if it counts an earlier one (two).
-async fn take_from(store: &Store, key: &str, second: i64, cap: i64) -> Result<bool, StoreError> {
-    let table = store.table(SETTINGS.base);
-    let add = store
-        .client()
-        .update_item()
-        .table_name(&table)
-        .key("pk", s(key))
-        .update_expression("ADD used :one")
-        .condition_expression("#s = :sec AND used < :cap")
-        .expression_attribute_names("#s", "second")
-        .expression_attribute_values(":one", n(1))
-        .expression_attribute_values(":sec", n(second))
-        .expression_attribute_values(":cap", n(cap))
-        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-    let counted = tx::retrying(|| async {
-        match add.clone().send().await {
-            Ok(_) => Ok(None),
-            Err(e) => match e.into_service_error() {
-                UpdateItemError::ConditionalCheckFailedException(f) => Ok(Some(
-                    f.item()
-                        .and_then(|i| i.get("second"))
-                        .and_then(|v| v.as_n().ok())
-                        .and_then(|v| v.parse::<i64>().ok()),
-                )),
-                other => Err(StoreError::service("UpdateItem", &other)),
-            },
+/// The time each shard held when this console last saw it, by item: which of the two
+/// writes to try first (a hint only; the conditions decide).
+#[derive(Default)]
+pub struct Seen(Mutex<HashMap<String, i64>>);
+
+impl Seen {
+    fn busy(&self, key: &str, now_us: i64) -> bool {
+        self.0
+            .lock()
+            .is_ok_and(|seen| seen.get(key).is_some_and(|tat| *tat >= now_us))
+    }
+
+    fn saw(&self, key: &str, tat: i64) {
+        if let Ok(mut seen) = self.0.lock() {
+            seen.insert(key.to_string(), tat);
         }
-    })
-    .await?;
-    match counted {
-        None => Ok(true),
-        // Spent within this second, or a console whose clock runs ahead counts a later one.
-        Some(Some(at)) if at >= second => Ok(false),
-        // An earlier second (or none yet): this send starts this one.
-        Some(_) => {
-            let start = store
-                .client()
-                .update_item()
-                .table_name(&table)
-                .key("pk", s(key))
-                .update_expression("SET #s = :sec, used = :one")
-                .condition_expression("attribute_not_exists(#s) OR #s < :sec")
-                .expression_attribute_names("#s", "second")
-                .expression_attribute_values(":one", n(1))
-                .expression_attribute_values(":sec", n(second));
-            crate::server::store::item::update_if(start).await
+    }
+}
+
+/// Takes one send at `now_us` (epoch µs) from the budget of `receiver`, trying the shards
+/// from `start` on (the one that said it has room first, when known). A lost answer sent
+/// again may take two: the limit errs on the slow side.
+pub async fn take(
+    store: &Store,
+    seen: &Seen,
+    receiver: &str,
+    now_us: i64,
+    (rate, burst): (i64, i64),
+    start: usize,
+) -> Result<Taken, StoreError> {
+    let shares = shares(rate, burst);
+    let mut first = Taken::No {
+        room_at_us: i64::MAX,
+        shard: 0,
+    };
+    for i in 0..shares.len() {
+        let k = (start + i) % shares.len();
+        let shard = Shard {
+            key: pk(receiver, k),
+            share: shares[k],
+            now_us,
+        };
+        match shard.take(store, seen).await? {
+            None => return Ok(Taken::Yes),
+            Some(at) => {
+                if matches!(first, Taken::No { room_at_us, .. } if at < room_at_us) {
+                    first = Taken::No {
+                        room_at_us: at,
+                        shard: k,
+                    };
+                }
+            }
         }
+    }
+    Ok(first)
+}
+
+/// One shard's item at one moment.
+struct Shard {
+    key: String,
+    share: Share,
+    now_us: i64,
+}
+
+/// What a conditional write on a shard found: its new time, or (refused) its time before.
+type Wrote = Result<i64, Option<i64>>;
+
+impl Shard {
+    /// A send if it has room, else when it has room again. The write that fits how this
+    /// console last saw it goes first, so a send costs one write, busy or idle; a wrong
+    /// guess costs a second.
+    async fn take(&self, store: &Store, seen: &Seen) -> Result<Option<i64>, StoreError> {
+        let busy = seen.busy(&self.key, self.now_us);
+        let wrote = if busy {
+            self.add(store).await?
+        } else {
+            self.restart(store).await?
+        };
+        let wrote = match wrote {
+            Err(Some(tat)) if !busy && tat >= self.now_us => self.add(store).await?,
+            Err(tat) if busy && tat.is_none_or(|t| t < self.now_us) => self.restart(store).await?,
+            other => other,
+        };
+        Ok(match wrote {
+            Ok(tat) => {
+                seen.saw(&self.key, tat);
+                None
+            }
+            // Spent: room again once `now` has come within the burst of its time.
+            Err(Some(tat)) if tat >= self.now_us => {
+                seen.saw(&self.key, tat);
+                Some(tat - (self.share.capacity - 1) * self.share.interval_us)
+            }
+            // Another console's send came in between: look again now.
+            Err(_) => Some(self.now_us),
+        })
+    }
+
+    /// A busy shard: on by one interval, while `now` is within the burst of its time.
+    async fn add(&self, store: &Store) -> Result<Wrote, StoreError> {
+        let latest = self.now_us + (self.share.capacity - 1) * self.share.interval_us;
+        let req = store
+            .client()
+            .update_item()
+            .update_expression("ADD #t :i")
+            .condition_expression("#t >= :now AND #t <= :latest")
+            .expression_attribute_values(":i", n(self.share.interval_us))
+            .expression_attribute_values(":latest", n(latest));
+        self.write(store, req).await
+    }
+
+    /// A shard idle since before `now` (or never used): started again from `now`.
+    async fn restart(&self, store: &Store) -> Result<Wrote, StoreError> {
+        let req = store
+            .client()
+            .update_item()
+            .update_expression("SET #t = :next")
+            .condition_expression("attribute_not_exists(#t) OR #t < :now")
+            .expression_attribute_values(":next", n(self.now_us + self.share.interval_us));
+        self.write(store, req).await
+    }
+
+    async fn write(
+        &self,
+        store: &Store,
+        req: UpdateItemFluentBuilder,
+    ) -> Result<Wrote, StoreError> {
+        let table = store.table(SETTINGS.base);
+        let req = req
+            .table_name(&table)
+            .key("pk", s(&self.key))
+            .expression_attribute_names("#t", TAT)
+            .expression_attribute_values(":now", n(self.now_us))
+            .return_values(ReturnValue::UpdatedNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        let tat = |item: Option<&HashMap<String, AttributeValue>>| {
+            item.and_then(|i| i.get(TAT))
+                .and_then(|v| v.as_n().ok())
+                .and_then(|v| v.parse::<i64>().ok())
+        };
+        tx::retrying(|| async {
+            match req.clone().send().await {
+                Ok(out) => Ok(Ok(tat(out.attributes()).unwrap_or(self.now_us))),
+                Err(e) => match e.into_service_error() {
+                    UpdateItemError::ConditionalCheckFailedException(f) => Ok(Err(tat(f.item()))),
+                    other => Err(StoreError::service("UpdateItem", &other)),
+                },
+            }
+        })
+        .await
     }
 }
 
@@ -107,16 +229,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_rate_splits_into_shares_of_at_least_one_that_add_up_to_it() {
-        for rate in [1, 3, 8, 9, 100, 1001] {
-            let s = shares(rate);
-            assert_eq!(s.iter().sum::<i64>(), rate, "{rate}");
-            assert!(
-                s.iter().all(|x| *x >= 1) && s.len() as i64 <= SHARDS,
-                "{rate}: {s:?}"
+    fn rate_and_burst_split_into_shares_of_at_least_one_that_add_up_to_them() {
+        for (rate, burst) in [
+            (1, 1),
+            (3, 3),
+            (8, 2),
+            (9, 40),
+            (100, 100),
+            (1001, 5),
+            (6000, 6000),
+        ] {
+            let s = shares(rate, burst);
+            assert_eq!(
+                s.iter().map(|x| x.capacity).sum::<i64>(),
+                burst,
+                "{rate}/{burst}"
             );
+            assert!(s.len() as i64 <= SHARDS && s.iter().all(|x| x.capacity >= 1));
+            // Each share's rate (a second over its interval) adds up to at most the rate.
+            let r: f64 = s.iter().map(|x| 1e6 / x.interval_us as f64).sum();
+            assert!(r <= rate as f64 && r > rate as f64 * 0.999, "{rate}: {r}");
         }
-        assert_eq!(shares(3), vec![1, 1, 1]);
-        assert_eq!(shares(10), vec![2, 2, 1, 1, 1, 1, 1, 1]);
+        let s = shares(10, 10);
+        assert_eq!(s.len(), 8);
+        assert_eq!((s[0].interval_us, s[7].interval_us), (500_000, 1_000_000));
+        assert_eq!(shares(10, 3).len(), 3);
     }
 }
