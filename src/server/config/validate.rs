@@ -240,7 +240,7 @@ fn delivery(e: &EventsSection) -> Result<(), ConfigError> {
         1,
         3600,
     )?;
-    // 8 items share a second's budget; past 6000 a second each would near DynamoDB's
+    // Up to 8 items share the rate; past 6000 a second each would near DynamoDB's
     // 1000 writes a second per item.
     range("events.receiver_rate", e.receiver_rate, 0, 6_000)?;
     range("events.receiver_burst", e.receiver_burst, 0, 6_000)?;
