@@ -69,6 +69,13 @@ pub const MIN_ACKED_SHARE: f64 = 0.6;
 const CONSOLE_KEY: &str = "chaosconsole";
 /// The receiver's concurrency limit in the run: below what two consoles send at once (4 each).
 const RECEIVER_SLOTS: u64 = 3;
+/// The receiver's rate limit in the run (every console together): requests a second, and
+/// the burst above it; below what two consoles send unlimited (about 13 a second here), so
+/// the resend of the storm and the drains after the receiver's down stretches press on it.
+const RECEIVER_RATE: usize = 5;
+const RECEIVER_BURST: usize = 5;
+/// The window the rate is checked over.
+const RATE_WINDOW_S: usize = 6;
 
 /// The faults switched on for the whole run (outages and kills come on top). Every kind
 /// switched on must be injected at least once: the rates are set so that a 25-second run
@@ -162,6 +169,9 @@ fn console_env(
             "OPS_EVENTS_RECEIVER_CONCURRENCY",
             RECEIVER_SLOTS.to_string(),
         ),
+        // Every console together: at most rate × w + burst requests in any w seconds.
+        ("OPS_EVENTS_RECEIVER_RATE", RECEIVER_RATE.to_string()),
+        ("OPS_EVENTS_RECEIVER_BURST", RECEIVER_BURST.to_string()),
         ("OPS_EVENTS_LEASE_SECONDS", "3".into()),
         ("OPS_IDEMPOTENCY_STALE_SECONDS", "3".into()),
         ("OPS_INBOX_STREAM_LEASE_SECONDS", "3".into()),
@@ -227,6 +237,8 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
     let _ = std::fs::remove_dir_all(&opts.dir);
     std::fs::create_dir_all(&opts.dir).map_err(|e| e.to_string())?;
     let exe = procs::console_binary()?;
+    let began = Instant::now();
+    let mut phases: Vec<(&str, Duration)> = Vec::new();
     let local = DynamoLocal::start(dynamo_local::Options {
         jar: None,
         data_dir: None,
@@ -287,6 +299,7 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
             return Err("a console did not start (see target/chaos/console-*.log)".into());
         }
     }
+    phases.push(("ready", began.elapsed()));
     let hot_http = Http::new(
         consoles.iter().map(|c| c.port).collect(),
         key.clone(),
@@ -334,6 +347,7 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
         }
     }
     let elapsed = started.elapsed().as_secs_f64();
+    phases.push(("storm", began.elapsed()));
     if opts.broken == Some(Break::Unavailable) {
         proxy.update(|f| f.outage = Outage::None);
     }
@@ -354,7 +368,12 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
         ),
         Some(_) => (None, None),
     };
-    let expiry = expire(&store, &proxy, &http, &mut rng, &mut consoles, &mut hits).await?;
+    // A broken run is about its break: the expiry is the healthy runs' business.
+    let expiry = match opts.broken {
+        None => expire(&store, &proxy, &http, &mut rng, &mut consoles, &mut hits).await?,
+        Some(_) => Expiry::default(),
+    };
+    phases.push(("expiry", began.elapsed()));
     if let Some(started) = automatic.as_mut() {
         let deadline = Instant::now() + Duration::from_secs(120);
         while !(timers::ended(&store).await? && automation::ran(&store).await?)
@@ -368,8 +387,10 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
     proxy.set(Faults::default());
     let _ = weather.await;
     let report = proxy.report();
+    phases.push(("automation", began.elapsed()));
     let settled = settle(&store).await;
     let drained = drain_outbox(&store, &config).await;
+    phases.push(("drained", began.elapsed()));
     // Everything decided since the storm began resent, with consoles dying and DynamoDB
     // failing under the job; then the outbox drains again.
     let resent = match (opts.broken, &drained) {
@@ -392,6 +413,7 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
     for c in consoles.iter_mut() {
         c.stop(true);
     }
+    phases.push(("resent", began.elapsed()));
 
     let acked = &runs.acked;
     let found = checks::check(&store, acked, &receiver).await?;
@@ -439,6 +461,14 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
             "{most} requests at the receiver at once, with {RECEIVER_SLOTS} slots"
         ));
     }
+    if opts.broken.is_none() {
+        violations.extend(rate_check(&receiver));
+    }
+    let phases: Vec<String> = phases
+        .iter()
+        .map(|(name, at)| format!("{name} {:.0} s", at.as_secs_f64()))
+        .collect();
+    println!("  phases (time from the start): {}", phases.join(", "));
     match &resent {
         Some(Ok(s)) => violations.extend(resend::check(&store, &receiver, s).await?),
         Some(Err(e)) => violations.push(format!("the resend: {e}")),
@@ -604,6 +634,7 @@ async fn bypassed(local: &str, config: &Config) -> Vec<String> {
 }
 
 /// What the expiry phase found.
+#[derive(Default)]
 struct Expiry {
     removed: usize,
     violations: Vec<String>,
@@ -852,4 +883,28 @@ fn print_report(
         "  side effects: {} applied at the receiver from {} requests ({} refused by it with 503 and retried, {} re-sent with the same webhook-id and dropped, {} with a bad signature); it was slow {} times and down {} times",
         found.applied, found.receiver_requests, found.receiver_refused, found.resent, found.bad_signatures, found.slow_stretches, found.down_stretches
     );
+}
+
+/// The receiver's rate: at most `rate × w + burst` requests in any w seconds, plus two
+/// seconds' rate for a send's way from its count to the receiver (a slot, a claim through
+/// DynamoDB's faults and outages, a connection). The busiest window must come near the
+/// rate, or the run never pressed on it and proves nothing.
+fn rate_check(receiver: &Receiver) -> Vec<String> {
+    let most = receiver.busiest(Duration::from_secs(RATE_WINDOW_S as u64));
+    let bound = RECEIVER_RATE * (RATE_WINDOW_S + 2) + RECEIVER_BURST;
+    let pressed = RECEIVER_RATE * RATE_WINDOW_S * 3 / 4;
+    println!(
+        "  receiver rate: at most {most} requests in any {RATE_WINDOW_S} s (rate {RECEIVER_RATE}/s, burst {RECEIVER_BURST}: at most {bound} with the way, at least {pressed} to have pressed on it)"
+    );
+    if most > bound {
+        vec![format!(
+            "{most} requests at the receiver within {RATE_WINDOW_S} s, rate {RECEIVER_RATE}/s and burst {RECEIVER_BURST}"
+        )]
+    } else if most < pressed {
+        vec![format!(
+            "the receiver's rate was never pressed on: at most {most} requests in {RATE_WINDOW_S} s"
+        )]
+    } else {
+        Vec::new()
+    }
 }

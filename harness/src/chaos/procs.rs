@@ -151,6 +151,8 @@ pub struct Receiver {
     /// receiver still sleeps on them.
     pub answering: AtomicU64,
     pub most_at_once: AtomicU64,
+    /// When each request arrived.
+    pub arrivals: Mutex<Vec<std::time::Instant>>,
 }
 
 /// A request counted in `answering` until dropped.
@@ -183,6 +185,7 @@ impl Receiver {
             down_stretches: AtomicU64::new(0),
             answering: AtomicU64::new(0),
             most_at_once: AtomicU64::new(0),
+            arrivals: Mutex::default(),
         }
     }
 
@@ -193,6 +196,16 @@ impl Receiver {
             Weather::Fine => 0,
         };
         self.weather.store(w as u8, Ordering::SeqCst);
+    }
+
+    /// The most requests that arrived within any `window`.
+    pub fn busiest(&self, window: Duration) -> usize {
+        let mut at = self.arrivals.lock().map(|a| a.clone()).unwrap_or_default();
+        at.sort();
+        (0..at.len())
+            .map(|i| at[i..].iter().take_while(|t| **t - at[i] < window).count())
+            .max()
+            .unwrap_or(0)
     }
 
     fn weather(&self) -> Weather {
@@ -206,6 +219,9 @@ impl Receiver {
 
 pub async fn hook(State(r): State<Arc<Receiver>>, headers: HeaderMap, body: Bytes) -> StatusCode {
     let n = r.requests.fetch_add(1, Ordering::SeqCst);
+    if let Ok(mut at) = r.arrivals.lock() {
+        at.push(std::time::Instant::now());
+    }
     let weather = r.weather();
     let _answering = (!matches!(weather, Weather::Slow)).then(|| Answering::enter(&r));
     match weather {
