@@ -118,6 +118,10 @@ pub struct ReceiverView {
     /// A fresh key for the Receiver page's pause and breaker forms (empty elsewhere).
     #[serde(default)]
     pub form_key: String,
+    /// The limits every console together keeps to, in words made on the server (empty:
+    /// none): its rate with the burst, and requests at once.
+    #[serde(default)]
+    pub limits: String,
 }
 
 /// Why deliveries wait, in words made on the server, and what the Receiver page's forms

@@ -75,7 +75,7 @@ async fn a_burst_goes_at_once_after_a_quiet_spell_and_then_the_rate_holds() {
     const RATE: usize = 2;
     const BURST: usize = 16;
     const ACTIONS: usize = 30;
-    let (receiver, _app, took) = two_consoles_deliver(
+    let (receiver, app, took) = two_consoles_deliver(
         "c-burst",
         ACTIONS,
         |_| {},
@@ -88,6 +88,17 @@ async fn a_burst_goes_at_once_after_a_quiet_spell_and_then_the_rate_holds() {
     .await;
     assert_eq!(receiver.total(), ACTIONS, "every side effect delivered");
     assert!(receiver.counts().values().all(|n| *n == 1), "once each");
+    // The Outbox and the Overview say the limits in words.
+    let view = app
+        .state
+        .events
+        .receiver(ops_console::model::users::Role::Viewer)
+        .await
+        .unwrap();
+    assert_eq!(
+        view.limits,
+        "Every console together: at most 2 requests a second (a burst of 16)."
+    );
     let arrivals = receiver.arrivals.lock().unwrap().clone();
     let three = Duration::from_secs(3);
     let most = busiest(&arrivals, three);

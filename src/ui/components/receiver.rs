@@ -1,6 +1,6 @@
 //! Where side effects go and how that goes, the same on the Overview and the Outbox: the
-//! receiver's URL (as the reader's role may see it), whether delivery is on, and its
-//! health — the last hour's attempts against deliveries, the last success, and while it
+//! receiver's URL (as the reader's role may see it), whether delivery is on, the limits
+//! every console keeps to, and its health — the last hour's attempts against deliveries, the last success, and while it
 //! fails, since when and the last error in words.
 
 use leptos::prelude::*;
@@ -23,6 +23,9 @@ pub fn ReceiverStatus(receiver: ReceiverView) -> impl IntoView {
         <p class="mt-1 text-sm" data-testid="receiver-status">{status}</p>
         {receiver.waits.map(|w| view! {
             <p class="mt-1 text-sm font-medium text-amber-900" data-testid="receiver-waits">{w.words}</p>
+        })}
+        {(!receiver.limits.is_empty()).then(|| view! {
+            <p class="mt-1 text-sm" data-testid="receiver-limits">{receiver.limits}</p>
         })}
         {receiver.health.map(|h| view! { <Health h /> })}
     }

@@ -78,6 +78,7 @@ impl Events {
     /// user info or query values: they can hold a token).
     pub async fn receiver(&self, role: Role) -> Result<ReceiverView, AppError> {
         let mut view = self.receiver_settings(role).await?;
+        view.limits = limits(&self.config.events);
         let pause = self.pause_view(&self.pause_state().await?, self.clock.now());
         view.waits = both(pause, self.breaker_view(&self.breaker_state().await?));
         if let Some(url) = health::current_url(&self.store, &self.config).await? {
@@ -111,9 +112,7 @@ impl Events {
                 version: item.version,
                 updated_at: item.updated_at,
                 updated_by: item.updated_by,
-                health: None,
-                waits: None,
-                form_key: String::new(),
+                ..ReceiverView::default()
             });
         }
         let cfg = &self.config.events;
@@ -353,5 +352,48 @@ fn both(pause: Option<WaitView>, breaker: Option<WaitView>) -> Option<WaitView> 
             breaker_id: b.breaker_id,
         }),
         (p, b) => p.or(b),
+    }
+}
+
+/// The receiver's limits in words (docs/events.md, "Rate limit", "Concurrency limit").
+fn limits(e: &crate::server::config::EventsSection) -> String {
+    let rate = (e.receiver_rate > 0).then(|| {
+        format!(
+            "{} requests a second (a burst of {})",
+            e.receiver_rate,
+            e.burst()
+        )
+    });
+    let slots = (e.receiver_concurrency > 0).then(|| format!("{} at once", e.receiver_concurrency));
+    match (rate, slots) {
+        (None, None) => String::new(),
+        (Some(r), Some(s)) => format!("Every console together: at most {r} and {s}."),
+        (Some(one), None) | (None, Some(one)) => {
+            format!("Every console together: at most {one}.")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::limits;
+    use crate::server::config::EventsSection;
+
+    #[test]
+    fn the_limits_in_words_name_each_one_set() {
+        let with = |receiver_rate, receiver_concurrency| EventsSection {
+            receiver_rate,
+            receiver_concurrency,
+            ..EventsSection::default()
+        };
+        assert_eq!(limits(&with(0, 0)), "");
+        assert_eq!(
+            limits(&with(10, 3)),
+            "Every console together: at most 10 requests a second (a burst of 10) and 3 at once."
+        );
+        assert_eq!(
+            limits(&with(0, 3)),
+            "Every console together: at most 3 at once."
+        );
     }
 }
