@@ -40,9 +40,9 @@ async fn two_consoles_together_stay_within_the_receivers_rate() {
     assert_eq!(receiver.total(), ACTIONS, "every side effect delivered");
     assert!(receiver.counts().values().all(|n| *n == 1), "once each");
     let arrivals = receiver.arrivals.lock().unwrap().clone();
-    // Sends are counted in whole seconds of the clock, so a window of w seconds spans at
-    // most w + 1 of them; one second more allows for a send's way from its count to the
-    // receiver (a claim, a connection) on a loaded machine.
+    // A burst of the rate: any w seconds hold at most 5w + 5 (10 in one, 20 in three); a
+    // second's rate more allows for a send's way from its count to the receiver (a claim,
+    // a connection) on a loaded machine.
     let most = busiest(&arrivals, Duration::from_secs(1));
     assert!(
         most <= 3 * RATE,
@@ -116,4 +116,53 @@ async fn a_burst_goes_at_once_after_a_quiet_spell_and_then_the_rate_holds() {
         took >= Duration::from_secs(((ACTIONS - BURST) / RATE - 1) as u64),
         "{ACTIONS} sends at {RATE} a second after a burst of {BURST} took only {took:?}"
     );
+}
+
+/// The budget's items straight in DynamoDB Local: a burst's worth goes at once, the next
+/// send waits one interval (and the item says when), and a time set by a console whose
+/// clock ran far ahead is started again rather than starving every other console.
+#[tokio::test]
+async fn the_budget_holds_its_burst_and_a_clock_far_ahead_starves_no_one() {
+    use ops_console::server::store::events::rate::{take, Seen, Taken, MAX_SKEW_US};
+    let app = crate::helpers::spawn_app().await;
+    let receiver = format!("r{}", ops_console::server::ids::random_hex(4));
+    let now = 1_900_000_000_000_000_i64;
+    // A rate of 2 and a burst of 2: two items, each one send a second and one at once.
+    let at = |t: i64| move || t;
+    let seen = Seen::default();
+    for _ in 0..2 {
+        let got = take(&app.store, &seen, &receiver, at(now), (2, 2), 0).await;
+        assert_eq!(got.unwrap(), Taken::Yes);
+    }
+    let spent = take(&app.store, &seen, &receiver, at(now), (2, 2), 0).await;
+    assert!(
+        matches!(spent.unwrap(), Taken::No { room_at_us, .. } if room_at_us == now + 1_000_000),
+        "the third send within the burst waits a second"
+    );
+    // Another console, which has seen nothing, is refused by DynamoDB the same.
+    let fresh = Seen::default();
+    let other = take(&app.store, &fresh, &receiver, at(now + 500_000), (2, 2), 0).await;
+    assert!(matches!(other.unwrap(), Taken::No { .. }));
+    let later = take(&app.store, &seen, &receiver, at(now + 1_000_000), (2, 2), 0).await;
+    assert_eq!(later.unwrap(), Taken::Yes, "room again after one interval");
+
+    // A console whose clock runs a minute ahead spends both items up to its own time...
+    let ahead = now + 60_000_000;
+    for _ in 0..2 {
+        let got = take(
+            &app.store,
+            &Seen::default(),
+            &receiver,
+            at(ahead),
+            (2, 2),
+            0,
+        )
+        .await;
+        assert_eq!(got.unwrap(), Taken::Yes);
+    }
+    // ...which lies further ahead than a burst and the allowed skew: started again.
+    let back = now + 2_000_000;
+    assert!(ahead > back + 1_000_000 + MAX_SKEW_US);
+    let got = take(&app.store, &Seen::default(), &receiver, at(back), (2, 2), 0).await;
+    assert_eq!(got.unwrap(), Taken::Yes, "not starved by a clock far ahead");
 }

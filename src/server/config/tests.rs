@@ -98,6 +98,19 @@ fn bad_settings_are_named() {
     let err =
         Config::from_parts(Some("[app]\nsite_addr = 3000\n"), &env(&[]), "t".into()).unwrap_err();
     assert_eq!(err.key, "app.site_addr");
+
+    // A burst too small for the rate would put more than 750 sends a second on an item.
+    let burst = |b: &str| {
+        let pairs = [
+            ("OPS_EVENTS_RECEIVER_RATE", "6000"),
+            ("OPS_EVENTS_RECEIVER_BURST", b),
+        ];
+        Config::from_parts(None, &env(&pairs), "t".into())
+    };
+    let err = burst("7").unwrap_err();
+    assert_eq!(err.key, "events.receiver_burst");
+    assert!(err.to_string().contains("at least 8"), "{err}");
+    assert!(burst("8").is_ok() && burst("0").is_ok());
 }
 
 #[test]

@@ -18,8 +18,8 @@ pub struct ReceiverState {
     pub breaker_id: Option<String>,
     /// Requests per second every console together sends at most (0: no limit).
     pub rate_per_second: i64,
-    /// Requests that may go at once after a quiet spell, above the rate: any w seconds
-    /// hold at most `rate_per_second × w + burst` (0: no limit).
+    /// Requests that may go at once after a quiet spell: any w seconds hold at most
+    /// `rate_per_second × w + burst` (the rate unless set; 0 only without a rate).
     pub burst: i64,
     /// Requests every console together has at the receiver at once, at most (0: no limit).
     pub concurrency: i64,

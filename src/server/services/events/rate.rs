@@ -2,12 +2,14 @@
 //! set, every console together sends the receiver at most `rate × w + burst` requests in
 //! any window of w seconds (`events.receiver_burst`, 0: the rate), counted in DynamoDB
 //! (`store::events::rate`). A console takes a send before it claims an action; a send it
-//! took for an action another console claimed first is kept for its next action, while it
-//! is fresh, so racing consoles waste little of the budget.
+//! took for an action another console claimed first is kept for its next action while it
+//! is fresh (one interval of the whole rate). Past a few sends a second that is shorter
+//! than a claim, so consoles racing for the same actions spend about one send each per
+//! delivery: the limit errs on the slow side.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::ingest::Events;
 use crate::server::ids::random_hex;
@@ -48,6 +50,9 @@ impl Spare {
     }
 }
 
+/// How long a send waits for room, at most, before its round ends.
+const WAIT_AT_MOST: Duration = Duration::from_secs(1);
+
 /// The wall clock, in µs: the receiver counts real time, whatever a test's clock says.
 fn wall_us() -> i64 {
     SystemTime::now()
@@ -79,7 +84,7 @@ impl Events {
         // A kept send is used at most one interval of the whole rate late, so it moves no
         // window's count by more than one.
         let fresh_us = 1_000_000 / rate;
-        let began = wall_us();
+        let began = Instant::now();
         let mut pace = spare.pace.lock().await;
         while !stop.load(Ordering::SeqCst) {
             let now = wall_us();
@@ -90,17 +95,11 @@ impl Events {
                 let start = pace
                     .shard
                     .unwrap_or_else(|| usize::from_str_radix(&random_hex(1), 16).unwrap_or(0));
-                match rate::take(
-                    &self.store,
-                    &self.rate_seen,
-                    &receiver,
-                    now,
-                    (rate, burst),
-                    start,
-                )
-                .await?
+                let seen = &self.rate_seen;
+                match rate::take(&self.store, seen, &receiver, wall_us, (rate, burst), start)
+                    .await?
                 {
-                    Taken::Yes => return Ok(Some(now)),
+                    Taken::Yes => return Ok(Some(wall_us())),
                     Taken::No { room_at_us, shard } => {
                         *pace = Pace {
                             room_at_us,
@@ -112,11 +111,19 @@ impl Events {
             }
             // Up to 8 ms more, so two consoles waiting for the same room seldom ask at once.
             let jitter = i64::from(u8::from_str_radix(&random_hex(1), 16).unwrap_or(0) % 8) * 1000;
-            let until = pace.room_at_us + jitter;
-            if until - began > 1_000_000 {
+            let wait = pace
+                .room_at_us
+                .saturating_add(jitter)
+                .saturating_sub(wall_us())
+                .max(0);
+            // A second in all (on the monotonic clock: a step of the wall clock changes no
+            // wait past it).
+            let left = WAIT_AT_MOST.saturating_sub(began.elapsed());
+            let wait = Duration::from_micros(wait as u64);
+            if wait >= left {
                 break;
             }
-            tokio::time::sleep(Duration::from_micros((until - wall_us()).max(0) as u64)).await;
+            tokio::time::sleep(wait).await;
         }
         stop.store(true, Ordering::SeqCst);
         Ok(None)

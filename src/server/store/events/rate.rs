@@ -77,10 +77,8 @@ pub enum Taken {
 pub struct Seen(Mutex<HashMap<String, i64>>);
 
 impl Seen {
-    fn busy(&self, key: &str, now_us: i64) -> bool {
-        self.0
-            .lock()
-            .is_ok_and(|seen| seen.get(key).is_some_and(|tat| *tat >= now_us))
+    fn get(&self, key: &str) -> Option<i64> {
+        self.0.lock().ok().and_then(|seen| seen.get(key).copied())
     }
 
     fn saw(&self, key: &str, tat: i64) {
@@ -90,14 +88,21 @@ impl Seen {
     }
 }
 
-/// Takes one send at `now_us` (epoch µs) from the budget of `receiver`, trying the shards
-/// from `start` on (the one that said it has room first, when known). A lost answer sent
-/// again may take two: the limit errs on the slow side.
+/// A time further ahead than a shard's whole burst and this can only come from a console
+/// whose clock runs ahead: the item is started again from `now` rather than starve every
+/// other console for as long as that clock is ahead.
+pub const MAX_SKEW_US: i64 = 2_000_000;
+
+/// Takes one send from the budget of `receiver`, trying the shards from `start` on (the
+/// one that said it has room first, when known), each at the time `now_us` reads then
+/// (epoch µs). A shard this console saw spent until later is not asked: its time only
+/// grows until then, so it refuses. A lost answer sent again may take two: the limit errs
+/// on the slow side.
 pub async fn take(
     store: &Store,
     seen: &Seen,
     receiver: &str,
-    now_us: i64,
+    now_us: impl Fn() -> i64,
     (rate, burst): (i64, i64),
     start: usize,
 ) -> Result<Taken, StoreError> {
@@ -111,9 +116,14 @@ pub async fn take(
         let shard = Shard {
             key: pk(receiver, k),
             share: shares[k],
-            now_us,
+            now_us: now_us(),
         };
-        match shard.take(store, seen).await? {
+        let known = seen.get(&shard.key).and_then(|tat| shard.spent_until(tat));
+        let room = match known {
+            Some(at) => Some(at),
+            None => shard.take(store, seen).await?,
+        };
+        match room {
             None => return Ok(Taken::Yes),
             Some(at) => {
                 if matches!(first, Taken::No { room_at_us, .. } if at < room_at_us) {
@@ -139,19 +149,38 @@ struct Shard {
 type Wrote = Result<i64, Option<i64>>;
 
 impl Shard {
+    /// When a shard whose time is `tat` has room again, if not now (`None` too for a time
+    /// so far ahead that it is started again).
+    fn spent_until(&self, tat: i64) -> Option<i64> {
+        let burst = (self.share.capacity - 1).saturating_mul(self.share.interval_us);
+        let at = tat.saturating_sub(burst);
+        (at > self.now_us && !self.too_far(tat)).then_some(at)
+    }
+
+    fn too_far(&self, tat: i64) -> bool {
+        tat > self.far()
+    }
+
+    fn far(&self) -> i64 {
+        self.now_us
+            .saturating_add(self.share.capacity.saturating_mul(self.share.interval_us))
+            .saturating_add(MAX_SKEW_US)
+    }
+
     /// A send if it has room, else when it has room again. The write that fits how this
     /// console last saw it goes first, so a send costs one write, busy or idle; a wrong
     /// guess costs a second.
     async fn take(&self, store: &Store, seen: &Seen) -> Result<Option<i64>, StoreError> {
-        let busy = seen.busy(&self.key, self.now_us);
+        let idle = |tat: Option<i64>| tat.is_none_or(|t| t < self.now_us || self.too_far(t));
+        let busy = !idle(seen.get(&self.key));
         let wrote = if busy {
             self.add(store).await?
         } else {
             self.restart(store).await?
         };
         let wrote = match wrote {
-            Err(Some(tat)) if !busy && tat >= self.now_us => self.add(store).await?,
-            Err(tat) if busy && tat.is_none_or(|t| t < self.now_us) => self.restart(store).await?,
+            Err(tat) if !busy && !idle(tat) => self.add(store).await?,
+            Err(tat) if busy && idle(tat) => self.restart(store).await?,
             other => other,
         };
         Ok(match wrote {
@@ -160,12 +189,12 @@ impl Shard {
                 None
             }
             // Spent: room again once `now` has come within the burst of its time.
-            Err(Some(tat)) if tat >= self.now_us => {
+            Err(Some(tat)) => {
                 seen.saw(&self.key, tat);
-                Some(tat - (self.share.capacity - 1) * self.share.interval_us)
+                Some(self.spent_until(tat).unwrap_or(self.now_us))
             }
             // Another console's send came in between: look again now.
-            Err(_) => Some(self.now_us),
+            Err(None) => Some(self.now_us),
         })
     }
 
@@ -182,14 +211,16 @@ impl Shard {
         self.write(store, req).await
     }
 
-    /// A shard idle since before `now` (or never used): started again from `now`.
+    /// A shard idle since before `now` (or never used, or set by a clock far ahead):
+    /// started again from `now`.
     async fn restart(&self, store: &Store) -> Result<Wrote, StoreError> {
         let req = store
             .client()
             .update_item()
             .update_expression("SET #t = :next")
-            .condition_expression("attribute_not_exists(#t) OR #t < :now")
-            .expression_attribute_values(":next", n(self.now_us + self.share.interval_us));
+            .condition_expression("attribute_not_exists(#t) OR #t < :now OR #t > :far")
+            .expression_attribute_values(":next", n(self.now_us + self.share.interval_us))
+            .expression_attribute_values(":far", n(self.far()));
         self.write(store, req).await
     }
 
