@@ -3,9 +3,9 @@
 //! any window of w seconds (`events.receiver_burst`, 0: the rate), counted in DynamoDB
 //! (`store::events::rate`). A console takes a send before it claims an action; a send it
 //! took for an action another console claimed first is kept for its next action while it
-//! is fresh (one interval of the whole rate). Past a few sends a second that is shorter
-//! than a claim, so consoles racing for the same actions spend about one send each per
-//! delivery: the limit errs on the slow side.
+//! is fresh (one interval of the whole rate). At high rates that is shorter than a claim,
+//! so two consoles racing for the same actions can spend up to two sends per delivery:
+//! the limit errs on the slow side.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
