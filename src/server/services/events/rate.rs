@@ -91,13 +91,22 @@ impl Events {
             if let Some(taken) = spare.take(now, fresh_us) {
                 return Ok(Some(taken));
             }
+            // A step that waited its second behind the others (DynamoDB slow, say) asks
+            // no more: the round ends rather than ask once per step in turn.
+            if began.elapsed() >= WAIT_AT_MOST {
+                break;
+            }
             if pace.room_at_us <= now {
                 let start = pace
                     .shard
                     .unwrap_or_else(|| usize::from_str_radix(&random_hex(1), 16).unwrap_or(0));
                 let seen = &self.rate_seen;
-                match rate::take(&self.store, seen, &receiver, wall_us, (rate, burst), start)
-                    .await?
+                let taken = rate::take(&self.store, seen, &receiver, wall_us, (rate, burst), start);
+                // A failed ask ends the round: the steps behind this one do not each try
+                // DynamoDB in turn.
+                match taken
+                    .await
+                    .inspect_err(|_| stop.store(true, Ordering::SeqCst))?
                 {
                     Taken::Yes => return Ok(Some(wall_us())),
                     Taken::No { room_at_us, shard } => {
