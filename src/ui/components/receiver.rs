@@ -1,7 +1,7 @@
 //! Where side effects go and how that goes, the same on the Overview and the Outbox: the
 //! receiver's URL (as the reader's role may see it), whether delivery is on, the limits
-//! every console keeps to, and its health — the last hour's attempts against deliveries, the last success, and while it
-//! fails, since when and the last error in words.
+//! every console keeps to, and its health — the last hour's attempts against deliveries,
+//! the last success, and while it fails, since when and the last error in words.
 
 use leptos::prelude::*;
 
