@@ -275,6 +275,34 @@ test.describe('outbox', () => {
     await waitsUntilEnded(page, request, 'breaker-form', ['Open the breaker', 'e2e: receiver migration'], ['Close the breaker', 'e2e: migration done'], ['Side effects are parked', /\(e2e-operator[^)]*\): “e2e: receiver migration”/]);
   });
 
+  test("an admin saves the limits every console keeps to; the card says them, and limits no console could keep are refused", async ({ page }) => {
+    const receiver = await startReceiver();
+    try {
+      await signIn(page, 'admin', '/outbox');
+      await saveReceiver(page, receiver.url);
+      const save = async (rate: string, burst: string, concurrency: string) => {
+        const form = page.locator('details', { has: page.getByLabel('URL') });
+        if ((await form.getAttribute('open')) === null) await form.locator('summary').click();
+        await page.getByLabel('Requests a second').fill(rate);
+        await page.getByLabel('Burst').fill(burst);
+        await page.getByLabel('At once').fill(concurrency);
+        await page.getByRole('button', { name: 'Save receiver' }).click();
+      };
+      // A burst too small for the rate: refused in words, nothing saved.
+      await save('5000', '3', '2');
+      await expect(page.getByRole('alert')).toContainText('The burst must be at least 7');
+      await expect(page.getByTestId('receiver-limits')).toHaveCount(0);
+      await save('4', '8', '2');
+      const words = page.getByTestId('receiver-limits');
+      await expect(words).toHaveText('Every console together: at most 4 requests a second (a burst of 8) and 2 at once.');
+      // Back to none, so the tests after this one deliver at full speed.
+      await save('0', '0', '0');
+      await expect(words).toHaveCount(0);
+    } finally {
+      receiver.close();
+    }
+  });
+
   test('an open form stays with its side effect while the rows around it change', async ({ page, browser, request }) => {
     const receiver = await startReceiver();
     const other = await browser.newPage();

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::model::outbox::{JobView, OutboxView, ReceiverView};
+use crate::model::outbox::{JobView, OutboxView, ReceiverDetail};
 use crate::model::AppError;
 
 /// The outbox: counts, dead letters by cause, one group's list (`due`, `held`, `dead`,
@@ -115,33 +115,39 @@ pub async fn move_action(
     })
 }
 
-/// The receiver as the reader's role may see it, for its own page.
+/// The receiver as the reader's role may see it, with its limits, for its own page.
 #[server]
-pub async fn load_receiver() -> Result<ReceiverView, AppError> {
+pub async fn load_receiver() -> Result<ReceiverDetail, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
     let user = ctx::require(Role::Viewer)?;
-    let mut view = ctx::state()?.events.receiver(user.role).await?;
-    view.form_key = crate::server::ids::random_hex(16);
-    Ok(view)
+    let mut detail = ctx::state()?.events.receiver_detail(user.role).await?;
+    detail.receiver.form_key = crate::server::ids::random_hex(16);
+    Ok(detail)
 }
 
-/// Saves the receiver's URL and whether delivery to it is on. The first save makes its
-/// first secret, shown once.
+/// Saves the receiver's URL, whether delivery to it is on, and the limits every console
+/// keeps to (left as they were when the form has none). The first save makes its first
+/// secret, shown once.
 #[server]
 pub async fn save_receiver(
     url: String,
     enabled: Option<String>,
     version: i64,
+    #[server(default)] rate: Option<String>,
+    #[server(default)] burst: Option<String>,
+    #[server(default)] concurrency: Option<String>,
 ) -> Result<Option<String>, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    use crate::server::services::events::receiver::Change;
+    use crate::server::services::events::limits;
+    use crate::server::services::events::receiver::{Change, Settings};
     let user = ctx::require(Role::Admin)?;
-    let change = Change::Url {
+    let change = Change::Settings(Settings {
         url,
         enabled: enabled.is_some(),
-    };
+        limits: limits::of_form(rate, burst, concurrency)?,
+    });
     ctx::state()?
         .events
         .change_receiver(change, version, &user.name)

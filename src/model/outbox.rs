@@ -96,6 +96,31 @@ pub struct SecretView {
     pub created_by: String,
 }
 
+/// What every console together sends the receiver at most (docs/events.md, "Rate limit",
+/// "Concurrency limit"): the same numbers on every console, saved with the receiver by an
+/// admin (before that, the server's settings `events.receiver_*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReceiverLimits {
+    /// Requests per second; 0: no limit.
+    pub rate: i64,
+    /// Requests that may go at once after a quiet spell, above the rate: any window of w
+    /// seconds holds at most `rate × w + burst`; 0: the rate (one second's worth).
+    pub burst: i64,
+    /// Requests at the receiver at once; 0: no limit.
+    pub concurrency: i64,
+}
+
+impl ReceiverLimits {
+    /// The burst as it applies: the one set, or the rate when that is 0; 0 without a rate.
+    pub fn burst(&self) -> i64 {
+        match (self.rate, self.burst) {
+            (rate, _) if rate <= 0 => 0,
+            (rate, 0) => rate,
+            (_, burst) => burst,
+        }
+    }
+}
+
 /// Where side effects go.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ReceiverView {
@@ -122,6 +147,14 @@ pub struct ReceiverView {
     /// none): its rate with the burst, and requests at once.
     #[serde(default)]
     pub limits: String,
+}
+
+/// The Receiver page's data: the receiver, and its limits as numbers for its form (apart
+/// from [`ReceiverView`], which the Outbox and the Overview read too without them).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReceiverDetail {
+    pub receiver: ReceiverView,
+    pub limits: ReceiverLimits,
 }
 
 /// Why deliveries wait, in words made on the server, and what the Receiver page's forms

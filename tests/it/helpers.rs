@@ -235,7 +235,13 @@ impl TestApp {
     /// Another console on the same tables, settings, secret and clock: its own services
     /// (its own dispatcher, caches and leases), as a second process would have.
     pub fn second_console(&self) -> TestApp {
-        let config = (*self.state.config).clone();
+        self.second_console_with(|_| {})
+    }
+
+    /// A second console whose own settings differ by `tweak`.
+    pub fn second_console_with(&self, tweak: impl FnOnce(&mut Config)) -> TestApp {
+        let mut config = (*self.state.config).clone();
+        tweak(&mut config);
         let secret = Secret::new(self.secret.clone());
         let state = AppState::new(config, self.store.clone(), self.clock.clone(), secret);
         let router = startup::app(state.clone());

@@ -14,7 +14,7 @@ use crate::helpers::TestApp;
 use ops_console::server::crash_points::CrashPoints;
 use ops_console::server::outbound::signature::SigningSecret;
 use ops_console::server::services::events::outbox::{job_op, BulkRequest};
-use ops_console::server::services::events::receiver::Change;
+use ops_console::server::services::events::receiver::{Change, Settings};
 use ops_console::server::store::events::outbox::Group;
 use ops_console::server::store::events::outbox_reads::{self, Filter};
 use ops_console::server::store::events::{self as records, ActionRecord};
@@ -180,10 +180,11 @@ async fn a_receiver_verifies_every_message_and_a_rotation_keeps_it_verifying() {
         .unwrap();
     events
         .change_receiver(
-            Change::Url {
+            Change::Settings(Settings {
                 url: view.url.clone(),
                 enabled: true,
-            },
+                limits: None,
+            }),
             0,
             "admin",
         )
@@ -452,10 +453,11 @@ async fn a_receiver_that_is_gone_stops_delivery_until_an_admin_turns_it_on() {
         .url;
     events
         .change_receiver(
-            Change::Url {
+            Change::Settings(Settings {
                 url: url.clone(),
                 enabled: true,
-            },
+                limits: None,
+            }),
             0,
             "admin",
         )
@@ -476,7 +478,15 @@ async fn a_receiver_that_is_gone_stops_delivery_until_an_admin_turns_it_on() {
     assert_eq!(round.no_receiver, 1, "{round:?}");
     assert_eq!(count(&app, Group::Due).await, 1);
     events
-        .change_receiver(Change::Url { url, enabled: true }, view.version, "admin")
+        .change_receiver(
+            Change::Settings(Settings {
+                url,
+                enabled: true,
+                limits: None,
+            }),
+            view.version,
+            "admin",
+        )
         .await
         .unwrap();
     events.dispatch_all().await.unwrap();
@@ -609,10 +619,11 @@ async fn a_receiver_named_only_in_the_settings_that_is_gone_is_turned_off_too() 
     // An admin turns it on again; the secret from the settings still signs.
     events
         .change_receiver(
-            Change::Url {
+            Change::Settings(Settings {
                 url: view.url.clone(),
                 enabled: true,
-            },
+                limits: None,
+            }),
             view.version,
             "admin",
         )

@@ -118,6 +118,108 @@ async fn a_burst_goes_at_once_after_a_quiet_spell_and_then_the_rate_holds() {
     );
 }
 
+/// The limits an admin saves with the receiver hold on every console, whatever each one's
+/// settings say: here one console has no rate and the other a rate of 100, and together
+/// they keep to the saved rate of 2 (a burst of 2) and one request at once. Limits no
+/// console could keep are refused, naming the field, and change nothing.
+#[tokio::test]
+async fn the_limits_saved_with_the_receiver_hold_on_every_console_whatever_its_settings() {
+    use ops_console::model::outbox::ReceiverLimits;
+    use ops_console::model::users::Role;
+    use ops_console::model::AppError;
+    use ops_console::server::services::events::receiver::{Change, Settings};
+    const ACTIONS: usize = 10;
+    let secret = ops_console::server::outbound::signature::SigningSecret::generate();
+    let (receiver, url) = crate::receiver::Receiver::start(vec![secret.clone()]).await;
+    let app = crate::helpers::spawn_app_with(move |c| {
+        c.events.webhook_url = url;
+        c.events.webhook_secret = ops_console::server::config::Secret::new(secret.expose());
+        c.events.dispatch_concurrency = 8;
+    })
+    .await;
+    app.set_switches(false, true).await;
+    let other = app.second_console_with(|c| c.events.receiver_rate = 100);
+    let events = &app.state.events;
+    let view = events.receiver(Role::Admin).await.unwrap();
+    let change = |rate, burst, concurrency| {
+        Change::Settings(Settings {
+            url: view.url.clone(),
+            enabled: true,
+            limits: Some(ReceiverLimits {
+                rate,
+                burst,
+                concurrency,
+            }),
+        })
+    };
+    for (refused, field) in [((6_000, 7, 0), "burst"), ((2, 0, 300), "concurrency")] {
+        let (rate, burst, concurrency) = refused;
+        let err = events
+            .change_receiver(change(rate, burst, concurrency), view.version, "admin")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, AppError::Invalid { field: f, .. } if f == field),
+            "{err:?}"
+        );
+    }
+    events
+        .change_receiver(change(2, 2, 1), view.version, "admin")
+        .await
+        .unwrap();
+    // Every console reads the same limits, and the REST state shows them.
+    let words = "Every console together: at most 2 requests a second (a burst of 2) and 1 at once.";
+    for console in [&app, &other] {
+        let seen = console.state.events.receiver(Role::Viewer).await.unwrap();
+        assert_eq!(seen.limits, words);
+    }
+    let key = app.api_key(&["receiver:read"]).await;
+    let state = app.api("GET", "/api/v1/receiver", &key, None).await;
+    assert_eq!(
+        (
+            state.json()["rate_per_second"].clone(),
+            state.json()["burst"].clone(),
+            state.json()["concurrency"].clone()
+        ),
+        (2.into(), 2.into(), 1.into()),
+        "{}",
+        state.body
+    );
+    // The change is audited with the limits in words.
+    assert!(
+        app.dump_tables()
+            .await
+            .contains(&format!("limits: {words}")),
+        "the receiver's audit record names the limits"
+    );
+
+    let key = app.api_key(&["events:write"]).await;
+    for c in 0..ACTIONS {
+        let body = crate::events::event(&format!("c-saved-{c}"), Some("m-1"), "hi");
+        crate::events::post_event(&app, &key, &body).await;
+    }
+    let started = std::time::Instant::now();
+    while receiver.total() < ACTIONS && started.elapsed() < Duration::from_secs(60) {
+        let (a, b) = tokio::join!(
+            app.state.events.dispatch_all(),
+            other.state.events.dispatch_all()
+        );
+        a.unwrap();
+        b.unwrap();
+    }
+    let took = started.elapsed();
+    assert_eq!(receiver.total(), ACTIONS, "every side effect delivered");
+    assert!(receiver.counts().values().all(|n| *n == 1), "once each");
+    let arrivals = receiver.arrivals.lock().unwrap().clone();
+    // The bound, 3 × 2 + 2, plus a second's rate for a send's way to the receiver.
+    let most = busiest(&arrivals, Duration::from_secs(3));
+    assert!(most <= 10, "{most} sends within three seconds, rate 2");
+    assert!(
+        took >= Duration::from_secs(((ACTIONS - 2) / 2 - 1) as u64),
+        "{ACTIONS} sends at 2 a second took only {took:?}"
+    );
+}
+
 /// The budget's items straight in DynamoDB Local: a burst's worth goes at once, the next
 /// send waits one interval (and the item says when), and a time set by a console whose
 /// clock ran far ahead is started again rather than starving every other console.

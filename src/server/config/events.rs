@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::secret::Secret;
+use crate::model::outbox::ReceiverLimits;
 
 /// Event ingestion (docs/events.md): where side effects go and how events are decided.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -110,30 +111,82 @@ pub struct Rule {
 }
 
 impl EventsSection {
-    /// The receiver's burst as it applies: `receiver_burst`, or the rate when that is 0;
-    /// 0 without a rate.
-    pub fn burst(&self) -> i64 {
-        match (self.receiver_rate, self.receiver_burst) {
-            (rate, _) if rate <= 0 => 0,
-            (rate, 0) => rate,
-            (_, burst) => burst,
+    /// The receiver's limits these settings give, until an admin saves the receiver's own.
+    pub fn limits(&self) -> ReceiverLimits {
+        ReceiverLimits {
+            rate: self.receiver_rate,
+            burst: self.receiver_burst,
+            concurrency: self.receiver_concurrency,
         }
     }
 }
 
+/// Limits refused: which one (`rate`, `burst`, `concurrency`) and the rule it breaks.
+#[derive(Debug, PartialEq, Eq)]
+pub struct LimitsError {
+    pub field: &'static str,
+    pub rule: String,
+}
+
+/// The receiver's limits as every console can keep them (the settings' and an admin's):
+/// up to 8 items share the rate, so past 6000 a second each would near DynamoDB's 1000
+/// writes a second per item; the items are as many as the burst has sends, so the burst
+/// must be big enough that each takes at most 750 a second.
+pub fn check_limits(l: &ReceiverLimits) -> Result<(), LimitsError> {
+    let within = |field, v: i64, hi: i64| {
+        if (0..=hi).contains(&v) {
+            Ok(())
+        } else {
+            Err(LimitsError {
+                field,
+                rule: format!("must be between 0 and {hi}"),
+            })
+        }
+    };
+    within("rate", l.rate, 6_000)?;
+    within("burst", l.burst, 6_000)?;
+    let least = (l.rate + 749) / 750;
+    if l.burst > 0 && l.burst < least {
+        return Err(LimitsError {
+            field: "burst",
+            rule: format!(
+                "must be at least {least} with a rate of {} (each of the burst's items takes at most 750 sends a second)",
+                l.rate
+            ),
+        });
+    }
+    within("concurrency", l.concurrency, 256)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::EventsSection;
+    use super::{check_limits, ReceiverLimits};
+
+    fn with(rate: i64, burst: i64, concurrency: i64) -> ReceiverLimits {
+        ReceiverLimits {
+            rate,
+            burst,
+            concurrency,
+        }
+    }
 
     #[test]
     fn the_burst_is_the_rate_unless_set_and_none_without_a_rate() {
-        let with = |receiver_rate, receiver_burst| EventsSection {
-            receiver_rate,
-            receiver_burst,
-            ..EventsSection::default()
-        };
-        assert_eq!(with(0, 40).burst(), 0);
-        assert_eq!(with(10, 0).burst(), 10);
-        assert_eq!(with(10, 3).burst(), 3);
+        assert_eq!(with(0, 40, 0).burst(), 0);
+        assert_eq!(with(10, 0, 0).burst(), 10);
+        assert_eq!(with(10, 3, 0).burst(), 3);
+    }
+
+    #[test]
+    fn limits_are_checked_each_by_its_rule() {
+        let field = |l| check_limits(&l).map_err(|e| e.field);
+        assert_eq!(field(with(0, 0, 0)), Ok(()));
+        assert_eq!(field(with(6_000, 8, 256)), Ok(()));
+        assert_eq!(field(with(6_001, 0, 0)), Err("rate"));
+        assert_eq!(field(with(-1, 0, 0)), Err("rate"));
+        assert_eq!(field(with(10, 6_001, 0)), Err("burst"));
+        assert_eq!(field(with(6_000, 7, 0)), Err("burst"));
+        assert_eq!(field(with(10, 0, 257)), Err("concurrency"));
+        assert_eq!(field(with(10, 0, -1)), Err("concurrency"));
     }
 }

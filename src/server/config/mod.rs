@@ -23,7 +23,7 @@ use figment::providers::Serialized;
 use figment::Figment;
 
 pub use auth::AuthSection;
-pub use events::{EventsSection, Rule};
+pub use events::{check_limits, EventsSection, LimitsError, Rule};
 pub use operations::{AlertsSection, OperationsSection, SwitchesSection};
 pub use secret::Secret;
 pub use sections::*;

@@ -240,28 +240,8 @@ fn delivery(e: &EventsSection) -> Result<(), ConfigError> {
         1,
         3600,
     )?;
-    // Up to 8 items share the rate; past 6000 a second each would near DynamoDB's
-    // 1000 writes a second per item.
-    range("events.receiver_rate", e.receiver_rate, 0, 6_000)?;
-    range("events.receiver_burst", e.receiver_burst, 0, 6_000)?;
-    // The rate's items are as many as the burst has sends (8 at most): each must stay
-    // within 750 sends a second.
-    let least = (e.receiver_rate + 749) / 750;
-    if e.receiver_burst > 0 && e.receiver_burst < least {
-        return Err(ConfigError::new(
-            "events.receiver_burst",
-            format!(
-                "must be at least {least} with a rate of {} (each of the burst's items takes at most 750 sends a second)",
-                e.receiver_rate
-            ),
-        ));
-    }
-    range(
-        "events.receiver_concurrency",
-        e.receiver_concurrency,
-        0,
-        256,
-    )?;
+    super::events::check_limits(&e.limits())
+        .map_err(|l| ConfigError::new(&format!("events.receiver_{}", l.field), l.rule))?;
     Ok(())
 }
 

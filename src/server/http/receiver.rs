@@ -66,7 +66,8 @@ pub(crate) async fn receiver(
     State(state): State<AppState>,
     _auth: Scoped<ReceiverRead>,
 ) -> Result<Json<ReceiverState>, Problem> {
-    let v = state.events.receiver(Role::Viewer).await?;
+    let detail = state.events.receiver_detail(Role::Viewer).await?;
+    let (v, limits) = (detail.receiver, detail.limits);
     let health = v.health.clone().unwrap_or_default();
     let waits = v.waits.clone().unwrap_or_default();
     Ok(Json(ReceiverState {
@@ -74,9 +75,9 @@ pub(crate) async fn receiver(
         waits: Some(waits.words).filter(|w| !w.is_empty()),
         pause_id: waits.pause_id,
         breaker_id: waits.breaker_id,
-        rate_per_second: state.config.events.receiver_rate,
-        burst: state.config.events.burst(),
-        concurrency: state.config.events.receiver_concurrency,
+        rate_per_second: limits.rate,
+        burst: limits.burst(),
+        concurrency: limits.concurrency,
         url: v.url,
         attempts_last_hour: health.attempts_last_hour,
         delivered_last_hour: health.delivered_last_hour,

@@ -210,12 +210,11 @@ impl Events {
         };
         // The receiver's rate and a slot of its concurrency first: a claim held while
         // waiting could run out.
-        let url = &to.target.url_text;
-        let send = self.within_rate(url, to.spare, to.stop).await?;
+        let send = self.within_rate(to.target, to.spare, to.stop).await?;
         let slot = if to.stop.load(Ordering::SeqCst) {
             Slot::Unlimited
         } else {
-            self.take_slot(url, to.stop).await?
+            self.take_slot(to.target, to.stop).await?
         };
         let unused = |step: Step| {
             if let Some(taken) = send {

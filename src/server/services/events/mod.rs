@@ -2,7 +2,7 @@
 //! (`incoming`), the canonical event key, and the deterministic decision (`rules`). The
 //! I/O is the [`Events`] service's (`state.events`): the pipeline (`ingest`, `queue`), the
 //! dispatcher that delivers from the outbox (`dispatch`), the receiver's settings
-//! (`receiver`), the operators' outbox moves (`outbox`) and the pages' read models
+//! (`receiver`, `limits`), the operators' outbox moves (`outbox`) and the pages' read models
 //! (`pages`).
 
 mod answers;
@@ -14,6 +14,7 @@ pub mod health;
 pub mod ingest;
 mod jobs;
 mod legacy;
+pub mod limits;
 mod order;
 pub mod outbox;
 pub mod pages;

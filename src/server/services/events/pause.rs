@@ -181,3 +181,16 @@ impl Events {
         }
     }
 }
+
+/// Why deliveries wait, from a pause and the breaker: their words in one line, and the ids
+/// of each.
+pub(super) fn both(pause: Option<WaitView>, breaker: Option<WaitView>) -> Option<WaitView> {
+    match (pause, breaker) {
+        (Some(p), Some(b)) => Some(WaitView {
+            words: format!("{} {}", p.words, b.words),
+            pause_id: p.pause_id,
+            breaker_id: b.breaker_id,
+        }),
+        (p, b) => p.or(b),
+    }
+}

@@ -1,17 +1,18 @@
-//! The receiver's rate limit (docs/events.md, "Rate limit"): with `events.receiver_rate`
-//! set, every console together sends the receiver at most `rate × w + burst` requests in
-//! any window of w seconds (`events.receiver_burst`, 0: the rate), counted in DynamoDB
-//! (`store::events::rate`). A console takes a send before it claims an action; a send it
-//! took for an action another console claimed first is kept for its next action while it
-//! is fresh (one interval of the whole rate). At high rates that is shorter than a claim,
-//! so two consoles racing for the same actions can spend up to two sends per delivery:
-//! the limit errs on the slow side.
+//! The receiver's rate limit (docs/events.md, "Rate limit"): with a rate in its limits
+//! (saved with the receiver, else `events.receiver_rate`), every console together sends
+//! the receiver at most `rate × w + burst` requests in any window of w seconds, counted in
+//! DynamoDB (`store::events::rate`). A console takes a send before it claims an action;
+//! a send it took for an action another console claimed first is kept for its next action
+//! while it is fresh (one interval of the whole rate). At high rates that is shorter than
+//! a claim, so two consoles racing for the same actions can spend up to two sends per
+//! delivery: the limit errs on the slow side.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::ingest::Events;
+use super::receiver::Target;
 use crate::server::ids::random_hex;
 use crate::server::store::events::health::receiver_key;
 use crate::server::store::events::rate::{self, Taken};
@@ -66,21 +67,21 @@ pub(super) fn wall_ms() -> i64 {
 }
 
 impl Events {
-    /// Takes a send to the receiver at `url` within its rate, waiting for room a second at
+    /// Takes a send to the receiver `target` within its rate, waiting for room a second at
     /// most: the time it was taken, or `None` when the receiver has no rate or the wait did
     /// not get one (then `stop` is set: the round ends, the next reads the kill switches,
     /// the pause and the breaker again before it sends more).
     pub(super) async fn within_rate(
         &self,
-        url: &str,
+        target: &Target,
         spare: &Spare,
         stop: &AtomicBool,
     ) -> Result<Option<i64>, StoreError> {
-        let (rate, burst) = (self.config.events.receiver_rate, self.config.events.burst());
+        let (rate, burst) = (target.limits.rate, target.limits.burst());
         if rate <= 0 {
             return Ok(None);
         }
-        let receiver = receiver_key(url);
+        let receiver = receiver_key(&target.url_text);
         // A kept send is used at most one interval of the whole rate late, so it moves no
         // window's count by more than one.
         let fresh_us = 1_000_000 / rate;
@@ -118,23 +119,25 @@ impl Events {
                     }
                 }
             }
-            // Up to 8 ms more, so two consoles waiting for the same room seldom ask at once.
-            let jitter = i64::from(u8::from_str_radix(&random_hex(1), 16).unwrap_or(0) % 8) * 1000;
-            let wait = pace
-                .room_at_us
-                .saturating_add(jitter)
-                .saturating_sub(wall_us())
-                .max(0);
-            // A second in all (on the monotonic clock: a step of the wall clock changes no
-            // wait past it).
-            let left = WAIT_AT_MOST.saturating_sub(began.elapsed());
-            let wait = Duration::from_micros(wait as u64);
-            if wait >= left {
+            let Some(wait) = wait_for(pace.room_at_us, began) else {
                 break;
-            }
+            };
             tokio::time::sleep(wait).await;
         }
         stop.store(true, Ordering::SeqCst);
         Ok(None)
     }
+}
+
+/// How long to wait for room at `room_at_us`, up to 8 ms more so that two consoles waiting
+/// for the same room seldom ask at once; `None` past a second in all since `began` (on the
+/// monotonic clock: a step of the wall clock changes no wait past it).
+fn wait_for(room_at_us: i64, began: Instant) -> Option<Duration> {
+    let jitter = i64::from(u8::from_str_radix(&random_hex(1), 16).unwrap_or(0) % 8) * 1000;
+    let wait = room_at_us
+        .saturating_add(jitter)
+        .saturating_sub(wall_us())
+        .max(0);
+    let wait = Duration::from_micros(wait as u64);
+    (wait < WAIT_AT_MOST.saturating_sub(began.elapsed())).then_some(wait)
 }

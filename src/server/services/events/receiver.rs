@@ -10,9 +10,10 @@ use serde_json::json;
 
 use super::health;
 use super::ingest::{iso, Events};
-use crate::model::outbox::{ReceiverView, SecretView, TestAnswer, WaitView};
+use crate::model::outbox::{ReceiverDetail, ReceiverLimits, ReceiverView, SecretView, TestAnswer};
 use crate::model::users::Role;
 use crate::model::AppError;
+use crate::server::config::check_limits;
 use crate::server::domain::redact;
 use crate::server::ids::random_hex;
 use crate::server::outbound::signature::SigningSecret;
@@ -30,12 +31,22 @@ pub struct Target {
     pub url_text: String,
     pub secrets: Vec<SigningSecret>,
     pub enabled: bool,
+    /// What every console sends it at most.
+    pub limits: ReceiverLimits,
+}
+
+/// The receiver's form: its URL, whether delivery is on, and the limits (`None`: as they
+/// were).
+pub struct Settings {
+    pub url: String,
+    pub enabled: bool,
+    pub limits: Option<ReceiverLimits>,
 }
 
 /// What an admin changes about the receiver.
 pub enum Change {
-    /// A new URL (and on or off).
-    Url { url: String, enabled: bool },
+    /// A new URL, on or off, and limits.
+    Settings(Settings),
     /// A new secret beside the others: shown once.
     AddSecret,
     /// A secret no longer signs.
@@ -51,11 +62,13 @@ impl Events {
                 .iter()
                 .filter_map(|s| self.unseal(s))
                 .collect::<Vec<_>>();
+            let limits = item.limits.unwrap_or_else(|| self.config.events.limits());
             return Ok(parse_url(&item.url).ok().map(|url| Target {
                 url,
                 url_text: item.url.clone(),
                 enabled: item.enabled && !secrets.is_empty(),
                 secrets,
+                limits,
             }));
         }
         let cfg = &self.config.events;
@@ -66,6 +79,7 @@ impl Events {
             url_text: cfg.webhook_url.clone(),
             secrets: vec![secret],
             enabled: true,
+            limits: cfg.limits(),
         }))
     }
 
@@ -77,10 +91,15 @@ impl Events {
     /// The receiver as the Outbox page shows it to `role` (below admin, its URL without
     /// user info or query values: they can hold a token).
     pub async fn receiver(&self, role: Role) -> Result<ReceiverView, AppError> {
-        let mut view = self.receiver_settings(role).await?;
-        view.limits = limits(&self.config.events);
+        Ok(self.receiver_detail(role).await?.receiver)
+    }
+
+    /// The receiver as [`Events::receiver`] shows it, with its limits as numbers.
+    pub async fn receiver_detail(&self, role: Role) -> Result<ReceiverDetail, AppError> {
+        let (mut view, limits) = self.receiver_settings(role).await?;
+        view.limits = super::limits::words(&limits);
         let pause = self.pause_view(&self.pause_state().await?, self.clock.now());
-        view.waits = both(pause, self.breaker_view(&self.breaker_state().await?));
+        view.waits = super::pause::both(pause, self.breaker_view(&self.breaker_state().await?));
         if let Some(url) = health::current_url(&self.store, &self.config).await? {
             // Busy figures leave the card without its health, not the page without a card.
             match health::of(&self.store, &url, self.clock.now()).await {
@@ -90,12 +109,21 @@ impl Events {
                 }
             }
         }
-        Ok(view)
+        Ok(ReceiverDetail {
+            receiver: view,
+            limits,
+        })
     }
 
-    async fn receiver_settings(&self, role: Role) -> Result<ReceiverView, AppError> {
+    /// The receiver's settings as `role` may see them, and the limits that hold.
+    async fn receiver_settings(
+        &self,
+        role: Role,
+    ) -> Result<(ReceiverView, ReceiverLimits), AppError> {
+        let settings = self.config.events.limits();
         if let Some(item) = store::load(&self.store).await? {
-            return Ok(ReceiverView {
+            let limits = item.limits.unwrap_or(settings);
+            let view = ReceiverView {
                 url: redact::url_for_role(role, &item.url),
                 enabled: item.enabled,
                 disabled_reason: item.disabled_reason,
@@ -113,10 +141,11 @@ impl Events {
                 updated_at: item.updated_at,
                 updated_by: item.updated_by,
                 ..ReceiverView::default()
-            });
+            };
+            return Ok((view, limits));
         }
         let cfg = &self.config.events;
-        Ok(ReceiverView {
+        let view = ReceiverView {
             url: redact::url_for_role(role, &cfg.webhook_url),
             enabled: !cfg.webhook_url.is_empty(),
             source: if cfg.webhook_url.is_empty() {
@@ -126,7 +155,8 @@ impl Events {
             }
             .into(),
             ..ReceiverView::default()
-        })
+        };
+        Ok((view, settings))
     }
 
     /// Applies an admin's change if the receiver is still at `version`; a new secret comes
@@ -137,8 +167,8 @@ impl Events {
         version: i64,
         actor: &str,
     ) -> Result<Option<String>, AppError> {
-        if let Change::Url { url, .. } = &change {
-            self.check_destination(url).await?;
+        if let Change::Settings(s) = &change {
+            self.check_destination(&s.url).await?;
         }
         let now = self.clock.now();
         let current = store::load(&self.store).await?;
@@ -223,27 +253,7 @@ impl Events {
         now: DateTime<Utc>,
     ) -> Result<(Option<String>, String), AppError> {
         match change {
-            Change::Url { url, enabled } => {
-                let url = url.trim().to_string();
-                parse_url(&url)
-                    .map_err(|why| AppError::invalid("url", format!("The URL is {why}.")))?;
-                item.url = url;
-                item.enabled = enabled;
-                item.disabled_reason = (!enabled).then(|| format!("Turned off by {actor}."));
-                if item.secrets.is_empty() {
-                    let shown = self.add_secret(item, actor, now);
-                    return Ok((Some(shown), "url and first secret".into()));
-                }
-                Ok((
-                    None,
-                    if enabled {
-                        "url, delivery on"
-                    } else {
-                        "url, delivery off"
-                    }
-                    .into(),
-                ))
-            }
+            Change::Settings(s) => self.apply_settings(item, s, actor, now),
             Change::AddSecret => {
                 if item.secrets.len() >= MAX_SECRETS {
                     return Err(AppError::invalid(
@@ -271,6 +281,46 @@ impl Events {
                 Ok((None, format!("secret {id} retired")))
             }
         }
+    }
+
+    /// A new URL, on or off, and the limits if the form sent them: checked, then set in
+    /// `item`; the first secret comes back when it had none.
+    fn apply_settings(
+        &self,
+        item: &mut ReceiverItem,
+        Settings {
+            url,
+            enabled,
+            limits,
+        }: Settings,
+        actor: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(Option<String>, String), AppError> {
+        let url = url.trim().to_string();
+        parse_url(&url).map_err(|why| AppError::invalid("url", format!("The URL is {why}.")))?;
+        if let Some(l) = &limits {
+            check_limits(l)
+                .map_err(|e| AppError::invalid(e.field, format!("The {} {}.", e.field, e.rule)))?;
+        }
+        item.url = url;
+        item.enabled = enabled;
+        item.disabled_reason = (!enabled).then(|| format!("Turned off by {actor}."));
+        let limits_said = match limits {
+            Some(l) if item.limits != Some(l) => {
+                item.limits = Some(l);
+                match super::limits::words(&l) {
+                    w if w.is_empty() => ", no limits".to_string(),
+                    w => format!(", limits: {w}"),
+                }
+            }
+            _ => String::new(),
+        };
+        if item.secrets.is_empty() {
+            let shown = self.add_secret(item, actor, now);
+            return Ok((Some(shown), format!("url and first secret{limits_said}")));
+        }
+        let on = if enabled { "on" } else { "off" };
+        Ok((None, format!("url, delivery {on}{limits_said}")))
     }
 
     /// A new secret in `item`, returned in the clear (shown once).
@@ -306,6 +356,7 @@ impl Events {
             "url": redact::redact(&item.url),
             "enabled": item.enabled,
             "secrets": item.secrets.iter().map(|s| &s.id).collect::<Vec<_>>(),
+            "limits": item.limits,
         })
         .to_string();
         a
@@ -339,61 +390,5 @@ impl Events {
             outcome: answer.describe(),
             ms: started.elapsed().as_millis() as i64,
         })
-    }
-}
-
-/// Why deliveries wait, from a pause and the breaker: their words in one line, and the ids
-/// of each.
-fn both(pause: Option<WaitView>, breaker: Option<WaitView>) -> Option<WaitView> {
-    match (pause, breaker) {
-        (Some(p), Some(b)) => Some(WaitView {
-            words: format!("{} {}", p.words, b.words),
-            pause_id: p.pause_id,
-            breaker_id: b.breaker_id,
-        }),
-        (p, b) => p.or(b),
-    }
-}
-
-/// The receiver's limits in words (docs/events.md, "Rate limit", "Concurrency limit").
-fn limits(e: &crate::server::config::EventsSection) -> String {
-    let rate = (e.receiver_rate > 0).then(|| {
-        format!(
-            "{} requests a second (a burst of {})",
-            e.receiver_rate,
-            e.burst()
-        )
-    });
-    let slots = (e.receiver_concurrency > 0).then(|| format!("{} at once", e.receiver_concurrency));
-    match (rate, slots) {
-        (None, None) => String::new(),
-        (Some(r), Some(s)) => format!("Every console together: at most {r} and {s}."),
-        (Some(one), None) | (None, Some(one)) => {
-            format!("Every console together: at most {one}.")
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::limits;
-    use crate::server::config::EventsSection;
-
-    #[test]
-    fn the_limits_in_words_name_each_one_set() {
-        let with = |receiver_rate, receiver_concurrency| EventsSection {
-            receiver_rate,
-            receiver_concurrency,
-            ..EventsSection::default()
-        };
-        assert_eq!(limits(&with(0, 0)), "");
-        assert_eq!(
-            limits(&with(10, 3)),
-            "Every console together: at most 10 requests a second (a burst of 10) and 3 at once."
-        );
-        assert_eq!(
-            limits(&with(0, 3)),
-            "Every console together: at most 3 at once."
-        );
     }
 }

@@ -1,15 +1,16 @@
-//! The receiver's concurrency limit (docs/events.md, "Concurrency limit"): with
-//! `events.receiver_concurrency` set, every console together has at most that many
-//! requests at the receiver at once, each holding a slot in DynamoDB
-//! (`store::events::slots`). A delivery takes a slot before it claims its action and gives
-//! it back once the answer is recorded; a console that dies holding one loses it when the
-//! slot's lease (the request's timeout and a claim's lease) runs out.
+//! The receiver's concurrency limit (docs/events.md, "Concurrency limit"): with one in its
+//! limits (saved with the receiver, else `events.receiver_concurrency`), every console
+//! together has at most that many requests at the receiver at once, each holding a slot
+//! in DynamoDB (`store::events::slots`). A delivery takes a slot before it claims its
+//! action and gives it back once the answer is recorded; a console that dies holding one
+//! loses it when the slot's lease (the request's timeout and a claim's lease) runs out.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::ingest::Events;
 use super::rate::wall_ms;
+use super::receiver::Target;
 use crate::server::ids::random_hex;
 use crate::server::store::events::health::receiver_key;
 use crate::server::store::events::slots;
@@ -32,12 +33,16 @@ pub(super) enum Slot {
 impl Events {
     /// Takes a slot of the receiver at `url`, trying again once after a short wait when
     /// every one is held; then sets `stop`.
-    pub(super) async fn take_slot(&self, url: &str, stop: &AtomicBool) -> Result<Slot, StoreError> {
-        let limit = self.config.events.receiver_concurrency;
+    pub(super) async fn take_slot(
+        &self,
+        target: &Target,
+        stop: &AtomicBool,
+    ) -> Result<Slot, StoreError> {
+        let limit = target.limits.concurrency;
         if limit <= 0 {
             return Ok(Slot::Unlimited);
         }
-        let receiver = receiver_key(url);
+        let receiver = receiver_key(&target.url_text);
         let holder = random_hex(8);
         let start = usize::from_str_radix(&random_hex(2), 16).unwrap_or(0);
         // The request's timeout, and a claim's lease for the claim before it (its attempts

@@ -6,6 +6,7 @@
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 use serde::{Deserialize, Serialize};
 
+use crate::model::outbox::ReceiverLimits;
 use crate::server::store::audit::{self, AuditItem};
 use crate::server::store::item::{self, n, s};
 use crate::server::store::schema::SETTINGS;
@@ -37,6 +38,10 @@ pub struct ReceiverItem {
     /// Newest last; every one signs each message (a rotation overlaps two).
     #[serde(default)]
     pub secrets: Vec<StoredSecret>,
+    /// What every console sends it at most; absent (saved by an older release): the
+    /// server's settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<ReceiverLimits>,
     pub version: i64,
     pub updated_at: String,
     pub updated_by: String,

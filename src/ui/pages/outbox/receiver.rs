@@ -1,6 +1,7 @@
 //! The Receiver (`/outbox/receiver`): where side effects go and how it is doing, and for
-//! admins the form to change it, the secrets that sign each message (add, retire) and a
-//! test message. Its own page, off the Outbox, so the Outbox carries none of its forms.
+//! admins the form to change it (its URL and limits), the secrets that sign each message
+//! (add, retire) and a test message. Its own page, off the Outbox, so the Outbox carries
+//! none of its forms.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -11,7 +12,7 @@ use crate::api::outbox::{
     SaveReceiver, TestReceiver,
 };
 use crate::api::resend::StartResend;
-use crate::model::outbox::{ReceiverView, SecretView, WaitView};
+use crate::model::outbox::{ReceiverLimits, ReceiverView, SecretView, WaitView};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::form::{field_error, invalid_attrs, FieldError, FormKey};
@@ -72,8 +73,8 @@ pub fn ReceiverPage() -> impl IntoView {
             <ActionResult value=move || actions.breaker.value().get() success=|m: &String| m.clone() />
             <ActionResult value=move || actions.resend.value().get() success=|m: &String| m.clone() />
         </div>
-        <AsyncSection load=move || data spacing="mt-4" let:receiver>
-            <Receiver receiver actions />
+        <AsyncSection load=move || data spacing="mt-4" let:detail>
+            <Receiver receiver=detail.receiver limits=detail.limits actions />
         </AsyncSection>
         <Resend action=actions.resend />
     }
@@ -142,7 +143,7 @@ fn shown_once(secret: &Option<String>) -> String {
 }
 
 #[component]
-fn Receiver(receiver: ReceiverView, actions: Actions) -> impl IntoView {
+fn Receiver(receiver: ReceiverView, limits: ReceiverLimits, actions: Actions) -> impl IntoView {
     let version = receiver.version.to_string();
     // Nothing to test before there is a receiver.
     let has_receiver = receiver.source != "none";
@@ -171,6 +172,9 @@ fn Receiver(receiver: ReceiverView, actions: Actions) -> impl IntoView {
                         />
                         <FieldError id="receiver-url-error" message=url_error />
                     </div>
+                    <Limit name="rate" label="Requests a second" value=limits.rate />
+                    <Limit name="burst" label="Burst" value=limits.burst />
+                    <Limit name="concurrency" label="At once" value=limits.concurrency />
                     <label class="flex items-center gap-1 text-sm">
                         <input type="checkbox" name="enabled" value="on" checked=receiver.enabled || receiver.source == "none" />
                         "Deliver"
@@ -191,6 +195,17 @@ fn Receiver(receiver: ReceiverView, actions: Actions) -> impl IntoView {
                 </div>
             </details>
         </section>
+    }
+}
+
+/// One of the limits every console keeps to, in the receiver's form (0: none).
+#[component]
+fn Limit(name: &'static str, label: &'static str, value: i64) -> impl IntoView {
+    view! {
+        <label class="text-sm">
+            <span class="block text-slate-600">{label}</span>
+            <input type="number" name=name min="0" value=value.to_string() class="w-24 rounded border border-slate-300 px-2 py-1 text-sm" />
+        </label>
     }
 }
 
