@@ -238,3 +238,89 @@ async fn a_resend_under_safe_mode_is_refused_and_a_bad_window_is_a_clear_error()
     );
     assert!(jobs::running(&app.store).await.unwrap().is_empty());
 }
+
+/// A side effect an operator discarded is in its own group, and a resend of discarded ones
+/// counts it and sends it once per job with its own `webhook-id`; a resend of delivered
+/// ones leaves it alone.
+#[tokio::test]
+async fn a_discarded_side_effect_is_resent_once_by_a_window_of_discarded_ones() {
+    use ops_console::server::store::events::outbox::Group;
+    use ops_console::server::store::events::outbox_reads::{self, Filter};
+    let (app, receiver) = app_with_receiver().await;
+    let other = app.second_console();
+    let key = app.api_key(&["events:write"]).await;
+    let since = app.clock.now();
+    // Queued, held once safe mode is on, then discarded by an operator: never sent.
+    let answer = post_event(&app, &key, &event("c-discarded", Some("m-1"), "hi")).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    app.set_switches(true, true).await;
+    app.state.events.dispatch_all().await.unwrap();
+    let held = outbox_reads::list(&app.store, Group::Held, &Filter::default(), None, 10)
+        .await
+        .unwrap()
+        .0;
+    assert_eq!(held.len(), 1);
+    let audit = ops_console::server::store::audit::AuditItem::new(
+        &held[0].conversation_id,
+        "outbox_discard",
+        app.clock.now(),
+        "test-discard",
+        1,
+    );
+    let now_ms = app.clock.now().timestamp_millis();
+    let discard = outbox::apply_move(
+        &app.store,
+        &held[0],
+        Move::Discard,
+        "no",
+        "ops",
+        now_ms,
+        &audit,
+    );
+    assert!(discard.await.unwrap());
+    let discarded = Group::Discarded;
+    assert_eq!(
+        outbox_reads::count(&app.store, discarded, &Filter::default())
+            .await
+            .unwrap(),
+        1,
+        "a discarded side effect is in its own group"
+    );
+    app.set_switches(false, true).await;
+    deliver_all(&app, &other, &receiver).await;
+    assert_eq!(receiver.total(), 0, "discarded: not sent");
+    app.clock.advance(Duration::seconds(5));
+    let now = app.clock.now();
+
+    let delivered = ResendScope::parse("delivered", "", &at(since), &at(now), now).unwrap();
+    assert_eq!(
+        app.state.events.count_resend(&delivered).await.unwrap().n,
+        0
+    );
+    let scope = ResendScope::parse("discarded", "", &at(since), &at(now), now).unwrap();
+    let count = app.state.events.count_resend(&scope).await.unwrap();
+    assert_eq!(count.n, 1, "{}", count.words);
+    assert!(
+        count
+            .words
+            .starts_with("1 discarded side effect decided from"),
+        "{}",
+        count.words
+    );
+    app.state
+        .events
+        .start_resend(&scope, "sent after all", "ops", "form-d")
+        .await
+        .unwrap();
+    run_jobs(&app, &other, &receiver).await;
+    assert_eq!(
+        receiver.order(),
+        vec![held[0].event_id.clone()],
+        "once, with its own id"
+    );
+    let sent = records::get_action(&app.store, &held[0].event_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(sent.status.as_str(), "delivered");
+}

@@ -67,7 +67,7 @@ pub struct ReceiverChanged {
 #[derive(Clone, Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ResendWindow {
-    /// `delivered` (the default) or `dead`.
+    /// `delivered` (the default), `dead` or `discarded`.
     #[serde(default)]
     pub group: Option<String>,
     /// One kind (`route`, `tag`, `assign`, `auto_reply`, `escalate`); absent: every kind.
@@ -92,7 +92,7 @@ pub struct ResendCounted {
 /// A resend of a window, with a reason.
 #[derive(Clone, Debug, Deserialize, ToSchema)]
 pub struct ResendRequest {
-    /// `delivered` (the default) or `dead`.
+    /// `delivered` (the default), `dead` or `discarded`.
     #[serde(default)]
     pub group: Option<String>,
     /// One kind; absent: every kind.

@@ -34,11 +34,13 @@ impl JobOp {
             (JobOp::Redrive, Group::Dead) => Ok((Group::Dead, Move::Redrive)),
             (JobOp::Release, Group::Held) => Ok((Group::Held, Move::Release)),
             (JobOp::Discard, Group::Held | Group::Dead) => Ok((group, Move::Discard)),
-            (JobOp::Resend, Group::Delivered | Group::Dead) => Ok((group, Move::Resend)),
+            (JobOp::Resend, Group::Delivered | Group::Dead | Group::Discarded) => {
+                Ok((group, Move::Resend))
+            }
             _ => Err(AppError::invalid(
                 "op",
                 "Redrive takes dead letters; release takes held ones; discard takes either; \
-                 resend takes delivered ones or dead letters.",
+                 resend takes delivered, dead or discarded ones.",
             )),
         }
     }
@@ -64,9 +66,10 @@ pub fn group_named(name: &str) -> Result<Group, AppError> {
         "held" => Ok(Group::Held),
         "dead" => Ok(Group::Dead),
         "delivered" => Ok(Group::Delivered),
+        "discarded" => Ok(Group::Discarded),
         _ => Err(AppError::invalid(
             "group",
-            "The group is due, held, dead or delivered.",
+            "The group is due, held, dead, delivered or discarded.",
         )),
     }
 }

@@ -97,8 +97,8 @@ impl Events {
         let g = group_named(group)?;
         filter.conversation_id = page_conversation(refs, conversation)?;
         let (mut rows, next) = outbox_reads::list(&self.store, g, &filter, cursor, PAGE).await?;
-        if g == Group::Delivered {
-            // Past its lifetime, a delivered record is history TTL has not deleted yet.
+        if matches!(g, Group::Delivered | Group::Discarded) {
+            // Past its lifetime, such a record is history TTL has not deleted yet.
             let now = self.clock.now().timestamp();
             rows.retain(|a| a.expires_at > now);
         }

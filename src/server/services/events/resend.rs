@@ -1,6 +1,7 @@
 //! Resend a time window (docs/events.md, "Resend a time window"): side effects decided
-//! within a window that the receiver took (or that died), of one kind or all, sent again under their own
-//! `webhook-id` so the receiver drops what it already has. The page counts first; a start
+//! within a window that the receiver took (or that died, or that an operator discarded), of
+//! one kind or all, sent again under their own `webhook-id` so the receiver drops what it
+//! already has. The page counts first; a start
 //! with a reason is a bulk job (one per form), run by whichever console holds its lease,
 //! which resends each action once: the move is conditioned on the action not carrying the
 //! job's key already.
@@ -16,8 +17,8 @@ use crate::server::store::events::jobs::JobOp;
 use crate::server::store::events::outbox::Group;
 use crate::server::store::events::outbox_reads::{self, Filter};
 
-/// What a resend takes, checked once: a group (delivered or dead), one kind or every kind,
-/// and a window that has begun.
+/// What a resend takes, checked once: a group (delivered, dead or discarded), one kind or
+/// every kind, and a window that has begun.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ResendScope {
     group: Group,
@@ -56,10 +57,11 @@ impl ResendScope {
         let group = match group.trim() {
             "" | "delivered" => Group::Delivered,
             "dead" => Group::Dead,
+            "discarded" => Group::Discarded,
             _ => {
                 return Err(AppError::invalid(
                     "group",
-                    "Resend takes delivered side effects or dead letters.",
+                    "Resend takes delivered side effects, dead letters or discarded ones.",
                 ))
             }
         };
@@ -101,6 +103,7 @@ impl ResendScope {
         let plural = if n == 1 { "" } else { "s" };
         let what = match self.group {
             Group::Dead => format!("dead letter{plural}"),
+            Group::Discarded => format!("discarded side effect{plural}"),
             _ => format!("delivered side effect{plural}"),
         };
         let kind = self

@@ -210,8 +210,9 @@ pub struct ActionRecord {
     pub attempts: i64,
     pub claim_nonce: String,
     pub lease_until_ms: i64,
-    /// The outbox index partition it is in (`due#NN`, `held#NN`, `dead#NN`, or
-    /// `delivered#NN` once the receiver took it); absent once discarded (sparse index).
+    /// The outbox index partition it is in (`due#NN`, `held#NN`, `dead#NN`, `delivered#NN`
+    /// once the receiver took it, `discarded#NN`); absent on a record discarded by an older
+    /// release (sparse index).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outbox: Option<String>,
     /// `<ms, 13 digits>#<key>`: when it is due (or its claim runs out), or since when it is

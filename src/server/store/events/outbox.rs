@@ -1,7 +1,7 @@
 //! The outbox (docs/events.md, "The outbox"): side effects on the sparse `outbox-index` of
 //! Table A. An action is in exactly one group while it has not ended — `due` (queued,
 //! waiting to retry, or in flight until its claim runs out), `held` or `dead` — and a
-//! delivered one stays in `delivered` until it expires (a discarded one leaves the index);
+//! delivered one stays in `delivered` until it expires, a discarded one in `discarded`;
 //! each group is spread over [`SHARDS`] index partitions by conversation, so no single
 //! partition takes every write. Every move is one conditional write (with its audit
 //! record, in one transaction): two consoles never both move one action.
@@ -30,6 +30,8 @@ pub enum Group {
     Dead,
     /// Taken by the receiver: kept, newest first, until the record expires.
     Delivered,
+    /// Discarded by an operator: kept until the record expires, for a resend.
+    Discarded,
 }
 
 impl Group {
@@ -39,6 +41,7 @@ impl Group {
             Group::Held => "held",
             Group::Dead => "dead",
             Group::Delivered => "delivered",
+            Group::Discarded => "discarded",
         }
     }
 
@@ -264,12 +267,12 @@ pub enum Move {
     Hold,
     /// Held → due, at once.
     Release,
-    /// Held or dead → discarded: it will not be sent.
+    /// Held or dead → discarded: it will not be sent (unless a resend names it).
     Discard,
     /// Dead → due, at once, with a new round of the retry schedule.
     Redrive,
-    /// Delivered or dead → due, at once, with a new round (docs/events.md, "Resend a time
-    /// window"): sent again under its own `webhook-id`, once per resend job.
+    /// Delivered, dead or discarded → due, at once, with a new round (docs/events.md,
+    /// "Resend a time window"): sent again under its own `webhook-id`, once per resend job.
     Resend,
 }
 
@@ -282,7 +285,7 @@ impl Move {
             Move::Release => (&[Held], Queued),
             Move::Discard => (&[Held, Dead], Discarded),
             Move::Redrive => (&[Dead], Queued),
-            Move::Resend => (&[Delivered, Dead], Queued),
+            Move::Resend => (&[Delivered, Dead, Discarded], Queued),
         }
     }
 }
@@ -359,38 +362,37 @@ fn move_to(
     now_ms: i64,
     shard: u32,
 ) -> aws_sdk_dynamodb::types::builders::UpdateBuilder {
+    let (group, set) = match mv {
+        Move::Hold => (
+            Group::Held,
+            "held_reason = :why, outbox = :o, outbox_sk = :sk",
+        ),
+        Move::Release | Move::Redrive => (
+            Group::Due,
+            "next_at_ms = :nowms, outbox = :o, outbox_sk = :sk, round_start = :round \
+             REMOVE held_reason",
+        ),
+        Move::Resend => (
+            Group::Due,
+            "next_at_ms = :nowms, outbox = :o, outbox_sk = :sk, round_start = attempts, \
+             resend_job = :job REMOVE held_reason, cause",
+        ),
+        Move::Discard => (Group::Discarded, "outbox = :o, outbox_sk = :sk"),
+    };
+    let update = update
+        .update_expression(format!("SET #st = :st, updated_at = :now, {set}"))
+        .expression_attribute_values(":o", s(group.partition(shard)))
+        .expression_attribute_values(":sk", s(sort_key(now_ms, &rec.event_id)));
     match mv {
-        Move::Hold => update
-            .update_expression(
-                "SET #st = :st, updated_at = :now, held_reason = :why, outbox = :o, outbox_sk = :sk",
-            )
-            .expression_attribute_values(":why", s(reason))
-            .expression_attribute_values(":o", s(Group::Held.partition(shard)))
-            .expression_attribute_values(":sk", s(sort_key(now_ms, &rec.event_id))),
-        Move::Release | Move::Redrive => update
-            .update_expression(
-                "SET #st = :st, updated_at = :now, next_at_ms = :nowms, outbox = :o, \
-                 outbox_sk = :sk, round_start = :round REMOVE held_reason",
-            )
-            .expression_attribute_values(":o", s(Group::Due.partition(shard)))
-            .expression_attribute_values(":sk", s(sort_key(now_ms, &rec.event_id)))
-            .expression_attribute_values(
-                ":round",
-                n(if mv == Move::Redrive {
-                    rec.attempts
-                } else {
-                    rec.round_start
-                }),
-            ),
-        Move::Resend => update
-            .update_expression(
-                "SET #st = :st, updated_at = :now, next_at_ms = :nowms, outbox = :o, \
-                 outbox_sk = :sk, round_start = attempts, resend_job = :job \
-                 REMOVE held_reason, cause",
-            )
-            .expression_attribute_values(":o", s(Group::Due.partition(shard)))
-            .expression_attribute_values(":sk", s(sort_key(now_ms, &rec.event_id))),
-        Move::Discard => update
-            .update_expression("SET #st = :st, updated_at = :now REMOVE outbox, outbox_sk"),
+        Move::Hold => update.expression_attribute_values(":why", s(reason)),
+        Move::Release | Move::Redrive => update.expression_attribute_values(
+            ":round",
+            n(if mv == Move::Redrive {
+                rec.attempts
+            } else {
+                rec.round_start
+            }),
+        ),
+        Move::Resend | Move::Discard => update,
     }
 }

@@ -207,6 +207,7 @@ fn group_title(group: &str, cause: &str) -> String {
         ("dead", "") => "Dead letters".into(),
         ("dead", c) => format!("Dead letters: {c}"),
         ("delivered", _) => "Delivered".into(),
+        ("discarded", _) => "Discarded".into(),
         _ => "Queued, in flight and retrying".into(),
     }
 }
@@ -219,6 +220,7 @@ fn GroupTabs(group: String, narrowed: String) -> impl IntoView {
         ("held", "Held"),
         ("dead", "Dead letters"),
         ("delivered", "Delivered"),
+        ("discarded", "Discarded"),
     ]
     .into_iter()
     .map(|(g, label)| {

@@ -45,6 +45,7 @@ pub(super) fn Resend(action: FormAction<String>) -> impl IntoView {
                     <select id="resend-group" name="group" class=INPUT>
                         <option value="delivered">"delivered"</option>
                         <option value="dead" selected=move || field("group") == "dead">"dead"</option>
+                        <option value="discarded" selected=move || field("group") == "discarded">"discarded"</option>
                     </select>
                 </div>
                 <div>
