@@ -192,6 +192,40 @@ async fn the_limits_saved_with_the_receiver_hold_on_every_console_whatever_its_s
             .contains(&format!("limits: {words}")),
         "the receiver's audit record names the limits"
     );
+    // Limits no console could keep, written past the form (by hand, say), are not kept:
+    // the settings' apply (none here) until an admin saves good ones.
+    {
+        use ops_console::server::store::events::receiver as stored;
+        let mut item = stored::load(&app.store).await.unwrap().unwrap();
+        let good = item.clone();
+        item.limits = Some(ReceiverLimits {
+            rate: i64::MAX,
+            burst: 0,
+            concurrency: 0,
+        });
+        let audit = ops_console::server::store::audit::AuditItem::new(
+            stored::AUDIT_PARTITION,
+            "receiver_change",
+            app.clock.now(),
+            "by-hand",
+            1,
+        );
+        assert!(stored::save(&app.store, &item, item.version, &audit)
+            .await
+            .unwrap());
+        let seen = events.receiver(Role::Viewer).await.unwrap();
+        assert_eq!(seen.limits, "", "refused limits: the settings' (none)");
+        let audit = ops_console::server::store::audit::AuditItem::new(
+            stored::AUDIT_PARTITION,
+            "receiver_change",
+            app.clock.now(),
+            "by-hand-back",
+            1,
+        );
+        assert!(stored::save(&app.store, &good, item.version, &audit)
+            .await
+            .unwrap());
+    }
 
     let key = app.api_key(&["events:write"]).await;
     for c in 0..ACTIONS {
@@ -245,6 +279,19 @@ async fn the_budget_holds_its_burst_and_a_clock_far_ahead_starves_no_one() {
     let fresh = Seen::default();
     let other = take(&app.store, &fresh, &receiver, at(now + 500_000), (2, 2), 0).await;
     assert!(matches!(other.unwrap(), Taken::No { .. }));
+    // A console that reads other limits (a change on its way) counts on items of its own:
+    // it neither splits nor spends the others' shares.
+    let changed = take(&app.store, &fresh, &receiver, at(now + 500_000), (2, 3), 0).await;
+    assert_eq!(changed.unwrap(), Taken::Yes);
+    let items = app.dump_tables().await;
+    let item = items
+        .lines()
+        .find(|l| l.contains(&format!("receiver-rate#{receiver}#2-3#0")))
+        .expect("an item named by the limits");
+    assert!(
+        item.contains("expires_at"),
+        "gone with TTL once unused: {item}"
+    );
     let later = take(&app.store, &seen, &receiver, at(now + 1_000_000), (2, 2), 0).await;
     assert_eq!(later.unwrap(), Taken::Yes, "room again after one interval");
 

@@ -312,6 +312,11 @@ async fn a_discarded_side_effect_is_resent_once_by_a_window_of_discarded_ones() 
         .start_resend(&scope, "sent after all", "ops", "form-d")
         .await
         .unwrap();
+    // Its own name on the record: the release before reads an unknown group as dead
+    // letters, and cannot read this name at all.
+    let job = jobs::running(&app.store).await.unwrap();
+    assert_eq!(job[0].op, jobs::JobOp::ResendDiscarded);
+    assert!(app.dump_tables().await.contains("resend_discarded"));
     run_jobs(&app, &other, &receiver).await;
     assert_eq!(
         receiver.order(),

@@ -34,9 +34,8 @@ impl JobOp {
             (JobOp::Redrive, Group::Dead) => Ok((Group::Dead, Move::Redrive)),
             (JobOp::Release, Group::Held) => Ok((Group::Held, Move::Release)),
             (JobOp::Discard, Group::Held | Group::Dead) => Ok((group, Move::Discard)),
-            (JobOp::Resend, Group::Delivered | Group::Dead | Group::Discarded) => {
-                Ok((group, Move::Resend))
-            }
+            (JobOp::Resend, Group::Delivered | Group::Dead) => Ok((group, Move::Resend)),
+            (JobOp::ResendDiscarded, Group::Discarded) => Ok((group, Move::Resend)),
             _ => Err(AppError::invalid(
                 "op",
                 "Redrive takes dead letters; release takes held ones; discard takes either; \
@@ -196,29 +195,35 @@ impl Events {
         Ok(())
     }
 
+    /// What a job takes of its group: its narrowing, and for a resend its window.
+    fn job_filter(&self, job: &JobRecord) -> Filter {
+        Filter {
+            cause: job.cause.clone(),
+            action_type: job.action_type.clone(),
+            window: job.since_ms.zip(job.until_ms),
+            // A resend sends nothing past its retention that TTL has not deleted yet.
+            alive_at: job.op.resends().then(|| self.clock.now().timestamp()),
+            not_resent_by: job.op.resends().then(|| job.event_id.clone()),
+            ..Filter::default()
+        }
+    }
+
     /// Moves up to [`JOB_PAGE`] actions of a job and saves its progress. It reads the group
     /// from the outbox index, which may not show the latest writes yet, so a pass that
     /// finds nothing left does not end the job: a later pass, `events.bulk_confirm_ms` on
     /// (longer than an index takes to show a write, well under a second on AWS), that finds
     /// nothing either does.
     async fn job_page(&self, job: &JobRecord) -> Result<(), StoreError> {
-        let group = group_named(&job.group).unwrap_or(Group::Dead);
-        let Ok((_, mv)) = job.op.group_and_move(group) else {
+        // A group this release does not know (a later one's) is left to that release.
+        let known = group_named(&job.group).ok();
+        let Some((group, mv)) = known.and_then(|g| job.op.group_and_move(g).ok()) else {
             return Ok(());
         };
-        let filter = Filter {
-            cause: job.cause.clone(),
-            action_type: job.action_type.clone(),
-            window: job.since_ms.zip(job.until_ms),
-            // A resend sends nothing past its retention that TTL has not deleted yet.
-            alive_at: (job.op == JobOp::Resend).then(|| self.clock.now().timestamp()),
-            not_resent_by: (job.op == JobOp::Resend).then(|| job.event_id.clone()),
-            ..Filter::default()
-        };
+        let filter = self.job_filter(job);
         // What was in the group when the job began, and only that.
         let began = DateTime::parse_from_rfc3339(&job.created_at)
             .map_or(i64::MAX, |t| t.timestamp_millis() + 1);
-        // Jobs move held ones, dead letters and delivered ones only: never one in flight.
+        // Jobs move held, dead, delivered and discarded ones only: never one in flight.
         let (mut moved, mut skipped, mut seen) = (0i64, 0i64, 0usize);
         for shard in 0..SHARDS {
             if seen >= JOB_PAGE {

@@ -4,6 +4,23 @@
 
 use crate::model::outbox::ReceiverLimits;
 use crate::model::AppError;
+use crate::server::config::check_limits;
+
+/// The limits saved with the receiver, if any console could keep them (the only writer
+/// checks them; an item changed by hand may not be), else the server's `settings`.
+pub(super) fn kept(saved: Option<ReceiverLimits>, settings: ReceiverLimits) -> ReceiverLimits {
+    match saved.map(|l| (l, check_limits(&l))) {
+        Some((l, Ok(()))) => l,
+        Some((_, Err(e))) => {
+            tracing::warn!(
+                field = e.field,
+                "the receiver's saved limits are refused; the settings' apply"
+            );
+            settings
+        }
+        None => settings,
+    }
+}
 
 /// The limits a form sent, each a whole number (`None`: the form has none, so they stay
 /// as they were).

@@ -62,7 +62,7 @@ impl Events {
                 .iter()
                 .filter_map(|s| self.unseal(s))
                 .collect::<Vec<_>>();
-            let limits = item.limits.unwrap_or_else(|| self.config.events.limits());
+            let limits = super::limits::kept(item.limits, self.config.events.limits());
             return Ok(parse_url(&item.url).ok().map(|url| Target {
                 url,
                 url_text: item.url.clone(),
@@ -122,7 +122,7 @@ impl Events {
     ) -> Result<(ReceiverView, ReceiverLimits), AppError> {
         let settings = self.config.events.limits();
         if let Some(item) = store::load(&self.store).await? {
-            let limits = item.limits.unwrap_or(settings);
+            let limits = super::limits::kept(item.limits, settings);
             let view = ReceiverView {
                 url: redact::url_for_role(role, &item.url),
                 enabled: item.enabled,

@@ -160,8 +160,13 @@ impl Events {
         actor: &str,
         form_key: &str,
     ) -> Result<String, AppError> {
+        let op = if scope.group == Group::Discarded {
+            JobOp::ResendDiscarded
+        } else {
+            JobOp::Resend
+        };
         let req = BulkRequest {
-            op: JobOp::Resend,
+            op,
             filter: self.resend_filter(scope)?,
             reason: reason.to_string(),
             actor: actor.to_string(),

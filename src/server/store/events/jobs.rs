@@ -34,6 +34,11 @@ pub enum JobOp {
     /// Delivered actions or dead letters of a time window sent again, each once.
     #[serde(rename = "resend")]
     Resend,
+    /// Discarded actions of a time window sent, each once. Its own name on the record:
+    /// the release before this one reads an unknown group as dead letters, and would
+    /// resend those; it cannot read this name at all, so it leaves the job alone.
+    #[serde(rename = "resend_discarded")]
+    ResendDiscarded,
 }
 
 impl JobOp {
@@ -42,8 +47,13 @@ impl JobOp {
             JobOp::Redrive => "redrive",
             JobOp::Release => "release",
             JobOp::Discard => "discard",
-            JobOp::Resend => "resend",
+            JobOp::Resend | JobOp::ResendDiscarded => "resend",
         }
+    }
+
+    /// A resend (of delivered, dead or discarded side effects).
+    pub const fn resends(self) -> bool {
+        matches!(self, JobOp::Resend | JobOp::ResendDiscarded)
     }
 }
 

@@ -1,10 +1,12 @@
 //! The receiver's rate limit, shared by every console (docs/events.md, "Rate limit"): any
 //! window of w seconds holds at most `rate × w + burst` sends, counted in DynamoDB by the
 //! generic cell rate algorithm (GCRA: a token bucket kept as one time). The budget is split
-//! over up to [`SHARDS`] items in `settings-<env>` per receiver (the hash of its URL), each
-//! with its share of the rate and of the burst: no item takes more than its share of the
-//! writes, and the items are the same whatever the time (nothing piles up for TTL to
-//! delete, nothing for a scan of the table to wade through).
+//! over up to [`SHARDS`] items in `settings-<env>` per receiver (the hash of its URL) and
+//! limits (the rate and the burst), each with its share of the rate and of the burst: no
+//! item takes more than its share of the writes, and the items are the same whatever the
+//! time. Consoles that read different limits (a change on its way to every console) count
+//! on different items, so neither splits the other's shares; the items of limits no longer
+//! used go with TTL after [`UNUSED_SECONDS`].
 //!
 //! Each item holds its *theoretical arrival time* (`tat_us`, epoch µs): the time its
 //! sends so far are paid up to, one `interval` (a second over its share of the rate) each.
@@ -30,8 +32,11 @@ pub const SHARDS: i64 = 8;
 
 const TAT: &str = "tat_us";
 
-fn pk(receiver: &str, shard: usize) -> String {
-    format!("receiver-rate#{receiver}#{shard}")
+/// An item unused this long goes with TTL (30 days).
+pub const UNUSED_SECONDS: i64 = 30 * 86_400;
+
+fn pk(receiver: &str, (rate, burst): (i64, i64), shard: usize) -> String {
+    format!("receiver-rate#{receiver}#{rate}-{burst}#{shard}")
 }
 
 /// One item's part of the budget.
@@ -114,7 +119,7 @@ pub async fn take(
     for i in 0..shares.len() {
         let k = (start + i) % shares.len();
         let shard = Shard {
-            key: pk(receiver, k),
+            key: pk(receiver, (rate, burst), k),
             share: shares[k],
             now_us: now_us(),
         };
@@ -204,7 +209,7 @@ impl Shard {
         let req = store
             .client()
             .update_item()
-            .update_expression("ADD #t :i")
+            .update_expression("ADD #t :i SET expires_at = :gone")
             .condition_expression("#t >= :now AND #t <= :latest")
             .expression_attribute_values(":i", n(self.share.interval_us))
             .expression_attribute_values(":latest", n(latest));
@@ -217,7 +222,7 @@ impl Shard {
         let req = store
             .client()
             .update_item()
-            .update_expression("SET #t = :next")
+            .update_expression("SET #t = :next, expires_at = :gone")
             .condition_expression("attribute_not_exists(#t) OR #t < :now OR #t > :far")
             .expression_attribute_values(":next", n(self.now_us + self.share.interval_us))
             .expression_attribute_values(":far", n(self.far()));
@@ -235,6 +240,7 @@ impl Shard {
             .key("pk", s(&self.key))
             .expression_attribute_names("#t", TAT)
             .expression_attribute_values(":now", n(self.now_us))
+            .expression_attribute_values(":gone", n(self.now_us / 1_000_000 + UNUSED_SECONDS))
             .return_values(ReturnValue::UpdatedNew)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
         let tat = |item: Option<&HashMap<String, AttributeValue>>| {
