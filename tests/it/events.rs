@@ -729,6 +729,18 @@ pub async fn two_consoles_deliver(
         )
         .await;
     }
+    let took = both_deliver(&app, &other, &receiver, n).await;
+    (receiver, app, took)
+}
+
+/// Rounds on both consoles at once until the receiver has `n` (90 s at most): how long
+/// that took.
+pub async fn both_deliver(
+    app: &crate::helpers::TestApp,
+    other: &crate::helpers::TestApp,
+    receiver: &crate::receiver::Receiver,
+    n: usize,
+) -> std::time::Duration {
     let started = std::time::Instant::now();
     while receiver.total() < n && started.elapsed() < std::time::Duration::from_secs(90) {
         let (a, b) = tokio::join!(
@@ -738,6 +750,5 @@ pub async fn two_consoles_deliver(
         a.unwrap();
         b.unwrap();
     }
-    let took = started.elapsed();
-    (receiver, app, took)
+    started.elapsed()
 }

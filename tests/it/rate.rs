@@ -203,28 +203,21 @@ async fn the_limits_saved_with_the_receiver_hold_on_every_console_whatever_its_s
             burst: 0,
             concurrency: 0,
         });
-        let audit = ops_console::server::store::audit::AuditItem::new(
-            stored::AUDIT_PARTITION,
-            "receiver_change",
-            app.clock.now(),
-            "by-hand",
-            1,
-        );
-        assert!(stored::save(&app.store, &item, item.version, &audit)
-            .await
-            .unwrap());
+        let by_hand = |next: &stored::ReceiverItem, id: &str| {
+            let audit = ops_console::server::store::audit::AuditItem::new(
+                stored::AUDIT_PARTITION,
+                "receiver_change",
+                app.clock.now(),
+                id,
+                1,
+            );
+            let (store, next) = (app.store.clone(), next.clone());
+            async move { stored::save(&store, &next, next.version, &audit).await }
+        };
+        assert!(by_hand(&item, "by-hand").await.unwrap());
         let seen = events.receiver(Role::Viewer).await.unwrap();
         assert_eq!(seen.limits, "", "refused limits: the settings' (none)");
-        let audit = ops_console::server::store::audit::AuditItem::new(
-            stored::AUDIT_PARTITION,
-            "receiver_change",
-            app.clock.now(),
-            "by-hand-back",
-            1,
-        );
-        assert!(stored::save(&app.store, &good, item.version, &audit)
-            .await
-            .unwrap());
+        assert!(by_hand(&good, "by-hand-back").await.unwrap());
     }
 
     let key = app.api_key(&["events:write"]).await;
@@ -232,16 +225,7 @@ async fn the_limits_saved_with_the_receiver_hold_on_every_console_whatever_its_s
         let body = crate::events::event(&format!("c-saved-{c}"), Some("m-1"), "hi");
         crate::events::post_event(&app, &key, &body).await;
     }
-    let started = std::time::Instant::now();
-    while receiver.total() < ACTIONS && started.elapsed() < Duration::from_secs(60) {
-        let (a, b) = tokio::join!(
-            app.state.events.dispatch_all(),
-            other.state.events.dispatch_all()
-        );
-        a.unwrap();
-        b.unwrap();
-    }
-    let took = started.elapsed();
+    let took = crate::events::both_deliver(&app, &other, &receiver, ACTIONS).await;
     assert_eq!(receiver.total(), ACTIONS, "every side effect delivered");
     assert!(receiver.counts().values().all(|n| *n == 1), "once each");
     let arrivals = receiver.arrivals.lock().unwrap().clone();
