@@ -97,6 +97,43 @@ async fn a_slot_is_free_again_when_its_lease_runs_out_and_not_before() {
 }
 
 #[tokio::test]
+async fn a_wide_limit_reads_a_window_of_slots_per_delivery_not_every_slot() {
+    let proxy = crate::helpers::faulty_dynamodb().await;
+    let (app, _direct) = crate::helpers::spawn_app_via(&proxy, |_| {}).await;
+    let (store, receiver) = (&app.store, "r-wide");
+    let t = 1_800_000_000_000_i64;
+    // 256 slots, most of them free: a delivery reads one window of them, not all 256.
+    let before = proxy.report();
+    let got = slots::take(store, receiver, 256, "a", t, t + 1000, 40)
+        .await
+        .unwrap();
+    let spent = proxy.report().units_since(&before);
+    assert_eq!(got, Some(40), "the first free slot from where it started");
+    // One read of a window and one write; every slot read at once costs three batches.
+    assert!(
+        spent.calls <= 2 && spent.read <= slots::WINDOW as f64,
+        "a free slot among 256 cost {spent:?}"
+    );
+    // Every slot of the window held: the next window is read, and a slot of it taken.
+    for (i, holder) in (0..slots::WINDOW).map(|i| (i, format!("h{i}"))) {
+        let got = slots::take(store, receiver, 256, &holder, t, t + 1000, 40 + i)
+            .await
+            .unwrap();
+        assert!(got.is_some(), "{holder} took a slot");
+    }
+    let got = slots::take(store, receiver, 256, "late", t, t + 1000, 40)
+        .await
+        .unwrap();
+    assert_eq!(got, Some(40 + slots::WINDOW + 1), "the first free one past the held");
+    // Every slot held: none is taken, and every one was looked at.
+    let few = "r-few";
+    for holder in ["a", "b", "c"] {
+        assert!(slots::take(store, few, 3, holder, t, t + 1000, 0).await.unwrap().is_some());
+    }
+    assert_eq!(slots::take(store, few, 3, "d", t, t + 1000, 2).await.unwrap(), None);
+}
+
+#[tokio::test]
 async fn a_dispatcher_told_to_stop_ends_the_delivery_under_way_and_gives_its_slot_back() {
     let secret = SigningSecret::generate();
     let (receiver, url) = Receiver::start(vec![secret.clone()]).await;

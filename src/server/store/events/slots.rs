@@ -21,11 +21,16 @@ fn pk(receiver: &str, slot: usize) -> String {
     format!("receiver-slot#{receiver}#{slot}")
 }
 
+/// Slots read at once: a delivery reads a window of them from where it starts, and the
+/// next window only when every slot of this one is held, so a wide limit costs a window's
+/// reads, not one per slot.
+pub const WINDOW: usize = 16;
+
 /// Takes one of the `slots` slots of `receiver` for `holder` until `until_ms`: the slot's
-/// number, or `None` when every one is held. One consistent read of them all first, then a
-/// conditional write on the free ones (or expired, or already `holder`'s: a lost answer
-/// sent again finds the slot its own), from `start` on; so a full limit costs one read,
-/// not a refused write per slot.
+/// number, or `None` when every one is held. A window of them is read at once (consistent),
+/// then a conditional write is tried on its free ones (or expired, or already `holder`'s: a
+/// lost answer sent again finds the slot its own), from `start` on; the next window only
+/// when none was taken. So a full limit costs its reads, not a refused write per slot.
 pub async fn take(
     store: &Store,
     receiver: &str,
@@ -35,10 +40,34 @@ pub async fn take(
     until_ms: i64,
     start: usize,
 ) -> Result<Option<usize>, StoreError> {
-    let keys = (0..slots)
-        .map(|k| HashMap::from([("pk".to_string(), s(pk(receiver, k)))]))
+    for first in (0..slots).step_by(WINDOW) {
+        let window: Vec<usize> = (first..(first + WINDOW).min(slots))
+            .map(|i| (start + i) % slots)
+            .collect();
+        let held = read(store, receiver, &window).await?;
+        for slot in window {
+            let free = held
+                .get(&pk(receiver, slot))
+                .is_none_or(|(who, until)| *until < now_ms || who == holder);
+            if free && hold(store, receiver, slot, holder, now_ms, until_ms).await? {
+                return Ok(Some(slot));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Who holds each of `window`'s slots that has ever been taken, and until when.
+async fn read(
+    store: &Store,
+    receiver: &str,
+    window: &[usize],
+) -> Result<HashMap<String, (String, i64)>, StoreError> {
+    let keys = window
+        .iter()
+        .map(|k| HashMap::from([("pk".to_string(), s(pk(receiver, *k)))]))
         .collect();
-    let held: HashMap<String, (String, i64)> = batch_get(store, SETTINGS.base, keys)
+    Ok(batch_get(store, SETTINGS.base, keys)
         .await?
         .into_iter()
         .filter_map(|item| {
@@ -50,33 +79,31 @@ pub async fn take(
                 .ok()?;
             Some((text("pk")?, (text("holder").unwrap_or_default(), until)))
         })
-        .collect();
-    let table = store.table(SETTINGS.base);
-    for i in 0..slots {
-        let slot = (start + i) % slots;
-        let free = held
-            .get(&pk(receiver, slot))
-            .is_none_or(|(who, until)| *until < now_ms || who == holder);
-        if !free {
-            continue;
-        }
-        let req = store
-            .client()
-            .update_item()
-            .table_name(&table)
-            .key("pk", s(pk(receiver, slot)))
-            .update_expression("SET holder = :me, #until = :until, expires_at = :gone")
-            .condition_expression("attribute_not_exists(#until) OR #until < :now OR holder = :me")
-            .expression_attribute_names("#until", "until")
-            .expression_attribute_values(":me", s(holder))
-            .expression_attribute_values(":until", n(until_ms))
-            .expression_attribute_values(":now", n(now_ms))
-            .expression_attribute_values(":gone", n(now_ms / 1000 + UNUSED_SECONDS));
-        if update_if(req).await? {
-            return Ok(Some(slot));
-        }
-    }
-    Ok(None)
+        .collect())
+}
+
+/// Holds `slot` for `holder` until `until_ms` if it is free, expired or `holder`'s.
+async fn hold(
+    store: &Store,
+    receiver: &str,
+    slot: usize,
+    holder: &str,
+    now_ms: i64,
+    until_ms: i64,
+) -> Result<bool, StoreError> {
+    let req = store
+        .client()
+        .update_item()
+        .table_name(store.table(SETTINGS.base))
+        .key("pk", s(pk(receiver, slot)))
+        .update_expression("SET holder = :me, #until = :until, expires_at = :gone")
+        .condition_expression("attribute_not_exists(#until) OR #until < :now OR holder = :me")
+        .expression_attribute_names("#until", "until")
+        .expression_attribute_values(":me", s(holder))
+        .expression_attribute_values(":until", n(until_ms))
+        .expression_attribute_values(":now", n(now_ms))
+        .expression_attribute_values(":gone", n(now_ms / 1000 + UNUSED_SECONDS));
+    update_if(req).await
 }
 
 /// Gives `slot` back, if `holder` still holds it (a lease that ran out may be another's).
