@@ -115,20 +115,27 @@ pub async fn move_action(
     })
 }
 
-/// The receiver as the reader's role may see it, with its limits, for its own page.
+/// The receiver `receiver` (absent: `default`) as the reader's role may see it, with its
+/// limits, every receiver's name and the routes, for its own page.
 #[server]
-pub async fn load_receiver() -> Result<ReceiverDetail, AppError> {
+pub async fn load_receiver(
+    #[server(default)] receiver: Option<String>,
+) -> Result<ReceiverDetail, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
     let user = ctx::require(Role::Viewer)?;
-    let mut detail = ctx::state()?.events.receiver_detail(user.role).await?;
+    let name = crate::model::outbox::ReceiverName::parse(receiver.as_deref().unwrap_or_default())?;
+    let mut detail = ctx::state()?
+        .events
+        .receiver_detail(user.role, &name)
+        .await?;
     detail.receiver.form_key = crate::server::ids::random_hex(16);
     Ok(detail)
 }
 
-/// Saves the receiver's URL, whether delivery to it is on, and the limits every console
+/// Saves a receiver's URL, whether delivery to it is on, and the limits every console
 /// keeps to (left as they were when the form has none). The first save makes its first
-/// secret, shown once.
+/// secret, shown once; a named receiver's first save adds it.
 #[server]
 pub async fn save_receiver(
     url: String,
@@ -137,12 +144,14 @@ pub async fn save_receiver(
     #[server(default)] rate: Option<String>,
     #[server(default)] burst: Option<String>,
     #[server(default)] concurrency: Option<String>,
+    #[server(default)] receiver: Option<String>,
 ) -> Result<Option<String>, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::services::events::limits;
     use crate::server::services::events::receiver::{Change, Settings};
     let user = ctx::require(Role::Admin)?;
+    let name = crate::model::outbox::ReceiverName::parse(receiver.as_deref().unwrap_or_default())?;
     let change = Change::Settings(Settings {
         url,
         enabled: enabled.is_some(),
@@ -150,44 +159,77 @@ pub async fn save_receiver(
     });
     ctx::state()?
         .events
-        .change_receiver(change, version, &user.name)
+        .change_receiver(&name, change, version, &user.name)
+        .await
+}
+
+/// Routes the action type `action_type` to the receiver `receiver` (admins), if the
+/// routes are still at `version`: side effects queued after it go there.
+#[server]
+pub async fn save_route(
+    action_type: String,
+    receiver: String,
+    version: i64,
+) -> Result<(), AppError> {
+    use crate::model::users::Role;
+    use crate::server::ctx;
+    let user = ctx::require(Role::Admin)?;
+    let name = crate::model::outbox::ReceiverName::parse(&receiver)?;
+    ctx::state()?
+        .events
+        .set_route(&action_type, &name, version, &user.name)
         .await
 }
 
 /// A new signing secret beside the others (rotation): shown once.
 #[server]
-pub async fn add_receiver_secret(version: i64) -> Result<Option<String>, AppError> {
+pub async fn add_receiver_secret(
+    version: i64,
+    #[server(default)] receiver: Option<String>,
+) -> Result<Option<String>, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::services::events::receiver::Change;
     let user = ctx::require(Role::Admin)?;
+    let name = crate::model::outbox::ReceiverName::parse(receiver.as_deref().unwrap_or_default())?;
     ctx::state()?
         .events
-        .change_receiver(Change::AddSecret, version, &user.name)
+        .change_receiver(&name, Change::AddSecret, version, &user.name)
         .await
 }
 
 /// A secret stops signing.
 #[server]
-pub async fn retire_receiver_secret(id: String, version: i64) -> Result<Option<String>, AppError> {
+pub async fn retire_receiver_secret(
+    id: String,
+    version: i64,
+    #[server(default)] receiver: Option<String>,
+) -> Result<Option<String>, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::services::events::receiver::Change;
     let user = ctx::require(Role::Admin)?;
+    let name = crate::model::outbox::ReceiverName::parse(receiver.as_deref().unwrap_or_default())?;
     ctx::state()?
         .events
-        .change_receiver(Change::RetireSecret { id }, version, &user.name)
+        .change_receiver(&name, Change::RetireSecret { id }, version, &user.name)
         .await
 }
 
 /// Sends a signed test message to the receiver and says, in words, how it answered
 /// (its status and time, never what it wrote back).
 #[server]
-pub async fn test_receiver() -> Result<String, AppError> {
+pub async fn test_receiver(
+    #[server(default)] receiver: Option<String>,
+) -> Result<String, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
     let user = ctx::require(Role::Admin)?;
-    let t = ctx::state()?.events.test_receiver(&user.name).await?;
+    let name = crate::model::outbox::ReceiverName::parse(receiver.as_deref().unwrap_or_default())?;
+    let t = ctx::state()?
+        .events
+        .test_receiver(&name, &user.name)
+        .await?;
     Ok(format!(
         "Test message {}: {} in {} ms.",
         t.webhook_id, t.outcome, t.ms
@@ -202,6 +244,7 @@ pub async fn pause_receiver(
     pause_id: String,
     reason: String,
     form_key: String,
+    #[server(default)] receiver: Option<String>,
 ) -> Result<String, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
@@ -209,6 +252,7 @@ pub async fn pause_receiver(
     use crate::server::services::idempotency::KeyInputs;
     let user = ctx::require(Role::Operator)?;
     let state = ctx::state()?;
+    let name = crate::model::outbox::ReceiverName::parse(receiver.as_deref().unwrap_or_default())?;
     let resume = match pause_id.trim() {
         "" => None,
         id => Some(PauseId::parse(id)?),
@@ -219,14 +263,23 @@ pub async fn pause_receiver(
         form_key: &form_key,
         values: KeyInputs::new()
             .id("pause_id", resume.as_ref().map_or("", PauseId::as_str))
-            .text("reason", &reason),
+            .text("reason", &reason)
+            .id("receiver", name.as_str()),
     };
     let now = state.clock.now();
     let events = &state.events;
     crate::api::submission::once_words(&state, sub, |_| async {
         let (words, writes) = match &resume {
-            None => events.prepare_pause(&reason, &user.name, now).await?,
-            Some(id) => events.prepare_resume(id, &reason, &user.name, now).await?,
+            None => {
+                events
+                    .prepare_pause(&name, &reason, &user.name, now)
+                    .await?
+            }
+            Some(id) => {
+                events
+                    .prepare_resume(&name, id, &reason, &user.name, now)
+                    .await?
+            }
         };
         Ok((writes, words))
     })
@@ -242,6 +295,7 @@ pub async fn receiver_breaker(
     breaker_id: String,
     reason: String,
     form_key: String,
+    #[server(default)] receiver: Option<String>,
 ) -> Result<String, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
@@ -249,6 +303,7 @@ pub async fn receiver_breaker(
     use crate::server::services::idempotency::KeyInputs;
     let user = ctx::require(Role::Operator)?;
     let state = ctx::state()?;
+    let name = crate::model::outbox::ReceiverName::parse(receiver.as_deref().unwrap_or_default())?;
     let close = match breaker_id.trim() {
         "" => None,
         id => Some(BreakerId::parse(id)?),
@@ -259,7 +314,8 @@ pub async fn receiver_breaker(
         form_key: &form_key,
         values: KeyInputs::new()
             .id("breaker_id", close.as_ref().map_or("", BreakerId::as_str))
-            .text("reason", &reason),
+            .text("reason", &reason)
+            .id("receiver", name.as_str()),
     };
     let now = state.clock.now();
     let events = &state.events;
@@ -267,12 +323,12 @@ pub async fn receiver_breaker(
         let (words, writes) = match &close {
             None => {
                 events
-                    .prepare_breaker_open_by(&reason, &user.name, now)
+                    .prepare_breaker_open_by(&name, &reason, &user.name, now)
                     .await?
             }
             Some(id) => {
                 events
-                    .prepare_breaker_close(id, &reason, &user.name, now)
+                    .prepare_breaker_close(&name, id, &reason, &user.name, now)
                     .await?
             }
         };

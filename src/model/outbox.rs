@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::AppError;
+
 /// How many side effects are where.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct OutboxCounts {
@@ -149,12 +151,66 @@ pub struct ReceiverView {
     pub limits: String,
 }
 
-/// The Receiver page's data: the receiver, and its limits as numbers for its form (apart
-/// from [`ReceiverView`], which the Outbox and the Overview read too without them).
+/// The Receiver page's data: the receiver, its limits as numbers for its form, and every
+/// receiver with the routes (apart from [`ReceiverView`], which the Outbox and the Overview
+/// read too without them).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ReceiverDetail {
+    /// The receiver this page shows (`default` first of all).
+    pub name: String,
     pub receiver: ReceiverView,
     pub limits: ReceiverLimits,
+    /// Every receiver's name, `default` first.
+    #[serde(default)]
+    pub names: Vec<String>,
+    /// Each action type and the receiver it goes to, in the order of the types.
+    #[serde(default)]
+    pub routes: Vec<(String, String)>,
+    /// The routes' version, which a change of a route names.
+    #[serde(default)]
+    pub routes_version: i64,
+}
+
+/// A receiver's name (docs/events.md, "Receivers"): `default`, where every action type
+/// without a route goes, or 1 to 24 of `a`–`z`, `0`–`9` and `-`, starting with a letter.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ReceiverName(String);
+
+impl ReceiverName {
+    pub const DEFAULT: &'static str = "default";
+
+    /// The receiver of every action type without a route.
+    pub fn default_one() -> ReceiverName {
+        ReceiverName(Self::DEFAULT.into())
+    }
+
+    /// A name as a form or a request gives it (empty: `default`).
+    pub fn parse(raw: &str) -> Result<ReceiverName, AppError> {
+        let raw = raw.trim();
+        if raw.is_empty() {
+            return Ok(Self::default_one());
+        }
+        let ok = raw.len() <= 24
+            && raw.starts_with(|c: char| c.is_ascii_lowercase())
+            && raw
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if !ok {
+            return Err(AppError::invalid(
+                "receiver",
+                "A receiver's name is 1 to 24 of a-z, 0-9 and -, starting with a letter.",
+            ));
+        }
+        Ok(ReceiverName(raw.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_default(&self) -> bool {
+        self.0 == Self::DEFAULT
+    }
 }
 
 /// Why deliveries wait, in words made on the server, and what the Receiver page's forms

@@ -341,10 +341,13 @@ async fn the_receiver_url_cannot_reach_inside_the_network() {
         );
     }
     assert!(
-        ops_console::server::store::events::receiver::load(&app.store)
-            .await
-            .unwrap()
-            .is_none(),
+        ops_console::server::store::events::receiver::load(
+            &app.store,
+            &ops_console::model::outbox::ReceiverName::default_one()
+        )
+        .await
+        .unwrap()
+        .is_none(),
         "nothing was saved"
     );
 }

@@ -249,7 +249,7 @@ async fn a_message_the_receiver_chokes_on_does_not_keep_the_breaker_open() {
     assert!(
         app.state
             .events
-            .breaker_state()
+            .breaker_state(&ops_console::model::outbox::ReceiverName::default_one())
             .await
             .unwrap()
             .breaker_id
@@ -272,7 +272,12 @@ async fn a_message_the_receiver_chokes_on_does_not_keep_the_breaker_open() {
     app.clock.advance(Duration::seconds(31));
     app.state.events.dispatch_all().await.unwrap();
     assert_eq!(
-        app.state.events.breaker_state().await.unwrap().breaker_id,
+        app.state
+            .events
+            .breaker_state(&ops_console::model::outbox::ReceiverName::default_one())
+            .await
+            .unwrap()
+            .breaker_id,
         None,
         "closed"
     );
@@ -320,7 +325,12 @@ async fn a_receiver_failing_half_its_attempts_opens_the_breaker_by_the_failure_r
         app.clock.advance(Duration::milliseconds(1_100));
     }
     assert_eq!(receiver.total(), 6, "the answered half went");
-    let b = app.state.events.breaker_state().await.unwrap();
+    let b = app
+        .state
+        .events
+        .breaker_state(&ops_console::model::outbox::ReceiverName::default_one())
+        .await
+        .unwrap();
     assert_eq!(b.breaker_id, None, "no rule, no opening: {b:?}");
 
     // With it (40 %, 10 attempts): the first rounds' 12 attempts, 6 failed, open it.
@@ -328,7 +338,12 @@ async fn a_receiver_failing_half_its_attempts_opens_the_breaker_by_the_failure_r
     let other = app.second_console();
     both_rounds(&app, &other).await;
     assert_eq!(receiver.total(), 6);
-    let b = app.state.events.breaker_state().await.unwrap();
+    let b = app
+        .state
+        .events
+        .breaker_state(&ops_console::model::outbox::ReceiverName::default_one())
+        .await
+        .unwrap();
     assert!(b.breaker_id.is_some(), "open: {b:?}");
     assert_eq!(b.opened_by.as_deref(), Some("system"));
     let why = b.reason.unwrap_or_default();

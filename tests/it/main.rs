@@ -29,6 +29,7 @@ mod outbox;
 mod rate;
 mod receiver;
 mod receiver_rest;
+mod receivers;
 mod replay;
 mod resend;
 mod security;

@@ -180,6 +180,7 @@ async fn a_receiver_verifies_every_message_and_a_rotation_keeps_it_verifying() {
         .unwrap();
     events
         .change_receiver(
+            &ops_console::model::outbox::ReceiverName::default_one(),
             Change::Settings(Settings {
                 url: view.url.clone(),
                 enabled: true,
@@ -191,7 +192,12 @@ async fn a_receiver_verifies_every_message_and_a_rotation_keeps_it_verifying() {
         .await
         .unwrap();
     let shown = events
-        .change_receiver(Change::AddSecret, 1, "admin")
+        .change_receiver(
+            &ops_console::model::outbox::ReceiverName::default_one(),
+            Change::AddSecret,
+            1,
+            "admin",
+        )
         .await
         .unwrap()
         .expect("a new secret is shown once");
@@ -212,7 +218,12 @@ async fn a_receiver_verifies_every_message_and_a_rotation_keeps_it_verifying() {
         .id
         .clone();
     events
-        .change_receiver(Change::RetireSecret { id: old_id }, 2, "admin")
+        .change_receiver(
+            &ops_console::model::outbox::ReceiverName::default_one(),
+            Change::RetireSecret { id: old_id },
+            2,
+            "admin",
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -228,7 +239,12 @@ async fn a_receiver_verifies_every_message_and_a_rotation_keeps_it_verifying() {
     assert_eq!(*receiver.bad_signatures.lock().unwrap(), 1);
     // A stale version is refused: two admins do not overwrite each other.
     assert!(events
-        .change_receiver(Change::AddSecret, 1, "admin2")
+        .change_receiver(
+            &ops_console::model::outbox::ReceiverName::default_one(),
+            Change::AddSecret,
+            1,
+            "admin2"
+        )
         .await
         .is_err());
 }
@@ -453,6 +469,7 @@ async fn a_receiver_that_is_gone_stops_delivery_until_an_admin_turns_it_on() {
         .url;
     events
         .change_receiver(
+            &ops_console::model::outbox::ReceiverName::default_one(),
             Change::Settings(Settings {
                 url: url.clone(),
                 enabled: true,
@@ -479,6 +496,7 @@ async fn a_receiver_that_is_gone_stops_delivery_until_an_admin_turns_it_on() {
     assert_eq!(count(&app, Group::Due).await, 1);
     events
         .change_receiver(
+            &ops_console::model::outbox::ReceiverName::default_one(),
             Change::Settings(Settings {
                 url,
                 enabled: true,
@@ -619,6 +637,7 @@ async fn a_receiver_named_only_in_the_settings_that_is_gone_is_turned_off_too() 
     // An admin turns it on again; the secret from the settings still signs.
     events
         .change_receiver(
+            &ops_console::model::outbox::ReceiverName::default_one(),
             Change::Settings(Settings {
                 url: view.url.clone(),
                 enabled: true,

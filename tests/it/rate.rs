@@ -155,7 +155,12 @@ async fn the_limits_saved_with_the_receiver_hold_on_every_console_whatever_its_s
     for (refused, field) in [((6_000, 7, 0), "burst"), ((2, 0, 300), "concurrency")] {
         let (rate, burst, concurrency) = refused;
         let err = events
-            .change_receiver(change(rate, burst, concurrency), view.version, "admin")
+            .change_receiver(
+                &ops_console::model::outbox::ReceiverName::default_one(),
+                change(rate, burst, concurrency),
+                view.version,
+                "admin",
+            )
             .await
             .unwrap_err();
         assert!(
@@ -164,7 +169,12 @@ async fn the_limits_saved_with_the_receiver_hold_on_every_console_whatever_its_s
         );
     }
     events
-        .change_receiver(change(2, 2, 1), view.version, "admin")
+        .change_receiver(
+            &ops_console::model::outbox::ReceiverName::default_one(),
+            change(2, 2, 1),
+            view.version,
+            "admin",
+        )
         .await
         .unwrap();
     // Every console reads the same limits, and the REST state shows them.
@@ -196,7 +206,13 @@ async fn the_limits_saved_with_the_receiver_hold_on_every_console_whatever_its_s
     // the settings' apply (none here) until an admin saves good ones.
     {
         use ops_console::server::store::events::receiver as stored;
-        let mut item = stored::load(&app.store).await.unwrap().unwrap();
+        let mut item = stored::load(
+            &app.store,
+            &ops_console::model::outbox::ReceiverName::default_one(),
+        )
+        .await
+        .unwrap()
+        .unwrap();
         let good = item.clone();
         item.limits = Some(ReceiverLimits {
             rate: i64::MAX,

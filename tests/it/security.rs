@@ -238,6 +238,15 @@ fn server_functions() -> Vec<Entry> {
             vec![("id", "x"), ("version", "0")],
         ),
         (TestReceiver::PATH, a, vec![]),
+        (
+            SaveRoute::PATH,
+            a,
+            vec![
+                ("action_type", "tag"),
+                ("receiver", "default"),
+                ("version", "0"),
+            ],
+        ),
         (LoadEventStats::PATH, v, vec![]),
         (LoadFiringAlerts::PATH, v, vec![]),
         (LoadIdempotencyHealth::PATH, v, vec![("window", "24h")]),

@@ -124,13 +124,25 @@ async fn a_wide_limit_reads_a_window_of_slots_per_delivery_not_every_slot() {
     let got = slots::take(store, receiver, 256, "late", t, t + 1000, 40)
         .await
         .unwrap();
-    assert_eq!(got, Some(40 + slots::WINDOW + 1), "the first free one past the held");
+    assert_eq!(
+        got,
+        Some(40 + slots::WINDOW + 1),
+        "the first free one past the held"
+    );
     // Every slot held: none is taken, and every one was looked at.
     let few = "r-few";
     for holder in ["a", "b", "c"] {
-        assert!(slots::take(store, few, 3, holder, t, t + 1000, 0).await.unwrap().is_some());
+        assert!(slots::take(store, few, 3, holder, t, t + 1000, 0)
+            .await
+            .unwrap()
+            .is_some());
     }
-    assert_eq!(slots::take(store, few, 3, "d", t, t + 1000, 2).await.unwrap(), None);
+    assert_eq!(
+        slots::take(store, few, 3, "d", t, t + 1000, 2)
+            .await
+            .unwrap(),
+        None
+    );
 }
 
 #[tokio::test]

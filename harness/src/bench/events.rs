@@ -109,6 +109,7 @@ pub async fn bench_events(
             outbox: Some("due#00".into()),
             outbox_sk: Some(format!("{:013}#plain-act:{i}", now.timestamp_millis())),
             next_at_ms: now.timestamp_millis(),
+            receiver: None,
             after: None,
             body: "{}".into(),
             tries: Vec::new(),

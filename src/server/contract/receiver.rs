@@ -7,6 +7,12 @@ use utoipa::{IntoParams, ToSchema};
 /// The receiver's deliveries as they stand.
 #[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct ReceiverState {
+    /// The receiver's name (`default`, or a name an admin gave it).
+    pub receiver: String,
+    /// Every receiver's name, `default` first.
+    pub receivers: Vec<String>,
+    /// Each action type and the receiver it goes to.
+    pub routes: std::collections::BTreeMap<String, String>,
     /// `delivering`, `paused` (an operator), `backing_off` (the receiver's 429),
     /// `breaker_open`, `off` (turned off, or it answered 410), `none` (no receiver).
     pub state: String,
@@ -42,6 +48,9 @@ pub struct PauseChange {
     /// one is refused, never read as a pause).
     #[serde(default)]
     pub pause_id: Option<String>,
+    /// The receiver's name; absent: `default`.
+    #[serde(default)]
+    pub receiver: Option<String>,
 }
 
 /// Opening the breaker (no `breaker_id`) or closing the opening `breaker_id`.
@@ -54,6 +63,9 @@ pub struct BreakerChange {
     /// one is refused).
     #[serde(default)]
     pub breaker_id: Option<String>,
+    /// The receiver's name; absent: `default`.
+    #[serde(default)]
+    pub receiver: Option<String>,
 }
 
 /// What changed, in words.
@@ -111,4 +123,13 @@ pub struct ResendRequest {
 #[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct ResendStarted {
     pub words: String,
+}
+
+/// Which receiver a read names.
+#[derive(Clone, Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ReceiverQuery {
+    /// The receiver's name; absent: `default`.
+    #[serde(default)]
+    pub receiver: Option<String>,
 }

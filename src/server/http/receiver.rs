@@ -12,11 +12,11 @@ use axum::{Json, Router};
 use super::extract::{JsonBody, ReceiverRead, ReceiverWrite, Scoped};
 use super::idempotency::{self, ClaimedKey};
 use super::problem::Problem;
-use crate::model::outbox::ReceiverView;
+use crate::model::outbox::{ReceiverName, ReceiverView};
 use crate::model::users::Role;
 use crate::server::contract::receiver::{
-    BreakerChange, PauseChange, ReceiverChanged, ReceiverState, ResendCounted, ResendRequest,
-    ResendStarted, ResendWindow,
+    BreakerChange, PauseChange, ReceiverChanged, ReceiverQuery, ReceiverState, ResendCounted,
+    ResendRequest, ResendStarted, ResendWindow,
 };
 use crate::server::services::events::breaker::BreakerId;
 use crate::server::services::events::controls::Control;
@@ -58,19 +58,26 @@ fn state_word(v: &ReceiverView) -> &'static str {
     get,
     path = "/api/v1/receiver",
     tag = "receiver",
+    params(ReceiverQuery),
     responses((status = 200, description = "OK", body = ReceiverState)),
     security(("api_key" = ["receiver:read"])),
 )]
-/// The receiver's deliveries: delivering, paused, backing off, breaker open, off.
+/// A receiver's deliveries (`default`'s unless `receiver` names another): delivering,
+/// paused, backing off, breaker open, off; with every receiver's name and the routes.
 pub(crate) async fn receiver(
     State(state): State<AppState>,
     _auth: Scoped<ReceiverRead>,
+    Query(q): Query<ReceiverQuery>,
 ) -> Result<Json<ReceiverState>, Problem> {
-    let detail = state.events.receiver_detail(Role::Viewer).await?;
+    let name = ReceiverName::parse(q.receiver.as_deref().unwrap_or_default())?;
+    let detail = state.events.receiver_detail(Role::Viewer, &name).await?;
     let (v, limits) = (detail.receiver, detail.limits);
     let health = v.health.clone().unwrap_or_default();
     let waits = v.waits.clone().unwrap_or_default();
     Ok(Json(ReceiverState {
+        receiver: detail.name,
+        receivers: detail.names,
+        routes: detail.routes.into_iter().collect(),
         state: state_word(&v).into(),
         waits: Some(waits.words).filter(|w| !w.is_empty()),
         pause_id: waits.pause_id,
@@ -107,8 +114,12 @@ pub(crate) async fn pause(
         None => Control::Pause,
         Some(id) => Control::Resume(PauseId::parse(id.trim())?),
     };
+    let name = ReceiverName::parse(body.receiver.as_deref().unwrap_or_default())?;
     let actor = format!("api:{}", auth.principal.name);
-    let words = state.events.control(&control, &body.reason, &actor).await?;
+    let words = state
+        .events
+        .control(&name, &control, &body.reason, &actor)
+        .await?;
     Ok(Json(ReceiverChanged { words }))
 }
 
@@ -132,8 +143,12 @@ pub(crate) async fn breaker(
         None => Control::OpenBreaker,
         Some(id) => Control::CloseBreaker(BreakerId::parse(id.trim())?),
     };
+    let name = ReceiverName::parse(body.receiver.as_deref().unwrap_or_default())?;
     let actor = format!("api:{}", auth.principal.name);
-    let words = state.events.control(&control, &body.reason, &actor).await?;
+    let words = state
+        .events
+        .control(&name, &control, &body.reason, &actor)
+        .await?;
     Ok(Json(ReceiverChanged { words }))
 }
 

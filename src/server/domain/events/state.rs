@@ -2,6 +2,8 @@
 //! multi-step flow needs, and the last decision. The rules (`rules.rs`) produce it; the
 //! store keeps it as it is.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// A multi-step flow waiting for the customer. `type` stays a string: the only flow today
@@ -72,4 +74,8 @@ pub struct ConversationState {
     /// within a conversation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outbox_tail: Option<String>,
+    /// The same for each named receiver: order holds per receiver (`outbox_tail` is
+    /// `default`'s).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub outbox_tails: BTreeMap<String, String>,
 }

@@ -147,14 +147,14 @@ impl Alerts {
         out.extend(measurements::rules(&rates, &scopes, m));
         out.push(self.dead_letter_rule().await?);
         // A busy read of the receiver's figures leaves this rule unjudged, not the others.
-        match self.receiver_rule().await {
-            Ok(j) => out.push(j),
+        match self.receiver_rules().await {
+            Ok(j) => out.extend(j),
             Err(e) => {
                 tracing::warn!(error = %redact::redact(&e.to_string()), "receiver rule not judged")
             }
         }
-        match self.breaker_rule().await {
-            Ok(j) => out.push(j),
+        match self.breaker_rules().await {
+            Ok(j) => out.extend(j),
             Err(e) => {
                 tracing::warn!(error = %redact::redact(&e.to_string()), "breaker rule not judged")
             }

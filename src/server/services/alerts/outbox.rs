@@ -2,30 +2,49 @@
 //! receiver's open breaker.
 
 use super::{Alerts, Judged};
+use crate::model::outbox::ReceiverName;
 use crate::model::AppError;
 use crate::server::metrics;
 use crate::server::services::events::breaker as events_breaker;
 use crate::server::services::events::health as receiver_health;
+use crate::server::services::events::routes;
+use crate::server::store::events::breaker::Breaker;
 use crate::server::store::events::outbox::Group;
 use crate::server::store::events::outbox_reads::{self, Filter};
+use crate::server::store::events::routes as routes_store;
 
 impl Alerts {
-    /// The receiver's breaker is open: side effects park. Its opening names the failures
-    /// and the last errors; a new opening is a new episode.
-    pub(super) async fn breaker_rule(&self) -> Result<Judged, AppError> {
-        let b = events_breaker::current(&self.store, &self.config).await?;
-        let parked = match b.breaker_id {
-            Some(_) => outbox_reads::count(&self.store, Group::Due, &Filter::default()).await?,
-            None => 0,
+    /// Each receiver's breaker (a rule each: `outbox.receiver_breaker`, `default`'s, and
+    /// `outbox.receiver_breaker.<name>`): open, side effects park. Its opening names the
+    /// failures and the last errors; a new opening is a new episode.
+    pub(super) async fn breaker_rules(&self) -> Result<Vec<Judged>, AppError> {
+        let mut out = Vec::new();
+        let mut open = false;
+        for name in self.receiver_names().await? {
+            let b = events_breaker::current(&self.store, &self.config, &name).await?;
+            open |= b.breaker_id.is_some();
+            out.push((name, b));
+        }
+        let parked = match open {
+            true => outbox_reads::count(&self.store, Group::Due, &Filter::default()).await?,
+            false => 0,
         };
-        metrics::receiver_breaker_state(b.breaker_id.is_some(), parked);
+        metrics::receiver_breaker_state(open, parked);
+        Ok(out
+            .into_iter()
+            .map(|(name, b)| self.breaker_rule(&name, &b, parked))
+            .collect())
+    }
+
+    fn breaker_rule(&self, name: &ReceiverName, b: &Breaker, parked: u64) -> Judged {
         let probe = self.config.events.breaker_probe_seconds;
-        let summary = match events_breaker::words(&b, probe) {
-            Some(words) => format!("{words} {parked} side effects in the outbox."),
-            None => "The receiver's breaker is closed.".into(),
+        let (id, whose) = rule_of("outbox.receiver_breaker", name);
+        let summary = match events_breaker::words(b, probe) {
+            Some(words) => format!("{whose}{words} {parked} side effects in the outbox."),
+            None => format!("{whose}The receiver's breaker is closed."),
         };
-        Ok(Judged {
-            id: "outbox.receiver_breaker".into(),
+        Judged {
+            id,
             breached: b.breaker_id.is_some(),
             summary,
             value: Some(parked as f64),
@@ -33,7 +52,12 @@ impl Alerts {
             window: "now",
             sample: parked,
             page: "/outbox/receiver",
-        })
+        }
+    }
+
+    /// Every receiver's name, `default` first.
+    async fn receiver_names(&self) -> Result<Vec<ReceiverName>, AppError> {
+        Ok(routes::names(&routes_store::load(&self.store).await?))
     }
 
     /// Dead letters in the outbox now (and every group's depth, for `/metrics`).
@@ -59,13 +83,25 @@ impl Alerts {
         })
     }
 
-    /// The receiver failed every delivery attempt of the window (and made enough of them).
-    pub(super) async fn receiver_rule(&self) -> Result<Judged, AppError> {
-        let h = match receiver_health::current_url(&self.store, &self.config).await? {
+    /// Each receiver failed every delivery attempt of the window (and made enough of
+    /// them): a rule each, as [`Alerts::breaker_rules`] names them.
+    pub(super) async fn receiver_rules(&self) -> Result<Vec<Judged>, AppError> {
+        let mut out = Vec::new();
+        for name in self.receiver_names().await? {
+            out.push(self.receiver_rule(&name).await?);
+        }
+        Ok(out)
+    }
+
+    async fn receiver_rule(&self, name: &ReceiverName) -> Result<Judged, AppError> {
+        let h = match receiver_health::current_url(&self.store, &self.config, name).await? {
             Some(url) => receiver_health::of(&self.store, &url, self.clock.now()).await?,
             None => Default::default(),
         };
-        metrics::receiver_attempts(h.window_attempts, h.window_delivered);
+        if name.is_default() {
+            metrics::receiver_attempts(h.window_attempts, h.window_delivered);
+        }
+        let (id, whose) = rule_of("outbox.receiver_failing", name);
         let error = h
             .last_error
             .as_deref()
@@ -73,11 +109,11 @@ impl Alerts {
             .unwrap_or_default();
         let minutes = receiver_health::ALERT_WINDOW_MS / 60_000;
         Ok(Judged {
-            id: "outbox.receiver_failing".into(),
+            id,
             breached: h.every_attempt_failed,
             // No URL: hosts of webhook services carry secrets, and channels unfurl links.
             summary: format!(
-                "The receiver took {} of {} delivery attempts over {minutes} min{error}",
+                "{whose}The receiver took {} of {} delivery attempts over {minutes} min{error}",
                 h.window_delivered, h.window_attempts
             ),
             value: Some(h.window_delivered as f64),
@@ -86,5 +122,17 @@ impl Alerts {
             sample: h.window_attempts,
             page: "/outbox",
         })
+    }
+}
+
+/// A rule's id for the receiver `name` (`default`'s is the id it always had) and the words
+/// its summary starts with.
+fn rule_of(rule: &str, name: &ReceiverName) -> (String, String) {
+    match name.is_default() {
+        true => (rule.to_string(), String::new()),
+        false => (
+            format!("{rule}.{}", name.as_str()),
+            format!("Receiver {}: ", name.as_str()),
+        ),
     }
 }

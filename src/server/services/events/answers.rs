@@ -39,9 +39,10 @@ impl Events {
         };
         let took = std::time::Duration::from_millis(end.this_try.ms.max(0) as u64);
         crate::server::metrics::delivery(counted, took);
-        let answered = self.count_breaker(answer, to.breaker, to.stop).await;
+        let name = &to.target.name;
+        let answered = self.count_breaker(name, answer, to.breaker, to.stop).await;
         if answered && to.probe {
-            self.close_after_probe(to.breaker, answer).await;
+            self.close_after_probe(name, to.breaker, answer).await;
         }
         self.answered_for_all(answer, to.target, to.stop, self.clock.now())
             .await?;
@@ -67,7 +68,7 @@ impl Events {
                 retry_after: Some(pause),
             } => {
                 stop.store(true, Ordering::SeqCst);
-                self.back_off(*pause, now).await;
+                self.back_off(&target.name, *pause, now).await;
                 Ok(())
             }
             _ => Ok(()),
@@ -102,15 +103,30 @@ impl Events {
             receiver::AUDIT_PARTITION,
             "receiver_change",
             now,
-            &format!("gone-{}", now.timestamp_millis()),
+            &match target.name.is_default() {
+                true => format!("gone-{}", now.timestamp_millis()),
+                false => format!("gone-{}-{}", target.name.as_str(), now.timestamp_millis()),
+            },
             self.config.ttl.audit_days,
         );
         audit.result = "delivery turned off: the receiver answered 410 Gone".into();
-        audit.action_payload_redacted = json!({"enabled": false}).to_string();
+        audit.action_payload_redacted =
+            json!({"enabled": false, "receiver": target.name.as_str()}).to_string();
         let reason = "The receiver answered 410 Gone.";
         // A receiver only the settings name has no item to turn off yet: store it first.
-        self.store_settings_receiver(now).await?;
-        receiver::disable_gone(&self.store, &target.url_text, reason, &iso(now), &audit).await?;
+        if target.name.is_default() {
+            self.store_settings_receiver(now).await?;
+        }
+        let name = &target.name;
+        receiver::disable_gone(
+            &self.store,
+            name,
+            &target.url_text,
+            reason,
+            &iso(now),
+            &audit,
+        )
+        .await?;
         tracing::warn!("the receiver answered 410 Gone: delivery turned off");
         Ok(())
     }

@@ -12,14 +12,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use chrono::{DateTime, Utc};
 
-use super::dispatch::{Attempt, Round};
+use super::dispatch::Attempt;
 use super::health;
 use super::ingest::{iso, Events};
 use super::pause::hex16;
 use super::rate::Spare;
 use super::receiver::Target;
+use super::round::Round;
 use crate::model::kill_switches::Reason;
-use crate::model::outbox::WaitView;
+use crate::model::outbox::{ReceiverName, WaitView};
 use crate::model::AppError;
 use crate::server::config::Config;
 use crate::server::domain::redact::redact;
@@ -64,8 +65,12 @@ pub fn words(b: &Breaker, probe_seconds: i64) -> Option<String> {
 }
 
 /// The breaker of the receiver side effects go to now (closed without one).
-pub async fn current(store: &Store, config: &Config) -> Result<Breaker, StoreError> {
-    match health::current_url(store, config).await? {
+pub async fn current(
+    store: &Store,
+    config: &Config,
+    name: &ReceiverName,
+) -> Result<Breaker, StoreError> {
+    match health::current_url(store, config, name).await? {
         Some(url) => store::load(store, &receiver_key(&url)).await,
         None => Ok(Breaker::default()),
     }
@@ -78,8 +83,8 @@ impl Events {
     }
 
     /// The breaker of the receiver side effects go to now.
-    pub async fn breaker_state(&self) -> Result<Breaker, StoreError> {
-        current(&self.store, &self.config).await
+    pub async fn breaker_state(&self, name: &ReceiverName) -> Result<Breaker, StoreError> {
+        current(&self.store, &self.config, name).await
     }
 
     /// The breaker as the Outbox says it; `None` while closed.
@@ -96,6 +101,7 @@ impl Events {
     /// at the round's end. Not worth failing the round for.
     pub(super) async fn count_breaker(
         &self,
+        name: &ReceiverName,
         answer: &Answer,
         seen: &Breaker,
         stop: &AtomicBool,
@@ -116,7 +122,9 @@ impl Events {
                     "{run} failed attempts in a row; last: {}",
                     errors.join("; ")
                 );
-                self.open_breaker(&seen.receiver, &why).await.map(|_| ())
+                self.open_breaker(name, &seen.receiver, &why)
+                    .await
+                    .map(|_| ())
             }
             Ok(_) => Ok(()),
             Err(e) => Err(AppError::from(e)),
@@ -138,11 +146,12 @@ impl Events {
     /// audit record, committed at once. False: it was open already.
     pub(super) async fn open_breaker(
         &self,
+        name: &ReceiverName,
         receiver: &str,
         reason: &str,
     ) -> Result<bool, AppError> {
         let now = self.clock.now();
-        let (_, writes) = self.prepare_breaker_open(receiver, reason, "system", now)?;
+        let (_, writes) = self.prepare_breaker_open(name, receiver, reason, "system", now)?;
         let opened = writes.commit(&self.store).await?.is_done();
         if opened {
             crate::server::metrics::receiver_breaker("open");
@@ -155,6 +164,7 @@ impl Events {
     /// on a person's path): the writes and the answer in words.
     fn prepare_breaker_open(
         &self,
+        name: &ReceiverName,
         receiver: &str,
         reason: &str,
         actor: &str,
@@ -173,7 +183,7 @@ impl Events {
         let writes = store::open(&self.store, receiver, &opening)?;
         let record = self.receiver_record(
             "receiver_breaker_open",
-            ("breaker", &id),
+            (name, "breaker", &id),
             actor,
             reason,
             now,
@@ -187,12 +197,13 @@ impl Events {
     /// An operator opens the breaker by hand, with a reason.
     pub async fn prepare_breaker_open_by(
         &self,
+        name: &ReceiverName,
         reason: &str,
         actor: &str,
         now: DateTime<Utc>,
     ) -> Result<(String, Writes), AppError> {
         let reason = redact(Reason::parse(reason)?.as_str());
-        let Some(url) = health::current_url(&self.store, &self.config).await? else {
+        let Some(url) = health::current_url(&self.store, &self.config, name).await? else {
             return Err(AppError::Conflict(
                 "There is no receiver to open a breaker for.".into(),
             ));
@@ -203,13 +214,14 @@ impl Events {
                 "The breaker is open already; nothing changed.".into(),
             ));
         }
-        self.prepare_breaker_open(&b.receiver, &reason, actor, now)
+        self.prepare_breaker_open(name, &b.receiver, &reason, actor, now)
     }
 
     /// Closes the opening `breaker_id` (the one the page showed), by `actor` with `reason`:
     /// the writes with its audit record, and the answer in words.
     pub async fn prepare_breaker_close(
         &self,
+        name: &ReceiverName,
         breaker_id: &BreakerId,
         reason: &str,
         actor: &str,
@@ -217,7 +229,7 @@ impl Events {
     ) -> Result<(String, Writes), AppError> {
         let reason = redact(Reason::parse(reason)?.as_str());
         let id = breaker_id.as_str();
-        let b = self.breaker_state().await?;
+        let b = self.breaker_state(name).await?;
         if b.breaker_id.as_deref() != Some(id) {
             return Err(AppError::Conflict(
                 "This opening has ended already (or another began); reload the page.".into(),
@@ -225,13 +237,14 @@ impl Events {
         }
         Ok((
             "Breaker closed: parked side effects go again, in their order.".into(),
-            self.close_writes(&b, &reason, actor, now)?,
+            self.close_writes(name, &b, &reason, actor, now)?,
         ))
     }
 
     /// The writes that close `b`'s opening, with their audit record.
     fn close_writes(
         &self,
+        name: &ReceiverName,
         b: &Breaker,
         reason: &str,
         actor: &str,
@@ -240,7 +253,7 @@ impl Events {
         let id = b.breaker_id.as_deref().unwrap_or_default();
         let record = self.receiver_record(
             "receiver_breaker_close",
-            ("breaker", id),
+            (name, "breaker", id),
             actor,
             reason,
             now,
@@ -250,9 +263,14 @@ impl Events {
     }
 
     /// A probe got an answer: the system closes the opening it probed (`b`, as read).
-    pub(super) async fn close_after_probe(&self, b: &Breaker, answer: &Answer) {
+    pub(super) async fn close_after_probe(
+        &self,
+        name: &ReceiverName,
+        b: &Breaker,
+        answer: &Answer,
+    ) {
         let why = format!("a probe was answered: {}", redact(&answer.describe()));
-        let closed = match self.close_writes(b, &why, "system", self.clock.now()) {
+        let closed = match self.close_writes(name, b, &why, "system", self.clock.now()) {
             Ok(writes) => writes.commit(&self.store).await.map_err(AppError::from),
             Err(e) => Err(e),
         };
@@ -280,12 +298,15 @@ impl Events {
         mut round: Round,
     ) -> Result<Round, StoreError> {
         if !super::breaker::take_probe(self, breaker, now_ms).await? {
-            round.parked = self.due_now(now_ms).await?;
+            round.parked = self.due_now(&target.name, now_ms).await?;
             return Ok(round);
         }
         let mut ready = Vec::new();
         for shard in 0..SHARDS {
-            ready.extend(self.ready_on(shard, now_ms, false, &mut round).await?);
+            ready.extend(
+                self.ready_on(&target.name, shard, now_ms, false, &mut round)
+                    .await?,
+            );
         }
         round.parked = ready.len().saturating_sub(1);
         let Some(oldest) = ready

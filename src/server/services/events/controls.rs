@@ -6,6 +6,7 @@
 use super::breaker::BreakerId;
 use super::ingest::Events;
 use super::pause::PauseId;
+use crate::model::outbox::ReceiverName;
 use crate::model::AppError;
 
 /// A change of the receiver's deliveries.
@@ -20,16 +21,23 @@ impl Events {
     /// Makes `control` by `actor` with `reason`; answers what it did, in words.
     pub async fn control(
         &self,
+        name: &ReceiverName,
         control: &Control,
         reason: &str,
         actor: &str,
     ) -> Result<String, AppError> {
         let now = self.clock.now();
         let (words, writes) = match control {
-            Control::Pause => self.prepare_pause(reason, actor, now).await?,
-            Control::Resume(id) => self.prepare_resume(id, reason, actor, now).await?,
-            Control::OpenBreaker => self.prepare_breaker_open_by(reason, actor, now).await?,
-            Control::CloseBreaker(id) => self.prepare_breaker_close(id, reason, actor, now).await?,
+            Control::Pause => self.prepare_pause(name, reason, actor, now).await?,
+            Control::Resume(id) => self.prepare_resume(name, id, reason, actor, now).await?,
+            Control::OpenBreaker => {
+                self.prepare_breaker_open_by(name, reason, actor, now)
+                    .await?
+            }
+            Control::CloseBreaker(id) => {
+                self.prepare_breaker_close(name, id, reason, actor, now)
+                    .await?
+            }
         };
         if !writes.commit(&self.store).await?.is_done() {
             return Err(AppError::Conflict(

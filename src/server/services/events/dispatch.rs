@@ -15,7 +15,9 @@ use tracing::Instrument;
 use super::ingest::{iso, short, Events};
 use super::rate::Spare;
 use super::receiver::Target;
+use super::round::{Round, Step};
 use super::slots::Slot;
+use crate::model::outbox::ReceiverName;
 use crate::server::ids::random_hex;
 use crate::server::outbound::{Answer, Message};
 use crate::server::store::events::breaker::Breaker;
@@ -26,57 +28,6 @@ use crate::server::telemetry::traces;
 
 /// Actions one page of a shard holds.
 pub(super) const PER_SHARD: usize = 25;
-
-/// What one round did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Round {
-    pub delivered: usize,
-    pub retrying: usize,
-    pub dead: usize,
-    pub held: usize,
-    /// Waiting for the action before them in their conversation.
-    pub waiting: usize,
-    /// Another console claimed them first.
-    pub taken: usize,
-    /// Due, but no receiver is set (or delivery to it is off).
-    pub no_receiver: usize,
-    /// Due, but deliveries are paused (by an operator, or by the receiver's 429).
-    pub paused: usize,
-    /// Due, but parked: the receiver's breaker is open (a probe is not counted here).
-    pub parked: usize,
-    /// Left for the next round: the breaker opened, the receiver asked for a pause, or its
-    /// rate kept a send waiting.
-    pub left: usize,
-}
-
-impl Round {
-    /// Whether the round moved anything (another may find more at once).
-    pub fn moved(&self) -> bool {
-        self.delivered + self.retrying + self.dead + self.held > 0
-    }
-
-    pub(super) fn count(&mut self, step: Step) {
-        match step {
-            Step::Ended(ActionStatus::Delivered, _) => self.delivered += 1,
-            Step::Ended(ActionStatus::Dead, _) => self.dead += 1,
-            Step::Ended(..) => self.retrying += 1,
-            Step::Held => self.held += 1,
-            Step::Taken => self.taken += 1,
-            Step::Left => self.left += 1,
-        }
-    }
-}
-
-/// What became of one action that could go.
-pub(super) enum Step {
-    /// Its attempt ended so; true when the receiver answered (no timeout, 5xx or
-    /// connection error).
-    Ended(ActionStatus, bool),
-    Held,
-    Taken,
-    /// Left for the next round (see [`Attempt::stop`]).
-    Left,
-}
 
 /// Where an attempt goes and what it is.
 pub(super) struct Attempt<'a> {
@@ -94,15 +45,31 @@ pub(super) struct Attempt<'a> {
 }
 
 impl Events {
-    /// One round over every shard. Safe to run on every console at once.
+    /// One round over every shard, for every receiver in turn. Safe to run on every
+    /// console at once.
     pub async fn dispatch_round(&self) -> Result<Round, StoreError> {
         let now_ms = self.clock.now().timestamp_millis();
-        let mut round = Round::default();
         let safe_mode = self.live_switches().await?.safe_mode;
+        let mut round = Round::default();
+        for name in super::routes::names(&self.routes().await?) {
+            round.add(self.receiver_round(&name, now_ms, safe_mode).await?);
+        }
+        Ok(round)
+    }
+
+    /// One round over every shard for the receiver `name`: its own due actions, its pause,
+    /// its breaker, its rate and its slots.
+    async fn receiver_round(
+        &self,
+        name: &ReceiverName,
+        now_ms: i64,
+        safe_mode: bool,
+    ) -> Result<Round, StoreError> {
+        let mut round = Round::default();
         let go = if safe_mode {
             None
         } else {
-            match self.deliverable(now_ms, &mut round).await? {
+            match self.deliverable(name, now_ms, &mut round).await? {
                 Some(go) => Some(go),
                 None => return Ok(round),
             }
@@ -112,7 +79,10 @@ impl Events {
         }
         let mut ready = Vec::new();
         for shard in 0..SHARDS {
-            ready.extend(self.ready_on(shard, now_ms, safe_mode, &mut round).await?);
+            ready.extend(
+                self.ready_on(name, shard, now_ms, safe_mode, &mut round)
+                    .await?,
+            );
         }
         let (spare, stop) = (Spare::default(), AtomicBool::new(false));
         let attempt = go.as_ref().map(|(target, breaker)| Attempt {
@@ -138,7 +108,7 @@ impl Events {
             self.end_failure_run(b).await;
         }
         if let Some((_, b)) = go.filter(|_| failed) {
-            self.judge_failure_rate(&b).await;
+            self.judge_failure_rate(name, &b).await;
         }
         Ok(round)
     }
@@ -147,17 +117,19 @@ impl Events {
     /// (no receiver, delivery off, or paused), the due actions counted in `round`.
     async fn deliverable(
         &self,
+        name: &ReceiverName,
         now_ms: i64,
         round: &mut Round,
     ) -> Result<Option<(Target, Breaker)>, StoreError> {
-        let target = self.target().await?.filter(|t| t.enabled);
+        let target = self.target(name).await?.filter(|t| t.enabled);
         // Paused: nothing is claimed, so nothing is sent and no schedule is spent.
-        let paused = target.is_some() && super::pause::waits(&self.pause_state().await?, now_ms);
+        let paused =
+            target.is_some() && super::pause::waits(&self.pause_state(name).await?, now_ms);
         if let Some(t) = target.filter(|_| !paused) {
             let breaker = self.breaker_of(&t.url_text).await?;
             return Ok(Some((t, breaker)));
         }
-        let due = self.due_now(now_ms).await?;
+        let due = self.due_now(name, now_ms).await?;
         if paused {
             round.paused += due;
         } else {
@@ -166,11 +138,15 @@ impl Events {
         Ok(None)
     }
 
-    /// Actions due now at the front of every shard (a page of each).
-    pub(super) async fn due_now(&self, now_ms: i64) -> Result<usize, StoreError> {
+    /// Actions due now to `name` at the front of every shard (a page of each).
+    pub(super) async fn due_now(
+        &self,
+        name: &ReceiverName,
+        now_ms: i64,
+    ) -> Result<usize, StoreError> {
         let mut due = 0;
         for shard in 0..SHARDS {
-            due += outbox_reads::due(&self.store, shard, now_ms, PER_SHARD, None)
+            due += outbox_reads::due(&self.store, stored(name), shard, now_ms, PER_SHARD, None)
                 .await?
                 .0
                 .len();
@@ -228,7 +204,9 @@ impl Events {
         }
         let now_ms = self.clock.now().timestamp_millis();
         let nonce = random_hex(16);
-        let claim = outbox::claim(&self.store, &rec.event_id, &nonce, now_ms, self.lease_ms());
+        let receiver = rec.receiver.as_deref();
+        let lease = self.lease_ms();
+        let claim = outbox::claim(&self.store, &rec.event_id, receiver, &nonce, now_ms, lease);
         let claimed = match claim.await {
             Ok(claimed) => claimed,
             Err(e) => {
@@ -371,4 +349,9 @@ impl Events {
             }
         }
     }
+}
+
+/// How the actions of the receiver `name` store it: `None` for `default`.
+pub(super) fn stored(name: &ReceiverName) -> Option<&str> {
+    (!name.is_default()).then(|| name.as_str())
 }

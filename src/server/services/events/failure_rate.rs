@@ -7,6 +7,7 @@
 //! opened it.
 
 use super::ingest::Events;
+use crate::model::outbox::ReceiverName;
 use crate::server::domain::redact::redact;
 use crate::server::store::events::breaker::{self as store, Breaker};
 use crate::server::store::events::health::{self as tallies, Tally};
@@ -22,7 +23,7 @@ fn rate_opens(t: &Tally, rate_pct: i64, min_attempts: i64) -> bool {
 impl Events {
     /// After a round whose attempts failed: the failure-rate rule over the current and the
     /// previous five-minute tallies of every console. Not worth failing the round for.
-    pub(super) async fn judge_failure_rate(&self, seen: &Breaker) {
+    pub(super) async fn judge_failure_rate(&self, name: &ReceiverName, seen: &Breaker) {
         let cfg = &self.config.events;
         if cfg.breaker_failure_rate <= 0 || seen.breaker_id.is_some() {
             return;
@@ -53,7 +54,7 @@ impl Events {
             if !errors.is_empty() {
                 why = format!("{why}; last: {}", errors.join("; "));
             }
-            self.open_breaker(&seen.receiver, &why).await
+            self.open_breaker(name, &seen.receiver, &why).await
         };
         if let Err(e) = judged.await {
             tracing::warn!(error = %redact(&e.to_string()), "the receiver's failure rate not judged");

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, TimeZone, Utc};
 
-use crate::model::outbox::ReceiverHealth;
+use crate::model::outbox::{ReceiverHealth, ReceiverName};
 use crate::server::config::Config;
 use crate::server::store::events::health::{self as store, receiver_key, Health};
 use crate::server::store::events::receiver;
@@ -17,11 +17,17 @@ pub const ALERT_MIN_ATTEMPTS: u64 = 3;
 
 const HOUR_MS: i64 = 3_600_000;
 
-/// The URL side effects go to now (the saved receiver, else the settings'), if any.
-pub async fn current_url(store: &Store, config: &Config) -> Result<Option<String>, StoreError> {
-    let url = match receiver::load(store).await? {
+/// The URL side effects to `name` go to now (the saved receiver, else for `default` the
+/// settings'), if any.
+pub async fn current_url(
+    store: &Store,
+    config: &Config,
+    name: &ReceiverName,
+) -> Result<Option<String>, StoreError> {
+    let url = match receiver::load(store, name).await? {
         Some(item) => item.url,
-        None => config.events.webhook_url.clone(),
+        None if name.is_default() => config.events.webhook_url.clone(),
+        None => String::new(),
     };
     Ok((!url.is_empty()).then_some(url))
 }

@@ -340,15 +340,11 @@ impl Events {
             self.config.ttl.conversation_state_days,
             now,
         );
-        let queued = self.queue(
-            rec,
-            &decision,
-            switches.safe_mode,
-            state.outbox_tail.clone(),
-            actor,
-            now,
-        );
-        next.outbox_tail = queued.tail.clone();
+        let routes = self.routes_for(&decision, switches.safe_mode).await?;
+        let chain = (&routes, Some(&state));
+        let queued = self.queue(rec, &decision, switches.safe_mode, chain, actor, now);
+        next.outbox_tail = queued.tails.default.clone();
+        next.outbox_tails = queued.tails.named.clone();
         let decision_json =
             serde_json::to_string(&decision).map_err(|e| StoreError::corrupt("decision", e))?;
         let audit = self.decision_audit(rec, ev, &decision, switches, actor);

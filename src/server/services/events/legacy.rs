@@ -23,7 +23,7 @@ impl Events {
             rec,
             decision,
             rec.safe_mode || live.safe_mode,
-            None,
+            (&Default::default(), None),
             actor,
             now,
         );

@@ -23,6 +23,8 @@ mod queue;
 mod rate;
 pub mod receiver;
 pub mod resend;
+pub mod round;
+pub mod routes;
 mod slots;
 mod timeline;
 

@@ -5,9 +5,11 @@
 
 use std::collections::HashMap;
 
-use super::dispatch::{Round, PER_SHARD};
+use super::dispatch::PER_SHARD;
 use super::ingest::Events;
-use crate::server::store::events::outbox;
+use super::round::Round;
+use crate::model::outbox::ReceiverName;
+use crate::server::store::events::order;
 use crate::server::store::events::{outbox_reads, ActionRecord, ActionStatus};
 use crate::server::store::StoreError;
 
@@ -34,6 +36,7 @@ impl Events {
     /// while a page holds only waiting actions the next page is read.
     pub(super) async fn ready_on(
         &self,
+        name: &ReceiverName,
         shard: u32,
         now_ms: i64,
         safe_mode: bool,
@@ -43,8 +46,16 @@ impl Events {
         let mut moved: HashMap<String, i64> = HashMap::new();
         let mut cursor: Option<String> = None;
         for _ in 0..PAGES_PER_SHARD {
-            let (page, next) =
-                outbox_reads::due(&self.store, shard, now_ms, PER_SHARD, cursor.as_deref()).await?;
+            let receiver = super::dispatch::stored(name);
+            let (page, next) = outbox_reads::due(
+                &self.store,
+                receiver,
+                shard,
+                now_ms,
+                PER_SHARD,
+                cursor.as_deref(),
+            )
+            .await?;
             for rec in page {
                 if safe_mode {
                     ready.push(rec);
@@ -80,7 +91,7 @@ impl Events {
         let until = match moved.get(before) {
             // The one before waits too, and moved this round: go just behind it.
             Some(at) => Some(at + 1),
-            None => match outbox::blocker(&self.store, before).await? {
+            None => match order::blocker(&self.store, before).await? {
                 None => return Ok(Wait::No),
                 // Each waiting for the other: the one before was replaced by a later life
                 // of its event, queued behind this one. This one goes first.
@@ -91,7 +102,7 @@ impl Events {
             },
         };
         match until {
-            Some(t) if outbox::defer(&self.store, rec, t).await? => Ok(Wait::Moved(t)),
+            Some(t) if order::defer(&self.store, rec, t).await? => Ok(Wait::Moved(t)),
             _ => Ok(Wait::Stays),
         }
     }

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::ingest::{iso, Events};
 use crate::model::kill_switches::Reason;
-use crate::model::outbox::WaitView;
+use crate::model::outbox::{ReceiverName, WaitView};
 use crate::model::AppError;
 use crate::server::domain::redact::redact;
 use crate::server::ids::random_hex;
@@ -55,9 +55,9 @@ pub fn waits(p: &Pause, now_ms: i64) -> bool {
 }
 
 impl Events {
-    /// The pause as stored.
-    pub async fn pause_state(&self) -> Result<Pause, StoreError> {
-        store::load(&self.store).await
+    /// The pause of the receiver `name` as stored.
+    pub async fn pause_state(&self, name: &ReceiverName) -> Result<Pause, StoreError> {
+        store::load(&self.store, name).await
     }
 
     /// The pause as the Outbox says it: in words, and the operator's pause a resume names
@@ -94,19 +94,21 @@ impl Events {
     /// record) for a caller that commits them with its form's key, and the answer in words.
     pub async fn prepare_pause(
         &self,
+        name: &ReceiverName,
         reason: &str,
         actor: &str,
         now: DateTime<Utc>,
     ) -> Result<(String, Writes), AppError> {
         let reason = redact(Reason::parse(reason)?.as_str());
-        if let Some(by) = self.pause_state().await?.paused_by {
+        if let Some(by) = self.pause_state(name).await?.paused_by {
             return Err(AppError::Conflict(format!(
                 "Deliveries are paused already, by {by}; nothing changed."
             )));
         }
         let id = random_hex(8);
-        let writes = store::pause(&self.store, &id, actor, &iso(now), &reason)?;
-        let record = self.receiver_record("receiver_pause", ("pause", &id), actor, &reason, now);
+        let writes = store::pause(&self.store, name, &id, actor, &iso(now), &reason)?;
+        let record =
+            self.receiver_record("receiver_pause", (name, "pause", &id), actor, &reason, now);
         Ok((
             "Paused: side effects wait in the outbox until someone resumes.".into(),
             writes.and(audit::writes(&self.store, &record)?),
@@ -117,34 +119,41 @@ impl Events {
     /// with `reason`, as writes with its audit record.
     pub async fn prepare_resume(
         &self,
+        name: &ReceiverName,
         pause_id: &PauseId,
         reason: &str,
         actor: &str,
         now: DateTime<Utc>,
     ) -> Result<(String, Writes), AppError> {
         let reason = redact(Reason::parse(reason)?.as_str());
-        let current = self.pause_state().await?;
+        let current = self.pause_state(name).await?;
         let pause_id = pause_id.as_str();
         if current.pause_id.as_deref() != Some(pause_id) {
             return Err(AppError::Conflict(
                 "This pause has ended already (or another began); reload the page.".into(),
             ));
         }
-        let writes = store::resume(&self.store, pause_id)?;
-        let record =
-            self.receiver_record("receiver_resume", ("pause", pause_id), actor, &reason, now);
+        let writes = store::resume(&self.store, name, pause_id)?;
+        let record = self.receiver_record(
+            "receiver_resume",
+            (name, "pause", pause_id),
+            actor,
+            &reason,
+            now,
+        );
         Ok((
             "Resumed: deliveries go again, in their order.".into(),
             writes.and(audit::writes(&self.store, &record)?),
         ))
     }
 
-    /// The audit record of an operator's (or the system's) step on the receiver's
-    /// deliveries: `(what, id)` names the pause or the breaker's opening it acts on.
+    /// The audit record of an operator's (or the system's) step on a receiver's
+    /// deliveries: `(name, what, id)` names the receiver, and the pause or the breaker's
+    /// opening it acts on.
     pub(super) fn receiver_record(
         &self,
         step: &str,
-        (what, id): (&str, &str),
+        (name, what, id): (&ReceiverName, &str, &str),
         actor: &str,
         reason: &str,
         now: DateTime<Utc>,
@@ -158,16 +167,22 @@ impl Events {
         );
         a.actor = actor.to_string();
         a.result = format!("success: {}", step.trim_start_matches("receiver_"));
-        a.action_payload_redacted = json!({ what: id, "reason": reason }).to_string();
+        a.action_payload_redacted =
+            json!({ what: id, "reason": reason, "receiver": name.as_str() }).to_string();
         a
     }
 
     /// The receiver answered 429 with `Retry-After`: every console holds its sends that
     /// long (at most [`MAX_BACK_OFF_SECS`]). Not worth failing the round for.
-    pub(super) async fn back_off(&self, retry_after: std::time::Duration, now: DateTime<Utc>) {
+    pub(super) async fn back_off(
+        &self,
+        name: &ReceiverName,
+        retry_after: std::time::Duration,
+        now: DateTime<Utc>,
+    ) {
         let secs = retry_after.as_secs().min(MAX_BACK_OFF_SECS) as i64;
         let until = now.timestamp_millis() + secs * 1000;
-        match store::back_off(&self.store, until).await {
+        match store::back_off(&self.store, name, until).await {
             Ok(()) => {
                 crate::server::metrics::receiver_backed_off();
                 tracing::info!(

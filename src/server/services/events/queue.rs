@@ -3,24 +3,46 @@
 //! will carry and the action of its conversation it must wait for. In safe mode nothing is
 //! queued; the audit says each one was suppressed.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 
 use super::ingest::{iso, short, ActionOutcome, Events};
 use crate::server::domain::events::decision::{Decision, PlannedAction, Switches};
+use crate::server::domain::events::state::ConversationState;
 use crate::server::domain::events::Incoming;
 use crate::server::store::audit::AuditItem;
-use crate::server::store::events::outbox::{shard_of, sort_key, Group};
+use crate::server::store::events::outbox::{due_key, shard_of, Group};
+use crate::server::store::events::routes::RoutesItem;
 use crate::server::store::events::{ActionRecord, ActionStatus, EventRecord, RecordKind};
 use crate::server::telemetry::traces;
 
 /// What a decision puts in the outbox: the records, one audit record per action, and the
-/// conversation's newest action afterwards.
+/// conversation's newest action afterwards, for each receiver.
 pub(super) struct Queued {
     pub records: Vec<ActionRecord>,
     pub audits: Vec<AuditItem>,
     pub outcomes: Vec<ActionOutcome>,
-    pub tail: Option<String>,
+    pub tails: Tails,
+}
+
+/// The conversation's newest action for `default` and for each named receiver: the next
+/// one routed there waits for it (order holds per receiver).
+#[derive(Clone, Debug, Default)]
+pub(super) struct Tails {
+    pub default: Option<String>,
+    pub named: BTreeMap<String, String>,
+}
+
+impl Tails {
+    /// The newest action of `receiver`'s (`None`: `default`), which `next` now follows.
+    fn follow(&mut self, receiver: Option<&str>, next: &str) -> Option<String> {
+        match receiver {
+            None => self.default.replace(next.to_string()),
+            Some(r) => self.named.insert(r.to_string(), next.to_string()),
+        }
+    }
 }
 
 impl ActionOutcome {
@@ -69,14 +91,15 @@ fn queued_span(action: &PlannedAction) -> Option<String> {
 }
 
 impl Events {
-    /// The outbox records of `decision`, chained after `tail` (the conversation's newest
-    /// action) in order; in safe mode none, each audited as suppressed.
+    /// The outbox records of `decision`, each routed to its receiver by `routes` and
+    /// chained after the conversation's newest action of that receiver in `state`, in order;
+    /// in safe mode none, each audited as suppressed.
     pub(super) fn queue(
         &self,
         rec: &EventRecord,
         decision: &Decision,
         suppress: bool,
-        tail: Option<String>,
+        (routes, state): (&RoutesItem, Option<&ConversationState>),
         actor: &str,
         now: DateTime<Utc>,
     ) -> Queued {
@@ -84,7 +107,10 @@ impl Events {
             records: Vec::new(),
             audits: Vec::new(),
             outcomes: Vec::new(),
-            tail,
+            tails: state.map_or_else(Tails::default, |s| Tails {
+                default: s.outbox_tail.clone(),
+                named: s.outbox_tails.clone(),
+            }),
         };
         for action in &decision.actions {
             let (suffix, result, answer) = if suppress {
@@ -99,8 +125,15 @@ impl Events {
             if suppress {
                 continue;
             }
-            let record = self.outbox_record(rec, decision, action, q.tail.take(), now);
-            q.tail = Some(record.event_id.clone());
+            let receiver = super::routes::receiver_of(routes, action.action_type.as_str());
+            let after = q.tails.follow(receiver.as_deref(), &action.key);
+            let mut record = self.outbox_record(rec, decision, action, after, now);
+            record.outbox_sk = Some(due_key(
+                receiver.as_deref(),
+                now.timestamp_millis(),
+                &action.key,
+            ));
+            record.receiver = receiver;
             q.records.push(record);
         }
         q
@@ -131,8 +164,9 @@ impl Events {
             claim_nonce: String::new(),
             lease_until_ms: 0,
             outbox: Some(Group::Due.partition(shard_of(&rec.conversation_id))),
-            outbox_sk: Some(sort_key(now_ms, &action.key)),
+            outbox_sk: Some(due_key(None, now_ms, &action.key)),
             next_at_ms: now_ms,
+            receiver: None,
             after,
             body: message(rec, decision, action),
             tries: Vec::new(),

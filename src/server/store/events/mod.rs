@@ -20,12 +20,14 @@ mod claims;
 mod decisions;
 pub mod health;
 pub mod jobs;
+pub mod order;
 pub mod outbox;
 pub mod outbox_reads;
 pub mod pause;
 pub mod rate;
 mod reads;
 pub mod receiver;
+pub mod routes;
 pub mod slots;
 mod window;
 pub use claims::*;
@@ -222,7 +224,12 @@ pub struct ActionRecord {
     /// When it may be tried next (ms).
     #[serde(default)]
     pub next_at_ms: i64,
-    /// The earlier action of its conversation that must end before this one is sent.
+    /// The receiver it goes to, routed by its type when it was queued (absent:
+    /// `default`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver: Option<String>,
+    /// The earlier action of its conversation and receiver that must end before this one
+    /// is sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<String>,
     /// The message, the same bytes on every attempt (the signature covers it).

@@ -6,7 +6,6 @@
 //! partition takes every write. Every move is one conditional write (with its audit
 //! record, in one transaction): two consoles never both move one action.
 
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
     AttributeValue, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
     Update,
@@ -14,9 +13,9 @@ use aws_sdk_dynamodb::types::{
 
 use super::{ActionRecord, ActionStatus, Try, MAX_TRIES_KEPT};
 use crate::server::store::audit::{self, AuditItem};
-use crate::server::store::item::{self, n, s};
+use crate::server::store::item::{n, s};
 use crate::server::store::schema::MW_IDEMPOTENCY;
-use crate::server::store::{tx, Store, StoreError};
+use crate::server::store::{Store, StoreError};
 
 /// Index partitions per group.
 pub const SHARDS: u32 = 8;
@@ -67,6 +66,17 @@ pub fn sort_key(ms: i64, key: &str) -> String {
     format!("{:013}#{key}", ms.max(0))
 }
 
+/// An action's sort key in the due group: `<ms>#<key>` for `default`'s, and
+/// `<receiver>#<ms>#<key>` for a named receiver's (routed when it was queued). Each
+/// receiver's due actions are a range of their own that its rounds read; a name starts with
+/// a letter, which sorts after every digit, so `default`'s range is what it always was.
+pub fn due_key(receiver: Option<&str>, ms: i64, key: &str) -> String {
+    match receiver {
+        Some(r) => format!("{r}#{}", sort_key(ms, key)),
+        None => sort_key(ms, key),
+    }
+}
+
 /// A transaction part writing a new action into the outbox. Its key derives from an event
 /// recorded in the same transaction, so a record already under it is a previous life of the
 /// same event (its key expired, and the helpdesk sent it again): one that expired (TTL
@@ -98,6 +108,7 @@ pub(crate) fn put_new(store: &Store, rec: &ActionRecord, now_s: i64) -> Result<P
 pub async fn claim(
     store: &Store,
     key: &str,
+    receiver: Option<&str>,
     nonce: &str,
     now_ms: i64,
     lease_ms: i64,
@@ -124,7 +135,7 @@ pub async fn claim(
         .expression_attribute_values(":nonce", s(nonce))
         .expression_attribute_values(":lease", n(lease))
         .expression_attribute_values(":now", n(now_ms))
-        .expression_attribute_values(":sk", s(sort_key(lease, key)))
+        .expression_attribute_values(":sk", s(due_key(receiver, lease, key)))
         .expression_attribute_values(":one", n(1))
         .return_values(ReturnValue::AllNew)
         .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
@@ -189,6 +200,7 @@ pub async fn finish(
     let common = "#st = :st, #r = :r, updated_at = :now, tries = :tries, #unknown = :unknown, \
                   lease_until_ms = :zero, round_start = :round";
     let cause = end.cause.map(s).unwrap_or(AttributeValue::Null(true));
+    let retry_sk = due_key(rec.receiver.as_deref(), end.next_at_ms, &rec.event_id);
     update = match end.status {
         ActionStatus::Retry => update
             .update_expression(format!(
@@ -196,7 +208,7 @@ pub async fn finish(
             ))
             .expression_attribute_values(":next", n(end.next_at_ms))
             .expression_attribute_values(":o", s(Group::Due.partition(shard)))
-            .expression_attribute_values(":sk", s(sort_key(end.next_at_ms, &rec.event_id)))
+            .expression_attribute_values(":sk", s(retry_sk))
             .expression_attribute_values(":c", cause),
         ActionStatus::Dead => update
             .update_expression(format!(
@@ -218,46 +230,6 @@ pub async fn finish(
     // Refused by the audit record alone (its id is this attempt's): this very end was
     // recorded before and only its answer was lost.
     audit::with_record(store, write, audit_record).await
-}
-
-/// The action `key` (the one before another in its conversation) if it still holds the
-/// next one back; `None` once it ended or is gone (expired).
-pub async fn blocker(store: &Store, key: &str) -> Result<Option<ActionRecord>, StoreError> {
-    let found: Option<ActionRecord> =
-        item::get(store, MW_IDEMPOTENCY.base, "event_id", key).await?;
-    Ok(found.filter(|a| !a.status.has_ended()))
-}
-
-/// Moves a due action that waits for the one before it to `until_ms` in its partition, so
-/// that waiting actions never fill the front of the partition and hide the one they wait
-/// for (a dispatcher reads the front only). Conditioned on the action being unchanged
-/// since it was read; false if it was not (someone else moved it: nothing to do).
-pub async fn defer(store: &Store, rec: &ActionRecord, until_ms: i64) -> Result<bool, StoreError> {
-    let table = store.table(MW_IDEMPOTENCY.base);
-    let req = store
-        .client()
-        .update_item()
-        .table_name(&table)
-        .key("event_id", s(&rec.event_id))
-        .update_expression("SET next_at_ms = :until, outbox_sk = :sk")
-        .condition_expression("#st IN (:queued, :retry) AND next_at_ms = :was")
-        .expression_attribute_names("#st", "status")
-        .expression_attribute_values(":queued", s(ActionStatus::Queued.as_str()))
-        .expression_attribute_values(":retry", s(ActionStatus::Retry.as_str()))
-        .expression_attribute_values(":was", n(rec.next_at_ms))
-        .expression_attribute_values(":until", n(until_ms))
-        .expression_attribute_values(":sk", s(sort_key(until_ms, &rec.event_id)));
-    // Deferring twice to the same time is harmless, so a lost answer may be retried.
-    tx::retrying(|| async {
-        match req.clone().send().await {
-            Ok(_) => Ok(true),
-            Err(e) => match e.into_service_error() {
-                UpdateItemError::ConditionalCheckFailedException(_) => Ok(false),
-                other => Err(StoreError::service("UpdateItem", &other)),
-            },
-        }
-    })
-    .await
 }
 
 /// An operator's (or safe mode's) move of one action.
@@ -379,10 +351,14 @@ fn move_to(
         ),
         Move::Discard => (Group::Discarded, "outbox = :o, outbox_sk = :sk"),
     };
+    let sk = match group {
+        Group::Due => due_key(rec.receiver.as_deref(), now_ms, &rec.event_id),
+        _ => sort_key(now_ms, &rec.event_id),
+    };
     let update = update
         .update_expression(format!("SET #st = :st, updated_at = :now, {set}"))
         .expression_attribute_values(":o", s(group.partition(shard)))
-        .expression_attribute_values(":sk", s(sort_key(now_ms, &rec.event_id)));
+        .expression_attribute_values(":sk", s(sk));
     match mv {
         Move::Hold => update.expression_attribute_values(":why", s(reason)),
         Move::Release | Move::Redrive => update.expression_attribute_values(

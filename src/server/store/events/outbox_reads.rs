@@ -91,18 +91,22 @@ fn decode_all(items: Vec<query::Item>, table: &str) -> Result<Vec<ActionRecord>,
     items.into_iter().map(|i| decode(i, table)).collect()
 }
 
-/// Up to `limit` actions of `shard` due by `now_ms` (including in-flight ones whose claim
-/// ran out), the longest waiting first, from `after` (a cursor this returned), and the
+/// Up to `limit` actions of `shard` due by `now_ms` to `receiver` (`None`: `default`),
+/// including in-flight ones whose claim ran out, the longest waiting first, from `after` (a cursor this returned), and the
 /// cursor of the next page. The index is eventually consistent: every claim is
 /// conditioned on the item itself.
 pub async fn due(
     store: &Store,
+    receiver: Option<&str>,
     shard: u32,
     now_ms: i64,
     limit: usize,
     after: Option<&str>,
 ) -> Result<(Vec<ActionRecord>, Option<String>), StoreError> {
-    let spec = spec(store, Group::Due, shard, &Filter::default(), Some(now_ms));
+    let mut spec = spec(store, Group::Due, shard, &Filter::default(), Some(now_ms));
+    if let Some(r) = receiver {
+        spec.sk = Some(("outbox_sk", super::window::due_of(r, now_ms)));
+    }
     let start = after.map_or(Start::First, Start::After);
     let page = query::page(store, &spec, start, limit).await?;
     Ok((decode_all(page.items, &spec.table)?, page.next))

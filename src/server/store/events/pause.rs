@@ -7,12 +7,23 @@
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 use serde::{Deserialize, Serialize};
 
+use crate::model::outbox::ReceiverName;
 use crate::server::store::item::{self, n, s};
 use crate::server::store::schema::SETTINGS;
 use crate::server::store::tx::Writes;
 use crate::server::store::{Store, StoreError};
 
 const PK: &str = "events-receiver-pause";
+
+/// The pause item of the receiver `name` (`default`'s under the key it had before
+/// receivers had names).
+fn pk(name: &ReceiverName) -> String {
+    if name.is_default() {
+        PK.into()
+    } else {
+        format!("{PK}#{}", name.as_str())
+    }
+}
 
 /// The pause as stored; the default when never paused.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -33,8 +44,8 @@ pub struct Pause {
 }
 
 /// The pause as stored (strongly consistent: a resume is seen by the next round).
-pub async fn load(store: &Store) -> Result<Pause, StoreError> {
-    Ok(item::get(store, SETTINGS.base, "pk", PK)
+pub async fn load(store: &Store, name: &ReceiverName) -> Result<Pause, StoreError> {
+    Ok(item::get(store, SETTINGS.base, "pk", &pk(name))
         .await?
         .unwrap_or_default())
 }
@@ -43,6 +54,7 @@ pub async fn load(store: &Store) -> Result<Pause, StoreError> {
 /// they are paused already; first among the writes it is committed with.
 pub fn pause(
     store: &Store,
+    name: &ReceiverName,
     pause_id: &str,
     by: &str,
     at: &str,
@@ -51,7 +63,7 @@ pub fn pause(
     let table = store.table(SETTINGS.base);
     let update = Update::builder()
         .table_name(&table)
-        .key("pk", s(PK))
+        .key("pk", s(pk(name)))
         .update_expression("SET pause_id = :id, paused_by = :by, paused_at = :at, reason = :why")
         .condition_expression("attribute_not_exists(pause_id)")
         .expression_attribute_values(":id", s(pause_id))
@@ -66,11 +78,11 @@ pub fn pause(
 }
 
 /// The write that ends the pause `pause_id` (and no other); first among its writes.
-pub fn resume(store: &Store, pause_id: &str) -> Result<Writes, StoreError> {
+pub fn resume(store: &Store, name: &ReceiverName, pause_id: &str) -> Result<Writes, StoreError> {
     let table = store.table(SETTINGS.base);
     let update = Update::builder()
         .table_name(&table)
-        .key("pk", s(PK))
+        .key("pk", s(pk(name)))
         .update_expression("REMOVE pause_id, paused_by, paused_at, reason")
         .condition_expression("pause_id = :id")
         .expression_attribute_values(":id", s(pause_id))
@@ -84,12 +96,12 @@ pub fn resume(store: &Store, pause_id: &str) -> Result<Writes, StoreError> {
 /// The receiver answered 429 with `Retry-After`: no console sends to it before `until_ms`
 /// (a later time already stored stands). One conditional update, outside any transaction:
 /// it is on the delivery path.
-pub async fn back_off(store: &Store, until_ms: i64) -> Result<(), StoreError> {
+pub async fn back_off(store: &Store, name: &ReceiverName, until_ms: i64) -> Result<(), StoreError> {
     let req = store
         .client()
         .update_item()
         .table_name(store.table(SETTINGS.base))
-        .key("pk", AttributeValue::S(PK.into()))
+        .key("pk", AttributeValue::S(pk(name)))
         .update_expression("SET not_before_ms = :until")
         .condition_expression("attribute_not_exists(not_before_ms) OR not_before_ms < :until")
         .expression_attribute_values(":until", n(until_ms));

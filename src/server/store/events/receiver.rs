@@ -1,18 +1,30 @@
-//! The receiver of side effects (docs/events.md, "The receiver"): its URL, whether
-//! delivery to it is on, and its signing secrets (sealed: DynamoDB never holds one in the
-//! clear). One versioned item in `settings-<env>`, changed together with its audit record;
-//! every console reads it, so they all send to the same place with the same secrets.
+//! The receivers of side effects (docs/events.md, "The receiver", "Receivers"): each one's
+//! URL, whether delivery to it is on, and its signing secrets (sealed: DynamoDB never holds
+//! one in the clear). One versioned item per receiver in `settings-<env>` (`default`'s
+//! under the key it had before receivers had names), changed together with its audit
+//! record; every console reads it, so they all send to the same place with the same
+//! secrets.
 
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 use serde::{Deserialize, Serialize};
 
-use crate::model::outbox::ReceiverLimits;
+use crate::model::outbox::{ReceiverLimits, ReceiverName};
 use crate::server::store::audit::{self, AuditItem};
 use crate::server::store::item::{self, n, s};
 use crate::server::store::schema::SETTINGS;
+use crate::server::store::tx::Writes;
 use crate::server::store::{Store, StoreError};
 
 const PK: &str = "events-receiver";
+
+/// The item of the receiver `name`.
+fn pk(name: &ReceiverName) -> String {
+    if name.is_default() {
+        PK.into()
+    } else {
+        format!("{PK}#{}", name.as_str())
+    }
+}
 /// The audit partition of receiver changes.
 pub const AUDIT_PARTITION: &str = "system#receiver";
 
@@ -45,21 +57,20 @@ pub struct ReceiverItem {
     pub version: i64,
     pub updated_at: String,
     pub updated_by: String,
-    pub expires_at: i64,
 }
 
 impl ReceiverItem {
-    pub fn new() -> ReceiverItem {
+    pub fn new(name: &ReceiverName) -> ReceiverItem {
         ReceiverItem {
-            pk: PK.into(),
+            pk: pk(name),
             ..ReceiverItem::default()
         }
     }
 }
 
-/// The receiver as the consoles last saved it (none: never saved).
-pub async fn load(store: &Store) -> Result<Option<ReceiverItem>, StoreError> {
-    item::get(store, SETTINGS.base, "pk", PK).await
+/// The receiver `name` as the consoles last saved it (none: never saved).
+pub async fn load(store: &Store, name: &ReceiverName) -> Result<Option<ReceiverItem>, StoreError> {
+    item::get(store, SETTINGS.base, "pk", &pk(name)).await
 }
 
 /// Saves `next` if the stored item is still at `read_version` (0: none yet), with its
@@ -70,6 +81,31 @@ pub async fn save(
     read_version: i64,
     audit_record: &AuditItem,
 ) -> Result<bool, StoreError> {
+    audit::with_record(store, put(store, next, read_version)?, audit_record).await
+}
+
+/// Saves a new named receiver with the routes item that lists it (`routes`, read at
+/// `routes_version`), and the audit record. False: either was changed in between.
+pub async fn create(
+    store: &Store,
+    next: &ReceiverItem,
+    routes: Writes,
+    audit_record: &AuditItem,
+) -> Result<bool, StoreError> {
+    let writes = Writes::new(vec![put(store, next, 0)?])
+        .and(routes)
+        .and(audit::writes(store, audit_record)?);
+    let outcome = writes.commit(store).await?;
+    // Refused by the audit record alone: this very change was made and its answer lost.
+    Ok(outcome.refused_at(0).is_none() && outcome.refused_at(1).is_none())
+}
+
+/// The write of `next` if the stored item is still at `read_version` (0: none yet).
+fn put(
+    store: &Store,
+    next: &ReceiverItem,
+    read_version: i64,
+) -> Result<TransactWriteItem, StoreError> {
     let table = store.table(SETTINGS.base);
     let item = serde_dynamo::to_item(next).map_err(|e| StoreError::corrupt(&table, e))?;
     let put = Put::builder().table_name(&table).set_item(Some(item));
@@ -80,18 +116,14 @@ pub async fn save(
             .expression_attribute_values(":v", n(read_version))
     };
     let put = put.build().map_err(|e| StoreError::corrupt(&table, e))?;
-    audit::with_record(
-        store,
-        TransactWriteItem::builder().put(put).build(),
-        audit_record,
-    )
-    .await
+    Ok(TransactWriteItem::builder().put(put).build())
 }
 
-/// Turns delivery off after the receiver at `url` answered 410 Gone, unless the URL was
+/// Turns delivery to `name` off after it answered 410 Gone at `url`, unless the URL was
 /// changed meanwhile (a new receiver is not punished for the old one). Audited.
 pub async fn disable_gone(
     store: &Store,
+    name: &ReceiverName,
     url: &str,
     reason: &str,
     now_iso: &str,
@@ -100,7 +132,7 @@ pub async fn disable_gone(
     let table = store.table(SETTINGS.base);
     let update = Update::builder()
         .table_name(&table)
-        .key("pk", s(PK))
+        .key("pk", s(pk(name)))
         .update_expression(
             "SET enabled = :off, disabled_reason = :why, updated_at = :now, \
              updated_by = :by ADD version :one",

@@ -24,6 +24,16 @@ pub(super) fn sk_between(window: Option<(i64, i64)>, due_by: Option<i64>) -> Opt
     }
 }
 
+/// The sort-key condition of a named receiver's due actions (`<receiver>#<time>#<key>`):
+/// its own range, due by `due_by`.
+pub(super) fn due_of(receiver: &str, due_by: i64) -> Cond {
+    let end = due_by.saturating_add(1).clamp(0, LAST_MS);
+    Cond::Between(
+        s(format!("{receiver}#")),
+        s(format!("{receiver}#{end:013}")),
+    )
+}
+
 /// How far behind another console's clock a console's may run, at most, as the window's
 /// reads allow for it.
 const CLOCK_SKEW_MS: i64 = 300_000;

@@ -15,6 +15,7 @@ use leptos_router::hooks::use_query_map;
 
 mod bulk;
 pub mod receiver;
+mod receivers;
 mod resend;
 mod rows;
 use bulk::{DeadLetters, HeldBulk};

@@ -6,10 +6,13 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
+use leptos_router::hooks::use_query_map;
+
+use super::receivers::Receivers;
 use super::resend::Resend;
 use crate::api::outbox::{
     load_receiver, AddReceiverSecret, PauseReceiver, ReceiverBreaker, RetireReceiverSecret,
-    SaveReceiver, TestReceiver,
+    SaveReceiver, SaveRoute, TestReceiver,
 };
 use crate::api::resend::StartResend;
 use crate::model::outbox::{ReceiverLimits, ReceiverView, SecretView, WaitView};
@@ -31,6 +34,9 @@ struct Actions {
     pause: FormAction<String>,
     breaker: FormAction<String>,
     resend: FormAction<String>,
+    route: FormAction<()>,
+    /// A new receiver's first save.
+    create: FormAction<Option<String>>,
     /// Successful saves (a refused one leaves the form as typed).
     saved: Memo<usize>,
 }
@@ -46,18 +52,26 @@ pub fn ReceiverPage() -> impl IntoView {
         pause: FormAction::new::<PauseReceiver>(),
         breaker: FormAction::new::<ReceiverBreaker>(),
         resend: FormAction::new::<StartResend>(),
+        route: FormAction::new::<SaveRoute>(),
+        create: FormAction::new::<SaveReceiver>(),
         saved: save.saved(),
     };
+    // The receiver the address names (`?receiver=`; none: `default`).
+    let query = use_query_map();
+    let name = move || query.with(|q| q.get("receiver").unwrap_or_default());
     // Read again after each change (after the receiver's form, only once it is saved).
     let data = page_data(
         move || {
-            actions.saved.get()
+            let changes = actions.saved.get()
                 + actions.add.version().get()
                 + actions.retire.version().get()
                 + actions.pause.version().get()
                 + actions.breaker.version().get()
+                + actions.route.version().get()
+                + actions.create.version().get();
+            (changes, name())
         },
-        |_| load_receiver(),
+        |(_, name)| load_receiver(Some(name)),
     );
     view! {
         <Title text="Receiver" />
@@ -72,9 +86,12 @@ pub fn ReceiverPage() -> impl IntoView {
             <ActionResult value=move || actions.pause.value().get() success=|m: &String| m.clone() />
             <ActionResult value=move || actions.breaker.value().get() success=|m: &String| m.clone() />
             <ActionResult value=move || actions.resend.value().get() success=|m: &String| m.clone() />
+            <ActionResult value=move || actions.route.value().get() success=|_| "Route saved.".into() />
+            <ActionResult value=move || actions.create.value().get() success=shown_once />
         </div>
         <AsyncSection load=move || data spacing="mt-4" let:detail>
-            <Receiver receiver=detail.receiver limits=detail.limits actions />
+            <Receiver name=detail.name.clone() receiver=detail.receiver.clone() limits=detail.limits actions />
+            <Receivers detail route=actions.route add=actions.create />
         </AsyncSection>
         <Resend action=actions.resend />
     }
@@ -86,6 +103,8 @@ pub fn ReceiverPage() -> impl IntoView {
 #[component]
 fn ReasonForm(
     action: FormAction<String>,
+    /// The receiver it acts on.
+    receiver: String,
     /// The hidden field that names what it ends: `pause_id`, `breaker_id`.
     field: &'static str,
     ends: Option<String>,
@@ -101,6 +120,7 @@ fn ReasonForm(
             <summary class="cursor-pointer text-sm font-medium text-sky-800">{format!("{label}…")}</summary>
             <PostForm action attr:class="mt-2 flex flex-wrap items-end gap-2">
                 <input type="hidden" name=field value=ends.unwrap_or_default() />
+                <input type="hidden" name="receiver" value=receiver />
                 <FormKey value=form_key name="form_key" />
                 <label for=reason_id.clone() class="text-sm">"Reason"</label>
                 <input id=reason_id name="reason" required maxlength="500" class="rounded border border-slate-300 px-2 py-1 text-sm" />
@@ -112,11 +132,17 @@ fn ReasonForm(
 
 /// The pause's form and the breaker's, each naming what it ends.
 #[component]
-fn WaitForms(waits: Option<WaitView>, form_key: String, actions: Actions) -> impl IntoView {
+fn WaitForms(
+    name: String,
+    waits: Option<WaitView>,
+    form_key: String,
+    actions: Actions,
+) -> impl IntoView {
     let w = waits.unwrap_or_default();
     view! {
         <ReasonForm
             action=actions.pause
+            receiver=name.clone()
             field="pause_id"
             ends=w.pause_id
             labels=("Pause deliveries", "Resume deliveries")
@@ -124,6 +150,7 @@ fn WaitForms(waits: Option<WaitView>, form_key: String, actions: Actions) -> imp
         />
         <ReasonForm
             action=actions.breaker
+            receiver=name
             field="breaker_id"
             ends=w.breaker_id
             labels=("Open the breaker", "Close the breaker")
@@ -143,23 +170,31 @@ fn shown_once(secret: &Option<String>) -> String {
 }
 
 #[component]
-fn Receiver(receiver: ReceiverView, limits: ReceiverLimits, actions: Actions) -> impl IntoView {
+fn Receiver(
+    name: String,
+    receiver: ReceiverView,
+    limits: ReceiverLimits,
+    actions: Actions,
+) -> impl IntoView {
     let version = receiver.version.to_string();
     // Nothing to test before there is a receiver.
     let has_receiver = receiver.source != "none";
-    let (version_add, version_list) = (version.clone(), version.clone());
+    let version_list = version.clone();
     let secrets = receiver.secrets.clone();
+    let (for_waits, for_form, for_secrets) = (name.clone(), name.clone(), name.clone());
     let url_error = Signal::derive(move || actions.save.value().with(|v| field_error(v, "url")));
     let (invalid, described) = invalid_attrs(url_error, "receiver-url-error".into());
     view! {
         <section aria-label="Receiver" class="mt-6 rounded-lg border border-slate-200 bg-white p-5 shadow-sm">
+            <h2 class="text-lg font-semibold">{name}</h2>
             <ReceiverStatus receiver=receiver.clone() />
-            <WaitForms waits=receiver.waits.clone() form_key=receiver.form_key.clone() actions />
+            <WaitForms name=for_waits waits=receiver.waits.clone() form_key=receiver.form_key.clone() actions />
             // Open while it shows a refusal (also after a post without JavaScript).
             <details class="mt-3" open=move || actions.save.value().with(|v| matches!(v, Some(Err(_))))>
                 <summary class="cursor-pointer text-sm font-medium text-sky-800">"Change the receiver (admins)…"</summary>
                 <PostForm action=actions.save attr:class="mt-3 flex flex-wrap items-end gap-3">
                     <input type="hidden" name="version" value=version />
+                    <input type="hidden" name="receiver" value=for_form />
                     <div class="text-sm">
                         <label for="receiver-url" class="block text-slate-600">"URL"</label>
                         <input
@@ -181,20 +216,38 @@ fn Receiver(receiver: ReceiverView, limits: ReceiverLimits, actions: Actions) ->
                     </label>
                     <button type="submit" class="rounded bg-slate-900 px-3 py-1.5 text-sm text-white">"Save receiver"</button>
                 </PostForm>
-                <h3 class="mt-4 text-sm font-semibold">"Signing secrets"</h3>
-                <p class="text-xs text-slate-500">"Add the new secret, give it to the receiver, then retire the old one."</p>
-                <SecretList secrets version=version_list actions />
-                <div class="mt-3 flex gap-3">
-                    <PostForm action=actions.add>
-                        <input type="hidden" name="version" value=version_add />
-                        <button type="submit" class="rounded border border-slate-300 px-3 py-1 text-sm">"Add a secret"</button>
-                    </PostForm>
-                    <PostForm action=actions.test attr:hidden=!has_receiver>
-                        <button type="submit" class="rounded border border-slate-300 px-3 py-1 text-sm">"Send a test event"</button>
-                    </PostForm>
-                </div>
+                <Secrets secrets version=version_list name=for_secrets has_receiver actions />
             </details>
         </section>
+    }
+}
+
+/// The signing secrets of the receiver `name` (admins): each with its Retire button, the
+/// button that adds one, and the test message.
+#[component]
+fn Secrets(
+    secrets: Vec<SecretView>,
+    version: String,
+    name: String,
+    has_receiver: bool,
+    actions: Actions,
+) -> impl IntoView {
+    let (for_list, for_add) = (name.clone(), name.clone());
+    view! {
+        <h3 class="mt-4 text-sm font-semibold">"Signing secrets"</h3>
+        <p class="text-xs text-slate-500">"Add the new secret, give it to the receiver, then retire the old one."</p>
+        <SecretList secrets version=version.clone() receiver=for_list actions />
+        <div class="mt-3 flex gap-3">
+            <PostForm action=actions.add>
+                <input type="hidden" name="version" value=version />
+                <input type="hidden" name="receiver" value=for_add />
+                <button type="submit" class="rounded border border-slate-300 px-3 py-1 text-sm">"Add a secret"</button>
+            </PostForm>
+            <PostForm action=actions.test attr:hidden=!has_receiver>
+                <input type="hidden" name="receiver" value=name />
+                <button type="submit" class="rounded border border-slate-300 px-3 py-1 text-sm">"Send a test event"</button>
+            </PostForm>
+        </div>
     }
 }
 
@@ -211,11 +264,16 @@ fn Limit(name: &'static str, label: &'static str, value: i64) -> impl IntoView {
 
 /// The signing secrets, each with its Retire button.
 #[component]
-fn SecretList(secrets: Vec<SecretView>, version: String, actions: Actions) -> impl IntoView {
+fn SecretList(
+    secrets: Vec<SecretView>,
+    version: String,
+    receiver: String,
+    actions: Actions,
+) -> impl IntoView {
     let items = secrets
         .iter()
         .map(|s| {
-            let (id, v) = (s.id.clone(), version.clone());
+            let (id, v, r) = (s.id.clone(), version.clone(), receiver.clone());
             view! {
                 <li class="flex items-center gap-3 text-sm">
                     <span class="font-mono">{s.id.clone()}</span>
@@ -223,6 +281,7 @@ fn SecretList(secrets: Vec<SecretView>, version: String, actions: Actions) -> im
                     <PostForm action=actions.retire attr:class="inline">
                         <input type="hidden" name="id" value=id />
                         <input type="hidden" name="version" value=v />
+                        <input type="hidden" name="receiver" value=r />
                         <button type="submit" class="text-xs text-red-700 underline">"Retire"</button>
                     </PostForm>
                 </li>

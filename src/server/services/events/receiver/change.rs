@@ -1,39 +1,24 @@
-//! The receiver of side effects (docs/events.md, "The receiver"): where they go and the
-//! secrets that sign them. Saved on the Outbox page by an admin (every console reads the
-//! same item); until then, the server's settings (`events.webhook_url`,
-//! `events.webhook_secret`). A new secret is shown once; during a rotation every secret
-//! signs, so the receiver can switch at its own pace.
+//! An admin's change of a receiver (docs/events.md, "The receiver", "Receivers"): its URL,
+//! whether delivery is on, its limits and its secrets, under its version and with its
+//! audit record; a named receiver's first save adds it to the routes.
 
 use chrono::{DateTime, Utc};
-use hyper::Uri;
 use serde_json::json;
 
-use super::health;
-use super::ingest::{iso, Events};
-use crate::model::outbox::{ReceiverDetail, ReceiverLimits, ReceiverView, SecretView, TestAnswer};
-use crate::model::users::Role;
+use crate::model::outbox::{ReceiverLimits, ReceiverName};
 use crate::model::AppError;
 use crate::server::config::check_limits;
 use crate::server::domain::redact;
 use crate::server::ids::random_hex;
+use crate::server::outbound::parse_url;
 use crate::server::outbound::signature::SigningSecret;
-use crate::server::outbound::{parse_url, Message};
+use crate::server::services::events::ingest::{iso, Events};
 use crate::server::store::audit::AuditItem;
 use crate::server::store::events::receiver::{self as store, ReceiverItem, StoredSecret};
+use crate::server::store::events::routes as routes_store;
 
 /// Secrets signing at once, at most (a rotation overlaps two; three leaves room).
 const MAX_SECRETS: usize = 3;
-
-/// Where deliveries go, with what to sign them.
-#[derive(Clone, Debug)]
-pub struct Target {
-    pub url: Uri,
-    pub url_text: String,
-    pub secrets: Vec<SigningSecret>,
-    pub enabled: bool,
-    /// What every console sends it at most.
-    pub limits: ReceiverLimits,
-}
 
 /// The receiver's form: its URL, whether delivery is on, and the limits (`None`: as they
 /// were).
@@ -54,115 +39,13 @@ pub enum Change {
 }
 
 impl Events {
-    /// The receiver deliveries go to now, if any.
-    pub async fn target(&self) -> Result<Option<Target>, crate::server::store::StoreError> {
-        if let Some(item) = store::load(&self.store).await? {
-            let secrets = item
-                .secrets
-                .iter()
-                .filter_map(|s| self.unseal(s))
-                .collect::<Vec<_>>();
-            let limits = super::limits::kept(item.limits, self.config.events.limits());
-            return Ok(parse_url(&item.url).ok().map(|url| Target {
-                url,
-                url_text: item.url.clone(),
-                enabled: item.enabled && !secrets.is_empty(),
-                secrets,
-                limits,
-            }));
-        }
-        let cfg = &self.config.events;
-        let url = parse_url(&cfg.webhook_url).ok();
-        let secret = SigningSecret::parse(cfg.webhook_secret.expose()).ok();
-        Ok(url.zip(secret).map(|(url, secret)| Target {
-            url,
-            url_text: cfg.webhook_url.clone(),
-            secrets: vec![secret],
-            enabled: true,
-            limits: cfg.limits(),
-        }))
-    }
-
-    fn unseal(&self, s: &StoredSecret) -> Option<SigningSecret> {
-        let text = String::from_utf8(self.seal.open(&s.sealed)?).ok()?;
-        SigningSecret::parse(&text).ok()
-    }
-
-    /// The receiver as the Outbox page shows it to `role` (below admin, its URL without
-    /// user info or query values: they can hold a token).
-    pub async fn receiver(&self, role: Role) -> Result<ReceiverView, AppError> {
-        Ok(self.receiver_detail(role).await?.receiver)
-    }
-
-    /// The receiver as [`Events::receiver`] shows it, with its limits as numbers.
-    pub async fn receiver_detail(&self, role: Role) -> Result<ReceiverDetail, AppError> {
-        let (mut view, limits) = self.receiver_settings(role).await?;
-        view.limits = super::limits::words(&limits);
-        let pause = self.pause_view(&self.pause_state().await?, self.clock.now());
-        view.waits = super::pause::both(pause, self.breaker_view(&self.breaker_state().await?));
-        if let Some(url) = health::current_url(&self.store, &self.config).await? {
-            // Busy figures leave the card without its health, not the page without a card.
-            match health::of(&self.store, &url, self.clock.now()).await {
-                Ok(h) => view.health = Some(h),
-                Err(e) => {
-                    tracing::warn!(error = %redact::redact(&e.to_string()), "receiver health not read")
-                }
-            }
-        }
-        Ok(ReceiverDetail {
-            receiver: view,
-            limits,
-        })
-    }
-
-    /// The receiver's settings as `role` may see them, and the limits that hold.
-    async fn receiver_settings(
-        &self,
-        role: Role,
-    ) -> Result<(ReceiverView, ReceiverLimits), AppError> {
-        let settings = self.config.events.limits();
-        if let Some(item) = store::load(&self.store).await? {
-            let limits = super::limits::kept(item.limits, settings);
-            let view = ReceiverView {
-                url: redact::url_for_role(role, &item.url),
-                enabled: item.enabled,
-                disabled_reason: item.disabled_reason,
-                secrets: item
-                    .secrets
-                    .into_iter()
-                    .map(|s| SecretView {
-                        id: s.id,
-                        created_at: s.created_at,
-                        created_by: s.created_by,
-                    })
-                    .collect(),
-                source: "console".into(),
-                version: item.version,
-                updated_at: item.updated_at,
-                updated_by: item.updated_by,
-                ..ReceiverView::default()
-            };
-            return Ok((view, limits));
-        }
-        let cfg = &self.config.events;
-        let view = ReceiverView {
-            url: redact::url_for_role(role, &cfg.webhook_url),
-            enabled: !cfg.webhook_url.is_empty(),
-            source: if cfg.webhook_url.is_empty() {
-                "none"
-            } else {
-                "settings"
-            }
-            .into(),
-            ..ReceiverView::default()
-        };
-        Ok((view, settings))
-    }
-
     /// Applies an admin's change if the receiver is still at `version`; a new secret comes
     /// back (the only time it is shown).
+    /// A named receiver that is not saved yet is added by its first save (its URL), with
+    /// the routes that list it.
     pub async fn change_receiver(
         &self,
+        name: &ReceiverName,
         change: Change,
         version: i64,
         actor: &str,
@@ -171,27 +54,65 @@ impl Events {
             self.check_destination(&s.url).await?;
         }
         let now = self.clock.now();
-        let current = store::load(&self.store).await?;
+        let current = store::load(&self.store, name).await?;
         let read_version = current.as_ref().map_or(0, |i| i.version);
         if read_version != version {
-            return Err(AppError::Conflict(
-                "The receiver was changed meanwhile; reload the page and try again.".into(),
-            ));
+            return Err(changed_meanwhile());
         }
-        let mut next = current.unwrap_or_else(|| self.item_of_settings());
+        let adding = current.is_none() && !name.is_default();
+        if adding && !matches!(change, Change::Settings(_)) {
+            return Err(AppError::invalid("url", "Save the receiver's URL first."));
+        }
+        let mut next = match current {
+            Some(item) => item,
+            None if name.is_default() => self.item_of_settings(),
+            None => ReceiverItem::new(name),
+        };
         let (shown, what) = self.apply_change(&mut next, change, actor, now)?;
         next.version = read_version + 1;
         next.updated_at = iso(now);
         next.updated_by = actor.to_string();
-        next.expires_at = (now + chrono::Duration::days(self.config.ttl.settings_days)).timestamp();
-        let audit = self.receiver_audit(&next, &what, actor, now);
-        if !store::save(&self.store, &next, read_version, &audit).await? {
-            return Err(AppError::Conflict(
-                "The receiver was changed meanwhile; reload the page and try again.".into(),
+        let audit = self.receiver_audit(name, &next, &what, actor, now);
+        let saved = if adding {
+            self.add_receiver(name, &next, actor, &audit).await?
+        } else {
+            store::save(&self.store, &next, read_version, &audit).await?
+        };
+        if !saved {
+            return Err(changed_meanwhile());
+        }
+        tracing::info!(actor = %actor, receiver = name.as_str(), change = %what, "receiver changed");
+        Ok(shown)
+    }
+
+    /// Saves the new named receiver `next` with the routes that list it. False: either was
+    /// saved meanwhile.
+    async fn add_receiver(
+        &self,
+        name: &ReceiverName,
+        next: &ReceiverItem,
+        actor: &str,
+        audit: &AuditItem,
+    ) -> Result<bool, AppError> {
+        let routes = self.routes().await?;
+        if crate::server::services::events::routes::names(&routes).len()
+            >= crate::server::services::events::routes::MAX_RECEIVERS
+        {
+            return Err(AppError::invalid(
+                "receiver",
+                format!(
+                    "At most {} receivers; turn one off and use it again.",
+                    crate::server::services::events::routes::MAX_RECEIVERS
+                ),
             ));
         }
-        tracing::info!(actor = %actor, change = %what, "receiver changed");
-        Ok(shown)
+        let read_version = routes.version;
+        let mut listed = routes;
+        listed.receivers.push(name.as_str().into());
+        let now = self.clock.now();
+        crate::server::services::events::routes::stamp(&mut listed, read_version, actor, now);
+        let routes_write = routes_store::save(&self.store, &listed, read_version)?;
+        Ok(store::create(&self.store, next, routes_write, audit).await?)
     }
 
     /// A receiver URL an admin saves: http(s), with a host the console may send to (the
@@ -210,20 +131,20 @@ impl Events {
 
     /// Stores the receiver the settings name, as an admin's first save would, so that it
     /// can be turned off (a 410 Gone). False: one was stored already (by another console).
-    pub(super) async fn store_settings_receiver(
+    pub(in crate::server::services::events) async fn store_settings_receiver(
         &self,
         now: DateTime<Utc>,
     ) -> Result<bool, crate::server::store::StoreError> {
-        if store::load(&self.store).await?.is_some() {
+        let default = ReceiverName::default_one();
+        if store::load(&self.store, &default).await?.is_some() {
             return Ok(false);
         }
         let mut first = self.item_of_settings();
         first.version = 1;
         first.updated_at = iso(now);
         first.updated_by = "system".into();
-        first.expires_at =
-            (now + chrono::Duration::days(self.config.ttl.settings_days)).timestamp();
-        let audit = self.receiver_audit(&first, "stored from the settings", "system", now);
+        let audit =
+            self.receiver_audit(&default, &first, "stored from the settings", "system", now);
         store::save(&self.store, &first, 0, &audit).await
     }
 
@@ -231,7 +152,7 @@ impl Events {
     /// a receiver configured that way keeps verifying).
     fn item_of_settings(&self) -> ReceiverItem {
         let cfg = &self.config.events;
-        let mut item = ReceiverItem::new();
+        let mut item = ReceiverItem::new(&ReceiverName::default_one());
         item.url = cfg.webhook_url.clone();
         item.enabled = !cfg.webhook_url.is_empty();
         if let Ok(secret) = SigningSecret::parse(cfg.webhook_secret.expose()) {
@@ -308,7 +229,7 @@ impl Events {
         let limits_said = match limits {
             Some(l) if item.limits != Some(l) => {
                 item.limits = Some(l);
-                match super::limits::words(&l) {
+                match crate::server::services::events::limits::words(&l) {
                     w if w.is_empty() => ", no limits".to_string(),
                     w => format!(", limits: {w}"),
                 }
@@ -338,16 +259,22 @@ impl Events {
 
     fn receiver_audit(
         &self,
+        name: &ReceiverName,
         item: &ReceiverItem,
         what: &str,
         actor: &str,
         now: DateTime<Utc>,
     ) -> AuditItem {
+        // Each receiver's versions are its own: a named one's record says whose.
+        let id = match name.is_default() {
+            true => format!("v{}", item.version),
+            false => format!("{}-v{}", name.as_str(), item.version),
+        };
         let mut a = AuditItem::new(
             store::AUDIT_PARTITION,
             "receiver_change",
             now,
-            &format!("v{}", item.version),
+            &id,
             self.config.ttl.audit_days,
         );
         a.actor = actor.to_string();
@@ -357,38 +284,13 @@ impl Events {
             "enabled": item.enabled,
             "secrets": item.secrets.iter().map(|s| &s.id).collect::<Vec<_>>(),
             "limits": item.limits,
+            "receiver": name.as_str(),
         })
         .to_string();
         a
     }
+}
 
-    /// Sends a signed test message to the receiver and reports its status and time (never
-    /// what it answered: the console does not read other services for an admin).
-    pub async fn test_receiver(&self, actor: &str) -> Result<TestAnswer, AppError> {
-        let Some(target) = self.target().await? else {
-            return Err(AppError::invalid("url", "Set a receiver first."));
-        };
-        let now = self.clock.now();
-        let id = format!("test_{}", random_hex(8));
-        let body = json!({
-            "type": "test",
-            "timestamp": iso(now),
-            "data": {"sent_by": actor},
-        })
-        .to_string();
-        let msg = Message {
-            id: &id,
-            timestamp: now.timestamp(),
-            body: body.into(),
-            traceparent: None,
-        };
-        let started = std::time::Instant::now();
-        let answer = self.sender.send(&target.url, &target.secrets, &msg).await;
-        tracing::info!(actor = %actor, outcome = %answer.cause(), "receiver test message");
-        Ok(TestAnswer {
-            webhook_id: id,
-            outcome: answer.describe(),
-            ms: started.elapsed().as_millis() as i64,
-        })
-    }
+fn changed_meanwhile() -> AppError {
+    AppError::Conflict("The receiver was changed meanwhile; reload the page and try again.".into())
 }

@@ -1,0 +1,69 @@
+//! What a dispatch round did (docs/events.md, "Delivery"): each receiver's round counted,
+//! and the rounds of every receiver added up.
+
+use crate::server::store::events::ActionStatus;
+
+/// What one round did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Round {
+    pub delivered: usize,
+    pub retrying: usize,
+    pub dead: usize,
+    pub held: usize,
+    /// Waiting for the action before them in their conversation.
+    pub waiting: usize,
+    /// Another console claimed them first.
+    pub taken: usize,
+    /// Due, but no receiver is set (or delivery to it is off).
+    pub no_receiver: usize,
+    /// Due, but deliveries are paused (by an operator, or by the receiver's 429).
+    pub paused: usize,
+    /// Due, but parked: the receiver's breaker is open (a probe is not counted here).
+    pub parked: usize,
+    /// Left for the next round: the breaker opened, the receiver asked for a pause, or its
+    /// rate kept a send waiting.
+    pub left: usize,
+}
+
+impl Round {
+    /// Whether the round moved anything (another may find more at once).
+    pub fn moved(&self) -> bool {
+        self.delivered + self.retrying + self.dead + self.held > 0
+    }
+
+    /// This round and `other`'s together (one receiver's round each).
+    pub(super) fn add(&mut self, other: Round) {
+        self.delivered += other.delivered;
+        self.retrying += other.retrying;
+        self.dead += other.dead;
+        self.held += other.held;
+        self.waiting += other.waiting;
+        self.taken += other.taken;
+        self.no_receiver += other.no_receiver;
+        self.paused += other.paused;
+        self.parked += other.parked;
+        self.left += other.left;
+    }
+
+    pub(super) fn count(&mut self, step: Step) {
+        match step {
+            Step::Ended(ActionStatus::Delivered, _) => self.delivered += 1,
+            Step::Ended(ActionStatus::Dead, _) => self.dead += 1,
+            Step::Ended(..) => self.retrying += 1,
+            Step::Held => self.held += 1,
+            Step::Taken => self.taken += 1,
+            Step::Left => self.left += 1,
+        }
+    }
+}
+
+/// What became of one action that could go.
+pub(super) enum Step {
+    /// Its attempt ended so; true when the receiver answered (no timeout, 5xx or
+    /// connection error).
+    Ended(ActionStatus, bool),
+    Held,
+    Taken,
+    /// Left for the next round (see [`Attempt::stop`]).
+    Left,
+}

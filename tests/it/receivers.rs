@@ -1,0 +1,265 @@
+//! Receivers per action type on DynamoDB Local (docs/events.md, "Receivers"): an admin adds
+//! a named receiver with its own URL and secret and routes an action type to it; from then
+//! on each side effect of that type goes there and nowhere else, once, in its order among
+//! that receiver's side effects of its conversation, and the named receiver's pause and
+//! breaker hold its own side effects only.
+
+use std::collections::HashMap;
+
+use crate::events::{app_with_receiver, event, post_event};
+use crate::helpers::TestApp;
+use crate::receiver::Receiver;
+use ops_console::model::outbox::ReceiverName;
+use ops_console::model::AppError;
+use ops_console::server::outbound::signature::SigningSecret;
+use ops_console::server::services::events::breaker::BreakerId;
+use ops_console::server::services::events::controls::Control;
+use ops_console::server::services::events::pause::PauseId;
+use ops_console::server::services::events::receiver::{Change, Settings};
+use ops_console::server::store::events as records;
+use ops_console::server::store::events::outbox::Group;
+use ops_console::server::store::events::outbox_reads::{self, Filter};
+
+/// The action type of each side effect `receiver` took, by its `webhook-id`.
+fn types(receiver: &Receiver) -> HashMap<String, String> {
+    receiver
+        .accepted
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(id, body)| {
+            let v: serde_json::Value = serde_json::from_str(body).unwrap();
+            (
+                id.clone(),
+                v["type"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Adds the receiver `name` at a new test receiver, which verifies with the secret shown
+/// once.
+async fn add_receiver(app: &TestApp, name: &ReceiverName) -> Receiver {
+    let (receiver, url) = Receiver::start(vec![]).await;
+    let settings = Settings {
+        url,
+        enabled: true,
+        limits: None,
+    };
+    let shown = app
+        .state
+        .events
+        .change_receiver(name, Change::Settings(settings), 0, "admin")
+        .await
+        .unwrap()
+        .expect("its first secret, shown once");
+    let secret = SigningSecret::parse(&shown).unwrap();
+    receiver.secrets.lock().unwrap().push(secret);
+    receiver
+}
+
+/// Every side effect `receiver` took waited for the one before it of its receiver and
+/// conversation, which `receiver` took first.
+async fn in_order(app: &TestApp, receiver: &Receiver, name: Option<&str>) {
+    let order = receiver.order();
+    for (i, id) in order.iter().enumerate() {
+        let rec = records::get_action(&app.store, id).await.unwrap().unwrap();
+        assert_eq!(rec.receiver.as_deref(), name, "{id} routed there");
+        if let Some(before) = &rec.after {
+            let at = order.iter().position(|o| o == before);
+            assert!(at.is_some_and(|at| at < i), "{id} went before {before}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn each_action_type_goes_to_its_receiver_in_order_under_that_receivers_pause_and_breaker() {
+    let (app, default) = app_with_receiver().await;
+    let events = &app.state.events;
+    let crm = ReceiverName::parse("crm").unwrap();
+    let to_crm = add_receiver(&app, &crm).await;
+    events.set_route("tag", &crm, 1, "admin").await.unwrap();
+    // A stale version, an unknown receiver, a type that is none, a name that is none.
+    let refusals = [
+        events.set_route("tag", &crm, 1, "admin").await,
+        events
+            .set_route(
+                "assign",
+                &ReceiverName::parse("nobody").unwrap(),
+                2,
+                "admin",
+            )
+            .await,
+        events.set_route("teleport", &crm, 2, "admin").await,
+    ];
+    assert!(
+        matches!(refusals[0], Err(AppError::Conflict(_))),
+        "{refusals:?}"
+    );
+    assert!(matches!(&refusals[1], Err(AppError::Invalid { field, .. }) if field == "receiver"));
+    assert!(matches!(&refusals[2], Err(AppError::Invalid { field, .. }) if field == "action_type"));
+    assert!(ReceiverName::parse("Bad name").is_err() && ReceiverName::parse("-x").is_err());
+
+    // The named receiver paused: its side effects wait; `default`'s go.
+    let pause = Control::Pause;
+    events
+        .control(&crm, &pause, "crm maintenance", "op")
+        .await
+        .unwrap();
+    let key = app.api_key(&["events:write"]).await;
+    for c in 0..3 {
+        for m in 0..2 {
+            let text = "Where is my order? It is late and I want a refund";
+            let body = event(&format!("c-route-{c}"), Some(&format!("m-{m}")), text);
+            assert_eq!(post_event(&app, &key, &body).await.status, 200);
+        }
+    }
+    let round = events.dispatch_all().await.unwrap();
+    assert!(round.paused > 0, "{round:?}");
+    assert_eq!(to_crm.total(), 0, "nothing reached the paused receiver");
+    let first = types(&default);
+    assert!(!first.is_empty(), "default's side effects went");
+    assert!(first.values().all(|t| t != "action.tag"), "{first:?}");
+    let default_default = ReceiverName::default_one();
+    assert!(events
+        .pause_state(&default_default)
+        .await
+        .unwrap()
+        .pause_id
+        .is_none());
+
+    // Resumed: every tag reaches the named receiver once, in order; default takes no more.
+    let id = events.pause_state(&crm).await.unwrap().pause_id.unwrap();
+    let resume = Control::Resume(PauseId::parse(&id).unwrap());
+    events.control(&crm, &resume, "done", "op").await.unwrap();
+    events.dispatch_all().await.unwrap();
+    let tags = types(&to_crm);
+    assert!(!tags.is_empty(), "the tags went");
+    assert!(tags.values().all(|t| t == "action.tag"), "{tags:?}");
+    assert!(to_crm.counts().values().all(|n| *n == 1), "once each");
+    assert_eq!(
+        *to_crm.bad_signatures.lock().unwrap(),
+        0,
+        "signed with its own secret"
+    );
+    assert_eq!(types(&default).len(), first.len(), "default took no more");
+    in_order(&app, &to_crm, Some("crm")).await;
+    in_order(&app, &default, None).await;
+
+    // The named receiver's breaker opened by hand: its side effects park, default's go.
+    let open = Control::OpenBreaker;
+    events
+        .control(&crm, &open, "crm is failing", "op")
+        .await
+        .unwrap();
+    let body = event(
+        "c-route-9",
+        Some("m-9"),
+        "Where is my order? I want a refund",
+    );
+    assert_eq!(post_event(&app, &key, &body).await.status, 200);
+    let round = events.dispatch_all().await.unwrap();
+    assert!(round.parked > 0, "{round:?}");
+    assert_eq!(types(&to_crm).len(), tags.len(), "parked");
+    assert!(types(&default).len() > first.len(), "default delivered");
+    let b = events.breaker_state(&default_default).await.unwrap();
+    assert!(
+        b.breaker_id.is_none(),
+        "default's breaker is its own: {b:?}"
+    );
+    let opening = events
+        .breaker_state(&crm)
+        .await
+        .unwrap()
+        .breaker_id
+        .unwrap();
+    let close = Control::CloseBreaker(BreakerId::parse(&opening).unwrap());
+    events.control(&crm, &close, "back", "op").await.unwrap();
+    events.dispatch_all().await.unwrap();
+    assert!(types(&to_crm).len() > tags.len(), "the parked tags went");
+    assert!(to_crm.counts().values().all(|n| *n == 1), "once each");
+    let due = outbox_reads::count(&app.store, Group::Due, &Filter::default())
+        .await
+        .unwrap();
+    assert_eq!(due, 0, "nothing is left");
+
+    // Every change audited; the REST state names the receivers and the routes.
+    let audits = app.dump_tables().await;
+    assert!(audits.contains("receiver_routes") && audits.contains("crm-v1"));
+    // The receivers and the routes stand until an admin changes them: no TTL.
+    for pk in ["\"events-routes\"", "\"events-receiver#crm\""] {
+        let item = audits.lines().find(|l| l.contains(pk)).expect(pk);
+        assert!(!item.contains("expires_at"), "{item}");
+    }
+    let key = app.api_key(&["receiver:read"]).await;
+    let state = app
+        .api("GET", "/api/v1/receiver?receiver=crm", &key, None)
+        .await;
+    assert_eq!(state.status, 200, "{}", state.body);
+    let v = state.json();
+    assert_eq!(v["receiver"], "crm");
+    assert_eq!(v["routes"]["tag"], "crm");
+    assert_eq!(v["routes"]["assign"], "default");
+    assert_eq!(v["state"], "delivering");
+    let none = app
+        .api("GET", "/api/v1/receiver?receiver=nobody", &key, None)
+        .await;
+    assert_eq!(none.status, 404, "{}", none.body);
+    let bad = app
+        .api("GET", "/api/v1/receiver?receiver=Bad%20name", &key, None)
+        .await;
+    assert_eq!(bad.status, 400, "{}", bad.body);
+}
+
+#[tokio::test]
+async fn a_named_receiver_is_added_once_and_at_most_eight_are() {
+    let (app, _default) = app_with_receiver().await;
+    let events = &app.state.events;
+    let first = ReceiverName::parse("r1").unwrap();
+    let _r1 = add_receiver(&app, &first).await;
+    // Added again as new (version 0): refused, nothing doubled.
+    let (_, url) = Receiver::start(vec![]).await;
+    let again = Settings {
+        url: url.clone(),
+        enabled: true,
+        limits: None,
+    };
+    let twice = events
+        .change_receiver(&first, Change::Settings(again), 0, "admin")
+        .await;
+    assert!(matches!(twice, Err(AppError::Conflict(_))), "{twice:?}");
+    // A secret for a receiver not added yet: refused.
+    let early = events
+        .change_receiver(
+            &ReceiverName::parse("r9").unwrap(),
+            Change::AddSecret,
+            0,
+            "admin",
+        )
+        .await;
+    assert!(matches!(&early, Err(AppError::Invalid { field, .. }) if field == "url"));
+    let mut kept = Vec::new();
+    for n in 2..8 {
+        kept.push(add_receiver(&app, &ReceiverName::parse(&format!("r{n}")).unwrap()).await);
+    }
+    let routes = events.routes().await.unwrap();
+    assert_eq!(routes.receivers, ["r1", "r2", "r3", "r4", "r5", "r6", "r7"]);
+    let ninth = Settings {
+        url,
+        enabled: true,
+        limits: None,
+    };
+    let over = events
+        .change_receiver(
+            &ReceiverName::parse("r8").unwrap(),
+            Change::Settings(ninth),
+            0,
+            "admin",
+        )
+        .await;
+    assert!(
+        matches!(&over, Err(AppError::Invalid { field, .. }) if field == "receiver"),
+        "{over:?}"
+    );
+    assert_eq!(events.routes().await.unwrap().receivers.len(), 7);
+}
