@@ -185,7 +185,7 @@ async fn each_action_type_goes_to_its_receiver_in_order_under_that_receivers_pau
 
     // Every change audited; the REST state names the receivers and the routes.
     let audits = app.dump_tables().await;
-    assert!(audits.contains("receiver_routes") && audits.contains("crm-v1"));
+    assert!(audits.contains("receiver_routes") && audits.contains("receiver-crm-v1"));
     // The receivers and the routes stand until an admin changes them: no TTL.
     for pk in ["\"events-routes\"", "\"events-receiver#crm\""] {
         let item = audits.lines().find(|l| l.contains(pk)).expect(pk);
@@ -262,4 +262,106 @@ async fn a_named_receiver_is_added_once_and_at_most_eight_are() {
         "{over:?}"
     );
     assert_eq!(events.routes().await.unwrap().receivers.len(), 7);
+}
+
+#[tokio::test]
+async fn a_pause_made_while_a_round_is_sending_stops_its_claims_within_the_round() {
+    let (app, receiver) = app_with_receiver().await;
+    receiver
+        .answer_ms
+        .store(400, std::sync::atomic::Ordering::SeqCst);
+    let key = app.api_key(&["events:write"]).await;
+    // 24 conversations: a round sends the first side effect of each, 4 at a time.
+    for c in 0..24 {
+        let text = "Where is my order? It is late and I want a refund";
+        let body = event(&format!("c-mid-{c}"), Some("m-1"), text);
+        assert_eq!(post_event(&app, &key, &body).await.status, 200);
+    }
+    let events = app.state.events.clone();
+    let round = tokio::spawn(async move { events.dispatch_round().await });
+    let started = std::time::Instant::now();
+    while receiver.total() == 0 {
+        assert!(started.elapsed().as_secs() < 20, "nothing was sent");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let default = ReceiverName::default_one();
+    let pause = Control::Pause;
+    app.state
+        .events
+        .control(&default, &pause, "stop now", "op")
+        .await
+        .unwrap();
+    let r = round.await.unwrap().unwrap();
+    // Claims stop within half a second of the pause (a wave or two of 4 after it, more on
+    // a loaded machine): the round leaves the rest waiting. Without it, all 24 went.
+    assert!(r.left > 0, "{r:?}");
+    assert!(receiver.total() <= 16, "{} of 24 sent", receiver.total());
+    // And a pause of a receiver that is none is a 404, never an item.
+    let nobody = ReceiverName::parse("nobody").unwrap();
+    let refused = app.state.events.control(&nobody, &pause, "x", "op").await;
+    assert!(matches!(refused, Err(AppError::NotFound)), "{refused:?}");
+    let open = Control::OpenBreaker;
+    let refused = app.state.events.control(&nobody, &open, "x", "op").await;
+    assert!(matches!(refused, Err(AppError::NotFound)), "{refused:?}");
+}
+
+#[tokio::test]
+async fn a_named_receivers_side_effect_put_in_defaults_range_by_an_older_console_goes_to_its_own() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let (app, default) = app_with_receiver().await;
+    let events = &app.state.events;
+    let crm = ReceiverName::parse("crm").unwrap();
+    let to_crm = add_receiver(&app, &crm).await;
+    events.set_route("tag", &crm, 1, "admin").await.unwrap();
+    let pause = Control::Pause;
+    events
+        .control(&crm, &pause, "hold them", "op")
+        .await
+        .unwrap();
+    let key = app.api_key(&["events:write"]).await;
+    let body = event("c-old-1", Some("m-1"), "Where is my order? I want a refund");
+    assert_eq!(post_event(&app, &key, &body).await.status, 200);
+    events.dispatch_all().await.unwrap();
+    // A release of a due tag by a console that knew no receivers: `default`'s sort key.
+    let tags = outbox_reads::list(&app.store, Group::Due, &Filter::default(), None, 50)
+        .await
+        .unwrap()
+        .0;
+    // The first of its conversation's tags: it waits for none.
+    let tag = tags
+        .iter()
+        .find(|a| a.receiver.is_some() && a.after.is_none())
+        .expect("a tag waits");
+    let plain = format!("{:013}#{}", tag.next_at_ms, tag.event_id);
+    let table = app
+        .store
+        .table(ops_console::server::store::schema::MW_IDEMPOTENCY.base);
+    app.store
+        .client()
+        .update_item()
+        .table_name(&table)
+        .key("event_id", AttributeValue::S(tag.event_id.clone()))
+        .update_expression("SET outbox_sk = :sk")
+        .expression_attribute_values(":sk", AttributeValue::S(plain))
+        .send()
+        .await
+        .unwrap();
+    let before = default.total();
+    events.dispatch_all().await.unwrap();
+    assert_eq!(
+        default.total(),
+        before,
+        "default never takes crm's side effect"
+    );
+    let moved = records::get_action(&app.store, &tag.event_id)
+        .await
+        .unwrap()
+        .unwrap();
+    let sk = moved.outbox_sk.unwrap_or_default();
+    assert!(sk.starts_with("crm#"), "back in its own range: {sk}");
+    let id = events.pause_state(&crm).await.unwrap().pause_id.unwrap();
+    let resume = Control::Resume(PauseId::parse(&id).unwrap());
+    events.control(&crm, &resume, "go", "op").await.unwrap();
+    events.dispatch_all().await.unwrap();
+    assert!(to_crm.order().contains(&tag.event_id), "crm took it");
 }

@@ -203,6 +203,7 @@ impl Events {
         now: DateTime<Utc>,
     ) -> Result<(String, Writes), AppError> {
         let reason = redact(Reason::parse(reason)?.as_str());
+        self.known_receiver(name).await?;
         let Some(url) = health::current_url(&self.store, &self.config, name).await? else {
             return Err(AppError::Conflict(
                 "There is no receiver to open a breaker for.".into(),
@@ -228,6 +229,7 @@ impl Events {
         now: DateTime<Utc>,
     ) -> Result<(String, Writes), AppError> {
         let reason = redact(Reason::parse(reason)?.as_str());
+        self.known_receiver(name).await?;
         let id = breaker_id.as_str();
         let b = self.breaker_state(name).await?;
         if b.breaker_id.as_deref() != Some(id) {
@@ -321,6 +323,7 @@ impl Events {
             probe: true,
             spare: &Spare::default(),
             stop: &AtomicBool::new(false),
+            gate: &super::dispatch::Gate::new(),
         };
         let step = self.step(oldest, Some(&probe)).await?;
         round.count(step);

@@ -5,7 +5,7 @@
 //! sends it signed, and records the answer under the claim — delivered, a retry at the next
 //! time of the schedule, or a dead letter.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Instant;
 
 use axum::body::Bytes;
@@ -42,6 +42,33 @@ pub(super) struct Attempt<'a> {
     /// went, or its rate had no send for it after one wait. What is left goes next round,
     /// which reads them all again.
     pub(super) stop: &'a AtomicBool,
+    /// When the round began and last read the kill switches and the pause.
+    pub(super) gate: &'a Gate,
+}
+
+/// How long one receiver's round claims at most: the rest is left for the next round, so
+/// a slow receiver's round never keeps the others' next rounds waiting for long.
+const ROUND_BUDGET: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// How often a round reads the kill switches and the receiver's pause again before a
+/// claim: safe mode or a pause turned on mid-round stops its claims within this, not at its
+/// end.
+const RECHECK_MS: i64 = 500;
+
+/// When a round began, and when it last read the kill switches and the pause (wall ms).
+pub(super) struct Gate {
+    started: Instant,
+    checked_ms: AtomicI64,
+}
+
+impl Gate {
+    /// A round that read them just now.
+    pub(super) fn new() -> Gate {
+        Gate {
+            started: Instant::now(),
+            checked_ms: AtomicI64::new(super::rate::wall_ms()),
+        }
+    }
 }
 
 impl Events {
@@ -50,11 +77,29 @@ impl Events {
     pub async fn dispatch_round(&self) -> Result<Round, StoreError> {
         let now_ms = self.clock.now().timestamp_millis();
         let safe_mode = self.live_switches().await?.safe_mode;
-        let mut round = Round::default();
-        for name in super::routes::names(&self.routes().await?) {
-            round.add(self.receiver_round(&name, now_ms, safe_mode).await?);
+        let names = super::routes::names(&self.routes().await?);
+        // Side by side: a receiver that is slow, or whose reads fail, holds back no other.
+        let rounds = futures_util::future::join_all(
+            names
+                .iter()
+                .map(|name| self.receiver_round(name, now_ms, safe_mode)),
+        )
+        .await;
+        let (mut round, mut failed) = (Round::default(), None);
+        for r in rounds {
+            match r {
+                Ok(r) => round.add(r),
+                Err(e) => failed = failed.or(Some(e)),
+            }
         }
-        Ok(round)
+        match failed {
+            Some(e) if !round.moved() => Err(e),
+            Some(e) => {
+                tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "a receiver's round failed; the others went on");
+                Ok(round)
+            }
+            None => Ok(round),
+        }
     }
 
     /// One round over every shard for the receiver `name`: its own due actions, its pause,
@@ -84,13 +129,14 @@ impl Events {
                     .await?,
             );
         }
-        let (spare, stop) = (Spare::default(), AtomicBool::new(false));
+        let (spare, stop, gate) = (Spare::default(), AtomicBool::new(false), Gate::new());
         let attempt = go.as_ref().map(|(target, breaker)| Attempt {
             target,
             breaker,
             probe: false,
             spare: &spare,
             stop: &stop,
+            gate: &gate,
         });
         let steps: Vec<Result<Step, StoreError>> = stream::iter(ready)
             .map(|rec| self.step(rec, attempt.as_ref()))
@@ -198,13 +244,14 @@ impl Events {
             }
             step
         };
-        if to.stop.load(Ordering::SeqCst) {
+        if to.stop.load(Ordering::SeqCst) || !self.still_open(to).await? {
+            to.stop.store(true, Ordering::SeqCst);
             self.give_back(slot).await;
             return Ok(unused(Step::Left));
         }
         let now_ms = self.clock.now().timestamp_millis();
         let nonce = random_hex(16);
-        let receiver = rec.receiver.as_deref();
+        let receiver = stored(&to.target.name);
         let lease = self.lease_ms();
         let claim = outbox::claim(&self.store, &rec.event_id, receiver, &nonce, now_ms, lease);
         let claimed = match claim.await {
@@ -226,6 +273,30 @@ impl Events {
         let step = self.deliver(&mine, to).await;
         self.give_back(slot).await;
         step
+    }
+
+    /// Whether the round may still claim: within its budget, and (read again once
+    /// [`RECHECK_MS`] has passed) safe mode off and the receiver not paused.
+    async fn still_open(&self, to: &Attempt<'_>) -> Result<bool, StoreError> {
+        if to.gate.started.elapsed() > ROUND_BUDGET {
+            return Ok(false);
+        }
+        let (now, last) = (
+            super::rate::wall_ms(),
+            to.gate.checked_ms.load(Ordering::SeqCst),
+        );
+        let mine = now - last >= RECHECK_MS
+            && to
+                .gate
+                .checked_ms
+                .compare_exchange(last, now, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok();
+        if !mine {
+            return Ok(true);
+        }
+        let now_ms = self.clock.now().timestamp_millis();
+        let pause = self.pause_state(&to.target.name).await?;
+        Ok(!self.live_switches().await?.safe_mode && !super::pause::waits(&pause, now_ms))
     }
 
     /// Safe mode holds a due action until an operator releases or discards it.

@@ -19,14 +19,9 @@ impl Events {
         actor: &str,
     ) -> Result<Vec<ActionOutcome>, IngestError> {
         let now = self.clock.now();
-        let mut queued = self.queue(
-            rec,
-            decision,
-            rec.safe_mode || live.safe_mode,
-            (&Default::default(), None),
-            actor,
-            now,
-        );
+        let suppress = rec.safe_mode || live.safe_mode;
+        let routes = self.routes_for(decision, suppress).await?;
+        let mut queued = self.queue(rec, decision, suppress, (&routes, None), actor, now);
         let mut keep = Vec::new();
         for r in queued.records.drain(..) {
             if records::get_action(&self.store, &r.event_id)

@@ -100,6 +100,7 @@ impl Events {
         now: DateTime<Utc>,
     ) -> Result<(String, Writes), AppError> {
         let reason = redact(Reason::parse(reason)?.as_str());
+        self.known_receiver(name).await?;
         if let Some(by) = self.pause_state(name).await?.paused_by {
             return Err(AppError::Conflict(format!(
                 "Deliveries are paused already, by {by}; nothing changed."
@@ -126,6 +127,7 @@ impl Events {
         now: DateTime<Utc>,
     ) -> Result<(String, Writes), AppError> {
         let reason = redact(Reason::parse(reason)?.as_str());
+        self.known_receiver(name).await?;
         let current = self.pause_state(name).await?;
         let pause_id = pause_id.as_str();
         if current.pause_id.as_deref() != Some(pause_id) {

@@ -60,6 +60,14 @@ impl Events {
         store::load(&self.store).await
     }
 
+    /// `Ok` if `name` is a receiver (`default`, or one an admin added); else a 404.
+    pub async fn known_receiver(&self, name: &ReceiverName) -> Result<(), AppError> {
+        match name.is_default() || names(&self.routes().await?).contains(name) {
+            true => Ok(()),
+            false => Err(AppError::NotFound),
+        }
+    }
+
     /// The routes a decision's side effects are queued under: read only when it queues any
     /// (most events queue nothing).
     pub(super) async fn routes_for(

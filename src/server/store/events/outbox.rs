@@ -102,9 +102,10 @@ pub(crate) fn put_new(store: &Store, rec: &ActionRecord, now_s: i64) -> Result<P
         .map_err(|e| StoreError::corrupt(&table, e))
 }
 
-/// Claims an action for one delivery attempt: it must be due (queued or waiting to retry,
-/// its time come) or in flight with its claim run out (its console is gone: taken over,
-/// and sent again with the same `webhook-id`). `None`: it is not (any more).
+/// Claims an action for one delivery attempt to `receiver` (`None`: `default`): it must be
+/// routed there, and due (queued or waiting to retry, its time come) or in flight with its
+/// claim run out (its console is gone: taken over, and sent again with the same
+/// `webhook-id`). `None`: it is not (any more).
 pub async fn claim(
     store: &Store,
     key: &str,
@@ -124,11 +125,19 @@ pub async fn claim(
             "SET #st = :claimed, claim_nonce = :nonce, lease_until_ms = :lease, \
              next_at_ms = :lease, outbox_sk = :sk ADD attempts :one",
         )
-        .condition_expression(
-            "(#st IN (:queued, :retry) AND next_at_ms <= :now) \
-             OR (#st = :claimed AND lease_until_ms < :now)",
-        )
+        .condition_expression(format!(
+            "((#st IN (:queued, :retry) AND next_at_ms <= :now) \
+             OR (#st = :claimed AND lease_until_ms < :now)) AND {}",
+            // Only the receiver it was routed to: a console of the release before, which
+            // knew no receivers, may have put it in `default`'s range.
+            if receiver.is_some() {
+                "#rcv = :rcv"
+            } else {
+                "attribute_not_exists(#rcv)"
+            }
+        ))
         .expression_attribute_names("#st", "status")
+        .expression_attribute_names("#rcv", "receiver")
         .expression_attribute_values(":claimed", s(ActionStatus::Claimed.as_str()))
         .expression_attribute_values(":queued", s(ActionStatus::Queued.as_str()))
         .expression_attribute_values(":retry", s(ActionStatus::Retry.as_str()))
@@ -139,6 +148,10 @@ pub async fn claim(
         .expression_attribute_values(":one", n(1))
         .return_values(ReturnValue::AllNew)
         .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+    let req = match receiver {
+        Some(r) => req.expression_attribute_values(":rcv", s(r)),
+        None => req,
+    };
     super::claims::sent_under_nonce(req, &table, nonce).await
 }
 

@@ -96,8 +96,9 @@ pub async fn create(
         .and(routes)
         .and(audit::writes(store, audit_record)?);
     let outcome = writes.commit(store).await?;
-    // Refused by the audit record alone: this very change was made and its answer lost.
-    Ok(outcome.refused_at(0).is_none() && outcome.refused_at(1).is_none())
+    // The audit record's id is this very change's: refused by it, the change was made and
+    // its answer lost (a retry under a new token is refused by all three).
+    Ok(outcome.is_done() || outcome.refused_at(2).is_some())
 }
 
 /// The write of `next` if the stored item is still at `read_version` (0: none yet).

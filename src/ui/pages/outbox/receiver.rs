@@ -35,8 +35,6 @@ struct Actions {
     breaker: FormAction<String>,
     resend: FormAction<String>,
     route: FormAction<()>,
-    /// A new receiver's first save.
-    create: FormAction<Option<String>>,
     /// Successful saves (a refused one leaves the form as typed).
     saved: Memo<usize>,
 }
@@ -53,7 +51,6 @@ pub fn ReceiverPage() -> impl IntoView {
         breaker: FormAction::new::<ReceiverBreaker>(),
         resend: FormAction::new::<StartResend>(),
         route: FormAction::new::<SaveRoute>(),
-        create: FormAction::new::<SaveReceiver>(),
         saved: save.saved(),
     };
     // The receiver the address names (`?receiver=`; none: `default`).
@@ -67,8 +64,7 @@ pub fn ReceiverPage() -> impl IntoView {
                 + actions.retire.version().get()
                 + actions.pause.version().get()
                 + actions.breaker.version().get()
-                + actions.route.version().get()
-                + actions.create.version().get();
+                + actions.route.version().get();
             (changes, name())
         },
         |(_, name)| load_receiver(Some(name)),
@@ -87,11 +83,11 @@ pub fn ReceiverPage() -> impl IntoView {
             <ActionResult value=move || actions.breaker.value().get() success=|m: &String| m.clone() />
             <ActionResult value=move || actions.resend.value().get() success=|m: &String| m.clone() />
             <ActionResult value=move || actions.route.value().get() success=|_| "Route saved.".into() />
-            <ActionResult value=move || actions.create.value().get() success=shown_once />
         </div>
         <AsyncSection load=move || data spacing="mt-4" let:detail>
             <Receiver name=detail.name.clone() receiver=detail.receiver.clone() limits=detail.limits actions />
-            <Receivers detail route=actions.route add=actions.create />
+            // A new receiver's first save is the receiver form's action: one answer shown.
+            <Receivers detail route=actions.route add=actions.save />
         </AsyncSection>
         <Resend action=actions.resend />
     }

@@ -268,7 +268,7 @@ impl Events {
         // Each receiver's versions are its own: a named one's record says whose.
         let id = match name.is_default() {
             true => format!("v{}", item.version),
-            false => format!("{}-v{}", name.as_str(), item.version),
+            false => format!("receiver-{}-v{}", name.as_str(), item.version),
         };
         let mut a = AuditItem::new(
             store::AUDIT_PARTITION,
