@@ -62,7 +62,9 @@ pub async fn start_outbox_job(
     let req = BulkRequest {
         op: job_op(&op)?,
         filter: Filter {
-            cause: Some(cause.trim().to_string()).filter(|c| !c.is_empty()),
+            // A cause is a few words (`http 503`, `timeout`): a longer one matches none.
+            cause: Some(cause.trim().chars().take(64).collect::<String>())
+                .filter(|c| !c.is_empty()),
             ..Filter::default()
         },
         reason,

@@ -837,3 +837,30 @@ async fn no_url_the_console_makes_carries_anything_personal() {
         .to_string();
     assert!(!name.contains("jane"), "{name}");
 }
+
+#[tokio::test]
+async fn an_outbox_job_named_by_anything_but_its_id_and_an_endless_reason_are_refused_as_input() {
+    let app = spawn_app().await;
+    let viewer = app.session_as("jobs-viewer", Role::Viewer).await;
+    // An id DynamoDB would refuse as a key (over 2 KB): a 400, never a 500.
+    let long = "a".repeat(3000);
+    let ans = app
+        .call::<ops_console::api::outbox::OutboxJob>(&[("id", long.as_str())], Some(&viewer))
+        .await;
+    assert_eq!(ans.status, 400, "{}", ans.body);
+    let operator = app.session_as("jobs-operator", Role::Operator).await;
+    let reason = "r".repeat(600);
+    let ans = app
+        .call::<ops_console::api::outbox::MoveAction>(
+            &[
+                ("action", "x"),
+                ("op", "discard"),
+                ("reason", reason.as_str()),
+                ("form_key", &random_hex(16)),
+            ],
+            Some(&operator),
+        )
+        .await;
+    assert_eq!(ans.status, 400, "{}", ans.body);
+    assert!(ans.body.contains("reason"), "{}", ans.body);
+}

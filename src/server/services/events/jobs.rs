@@ -270,7 +270,9 @@ impl Events {
 
     /// A job as it stands (the page follows its progress).
     pub async fn job(&self, id: &str) -> Result<JobView, AppError> {
-        let job = jobs::get(&self.store, &JobRecord::key(id))
+        // A job's id is 16 hex digits: anything else names none (and is never a key).
+        let id = super::pause::hex16(id, "id", "No such job.")?;
+        let job = jobs::get(&self.store, &JobRecord::key(&id))
             .await?
             .ok_or(AppError::NotFound)?;
         Ok(job_view(job))

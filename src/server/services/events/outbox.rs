@@ -170,6 +170,8 @@ impl Events {
         form_key: &str,
         refs: &Refs,
     ) -> Result<bool, AppError> {
+        let reason = crate::model::kill_switches::Reason::parse(reason)?;
+        let reason = reason.as_str();
         let key = refs
             .decode(key_ref)
             .filter(|(kind, _)| kind == "action")
