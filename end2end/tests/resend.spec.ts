@@ -26,7 +26,7 @@ test.describe('resend', () => {
       await ask.getByRole('button', { name: 'Count' }).click();
       // The count comes first, in words, and sends nothing.
       const shown = section.getByTestId('resend-count');
-      await expect(shown).toHaveText(/^\d+ delivered side effects? decided from .+ UTC\.$/);
+      await expect(shown).toHaveText(/^\d+ delivered side effects? to default decided from .+ UTC\.$/);
       const n = Number((await shown.textContent())!.match(/^(\d+)/)![1]);
       expect(n).toBeGreaterThanOrEqual(1);
       expect(receiver.state.accepted.filter((id) => id === key).length).toBe(1);

@@ -172,7 +172,7 @@ pub async fn save_route(
     action_type: String,
     receiver: String,
     version: i64,
-) -> Result<(), AppError> {
+) -> Result<String, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
     let user = ctx::require(Role::Admin)?;
@@ -180,7 +180,12 @@ pub async fn save_route(
     ctx::state()?
         .events
         .set_route(&action_type, &name, version, &user.name)
-        .await
+        .await?;
+    Ok(format!(
+        "Routed: {} side effects queued from now go to {}.",
+        action_type.trim(),
+        name.as_str()
+    ))
 }
 
 /// A new signing secret beside the others (rotation): shown once.

@@ -6,21 +6,24 @@ use leptos::prelude::*;
 use crate::model::outbox::ResendCount;
 use crate::model::AppError;
 
-/// How many side effects of `group` (`delivered`, `dead`) and `action_type` (empty: every
-/// kind) entered it between `since` and `until` (UTC): what a resend would send.
+/// How many side effects of `group` (`delivered`, `dead`, `discarded`), `action_type`
+/// (empty: every kind) and `receiver` (absent: every receiver) entered it between `since`
+/// and `until` (UTC): what a resend would send.
 #[server]
 pub async fn count_resend(
     group: String,
     action_type: String,
     since: String,
     until: String,
+    #[server(default)] receiver: Option<String>,
 ) -> Result<ResendCount, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::services::events::resend::ResendScope;
     ctx::require(Role::Operator)?;
     let state = ctx::state()?;
-    let scope = ResendScope::parse(&group, &action_type, &since, &until, state.clock.now())?;
+    let scope = ResendScope::parse(&group, &action_type, &since, &until, state.clock.now())?
+        .of_receiver(receiver.as_deref())?;
     state.events.count_resend(&scope).await
 }
 
@@ -34,6 +37,7 @@ pub async fn start_resend(
     until: String,
     reason: String,
     form_key: String,
+    #[server(default)] receiver: Option<String>,
 ) -> Result<String, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
@@ -42,7 +46,8 @@ pub async fn start_resend(
     let user = ctx::require(Role::Operator)?;
     let state = ctx::state()?;
     let form_key = FormKey::parse(&form_key)?.to_string();
-    let scope = ResendScope::parse(&group, &action_type, &since, &until, state.clock.now())?;
+    let scope = ResendScope::parse(&group, &action_type, &since, &until, state.clock.now())?
+        .of_receiver(receiver.as_deref())?;
     state
         .events
         .start_resend(&scope, &reason, &user.name, &form_key)

@@ -163,9 +163,12 @@ pub struct ReceiverDetail {
     /// Every receiver's name, `default` first.
     #[serde(default)]
     pub names: Vec<String>,
-    /// Each action type and the receiver it goes to, in the order of the types.
+    /// Every action type, in the order pages list them.
     #[serde(default)]
-    pub routes: Vec<(String, String)>,
+    pub route_types: Vec<String>,
+    /// The receiver each of `route_types` goes to, in the same order.
+    #[serde(default)]
+    pub routes: Vec<String>,
     /// The routes' version, which a change of a route names.
     #[serde(default)]
     pub routes_version: i64,

@@ -229,35 +229,44 @@ pub fn receiver_attempts(attempts: u64, delivered: u64) {
     gauge!("opsconsole_receiver_delivered").set(delivered as f64);
 }
 
-/// The breaker's state and the actions it parks, as the alert check read them.
-pub fn receiver_breaker_state(open: bool, parked: u64) {
-    gauge!("opsconsole_receiver_breaker_open").set(f64::from(u8::from(open)));
-    gauge!("opsconsole_receiver_parked").set(parked as f64);
+/// A receiver's breaker and the side effects it parks, as the alert check read them
+/// (`receiver`: its name, `default` or one an admin gave: at most 8, nothing personal).
+pub fn receiver_breaker_state(receiver: &str, open: bool, parked: u64) {
+    let r = receiver.to_string();
+    gauge!("opsconsole_receiver_breaker_open", "receiver" => r.clone())
+        .set(f64::from(u8::from(open)));
+    gauge!("opsconsole_receiver_parked", "receiver" => r).set(parked as f64);
 }
 
 /// This console opened or closed the receiver's breaker: `open`, `close`.
-pub fn receiver_breaker(change: &'static str) {
-    counter!("opsconsole_receiver_breaker_changes_total", "change" => change).increment(1);
+pub fn receiver_breaker(receiver: &str, change: &'static str) {
+    let r = receiver.to_string();
+    counter!("opsconsole_receiver_breaker_changes_total", "change" => change, "receiver" => r)
+        .increment(1);
 }
 
 /// A resend job queued one side effect again.
-pub fn receiver_resent() {
-    counter!("opsconsole_receiver_resends_total").increment(1);
+pub fn receiver_resent(receiver: &str) {
+    let r = receiver.to_string();
+    counter!("opsconsole_receiver_resends_total", "receiver" => r).increment(1);
 }
 
 /// A send waited for the next second: the receiver's rate was spent.
-pub fn receiver_rate_waited() {
-    counter!("opsconsole_receiver_rate_waits_total").increment(1);
+pub fn receiver_rate_waited(receiver: &str) {
+    let r = receiver.to_string();
+    counter!("opsconsole_receiver_rate_waits_total", "receiver" => r).increment(1);
 }
 
 /// Every slot of the receiver's concurrency limit was held.
-pub fn receiver_slot_waited() {
-    counter!("opsconsole_receiver_slot_waits_total").increment(1);
+pub fn receiver_slot_waited(receiver: &str) {
+    let r = receiver.to_string();
+    counter!("opsconsole_receiver_slot_waits_total", "receiver" => r).increment(1);
 }
 
 /// The receiver's 429 paused every console's sends.
-pub fn receiver_backed_off() {
-    counter!("opsconsole_receiver_back_offs_total").increment(1);
+pub fn receiver_backed_off(receiver: &str) {
+    let r = receiver.to_string();
+    counter!("opsconsole_receiver_back_offs_total", "receiver" => r).increment(1);
 }
 
 /// One delivery attempt's end: `delivered`, `retry` or `dead`.

@@ -58,6 +58,19 @@ async fn add_receiver(app: &TestApp, name: &ReceiverName) -> Receiver {
     receiver
 }
 
+/// An app delivering to `default`, with the receiver `crm` added and `tag` routed to it.
+async fn tags_to_crm() -> (TestApp, Receiver, ReceiverName, Receiver) {
+    let (app, default) = app_with_receiver().await;
+    let crm = ReceiverName::parse("crm").unwrap();
+    let to_crm = add_receiver(&app, &crm).await;
+    app.state
+        .events
+        .set_route("tag", &crm, 1, "admin")
+        .await
+        .unwrap();
+    (app, default, crm, to_crm)
+}
+
 /// Every side effect `receiver` took waited for the one before it of its receiver and
 /// conversation, which `receiver` took first.
 async fn in_order(app: &TestApp, receiver: &Receiver, name: Option<&str>) {
@@ -74,11 +87,8 @@ async fn in_order(app: &TestApp, receiver: &Receiver, name: Option<&str>) {
 
 #[tokio::test]
 async fn each_action_type_goes_to_its_receiver_in_order_under_that_receivers_pause_and_breaker() {
-    let (app, default) = app_with_receiver().await;
+    let (app, default, crm, to_crm) = tags_to_crm().await;
     let events = &app.state.events;
-    let crm = ReceiverName::parse("crm").unwrap();
-    let to_crm = add_receiver(&app, &crm).await;
-    events.set_route("tag", &crm, 1, "admin").await.unwrap();
     // A stale version, an unknown receiver, a type that is none, a name that is none.
     let refusals = [
         events.set_route("tag", &crm, 1, "admin").await,
@@ -166,6 +176,22 @@ async fn each_action_type_goes_to_its_receiver_in_order_under_that_receivers_pau
     assert!(
         b.breaker_id.is_none(),
         "default's breaker is its own: {b:?}"
+    );
+    // Its own alert and series, counting its own parked side effects.
+    let judged = app.state.alerts.judge().await.unwrap();
+    let rule = |id: &str| judged.iter().find(|j| j.id == id).expect(id).clone();
+    let (own, other) = (
+        rule("outbox.receiver_breaker.crm"),
+        rule("outbox.receiver_breaker"),
+    );
+    assert!(own.breached && own.sample > 0, "{own:?}");
+    assert!(own.summary.starts_with("Receiver crm: "), "{}", own.summary);
+    assert!(!other.breached, "{other:?}");
+    let key = app.api_key(&["metrics:read"]).await;
+    let metrics = app.api("GET", "/metrics", &key, None).await.body;
+    assert!(
+        metrics.contains("opsconsole_receiver_breaker_open{receiver=\"crm\"} 1"),
+        "{metrics}"
     );
     let opening = events
         .breaker_state(&crm)
@@ -308,11 +334,8 @@ async fn a_pause_made_while_a_round_is_sending_stops_its_claims_within_the_round
 #[tokio::test]
 async fn a_named_receivers_side_effect_put_in_defaults_range_by_an_older_console_goes_to_its_own() {
     use aws_sdk_dynamodb::types::AttributeValue;
-    let (app, default) = app_with_receiver().await;
+    let (app, default, crm, to_crm) = tags_to_crm().await;
     let events = &app.state.events;
-    let crm = ReceiverName::parse("crm").unwrap();
-    let to_crm = add_receiver(&app, &crm).await;
-    events.set_route("tag", &crm, 1, "admin").await.unwrap();
     let pause = Control::Pause;
     events
         .control(&crm, &pause, "hold them", "op")
@@ -364,4 +387,58 @@ async fn a_named_receivers_side_effect_put_in_defaults_range_by_an_older_console
     events.control(&crm, &resume, "go", "op").await.unwrap();
     events.dispatch_all().await.unwrap();
     assert!(to_crm.order().contains(&tag.event_id), "crm took it");
+}
+
+#[tokio::test]
+async fn a_resend_of_one_receivers_window_sends_its_side_effects_only_each_once_more() {
+    use ops_console::server::services::events::resend::ResendScope;
+    let (app, default, _, to_crm) = tags_to_crm().await;
+    let events = &app.state.events;
+    let at = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%dT%H:%M:%S").to_string();
+    let since = at(app.clock.now() - chrono::Duration::minutes(1));
+    let key = app.api_key(&["events:write"]).await;
+    for c in ["c-again-1", "c-again-2"] {
+        let body = event(c, Some("m-1"), "Where is my order? I want a refund");
+        assert_eq!(post_event(&app, &key, &body).await.status, 200);
+    }
+    events.dispatch_all().await.unwrap();
+    app.clock.advance(chrono::Duration::minutes(1));
+    let until = at(app.clock.now());
+    let (tags, others) = (to_crm.total(), default.total());
+    assert!(tags > 0 && others > 0, "{tags} {others}");
+    let scope = |receiver: Option<&str>| {
+        ResendScope::parse("delivered", "", &since, &until, app.clock.now())
+            .unwrap()
+            .of_receiver(receiver)
+            .unwrap()
+    };
+    // Each receiver counts its own; without one, every receiver's.
+    let counted = events.count_resend(&scope(Some("crm"))).await.unwrap();
+    assert_eq!(counted.n as usize, tags, "{}", counted.words);
+    assert!(counted.words.contains(" to crm"), "{}", counted.words);
+    let own = events.count_resend(&scope(Some("default"))).await.unwrap();
+    assert_eq!(own.n as usize, others, "{}", own.words);
+    let all = events.count_resend(&scope(None)).await.unwrap();
+    assert_eq!(all.n as usize, tags + others, "{}", all.words);
+    let none = events.count_resend(&scope(Some("nobody"))).await;
+    assert!(matches!(none, Err(AppError::NotFound)), "{none:?}");
+    // Sent again: crm's side effects, each once more, to crm; nothing more to default.
+    let form_key = ops_console::server::ids::random_hex(16);
+    let crm_lost_data = scope(Some("crm"));
+    events
+        .start_resend(&crm_lost_data, "crm lost data", "op", &form_key)
+        .await
+        .unwrap();
+    for _ in 0..40 {
+        events.run_jobs().await.unwrap();
+        events.dispatch_all().await.unwrap();
+        let running = ops_console::server::store::events::jobs::running(&app.store);
+        if running.await.unwrap().is_empty() {
+            break;
+        }
+        app.clock.advance(chrono::Duration::milliseconds(250));
+    }
+    assert_eq!(to_crm.total(), 2 * tags, "each tag once more");
+    assert!(to_crm.counts().values().all(|n| *n == 2), "once more each");
+    assert_eq!(default.total(), others, "nothing more to default");
 }

@@ -91,6 +91,9 @@ pub struct ResendWindow {
     /// When it ends (included).
     #[serde(default)]
     pub until: Option<String>,
+    /// One receiver's side effects (`default`, or a named one); absent: every receiver's.
+    #[serde(default)]
+    pub receiver: Option<String>,
 }
 
 /// How many side effects a resend of the window would send.
@@ -117,6 +120,9 @@ pub struct ResendRequest {
     /// Why (redacted before it is stored).
     #[schema(max_length = 500, min_length = 1)]
     pub reason: String,
+    /// One receiver's side effects (`default`, or a named one); absent: every receiver's.
+    #[serde(default)]
+    pub receiver: Option<String>,
 }
 
 /// The resend's job, started (or found: the same `Idempotency-Key` starts one).

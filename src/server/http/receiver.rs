@@ -11,7 +11,7 @@ use axum::{Json, Router};
 
 use super::extract::{JsonBody, ReceiverRead, ReceiverWrite, Scoped};
 use super::idempotency::{self, ClaimedKey};
-use super::problem::Problem;
+use super::problem::{Problem, ProblemResponse};
 use crate::model::outbox::{ReceiverName, ReceiverView};
 use crate::model::users::Role;
 use crate::server::contract::receiver::{
@@ -59,7 +59,10 @@ fn state_word(v: &ReceiverView) -> &'static str {
     path = "/api/v1/receiver",
     tag = "receiver",
     params(ReceiverQuery),
-    responses((status = 200, description = "OK", body = ReceiverState)),
+    responses(
+        (status = 200, description = "OK", body = ReceiverState),
+        (status = 404, response = ProblemResponse)
+    ),
     security(("api_key" = ["receiver:read"])),
 )]
 /// A receiver's deliveries (`default`'s unless `receiver` names another): delivering,
@@ -77,7 +80,7 @@ pub(crate) async fn receiver(
     Ok(Json(ReceiverState {
         receiver: detail.name,
         receivers: detail.names,
-        routes: detail.routes.into_iter().collect(),
+        routes: detail.route_types.into_iter().zip(detail.routes).collect(),
         state: state_word(&v).into(),
         waits: Some(waits.words).filter(|w| !w.is_empty()),
         pause_id: waits.pause_id,
@@ -98,7 +101,10 @@ pub(crate) async fn receiver(
     tag = "receiver",
     request_body(content = PauseChange, content_type = "application/json"),
     params(("Idempotency-Key" = String, Header, description = "Required: a unique value per request, sent again unchanged on retry")),
-    responses((status = 200, description = "Paused, or resumed", body = ReceiverChanged)),
+    responses(
+        (status = 200, description = "Paused, or resumed", body = ReceiverChanged),
+        (status = 404, response = ProblemResponse)
+    ),
     security(("api_key" = ["receiver:write"])),
 )]
 /// Pauses the deliveries (no `pause_id`) or resumes the pause `pause_id`, with a reason:
@@ -129,7 +135,10 @@ pub(crate) async fn pause(
     tag = "receiver",
     request_body(content = BreakerChange, content_type = "application/json"),
     params(("Idempotency-Key" = String, Header, description = "Required: a unique value per request, sent again unchanged on retry")),
-    responses((status = 200, description = "Opened, or closed", body = ReceiverChanged)),
+    responses(
+        (status = 200, description = "Opened, or closed", body = ReceiverChanged),
+        (status = 404, response = ProblemResponse)
+    ),
     security(("api_key" = ["receiver:write"])),
 )]
 /// Opens the breaker (no `breaker_id`) or closes the opening `breaker_id`, with a reason:
@@ -157,7 +166,10 @@ pub(crate) async fn breaker(
     path = "/api/v1/receiver/resends/count",
     tag = "receiver",
     params(ResendWindow),
-    responses((status = 200, description = "OK", body = ResendCounted)),
+    responses(
+        (status = 200, description = "OK", body = ResendCounted),
+        (status = 404, response = ProblemResponse)
+    ),
     security(("api_key" = ["receiver:read"])),
 )]
 /// How many side effects a resend of the window would send: count before you resend.
@@ -173,7 +185,8 @@ pub(crate) async fn count_resend(
         &text(&w.since),
         &text(&w.until),
         state.clock.now(),
-    )?;
+    )?
+    .of_receiver(w.receiver.as_deref())?;
     let c = state.events.count_resend(&scope).await?;
     Ok(Json(ResendCounted {
         n: c.n,
@@ -187,7 +200,10 @@ pub(crate) async fn count_resend(
     tag = "receiver",
     request_body(content = ResendRequest, content_type = "application/json"),
     params(("Idempotency-Key" = String, Header, description = "Required: a unique value per request, sent again unchanged on retry")),
-    responses((status = 202, description = "The job started; the Outbox page follows it", body = ResendStarted)),
+    responses(
+        (status = 202, description = "The job started; the Outbox page follows it", body = ResendStarted),
+        (status = 404, response = ProblemResponse)
+    ),
     security(("api_key" = ["receiver:write"])),
 )]
 /// Sends the window's side effects again, each once, under its own `webhook-id`, as a job
@@ -204,7 +220,8 @@ pub(crate) async fn resend(
         &body.since,
         &body.until,
         state.clock.now(),
-    )?;
+    )?
+    .of_receiver(body.receiver.as_deref())?;
     let actor = format!("api:{}", auth.principal.name);
     let words = state
         .events

@@ -23,6 +23,8 @@ pub enum Cond {
     Lt(AttributeValue),
     /// Anything but this value.
     Ne(AttributeValue),
+    /// The attribute is absent.
+    Absent,
 }
 
 /// One query: a partition of the table or of one of its indexes, an optional sort-key
@@ -117,6 +119,7 @@ fn condition(
             values.insert(format!(":{placeholder}"), AttributeValue::S(prefix.clone()));
             format!("begins_with(#{placeholder}, :{placeholder})")
         }
+        Cond::Absent => format!("attribute_not_exists(#{placeholder})"),
     }
 }
 
@@ -195,6 +198,7 @@ fn cond_parts(cond: &Cond) -> Vec<String> {
         Cond::BeginsWith(p) => vec!["begins".into(), p.clone()],
         Cond::Lt(v) => vec!["<".into(), cursor::part(v)],
         Cond::Ne(v) => vec!["<>".into(), cursor::part(v)],
+        Cond::Absent => vec!["absent".into()],
     }
 }
 

@@ -19,28 +19,28 @@ impl Alerts {
     /// failures and the last errors; a new opening is a new episode.
     pub(super) async fn breaker_rules(&self) -> Result<Vec<Judged>, AppError> {
         let mut out = Vec::new();
-        let mut open = false;
         for name in self.receiver_names().await? {
             let b = events_breaker::current(&self.store, &self.config, &name).await?;
-            open |= b.breaker_id.is_some();
-            out.push((name, b));
+            // Its own side effects in the outbox: those routed to it.
+            let own = Filter {
+                receiver: Some(name.as_str().to_string()),
+                ..Filter::default()
+            };
+            let parked = match b.breaker_id {
+                Some(_) => outbox_reads::count(&self.store, Group::Due, &own).await?,
+                None => 0,
+            };
+            metrics::receiver_breaker_state(name.as_str(), b.breaker_id.is_some(), parked);
+            out.push(self.breaker_rule(&name, &b, parked));
         }
-        let parked = match open {
-            true => outbox_reads::count(&self.store, Group::Due, &Filter::default()).await?,
-            false => 0,
-        };
-        metrics::receiver_breaker_state(open, parked);
-        Ok(out
-            .into_iter()
-            .map(|(name, b)| self.breaker_rule(&name, &b, parked))
-            .collect())
+        Ok(out)
     }
 
     fn breaker_rule(&self, name: &ReceiverName, b: &Breaker, parked: u64) -> Judged {
         let probe = self.config.events.breaker_probe_seconds;
         let (id, whose) = rule_of("outbox.receiver_breaker", name);
         let summary = match events_breaker::words(b, probe) {
-            Some(words) => format!("{whose}{words} {parked} side effects in the outbox."),
+            Some(words) => format!("{whose}{words} {parked} of its side effects in the outbox."),
             None => format!("{whose}The receiver's breaker is closed."),
         };
         Judged {

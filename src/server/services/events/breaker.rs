@@ -154,7 +154,7 @@ impl Events {
         let (_, writes) = self.prepare_breaker_open(name, receiver, reason, "system", now)?;
         let opened = writes.commit(&self.store).await?.is_done();
         if opened {
-            crate::server::metrics::receiver_breaker("open");
+            crate::server::metrics::receiver_breaker(name.as_str(), "open");
             tracing::warn!("the receiver's breaker opened: deliveries park");
         }
         Ok(opened)
@@ -278,7 +278,7 @@ impl Events {
         };
         match closed {
             Ok(outcome) if outcome.is_done() => {
-                crate::server::metrics::receiver_breaker("close");
+                crate::server::metrics::receiver_breaker(name.as_str(), "close");
                 tracing::info!("a probe was answered: the receiver's breaker closed");
             }
             Ok(_) => {}
@@ -323,7 +323,7 @@ impl Events {
             probe: true,
             spare: &Spare::default(),
             stop: &AtomicBool::new(false),
-            gate: &super::dispatch::Gate::new(),
+            gate: &super::round::Gate::new(),
         };
         let step = self.step(oldest, Some(&probe)).await?;
         round.count(step);

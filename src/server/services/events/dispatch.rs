@@ -5,7 +5,7 @@
 //! sends it signed, and records the answer under the claim — delivered, a retry at the next
 //! time of the schedule, or a dead letter.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use axum::body::Bytes;
@@ -15,7 +15,8 @@ use tracing::Instrument;
 use super::ingest::{iso, short, Events};
 use super::rate::Spare;
 use super::receiver::Target;
-use super::round::{Round, Step};
+use super::round::{Gate, Round, Step, RECHECK_MS, ROUND_BUDGET};
+use super::routes::stored;
 use super::slots::Slot;
 use crate::model::outbox::ReceiverName;
 use crate::server::ids::random_hex;
@@ -44,31 +45,6 @@ pub(super) struct Attempt<'a> {
     pub(super) stop: &'a AtomicBool,
     /// When the round began and last read the kill switches and the pause.
     pub(super) gate: &'a Gate,
-}
-
-/// How long one receiver's round claims at most: the rest is left for the next round, so
-/// a slow receiver's round never keeps the others' next rounds waiting for long.
-const ROUND_BUDGET: std::time::Duration = std::time::Duration::from_secs(20);
-
-/// How often a round reads the kill switches and the receiver's pause again before a
-/// claim: safe mode or a pause turned on mid-round stops its claims within this, not at its
-/// end.
-const RECHECK_MS: i64 = 500;
-
-/// When a round began, and when it last read the kill switches and the pause (wall ms).
-pub(super) struct Gate {
-    started: Instant,
-    checked_ms: AtomicI64,
-}
-
-impl Gate {
-    /// A round that read them just now.
-    pub(super) fn new() -> Gate {
-        Gate {
-            started: Instant::now(),
-            checked_ms: AtomicI64::new(super::rate::wall_ms()),
-        }
-    }
 }
 
 impl Events {
@@ -190,12 +166,10 @@ impl Events {
         name: &ReceiverName,
         now_ms: i64,
     ) -> Result<usize, StoreError> {
-        let mut due = 0;
+        let (mut due, receiver) = (0, stored(name));
         for shard in 0..SHARDS {
-            due += outbox_reads::due(&self.store, stored(name), shard, now_ms, PER_SHARD, None)
-                .await?
-                .0
-                .len();
+            let page = outbox_reads::due(&self.store, receiver, shard, now_ms, PER_SHARD, None);
+            due += page.await?.0.len();
         }
         Ok(due)
     }
@@ -420,9 +394,4 @@ impl Events {
             }
         }
     }
-}
-
-/// How the actions of the receiver `name` store it: `None` for `default`.
-pub(super) fn stored(name: &ReceiverName) -> Option<&str> {
-    (!name.is_default()).then(|| name.as_str())
 }

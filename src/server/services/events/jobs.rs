@@ -105,13 +105,19 @@ impl Events {
         let total = outbox_reads::count(&self.store, g, &req.filter).await? as i64;
         // One job per form and operation: a double click finds the first.
         let key = JobRecord::key(&short(&format!(
-            "{}|{}|{}|{:?}|{:?}|{:?}",
+            "{}|{}|{}|{:?}|{:?}|{:?}{}",
             req.form_key,
             req.op.as_str(),
             g.as_str(),
             req.filter.cause,
             req.filter.action_type,
             req.filter.window,
+            // Absent from jobs of every receiver: their keys are what they always were.
+            req.filter
+                .receiver
+                .as_ref()
+                .map(|r| format!("|{r}"))
+                .unwrap_or_default(),
         )));
         let (outbox, outbox_sk) = JobRecord::listed(&iso(now), &key);
         let job = JobRecord {
@@ -123,6 +129,7 @@ impl Events {
             action_type: req.filter.action_type.clone(),
             since_ms: req.filter.window.map(|w| w.0),
             until_ms: req.filter.window.map(|w| w.1),
+            receiver: req.filter.receiver.clone(),
             reason,
             actor: req.actor.clone(),
             total,
@@ -201,6 +208,7 @@ impl Events {
             cause: job.cause.clone(),
             action_type: job.action_type.clone(),
             window: job.since_ms.zip(job.until_ms),
+            receiver: job.receiver.clone(),
             // A resend sends nothing past its retention that TTL has not deleted yet.
             alive_at: job.op.resends().then(|| self.clock.now().timestamp()),
             not_resent_by: job.op.resends().then(|| job.event_id.clone()),

@@ -46,7 +46,7 @@ impl Events {
         let mut moved: HashMap<String, i64> = HashMap::new();
         let mut cursor: Option<String> = None;
         for _ in 0..PAGES_PER_SHARD {
-            let receiver = super::dispatch::stored(name);
+            let receiver = super::routes::stored(name);
             let (page, next) = outbox_reads::due(
                 &self.store,
                 receiver,

@@ -10,7 +10,9 @@ use super::ingest::{iso, short, Events};
 use super::jobs::job_view;
 pub use super::jobs::{group_named, job_op, BulkRequest};
 use super::pages::{masked_in, page_conversation};
-use crate::model::outbox::{ConversationFilter, OutboxCounts, OutboxRow, OutboxView, TryRow};
+use crate::model::outbox::{
+    ConversationFilter, OutboxCounts, OutboxRow, OutboxView, ReceiverName, TryRow,
+};
 use crate::model::users::Role;
 use crate::model::AppError;
 use crate::server::domain::redact;
@@ -239,7 +241,8 @@ impl Events {
         )
         .await?;
         if moved && mv == Move::Resend {
-            crate::server::metrics::receiver_resent();
+            let to = rec.receiver.as_deref().unwrap_or(ReceiverName::DEFAULT);
+            crate::server::metrics::receiver_resent(to);
         }
         if moved && matches!(mv, Move::Release | Move::Redrive | Move::Resend) {
             self.kick.notify_one();

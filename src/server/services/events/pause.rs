@@ -186,7 +186,7 @@ impl Events {
         let until = now.timestamp_millis() + secs * 1000;
         match store::back_off(&self.store, name, until).await {
             Ok(()) => {
-                crate::server::metrics::receiver_backed_off();
+                crate::server::metrics::receiver_backed_off(name.as_str());
                 tracing::info!(
                     secs,
                     "the receiver asked for a pause (429): every console waits"

@@ -115,7 +115,7 @@ impl Events {
                             room_at_us,
                             shard: Some(shard),
                         };
-                        crate::server::metrics::receiver_rate_waited();
+                        crate::server::metrics::receiver_rate_waited(target.name.as_str());
                     }
                 }
             }

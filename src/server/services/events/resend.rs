@@ -10,7 +10,7 @@ use chrono::{DateTime, Datelike, NaiveDateTime, Utc};
 
 use super::ingest::Events;
 use super::outbox::BulkRequest;
-use crate::model::outbox::ResendCount;
+use crate::model::outbox::{ReceiverName, ResendCount};
 use crate::model::AppError;
 use crate::server::domain::events::decision::ActionType;
 use crate::server::store::events::jobs::JobOp;
@@ -25,6 +25,8 @@ pub struct ResendScope {
     action_type: Option<ActionType>,
     since: DateTime<Utc>,
     until: DateTime<Utc>,
+    /// One receiver's side effects (`None`: every receiver's).
+    receiver: Option<ReceiverName>,
 }
 
 /// A time as a form sends it (`2026-11-27T14:00`, seconds optional; UTC) or RFC 3339.
@@ -87,13 +89,21 @@ impl ResendScope {
             action_type,
             since,
             until,
+            receiver: None,
         })
+    }
+
+    /// The same scope, of the receiver `raw` names only (absent: every receiver's).
+    pub fn of_receiver(self, raw: Option<&str>) -> Result<ResendScope, AppError> {
+        let receiver = raw.map(ReceiverName::parse).transpose()?;
+        Ok(ResendScope { receiver, ..self })
     }
 
     fn filter(&self) -> Filter {
         Filter {
             action_type: self.action_type.map(|t| t.as_str().to_string()),
             window: Some((self.since.timestamp_millis(), self.until.timestamp_millis())),
+            receiver: self.receiver.as_ref().map(|r| r.as_str().to_string()),
             ..Filter::default()
         }
     }
@@ -112,8 +122,13 @@ impl ResendScope {
             .unwrap_or_default();
         let at = |t: DateTime<Utc>| t.format("%Y-%m-%d %H:%M:%S").to_string();
         let least = if exact { "" } else { "at least " };
+        let to = self
+            .receiver
+            .as_ref()
+            .map(|r| format!(" to {}", r.as_str()))
+            .unwrap_or_default();
         format!(
-            "{least}{n} {what}{kind} decided from {} to {} UTC",
+            "{least}{n} {what}{kind}{to} decided from {} to {} UTC",
             at(self.since),
             at(self.until)
         )
@@ -143,6 +158,9 @@ impl Events {
     /// How many a resend of `scope` would send, in words: what the page shows before it
     /// asks for a reason.
     pub async fn count_resend(&self, scope: &ResendScope) -> Result<ResendCount, AppError> {
+        if let Some(r) = &scope.receiver {
+            self.known_receiver(r).await?;
+        }
         let c = outbox_reads::tally(&self.store, scope.group, &self.resend_filter(scope)?).await?;
         Ok(ResendCount {
             n: c.n,
@@ -160,6 +178,9 @@ impl Events {
         actor: &str,
         form_key: &str,
     ) -> Result<String, AppError> {
+        if let Some(r) = &scope.receiver {
+            self.known_receiver(r).await?;
+        }
         let op = if scope.group == Group::Discarded {
             JobOp::ResendDiscarded
         } else {

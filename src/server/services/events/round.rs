@@ -1,6 +1,9 @@
 //! What a dispatch round did (docs/events.md, "Delivery"): each receiver's round counted,
 //! and the rounds of every receiver added up.
 
+use std::sync::atomic::AtomicI64;
+use std::time::Instant;
+
 use crate::server::store::events::ActionStatus;
 
 /// What one round did.
@@ -66,4 +69,29 @@ pub(super) enum Step {
     Taken,
     /// Left for the next round (see [`Attempt::stop`]).
     Left,
+}
+
+/// How long one receiver's round claims at most: the rest is left for the next round, so
+/// a slow receiver's round never keeps the others' next rounds waiting for long.
+pub(super) const ROUND_BUDGET: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// How often a round reads the kill switches and the receiver's pause again before a
+/// claim: safe mode or a pause turned on mid-round stops its claims within this, not at its
+/// end.
+pub(super) const RECHECK_MS: i64 = 500;
+
+/// When a round began, and when it last read the kill switches and the pause (wall ms).
+pub(super) struct Gate {
+    pub(super) started: Instant,
+    pub(super) checked_ms: AtomicI64,
+}
+
+impl Gate {
+    /// A round that read them just now.
+    pub(super) fn new() -> Gate {
+        Gate {
+            started: Instant::now(),
+            checked_ms: AtomicI64::new(super::rate::wall_ms()),
+        }
+    }
 }

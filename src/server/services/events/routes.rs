@@ -29,6 +29,11 @@ pub fn receiver_of(routes: &RoutesItem, action_type: &str) -> Option<String> {
         .cloned()
 }
 
+/// How the actions of the receiver `name` store it: `None` for `default`.
+pub(super) fn stored(name: &ReceiverName) -> Option<&str> {
+    (!name.is_default()).then(|| name.as_str())
+}
+
 /// Every receiver's name, `default` first. A stored name that no longer parses (an item
 /// changed by hand) is left out: no key is ever built from it.
 pub fn names(routes: &RoutesItem) -> Vec<ReceiverName> {
@@ -42,8 +47,9 @@ pub fn names(routes: &RoutesItem) -> Vec<ReceiverName> {
         .collect()
 }
 
-/// Each action type and the name of the receiver it goes to, in the order pages list types.
-pub fn table(routes: &RoutesItem) -> Vec<(String, String)> {
+/// Every action type, in the order pages list them, and the name of the receiver each goes
+/// to.
+pub fn table(routes: &RoutesItem) -> (Vec<String>, Vec<String>) {
     ActionType::ALL
         .iter()
         .map(|t| {
@@ -51,7 +57,7 @@ pub fn table(routes: &RoutesItem) -> Vec<(String, String)> {
             let to = to.unwrap_or_else(|| ReceiverName::DEFAULT.to_string());
             (t.as_str().to_string(), to)
         })
-        .collect()
+        .unzip()
 }
 
 impl Events {

@@ -68,7 +68,7 @@ impl Events {
                     holder,
                 });
             }
-            crate::server::metrics::receiver_slot_waited();
+            crate::server::metrics::receiver_slot_waited(target.name.as_str());
             if tries == 1 || stop.load(Ordering::SeqCst) {
                 break;
             }

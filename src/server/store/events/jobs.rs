@@ -82,6 +82,9 @@ pub struct JobRecord {
     pub since_ms: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until_ms: Option<i64>,
+    /// A resend of one receiver's side effects: its name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver: Option<String>,
     /// Why (redacted before it is stored).
     pub reason: String,
     pub actor: String,

@@ -30,6 +30,8 @@ pub struct Filter {
     /// Those this resend job has not moved already (its key): a redelivery stamped by a
     /// console whose clock runs behind would otherwise be listed, and refused, every pass.
     pub not_resent_by: Option<String>,
+    /// Those routed to this receiver (`default`: those without a `receiver`).
+    pub receiver: Option<String>,
 }
 
 impl Filter {
@@ -70,6 +72,11 @@ fn spec(store: &Store, group: Group, shard: u32, filter: &Filter, due_by: Option
     if let Some(job) = &filter.not_resent_by {
         // Also true where the attribute is absent (never resent).
         filters.push(("resend_job", Cond::Ne(s(job))));
+    }
+    match filter.receiver.as_deref() {
+        Some("default") => filters.push(("receiver", Cond::Absent)),
+        Some(r) => filters.push(("receiver", Cond::Eq(s(r)))),
+        None => {}
     }
     if let Some(now) = filter.alive_at {
         filters.push(("expires_at", Cond::Between(n(now + 1), n(i64::MAX))));

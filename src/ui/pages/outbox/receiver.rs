@@ -34,7 +34,7 @@ struct Actions {
     pause: FormAction<String>,
     breaker: FormAction<String>,
     resend: FormAction<String>,
-    route: FormAction<()>,
+    route: FormAction<String>,
     /// Successful saves (a refused one leaves the form as typed).
     saved: Memo<usize>,
 }
@@ -82,7 +82,7 @@ pub fn ReceiverPage() -> impl IntoView {
             <ActionResult value=move || actions.pause.value().get() success=|m: &String| m.clone() />
             <ActionResult value=move || actions.breaker.value().get() success=|m: &String| m.clone() />
             <ActionResult value=move || actions.resend.value().get() success=|m: &String| m.clone() />
-            <ActionResult value=move || actions.route.value().get() success=|_| "Route saved.".into() />
+            <ActionResult value=move || actions.route.value().get() success=|m: &String| m.clone() />
         </div>
         <AsyncSection load=move || data spacing="mt-4" let:detail>
             <Receiver name=detail.name.clone() receiver=detail.receiver.clone() limits=detail.limits actions />

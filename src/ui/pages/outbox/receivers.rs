@@ -1,42 +1,49 @@
-//! The receivers on the Receiver page (docs/events.md, "Receivers"): a link to each one's
-//! page, and for admins the route of each action type and the form that adds a receiver.
+//! The receivers on the Receiver page (docs/events.md, "Receivers"): every one, to open its
+//! page, and where each action type goes, and for admins the form that routes a type and the
+//! form that adds a receiver.
 
 use leptos::prelude::*;
 
 use crate::model::outbox::ReceiverDetail;
 use crate::ui::components::post_form::{FormAction, PostForm};
 
-/// Every receiver, the routes, and the form that adds one.
+/// Every receiver, the routes, and the admins' forms.
 #[component]
 pub fn Receivers(
     detail: ReceiverDetail,
-    route: FormAction<()>,
+    route: FormAction<String>,
     add: FormAction<Option<String>>,
 ) -> impl IntoView {
-    let links = detail
-        .names
+    // The routes in words, made here once: no list to keep in step.
+    let routes = detail
+        .route_types
         .iter()
-        .map(|n| {
-            let current = *n == detail.name;
-            view! {
-                <a
-                    href=format!("/outbox/receiver?receiver={n}")
-                    aria-current=current.then_some("page")
-                    class="rounded border border-slate-300 px-2 py-0.5 text-sm aria-[current=page]:bg-slate-900 aria-[current=page]:text-white"
-                >
-                    {n.clone()}
-                </a>
-            }
-        })
-        .collect_view();
+        .zip(&detail.routes)
+        .map(|(kind, to)| format!("{kind} → {to}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let option = |n: &String| view! { <option value=n.clone()>{n.clone()}</option> };
+    let kinds = detail.route_types.iter().map(option).collect_view();
+    let names = detail.names.iter().map(option).collect_view();
+    let open = detail.names.iter().map(option).collect_view();
     view! {
         <section aria-label="Receivers" class="mt-6 rounded-lg border border-slate-200 bg-white p-5 shadow-sm">
             <h2 class="text-lg font-semibold">"Receivers"</h2>
-            <nav aria-label="Every receiver" class="mt-2 flex flex-wrap gap-2">{links}</nav>
+            // One GET form that opens a receiver's page: the address holds only its name.
+            <form method="get" action="/outbox/receiver" class="mt-2 flex items-end gap-2 text-sm">
+                <label>"Open receiver" <select name="receiver" class="ml-1 rounded border border-slate-300 px-1 py-0.5">{open}</select></label>
+                <button type="submit" class="rounded border border-slate-300 px-3 py-1">"Open"</button>
+            </form>
+            <p class="mt-2 text-sm" data-testid="routes">{routes}</p>
             <details class="mt-3">
                 <summary class="cursor-pointer text-sm font-medium text-sky-800">"Routes and a new receiver (admins)…"</summary>
-                <p class="mt-2 text-xs text-slate-500">"Each action type goes to one receiver; a change applies to side effects queued after it."</p>
-                <Routes names=detail.names routes=detail.routes version=detail.routes_version route />
+                <p class="mt-2 text-xs text-slate-500">"A route applies to side effects queued after it."</p>
+                <PostForm action=route attr:class="mt-2 flex flex-wrap items-end gap-2 text-sm">
+                    <input type="hidden" name="version" value=detail.routes_version.to_string() />
+                    <label>"Kind" <select name="action_type" class="ml-1 rounded border border-slate-300 px-1 py-0.5">{kinds}</select></label>
+                    <label>"Goes to" <select name="receiver" class="ml-1 rounded border border-slate-300 px-1 py-0.5">{names}</select></label>
+                    <button type="submit" class="rounded border border-slate-300 px-3 py-1">"Save route"</button>
+                </PostForm>
                 <PostForm action=add attr:class="mt-3 flex flex-wrap items-end gap-2 text-sm">
                     <input type="hidden" name="version" value="0" />
                     <input type="hidden" name="enabled" value="on" />
@@ -47,35 +54,4 @@ pub fn Receivers(
             </details>
         </section>
     }
-}
-
-/// Each action type and the receiver it goes to, each with its form (admins).
-#[component]
-fn Routes(
-    names: Vec<String>,
-    routes: Vec<(String, String)>,
-    version: i64,
-    route: FormAction<()>,
-) -> impl IntoView {
-    let version = version.to_string();
-    let routes = routes
-        .into_iter()
-        .map(|(kind, to)| {
-            let version = version.clone();
-            let options = names
-                .iter()
-                .map(|n| view! { <option value=n.clone() selected=*n == to>{n.clone()}</option> })
-                .collect_view();
-            view! {
-                <PostForm action=route attr:class="flex items-center gap-2 text-sm">
-                    <input type="hidden" name="action_type" value=kind.clone() />
-                    <input type="hidden" name="version" value=version />
-                    <span class="w-24 font-mono">{kind.clone()}</span>
-                    <select name="receiver" aria-label=format!("Receiver of {kind}") class="rounded border border-slate-300 px-1 py-0.5">{options}</select>
-                    <button type="submit" class="text-sky-800 underline">"Route"</button>
-                </PostForm>
-            }
-        })
-        .collect_view();
-    view! { <div class="mt-2 space-y-1">{routes}</div> }
 }

@@ -16,8 +16,8 @@ use crate::ui::data::page_data;
 // Class strings the Receiver page has already: page text is in the shell, once each.
 const INPUT: &str = "rounded border border-slate-300 px-2 py-1 text-sm";
 
-/// What the address asks to count: group, kind, since, until.
-type Asked = (String, String, String, String);
+/// What the address asks to count: group, kind, since, until, receiver.
+type Asked = (String, String, String, String, String);
 
 #[component]
 pub(super) fn Resend(action: FormAction<String>) -> impl IntoView {
@@ -29,17 +29,20 @@ pub(super) fn Resend(action: FormAction<String>) -> impl IntoView {
             field("action_type"),
             field("since"),
             field("until"),
+            // The page's receiver: a resend here sends its side effects only.
+            field("receiver"),
         )
     };
-    let count = page_data(asked, |(g, t, s, u): Asked| async move {
+    let count = page_data(asked, |(g, t, s, u, r): Asked| async move {
         if s.is_empty() && u.is_empty() {
             return Ok::<_, AppError>(None);
         }
-        count_resend(g, t, s, u).await.map(Some)
+        count_resend(g, t, s, u, Some(r)).await.map(Some)
     });
     view! {
         <section aria-label="Resend" class="mt-6 rounded-lg border border-slate-200 bg-white p-5 shadow-sm">
             <form method="get" action="/outbox/receiver" class="mt-3 flex flex-wrap items-end gap-3">
+                <input type="hidden" name="receiver" value=move || field("receiver") />
                 <div>
                     <label for="resend-group">"Status"</label>
                     <select id="resend-group" name="group" class=INPUT>
@@ -68,7 +71,7 @@ pub(super) fn Resend(action: FormAction<String>) -> impl IntoView {
 /// The count, and when there is something to send, the form that sends it.
 #[component]
 fn Start(count: ResendCount, asked: Asked, action: FormAction<String>) -> impl IntoView {
-    let (group, kind, since, until) = asked;
+    let (group, kind, since, until, receiver) = asked;
     let form = (count.n > 0).then(|| {
         view! {
             <PostForm action attr:class="mt-2 flex flex-wrap items-end gap-2">
@@ -76,6 +79,7 @@ fn Start(count: ResendCount, asked: Asked, action: FormAction<String>) -> impl I
                 <input type="hidden" name="action_type" value=kind />
                 <input type="hidden" name="since" value=since />
                 <input type="hidden" name="until" value=until />
+                <input type="hidden" name="receiver" value=receiver />
                 <FormKey value=count.form_key name="form_key" />
                 <label for="resend-reason" class="text-sm">"Reason"</label>
                 <input id="resend-reason" name="reason" required maxlength="500" class="rounded border border-slate-300 px-2 py-1 text-sm" />

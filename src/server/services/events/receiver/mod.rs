@@ -113,12 +113,14 @@ impl Events {
                 }
             }
         }
+        let (route_types, routed_to) = super::routes::table(&routes);
         Ok(ReceiverDetail {
             name: name.as_str().into(),
             receiver: view,
             limits,
             names: names.iter().map(|n| n.as_str().to_string()).collect(),
-            routes: super::routes::table(&routes),
+            route_types,
+            routes: routed_to,
             routes_version: routes.version,
         })
     }
