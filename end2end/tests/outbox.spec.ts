@@ -98,15 +98,16 @@ test.describe('outbox', () => {
           return (await page.getByTestId('firing-alerts').innerText()).includes('delivery attempts over 15 min');
         }, { timeout: 30_000 })
         .toBe(true);
-      // The Outbox says the same.
+      // The Outbox says the same, on default's card (named receivers have cards of their own).
       await page.goto('/outbox');
-      await expect(health).toHaveAttribute('data-failing', 'true');
-      await expect(health).toContainText('receiver answered 503');
+      const card = page.locator('[data-receiver="default"]');
+      await expect(card.getByTestId('receiver-health')).toHaveAttribute('data-failing', 'true');
+      await expect(card.getByTestId('receiver-health')).toContainText('receiver answered 503');
       // A viewer reads the URL the same way on both pages, without its path.
       const viewer = await browser.newPage();
       try {
         await signIn(viewer, 'viewer', '/outbox');
-        const onOutbox = await viewer.getByTestId('receiver-status').innerText();
+        const onOutbox = await viewer.locator('[data-receiver="default"]').getByTestId('receiver-status').innerText();
         expect(onOutbox).not.toContain('/hook');
         await viewer.goto('/');
         await expect(viewer.getByTestId('receiver-status')).toHaveText(onOutbox);
@@ -252,7 +253,7 @@ test.describe('outbox', () => {
       const key = await postEvent(request, conversation);
       // The Outbox says so too, and lists it waiting.
       await page.goto('/outbox');
-      await expect(waits).toContainText(words[0]);
+      await expect(page.locator('[data-receiver="default"]').getByTestId('receiver-waits')).toContainText(words[0]);
       await expect(page.getByTestId('outbox-row').filter({ hasText: conversation })).toHaveCount(1);
       // Not sent (side effects other tests left waiting for a receiver may have reached this
       // one before it stopped).

@@ -38,14 +38,12 @@ pub struct OutboxRow {
     pub conversation_ref: String,
     /// queued, claimed (in flight), retry, held, dead, ...
     pub status: String,
+    /// The status in words made on the server: "in flight", "no answer: sent again with
+    /// the same webhook-id", "held (safe mode)", "dead letter (http 503)", ...
+    pub status_words: String,
     pub attempts: i64,
     pub result: String,
-    /// http 503, timeout, connection.
-    pub cause: Option<String>,
-    /// The last attempt went out and no answer came: the receiver may have it.
-    pub unknown: bool,
     pub next_try: Option<String>,
-    pub held_reason: Option<String>,
     pub created_at: String,
     pub tries: Vec<TryRow>,
 }
@@ -126,6 +124,9 @@ impl ReceiverLimits {
 /// Where side effects go.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ReceiverView {
+    /// Its name: `default`, or one an admin gave it.
+    #[serde(default)]
+    pub name: String,
     pub url: String,
     pub enabled: bool,
     pub disabled_reason: Option<String>,
@@ -149,6 +150,10 @@ pub struct ReceiverView {
     /// none): its rate with the burst, and requests at once.
     #[serde(default)]
     pub limits: String,
+    /// Its queue depth in words made on the server: side effects waiting for it (queued,
+    /// retrying, in flight, or parked while its breaker is open).
+    #[serde(default)]
+    pub queue: String,
 }
 
 /// The Receiver page's data: the receiver, its limits as numbers for its form, and every
@@ -267,7 +272,8 @@ pub struct OutboxView {
     pub next: Option<String>,
     pub jobs: Vec<JobView>,
     pub safe_mode: bool,
-    pub receiver: ReceiverView,
+    /// Every receiver, `default` first.
+    pub receivers: Vec<ReceiverView>,
     /// A new form key for the page's forms.
     pub form_key: String,
 }

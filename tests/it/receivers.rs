@@ -10,6 +10,7 @@ use crate::events::{app_with_receiver, event, post_event};
 use crate::helpers::TestApp;
 use crate::receiver::Receiver;
 use ops_console::model::outbox::ReceiverName;
+use ops_console::model::users::Role;
 use ops_console::model::AppError;
 use ops_console::server::outbound::signature::SigningSecret;
 use ops_console::server::services::events::breaker::BreakerId;
@@ -449,4 +450,84 @@ async fn a_resend_of_one_receivers_window_sends_its_side_effects_only_each_once_
     assert_eq!(to_crm.total(), 2 * tags, "each tag once more");
     assert!(to_crm.counts().values().all(|n| *n == 2), "once more each");
     assert_eq!(default.total(), others, "nothing more to default");
+}
+
+/// The Outbox's card, REST and `/metrics` give each receiver's queue depth: its own side
+/// effects waiting, parked while its breaker is open; as many as it takes once it resumes.
+#[tokio::test]
+async fn each_receivers_queue_depth_counts_its_own_waiting_side_effects_on_the_outbox_in_rest_and_metrics(
+) {
+    let (app, _default, crm, to_crm) = tags_to_crm().await;
+    let events = &app.state.events;
+    events
+        .control(&crm, &Control::Pause, "crm maintenance", "op")
+        .await
+        .unwrap();
+    let key = app.api_key(&["events:write"]).await;
+    for c in 0..3 {
+        let text = "Where is my order? It is late and I want a refund";
+        let body = event(&format!("c-depth-{c}"), Some("m-1"), text);
+        assert_eq!(post_event(&app, &key, &body).await.status, 200);
+    }
+    events.dispatch_all().await.unwrap();
+    let page = events
+        .outbox_page("due", Filter::default(), "", None, &app.state.refs, Role::Viewer)
+        .await
+        .unwrap();
+    let names: Vec<&str> = page.receivers.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["default", "crm"]);
+    assert_eq!(page.receivers[0].queue, "Nothing waits for it.", "default delivered hers");
+    let words = page.receivers[1].queue.clone();
+    let read = app.api_key(&["receiver:read"]).await;
+    let rest = |receiver: &'static str| {
+        let (app, read) = (&app, read.clone());
+        async move {
+            let path = format!("/api/v1/receiver?receiver={receiver}");
+            let answer = app.api("GET", &path, &read, None).await;
+            assert_eq!(answer.status, 200, "{}", answer.body);
+            answer.json()
+        }
+    };
+    let waiting = rest("crm").await;
+    let depth = waiting["queue_depth"].as_u64().unwrap();
+    assert!(depth > 0, "{waiting}");
+    assert_eq!(waiting["queue_depth_exact"], true);
+    assert_eq!(waiting["parked"], 0, "paused, not parked");
+    assert_eq!(words, format!("{depth} side effects wait."));
+    assert_eq!(rest("default").await["queue_depth"], 0);
+
+    // Its breaker open as well: all of its queue is parked, on the card, in REST and the
+    // metrics.
+    events
+        .control(&crm, &Control::OpenBreaker, "crm is failing", "op")
+        .await
+        .unwrap();
+    let parked = rest("crm").await;
+    assert_eq!(parked["parked"].as_u64(), Some(depth), "{parked}");
+    let card = events.receiver_detail(Role::Viewer, &crm).await.unwrap();
+    assert_eq!(
+        card.receiver.queue,
+        format!("{depth} side effects wait, parked while the breaker is open.")
+    );
+    app.state.alerts.judge().await.unwrap();
+    let metrics_key = app.api_key(&["metrics:read"]).await;
+    let metrics = app.api("GET", "/metrics", &metrics_key, None).await.body;
+    for series in [
+        format!("opsconsole_receiver_queue_depth{{receiver=\"crm\"}} {depth}"),
+        format!("opsconsole_receiver_parked{{receiver=\"crm\"}} {depth}"),
+        "opsconsole_receiver_queue_depth{receiver=\"default\"} 0".to_string(),
+    ] {
+        assert!(metrics.contains(&series), "{series} in {metrics}");
+    }
+
+    // Resumed and closed: the receiver takes as many as the depth said, and none wait.
+    let pause = events.pause_state(&crm).await.unwrap().pause_id.unwrap();
+    let resume = Control::Resume(PauseId::parse(&pause).unwrap());
+    events.control(&crm, &resume, "done", "op").await.unwrap();
+    let opening = events.breaker_state(&crm).await.unwrap().breaker_id.unwrap();
+    let close = Control::CloseBreaker(BreakerId::parse(&opening).unwrap());
+    events.control(&crm, &close, "back", "op").await.unwrap();
+    events.dispatch_all().await.unwrap();
+    assert_eq!(to_crm.total() as u64, depth, "the depth was what it took");
+    assert_eq!(rest("crm").await["queue_depth"], 0);
 }

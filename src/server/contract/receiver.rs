@@ -36,6 +36,12 @@ pub struct ReceiverState {
     pub delivered_last_hour: u64,
     /// The newest failure's error in words, while failing.
     pub last_error: Option<String>,
+    /// Side effects waiting for it: queued, retrying, in flight, or parked.
+    pub queue_depth: u64,
+    /// False when the count stopped early (a very long queue): `queue_depth` is a floor.
+    pub queue_depth_exact: bool,
+    /// Of those, parked by its open breaker (all of them while it is open, else 0).
+    pub parked: u64,
 }
 
 /// A pause (no `pause_id`) or the resume of the pause `pause_id`.

@@ -73,10 +73,11 @@ pub(crate) async fn receiver(
     Query(q): Query<ReceiverQuery>,
 ) -> Result<Json<ReceiverState>, Problem> {
     let name = ReceiverName::parse(q.receiver.as_deref().unwrap_or_default())?;
-    let detail = state.events.receiver_detail(Role::Viewer, &name).await?;
+    let (detail, depth) = state.events.receiver_state(Role::Viewer, &name).await?;
     let (v, limits) = (detail.receiver, detail.limits);
     let health = v.health.clone().unwrap_or_default();
     let waits = v.waits.clone().unwrap_or_default();
+    let parked = if waits.breaker_id.is_some() { depth.n } else { 0 };
     Ok(Json(ReceiverState {
         receiver: detail.name,
         receivers: detail.names,
@@ -92,6 +93,9 @@ pub(crate) async fn receiver(
         attempts_last_hour: health.attempts_last_hour,
         delivered_last_hour: health.delivered_last_hour,
         last_error: health.last_error,
+        queue_depth: depth.n,
+        queue_depth_exact: depth.exact,
+        parked,
     }))
 }
 

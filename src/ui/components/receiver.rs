@@ -1,7 +1,8 @@
 //! Where side effects go and how that goes, the same on the Overview and the Outbox: the
 //! receiver's URL (as the reader's role may see it), whether delivery is on, the limits
-//! every console keeps to, and its health — the last hour's attempts against deliveries,
-//! the last success, and while it fails, since when and the last error in words.
+//! every console keeps to, its queue depth, and its health — the last hour's attempts
+//! against deliveries, the last success, and while it fails, since when and the last error
+//! in words.
 
 use leptos::prelude::*;
 
@@ -26,6 +27,9 @@ pub fn ReceiverStatus(receiver: ReceiverView) -> impl IntoView {
         })}
         {(!receiver.limits.is_empty()).then(|| view! {
             <p class="mt-1 text-sm" data-testid="receiver-limits">{receiver.limits}</p>
+        })}
+        {(!receiver.queue.is_empty()).then(|| view! {
+            <p class="mt-1 text-sm" data-testid="receiver-queue">{receiver.queue}</p>
         })}
         {receiver.health.map(|h| view! { <Health h /> })}
     }

@@ -11,6 +11,7 @@ use crate::server::services::events::routes;
 use crate::server::store::events::breaker::Breaker;
 use crate::server::store::events::outbox::Group;
 use crate::server::store::events::outbox_reads::{self, Filter};
+use crate::server::store::events::queue_depth;
 use crate::server::store::events::routes as routes_store;
 
 impl Alerts {
@@ -21,17 +22,11 @@ impl Alerts {
         let mut out = Vec::new();
         for name in self.receiver_names().await? {
             let b = events_breaker::current(&self.store, &self.config, &name).await?;
-            // Its own side effects in the outbox: those routed to it.
-            let own = Filter {
-                receiver: Some(name.as_str().to_string()),
-                ..Filter::default()
-            };
-            let parked = match b.breaker_id {
-                Some(_) => outbox_reads::count(&self.store, Group::Due, &own).await?,
-                None => 0,
-            };
-            metrics::receiver_breaker_state(name.as_str(), b.breaker_id.is_some(), parked);
-            out.push(self.breaker_rule(&name, &b, parked));
+            // Its own side effects in the outbox (those routed to it), parked while open.
+            let depth = queue_depth::of(&self.store, &name).await?.n;
+            let open = b.breaker_id.is_some();
+            metrics::receiver_breaker_state(name.as_str(), open, depth);
+            out.push(self.breaker_rule(&name, &b, if open { depth } else { 0 }));
         }
         Ok(out)
     }

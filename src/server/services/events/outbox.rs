@@ -27,10 +27,25 @@ use crate::server::store::StoreError;
 
 const PAGE: usize = 25;
 
+/// A side effect's status in words, as the Outbox's list says it.
+fn status_words(a: &ActionRecord) -> String {
+    let or_none = |s: &Option<String>| s.clone().unwrap_or_default();
+    match a.status {
+        ActionStatus::Claimed => "in flight".into(),
+        ActionStatus::Retry if a.unknown => "no answer: sent again with the same webhook-id".into(),
+        ActionStatus::Retry => "retrying".into(),
+        ActionStatus::Held => format!("held ({})", or_none(&a.held_reason).replace('_', " ")),
+        ActionStatus::Dead => format!("dead letter ({})", or_none(&a.cause)),
+        ActionStatus::Delivered => "delivered: the receiver took it".into(),
+        other => other.as_str().to_string(),
+    }
+}
+
 fn row(a: ActionRecord, refs: &Refs) -> OutboxRow {
     let next_try = matches!(a.status, ActionStatus::Queued | ActionStatus::Retry)
         .then(|| DateTime::from_timestamp_millis(a.next_at_ms).map(iso))
         .flatten();
+    let status_words = status_words(&a);
     OutboxRow {
         key: masked_in(&a.event_id, &a.conversation_id),
         key_ref: refs.encode("action", &a.event_id),
@@ -39,12 +54,10 @@ fn row(a: ActionRecord, refs: &Refs) -> OutboxRow {
         conversation_ref: refs.of_id(&a.conversation_id),
         conversation_id: redact::conversation_id(&a.conversation_id),
         status: a.status.as_str().to_string(),
+        status_words,
         attempts: a.attempts,
         result: a.result.unwrap_or_default(),
-        cause: a.cause,
-        unknown: a.unknown,
         next_try,
-        held_reason: a.held_reason,
         created_at: a.created_at,
         tries: a
             .tries
@@ -127,7 +140,7 @@ impl Events {
                 .map(job_view)
                 .collect(),
             safe_mode: self.live_switches().await?.safe_mode,
-            receiver: self.receiver(role).await?,
+            receivers: self.receivers(role).await?,
             form_key: random_hex(16),
         })
     }

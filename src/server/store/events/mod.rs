@@ -24,6 +24,7 @@ pub mod order;
 pub mod outbox;
 pub mod outbox_reads;
 pub mod pause;
+pub mod queue_depth;
 pub mod rate;
 mod reads;
 pub mod receiver;

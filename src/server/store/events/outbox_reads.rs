@@ -47,7 +47,13 @@ impl Filter {
     }
 }
 
-fn spec(store: &Store, group: Group, shard: u32, filter: &Filter, due_by: Option<i64>) -> Spec {
+pub(super) fn spec(
+    store: &Store,
+    group: Group,
+    shard: u32,
+    filter: &Filter,
+    due_by: Option<i64>,
+) -> Spec {
     let mut filters = Vec::new();
     if let Some(c) = &filter.cause {
         filters.push(("cause", Cond::Eq(s(c))));

@@ -34,6 +34,15 @@ pub(super) fn due_of(receiver: &str, due_by: i64) -> Cond {
     )
 }
 
+/// The sort-key condition of every due action of `receiver`, whenever it is due: a named
+/// receiver's range, or `default`'s keys, which start with a digit (`<time>#<key>`).
+pub(super) fn queue_of(receiver: &str) -> Cond {
+    if receiver == "default" {
+        return Cond::Lt(s(":"));
+    }
+    Cond::Between(s(format!("{receiver}#")), s(format!("{receiver}#:")))
+}
+
 /// How far behind another console's clock a console's may run, at most, as the window's
 /// reads allow for it.
 const CLOCK_SKEW_MS: i64 = 300_000;

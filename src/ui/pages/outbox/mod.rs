@@ -2,7 +2,8 @@
 //! held by safe mode, dead letters by cause, delivered ones — all of them or one
 //! conversation's — each with its attempts; redrive, release and
 //! discard with a reason (one, or all of a group at once with the count shown first); and
-//! the receiver's card, which leads to its own page (`/outbox/receiver`).
+//! each receiver's card (its state, limits, queue depth and health), which leads to its own
+//! page (`/outbox/receiver?receiver=<name>`).
 //!
 //! A move's form is bound to the item it is for through the address (`act` and `op` for
 //! one side effect, `cause` for a group of dead letters), never to a row's position: the
@@ -154,7 +155,7 @@ fn Outbox(page: OutboxView, actions: Actions, group: String, selected: Selected)
         rows,
         next,
         jobs,
-        receiver,
+        receivers,
         form_key,
         cause,
         conversation,
@@ -182,10 +183,19 @@ fn Outbox(page: OutboxView, actions: Actions, group: String, selected: Selected)
     view! {
         {safe}
         <Counts counts=counts.clone() />
-        <section aria-label="Receiver" class="mt-6 rounded-lg border border-slate-200 bg-white p-5 shadow-sm">
-            <h2 class="text-lg font-semibold">"Receiver"</h2>
-            <ReceiverStatus receiver />
-            <a class="mt-2 inline-block text-sm text-sky-800 underline" href="/outbox/receiver">"The receiver: its URL, signing secrets and a test message →"</a>
+        <section aria-label="Receivers" class="mt-6 rounded-lg border border-slate-200 bg-white p-5 shadow-sm">
+            <h2 class="text-lg font-semibold">"Receivers"</h2>
+            {receivers.into_iter().map(|receiver| {
+                let name = receiver.name.clone();
+                let href = format!("/outbox/receiver?receiver={}", enc(&name));
+                let tag = name.clone();
+                view! {
+                    <div class="mt-3" data-receiver=tag>
+                        <a class="font-medium text-sky-800 underline" href=href>{name}</a>
+                        <ReceiverStatus receiver />
+                    </div>
+                }
+            }).collect_view()}
         </section>
         // Bulk moves act on every conversation: offered on the full lists only.
         {whole.then(|| view! {

@@ -38,26 +38,14 @@ pub(super) fn Rows(rows: Vec<OutboxRow>, here: String) -> impl IntoView {
     .into_any()
 }
 
-/// A status in words, with the next try's moment when there is one.
+/// A status in words (made on the server), with the next try's moment when there is one.
 fn status_text(r: &OutboxRow) -> impl IntoView {
-    let status = match r.status.as_str() {
-        "claimed" => "in flight".to_string(),
-        "retry" if r.unknown => "no answer: sent again with the same webhook-id".into(),
-        "retry" => "retrying".into(),
-        "held" => format!(
-            "held ({})",
-            r.held_reason.clone().unwrap_or_default().replace('_', " ")
-        ),
-        "dead" => format!("dead letter ({})", r.cause.clone().unwrap_or_default()),
-        "delivered" => "delivered: the receiver took it".into(),
-        other => other.to_string(),
-    };
     let next = r
         .next_try
         .clone()
         .filter(|_| matches!(r.status.as_str(), "queued" | "retry"))
         .map(|t| view! { ", next try " <Moment iso=t /> });
-    view! { {status} {next} }
+    view! { {r.status_words.clone()} {next} }
 }
 
 /// The moves a side effect in this status can make.

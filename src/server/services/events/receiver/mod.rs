@@ -18,7 +18,9 @@ use crate::server::domain::redact;
 use crate::server::ids::random_hex;
 use crate::server::outbound::signature::SigningSecret;
 use crate::server::outbound::{parse_url, Message};
+use crate::server::store::events::queue_depth;
 use crate::server::store::events::receiver::{self as store, StoredSecret};
+use crate::server::store::query::Count;
 
 mod change;
 pub use change::{Change, Settings};
@@ -78,13 +80,22 @@ impl Events {
         SigningSecret::parse(&text).ok()
     }
 
-    /// The receiver as the Outbox page shows it to `role` (below admin, its URL without
-    /// user info or query values: they can hold a token).
+    /// The receiver as the Overview shows it to `role` (below admin, its URL without user
+    /// info or query values: they can hold a token).
     pub async fn receiver(&self, role: Role) -> Result<ReceiverView, AppError> {
-        Ok(self
-            .receiver_detail(role, &ReceiverName::default_one())
-            .await?
-            .receiver)
+        let (view, _, _) = self
+            .receiver_seen(role, &ReceiverName::default_one())
+            .await?;
+        Ok(view)
+    }
+
+    /// Every receiver as [`Events::receiver`] shows `default`, `default` first (the Outbox).
+    pub async fn receivers(&self, role: Role) -> Result<Vec<ReceiverView>, AppError> {
+        let mut out = Vec::new();
+        for name in super::routes::names(&self.routes().await?) {
+            out.push(self.receiver_seen(role, &name).await?.0);
+        }
+        Ok(out)
     }
 
     /// The receiver `name` as [`Events::receiver`] shows `default`, with its limits as
@@ -94,16 +105,49 @@ impl Events {
         role: Role,
         name: &ReceiverName,
     ) -> Result<ReceiverDetail, AppError> {
+        Ok(self.receiver_state(role, name).await?.0)
+    }
+
+    /// [`Events::receiver_detail`], and its queue depth as counted (REST gives the number).
+    pub async fn receiver_state(
+        &self,
+        role: Role,
+        name: &ReceiverName,
+    ) -> Result<(ReceiverDetail, Count), AppError> {
         let routes = self.routes().await?;
         let names = super::routes::names(&routes);
         if !names.contains(name) {
             return Err(AppError::NotFound);
         }
+        let (view, limits, depth) = self.receiver_seen(role, name).await?;
+        let (route_types, routed_to) = super::routes::table(&routes);
+        let detail = ReceiverDetail {
+            name: name.as_str().into(),
+            receiver: view,
+            limits,
+            names: names.iter().map(|n| n.as_str().to_string()).collect(),
+            route_types,
+            routes: routed_to,
+            routes_version: routes.version,
+        };
+        Ok((detail, depth))
+    }
+
+    /// One receiver's card: its settings, why its deliveries wait, its queue depth and its
+    /// health; with its limits as numbers and the depth as counted.
+    async fn receiver_seen(
+        &self,
+        role: Role,
+        name: &ReceiverName,
+    ) -> Result<(ReceiverView, ReceiverLimits, Count), AppError> {
         let (mut view, limits) = self.receiver_settings(role, name).await?;
+        view.name = name.as_str().into();
         view.limits = super::limits::words(&limits);
         let pause = self.pause_view(&self.pause_state(name).await?, self.clock.now());
-        let breaker = self.breaker_view(&self.breaker_state(name).await?);
-        view.waits = super::pause::both(pause, breaker);
+        let breaker = self.breaker_state(name).await?;
+        let depth = queue_depth::of(&self.store, name).await?;
+        view.queue = queue_words(depth, breaker.breaker_id.is_some());
+        view.waits = super::pause::both(pause, self.breaker_view(&breaker));
         if let Some(url) = health::current_url(&self.store, &self.config, name).await? {
             // Busy figures leave the card without its health, not the page without a card.
             match health::of(&self.store, &url, self.clock.now()).await {
@@ -113,16 +157,7 @@ impl Events {
                 }
             }
         }
-        let (route_types, routed_to) = super::routes::table(&routes);
-        Ok(ReceiverDetail {
-            name: name.as_str().into(),
-            receiver: view,
-            limits,
-            names: names.iter().map(|n| n.as_str().to_string()).collect(),
-            route_types,
-            routes: routed_to,
-            routes_version: routes.version,
-        })
+        Ok((view, limits, depth))
     }
 
     /// The receiver's settings as `role` may see them, and the limits that hold.
@@ -209,5 +244,24 @@ impl Events {
             outcome: answer.describe(),
             ms: started.elapsed().as_millis() as i64,
         })
+    }
+}
+
+/// A queue depth in words: how many side effects wait, parked while the breaker is open.
+fn queue_words(depth: Count, parked: bool) -> String {
+    let n = match (depth.n, depth.exact) {
+        (0, _) => return "Nothing waits for it.".into(),
+        (1, true) => return format!("1 side effect waits{}.", parked_words(parked)),
+        (n, true) => n.to_string(),
+        (n, false) => format!("At least {n}"),
+    };
+    format!("{n} side effects wait{}.", parked_words(parked))
+}
+
+fn parked_words(parked: bool) -> &'static str {
+    if parked {
+        ", parked while the breaker is open"
+    } else {
+        ""
     }
 }
