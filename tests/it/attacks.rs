@@ -597,7 +597,10 @@ async fn viewers_read_no_receiver_token_no_staff_records_and_no_message_id() {
         .call::<LoadOutbox>(&[("group", "due"), ("cause", "")], Some(&viewer))
         .await;
     assert_eq!(page.status, 200, "{}", page.body);
-    let url = page.json()["receivers"][0]["url"].as_str().unwrap().to_string();
+    let url = page.json()["receivers"][0]["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(
         !url.contains("s3cr3t") && !url.contains("pa55") && !url.contains("p4thtok3n"),
         "{url}"

@@ -471,12 +471,22 @@ async fn each_receivers_queue_depth_counts_its_own_waiting_side_effects_on_the_o
     }
     events.dispatch_all().await.unwrap();
     let page = events
-        .outbox_page("due", Filter::default(), "", None, &app.state.refs, Role::Viewer)
+        .outbox_page(
+            "due",
+            Filter::default(),
+            "",
+            None,
+            &app.state.refs,
+            Role::Viewer,
+        )
         .await
         .unwrap();
     let names: Vec<&str> = page.receivers.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names, ["default", "crm"]);
-    assert_eq!(page.receivers[0].queue, "Nothing waits for it.", "default delivered hers");
+    assert_eq!(
+        page.receivers[0].queue, "Nothing waits for it.",
+        "default delivered hers"
+    );
     let words = page.receivers[1].queue.clone();
     let read = app.api_key(&["receiver:read"]).await;
     let rest = |receiver: &'static str| {
@@ -495,6 +505,47 @@ async fn each_receivers_queue_depth_counts_its_own_waiting_side_effects_on_the_o
     assert_eq!(waiting["parked"], 0, "paused, not parked");
     assert_eq!(words, format!("{depth} side effects wait."));
     assert_eq!(rest("default").await["queue_depth"], 0);
+    // Its side effects listed by REST, page by page: its tags only, as many as the depth.
+    let mut listed = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let path = format!("/api/v1/receiver/actions?receiver=crm&group=due&cursor={cursor}");
+        let page = app.api("GET", &path, &read, None).await;
+        assert_eq!(page.status, 200, "{}", page.body);
+        let v = page.json();
+        listed.extend(v["actions"].as_array().unwrap().clone());
+        match v["next"].as_str() {
+            Some(next) => cursor = urlencoding(next),
+            None => break,
+        }
+    }
+    assert_eq!(listed.len() as u64, depth);
+    for a in &listed {
+        assert_eq!(a["action_type"], "tag", "{a}");
+        assert_eq!(a["status_words"], "queued", "{a}");
+    }
+    let defaults = app
+        .api("GET", "/api/v1/receiver/actions?group=due", &read, None)
+        .await;
+    assert_eq!(
+        defaults.json()["actions"],
+        serde_json::json!([]),
+        "crm's are its own"
+    );
+    let none = app
+        .api(
+            "GET",
+            "/api/v1/receiver/actions?receiver=nobody",
+            &read,
+            None,
+        )
+        .await;
+    assert_eq!(none.status, 404, "{}", none.body);
+    for bad in ["group=sent", "cursor=forged"] {
+        let path = format!("/api/v1/receiver/actions?receiver=crm&{bad}");
+        let refused = app.api("GET", &path, &read, None).await;
+        assert_eq!(refused.status, 400, "{bad}: {}", refused.body);
+    }
 
     // Its breaker open as well: all of its queue is parked, on the card, in REST and the
     // metrics.
@@ -524,10 +575,27 @@ async fn each_receivers_queue_depth_counts_its_own_waiting_side_effects_on_the_o
     let pause = events.pause_state(&crm).await.unwrap().pause_id.unwrap();
     let resume = Control::Resume(PauseId::parse(&pause).unwrap());
     events.control(&crm, &resume, "done", "op").await.unwrap();
-    let opening = events.breaker_state(&crm).await.unwrap().breaker_id.unwrap();
+    let opening = events
+        .breaker_state(&crm)
+        .await
+        .unwrap()
+        .breaker_id
+        .unwrap();
     let close = Control::CloseBreaker(BreakerId::parse(&opening).unwrap());
     events.control(&crm, &close, "back", "op").await.unwrap();
     events.dispatch_all().await.unwrap();
     assert_eq!(to_crm.total() as u64, depth, "the depth was what it took");
     assert_eq!(rest("crm").await["queue_depth"], 0);
+}
+
+/// A cursor as a query value.
+fn urlencoding(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }

@@ -145,3 +145,63 @@ pub struct ReceiverQuery {
     #[serde(default)]
     pub receiver: Option<String>,
 }
+
+/// Which of a receiver's side effects to list.
+#[derive(Clone, Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ActionsQuery {
+    /// The receiver's name; absent: `default`.
+    #[serde(default)]
+    pub receiver: Option<String>,
+    /// `due` (queued, in flight, retrying or parked; the default), `held`, `dead`,
+    /// `delivered` or `discarded`.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// The `next` of the page before.
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// A page of one receiver's side effects in one group, as the Outbox lists them.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct ReceiverActions {
+    pub receiver: String,
+    pub group: String,
+    pub actions: Vec<ReceiverAction>,
+    /// The next page's `cursor`; absent on the last page.
+    pub next: Option<String>,
+}
+
+/// One side effect: what it is, where it stands in words, and its attempts.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct ReceiverAction {
+    /// Its `webhook-id`, masked (it holds the conversation id).
+    pub key: String,
+    pub action_type: String,
+    pub target: String,
+    /// The conversation as a reader sees it (masked), and its reference for the console's
+    /// links.
+    pub conversation: String,
+    pub conversation_ref: String,
+    /// `queued`, `claimed` (in flight), `retry`, `held`, `dead`, `delivered`, `discarded`.
+    pub status: String,
+    /// The status in words, as the Outbox says it.
+    pub status_words: String,
+    pub attempts: i64,
+    /// The last attempt's result in words.
+    pub result: String,
+    /// When it is tried next (queued or retrying).
+    pub next_try: Option<String>,
+    pub created_at: String,
+    /// The attempts kept, oldest first.
+    pub tries: Vec<ReceiverTry>,
+}
+
+/// One attempt of a side effect.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct ReceiverTry {
+    pub n: i64,
+    pub at: String,
+    pub ms: i64,
+    pub result: String,
+}

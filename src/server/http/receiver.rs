@@ -15,8 +15,9 @@ use super::problem::{Problem, ProblemResponse};
 use crate::model::outbox::{ReceiverName, ReceiverView};
 use crate::model::users::Role;
 use crate::server::contract::receiver::{
-    BreakerChange, PauseChange, ReceiverChanged, ReceiverQuery, ReceiverState, ResendCounted,
-    ResendRequest, ResendStarted, ResendWindow,
+    ActionsQuery, BreakerChange, PauseChange, ReceiverAction, ReceiverActions, ReceiverChanged,
+    ReceiverQuery, ReceiverState, ReceiverTry, ResendCounted, ResendRequest, ResendStarted,
+    ResendWindow,
 };
 use crate::server::services::events::breaker::BreakerId;
 use crate::server::services::events::controls::Control;
@@ -30,6 +31,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
     let write = || from_fn_with_state(state.clone(), idempotency::require_key);
     Router::new()
         .route(BASE, get(receiver))
+        .route(&format!("{BASE}/actions"), get(actions))
         .route(&format!("{BASE}/pause"), post(pause).route_layer(write()))
         .route(
             &format!("{BASE}/breaker"),
@@ -77,7 +79,11 @@ pub(crate) async fn receiver(
     let (v, limits) = (detail.receiver, detail.limits);
     let health = v.health.clone().unwrap_or_default();
     let waits = v.waits.clone().unwrap_or_default();
-    let parked = if waits.breaker_id.is_some() { depth.n } else { 0 };
+    let parked = if waits.breaker_id.is_some() {
+        depth.n
+    } else {
+        0
+    };
     Ok(Json(ReceiverState {
         receiver: detail.name,
         receivers: detail.names,
@@ -96,6 +102,69 @@ pub(crate) async fn receiver(
         queue_depth: depth.n,
         queue_depth_exact: depth.exact,
         parked,
+    }))
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/receiver/actions",
+    tag = "receiver",
+    params(ActionsQuery),
+    responses(
+        (status = 200, description = "OK", body = ReceiverActions),
+        (status = 404, response = ProblemResponse)
+    ),
+    security(("api_key" = ["receiver:read"])),
+)]
+/// A receiver's side effects in one group (`due` unless `group` names another), 25 a page,
+/// each with its status in words and its attempts: what the Outbox lists, for one receiver.
+pub(crate) async fn actions(
+    State(state): State<AppState>,
+    _auth: Scoped<ReceiverRead>,
+    Query(q): Query<ActionsQuery>,
+) -> Result<Json<ReceiverActions>, Problem> {
+    let name = ReceiverName::parse(q.receiver.as_deref().unwrap_or_default())?;
+    let group = q.group.unwrap_or_default();
+    let cursor = q.cursor.filter(|c| !c.is_empty());
+    let (rows, next) = state
+        .events
+        .receiver_actions(&name, group.trim(), cursor.as_deref(), &state.refs)
+        .await?;
+    let actions = rows
+        .into_iter()
+        .map(|r| ReceiverAction {
+            key: r.key,
+            action_type: r.action_type,
+            target: r.target,
+            conversation: r.conversation_id,
+            conversation_ref: r.conversation_ref,
+            status: r.status,
+            status_words: r.status_words,
+            attempts: r.attempts,
+            result: r.result,
+            next_try: r.next_try,
+            created_at: r.created_at,
+            tries: r
+                .tries
+                .into_iter()
+                .map(|t| ReceiverTry {
+                    n: t.n,
+                    at: t.at,
+                    ms: t.ms,
+                    result: t.result,
+                })
+                .collect(),
+        })
+        .collect();
+    Ok(Json(ReceiverActions {
+        receiver: name.as_str().into(),
+        group: if group.trim().is_empty() {
+            "due".into()
+        } else {
+            group.trim().into()
+        },
+        actions,
+        next,
     }))
 }
 

@@ -120,6 +120,7 @@ impl Modify for LayerProblems {
         crate::server::http::measurements::one,
         crate::server::http::measurements::many,
         crate::server::http::receiver::receiver,
+        crate::server::http::receiver::actions,
         crate::server::http::receiver::pause,
         crate::server::http::receiver::breaker,
         crate::server::http::receiver::count_resend,

@@ -111,12 +111,7 @@ impl Events {
     ) -> Result<OutboxView, AppError> {
         let g = group_named(group)?;
         filter.conversation_id = page_conversation(refs, conversation)?;
-        let (mut rows, next) = outbox_reads::list(&self.store, g, &filter, cursor, PAGE).await?;
-        if matches!(g, Group::Delivered | Group::Discarded) {
-            // Past its lifetime, such a record is history TTL has not deleted yet.
-            let now = self.clock.now().timestamp();
-            rows.retain(|a| a.expires_at > now);
-        }
+        let (rows, next) = self.rows(g, &filter, cursor, refs).await?;
         Ok(OutboxView {
             counts: self.outbox_counts().await?,
             dead_by_cause: outbox_reads::dead_by_cause(&self.store, 500)
@@ -132,7 +127,7 @@ impl Events {
                     reference: refs.of_id(c),
                     shown: redact::conversation_id(c),
                 }),
-            rows: rows.into_iter().map(|a| row(a, refs)).collect(),
+            rows,
             next,
             jobs: jobs::recent(&self.store, 10)
                 .await?
@@ -143,6 +138,41 @@ impl Events {
             receivers: self.receivers(role).await?,
             form_key: random_hex(16),
         })
+    }
+
+    /// One receiver's side effects in one group, a page at a time, as the Outbox lists
+    /// them (`/api/v1/receiver/actions`).
+    pub async fn receiver_actions(
+        &self,
+        name: &ReceiverName,
+        group: &str,
+        cursor: Option<&str>,
+        refs: &Refs,
+    ) -> Result<(Vec<OutboxRow>, Option<String>), AppError> {
+        let g = group_named(group)?;
+        self.known_receiver(name).await?;
+        let own = Filter {
+            receiver: Some(name.as_str().to_string()),
+            ..Filter::default()
+        };
+        self.rows(g, &own, cursor, refs).await
+    }
+
+    /// A page of a group's side effects under `filter`, as rows.
+    async fn rows(
+        &self,
+        g: Group,
+        filter: &Filter,
+        cursor: Option<&str>,
+        refs: &Refs,
+    ) -> Result<(Vec<OutboxRow>, Option<String>), AppError> {
+        let (mut rows, next) = outbox_reads::list(&self.store, g, filter, cursor, PAGE).await?;
+        if matches!(g, Group::Delivered | Group::Discarded) {
+            // Past its lifetime, such a record is history TTL has not deleted yet.
+            let now = self.clock.now().timestamp();
+            rows.retain(|a| a.expires_at > now);
+        }
+        Ok((rows.into_iter().map(|a| row(a, refs)).collect(), next))
     }
 
     /// How many side effects are where.
