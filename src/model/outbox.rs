@@ -34,6 +34,10 @@ pub struct OutboxRow {
     pub key_ref: String,
     pub action_type: String,
     pub target: String,
+    /// The receiver it is routed to, in words made on the server: ` · to <name>`, or empty
+    /// for `default`.
+    #[serde(default)]
+    pub to_receiver: String,
     pub conversation_id: String,
     pub conversation_ref: String,
     /// queued, claimed (in flight), retry, held, dead, ...

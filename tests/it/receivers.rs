@@ -481,6 +481,13 @@ async fn each_receivers_queue_depth_counts_its_own_waiting_side_effects_on_the_o
         )
         .await
         .unwrap();
+    // Its side effects are listed with their receiver.
+    assert!(!page.rows.is_empty());
+    assert!(
+        page.rows.iter().all(|r| r.to_receiver == " · to crm"),
+        "{:?}",
+        page.rows
+    );
     let names: Vec<&str> = page.receivers.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names, ["default", "crm"]);
     assert_eq!(

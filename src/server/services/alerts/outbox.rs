@@ -10,8 +10,8 @@ use crate::server::services::events::health as receiver_health;
 use crate::server::services::events::routes;
 use crate::server::store::events::breaker::Breaker;
 use crate::server::store::events::outbox::Group;
+use crate::server::store::events::outbox_counts;
 use crate::server::store::events::outbox_reads::{self, Filter};
-use crate::server::store::events::queue_depth;
 use crate::server::store::events::routes as routes_store;
 
 impl Alerts {
@@ -23,7 +23,7 @@ impl Alerts {
         for name in self.receiver_names().await? {
             let b = events_breaker::current(&self.store, &self.config, &name).await?;
             // Its own side effects in the outbox (those routed to it), parked while open.
-            let depth = queue_depth::of(&self.store, &name).await?.n;
+            let depth = outbox_counts::queue_depth(&self.store, &name).await?.n;
             let open = b.breaker_id.is_some();
             metrics::receiver_breaker_state(name.as_str(), open, depth);
             out.push(self.breaker_rule(&name, &b, if open { depth } else { 0 }));

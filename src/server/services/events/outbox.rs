@@ -21,6 +21,7 @@ use crate::server::services::conversations::reference::Refs;
 use crate::server::store::audit::AuditItem;
 use crate::server::store::events::jobs::{self, JobOp};
 use crate::server::store::events::outbox::{self, Group, Move};
+use crate::server::store::events::outbox_counts;
 use crate::server::store::events::outbox_reads::{self, Filter};
 use crate::server::store::events::{self as records, ActionRecord, ActionStatus};
 use crate::server::store::StoreError;
@@ -51,6 +52,11 @@ fn row(a: ActionRecord, refs: &Refs) -> OutboxRow {
         key_ref: refs.encode("action", &a.event_id),
         action_type: a.action_type.as_str().to_string(),
         target: a.target,
+        to_receiver: a
+            .receiver
+            .as_deref()
+            .map(|r| format!(" · to {r}"))
+            .unwrap_or_default(),
         conversation_ref: refs.of_id(&a.conversation_id),
         conversation_id: redact::conversation_id(&a.conversation_id),
         status: a.status.as_str().to_string(),
@@ -114,7 +120,7 @@ impl Events {
         let (rows, next) = self.rows(g, &filter, cursor, refs).await?;
         Ok(OutboxView {
             counts: self.outbox_counts().await?,
-            dead_by_cause: outbox_reads::dead_by_cause(&self.store, 500)
+            dead_by_cause: outbox_counts::dead_by_cause(&self.store, 500)
                 .await?
                 .into_iter()
                 .collect(),

@@ -236,28 +236,6 @@ pub async fn tally(
     Ok(total)
 }
 
-/// Dead letters by cause, newest first in each shard, reading at most `per_shard` each.
-pub async fn dead_by_cause(
-    store: &Store,
-    per_shard: usize,
-) -> Result<BTreeMap<String, u64>, StoreError> {
-    let mut by = BTreeMap::new();
-    for shard in 0..SHARDS {
-        let mut spec = spec(store, Group::Dead, shard, &Filter::default(), None);
-        spec.projection = Some(vec!["cause"]);
-        let page = query::page(store, &spec, Start::First, per_shard).await?;
-        for item in page.items {
-            let cause = item
-                .get("cause")
-                .and_then(|v| v.as_s().ok())
-                .cloned()
-                .unwrap_or_else(|| "unknown".into());
-            *by.entry(cause).or_insert(0) += 1;
-        }
-    }
-    Ok(by)
-}
-
 /// What one shard's read of a page gave: how many items, and where its reads go on (the
 /// last item's key, or where the reads stopped when a filter skipped everything).
 struct ShardRead {

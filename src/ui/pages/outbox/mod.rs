@@ -23,7 +23,7 @@ use bulk::{DeadLetters, HeldBulk};
 use rows::{MoveForm, Rows, Selected};
 
 use crate::api::outbox::{load_outbox, MoveAction, StartOutboxJob};
-use crate::model::outbox::{ConversationFilter, JobView, OutboxCounts, OutboxView};
+use crate::model::outbox::{ConversationFilter, JobView, OutboxCounts, OutboxView, ReceiverView};
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::links::enc;
@@ -183,20 +183,7 @@ fn Outbox(page: OutboxView, actions: Actions, group: String, selected: Selected)
     view! {
         {safe}
         <Counts counts=counts.clone() />
-        <section aria-label="Receivers" class="mt-6 rounded-lg border border-slate-200 bg-white p-5 shadow-sm">
-            <h2 class="text-lg font-semibold">"Receivers"</h2>
-            {receivers.into_iter().map(|receiver| {
-                let name = receiver.name.clone();
-                let href = format!("/outbox/receiver?receiver={}", enc(&name));
-                let tag = name.clone();
-                view! {
-                    <div class="mt-3" data-receiver=tag>
-                        <a class="font-medium text-sky-800 underline" href=href>{name}</a>
-                        <ReceiverStatus receiver />
-                    </div>
-                }
-            }).collect_view()}
-        </section>
+        {receiver_cards(receivers)}
         // Bulk moves act on every conversation: offered on the full lists only.
         {whole.then(|| view! {
             <DeadLetters causes=dead_by_cause selected=cause.clone() actions form_key=form_key.clone() />
@@ -209,6 +196,28 @@ fn Outbox(page: OutboxView, actions: Actions, group: String, selected: Selected)
         <Rows rows here />
         <Pager base next next_label="More" label="Pages of side effects" />
         <Jobs jobs />
+    }
+}
+
+/// Each receiver's card, `default` first: its name (to its page), state, limits, queue
+/// depth and health.
+fn receiver_cards(receivers: Vec<ReceiverView>) -> impl IntoView {
+    let cards = receivers.into_iter().map(|receiver| {
+        let name = receiver.name.clone();
+        let href = format!("/outbox/receiver?receiver={}", enc(&name));
+        let tag = name.clone();
+        view! {
+            <div class="mt-3" data-receiver=tag>
+                <a class="font-medium text-sky-800 underline" href=href>{name}</a>
+                <ReceiverStatus receiver />
+            </div>
+        }
+    });
+    view! {
+        <section aria-label="Receivers" class="mt-6 rounded-lg border border-slate-200 bg-white p-5 shadow-sm">
+            <h2 class="text-lg font-semibold">"Receivers"</h2>
+            {cards.collect_view()}
+        </section>
     }
 }
 

@@ -80,7 +80,7 @@ fn Row(r: OutboxRow, here: String) -> impl IntoView {
     view! {
         <tr class="border-t border-slate-100 align-top" data-testid="outbox-row">
             <td class="py-2 pr-3">
-                <span class="block">{format!("{} → {}", r.action_type, r.target)}</span>
+                <span class="block">{format!("{} → {}{}", r.action_type, r.target, r.to_receiver)}</span>
                 <span class="block font-mono text-xs text-slate-500">{r.key.clone()}</span>
             </td>
             <td class="py-2 pr-3 font-mono text-xs"><a class="text-sky-800 underline" href=state_href(&r.conversation_ref)>{r.conversation_id.clone()}</a></td>

@@ -18,7 +18,7 @@ use crate::server::domain::redact;
 use crate::server::ids::random_hex;
 use crate::server::outbound::signature::SigningSecret;
 use crate::server::outbound::{parse_url, Message};
-use crate::server::store::events::queue_depth;
+use crate::server::store::events::outbox_counts;
 use crate::server::store::events::receiver::{self as store, StoredSecret};
 use crate::server::store::query::Count;
 
@@ -145,7 +145,7 @@ impl Events {
         view.limits = super::limits::words(&limits);
         let pause = self.pause_view(&self.pause_state(name).await?, self.clock.now());
         let breaker = self.breaker_state(name).await?;
-        let depth = queue_depth::of(&self.store, name).await?;
+        let depth = outbox_counts::queue_depth(&self.store, name).await?;
         view.queue = queue_words(depth, breaker.breaker_id.is_some());
         view.waits = super::pause::both(pause, self.breaker_view(&breaker));
         if let Some(url) = health::current_url(&self.store, &self.config, name).await? {
