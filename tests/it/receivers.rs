@@ -10,6 +10,7 @@ use crate::events::{app_with_receiver, event, post_event};
 use crate::helpers::TestApp;
 use crate::receiver::Receiver;
 use ops_console::model::outbox::ReceiverName;
+use ops_console::model::pages::query_value;
 use ops_console::model::users::Role;
 use ops_console::model::AppError;
 use ops_console::server::outbound::signature::SigningSecret;
@@ -522,7 +523,7 @@ async fn each_receivers_queue_depth_counts_its_own_waiting_side_effects_on_the_o
         let v = page.json();
         listed.extend(v["actions"].as_array().unwrap().clone());
         match v["next"].as_str() {
-            Some(next) => cursor = urlencoding(next),
+            Some(next) => cursor = query_value(next),
             None => break,
         }
     }
@@ -593,16 +594,4 @@ async fn each_receivers_queue_depth_counts_its_own_waiting_side_effects_on_the_o
     events.dispatch_all().await.unwrap();
     assert_eq!(to_crm.total() as u64, depth, "the depth was what it took");
     assert_eq!(rest("crm").await["queue_depth"], 0);
-}
-
-/// A cursor as a query value.
-fn urlencoding(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
