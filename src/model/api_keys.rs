@@ -30,7 +30,8 @@ pub enum ApiScope {
     MeasurementsAdmin,
     #[serde(rename = "metrics:read")]
     MetricsRead,
-    /// The receiver's state and the count of a resend.
+    /// Each receiver's state, its side effects by group (masked, as a viewer sees them) and
+    /// the count of a resend.
     #[serde(rename = "receiver:read")]
     ReceiverRead,
     /// Pause and resume the receiver, open and close its breaker, resend a window.

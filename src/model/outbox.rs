@@ -44,6 +44,7 @@ pub struct OutboxRow {
     pub status: String,
     /// The status in words made on the server: "in flight", "no answer: sent again with
     /// the same webhook-id", "held (safe mode)", "dead letter (http 503)", ...
+    #[serde(default)]
     pub status_words: String,
     pub attempts: i64,
     pub result: String,
@@ -277,6 +278,7 @@ pub struct OutboxView {
     pub jobs: Vec<JobView>,
     pub safe_mode: bool,
     /// Every receiver, `default` first.
+    #[serde(default)]
     pub receivers: Vec<ReceiverView>,
     /// A new form key for the page's forms.
     pub form_key: String,

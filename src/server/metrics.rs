@@ -232,10 +232,14 @@ pub fn receiver_attempts(attempts: u64, delivered: u64) {
 /// A receiver's breaker, its queue depth and the side effects its breaker parks (all of
 /// its queue while open), as the alert check read them (`receiver`: its name, `default` or
 /// one an admin gave: at most 8, nothing personal).
-pub fn receiver_breaker_state(receiver: &str, open: bool, queue_depth: u64) {
+/// A depth not counted (DynamoDB busy) leaves both counts' series as they were.
+pub fn receiver_breaker_state(receiver: &str, open: bool, queue_depth: Option<u64>) {
     let r = receiver.to_string();
     gauge!("opsconsole_receiver_breaker_open", "receiver" => r.clone())
         .set(f64::from(u8::from(open)));
+    let Some(queue_depth) = queue_depth else {
+        return;
+    };
     gauge!("opsconsole_receiver_queue_depth", "receiver" => r.clone()).set(queue_depth as f64);
     let parked = if open { queue_depth } else { 0 };
     gauge!("opsconsole_receiver_parked", "receiver" => r).set(parked as f64);

@@ -179,10 +179,8 @@ pub struct ReceiverAction {
     pub key: String,
     pub action_type: String,
     pub target: String,
-    /// The conversation as a reader sees it (masked), and its reference for the console's
-    /// links.
+    /// The conversation as a viewer sees it (masked where it looks personal).
     pub conversation: String,
-    pub conversation_ref: String,
     /// `queued`, `claimed` (in flight), `retry`, `held`, `dead`, `delivered`, `discarded`.
     pub status: String,
     /// The status in words, as the Outbox says it.

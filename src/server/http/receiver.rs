@@ -137,7 +137,6 @@ pub(crate) async fn actions(
             action_type: r.action_type,
             target: r.target,
             conversation: r.conversation_id,
-            conversation_ref: r.conversation_ref,
             status: r.status,
             status_words: r.status_words,
             attempts: r.attempts,

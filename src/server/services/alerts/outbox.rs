@@ -4,6 +4,7 @@
 use super::{Alerts, Judged};
 use crate::model::outbox::ReceiverName;
 use crate::model::AppError;
+use crate::server::domain::redact;
 use crate::server::metrics;
 use crate::server::services::events::breaker as events_breaker;
 use crate::server::services::events::health as receiver_health;
@@ -22,11 +23,19 @@ impl Alerts {
         let mut out = Vec::new();
         for name in self.receiver_names().await? {
             let b = events_breaker::current(&self.store, &self.config, &name).await?;
-            // Its own side effects in the outbox (those routed to it), parked while open.
-            let depth = outbox_counts::queue_depth(&self.store, &name).await?.n;
+            // Its own side effects in the outbox (those routed to it), parked while open. A
+            // busy count leaves its series as they were, never the rules unjudged.
             let open = b.breaker_id.is_some();
+            let depth = match outbox_counts::queue_depth(&self.store, &name).await {
+                Ok(depth) => Some(depth.n),
+                Err(e) => {
+                    tracing::warn!(error = %redact::redact(&e.to_string()), "receiver queue depth not counted");
+                    None
+                }
+            };
             metrics::receiver_breaker_state(name.as_str(), open, depth);
-            out.push(self.breaker_rule(&name, &b, if open { depth } else { 0 }));
+            let parked = depth.filter(|_| open).unwrap_or(0);
+            out.push(self.breaker_rule(&name, &b, parked));
         }
         Ok(out)
     }

@@ -11,26 +11,34 @@ use crate::model::outbox::ReceiverName;
 use crate::server::store::query::{self, Count, Start};
 use crate::server::store::{Store, StoreError};
 
-/// Pages a count reads per shard at most (`Select=COUNT`, up to 1 MB of items each).
-const PAGES_PER_SHARD: usize = 10;
+/// Pages a queue depth reads per shard at most (`Select=COUNT`, up to 1 MB of items each):
+/// the cards and the alert check read it often, and a longer queue is "at least" this.
+const PAGES_PER_SHARD: usize = 2;
 
-/// How many side effects wait for `receiver`, and whether every shard was read to its end.
-/// The filter on `receiver` leaves out an action an older release put in `default`'s range
-/// (its round moves it to its own).
+/// How many side effects wait for `receiver`, and whether every shard was read to its end:
+/// its own range of the due group's keys (see `outbox_reads::spec`), the shards read side
+/// by side. The filter on `receiver` leaves out an action an older release put in
+/// `default`'s range (its round moves it to its own).
 pub async fn queue_depth(store: &Store, receiver: &ReceiverName) -> Result<Count, StoreError> {
     let own = Filter {
         receiver: Some(receiver.as_str().to_string()),
         ..Filter::default()
     };
-    let mut total = Count { n: 0, exact: true };
-    for shard in 0..SHARDS {
-        let mut spec = spec(store, Group::Due, shard, &own, None);
-        spec.sk = Some(("outbox_sk", super::window::queue_of(receiver.as_str())));
-        let c = query::count(store, &spec, PAGES_PER_SHARD, None).await?;
-        total.n += c.n;
-        total.exact &= c.exact;
-    }
-    Ok(total)
+    let specs: Vec<_> = (0..SHARDS)
+        .map(|shard| spec(store, Group::Due, shard, &own, None))
+        .collect();
+    let counts = futures_util::future::try_join_all(
+        specs
+            .iter()
+            .map(|spec| query::count(store, spec, PAGES_PER_SHARD, None)),
+    )
+    .await?;
+    Ok(counts
+        .into_iter()
+        .fold(Count { n: 0, exact: true }, |t, c| Count {
+            n: t.n + c.n,
+            exact: t.exact && c.exact,
+        }))
 }
 
 /// Dead letters by cause, newest first in each shard, reading at most `per_shard` each.

@@ -87,11 +87,16 @@ pub(super) fn spec(
     if let Some(now) = filter.alive_at {
         filters.push(("expires_at", Cond::Between(n(now + 1), n(i64::MAX))));
     }
+    // One receiver's due side effects, whenever due: its own range of the group's keys.
+    let sk = match (group, filter.receiver.as_deref(), filter.window, due_by) {
+        (Group::Due, Some(r), None, None) => Some(super::window::queue_of(r)),
+        _ => super::window::sk_between(filter.window, due_by),
+    };
     Spec {
         table: store.table(MW_IDEMPOTENCY.base),
         index: Some(OUTBOX_INDEX),
         pk: ("outbox", s(group.partition(shard))),
-        sk: super::window::sk_between(filter.window, due_by).map(|c| ("outbox_sk", c)),
+        sk: sk.map(|c| ("outbox_sk", c)),
         filters,
         // Due: the next one first; held and dead: the newest first.
         ascending: group == Group::Due,

@@ -91,11 +91,10 @@ impl Events {
 
     /// Every receiver as [`Events::receiver`] shows `default`, `default` first (the Outbox).
     pub async fn receivers(&self, role: Role) -> Result<Vec<ReceiverView>, AppError> {
-        let mut out = Vec::new();
-        for name in super::routes::names(&self.routes().await?) {
-            out.push(self.receiver_seen(role, &name).await?.0);
-        }
-        Ok(out)
+        let names = super::routes::names(&self.routes().await?);
+        let seen = names.iter().map(|name| self.receiver_seen(role, name));
+        let seen = futures_util::future::try_join_all(seen).await?;
+        Ok(seen.into_iter().map(|(view, _, _)| view).collect())
     }
 
     /// The receiver `name` as [`Events::receiver`] shows `default`, with its limits as
@@ -145,8 +144,19 @@ impl Events {
         view.limits = super::limits::words(&limits);
         let pause = self.pause_view(&self.pause_state(name).await?, self.clock.now());
         let breaker = self.breaker_state(name).await?;
-        let depth = outbox_counts::queue_depth(&self.store, name).await?;
-        view.queue = queue_words(depth, breaker.breaker_id.is_some());
+        // A busy count leaves the card without its depth (a floor of 0 in REST), not the
+        // page without a card.
+        let depth = match outbox_counts::queue_depth(&self.store, name).await {
+            Ok(depth) => {
+                view.queue = queue_words(depth, breaker.breaker_id.is_some());
+                depth
+            }
+            Err(e) => {
+                tracing::warn!(error = %redact::redact(&e.to_string()), "receiver queue depth not read");
+                view.queue = "Its queue depth was not read (DynamoDB is busy).".into();
+                Count { n: 0, exact: false }
+            }
+        };
         view.waits = super::pause::both(pause, self.breaker_view(&breaker));
         if let Some(url) = health::current_url(&self.store, &self.config, name).await? {
             // Busy figures leave the card without its health, not the page without a card.
