@@ -458,10 +458,15 @@ async fn a_resend_of_one_receivers_window_sends_its_side_effects_only_each_once_
 #[tokio::test]
 async fn each_receivers_queue_depth_counts_its_own_waiting_side_effects_on_the_outbox_in_rest_and_metrics(
 ) {
-    let (app, _default, crm, to_crm) = tags_to_crm().await;
+    // A name no other test gives a receiver: `/metrics` is one registry for every test of
+    // this process, so its series are this test's own.
+    let (app, _default) = app_with_receiver().await;
+    let ledger = ReceiverName::parse("ledger").unwrap();
+    let to_ledger = add_receiver(&app, &ledger).await;
     let events = &app.state.events;
+    events.set_route("tag", &ledger, 1, "admin").await.unwrap();
     events
-        .control(&crm, &Control::Pause, "crm maintenance", "op")
+        .control(&ledger, &Control::Pause, "ledger maintenance", "op")
         .await
         .unwrap();
     let key = app.api_key(&["events:write"]).await;
@@ -485,12 +490,12 @@ async fn each_receivers_queue_depth_counts_its_own_waiting_side_effects_on_the_o
     // Its side effects are listed with their receiver.
     assert!(!page.rows.is_empty());
     assert!(
-        page.rows.iter().all(|r| r.to_receiver == " · to crm"),
+        page.rows.iter().all(|r| r.to_receiver == " · to ledger"),
         "{:?}",
         page.rows
     );
     let names: Vec<&str> = page.receivers.iter().map(|r| r.name.as_str()).collect();
-    assert_eq!(names, ["default", "crm"]);
+    assert_eq!(names, ["default", "ledger"]);
     assert_eq!(
         page.receivers[0].queue, "Nothing waits for it.",
         "default delivered hers"
@@ -506,7 +511,7 @@ async fn each_receivers_queue_depth_counts_its_own_waiting_side_effects_on_the_o
             answer.json()
         }
     };
-    let waiting = rest("crm").await;
+    let waiting = rest("ledger").await;
     let depth = waiting["queue_depth"].as_u64().unwrap();
     assert!(depth > 0, "{waiting}");
     assert_eq!(waiting["queue_depth_exact"], true);
@@ -517,7 +522,7 @@ async fn each_receivers_queue_depth_counts_its_own_waiting_side_effects_on_the_o
     let mut listed = Vec::new();
     let mut cursor = String::new();
     loop {
-        let path = format!("/api/v1/receiver/actions?receiver=crm&group=due&cursor={cursor}");
+        let path = format!("/api/v1/receiver/actions?receiver=ledger&group=due&cursor={cursor}");
         let page = app.api("GET", &path, &read, None).await;
         assert_eq!(page.status, 200, "{}", page.body);
         let v = page.json();
@@ -538,8 +543,9 @@ async fn each_receivers_queue_depth_counts_its_own_waiting_side_effects_on_the_o
     assert_eq!(
         defaults.json()["actions"],
         serde_json::json!([]),
-        "crm's are its own"
+        "ledger's are its own"
     );
+    assert_eq!(defaults.json()["group"], "due", "no group: the due one");
     let none = app
         .api(
             "GET",
@@ -550,7 +556,7 @@ async fn each_receivers_queue_depth_counts_its_own_waiting_side_effects_on_the_o
         .await;
     assert_eq!(none.status, 404, "{}", none.body);
     for bad in ["group=sent", "cursor=forged"] {
-        let path = format!("/api/v1/receiver/actions?receiver=crm&{bad}");
+        let path = format!("/api/v1/receiver/actions?receiver=ledger&{bad}");
         let refused = app.api("GET", &path, &read, None).await;
         assert_eq!(refused.status, 400, "{bad}: {}", refused.body);
     }
@@ -558,12 +564,12 @@ async fn each_receivers_queue_depth_counts_its_own_waiting_side_effects_on_the_o
     // Its breaker open as well: all of its queue is parked, on the card, in REST and the
     // metrics.
     events
-        .control(&crm, &Control::OpenBreaker, "crm is failing", "op")
+        .control(&ledger, &Control::OpenBreaker, "ledger is failing", "op")
         .await
         .unwrap();
-    let parked = rest("crm").await;
+    let parked = rest("ledger").await;
     assert_eq!(parked["parked"].as_u64(), Some(depth), "{parked}");
-    let card = events.receiver_detail(Role::Viewer, &crm).await.unwrap();
+    let card = events.receiver_detail(Role::Viewer, &ledger).await.unwrap();
     assert_eq!(
         card.receiver.queue,
         format!("{depth} side effects wait, parked while the breaker is open.")
@@ -572,26 +578,32 @@ async fn each_receivers_queue_depth_counts_its_own_waiting_side_effects_on_the_o
     let metrics_key = app.api_key(&["metrics:read"]).await;
     let metrics = app.api("GET", "/metrics", &metrics_key, None).await.body;
     for series in [
-        format!("opsconsole_receiver_queue_depth{{receiver=\"crm\"}} {depth}"),
-        format!("opsconsole_receiver_parked{{receiver=\"crm\"}} {depth}"),
-        "opsconsole_receiver_queue_depth{receiver=\"default\"} 0".to_string(),
+        format!("opsconsole_receiver_queue_depth{{receiver=\"ledger\"}} {depth}"),
+        format!("opsconsole_receiver_parked{{receiver=\"ledger\"}} {depth}"),
     ] {
         assert!(metrics.contains(&series), "{series} in {metrics}");
     }
 
     // Resumed and closed: the receiver takes as many as the depth said, and none wait.
-    let pause = events.pause_state(&crm).await.unwrap().pause_id.unwrap();
+    let pause = events.pause_state(&ledger).await.unwrap().pause_id.unwrap();
     let resume = Control::Resume(PauseId::parse(&pause).unwrap());
-    events.control(&crm, &resume, "done", "op").await.unwrap();
+    events
+        .control(&ledger, &resume, "done", "op")
+        .await
+        .unwrap();
     let opening = events
-        .breaker_state(&crm)
+        .breaker_state(&ledger)
         .await
         .unwrap()
         .breaker_id
         .unwrap();
     let close = Control::CloseBreaker(BreakerId::parse(&opening).unwrap());
-    events.control(&crm, &close, "back", "op").await.unwrap();
+    events.control(&ledger, &close, "back", "op").await.unwrap();
     events.dispatch_all().await.unwrap();
-    assert_eq!(to_crm.total() as u64, depth, "the depth was what it took");
-    assert_eq!(rest("crm").await["queue_depth"], 0);
+    assert_eq!(
+        to_ledger.total() as u64,
+        depth,
+        "the depth was what it took"
+    );
+    assert_eq!(rest("ledger").await["queue_depth"], 0);
 }

@@ -126,7 +126,7 @@ pub(crate) async fn actions(
     let name = ReceiverName::parse(q.receiver.as_deref().unwrap_or_default())?;
     let group = q.group.unwrap_or_default();
     let cursor = q.cursor.filter(|c| !c.is_empty());
-    let (rows, next) = state
+    let (group, rows, next) = state
         .events
         .receiver_actions(&name, group.trim(), cursor.as_deref(), &state.refs)
         .await?;
@@ -157,11 +157,7 @@ pub(crate) async fn actions(
         .collect();
     Ok(Json(ReceiverActions {
         receiver: name.as_str().into(),
-        group: if group.trim().is_empty() {
-            "due".into()
-        } else {
-            group.trim().into()
-        },
+        group: group.into(),
         actions,
         next,
     }))

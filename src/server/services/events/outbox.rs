@@ -147,21 +147,23 @@ impl Events {
     }
 
     /// One receiver's side effects in one group, a page at a time, as the Outbox lists
-    /// them (`/api/v1/receiver/actions`).
+    /// them (`/api/v1/receiver/actions`): the group's name (`due` for none), the rows and
+    /// the next page's cursor.
     pub async fn receiver_actions(
         &self,
         name: &ReceiverName,
         group: &str,
         cursor: Option<&str>,
         refs: &Refs,
-    ) -> Result<(Vec<OutboxRow>, Option<String>), AppError> {
+    ) -> Result<(&'static str, Vec<OutboxRow>, Option<String>), AppError> {
         let g = group_named(group)?;
         self.known_receiver(name).await?;
         let own = Filter {
             receiver: Some(name.as_str().to_string()),
             ..Filter::default()
         };
-        self.rows(g, &own, cursor, refs).await
+        let (rows, next) = self.rows(g, &own, cursor, refs).await?;
+        Ok((g.as_str(), rows, next))
     }
 
     /// A page of a group's side effects under `filter`, as rows.

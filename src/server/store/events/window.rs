@@ -37,7 +37,7 @@ pub(super) fn due_of(receiver: &str, due_by: i64) -> Cond {
 /// The sort-key condition of every due action of `receiver`, whenever it is due: a named
 /// receiver's range, or `default`'s keys, which start with a digit (`<time>#<key>`).
 pub(super) fn queue_of(receiver: &str) -> Cond {
-    if receiver == "default" {
+    if receiver == crate::model::outbox::ReceiverName::DEFAULT {
         return Cond::Lt(s(":"));
     }
     Cond::Between(s(format!("{receiver}#")), s(format!("{receiver}#:")))
