@@ -4,6 +4,8 @@ import { conversationId, postEvent, saveReceiver, startReceiver } from './receiv
 
 /** A moment as the form's `datetime-local` field takes it, in UTC. */
 const utc = (d: Date) => d.toISOString().slice(0, 19);
+/** The same moment as the field gives it back: Chromium leaves out seconds that are zero. */
+const asShown = (d: Date) => utc(d).replace(/:00$/, '');
 
 test.describe('resend', () => {
   test('an operator counts a time window first, then resends it with a reason: the receiver gets the side effect again under its own webhook-id', async ({ page, request }) => {
@@ -31,7 +33,7 @@ test.describe('resend', () => {
       expect(n).toBeGreaterThanOrEqual(1);
       expect(receiver.state.accepted.filter((id) => id === key).length).toBe(1);
       // The window stays in the form (it is in the address).
-      await expect(ask.getByLabel('From (UTC)')).toHaveValue(utc(since));
+      await expect(ask.getByLabel('From (UTC)')).toHaveValue(asShown(since));
 
       await ready(page);
       const go = section.getByRole('button', { name: `Resend ${n}` });
