@@ -33,7 +33,7 @@ fn to_everyone(i: usize) -> Publish {
 }
 
 /// Waits until the proxy has applied every late write it holds.
-async fn late_writes_landed(proxy: &dynamodb_faults::Proxy) {
+pub async fn late_writes_landed(proxy: &dynamodb_faults::Proxy) {
     for _ in 0..1200 {
         if proxy.report().late_pending == 0 {
             return;

@@ -1,18 +1,22 @@
 //! Resend a time window on DynamoDB Local: the count before, then each side effect of the
 //! window sent again once per job with its own `webhook-id`, in its conversation's order,
 //! by two consoles working the job; nothing outside the window or the kind; a page of the
-//! job done again (a console that died before saving its progress) sends nothing twice;
-//! audited; refused under safe mode.
+//! job done again (a console that died before saving its progress) sends nothing twice,
+//! and a progress write that fails leaves the job's count right; audited; refused under
+//! safe mode.
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, Duration, Utc};
 
+use dynamodb_faults::Kind;
+
 use crate::events::{app_with_receiver, event, post_event};
-use crate::helpers::TestApp;
+use crate::helpers::{faulty_dynamodb, spawn_app_via, TestApp};
 use crate::receiver::Receiver;
+use ops_console::server::outbound::signature::SigningSecret;
 use ops_console::server::services::events::resend::ResendScope;
-use ops_console::server::store::events::jobs;
+use ops_console::server::store::events::jobs::{self, JobRecord, JobStatus};
 use ops_console::server::store::events::outbox::{self, Move};
 use ops_console::server::store::events::{self as records};
 
@@ -328,4 +332,86 @@ async fn a_discarded_side_effect_is_resent_once_by_a_window_of_discarded_ones() 
         .unwrap()
         .unwrap();
     assert_eq!(sent.status.as_str(), "delivered");
+}
+
+/// A job whose page's progress write fails after the page's moves (DynamoDB answers 500
+/// to every try, and applies them only long after; a console dying there is the same):
+/// the moves counted themselves when they were made, so the job ends with `done` equal to
+/// what the receiver was sent again, and the late writes change nothing when they land.
+#[tokio::test]
+async fn a_jobs_progress_write_lost_after_its_moves_leaves_done_equal_to_what_was_resent() {
+    let proxy = faulty_dynamodb().await;
+    let secret = SigningSecret::generate();
+    let (receiver, url) = Receiver::start(vec![secret.clone()]).await;
+    let (app, direct) = spawn_app_via(&proxy, move |c| {
+        c.events.webhook_url = url;
+        c.events.webhook_secret = ops_console::server::config::Secret::new(secret.expose());
+        c.events.webhook_timeout_ms = 2_000;
+    })
+    .await;
+    app.set_switches(false, true).await;
+    let other = app.second_console();
+    let key = app.api_key(&["events:write"]).await;
+    let since = app.clock.now();
+    for c in ["c-lost-1", "c-lost-2"] {
+        let answer = post_event(&app, &key, &event(c, Some("m-1"), CHARGEBACK)).await;
+        assert_eq!(answer.status, 200);
+    }
+    deliver_all(&app, &other, &receiver).await;
+    let sent = receiver.total();
+    assert!(sent >= 4, "{sent}");
+    app.clock.advance(Duration::seconds(1));
+    let now = app.clock.now();
+    let scope = ResendScope::parse("delivered", "", &at(since), &at(now), now).unwrap();
+    app.state
+        .events
+        .start_resend(&scope, "the receiver lost its data", "ops", "form-lost")
+        .await
+        .unwrap();
+    let job_key = jobs::running(&direct).await.unwrap()[0].event_id.clone();
+
+    // Every try of the page's progress write is answered 500 and lands 15 s later.
+    proxy.update(|f| {
+        f.late_write_rate = 1.0;
+        f.late_write_ms = 15_000;
+        f.late_write_matching = ":was_skipped".into();
+    });
+    let failed = app.state.events.run_jobs().await;
+    assert!(failed.is_err(), "the progress write failed: {failed:?}");
+    proxy.update(|f| f.late_write_rate = 0.0);
+    assert!(proxy.report().get(Kind::LateWrite) > 0);
+    deliver_all(&app, &other, &receiver).await;
+    assert_eq!(receiver.total(), 2 * sent, "the page's moves were made");
+
+    run_jobs(&app, &other, &receiver).await;
+    let counted = |job: &JobRecord| (job.status, job.done as usize, job.skipped);
+    let job = jobs::get(&direct, &job_key).await.unwrap().unwrap();
+    assert_eq!(counted(&job), (JobStatus::Finished, sent, 0));
+    assert_eq!(receiver.total(), 2 * sent, "each once more, and no more");
+    crate::aws_failures::late_writes_landed(&proxy).await;
+    let job = jobs::get(&direct, &job_key).await.unwrap().unwrap();
+    assert_eq!(counted(&job), (JobStatus::Finished, sent, 0));
+
+    // A move under a job that is no longer the mover's (it finished; or its lease ran out
+    // and another console took it) is refused whole: nothing moves, nothing is counted.
+    let first = receiver.order()[0].clone();
+    let one = records::get_action(&direct, &first).await.unwrap().unwrap();
+    let audit = ops_console::server::store::audit::AuditItem::new(
+        &one.conversation_id,
+        "outbox_resend",
+        app.clock.now(),
+        "test-not-mine",
+        1,
+    );
+    let lease = jobs::Lease {
+        key: &job_key,
+        nonce: &job.claim_nonce,
+    };
+    let at_ms = app.clock.now().timestamp_millis();
+    let moved = jobs::counted_move(&direct, &one, Move::Resend, "x", at_ms, &audit, lease);
+    assert_eq!(moved.await.unwrap(), jobs::Moved::NotMine);
+    let still = records::get_action(&direct, &first).await.unwrap().unwrap();
+    assert_eq!(still.status.as_str(), "delivered");
+    let job = jobs::get(&direct, &job_key).await.unwrap().unwrap();
+    assert_eq!(counted(&job), (JobStatus::Finished, sent, 0));
 }

@@ -2,8 +2,9 @@
 //! once the outbox has drained, the harness resends everything decided since the storm began through a
 //! console's REST API, with one `Idempotency-Key` sent again until answered (consoles die
 //! under it), and kills consoles and fails DynamoDB while the job runs. The check: one job,
-//! finished; every side effect decided in the window moved by it exactly once (one audit
-//! record each, none outside the window) and taken by the receiver once more than before;
+//! finished, counting as moved exactly what it chose; every side effect decided in the
+//! window moved by it exactly once (one audit record each, none outside the window) and
+//! taken by the receiver once more than before;
 //! and the window held something (a run that resent nothing proves nothing).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -117,6 +118,14 @@ pub async fn check(store: &Store, receiver: &Receiver, s: &Started) -> Result<Ve
         );
     }
     match jobs.as_slice() {
+        // Its count is what it moved: each side effect chosen, once (checked below).
+        [job] if job["status"] == "finished" && job["done"].as_u64() != Some(s.chosen.len() as u64) => {
+            v.push(format!(
+                "the resend job counts {} moved, but {} side effects were chosen and each is resent once",
+                job["done"],
+                s.chosen.len()
+            ))
+        }
         [job] if job["status"] == "finished" => {}
         [job] => v.push(format!("the resend job is {} after the run", job["status"])),
         other => v.push(format!(

@@ -1,6 +1,7 @@
 //! Bulk outbox jobs (docs/events.md, "Redrive and discard"): an operator's move over a
 //! filter, started once per form (its id derives from the form key), run a page at a time
-//! by whichever console holds its lease, its progress saved after each page.
+//! by whichever console holds its lease: each move counts itself in the job's `done`, and
+//! what a page skipped and whether the job finished are saved after the page.
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -10,7 +11,9 @@ use crate::model::outbox::JobView;
 use crate::model::AppError;
 use crate::server::domain::redact;
 use crate::server::store::audit::AuditItem;
-use crate::server::store::events::jobs::{self, JobOp, JobRecord, JobStatus, Progress};
+use crate::server::store::events::jobs::{
+    self, JobOp, JobRecord, JobStatus, Lease, Moved, Progress,
+};
 use crate::server::store::events::outbox::{Group, Move, SHARDS};
 use crate::server::store::events::outbox_reads::{self, Filter};
 use crate::server::store::events::RecordKind;
@@ -216,11 +219,11 @@ impl Events {
         }
     }
 
-    /// Moves up to [`JOB_PAGE`] actions of a job and saves its progress. It reads the group
-    /// from the outbox index, which may not show the latest writes yet, so a pass that
-    /// finds nothing left does not end the job: a later pass, `events.bulk_confirm_ms` on
-    /// (longer than an index takes to show a write, well under a second on AWS), that finds
-    /// nothing either does.
+    /// Moves up to [`JOB_PAGE`] actions of a job (each counted as it is made) and saves
+    /// the page's progress. It reads the group from the outbox index, which may not show
+    /// the latest writes yet, so a pass that finds nothing left does not end the job: a
+    /// later pass, `events.bulk_confirm_ms` on (longer than an index takes to show a write,
+    /// well under a second on AWS), that finds nothing either does.
     async fn job_page(&self, job: &JobRecord) -> Result<(), StoreError> {
         // A group this release does not know (a later one's) is left to that release.
         let known = group_named(&job.group).ok();
@@ -232,7 +235,8 @@ impl Events {
         let began = DateTime::parse_from_rfc3339(&job.created_at)
             .map_or(i64::MAX, |t| t.timestamp_millis() + 1);
         // Jobs move held, dead, delivered and discarded ones only: never one in flight.
-        let (mut moved, mut skipped, mut seen) = (0i64, 0i64, 0usize);
+        // Each move counts itself in `done`; the page saves what it skipped.
+        let (mut skipped, mut seen) = (0i64, 0usize);
         for shard in 0..SHARDS {
             if seen >= JOB_PAGE {
                 break;
@@ -248,13 +252,11 @@ impl Events {
             .await?;
             seen += batch.len();
             for rec in batch {
-                if self
-                    .operator_move(&rec, mv, &job.reason, &job.actor, &job.event_id)
-                    .await?
-                {
-                    moved += 1;
-                } else {
-                    skipped += 1;
+                match self.job_move(&rec, mv, job).await? {
+                    Moved::Moved => {}
+                    Moved::Skipped => skipped += 1,
+                    // Another console carries on from what is stored.
+                    Moved::NotMine => return Ok(()),
                 }
             }
         }
@@ -264,10 +266,11 @@ impl Events {
         let confirm_ms = self.config.events.bulk_confirm_ms;
         let confirmed = empty_since_ms.is_some_and(|t| now.timestamp_millis() - t >= confirm_ms);
         let p = Progress {
-            key: &job.event_id,
-            nonce: &self.owner,
-            was: (job.done, job.skipped),
-            now: (job.done + moved, job.skipped + skipped),
+            lease: Lease {
+                key: &job.event_id,
+                nonce: &self.owner,
+            },
+            skipped: (job.skipped, job.skipped + skipped),
             empty_since_ms,
             finished: confirmed,
             now_iso: &iso(now),

@@ -19,7 +19,7 @@ use crate::server::domain::redact;
 use crate::server::ids::random_hex;
 use crate::server::services::conversations::reference::Refs;
 use crate::server::store::audit::AuditItem;
-use crate::server::store::events::jobs::{self, JobOp};
+use crate::server::store::events::jobs::{self, JobOp, JobRecord, Lease, Moved};
 use crate::server::store::events::outbox::{self, Group, Move};
 use crate::server::store::events::outbox_counts;
 use crate::server::store::events::outbox_reads::{self, Filter};
@@ -275,29 +275,66 @@ impl Events {
         by: &str,
     ) -> Result<bool, StoreError> {
         let now = self.clock.now();
+        let audit = self.move_audit(rec, mv, reason, actor, by, now);
+        let ms = now.timestamp_millis();
+        let moved = outbox::apply_move(&self.store, rec, mv, reason, by, ms, &audit).await?;
+        if moved {
+            self.after_move(rec, mv);
+        }
+        Ok(moved)
+    }
+
+    /// A job's move of one action, counted in the job's progress by the move's own
+    /// transaction, while this console holds the job's lease.
+    pub(super) async fn job_move(
+        &self,
+        rec: &ActionRecord,
+        mv: Move,
+        job: &JobRecord,
+    ) -> Result<Moved, StoreError> {
+        let now = self.clock.now();
+        let audit = self.move_audit(rec, mv, &job.reason, &job.actor, &job.event_id, now);
+        let lease = Lease {
+            key: &job.event_id,
+            nonce: &self.owner,
+        };
+        let ms = now.timestamp_millis();
+        let moved =
+            jobs::counted_move(&self.store, rec, mv, &job.reason, ms, &audit, lease).await?;
+        if moved == Moved::Moved {
+            self.after_move(rec, mv);
+        }
+        Ok(moved)
+    }
+
+    /// The audit record of an operator's (or a job's) move, `by` its form or job.
+    fn move_audit(
+        &self,
+        rec: &ActionRecord,
+        mv: Move,
+        reason: &str,
+        actor: &str,
+        by: &str,
+        now: DateTime<Utc>,
+    ) -> AuditItem {
         let step = format!("{mv:?}").to_ascii_lowercase();
         let mut audit = self.outbox_audit(rec, &step, &short(by)[..8], now);
         audit.action_type = format!("outbox_{step}");
         audit.actor = actor.to_string();
         audit.result = format!("success: {step}");
         audit.action_payload_redacted = json!({"reason": reason, "by": short(by)}).to_string();
-        let moved = outbox::apply_move(
-            &self.store,
-            rec,
-            mv,
-            reason,
-            by,
-            now.timestamp_millis(),
-            &audit,
-        )
-        .await?;
-        if moved && mv == Move::Resend {
+        audit
+    }
+
+    /// What follows a move that was made: a resend counted, the dispatcher woken for what
+    /// is due again.
+    fn after_move(&self, rec: &ActionRecord, mv: Move) {
+        if mv == Move::Resend {
             let to = rec.receiver.as_deref().unwrap_or(ReceiverName::DEFAULT);
             crate::server::metrics::receiver_resent(to);
         }
-        if moved && matches!(mv, Move::Release | Move::Redrive | Move::Resend) {
+        if matches!(mv, Move::Release | Move::Redrive | Move::Resend) {
             self.kick.notify_one();
         }
-        Ok(moved)
     }
 }

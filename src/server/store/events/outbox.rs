@@ -287,10 +287,28 @@ pub async fn apply_move(
     now_ms: i64,
     audit_record: &AuditItem,
 ) -> Result<bool, StoreError> {
+    let Some(write) = move_write(store, rec, mv, reason, by, now_ms)? else {
+        return Ok(false);
+    };
+    // The audit alone refused: this very move was made and its answer lost.
+    audit::with_record(store, write, audit_record).await
+}
+
+/// The conditional write of [`apply_move`], for a caller that commits it with other
+/// writes (a job counts each move in the move's own transaction). None: `rec`'s status is
+/// not one `mv` moves from.
+pub(super) fn move_write(
+    store: &Store,
+    rec: &ActionRecord,
+    mv: Move,
+    reason: &str,
+    by: &str,
+    now_ms: i64,
+) -> Result<Option<TransactWriteItem>, StoreError> {
     let table = store.table(MW_IDEMPOTENCY.base);
     let (from, to) = mv.statuses();
     if !from.contains(&rec.status) {
-        return Ok(false);
+        return Ok(None);
     }
     let now_iso = chrono::DateTime::from_timestamp_millis(now_ms)
         .map(crate::server::clock::iso)
@@ -329,13 +347,7 @@ pub async fn apply_move(
         shard_of(&rec.conversation_id),
     );
     let update = update.build().map_err(|e| StoreError::corrupt(&table, e))?;
-    // The audit alone refused: this very move was made and its answer lost.
-    audit::with_record(
-        store,
-        TransactWriteItem::builder().update(update).build(),
-        audit_record,
-    )
-    .await
+    Ok(Some(TransactWriteItem::builder().update(update).build()))
 }
 
 /// What `mv` sets: the status, the group it enters (and where in it), and what it clears.
