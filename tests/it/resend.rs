@@ -16,6 +16,7 @@ use crate::helpers::{faulty_dynamodb, spawn_app_via, TestApp};
 use crate::receiver::Receiver;
 use ops_console::server::outbound::signature::SigningSecret;
 use ops_console::server::services::events::resend::ResendScope;
+use ops_console::server::store::events::job_moves;
 use ops_console::server::store::events::jobs::{self, JobRecord, JobStatus};
 use ops_console::server::store::events::outbox::{self, Move};
 use ops_console::server::store::events::{self as records};
@@ -374,7 +375,7 @@ async fn a_jobs_progress_write_lost_after_its_moves_leaves_done_equal_to_what_wa
     proxy.update(|f| {
         f.late_write_rate = 1.0;
         f.late_write_ms = 15_000;
-        f.late_write_matching = ":was_skipped".into();
+        f.late_write_matching = "#skipped = :skipped".into();
     });
     let failed = app.state.events.run_jobs().await;
     assert!(failed.is_err(), "the progress write failed: {failed:?}");
@@ -392,26 +393,100 @@ async fn a_jobs_progress_write_lost_after_its_moves_leaves_done_equal_to_what_wa
     let job = jobs::get(&direct, &job_key).await.unwrap().unwrap();
     assert_eq!(counted(&job), (JobStatus::Finished, sent, 0));
 
-    // A move under a job that is no longer the mover's (it finished; or its lease ran out
-    // and another console took it) is refused whole: nothing moves, nothing is counted.
+    // A move under a job that is not the mover's (its lease ran out and another console
+    // took it) is refused whole: nothing moves, nothing is counted. A second job, over
+    // the same window, held by another console.
+    app.clock.advance(Duration::seconds(1));
+    let again = ResendScope::parse("delivered", "", &at(since), &at(now), app.clock.now());
+    app.state
+        .events
+        .start_resend(&again.unwrap(), "once more", "ops", "form-lost-2")
+        .await
+        .unwrap();
+    let second = jobs::running(&direct).await.unwrap()[0].event_id.clone();
+    let at_ms = app.clock.now().timestamp_millis();
+    assert!(jobs::take(&direct, &second, "other-console", at_ms, 60_000)
+        .await
+        .unwrap());
     let first = receiver.order()[0].clone();
     let one = records::get_action(&direct, &first).await.unwrap().unwrap();
-    let audit = ops_console::server::store::audit::AuditItem::new(
-        &one.conversation_id,
-        "outbox_resend",
-        app.clock.now(),
-        "test-not-mine",
-        1,
-    );
-    let lease = jobs::Lease {
-        key: &job_key,
-        nonce: &job.claim_nonce,
+    let audit = |id: &str| {
+        ops_console::server::store::audit::AuditItem::new(
+            &one.conversation_id,
+            "outbox_resend",
+            app.clock.now(),
+            id,
+            1,
+        )
     };
-    let at_ms = app.clock.now().timestamp_millis();
-    let moved = jobs::counted_move(&direct, &one, Move::Resend, "x", at_ms, &audit, lease);
-    assert_eq!(moved.await.unwrap(), jobs::Moved::NotMine);
+    let by = |nonce| jobs::Lease {
+        key: &second,
+        nonce,
+    };
+    let (a, b) = (audit("a"), audit("b"));
+    let mine = job_moves::counted_move(&direct, &one, Move::Resend, "x", at_ms, &a, by("me"));
+    assert_eq!(mine.await.unwrap(), job_moves::Moved::NotMine);
     let still = records::get_action(&direct, &first).await.unwrap().unwrap();
     assert_eq!(still.status.as_str(), "delivered");
-    let job = jobs::get(&direct, &job_key).await.unwrap().unwrap();
-    assert_eq!(counted(&job), (JobStatus::Finished, sent, 0));
+    assert_eq!(jobs::get(&direct, &second).await.unwrap().unwrap().done, 0);
+    // The holder's own move is made and counted.
+    let theirs = by("other-console");
+    let made = job_moves::counted_move(&direct, &one, Move::Resend, "x", at_ms, &b, theirs);
+    assert_eq!(made.await.unwrap(), job_moves::Moved::Moved);
+    let moved = records::get_action(&direct, &first).await.unwrap().unwrap();
+    assert_eq!(moved.status.as_str(), "queued");
+    assert_eq!(jobs::get(&direct, &second).await.unwrap().unwrap().done, 1);
+}
+
+/// A page's progress write that lands late, after a later page's, changes nothing. Here an
+/// empty pass's "nothing left since t" (answered 500, applied 10 s later), landing after a
+/// pass that found some, would end the job one pass early: before the index has shown
+/// what joined the group a moment before.
+#[tokio::test]
+async fn a_progress_write_that_lands_after_a_later_pages_changes_nothing() {
+    let proxy = faulty_dynamodb().await;
+    let (app, direct) = spawn_app_via(&proxy, |_| {}).await;
+    app.set_switches(false, true).await;
+    let now = app.clock.now();
+    let since = now - Duration::minutes(1);
+    let scope = ResendScope::parse("delivered", "", &at(since), &at(now), now).unwrap();
+    app.state
+        .events
+        .start_resend(&scope, "nothing yet", "ops", "form-late")
+        .await
+        .unwrap();
+    let key = jobs::running(&direct).await.unwrap()[0].event_id.clone();
+    let now_ms = now.timestamp_millis();
+    assert!(jobs::take(&direct, &key, "console-a", now_ms, 60_000)
+        .await
+        .unwrap());
+    let now_iso = ops_console::server::clock::iso(now);
+    let page = |empty_since_ms| jobs::Progress {
+        lease: jobs::Lease {
+            key: &key,
+            nonce: "console-a",
+        },
+        skipped: (0, 0),
+        pages: 0,
+        empty_since_ms,
+        finished: false,
+        now_iso: &now_iso,
+    };
+    proxy.update(|f| {
+        f.late_write_rate = 1.0;
+        f.late_write_ms = 10_000;
+        f.late_write_matching = ":pages".into();
+    });
+    let empty = jobs::progress(&app.store, &page(Some(now_ms))).await;
+    assert!(empty.is_err(), "every try answered 500: {empty:?}");
+    proxy.update(|f| f.late_write_rate = 0.0);
+    assert!(proxy.report().get(Kind::LateWrite) > 0);
+    // The next pass read the job as it was, found some, and saved that.
+    assert!(jobs::progress(&app.store, &page(None)).await.unwrap());
+    crate::aws_failures::late_writes_landed(&proxy).await;
+    let job = jobs::get(&direct, &key).await.unwrap().unwrap();
+    assert_eq!(
+        (job.pages, job.empty_since_ms, job.status),
+        (1, None, JobStatus::Running)
+    );
 }

@@ -11,9 +11,8 @@ use crate::model::outbox::JobView;
 use crate::model::AppError;
 use crate::server::domain::redact;
 use crate::server::store::audit::AuditItem;
-use crate::server::store::events::jobs::{
-    self, JobOp, JobRecord, JobStatus, Lease, Moved, Progress,
-};
+use crate::server::store::events::job_moves::Moved;
+use crate::server::store::events::jobs::{self, JobOp, JobRecord, JobStatus, Lease, Progress};
 use crate::server::store::events::outbox::{Group, Move, SHARDS};
 use crate::server::store::events::outbox_reads::{self, Filter};
 use crate::server::store::events::RecordKind;
@@ -28,6 +27,27 @@ pub struct BulkRequest {
     pub actor: String,
     /// The form's key: starting twice (a double click) starts one job.
     pub form_key: String,
+}
+
+impl BulkRequest {
+    /// One job per form and operation: a double click finds the first.
+    fn job_key(&self, g: Group) -> String {
+        JobRecord::key(&short(&format!(
+            "{}|{}|{}|{:?}|{:?}|{:?}{}",
+            self.form_key,
+            self.op.as_str(),
+            g.as_str(),
+            self.filter.cause,
+            self.filter.action_type,
+            self.filter.window,
+            // Absent from jobs of every receiver: their keys are what they always were.
+            self.filter
+                .receiver
+                .as_ref()
+                .map(|r| format!("|{r}"))
+                .unwrap_or_default(),
+        )))
+    }
 }
 
 impl JobOp {
@@ -106,22 +126,7 @@ impl Events {
             redact::redact(crate::model::kill_switches::Reason::parse(&req.reason)?.as_str());
         let now = self.clock.now();
         let total = outbox_reads::count(&self.store, g, &req.filter).await? as i64;
-        // One job per form and operation: a double click finds the first.
-        let key = JobRecord::key(&short(&format!(
-            "{}|{}|{}|{:?}|{:?}|{:?}{}",
-            req.form_key,
-            req.op.as_str(),
-            g.as_str(),
-            req.filter.cause,
-            req.filter.action_type,
-            req.filter.window,
-            // Absent from jobs of every receiver: their keys are what they always were.
-            req.filter
-                .receiver
-                .as_ref()
-                .map(|r| format!("|{r}"))
-                .unwrap_or_default(),
-        )));
+        let key = req.job_key(g);
         let (outbox, outbox_sk) = JobRecord::listed(&iso(now), &key);
         let job = JobRecord {
             event_id: key,
@@ -138,6 +143,7 @@ impl Events {
             total,
             done: 0,
             skipped: 0,
+            pages: 0,
             status: JobStatus::Running,
             empty_since_ms: None,
             claim_nonce: String::new(),
@@ -271,11 +277,14 @@ impl Events {
                 nonce: &self.owner,
             },
             skipped: (job.skipped, job.skipped + skipped),
+            pages: job.pages,
             empty_since_ms,
             finished: confirmed,
             now_iso: &iso(now),
         };
-        jobs::progress(&self.store, &p).await?;
+        if !jobs::progress(&self.store, &p).await? {
+            tracing::info!(job = %job.event_id, "outbox job taken over before its page was saved");
+        }
         Ok(())
     }
 

@@ -19,7 +19,8 @@ use crate::server::domain::redact;
 use crate::server::ids::random_hex;
 use crate::server::services::conversations::reference::Refs;
 use crate::server::store::audit::AuditItem;
-use crate::server::store::events::jobs::{self, JobOp, JobRecord, Lease, Moved};
+use crate::server::store::events::job_moves::{self, Moved};
+use crate::server::store::events::jobs::{self, JobOp, JobRecord, Lease};
 use crate::server::store::events::outbox::{self, Group, Move};
 use crate::server::store::events::outbox_counts;
 use crate::server::store::events::outbox_reads::{self, Filter};
@@ -300,7 +301,7 @@ impl Events {
         };
         let ms = now.timestamp_millis();
         let moved =
-            jobs::counted_move(&self.store, rec, mv, &job.reason, ms, &audit, lease).await?;
+            job_moves::counted_move(&self.store, rec, mv, &job.reason, ms, &audit, lease).await?;
         if moved == Moved::Moved {
             self.after_move(rec, mv);
         }

@@ -3,15 +3,15 @@
 //! through by whichever console holds its lease, its progress saved after every page. A
 //! console that dies mid-job leaves a lease that runs out; another one carries on. The
 //! moves themselves are conditional, so a page done twice moves nothing twice, and each
-//! counts itself in the job's `done` in its own transaction, so the count is what moved.
+//! counts itself in the job's `done` in its own transaction (`job_moves`), so the count is
+//! what moved.
 
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use serde::{Deserialize, Serialize};
 
-use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 
-use super::outbox::{self, Move};
-use super::{ActionRecord, RecordKind};
+use super::RecordKind;
 use crate::server::store::audit::{self, AuditItem};
 use crate::server::store::item::{self, decode, n, s, Claim};
 use crate::server::store::query::{self, Cond, Spec, Start};
@@ -97,6 +97,10 @@ pub struct JobRecord {
     /// How many it skipped (they had moved meanwhile).
     #[serde(default)]
     pub skipped: i64,
+    /// How many pages' progress it saved: each save is conditioned on the one before, so
+    /// a save that lands late (after a later one) changes nothing.
+    #[serde(default)]
+    pub pages: i64,
     pub status: JobStatus,
     /// When a pass first found nothing left (ms), if the passes since found nothing
     /// either: the job ends on a later pass that finds nothing too.
@@ -225,113 +229,41 @@ pub struct Lease<'a> {
     pub nonce: &'a str,
 }
 
-/// How one move of a job ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Moved {
-    /// Moved, and counted in the job's `done` by the same transaction.
-    Moved,
-    /// It had moved meanwhile (or this job had resent it already): nothing written.
-    Skipped,
-    /// The job is no longer this console's (its lease ran out and another console took
-    /// it, or it finished): nothing written, and the page stops.
-    NotMine,
-}
-
-/// Moves `rec` for the job under `lease`, and counts it in the job's `done` in the same
-/// transaction: a move is counted exactly when it is made, whether or not the page's
-/// progress write that follows is ever made (the console may die first), and only while
-/// this console holds the job.
-pub async fn counted_move(
-    store: &Store,
-    rec: &ActionRecord,
-    mv: Move,
-    reason: &str,
-    now_ms: i64,
-    audit_record: &AuditItem,
-    lease: Lease<'_>,
-) -> Result<Moved, StoreError> {
-    let Some(write) = outbox::move_write(store, rec, mv, reason, lease.key, now_ms)? else {
-        return Ok(Moved::Skipped);
-    };
-    let table = store.table(MW_IDEMPOTENCY.base);
-    let count = Update::builder()
-        .table_name(&table)
-        .key("event_id", s(lease.key))
-        .update_expression("ADD #done :one")
-        .condition_expression("claim_nonce = :me AND #st = :running")
-        .expression_attribute_names("#done", "done")
-        .expression_attribute_names("#st", "status")
-        .expression_attribute_values(":one", n(1))
-        .expression_attribute_values(":me", s(lease.nonce))
-        .expression_attribute_values(":running", s("running"))
-        .build()
-        .map_err(|e| StoreError::corrupt(&table, e))?;
-    let actions = vec![
-        write,
-        audit::write_once(store, audit_record)?,
-        TransactWriteItem::builder().update(count).build(),
-    ];
-    let outcome = tx::transact(store, actions).await?;
-    // Refused by the job: no longer this console's, whatever the action's state. Refused
-    // by the audit record alone (its id is this attempt's): this very move was made and
-    // its answer lost, and it was counted then.
-    Ok(if outcome.refused_at(2).is_some() {
-        Moved::NotMine
-    } else if outcome.refused_at(0).is_some() {
-        Moved::Skipped
-    } else {
-        Moved::Moved
-    })
-}
-
 /// A job's progress after one page (its moves counted themselves).
 pub struct Progress<'a> {
     pub lease: Lease<'a>,
     /// How many it skipped: as this console last read it, and now.
     pub skipped: (i64, i64),
+    /// Pages saved, as this console last read it.
+    pub pages: i64,
     /// When the passes began to find nothing left (none: this one found some).
     pub empty_since_ms: Option<i64>,
     pub finished: bool,
     pub now_iso: &'a str,
 }
 
-/// Saves a page's progress under this console's lease: the skipped count as an absolute
-/// value conditioned on the previous one (a write resent after a lost answer does not
-/// count twice), whether the passes find nothing left, and whether the job finished. It
-/// does not touch `done`: each move counted itself. False: the lease was lost (another
-/// console carries on).
+/// Saves a page's progress under this console's lease, conditioned on the pages saved as
+/// it read them: the skipped count, whether the passes find nothing left, and whether the
+/// job finished. A write resent after a lost answer does not count twice, and one that
+/// lands late (after a later page's) changes nothing. It does not touch `done`: each move
+/// counted itself. False: the lease was lost (another console carries on).
 pub async fn progress(store: &Store, p: &Progress<'_>) -> Result<bool, StoreError> {
-    let status = if p.finished { "finished" } else { "running" };
     let table = store.table(MW_IDEMPOTENCY.base);
-    let (expression, empty) = match p.empty_since_ms {
-        Some(ms) => (", empty_since_ms = :empty", Some(ms)),
-        None => (" REMOVE empty_since_ms", None),
+    let req = progress_request(store, &table, p);
+    // What this write leaves: found so after a lost answer, it is this write's, not an
+    // earlier one of this console's that landed late.
+    let status = if p.finished {
+        JobStatus::Finished
+    } else {
+        JobStatus::Running
     };
-    let req = store
-        .client()
-        .update_item()
-        .table_name(&table)
-        .key("event_id", s(p.lease.key))
-        .update_expression(format!(
-            "SET #st = :st, updated_at = :now, #skipped = :skipped{expression}"
-        ))
-        .condition_expression("claim_nonce = :me AND #st = :running AND #skipped = :was_skipped")
-        .expression_attribute_names("#st", "status")
-        .expression_attribute_names("#skipped", "skipped")
-        .expression_attribute_values(":st", s(status))
-        .expression_attribute_values(":running", s("running"))
-        .expression_attribute_values(":me", s(p.lease.nonce))
-        .expression_attribute_values(":now", s(p.now_iso))
-        .expression_attribute_values(":skipped", n(p.skipped.1))
-        .expression_attribute_values(":was_skipped", n(p.skipped.0));
-    let req = match empty {
-        Some(ms) => req.expression_attribute_values(":empty", n(ms)),
-        None => req,
-    };
-    let req = req.return_values_on_condition_check_failure(
-        aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld,
+    let wrote = (
+        p.lease.nonce,
+        p.pages + 1,
+        p.skipped.1,
+        p.empty_since_ms,
+        status,
     );
-    let (me, now) = (p.lease.nonce.to_string(), p.skipped.1);
     tx::retrying(|| async {
         match req.clone().send().await {
             Ok(_) => Ok(true),
@@ -339,13 +271,64 @@ pub async fn progress(store: &Store, p: &Progress<'_>) -> Result<bool, StoreErro
                 UpdateItemError::ConditionalCheckFailedException(ccf) => {
                     // Our own write was applied and its answer lost: it stands.
                     let old: Option<JobRecord> = ccf.item.map(|i| decode(i, &table)).transpose()?;
-                    Ok(old.is_some_and(|j| j.claim_nonce == me && j.skipped == now))
+                    Ok(old.is_some_and(|j| {
+                        (
+                            j.claim_nonce.as_str(),
+                            j.pages,
+                            j.skipped,
+                            j.empty_since_ms,
+                            j.status,
+                        ) == wrote
+                    }))
                 }
                 other => Err(StoreError::service("UpdateItem", &other)),
             },
         }
     })
     .await
+}
+
+/// The conditional update [`progress`] sends (and sends again).
+fn progress_request(
+    store: &Store,
+    table: &str,
+    p: &Progress<'_>,
+) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+    let status = if p.finished { "finished" } else { "running" };
+    let (expression, empty) = match p.empty_since_ms {
+        Some(ms) => (", empty_since_ms = :empty", Some(ms)),
+        None => (" REMOVE empty_since_ms", None),
+    };
+    let req = store
+        .client()
+        .update_item()
+        .table_name(table)
+        .key("event_id", s(p.lease.key))
+        .update_expression(format!(
+            "SET #st = :st, updated_at = :now, #skipped = :skipped, pages = :pages{expression}"
+        ))
+        // Jobs the release before started have no count of pages.
+        .condition_expression(
+            "claim_nonce = :me AND #st = :running \
+             AND (pages = :was_pages OR (attribute_not_exists(pages) AND :was_pages = :zero))",
+        )
+        .expression_attribute_names("#st", "status")
+        .expression_attribute_names("#skipped", "skipped")
+        .expression_attribute_values(":st", s(status))
+        .expression_attribute_values(":running", s("running"))
+        .expression_attribute_values(":me", s(p.lease.nonce))
+        .expression_attribute_values(":now", s(p.now_iso))
+        .expression_attribute_values(":skipped", n(p.skipped.1))
+        .expression_attribute_values(":pages", n(p.pages + 1))
+        .expression_attribute_values(":was_pages", n(p.pages))
+        .expression_attribute_values(":zero", n(0))
+        .return_values_on_condition_check_failure(
+            aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld,
+        );
+    match empty {
+        Some(ms) => req.expression_attribute_values(":empty", n(ms)),
+        None => req,
+    }
 }
 
 async fn conditional(

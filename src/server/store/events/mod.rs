@@ -19,6 +19,7 @@ pub mod breaker;
 mod claims;
 mod decisions;
 pub mod health;
+pub mod job_moves;
 pub mod jobs;
 pub mod order;
 pub mod outbox;
