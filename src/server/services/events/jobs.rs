@@ -266,25 +266,50 @@ impl Events {
                 }
             }
         }
-        let now = self.clock.now();
-        let empty_since_ms =
-            (seen == 0).then(|| job.empty_since_ms.unwrap_or(now.timestamp_millis()));
-        let confirm_ms = self.config.events.bulk_confirm_ms;
-        let confirmed = empty_since_ms.is_some_and(|t| now.timestamp_millis() - t >= confirm_ms);
-        let p = Progress {
-            lease: Lease {
-                key: &job.event_id,
-                nonce: &self.owner,
-            },
-            skipped: (job.skipped, job.skipped + skipped),
-            pages: job.pages,
-            empty_since_ms,
-            finished: confirmed,
-            now_iso: &iso(now),
-        };
-        if !jobs::progress(&self.store, &p).await? {
-            tracing::info!(job = %job.event_id, "outbox job taken over before its page was saved");
+        self.save_page(job, skipped, seen == 0).await
+    }
+
+    /// Saves a page's progress: what it skipped, and whether it found nothing. Refused
+    /// while the job is still this console's, a write of an earlier page of this console
+    /// landed late, between this page's read and its write (it was answered as failed):
+    /// saved again over what is stored now, so that mark (an empty pass's "nothing left
+    /// since") does not stand over a page that found some.
+    async fn save_page(
+        &self,
+        read: &JobRecord,
+        skipped: i64,
+        empty: bool,
+    ) -> Result<(), StoreError> {
+        let mut job = read.clone();
+        for _ in 0..3 {
+            let now = self.clock.now();
+            let empty_since_ms =
+                empty.then(|| job.empty_since_ms.unwrap_or(now.timestamp_millis()));
+            let confirm_ms = self.config.events.bulk_confirm_ms;
+            let confirmed =
+                empty_since_ms.is_some_and(|t| now.timestamp_millis() - t >= confirm_ms);
+            let p = Progress {
+                lease: Lease {
+                    key: &job.event_id,
+                    nonce: &self.owner,
+                },
+                skipped: (job.skipped, job.skipped + skipped),
+                pages: job.pages,
+                empty_since_ms,
+                finished: confirmed,
+                now_iso: &iso(now),
+            };
+            if jobs::progress(&self.store, &p).await? {
+                return Ok(());
+            }
+            match jobs::get(&self.store, &job.event_id).await? {
+                Some(now) if now.claim_nonce == self.owner && now.status == JobStatus::Running => {
+                    job = now;
+                }
+                _ => break,
+            }
         }
+        tracing::info!(job = %read.event_id, "outbox job taken over before its page was saved");
         Ok(())
     }
 

@@ -60,14 +60,15 @@ pub async fn counted_move(
         TransactWriteItem::builder().update(count).build(),
     ];
     let outcome = tx::transact(store, actions).await?;
-    // Refused by the job: no longer this console's, whatever the action's state. Refused
-    // by the audit record (its id is this attempt's: the moment, the action, the job): this
-    // very move was made and its answer lost (retried under a new token, DynamoDB reports
-    // the action's condition failing too), and it was counted then.
-    Ok(if outcome.refused_at(2).is_some() {
-        Moved::NotMine
-    } else if outcome.refused_at(1).is_some() {
+    // Refused by the audit record (its id is this attempt's: the moment, the action, the
+    // job): this very move was made and its answer lost (retried under a new token,
+    // DynamoDB reports the action's condition failing too, and the job's once another
+    // console took it), and it was counted then. Else refused by the job: no longer this
+    // console's, whatever the action's state.
+    Ok(if outcome.refused_at(1).is_some() {
         Moved::Moved
+    } else if outcome.refused_at(2).is_some() {
+        Moved::NotMine
     } else if outcome.refused_at(0).is_some() {
         Moved::Skipped
     } else {
