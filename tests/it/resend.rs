@@ -505,3 +505,83 @@ async fn a_progress_write_that_lands_after_a_later_pages_changes_nothing() {
         (1, None, JobStatus::Running)
     );
 }
+
+/// A console's own earlier progress write (answered as failed) that lands while a later
+/// page of the same console runs, between its read of the job and its save: the save is
+/// refused, and made again over what is stored, so the earlier empty pass's "nothing left
+/// since" does not stand over a page that found some (it would end the job a pass early).
+#[tokio::test]
+async fn a_pages_save_refused_by_its_consoles_own_late_write_is_made_again_over_it() {
+    let proxy = faulty_dynamodb().await;
+    let secret = SigningSecret::generate();
+    let (receiver, url) = Receiver::start(vec![secret.clone()]).await;
+    let (app, direct) = spawn_app_via(&proxy, move |c| {
+        c.events.webhook_url = url;
+        c.events.webhook_secret = ops_console::server::config::Secret::new(secret.expose());
+    })
+    .await;
+    app.set_switches(false, true).await;
+    let key = app.api_key(&["events:write"]).await;
+    let since = app.clock.now();
+    let answer = post_event(&app, &key, &event("c-save", Some("m-1"), CHARGEBACK)).await;
+    assert_eq!(answer.status, 200);
+    deliver_all(&app, &app.second_console(), &receiver).await;
+    let all = Filter::default();
+    let delivered = outbox_reads::count(&direct, Group::Delivered, &all)
+        .await
+        .unwrap();
+    assert!(delivered >= 3, "{delivered}");
+    app.clock.advance(Duration::seconds(1));
+    let now = app.clock.now();
+    let scope = ResendScope::parse("delivered", "", &at(since), &at(now), now).unwrap();
+    let events = app.state.events.clone();
+    events
+        .start_resend(&scope, "again", "ops", "form-save")
+        .await
+        .unwrap();
+    let job_key = jobs::running(&direct).await.unwrap()[0].event_id.clone();
+
+    // Every move is held 4 s on its way: the page is slow, and its save comes last.
+    proxy.update(|f| {
+        f.conflicts = true;
+        f.hold_ms = (4_000, 4_000);
+    });
+    let page = tokio::spawn(async move { events.run_jobs().await });
+    // Once the first move is made, the page has read the job and not saved yet: the
+    // console's earlier save lands now (an empty pass's mark, one page more).
+    let moved = || async {
+        let stored = jobs::get(&direct, &job_key).await.unwrap().unwrap();
+        (stored.done > 0).then_some(stored)
+    };
+    let mut read = None;
+    for _ in 0..600 {
+        read = moved().await;
+        if read.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let read = read.expect("the page moved something");
+    let lease = jobs::Lease {
+        key: &job_key,
+        nonce: &read.claim_nonce,
+    };
+    let now_iso = ops_console::server::clock::iso(app.clock.now());
+    let late = jobs::Progress {
+        lease,
+        skipped: (0, 0),
+        pages: read.pages,
+        empty_since_ms: Some(app.clock.now().timestamp_millis()),
+        finished: false,
+        now_iso: &now_iso,
+    };
+    assert!(jobs::progress(&direct, &late).await.unwrap());
+    assert!(read.done < delivered as i64, "the page still moves");
+    page.await.unwrap().unwrap();
+    proxy.update(|f| f.hold_ms = (0, 0));
+
+    let job = jobs::get(&direct, &job_key).await.unwrap().unwrap();
+    let state = (job.done, job.pages, job.empty_since_ms, job.status);
+    let want = (delivered as i64, read.pages + 2, None, JobStatus::Running);
+    assert_eq!(state, want, "the page's save stands over the late one");
+}
