@@ -58,6 +58,24 @@ pub async fn app_with_receiver_retrying(schedule: &'static str) -> (TestApp, Rec
     (app, receiver)
 }
 
+/// [`app_with_receiver`] on a DynamoDB that fails as `proxy` makes it fail; with the same
+/// tables without it (to set up and check what is really stored).
+pub async fn app_with_receiver_via(
+    proxy: &dynamodb_faults::Proxy,
+) -> (TestApp, ops_console::server::store::Store, Receiver) {
+    let secret = SigningSecret::generate();
+    let (receiver, url) = Receiver::start(vec![secret.clone()]).await;
+    let (app, direct) = crate::helpers::spawn_app_via(proxy, move |c| {
+        c.events.webhook_url = url;
+        c.events.webhook_secret = ops_console::server::config::Secret::new(secret.expose());
+        c.events.retry_schedule = "1s,2s".into();
+        c.events.webhook_timeout_ms = 2_000;
+    })
+    .await;
+    app.set_switches(false, true).await;
+    (app, direct, receiver)
+}
+
 async fn audit_of(app: &TestApp, conversation: &str) -> Vec<(String, String)> {
     let page =
         ops_console::server::store::audit::list_partition(&app.store, conversation, None, 100)

@@ -198,3 +198,45 @@ async fn a_window_is_counted_and_resent_once_per_idempotency_key() {
     assert_eq!(receiver.total(), 2, "sent once more");
     assert_eq!(receiver.counts().values().copied().max(), Some(2));
 }
+
+/// A queue depth DynamoDB will not count now (its `Select=COUNT` queries throttled, the
+/// rest answered): the receiver's state is still read, its card says the depth was not
+/// read, and REST gives 0 with `queue_depth_exact: false`, never a 5xx.
+#[tokio::test]
+async fn a_queue_depth_dynamodb_will_not_count_leaves_the_state_read_and_says_so() {
+    let proxy = crate::helpers::faulty_dynamodb().await;
+    let (app, _direct, _receiver) = crate::events::app_with_receiver_via(&proxy).await;
+    let reader = app.api_key(&["receiver:read"]).await;
+    proxy.update(|f| {
+        f.throttle_rate = 1.0;
+        f.throttle_matching = "\"Select\":\"COUNT\"".into();
+    });
+    let state = app.api("GET", "/api/v1/receiver", &reader, None).await;
+    assert_eq!(state.status, 200, "{}", state.body);
+    let body = state.json();
+    assert_eq!(
+        (
+            body["queue_depth"].clone(),
+            body["queue_depth_exact"].clone()
+        ),
+        (json!(0), json!(false))
+    );
+    assert_eq!(body["state"], "delivering");
+    let events = &app.state.events;
+    let default = ops_console::model::outbox::ReceiverName::default_one();
+    let role = ops_console::model::users::Role::Viewer;
+    let (detail, _) = events.receiver_state(role, &default).await.unwrap();
+    let words = "Its queue depth was not read (DynamoDB is busy).";
+    assert_eq!(detail.receiver.queue, words);
+    assert!(proxy.report().get(dynamodb_faults::Kind::Throttle) > 0);
+
+    // Counted again once DynamoDB answers.
+    proxy.update(|f| f.throttle_rate = 0.0);
+    let state = app.api("GET", "/api/v1/receiver", &reader, None).await;
+    assert_eq!(
+        state.json()["queue_depth_exact"],
+        json!(true),
+        "{}",
+        state.body
+    );
+}

@@ -11,10 +11,9 @@ use chrono::{DateTime, Duration, Utc};
 
 use dynamodb_faults::Kind;
 
-use crate::events::{app_with_receiver, event, post_event};
+use crate::events::{app_with_receiver, app_with_receiver_via, event, post_event};
 use crate::helpers::{faulty_dynamodb, spawn_app_via, TestApp};
 use crate::receiver::Receiver;
-use ops_console::server::outbound::signature::SigningSecret;
 use ops_console::server::services::events::resend::ResendScope;
 use ops_console::server::store::events::job_moves;
 use ops_console::server::store::events::jobs::{self, JobRecord, JobStatus};
@@ -343,15 +342,7 @@ async fn a_discarded_side_effect_is_resent_once_by_a_window_of_discarded_ones() 
 #[tokio::test]
 async fn a_jobs_progress_write_lost_after_its_moves_leaves_done_equal_to_what_was_resent() {
     let proxy = faulty_dynamodb().await;
-    let secret = SigningSecret::generate();
-    let (receiver, url) = Receiver::start(vec![secret.clone()]).await;
-    let (app, direct) = spawn_app_via(&proxy, move |c| {
-        c.events.webhook_url = url;
-        c.events.webhook_secret = ops_console::server::config::Secret::new(secret.expose());
-        c.events.webhook_timeout_ms = 2_000;
-    })
-    .await;
-    app.set_switches(false, true).await;
+    let (app, direct, receiver) = app_with_receiver_via(&proxy).await;
     let other = app.second_console();
     let key = app.api_key(&["events:write"]).await;
     let since = app.clock.now();
@@ -513,14 +504,7 @@ async fn a_progress_write_that_lands_after_a_later_pages_changes_nothing() {
 #[tokio::test]
 async fn a_pages_save_refused_by_its_consoles_own_late_write_is_made_again_over_it() {
     let proxy = faulty_dynamodb().await;
-    let secret = SigningSecret::generate();
-    let (receiver, url) = Receiver::start(vec![secret.clone()]).await;
-    let (app, direct) = spawn_app_via(&proxy, move |c| {
-        c.events.webhook_url = url;
-        c.events.webhook_secret = ops_console::server::config::Secret::new(secret.expose());
-    })
-    .await;
-    app.set_switches(false, true).await;
+    let (app, direct, receiver) = app_with_receiver_via(&proxy).await;
     let key = app.api_key(&["events:write"]).await;
     let since = app.clock.now();
     let answer = post_event(&app, &key, &event("c-save", Some("m-1"), CHARGEBACK)).await;

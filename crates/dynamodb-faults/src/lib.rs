@@ -67,6 +67,9 @@ pub struct Faults {
     /// Share of data requests answered `ThrottlingException` or
     /// `ProvisionedThroughputExceededException`.
     pub throttle_rate: f64,
+    /// Only requests whose body contains this text are throttled so (empty: any): a table's
+    /// partition throttles some reads and not others, e.g. the `Select=COUNT` queries.
+    pub throttle_matching: String,
     /// Writes per second any one item takes before it is throttled (0: no limit).
     pub item_writes_per_s: u32,
     /// Share of requests answered `InternalServerError` (500) without reaching the database.

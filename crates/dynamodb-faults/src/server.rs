@@ -303,7 +303,9 @@ async fn handle(ctx: &Ctx, kill: &Notify, req: Request<Incoming>) -> Answer {
         shared.counters.add(Kind::InternalError);
         return errors::internal_error();
     }
-    if is_data_op(op) && shared.roll(faults.throttle_rate) {
+    let throttled = faults.throttle_matching.is_empty()
+        || std::str::from_utf8(&body).is_ok_and(|b| b.contains(&faults.throttle_matching));
+    if is_data_op(op) && throttled && shared.roll(faults.throttle_rate) {
         shared.counters.add(Kind::Throttle);
         return if shared.roll(0.5) {
             errors::throttling()

@@ -86,6 +86,7 @@ pub fn steady_faults() -> Faults {
         hold_ms: (2, 8),
         conflict_rate: 0.02,
         throttle_rate: 0.02,
+        throttle_matching: String::new(),
         item_writes_per_s: 0,
         internal_error_rate: 0.01,
         reset_rate: 0.01,
