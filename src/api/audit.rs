@@ -24,6 +24,7 @@ pub async fn list_audit(
     use crate::server::services::audit::AuditFilter;
     let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
+    let refs = state.answer_refs(&user.name, &[&conversation], &[]).await?;
     let cursor = cursor.filter(|c| !c.is_empty());
     let filter = AuditFilter {
         conversation: conversation.trim(),
@@ -37,6 +38,6 @@ pub async fn list_audit(
     };
     state
         .audit
-        .rows(&state.refs, &filter, user.role, cursor.as_deref())
+        .rows(&refs, &filter, user.role, cursor.as_deref())
         .await
 }

@@ -10,18 +10,18 @@ use crate::model::AppError;
 pub async fn search_conversations(query: SearchQuery) -> Result<SearchPage, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    ctx::require(Role::Viewer)?;
+    let me = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let mut query = query;
     // The page's links carry the recipient as a reference (a phone or an email is not
-    // for URLs); a recipient typed into the URL works too.
-    query.recipient = state.refs.resolve(&query.recipient);
-    query.conversation = state.refs.resolve(&query.conversation);
-    let now = state.clock.now();
-    let mut page = state
-        .conversations
-        .search_page(&state.refs, &query, now)
+    // for URLs); a recipient typed into the URL works too, counted as the person's lookup.
+    let refs = state
+        .answer_refs(&me.name, &[&query.recipient, &query.conversation], &[])
         .await?;
+    query.recipient = refs.given(&query.recipient).into_id();
+    query.conversation = refs.given(&query.conversation).into_id();
+    let now = state.clock.now();
+    let mut page = state.conversations.search_page(&refs, &query, now).await?;
     if !query.recipient.trim().is_empty() {
         page.recipient = Some(crate::server::domain::redact::conversation_id(
             &query.recipient,
@@ -51,7 +51,7 @@ pub async fn load_conversation(r: String) -> Result<ConversationDetail, AppError
     let now = state.clock.now();
     state
         .conversations
-        .detail(&state.refs, &r, &user.name, user.role, now)
+        .detail(&state.refs.for_answer(), &r, &user.name, user.role, now)
         .await
 }
 

@@ -11,12 +11,13 @@ pub async fn list_events(
 ) -> Result<EventPage, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    ctx::require(Role::Viewer)?;
+    let me = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
+    let refs = state.answer_refs(&me.name, &[&conversation], &[]).await?;
     let cursor = cursor.filter(|c| !c.is_empty());
     state
         .events
-        .list(&state.refs, conversation.trim(), cursor.as_deref())
+        .list(&refs, conversation.trim(), cursor.as_deref())
         .await
 }
 
@@ -25,11 +26,12 @@ pub async fn list_events(
 pub async fn conversation_state(conversation: String) -> Result<StateView, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    ctx::require(Role::Viewer)?;
+    let me = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
+    let refs = state.answer_refs(&me.name, &[&conversation], &[]).await?;
     state
         .events
-        .conversation_state(&state.refs, conversation.trim())
+        .conversation_state(&refs, conversation.trim())
         .await
 }
 
@@ -38,12 +40,10 @@ pub async fn conversation_state(conversation: String) -> Result<StateView, AppEr
 pub async fn conversation_timeline(conversation: String) -> Result<Timeline, AppError> {
     use crate::model::users::Role;
     use crate::server::ctx;
-    ctx::require(Role::Viewer)?;
+    let me = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
-    state
-        .events
-        .timeline(&state.refs, conversation.trim())
-        .await
+    let refs = state.answer_refs(&me.name, &[&conversation], &[]).await?;
+    state.events.timeline(&refs, conversation.trim()).await
 }
 
 /// Overview's event figures.

@@ -63,9 +63,8 @@ pub async fn load_idempotency_key(id: String) -> Result<KeySummary, AppError> {
         .map(|k| (k.key_hash, k.name))
         .collect();
     let key = state.idempotency.key_summary(&id, &api_keys).await?;
-    Ok(health::detail_for_role(key, user.role, &|u| {
-        state.refs.user(u)
-    }))
+    let refs = state.refs.for_answer();
+    Ok(health::detail_for_role(key, user.role, &|u| refs.user(u)))
 }
 
 /// Admins expire a key so a stuck operation can be run again (audited).

@@ -203,8 +203,10 @@ pub async fn load_user_view(
     let user = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let now = state.clock.now();
-    // Links carry the user's reference, never the id (docs/security.md).
-    let uid = state.refs.resolve_user(&uid);
+    // Links carry the user's reference, never the id (docs/security.md); an id typed
+    // into the address is counted as the person's lookup.
+    let refs = state.answer_refs(&user.name, &[], &[&uid]).await?;
+    let uid = refs.given_user(&uid).into_id();
     let (tenant, inbox, uid) = (
         TenantKey::parse(&tenant)?,
         InboxKey::parse(&inbox)?,
@@ -219,7 +221,7 @@ pub async fn load_user_view(
         feed,
         counts,
         can_write: user.role.allows(Role::Operator),
-        uid_ref: state.refs.user(&uid),
+        uid_ref: refs.user(&uid),
         // A viewer holding a reference (a link from the Measurements page, a ticket, the
         // history) sees the user masked, as everywhere else.
         uid: crate::server::domain::redact::for_role(user.role, &uid),
@@ -237,10 +239,14 @@ pub async fn mark_read(
     use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::domain::inbox::keys::{InboxKey, MessageKey, TenantKey, UserKey};
-    ctx::require(Role::Operator)?;
+    let me = ctx::require(Role::Operator)?;
     let state = ctx::state()?;
     let now = state.clock.now();
-    let uid = state.refs.resolve_user(&uid);
+    let uid = state
+        .answer_refs(&me.name, &[], &[&uid])
+        .await?
+        .given_user(&uid)
+        .into_id();
     let (tenant, inbox, uid) = (
         TenantKey::parse(&tenant)?,
         InboxKey::parse(&inbox)?,

@@ -18,8 +18,10 @@ pub async fn load_measurements(
     let me = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
     let now = state.clock.now();
-    // Links carry a user's reference, never the id (docs/security.md).
-    let user = state.refs.resolve_user(&user);
+    // Links carry a user's reference, never the id (docs/security.md); an id typed into
+    // the address is counted as the person's lookup.
+    let refs = state.answer_refs(&me.name, &[], &[&user]).await?;
+    let user = refs.given_user(&user).into_id();
     let (points, rejected) = if user.is_empty() {
         (Vec::new(), Vec::new())
     } else {
@@ -29,7 +31,7 @@ pub async fn load_measurements(
         pages::attempts(&state.store, &user, &outcome, cursor.as_deref()).await?,
         me.role,
     );
-    attempts.user_ref = state.refs.user(&user);
+    attempts.user_ref = refs.user(&user);
     let settings = &state.measurements.settings;
     let max = settings.alert_duplicate_max_pct;
     let (rates, resolution) = if user.is_empty() {
@@ -53,7 +55,7 @@ pub async fn load_measurements(
     Ok(MeasurementsView {
         rules: pages::rule_lines(&everyone, &scopes_24h, settings),
         resolution,
-        user_ref: state.refs.user(&user),
+        user_ref: refs.user(&user),
         user: crate::server::domain::redact::for_role(me.role, &user),
         points,
         rejected,
@@ -75,9 +77,10 @@ pub async fn list_measurement_attempts(
     use crate::server::services::measurements::pages;
     let me = ctx::require(Role::Viewer)?;
     let state = ctx::state()?;
-    let user = state.refs.resolve_user(&user);
+    let refs = state.answer_refs(&me.name, &[], &[&user]).await?;
+    let user = refs.given_user(&user).into_id();
     let page = pages::attempts(&state.store, &user, &outcome, cursor.as_deref()).await?;
     let mut page = pages::for_role(page, me.role);
-    page.user_ref = state.refs.user(&user);
+    page.user_ref = refs.user(&user);
     Ok(page)
 }

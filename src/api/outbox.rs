@@ -27,6 +27,7 @@ pub async fn load_outbox(
         ..Filter::default()
     };
     let cursor = cursor.filter(|c| !c.is_empty());
+    let refs = state.answer_refs(&user.name, &[&conversation], &[]).await?;
     state
         .events
         .outbox_page(
@@ -34,7 +35,7 @@ pub async fn load_outbox(
             filter,
             &conversation,
             cursor.as_deref(),
-            &state.refs,
+            &refs,
             user.role,
         )
         .await

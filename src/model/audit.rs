@@ -16,6 +16,7 @@ pub const ACTION_TYPES: &[(&str, &str)] = &[
     ("kill_switch_trip", "Kill switch trip"),
     ("reveal_contact", "Contact revealed"),
     ("user_change", "User change"),
+    ("many_lookups", "Many lookups by typed values"),
     ("api_key_created", "API key created"),
     ("api_key_revoked", "API key revoked"),
     ("idempotency_key_expired", "Idempotency key expired"),

@@ -27,6 +27,13 @@ pub enum AppError {
     InProgress { retry_after_secs: u64 },
     #[error("Too many attempts. Try again later.")]
     TooManyRequests,
+    /// Past a limit of the person's own (lookups by a typed phone number, email or id);
+    /// the message says which limit and when it opens again.
+    #[error("{message}")]
+    Limited {
+        message: String,
+        retry_after_secs: u64,
+    },
     /// The database is busy or out of reach for a moment; the same request later will do.
     #[error("The service is busy right now; try again in {retry_after_secs} s.")]
     Unavailable { retry_after_secs: u64 },
@@ -57,7 +64,7 @@ impl AppError {
             AppError::NotFound => 404,
             AppError::Conflict(_) => 409,
             AppError::InProgress { .. } => 409,
-            AppError::TooManyRequests => 429,
+            AppError::TooManyRequests | AppError::Limited { .. } => 429,
             AppError::Unavailable { .. } => 503,
             AppError::TooLarge(_) => 413,
             AppError::Internal { .. } => 500,

@@ -59,6 +59,10 @@ fn describe() {
     );
     describe_counter!("opsconsole_idempotency_outcomes_total", "Idempotency-keyed requests by scope and outcome: fresh, replayed, in_progress, mismatch, stale_takeover, retry, failed, client_error, lost_ownership.");
     describe_areas();
+    describe_counter!(
+        "opsconsole_lookups_total",
+        "Searches by a typed phone number, email or id (not a page's link), by result: counted, audited (the one that named its person in an audit record), refused (past the person's limit)."
+    );
     describe_kill_switches();
     describe_receiver();
 }
@@ -72,6 +76,10 @@ fn describe_receiver() {
     describe_gauge!(
         "opsconsole_receiver_delivered",
         "Deliveries the receiver took over the last 15 minutes, every console's, as last counted from DynamoDB."
+    );
+    describe_gauge!(
+        "opsconsole_receiver_queue_depth",
+        "Side effects waiting in a receiver's queue (its range of the due group), as the alert check last counted them."
     );
     describe_counter!(
         "opsconsole_receiver_back_offs_total",
@@ -205,6 +213,11 @@ pub fn idempotency_outcome(scope: &str, engine_counter: &str) {
         _ => return,
     };
     counter!("opsconsole_idempotency_outcomes_total", "scope" => scope.to_string(), "outcome" => outcome).increment(1);
+}
+
+/// A search by a typed value: `counted`, `audited` or `refused` (never who).
+pub fn lookup(result: &'static str) {
+    counter!("opsconsole_lookups_total", "result" => result).increment(1);
 }
 
 pub fn event_received() {

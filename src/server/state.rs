@@ -71,6 +71,25 @@ fn leptos_options(config: &Config) -> LeptosOptions {
 }
 
 impl AppState {
+    /// The references of one answer ([`Refs::for_answer`]), once a lookup by a typed value
+    /// is counted against `person` when anything the page was given (conversation ids in
+    /// `conversations`, user ids in `users`) is typed rather than a reference this server
+    /// made ([`Users::count_lookup`]: refused past the person's limit).
+    pub async fn answer_refs(
+        &self,
+        person: &str,
+        conversations: &[&str],
+        users: &[&str],
+    ) -> Result<Refs, crate::model::AppError> {
+        let refs = self.refs.for_answer();
+        let typed = conversations.iter().any(|g| refs.given(g).typed())
+            || users.iter().any(|g| refs.given_user(g).typed());
+        if typed {
+            self.users.count_lookup(person).await?;
+        }
+        Ok(refs)
+    }
+
     pub fn new(config: Config, store: Store, clock: Clock, secret: Secret) -> Self {
         // The metrics recorder exists before anything counts.
         crate::server::metrics::handle();

@@ -23,6 +23,7 @@ mod kill_switch_timers;
 mod kill_switch_triggers;
 mod kill_switches;
 mod limits;
+mod lookups;
 mod measurements;
 mod operations;
 mod outbox;

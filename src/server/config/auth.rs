@@ -25,6 +25,13 @@ pub struct AuthSection {
     /// Password checks one console runs at once (each on a blocking thread); past this a
     /// sign-in is refused at once. 0: half the machine's cores.
     pub password_checks_at_once: u32,
+    /// Searches by a typed phone number, email or id one person may make within
+    /// `lookups_minutes` (every console's, counted in DynamoDB); past it they are refused
+    /// until the window ends.
+    pub lookups_limit: u32,
+    pub lookups_minutes: i64,
+    /// The lookup of a window that names the person in an audit record (once a window).
+    pub lookups_audit_after: u32,
 }
 
 impl AuthSection {
@@ -50,6 +57,9 @@ impl Default for AuthSection {
             lockout_name_failures: 50,
             trusted_proxies: String::new(),
             password_checks_at_once: 0,
+            lookups_limit: 120,
+            lookups_minutes: 60,
+            lookups_audit_after: 30,
         }
     }
 }

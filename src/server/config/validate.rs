@@ -69,6 +69,14 @@ pub(super) fn settings(s: &Settings) -> Result<(), ConfigError> {
         0,
         256,
     )?;
+    range("auth.lookups_limit", a.lookups_limit, 1, 100_000)?;
+    range("auth.lookups_minutes", a.lookups_minutes, 1, 1440)?;
+    range(
+        "auth.lookups_audit_after",
+        a.lookups_audit_after,
+        1,
+        a.lookups_limit,
+    )?;
     crate::server::outbound::networks::Networks::parse(a.proxies())
         .map_err(|e| ConfigError::new("auth.trusted_proxies", &e))?;
     idempotency(&s.idempotency, s.app.environment)?;

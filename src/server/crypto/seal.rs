@@ -2,8 +2,13 @@
 //! the IV is an HMAC of the plain text, the keystream HMAC-SHA256 in counter mode, and the
 //! IV authenticates the text. Used where a value must leave or rest outside the server
 //! without being readable: conversation references in links, the receiver's signing
-//! secrets in DynamoDB, page cursors. Equal plain texts seal equally (links stay stable);
+//! secrets in DynamoDB, page cursors. Equal plain texts seal equally (cursors stay stable);
 //! nothing else about a plain text shows but its length.
+//!
+//! [`Seal::seal_fresh`] seals the same way with a random nonce taken into the IV, so equal
+//! plain texts seal differently each time: for link references, where a viewer who could
+//! seal a guess and compare it with a page's reference would learn what the page masks
+//! (docs/security.md, "Nothing personal in a URL").
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
@@ -12,6 +17,9 @@ use super::{hmac_sha256, same};
 use crate::server::ids::hex;
 
 const IV_LEN: usize = 16;
+/// The random nonce of a fresh seal: with the IV it names the keystream, so even a repeated
+/// nonce only shows that two plain texts are equal (after about 2^32 seals of each).
+const NONCE_LEN: usize = 8;
 /// Sealed texts longer than this are refused unread.
 const MAX_HEX: usize = 4096;
 
@@ -87,6 +95,54 @@ impl Seal {
         same(&hmac_sha256(&self.iv_key, &plain)[..IV_LEN], iv).then_some(plain)
     }
 
+    /// `plain` sealed under a random nonce: `nonce | IV | cipher`, the IV an HMAC of the
+    /// nonce and the plain text, so no two seals of one text are alike.
+    fn seal_fresh_bytes(&self, plain: &[u8]) -> Vec<u8> {
+        let mut nonce = [0u8; NONCE_LEN];
+        // Without an entropy source there is no safe way on.
+        getrandom::fill(&mut nonce).expect("the operating system's random generator is available");
+        let mut authenticated = nonce.to_vec();
+        authenticated.extend_from_slice(plain);
+        // The IV authenticates nonce and text; the text is enciphered under it.
+        let iv = &hmac_sha256(&self.iv_key, &authenticated)[..IV_LEN];
+        let mut all = nonce.to_vec();
+        all.extend_from_slice(iv);
+        all.extend(
+            plain
+                .iter()
+                .zip(self.keystream(iv, plain.len()))
+                .map(|(p, k)| p ^ k),
+        );
+        all
+    }
+
+    fn open_fresh_bytes(&self, bytes: &[u8]) -> Option<Vec<u8>> {
+        if bytes.len() < NONCE_LEN + IV_LEN {
+            return None;
+        }
+        let (nonce, rest) = bytes.split_at(NONCE_LEN);
+        let (iv, cipher) = rest.split_at(IV_LEN);
+        let mut authenticated = nonce.to_vec();
+        authenticated.extend(
+            cipher
+                .iter()
+                .zip(self.keystream(iv, cipher.len()))
+                .map(|(c, k)| c ^ k),
+        );
+        same(&hmac_sha256(&self.iv_key, &authenticated)[..IV_LEN], iv)
+            .then(|| authenticated.split_off(NONCE_LEN))
+    }
+
+    /// `plain`, sealed under a random nonce, as hex: a new text at every call.
+    pub fn seal_fresh(&self, plain: &[u8]) -> String {
+        hex(&self.seal_fresh_bytes(plain))
+    }
+
+    /// The plain text of a value [`Seal::seal_fresh`] made; `None` for anything else.
+    pub fn open_fresh(&self, sealed: &str) -> Option<Vec<u8>> {
+        self.open_fresh_bytes(&unhex(sealed)?)
+    }
+
     /// `plain`, sealed, as hex.
     pub fn seal(&self, plain: &[u8]) -> String {
         hex(&self.seal_bytes(plain))
@@ -94,14 +150,7 @@ impl Seal {
 
     /// The plain text of a sealed value this seal made; `None` for anything else.
     pub fn open(&self, sealed: &str) -> Option<Vec<u8>> {
-        if !sealed.len().is_multiple_of(2) || sealed.len() < 2 * IV_LEN || sealed.len() > MAX_HEX {
-            return None;
-        }
-        let bytes: Vec<u8> = (0..sealed.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(sealed.get(i..i + 2)?, 16).ok())
-            .collect::<Option<_>>()?;
-        self.open_bytes(&bytes)
+        self.open_bytes(&unhex(sealed)?)
     }
 
     /// `plain`, sealed, as URL-safe base64 (shorter than hex: for values that travel in
@@ -117,6 +166,17 @@ impl Seal {
         }
         self.open_bytes(&URL_SAFE_NO_PAD.decode(sealed).ok()?)
     }
+}
+
+/// The bytes of a sealed value in hex; `None` for odd, short, long or non-hex text.
+fn unhex(sealed: &str) -> Option<Vec<u8>> {
+    if !sealed.len().is_multiple_of(2) || sealed.len() < 2 * IV_LEN || sealed.len() > MAX_HEX {
+        return None;
+    }
+    (0..sealed.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(sealed.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 #[cfg(test)]
@@ -139,6 +199,34 @@ mod tests {
             None
         );
         assert_eq!(seal.open("zz"), None);
+    }
+
+    #[test]
+    fn fresh_seals_differ_every_time_and_open_only_unchanged() {
+        let seal = Seal::derive(b"server secret", "conversation-ref");
+        let a = seal.seal_fresh(b"+447700900123");
+        let b = seal.seal_fresh(b"+447700900123");
+        assert_ne!(a, b, "a seal of a guess is never a page's");
+        assert_eq!(a.len(), 2 * (NONCE_LEN + IV_LEN + 13));
+        assert_eq!(seal.open_fresh(&a).as_deref(), Some(&b"+447700900123"[..]));
+        assert_eq!(seal.open_fresh(&b).as_deref(), Some(&b"+447700900123"[..]));
+        // Neither kind opens as the other, nor under another purpose.
+        assert_eq!(seal.open(&a), None);
+        assert_eq!(seal.open_fresh(&seal.seal(b"+447700900123")), None);
+        assert_eq!(
+            Seal::derive(b"server secret", "user-ref").open_fresh(&a),
+            None
+        );
+        for i in 0..a.len() {
+            let mut tampered = a.clone().into_bytes();
+            tampered[i] = if tampered[i] == b'0' { b'1' } else { b'0' };
+            assert_eq!(seal.open_fresh(&String::from_utf8(tampered).unwrap()), None);
+        }
+        assert_eq!(seal.open_fresh(""), None);
+        assert_eq!(
+            seal.open_fresh(&seal.seal_fresh(b"")).as_deref(),
+            Some(&b""[..])
+        );
     }
 
     #[test]

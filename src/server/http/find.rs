@@ -3,15 +3,21 @@
 //! page with the conversation, the recipient or the user as a link reference. A typed
 //! conversation id, recipient or user id can be a phone number or an email; posted, it
 //! never lands in the URL, the browser history, a link on the page or a proxy's log.
+//!
+//! What was typed (not a reference a page made) is a lookup by a phone number, an email or
+//! an id: it is counted against the person, and past their limit refused with a page that
+//! says so (`Users::count_lookup`). The references in the redirect are new ones
+//! (`Refs::for_answer`): comparing one with a page's says nothing.
 
 use axum::extract::State;
 use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::{Html, IntoResponse, Response};
 use axum::Form;
 use serde::Deserialize;
 
 use crate::model::pages::query_value as enc;
 use crate::model::users::CurrentUser;
+use crate::model::AppError;
 use crate::server::services::conversations::reference::Refs;
 use crate::server::state::AppState;
 
@@ -79,11 +85,58 @@ pub async fn find(
     user: Option<axum::Extension<CurrentUser>>,
     Form(f): Form<FindForm>,
 ) -> Response {
-    if user.is_none() {
+    let Some(axum::Extension(me)) = user else {
         return see_other("/login".to_string());
+    };
+    let q = match typed(&f.q) {
+        Typed::Conversation(_) | Typed::Recipient(_) => f.q.as_str(),
+        Typed::Nothing | Typed::Company(_) => "",
+    };
+    let conversations = [q, &f.conversation, &f.conversation_ref, &f.recipient_ref];
+    let users = [f.user.as_str(), &f.user_ref];
+    match state.answer_refs(&me.name, &conversations, &users).await {
+        Ok(refs) => {
+            let (page, query) = destination(&refs, &f);
+            see_other(location(page, query))
+        }
+        Err(e) => refused(&e),
     }
-    let (page, query) = destination(&state.refs, &f);
-    see_other(location(page, query))
+}
+
+/// A lookup refused (past the person's limit, or DynamoDB busy): a page that says why,
+/// with the status and `Retry-After` the error carries.
+fn refused(e: &AppError) -> Response {
+    let retry = match e {
+        AppError::Limited {
+            retry_after_secs, ..
+        }
+        | AppError::Unavailable { retry_after_secs } => *retry_after_secs,
+        _ => 1,
+    };
+    let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+    let text: String = e
+        .to_string()
+        .chars()
+        .map(|c| match c {
+            '<' => "&lt;".to_string(),
+            '>' => "&gt;".to_string(),
+            '&' => "&amp;".to_string(),
+            '"' => "&quot;".to_string(),
+            c => c.to_string(),
+        })
+        .collect();
+    let body = format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <title>Search refused</title></head><body><main>\
+         <h1>Search refused</h1><p role=\"alert\">{text}</p>\
+         <p><a href=\"/\">Back to the console</a></p></main></body></html>"
+    );
+    (
+        status,
+        [(header::RETRY_AFTER, retry.to_string())],
+        Html(body),
+    )
+        .into_response()
 }
 
 /// The page a form leads to, and its query: what was typed as references.
@@ -94,7 +147,7 @@ fn destination(refs: &Refs, f: &FindForm) -> (&'static str, Vec<(&'static str, S
         if typed.is_empty() {
             String::new()
         } else {
-            refs.of_id(&refs.resolve(typed))
+            refs.of_id(refs.given(typed).id())
         }
     };
     // A typed user id, as its reference (the one on screen when the box was left empty).
@@ -103,7 +156,7 @@ fn destination(refs: &Refs, f: &FindForm) -> (&'static str, Vec<(&'static str, S
     } else {
         &f.user
     };
-    let user = refs.user(&refs.resolve_user(typed_user));
+    let user = refs.user(refs.given_user(typed_user).id());
     match f.page.as_str() {
         "conversations" => ("conversations", conversations_query(f, reference)),
         "events" => ("events", vec![("conversation", conversation(f, reference))]),

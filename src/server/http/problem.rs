@@ -96,6 +96,11 @@ impl From<AppError> for Problem {
             AppError::TooManyRequests => {
                 Problem::new(status, "too-many-requests", "Too many requests", detail)
             }
+            AppError::Limited {
+                retry_after_secs, ..
+            } => Problem::new(status, "too-many-requests", "Too many requests", detail)
+                .header(header::RETRY_AFTER, &retry_after_secs.to_string())
+                .with("retry_after", retry_after_secs),
             AppError::TooLarge(_) => {
                 Problem::new(status, "payload-too-large", "Payload too large", detail)
             }

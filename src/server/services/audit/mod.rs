@@ -29,7 +29,12 @@ const ADMIN_PARTITIONS: [&str; 2] = [
     crate::server::services::api_keys::AUDIT_PARTITION,
 ];
 /// The action types recorded only in those partitions.
-const ADMIN_ACTION_TYPES: [&str; 3] = ["user_change", "api_key_created", "api_key_revoked"];
+const ADMIN_ACTION_TYPES: [&str; 4] = [
+    "user_change",
+    "many_lookups",
+    "api_key_created",
+    "api_key_revoked",
+];
 
 /// The audit trail's reads (`state.audit`). Cheap to clone.
 #[derive(Clone)]
@@ -52,7 +57,7 @@ impl Audit {
         role: Role,
         cursor: Option<&str>,
     ) -> Result<AuditRows, AppError> {
-        let conversation = refs.resolve(f.conversation);
+        let conversation = refs.given(f.conversation).into_id();
         partition::check(&conversation)?;
         check_action_type(f.action_type)?;
         let admin = role.allows(Role::Admin);

@@ -35,6 +35,12 @@ pub fn describe(action_type: &str, payload: &str, result: &str) -> String {
         "kill_switch_trip" => kill_switches::trip_in_words(&p),
         "reveal_contact" => format!("Contact details revealed{reason}"),
         "user_change" => users::change_in_words(&p, &reason),
+        "many_lookups" => format!(
+            "{} searched by a typed phone number, email or id {} times within {} minutes",
+            text("user").unwrap_or("?"),
+            p.get("lookups").and_then(Value::as_i64).unwrap_or(0),
+            p.get("window_minutes").and_then(Value::as_i64).unwrap_or(0)
+        ),
         "api_key_created" => format!("API key {} created", text("name").unwrap_or("?")),
         "api_key_revoked" => format!("API key {} revoked{reason}", text("name").unwrap_or("?")),
         "idempotency_key_expired" => format!(

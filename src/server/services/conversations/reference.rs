@@ -1,8 +1,17 @@
 //! Links without personal data in the URL (where browser history, proxies and logs would
 //! keep it): a conversation by its table key, and a user (of measurements, of an inbox) by
-//! their id, each encrypted deterministically (SIV: the IV is an HMAC of the text, the
-//! keystream HMAC-SHA256 in counter mode) and authenticated by that same IV, under keys
-//! derived from the server secret, one key per kind.
+//! their id, each sealed under a key derived from the server secret, one key per kind.
+//!
+//! A reference is sealed under a random nonce ([`Seal::seal_fresh`]): two references of
+//! one conversation are not alike, so a viewer who has `/find` seal a guessed phone number
+//! learns nothing by comparing it with a page's reference of a masked one. Within one
+//! answer ([`Refs::for_answer`]) each value is sealed once, so a page names one conversation
+//! by one reference (and compresses as well as before). A side effect's reference
+//! ([`Refs::action`]) stays deterministic: an event id is no personal data, and the Outbox
+//! finds the row an address names by it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use crate::server::crypto::Seal;
 use crate::server::services::idempotency::Engine;
@@ -11,6 +20,49 @@ use crate::server::services::idempotency::Engine;
 pub struct Refs {
     seal: Seal,
     users: Seal,
+    actions: Seal,
+    /// The references made for one answer, by kind and plain text (none: a new one at
+    /// every call).
+    made: Option<Arc<Mutex<HashMap<(Kind, String), String>>>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Kind {
+    Conversation,
+    User,
+}
+
+/// What a page or a form was given for a conversation or a user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Given {
+    /// Nothing.
+    Nothing,
+    /// A reference this server made, opened.
+    Reference(String),
+    /// A value a person typed (or put in an address): a lookup by what it names, counted
+    /// against the person ([`crate::server::services::users::Users::count_lookup`]).
+    Typed(String),
+}
+
+impl Given {
+    /// The id it stands for (empty for nothing).
+    pub fn id(&self) -> &str {
+        match self {
+            Given::Nothing => "",
+            Given::Reference(id) | Given::Typed(id) => id,
+        }
+    }
+
+    pub fn into_id(self) -> String {
+        match self {
+            Given::Nothing => String::new(),
+            Given::Reference(id) | Given::Typed(id) => id,
+        }
+    }
+
+    pub fn typed(&self) -> bool {
+        matches!(self, Given::Typed(_))
+    }
 }
 
 impl Refs {
@@ -18,7 +70,32 @@ impl Refs {
         Refs {
             seal: engine.seal("conversation-ref"),
             users: engine.seal("user-ref"),
+            actions: engine.seal("action-ref"),
+            made: None,
         }
+    }
+
+    /// These references for one answer: each conversation or user it names is sealed once.
+    pub fn for_answer(&self) -> Refs {
+        Refs {
+            made: Some(Arc::default()),
+            ..self.clone()
+        }
+    }
+
+    fn sealed(&self, kind: Kind, plain: String) -> String {
+        let seal = match kind {
+            Kind::Conversation => &self.seal,
+            Kind::User => &self.users,
+        };
+        let Some(made) = &self.made else {
+            return seal.seal_fresh(plain.as_bytes());
+        };
+        // A poisoned map only held references: start again with none.
+        let mut made = made.lock().unwrap_or_else(|e| e.into_inner());
+        made.entry((kind, plain))
+            .or_insert_with_key(|(_, plain)| seal.seal_fresh(plain.as_bytes()))
+            .clone()
     }
 
     /// The reference of a user id (measurements', an inbox's); empty for none.
@@ -26,23 +103,32 @@ impl Refs {
         if uid.is_empty() {
             return String::new();
         }
-        self.users.seal(uid.as_bytes())
+        self.sealed(Kind::User, uid.to_string())
     }
 
     /// The user id a page was given: a reference this server made (what every link
     /// carries), or an id a person typed.
-    pub fn resolve_user(&self, given: &str) -> String {
+    pub fn given_user(&self, given: &str) -> Given {
         let given = given.trim();
-        self.users
-            .open(given)
+        if given.is_empty() {
+            return Given::Nothing;
+        }
+        match self
+            .users
+            .open_fresh(given)
             .and_then(|b| String::from_utf8(b).ok())
-            .unwrap_or_else(|| given.to_string())
+        {
+            Some(uid) => Given::Reference(uid),
+            None => Given::Typed(given.to_string()),
+        }
     }
 
     /// The reference of a conversation's table key.
     pub fn encode(&self, primary_channel: &str, conversation_id: &str) -> String {
-        self.seal
-            .seal(format!("{primary_channel}\n{conversation_id}").as_bytes())
+        self.sealed(
+            Kind::Conversation,
+            format!("{primary_channel}\n{conversation_id}"),
+        )
     }
 
     /// A link reference for a conversation id alone (the middleware's conversations, and
@@ -53,18 +139,33 @@ impl Refs {
 
     /// The conversation id a page was given: a reference this server made (what every link
     /// carries), or an id a person typed.
-    pub fn resolve(&self, given: &str) -> String {
-        match self.decode(given.trim()) {
-            Some((_, id)) => id,
-            None => given.trim().to_string(),
+    pub fn given(&self, given: &str) -> Given {
+        let given = given.trim();
+        if given.is_empty() {
+            return Given::Nothing;
+        }
+        match self.decode(given) {
+            Some((_, id)) => Given::Reference(id),
+            None => Given::Typed(given.to_string()),
         }
     }
 
     /// The table key of a reference, if it is one this server made.
     pub fn decode(&self, reference: &str) -> Option<(String, String)> {
-        let text = String::from_utf8(self.seal.open(reference)?).ok()?;
+        let text = String::from_utf8(self.seal.open_fresh(reference)?).ok()?;
         let (pc, id) = text.split_once('\n')?;
         Some((pc.to_string(), id.to_string()))
+    }
+
+    /// A side effect's reference (by its event id): the same at every call, so the Outbox
+    /// finds the row an address names.
+    pub fn action(&self, event_id: &str) -> String {
+        self.actions.seal(event_id.as_bytes())
+    }
+
+    /// The event id of a side effect's reference, if it is one this server made.
+    pub fn action_id(&self, reference: &str) -> Option<String> {
+        String::from_utf8(self.actions.open(reference.trim())?).ok()
     }
 }
 
@@ -73,40 +174,53 @@ mod tests {
     use super::*;
 
     fn refs(secret: &str) -> Refs {
-        use crate::server::services::idempotency::hmac_sha256;
         Refs {
-            seal: Seal::from_keys(
-                hmac_sha256(secret.as_bytes(), b"iv"),
-                hmac_sha256(secret.as_bytes(), b"enc"),
-            ),
+            seal: Seal::derive(secret.as_bytes(), "conversation-ref"),
             users: Seal::derive(secret.as_bytes(), "user-ref"),
+            actions: Seal::derive(secret.as_bytes(), "action-ref"),
+            made: None,
         }
     }
 
     #[test]
-    fn a_user_reference_hides_the_id_and_a_typed_id_passes_through() {
+    fn a_user_reference_hides_the_id_and_a_typed_id_is_a_lookup() {
         let r = refs("one");
         let token = r.user("jane.doe@example.com");
         assert!(!token.contains("jane"));
-        assert_eq!(r.resolve_user(&token), "jane.doe@example.com");
-        assert_eq!(r.resolve_user(" u-42 "), "u-42");
+        assert_eq!(
+            r.given_user(&token),
+            Given::Reference("jane.doe@example.com".into())
+        );
+        assert_eq!(r.given_user(" u-42 "), Given::Typed("u-42".into()));
+        assert!(r.given_user(" u-42 ").typed());
+        assert_eq!(r.given_user("  "), Given::Nothing);
         assert_eq!(r.user(""), "");
         // A conversation's reference is not a user's.
-        assert_ne!(r.resolve_user(&r.of_id("c-1")), "c-1");
+        assert!(r.given_user(&r.of_id("c-1")).typed());
     }
 
     #[test]
-    fn round_trip_hides_the_key_and_refuses_tampering() {
+    fn no_two_references_of_one_conversation_are_alike_but_within_one_answer() {
         let r = refs("one");
         let token = r.encode("+447123456789", "ci-1#pi-1#req1#447123456789");
         assert!(!token.contains("447123456789"));
-        assert_eq!(
+        // A guess sealed by `/find` is never equal to a page's reference of the same id.
+        assert_ne!(
             token,
             r.encode("+447123456789", "ci-1#pi-1#req1#447123456789")
         );
+        assert_ne!(r.user("u-1"), r.user("u-1"));
+        let answer = r.for_answer();
+        assert_eq!(answer.of_id("c-1"), answer.of_id("c-1"));
+        assert_eq!(answer.user("u-1"), answer.user("u-1"));
+        assert_ne!(answer.of_id("c-1"), r.for_answer().of_id("c-1"));
         assert_eq!(
             r.decode(&token),
             Some(("+447123456789".into(), "ci-1#pi-1#req1#447123456789".into()))
+        );
+        assert_eq!(
+            r.given(&answer.of_id("c-1")),
+            Given::Reference("c-1".into())
         );
         let mut tampered = token.clone().into_bytes();
         let last = tampered.len() - 1;
@@ -114,5 +228,15 @@ mod tests {
         assert_eq!(r.decode(&String::from_utf8(tampered).unwrap()), None);
         assert_eq!(refs("two").decode(&token), None);
         assert_eq!(r.decode("zz"), None);
+        assert_eq!(r.given("zz"), Given::Typed("zz".into()));
+    }
+
+    #[test]
+    fn a_side_effects_reference_is_stable_and_only_its_own() {
+        let r = refs("one");
+        assert_eq!(r.action("e-1"), r.action("e-1"));
+        assert_eq!(r.action_id(&r.action("e-1")).as_deref(), Some("e-1"));
+        assert_eq!(r.action_id(&r.of_id("e-1")), None);
+        assert_eq!(refs("two").action_id(&r.action("e-1")), None);
     }
 }

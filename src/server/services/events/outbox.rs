@@ -50,7 +50,7 @@ fn row(a: ActionRecord, refs: &Refs) -> OutboxRow {
     let status_words = status_words(&a);
     OutboxRow {
         key: masked_in(&a.event_id, &a.conversation_id),
-        key_ref: refs.encode("action", &a.event_id),
+        key_ref: refs.action(&a.event_id),
         action_type: a.action_type.as_str().to_string(),
         target: a.target,
         to_receiver: a
@@ -227,9 +227,7 @@ impl Events {
         let reason = crate::model::kill_switches::Reason::parse(reason)?;
         let reason = reason.as_str();
         let key = refs
-            .decode(key_ref)
-            .filter(|(kind, _)| kind == "action")
-            .map(|(_, key)| key)
+            .action_id(key_ref)
             .ok_or_else(|| AppError::invalid("action", "No such action."))?;
         let rec = records::get_action(&self.store, &key)
             .await?

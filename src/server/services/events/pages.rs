@@ -54,7 +54,7 @@ fn row(r: EventRecord, refs: &Refs) -> EventRow {
 /// The conversation a page names (its reference opened, or an id typed), by the
 /// partition rule (`domain::audit::partition`); `None` when none is given.
 pub(crate) fn page_conversation(refs: &Refs, given: &str) -> Result<Option<String>, AppError> {
-    let id = refs.resolve(given);
+    let id = refs.given(given).into_id();
     partition::check(&id)?;
     Ok(Some(id).filter(|c| !c.is_empty()))
 }

@@ -3,6 +3,7 @@
 //! active admin. The rules are plain functions (here and in [`passwords`]); the
 //! [`Users`] service does the reading and writing.
 
+pub mod lookups;
 pub mod passwords;
 pub mod sessions;
 
