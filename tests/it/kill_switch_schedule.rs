@@ -455,3 +455,94 @@ async fn four_eyes_turned_on_after_a_change_was_set_hold_when_it_runs() {
     );
     assert!(!switches(&app).await.automation_enabled.enabled);
 }
+
+/// A change runs as its author's: one whose author lost the right to make it before it
+/// came due (a revoked API key, a disabled or demoted admin) is void, and the history and
+/// the announcement say why.
+#[tokio::test]
+async fn a_scheduled_change_whose_author_lost_the_right_is_void() {
+    use ops_console::server::services::users::Change;
+    let app = spawn_app().await;
+    let alice = app.session_as("alice", Role::Admin).await;
+    let bob = app.session_as("bob", Role::Admin).await;
+    let _root = app.session_as("root", Role::Admin).await;
+    // A key sets safe mode off in an hour; alice and bob set automation changes.
+    let key = app.api_key(&["switches:write"]).await;
+    let later = (app.clock.now() + Duration::minutes(60)).to_rfc3339();
+    let body = json!({"switch": "safe_mode", "enable": false, "expected_version": switches(&app).await.version,
+                      "reason": "maintenance over", "confirm": true, "at": later})
+    .to_string();
+    let set = app
+        .post_json_with_key_header("/api/v1/kill-switches", &key, "schedule-api-void", body)
+        .await;
+    assert_eq!(set.status, 202, "{}", set.body);
+    let by_key = set.json()["scheduled"]["scheduled_by"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let at = in_minutes(&app, 70);
+    let a = set_for(
+        &app,
+        &alice,
+        "automation_enabled",
+        true,
+        &at,
+        "form-key-schedule-0901",
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let at = in_minutes(&app, 80);
+    let b = set_for(&app, &bob, "safe_mode", true, &at, "form-key-schedule-0902").await;
+    assert_eq!(b.status, 200, "{}", b.body);
+    assert_eq!(app.state.kill_switches.schedule().await.unwrap().len(), 3);
+
+    // The key is revoked, alice is disabled, bob becomes a viewer.
+    let hash = ops_console::server::store::api_keys::list(&app.store, app.clock.now())
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|k| by_key == format!("api:{}", k.name))
+        .unwrap()
+        .key_hash;
+    app.state
+        .api_keys
+        .revoke_api_key(&hash, "client retired", "root")
+        .await
+        .unwrap();
+    let users = &app.state.users;
+    users
+        .change_user("alice", Change::Disable, "left the team", "root")
+        .await
+        .unwrap();
+    users
+        .change_user("bob", Change::SetRole(Role::Viewer), "moved teams", "root")
+        .await
+        .unwrap();
+
+    let before = switches(&app).await;
+    app.clock.advance(Duration::minutes(90));
+    let mut ran = Vec::new();
+    for _ in 0..3 {
+        ran.extend(app.state.kill_switches.run_schedule_due().await.unwrap());
+    }
+    assert_eq!(ran.len(), 3, "{ran:?}");
+    assert!(
+        ran[0].contains("did not run") && ran[0].contains("was revoked or has expired"),
+        "{}",
+        ran[0]
+    );
+    assert!(
+        ran[1].contains("alice who set it is disabled"),
+        "{}",
+        ran[1]
+    );
+    assert!(
+        ran[2].contains("bob who set it is no longer an admin"),
+        "{}",
+        ran[2]
+    );
+    let after = switches(&app).await;
+    assert_eq!(after.safe_mode, before.safe_mode, "nothing ran");
+    assert_eq!(after.automation_enabled, before.automation_enabled);
+    assert!(app.state.kill_switches.schedule().await.unwrap().is_empty());
+}

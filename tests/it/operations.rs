@@ -261,7 +261,8 @@ async fn readyz_names_an_index_that_is_gone() {
     let ready = app.api("GET", "/readyz", &key, None).await;
     assert_eq!(ready.status, 200, "{}", ready.body);
     assert_eq!(ready.json()["status"], "ready");
-    assert_eq!(ready.json()["problems"], serde_json::json!([]));
+    // Ready, there is nothing to name (and the key is not even looked up).
+    assert!(ready.json().get("problems").is_none(), "{}", ready.body);
 
     // Someone drops an index of Table C.
     let table = app.store.table(MW_AUDIT_ACTIONS.base);

@@ -17,8 +17,9 @@ pub struct Ready {
     /// `ready` or `not ready`.
     pub status: &'static str,
     /// What differs from the tables the console expects (a missing table or index, TTL on
-    /// another attribute, a missing stream), or why DynamoDB could not be asked. Only for a
-    /// `metrics:read` API key or a signed-in admin: it names tables.
+    /// another attribute, a missing stream), or why DynamoDB could not be asked. Only when
+    /// not ready, and only for a `metrics:read` API key or a signed-in admin: it names
+    /// tables.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problems: Option<Vec<String>>,
 }

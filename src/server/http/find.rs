@@ -94,13 +94,33 @@ pub async fn find(
     };
     let conversations = [q, &f.conversation, &f.conversation_ref, &f.recipient_ref];
     let users = [f.user.as_str(), &f.user_ref];
-    match state.answer_refs(&me.name, &conversations, &users).await {
-        Ok(refs) => {
-            let (page, query) = destination(&refs, &f);
-            see_other(location(page, query))
-        }
-        Err(e) => refused(&e),
-    }
+    let refs = match state.answer_refs(&me.name, &conversations, &users).await {
+        Ok(refs) => refs,
+        Err(e) => return refused(&e),
+    };
+    let company = match typed(&f.q) {
+        Typed::Company(c) => match company(&state, &refs, c).await {
+            Ok(company) => company,
+            Err(e) => return refused(&e),
+        },
+        _ => String::new(),
+    };
+    let (page, query) = destination(&refs, &f, company);
+    see_other(location(page, query))
+}
+
+/// A company typed into the search box, as the address carries it: the id of a company the
+/// directory knows by that id or name; anything else (a mistyped phone number or email
+/// among them) as a reference, never as typed.
+async fn company(state: &AppState, refs: &Refs, typed: &str) -> Result<String, AppError> {
+    use crate::server::services::conversations::directory::Resolved;
+    let now = state.clock.now().timestamp();
+    Ok(
+        match state.conversations.directory.resolve(typed, now).await? {
+            Resolved::One(c) => c.company_id,
+            Resolved::Several(_) | Resolved::Unknown => refs.of_id(typed),
+        },
+    )
 }
 
 /// A lookup refused (past the person's limit, or DynamoDB busy): a page that says why,
@@ -140,7 +160,11 @@ fn refused(e: &AppError) -> Response {
 }
 
 /// The page a form leads to, and its query: what was typed as references.
-fn destination(refs: &Refs, f: &FindForm) -> (&'static str, Vec<(&'static str, String)>) {
+fn destination(
+    refs: &Refs,
+    f: &FindForm,
+    company: String,
+) -> (&'static str, Vec<(&'static str, String)>) {
     // A typed conversation id or recipient, as the reference of its id.
     let reference = |typed: &str| {
         let typed = typed.trim();
@@ -158,7 +182,7 @@ fn destination(refs: &Refs, f: &FindForm) -> (&'static str, Vec<(&'static str, S
     };
     let user = refs.user(refs.given_user(typed_user).id());
     match f.page.as_str() {
-        "conversations" => ("conversations", conversations_query(f, reference)),
+        "conversations" => ("conversations", conversations_query(f, reference, company)),
         "events" => ("events", vec![("conversation", conversation(f, reference))]),
         "measurements" => (
             "measurements",
@@ -196,14 +220,14 @@ fn see_other(location: String) -> Response {
 }
 
 /// The Conversations page's search: what the box holds (a conversation id or a recipient
-/// as a reference; the search on screen when the box was left empty), and the rest as
-/// typed.
+/// as a reference; a company as its id or a reference; the search on screen when the box
+/// was left empty), and the rest as typed.
 fn conversations_query(
     f: &FindForm,
     reference: impl Fn(&str) -> String,
+    company: String,
 ) -> Vec<(&'static str, String)> {
-    let (mut conversation, mut recipient, mut company) =
-        (String::new(), String::new(), String::new());
+    let (mut conversation, mut recipient) = (String::new(), String::new());
     match typed(&f.q) {
         // The hidden fields are sealed again: a value a client put there raw never
         // reaches the URL.
@@ -213,7 +237,8 @@ fn conversations_query(
         }
         Typed::Conversation(id) => conversation = reference(id),
         Typed::Recipient(r) => recipient = reference(&r),
-        Typed::Company(c) => company = c.to_string(),
+        // Resolved on the server (`company`).
+        Typed::Company(_) => {}
     }
     vec![
         ("conversation", conversation),

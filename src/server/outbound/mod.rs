@@ -250,8 +250,15 @@ pub fn classify(status: u16, retry_after: Option<&str>) -> Answer {
     }
 }
 
-/// A receiver URL as the console accepts it: http or https, with a host.
+/// The longest URL the console keeps or sends to (what browsers and most servers take).
+pub const MAX_URL_LEN: usize = 2_048;
+
+/// A receiver URL as the console accepts it: http or https, with a host, at most
+/// [`MAX_URL_LEN`] characters.
 pub fn parse_url(text: &str) -> Result<Uri, String> {
+    if text.trim().len() > MAX_URL_LEN {
+        return Err(format!("longer than {MAX_URL_LEN} characters"));
+    }
     let uri: Uri = text.trim().parse().map_err(|e| format!("not a URL: {e}"))?;
     match (uri.scheme_str(), uri.host()) {
         (Some("http" | "https"), Some(_)) => Ok(uri),
@@ -286,5 +293,8 @@ mod tests {
         assert_eq!(Answer::Unknown("x".into()).cause(), "timeout");
         assert!(parse_url("ftp://x").is_err());
         assert!(parse_url("http://127.0.0.1:9/hook").is_ok());
+        let long = format!("https://example.com/{}", "a".repeat(MAX_URL_LEN));
+        assert_eq!(parse_url(&long).unwrap_err(), "longer than 2048 characters");
+        assert!(parse_url(&long[..MAX_URL_LEN]).is_ok());
     }
 }

@@ -194,7 +194,17 @@ fn class_v6(ip: Ipv6Addr) -> Option<&'static str> {
         "link-local"
     } else if s[0] & 0xff00 == 0xff00 {
         "multicast"
-    } else if s[0] == 0x2001 && s[1] == 0x0db8 {
+    } else if s[0] & 0xe000 != 0x2000 {
+        // Outside global unicast (2000::/3): IPv4-translated (::ffff:0:0:0/96), NAT64's
+        // local-use prefix (64:ff9b:1::/48), discard-only (100::/64) and whatever else
+        // IANA has not given out.
+        "reserved"
+    } else if s[0] == 0x2001 && (s[1] < 0x0200 || s[1] == 0x0db8) {
+        // 2001::/23, the IETF's protocol assignments (Teredo 2001::/32 among them), and
+        // the documentation range 2001:db8::/32.
+        "reserved"
+    } else if s[0] == 0x3fff && s[1] < 0x1000 {
+        // 3fff::/20: documentation (RFC 9637).
         "reserved"
     } else {
         return None;
@@ -328,6 +338,17 @@ mod tests {
             ("::127.0.0.1", "loopback"),
             ("64:ff9b::a9fe:a9fe", "link-local"),
             ("2002:7f00:1::", "loopback"),
+            // Only global unicast (2000::/3) less its special ranges is public.
+            ("::ffff:0:7f00:1", "reserved"),
+            ("::ffff:0:a9fe:a9fe", "reserved"),
+            ("64:ff9b:1::7f00:1", "reserved"),
+            ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "reserved"),
+            ("2001:2::1", "reserved"),
+            ("2001:db8::1", "reserved"),
+            ("3fff::1", "reserved"),
+            ("100::1", "reserved"),
+            ("5f00::1", "reserved"),
+            ("4000::1", "reserved"),
         ] {
             assert_eq!(refused(addr), Some(class), "{addr}");
         }
@@ -336,6 +357,9 @@ mod tests {
             "172.32.0.1",
             "100.128.0.1",
             "2606:4700::1111",
+            "2a00:1450:4001:830::200e",
+            "2001:4860:4860::8888",
+            "64:ff9b::808:808",
             "8.8.8.8",
         ] {
             assert_eq!(refused(public), None, "{public}");

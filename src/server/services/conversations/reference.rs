@@ -21,10 +21,12 @@ pub struct Refs {
     seal: Seal,
     users: Seal,
     actions: Seal,
-    /// The references made for one answer, by kind and plain text (none: a new one at
-    /// every call).
-    made: Option<Arc<Mutex<HashMap<(Kind, String), String>>>>,
+    /// The references made for one answer (none: a new one at every call).
+    made: Option<Arc<Mutex<Made>>>,
 }
+
+/// References made for one answer, by kind and plain text.
+type Made = HashMap<(Kind, String), String>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Kind {

@@ -157,7 +157,11 @@ impl Switches {
                 .filter(|p| p.id != s.id)
                 .cloned()
                 .collect();
-            let (writes, words) = match self.run_writes(&s, &current, &stored.pending, now)? {
+            let run = match self.author_refusal(&s.scheduled_by, now).await? {
+                Some(why) => Err(why),
+                None => self.run_writes(&s, &current, &stored.pending, now)?,
+            };
+            let (writes, words) = match run {
                 Ok((next, change, words)) => {
                     // The switch's other changes were set against the schedule's own moves.
                     let rest = rules::after_run(rest, &s, next.get(s.switch).changed_at.clone());
@@ -256,6 +260,38 @@ impl Switches {
             s.reason
         );
         Ok(Ok((next, writes, words)))
+    }
+
+    /// Why the author of a scheduled change may no longer make it, if so: a change runs
+    /// as its author's, so it needs what they would need now. A user must still be an
+    /// admin, and enabled; an API key (`api:<name>`) must still be live, unrevoked, with
+    /// `switches:write`, under that name.
+    async fn author_refusal(
+        &self,
+        author: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<String>, StoreError> {
+        use crate::model::api_keys::ApiScope;
+        if let Some(name) = author.strip_prefix("api:") {
+            let keys = crate::server::store::api_keys::list(&self.store, now).await?;
+            let live = keys.iter().any(|k| {
+                k.name == name
+                    && k.revoked_at.is_none()
+                    && k.scopes
+                        .iter()
+                        .any(|s| ApiScope::parse(s) == Some(ApiScope::SwitchesWrite))
+            });
+            return Ok((!live).then(|| {
+                format!("void: the API key {name} that set it was revoked or has expired")
+            }));
+        }
+        let user = crate::server::store::users::get(&self.store, author, now).await?;
+        Ok(match user {
+            Some(u) if u.is_active_admin(now) => None,
+            Some(u) if u.disabled => Some(format!("void: {author} who set it is disabled")),
+            Some(_) => Some(format!("void: {author} who set it is no longer an admin")),
+            None => Some(format!("void: {author} who set it is no longer a user")),
+        })
     }
 
     fn keep(&self) -> i64 {
