@@ -115,7 +115,7 @@ impl AppState {
         )
         .with_address_key(idempotency.subkey("login-address"));
         let audit = Audit::new(store.clone(), clock.clone());
-        let api_keys = ApiKeys::new(store.clone(), clock.clone(), config.ttl.audit_days);
+        let api_keys = ApiKeys::new(store.clone(), clock.clone(), &config.ttl);
         let conversations = Conversations::new(store.clone(), &config.ttl);
         let inbox = Inbox::new(store.clone(), config.ttl.settings_days);
         let measurements = Measurements::new(store.clone(), config.measurements.clone());

@@ -457,18 +457,23 @@ async fn four_eyes_turned_on_after_a_change_was_set_hold_when_it_runs() {
 }
 
 /// A change runs as its author's: one whose author lost the right to make it before it
-/// came due (a revoked API key, a disabled or demoted admin) is void, and the history and
-/// the announcement say why.
+/// came due by other ways than a revoke or a change of the user (a key that expired, a
+/// demotion a console of the release before made without withdrawing) is void, and the
+/// history and the announcement say why.
 #[tokio::test]
 async fn a_scheduled_change_whose_author_lost_the_right_is_void() {
-    use ops_console::server::services::users::Change;
+    use ops_console::model::api_keys::ApiScope;
     let app = spawn_app().await;
-    let alice = app.session_as("alice", Role::Admin).await;
     let bob = app.session_as("bob", Role::Admin).await;
     let _root = app.session_as("root", Role::Admin).await;
-    // A key sets safe mode off in an hour; alice and bob set automation changes.
-    let key = app.api_key(&["switches:write"]).await;
-    let later = (app.clock.now() + Duration::minutes(60)).to_rfc3339();
+    // A key living one day sets safe mode off in 36 hours; bob sets safe mode on later.
+    let key = app
+        .state
+        .api_keys
+        .create_api_key("bot-day", &[ApiScope::SwitchesWrite], 1, "root")
+        .await
+        .unwrap();
+    let later = (app.clock.now() + Duration::hours(36)).to_rfc3339();
     let body = json!({"switch": "safe_mode", "enable": false, "expected_version": switches(&app).await.version,
                       "reason": "maintenance over", "confirm": true, "at": later})
     .to_string();
@@ -476,73 +481,177 @@ async fn a_scheduled_change_whose_author_lost_the_right_is_void() {
         .post_json_with_key_header("/api/v1/kill-switches", &key, "schedule-api-void", body)
         .await;
     assert_eq!(set.status, 202, "{}", set.body);
-    let by_key = set.json()["scheduled"]["scheduled_by"]
-        .as_str()
-        .unwrap()
+    let at = (app.clock.now() + Duration::hours(37))
+        .format("%Y-%m-%dT%H:%M")
         .to_string();
-    let at = in_minutes(&app, 70);
-    let a = set_for(
-        &app,
-        &alice,
-        "automation_enabled",
-        true,
-        &at,
-        "form-key-schedule-0901",
-    )
-    .await;
-    assert_eq!(a.status, 200, "{}", a.body);
-    let at = in_minutes(&app, 80);
     let b = set_for(&app, &bob, "safe_mode", true, &at, "form-key-schedule-0902").await;
     assert_eq!(b.status, 200, "{}", b.body);
-    assert_eq!(app.state.kill_switches.schedule().await.unwrap().len(), 3);
+    assert_eq!(app.state.kill_switches.schedule().await.unwrap().len(), 2);
 
-    // The key is revoked, alice is disabled, bob becomes a viewer.
-    let hash = ops_console::server::store::api_keys::list(&app.store, app.clock.now())
-        .await
-        .unwrap()
-        .into_iter()
-        .find(|k| by_key == format!("api:{}", k.name))
-        .unwrap()
-        .key_hash;
-    app.state
-        .api_keys
-        .revoke_api_key(&hash, "client retired", "root")
-        .await
-        .unwrap();
-    let users = &app.state.users;
-    users
-        .change_user("alice", Change::Disable, "left the team", "root")
-        .await
-        .unwrap();
-    users
-        .change_user("bob", Change::SetRole(Role::Viewer), "moved teams", "root")
+    // Bob's role is written as a console of the release before wrote it: nothing withdrawn.
+    app.store
+        .client()
+        .update_item()
+        .table_name(
+            app.store
+                .table(ops_console::server::store::schema::USERS.base),
+        )
+        .key(
+            "name",
+            aws_sdk_dynamodb::types::AttributeValue::S("bob".into()),
+        )
+        .update_expression("SET #r = :r")
+        .expression_attribute_names("#r", "role")
+        .expression_attribute_values(
+            ":r",
+            aws_sdk_dynamodb::types::AttributeValue::S("viewer".into()),
+        )
+        .send()
         .await
         .unwrap();
 
     let before = switches(&app).await;
-    app.clock.advance(Duration::minutes(90));
+    app.clock.advance(Duration::hours(38));
     let mut ran = Vec::new();
     for _ in 0..3 {
         ran.extend(app.state.kill_switches.run_schedule_due().await.unwrap());
     }
-    assert_eq!(ran.len(), 3, "{ran:?}");
+    assert_eq!(ran.len(), 2, "{ran:?}");
     assert!(
         ran[0].contains("did not run") && ran[0].contains("was revoked or has expired"),
         "{}",
         ran[0]
     );
     assert!(
-        ran[1].contains("alice who set it is disabled"),
+        ran[1].contains("bob who set it is no longer an admin"),
         "{}",
         ran[1]
     );
-    assert!(
-        ran[2].contains("bob who set it is no longer an admin"),
-        "{}",
-        ran[2]
+    assert_eq!(
+        switches(&app).await.safe_mode,
+        before.safe_mode,
+        "nothing ran"
     );
-    let after = switches(&app).await;
-    assert_eq!(after.safe_mode, before.safe_mode, "nothing ran");
-    assert_eq!(after.automation_enabled, before.automation_enabled);
     assert!(app.state.kill_switches.schedule().await.unwrap().is_empty());
+    let history = app.state.kill_switches.history(None, 10).await.unwrap();
+    assert!(
+        history.entries[0]
+            .reason
+            .starts_with("Did not run: Safe mode to turn on at "),
+        "{:#?}",
+        history.entries
+    );
+}
+
+/// Revoking a key, or disabling the admin who made it, takes what they left pending off the
+/// schedule in the same step; the disabled admin's keys stop with them.
+#[tokio::test]
+async fn revoking_a_key_or_disabling_its_maker_withdraws_what_they_left_pending_at_once() {
+    use ops_console::model::api_keys::ApiScope;
+    use ops_console::server::services::users::Change;
+    let app = spawn_app().await;
+    let alice = app.session_as("alice", Role::Admin).await;
+    let _root = app.session_as("root", Role::Admin).await;
+    let keys = &app.state.api_keys;
+    let scopes = [ApiScope::SwitchesWrite, ApiScope::SwitchesRead];
+    let first = keys
+        .create_api_key("bot-first", &scopes, 30, "alice")
+        .await
+        .unwrap();
+    let second = keys
+        .create_api_key("bot-second", &scopes, 30, "alice")
+        .await
+        .unwrap();
+    let by_key = |key: String, minutes: i64, enable: bool, idem: &'static str| {
+        let app = &app;
+        async move {
+            let at = (app.clock.now() + Duration::minutes(minutes)).to_rfc3339();
+            let body = json!({"switch": "safe_mode", "enable": enable,
+                              "expected_version": switches(app).await.version,
+                              "reason": "maintenance window", "confirm": true, "at": at})
+            .to_string();
+            let set = app
+                .post_json_with_key_header("/api/v1/kill-switches", &key, idem, body)
+                .await;
+            assert_eq!(set.status, 202, "{}", set.body);
+        }
+    };
+    by_key(first.clone(), 60, false, "withdraw-1").await;
+    by_key(second.clone(), 120, true, "withdraw-2").await;
+    let at = in_minutes(&app, 180);
+    let a = set_for(
+        &app,
+        &alice,
+        "automation_enabled",
+        true,
+        &at,
+        "form-key-schedule-0911",
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let pending = || async { app.state.kill_switches.schedule().await.unwrap() };
+    assert_eq!(pending().await.len(), 3);
+
+    // The first key is revoked: its change leaves the schedule in the same step.
+    let hash = |name: &'static str| {
+        let app = &app;
+        async move {
+            ops_console::server::store::api_keys::list(&app.store, app.clock.now())
+                .await
+                .unwrap()
+                .into_iter()
+                .find(|k| k.name == name)
+                .unwrap()
+                .key_hash
+        }
+    };
+    keys.revoke_api_key(&hash("bot-first").await, "client retired", "root")
+        .await
+        .unwrap();
+    let left: Vec<String> = pending()
+        .await
+        .into_iter()
+        .map(|s| s.scheduled_by)
+        .collect();
+    assert_eq!(
+        left,
+        vec!["api:bot-second".to_string(), "alice".to_string()]
+    );
+
+    // Alice is disabled: her own change and her other key's go, and the key stops.
+    app.state
+        .users
+        .change_user("alice", Change::Disable, "left the team", "root")
+        .await
+        .unwrap();
+    assert!(pending().await.is_empty(), "{:?}", pending().await);
+    assert!(keys.resolve_api_key(&second).await.unwrap().is_none());
+    assert!(keys.resolve_api_key(&first).await.unwrap().is_none());
+    let history = app.state.kill_switches.history(None, 10).await.unwrap();
+    let withdrawn: Vec<&str> = history
+        .entries
+        .iter()
+        .map(|e| e.reason.as_str())
+        .filter(|r| r.starts_with("Withdrawn with their right"))
+        .collect();
+    assert_eq!(withdrawn.len(), 3, "{:#?}", history.entries);
+    let by = |who: &str| withdrawn.iter().filter(|r| r.contains(who)).count();
+    assert_eq!(
+        by("1 scheduled change by api:bot-first: “its API key was revoked”"),
+        1
+    );
+    assert_eq!(
+        by("1 scheduled change by alice, api:bot-second: “alice is no longer an admin”"),
+        2,
+        "{withdrawn:?}"
+    );
+    // Nothing is left to run.
+    app.clock.advance(Duration::hours(4));
+    assert!(app
+        .state
+        .kill_switches
+        .run_schedule_due()
+        .await
+        .unwrap()
+        .is_empty());
 }

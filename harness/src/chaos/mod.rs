@@ -256,7 +256,7 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
         .map_err(|e| e.to_string())?;
     schema::bootstrap(&store).await.map_err(|e| e.to_string())?;
     let scopes = ApiScope::ALL;
-    let key = ApiKeys::new(store.clone(), Clock::default(), 1)
+    let key = ApiKeys::new(store.clone(), Clock::default(), &config.ttl)
         .create_api_key("chaos", &scopes, 1, "chaos")
         .await
         .map_err(|e| e.to_string())?;

@@ -188,7 +188,7 @@ pub async fn apikey(config: &Config, command: ApiKeyCommand) -> Result<(), CliEr
     let scopes = parse_scopes(&named).map_err(|e| err(e.to_string()))?;
     let days = days.unwrap_or(config.ttl.api_key_days);
     let db = database(config).await?;
-    let key = ApiKeys::new(db.store.clone(), Clock::default(), config.ttl.audit_days)
+    let key = ApiKeys::new(db.store.clone(), Clock::default(), &config.ttl)
         .create_api_key(&name, &scopes, days, &actor())
         .await
         .map_err(|e| {

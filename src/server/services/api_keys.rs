@@ -10,9 +10,12 @@ use crate::model::AppError;
 use crate::server::clock::Clock;
 use crate::server::crypto::sha256_hex;
 use crate::server::ids::random_hex;
+use crate::server::services::kill_switches::withdraw::withdraw;
+use crate::server::services::kill_switches::Ttls;
 use crate::server::services::users::passwords::{new_api_key, API_KEY_PREFIX};
-use crate::server::store::api_keys::{self, ApiKeyItem};
+use crate::server::store::api_keys::{self, ApiKeyItem, Revoked};
 use crate::server::store::audit::AuditItem;
+use crate::server::store::tx::Writes;
 use crate::server::store::Store;
 use crate::server::telemetry::internal;
 
@@ -90,14 +93,18 @@ pub struct ApiKeys {
     clock: Clock,
     /// How long a key's audit records are kept.
     audit_days: i64,
+    /// How long the switches' lists a revoke takes a key's pending changes off live.
+    settings_days: i64,
 }
 
 impl ApiKeys {
-    pub fn new(store: Store, clock: Clock, audit_days: i64) -> ApiKeys {
+    pub fn new(store: Store, clock: Clock, ttl: &crate::server::config::TtlSection) -> ApiKeys {
+        let (audit_days, settings_days) = (ttl.audit_days, ttl.settings_days);
         ApiKeys {
             store,
             clock,
             audit_days,
+            settings_days,
         }
     }
 
@@ -192,26 +199,59 @@ impl ApiKeys {
         let reason = crate::server::domain::redact::redact(
             crate::model::kill_switches::Reason::parse(reason)?.as_str(),
         );
-        let now = self.clock.now();
-        let key = api_keys::get(&self.store, key_hash.trim(), now)
-            .await?
-            .filter(|k| k.revoked_at.is_none())
-            .ok_or(AppError::NotFound)?;
-        let mut record = AuditItem::new(
-            AUDIT_PARTITION,
-            REVOKE_ACTION,
-            now,
-            &random_hex(8),
-            self.audit_days,
-        );
-        record.actor = actor.to_string();
-        record.action_payload_redacted =
-            serde_json::json!({"name": key.name, "reason": reason}).to_string();
-        if api_keys::revoke(&self.store, &key.key_hash, actor, &record, now).await? {
-            tracing::info!(key = %key.name, actor, "API key revoked");
-            Ok(key.name)
-        } else {
-            Err(AppError::NotFound)
+        let id = random_hex(8);
+        for _ in 0..REVOKE_TRIES {
+            let now = self.clock.now();
+            let key = api_keys::get(&self.store, key_hash.trim(), now)
+                .await?
+                .filter(|k| k.revoked_at.is_none())
+                .ok_or(AppError::NotFound)?;
+            let mut record =
+                AuditItem::new(AUDIT_PARTITION, REVOKE_ACTION, now, &id, self.audit_days);
+            record.actor = actor.to_string();
+            record.action_payload_redacted =
+                serde_json::json!({"name": key.name, "reason": reason}).to_string();
+            // What the key left pending goes with it, in the same transaction.
+            let withdrawn = self.withdrawal(&[author_name(&key)], actor, now).await?;
+            match api_keys::revoke(&self.store, &key.key_hash, actor, &record, withdrawn, now)
+                .await?
+            {
+                Revoked::Done => {
+                    tracing::info!(key = %key.name, actor, "API key revoked");
+                    return Ok(key.name);
+                }
+                Revoked::Gone => return Err(AppError::NotFound),
+                Revoked::Moved => {}
+            }
         }
+        Err(AppError::Conflict(
+            "The kill switches' schedule or approvals kept changing; try again.".into(),
+        ))
     }
+
+    /// The writes that withdraw what `keys` left pending (scheduled changes, requests for
+    /// approval), by `actor`.
+    pub async fn withdrawal(
+        &self,
+        keys: &[String],
+        actor: &str,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Option<Writes>, AppError> {
+        let ttls = Ttls {
+            audit_days: self.audit_days,
+            settings_days: self.settings_days,
+        };
+        let why = "its API key was revoked";
+        Ok(withdraw(&self.store, keys, actor, why, ttls, now)
+            .await?
+            .writes)
+    }
+}
+
+/// How often a revoke is tried again when the switches' lists moved under it.
+const REVOKE_TRIES: usize = 5;
+
+/// The author name a key's scheduled changes and requests carry.
+pub fn author_name(key: &ApiKeyItem) -> String {
+    format!("api:{}", key.name)
 }

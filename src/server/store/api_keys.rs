@@ -102,15 +102,63 @@ pub async fn note_use(store: &Store, key_hash: &str, now: DateTime<Utc>) -> Resu
     item::update_if(req).await.map(|_| ())
 }
 
-/// Revokes a live key, with its audit record, in one transaction. `false`: there is no
-/// such live key, or it was revoked already (nothing written).
+/// Revokes a live key, with its audit record and `with` (what it left pending, withdrawn),
+/// in one transaction.
 pub async fn revoke(
     store: &Store,
     key_hash: &str,
     by: &str,
     audit_item: &AuditItem,
+    with: Option<tx::Writes>,
     now: DateTime<Utc>,
-) -> Result<bool, StoreError> {
+) -> Result<Revoked, StoreError> {
+    let mut actions = vec![revoke_update(store, key_hash, by, now)?];
+    actions.push(audit::write_once(store, audit_item)?);
+    if let Some(with) = with {
+        actions.extend(with.into_actions());
+    }
+    let outcome = tx::transact(store, actions).await?;
+    Ok(if outcome.is_done() {
+        Revoked::Done
+    } else if outcome.refused_at(0).is_some() || outcome.refused_at(1).is_some() {
+        Revoked::Gone
+    } else {
+        Revoked::Moved
+    })
+}
+
+/// The writes that revoke the key `key_hash` by `by` with its audit record, for a caller
+/// that commits them with something else (an admin's disabling).
+pub fn revoke_writes(
+    store: &Store,
+    key_hash: &str,
+    by: &str,
+    audit_item: &AuditItem,
+    now: DateTime<Utc>,
+) -> Result<tx::Writes, StoreError> {
+    Ok(tx::Writes::new(vec![
+        revoke_update(store, key_hash, by, now)?,
+        audit::write_once(store, audit_item)?,
+    ]))
+}
+
+/// What a revoke came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Revoked {
+    Done,
+    /// The key is revoked already, expired or unknown (or this revoke's record exists).
+    Gone,
+    /// What was committed with it moved meanwhile (the switches' lists): read again.
+    Moved,
+}
+
+/// The write that revokes the key `key_hash` by `by`, while it is live and not revoked.
+pub fn revoke_update(
+    store: &Store,
+    key_hash: &str,
+    by: &str,
+    now: DateTime<Utc>,
+) -> Result<TransactWriteItem, StoreError> {
     let table = store.table(API_KEYS.base);
     let update = Update::builder()
         .table_name(&table)
@@ -124,10 +172,5 @@ pub async fn revoke(
         .expression_attribute_values(":now", n(now.timestamp()))
         .build()
         .map_err(|e| StoreError::corrupt(&table, e))?;
-    let actions = vec![
-        TransactWriteItem::builder().update(update).build(),
-        audit::write_once(store, audit_item)?,
-    ];
-    let outcome = tx::transact(store, actions).await?;
-    Ok(outcome.refused_at(0).is_none() && outcome.refused_at(1).is_none())
+    Ok(TransactWriteItem::builder().update(update).build())
 }

@@ -8,6 +8,7 @@ pub mod reverts;
 pub mod schedule;
 pub mod triggers;
 pub mod trips;
+pub mod withdraw;
 
 use chrono::{DateTime, Utc};
 

@@ -17,8 +17,12 @@ use crate::server::clock::Clock;
 use crate::server::config::{AuthSection, TtlSection};
 use crate::server::domain::redact::redact;
 use crate::server::ids::random_hex;
+use crate::server::services::api_keys as api_keys_service;
+use crate::server::services::kill_switches::withdraw::withdraw;
 use crate::server::services::users::passwords::{check_new_password, new_password, PasswordWork};
+use crate::server::store::api_keys::{self, ApiKeyItem};
 use crate::server::store::audit::AuditItem;
+use crate::server::store::tx::Writes;
 use crate::server::store::users::{self, Applied, UserChange, UserItem};
 use crate::server::store::{Store, StoreError};
 use crate::server::telemetry::internal;
@@ -29,6 +33,10 @@ pub const AUDIT_ACTION: &str = "user_change";
 /// How often a change to an existing user is decided again when other changes keep moving
 /// the admin-change lock.
 const CHANGE_TRIES: usize = 10;
+
+/// The most live API keys an admin's disabling or demotion revokes with it (two writes
+/// each, in one transaction of at most 100).
+const MAX_KEYS_REVOKED: usize = 40;
 
 /// Lifetimes the account rules need.
 #[derive(Clone, Copy, Debug)]
@@ -223,7 +231,77 @@ impl Users {
         }
         let record = self.user_record(actor, now, &planned.record);
         let ttl = self.ttls.settings_days;
-        Ok(users::apply(&self.store, name, planned.write, lock, &record, now, ttl).await?)
+        // An admin who stops being one (disabled, or given another role) takes the API keys
+        // they made and what they and those keys left pending with them, in this same
+        // transaction (docs/security.md, "Who may still act").
+        let with = if target.is_active_admin(now) && !planned.still_admin {
+            self.withdrawal(name, actor, now).await?
+        } else {
+            None
+        };
+        let lock_expires_at = (now + Duration::days(ttl)).timestamp();
+        Ok(users::apply(
+            &self.store,
+            name,
+            planned.write,
+            lock,
+            &record,
+            with,
+            lock_expires_at,
+        )
+        .await?)
+    }
+
+    /// The writes that revoke the live API keys `name` made and withdraw what they and
+    /// those keys left pending (scheduled changes, requests for approval), by `actor`.
+    async fn withdrawal(
+        &self,
+        name: &str,
+        actor: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Writes>, AppError> {
+        let keys: Vec<ApiKeyItem> = api_keys::list(&self.store, now)
+            .await?
+            .into_iter()
+            .filter(|k| k.created_by == name && k.revoked_at.is_none())
+            .collect();
+        if keys.len() > MAX_KEYS_REVOKED {
+            return Err(AppError::Conflict(format!(
+                "{name} made {} live API keys, more than {MAX_KEYS_REVOKED} can be revoked with \
+                 this change: revoke some on the Users page first.",
+                keys.len()
+            )));
+        }
+        let why = format!("{name} is no longer an admin");
+        let mut writes: Option<Writes> = None;
+        for k in &keys {
+            let mut record = AuditItem::new(
+                api_keys_service::AUDIT_PARTITION,
+                api_keys_service::REVOKE_ACTION,
+                now,
+                &random_hex(8),
+                self.ttls.audit_days,
+            );
+            record.actor = actor.to_string();
+            record.action_payload_redacted =
+                serde_json::json!({"name": k.name, "reason": why}).to_string();
+            let w = api_keys::revoke_writes(&self.store, &k.key_hash, actor, &record, now)?;
+            writes = Some(match writes {
+                Some(all) => all.and(w),
+                None => w,
+            });
+        }
+        let mut authors = vec![name.to_string()];
+        authors.extend(keys.iter().map(api_keys_service::author_name));
+        let ttls = crate::server::services::kill_switches::Ttls {
+            audit_days: self.ttls.audit_days,
+            settings_days: self.ttls.settings_days,
+        };
+        let withdrawn = withdraw(&self.store, &authors, actor, &why, ttls, now).await?;
+        Ok(match (writes, withdrawn.writes) {
+            (Some(a), Some(b)) => Some(a.and(b)),
+            (a, b) => a.or(b),
+        })
     }
 }
 

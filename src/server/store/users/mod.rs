@@ -167,11 +167,11 @@ pub async fn apply(
     change: UserChange<'_>,
     lock_version: u64,
     audit_item: &AuditItem,
-    now: DateTime<Utc>,
-    settings_ttl_days: i64,
+    with: Option<super::tx::Writes>,
+    lock_expires_at: i64,
 ) -> Result<Applied, StoreError> {
-    let expires_at = (now + chrono::Duration::days(settings_ttl_days)).timestamp();
-    let parts = vec![
+    let expires_at = lock_expires_at;
+    let mut parts = vec![
         TransactWriteItem::builder()
             .update(user_update(store, name, change)?)
             .build(),
@@ -180,6 +180,9 @@ pub async fn apply(
             .build(),
         audit::write_once(store, audit_item)?,
     ];
+    if let Some(with) = with {
+        parts.extend(with.into_actions());
+    }
     Ok(match transact(store, parts).await? {
         TxOutcome::Done => Applied::Done,
         TxOutcome::ConditionFailed(_) => Applied::Retry,
