@@ -113,7 +113,8 @@ impl AppState {
             UserTtls::from(&config.ttl),
             config.auth.clone(),
         )
-        .with_address_key(idempotency.subkey("login-address"));
+        .with_address_key(idempotency.subkey("login-address"))
+        .with_four_eyes(config.switches.require_approval.unwrap_or(true));
         let audit = Audit::new(store.clone(), clock.clone());
         let api_keys = ApiKeys::new(store.clone(), clock.clone(), &config.ttl);
         let conversations = Conversations::new(store.clone(), &config.ttl);

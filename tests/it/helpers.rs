@@ -359,11 +359,14 @@ impl TestApp {
         self.post_form(F::PATH, form(fields), cookie).await
     }
 
-    /// Creates a user with a random password; returns the password.
+    /// Creates a user with a random password, as the command line on the server does (it
+    /// makes admins where the console may not); returns the password.
     pub async fn add_user(&self, name: &str, role: Role) -> String {
         let password = format!("pw-{}", random_hex(10));
         self.state
             .users
+            .clone()
+            .with_four_eyes(false)
             .add_user(name, role, &password, "test")
             .await
             .expect("user added");

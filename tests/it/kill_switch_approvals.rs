@@ -408,3 +408,114 @@ async fn a_client_asks_through_the_api_and_a_person_other_than_its_maker_approve
         "{after:?}"
     );
 }
+
+/// Four eyes are two people: an admin made or promoted after a request cannot approve it
+/// (its requester could have made them), the console makes no admins while approvals are
+/// required, the person who made a key on the command line cannot approve what the key
+/// asks, and a request whose requester lost the right cannot be approved.
+#[tokio::test]
+async fn four_eyes_are_two_people_not_a_requester_and_an_admin_they_made() {
+    use ops_console::api::users::{AddUser, SetUserRole};
+    use ops_console::model::api_keys::ApiScope;
+    let app = strict(None).await;
+    let alice = app.session_as("alice", Role::Admin).await;
+    let carol = app.session_as("carol", Role::Admin).await;
+    let root = app.session_as("root", Role::Admin).await;
+    let olga = app.session_as("olga", Role::Operator).await;
+
+    // The console refuses to make an admin here, plainly; the command line still does.
+    let added = app
+        .call::<AddUser>(
+            &[
+                ("name", "mallory"),
+                ("role", "admin"),
+                ("idempotency_key", "form-key-users-0901"),
+            ],
+            Some(&alice),
+        )
+        .await;
+    assert_eq!(added.status, 403, "{}", added.body);
+    assert!(added.body.contains("command line"), "{}", added.body);
+    let promoted = app
+        .call::<SetUserRole>(
+            &[
+                ("name", "olga"),
+                ("role", "admin"),
+                ("reason", "she approves for me"),
+            ],
+            Some(&alice),
+        )
+        .await;
+    assert_eq!(promoted.status, 403, "{}", promoted.body);
+    let _ = olga;
+
+    // Alice asks; an admin made afterwards (on the command line) cannot approve it.
+    let asked = ask_off(&app, &alice, "form-key-approvals-0901", "go live", &[]).await;
+    assert_eq!(asked.status, 200, "{}", asked.body);
+    let id = pending(&app).await[0].id.clone();
+    app.clock.advance(chrono::Duration::minutes(1));
+    let made_after = app.session_as("alice2", Role::Admin).await;
+    let refused = decide(&app, &made_after, &id, "approve", "form-key-approvals-0902").await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(
+        refused.body.contains("after this request was made"),
+        "{}",
+        refused.body
+    );
+    assert!(switches(&app).await.safe_mode.enabled, "nothing changed");
+
+    // A key made on the command line by root asks; root cannot approve it.
+    let key = app
+        .state
+        .api_keys
+        .create_api_key("incident-bot", &[ApiScope::SwitchesWrite], 30, "cli:root")
+        .await
+        .unwrap();
+    let rejected = decide(&app, &carol, &id, "reject", "form-key-approvals-0903").await;
+    assert_eq!(rejected.status, 200, "{}", rejected.body);
+    let body = json!({"switch": "safe_mode", "enable": false,
+                      "expected_version": switches(&app).await.version,
+                      "reason": "maintenance over", "confirm": true})
+    .to_string();
+    let by_key = app
+        .post_json_with_key_header("/api/v1/kill-switches", &key, "approvals-cli-1", body)
+        .await;
+    assert_eq!(by_key.status, 202, "{}", by_key.body);
+    let id = pending(&app).await[0].id.clone();
+    let own = decide(&app, &root, &id, "approve", "form-key-approvals-0904").await;
+    assert_eq!(own.status, 403, "{}", own.body);
+    assert!(own.body.contains("another admin"), "{}", own.body);
+
+    // The key lapses (it is made to expire here): its request can no longer be approved.
+    let table = app
+        .store
+        .table(ops_console::server::store::schema::API_KEYS.base);
+    let hash = ops_console::server::store::api_keys::list(&app.store, app.clock.now())
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|k| k.name == "incident-bot")
+        .unwrap()
+        .key_hash;
+    app.store
+        .client()
+        .update_item()
+        .table_name(table)
+        .key("key_hash", aws_sdk_dynamodb::types::AttributeValue::S(hash))
+        .update_expression("SET expires_at = :e")
+        .expression_attribute_values(
+            ":e",
+            aws_sdk_dynamodb::types::AttributeValue::N(app.clock.now().timestamp().to_string()),
+        )
+        .send()
+        .await
+        .unwrap();
+    let lapsed = decide(&app, &carol, &id, "approve", "form-key-approvals-0905").await;
+    assert_eq!(lapsed.status, 403, "{}", lapsed.body);
+    assert!(
+        lapsed.body.contains("can no longer be approved"),
+        "{}",
+        lapsed.body
+    );
+    assert!(switches(&app).await.safe_mode.enabled, "nothing changed");
+}

@@ -655,3 +655,40 @@ async fn revoking_a_key_or_disabling_its_maker_withdraws_what_they_left_pending_
         .unwrap()
         .is_empty());
 }
+
+/// A client cancels the changes it set over REST (once, whatever it retries), never
+/// another's.
+#[tokio::test]
+async fn a_client_cancels_its_own_scheduled_change_over_rest_and_no_one_elses() {
+    let app = spawn_app().await;
+    let mine = app.api_key(&["switches:write"]).await;
+    let other = app.api_key(&["switches:write"]).await;
+    let later = (app.clock.now() + Duration::hours(2)).to_rfc3339();
+    let body = json!({"switch": "safe_mode", "enable": false, "expected_version": switches(&app).await.version,
+                      "reason": "maintenance over", "confirm": true, "at": later})
+    .to_string();
+    let set = app
+        .post_json_with_key_header("/api/v1/kill-switches", &mine, "cancel-own-0", body)
+        .await;
+    assert_eq!(set.status, 202, "{}", set.body);
+    let id = set.json()["scheduled"]["id"].as_str().unwrap().to_string();
+    let cancel = json!({"id": id, "reason": "window moved"}).to_string();
+    let path = "/api/v1/kill-switches/schedule/cancel";
+    let refused = app
+        .post_json_with_key_header(path, &other, "cancel-own-1", cancel.clone())
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(app.state.kill_switches.schedule().await.unwrap().len(), 1);
+    for _ in 0..2 {
+        let done = app
+            .post_json_with_key_header(path, &mine, "cancel-own-2", cancel.clone())
+            .await;
+        assert_eq!(done.status, 200, "{}", done.body);
+        assert_eq!(done.json()["status"], "cancelled");
+    }
+    assert!(app.state.kill_switches.schedule().await.unwrap().is_empty());
+    let again = app
+        .post_json_with_key_header(path, &mine, "cancel-own-3", cancel)
+        .await;
+    assert_eq!(again.status, 409, "{}", again.body);
+}

@@ -200,3 +200,24 @@ pub struct TripRuleChoice {
     pub rule: String,
     pub label: String,
 }
+
+/// A client's cancel of a change it set for later.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+pub struct ScheduleCancel {
+    /// The change's id, as `POST /api/v1/kill-switches` or the schedule answered it.
+    #[schema(max_length = 64, min_length = 1)]
+    pub id: String,
+    /// Why (redacted before it is stored).
+    #[serde(default)]
+    #[schema(max_length = 500, min_length = 1)]
+    pub reason: String,
+}
+
+/// A change cancelled.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct ScheduleCancelled {
+    /// Always `cancelled`.
+    pub status: String,
+    /// What was cancelled, in words.
+    pub message: String,
+}

@@ -9,8 +9,8 @@ use super::problem::Problem;
 use crate::model::kill_switches::KillSwitches;
 use crate::model::AppError;
 use crate::server::contract::kill_switches::{
-    ApprovalRequested, ChangeScheduled, PendingRequests, Schedule, SwitchChange, Switches,
-    Triggered, TripRule, TripRuleChoice, Trips,
+    ApprovalRequested, ChangeScheduled, PendingRequests, Schedule, ScheduleCancel,
+    ScheduleCancelled, SwitchChange, Switches, Triggered, TripRule, TripRuleChoice, Trips,
 };
 use crate::server::domain::kill_switches::approvals::Route;
 use crate::server::domain::kill_switches::ChangeRequest;
@@ -123,7 +123,8 @@ pub(crate) async fn change_kill_switch(
     security(("api_key" = ["switches:read"])),
 )]
 /// The changes set for later (docs/switches.md, "Scheduled changes"), soonest first. Set
-/// one with `at` on `POST /api/v1/kill-switches`; they are cancelled in the console.
+/// one with `at` on `POST /api/v1/kill-switches`; a client cancels its own with `POST
+/// /api/v1/kill-switches/schedule/cancel`, an admin any in the console.
 pub(crate) async fn kill_switch_schedule(
     State(state): State<AppState>,
     _auth: Scoped<SwitchesRead>,
@@ -131,6 +132,38 @@ pub(crate) async fn kill_switch_schedule(
     let pending = state.kill_switches.schedule().await?;
     Ok(Json(Schedule {
         scheduled: pending.into_iter().map(Into::into).collect(),
+    }))
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/kill-switches/schedule/cancel",
+    tag = "console",
+    request_body(content = ScheduleCancel, content_type = "application/json"),
+    params(
+        ("Idempotency-Key" = String, Header, description = "Required: a unique value per request, sent again unchanged on retry")
+    ),
+    responses(
+        (status = 200, description = "Cancelled (403: set by someone else, a client cancels only its own; 409: no longer set)", body = ScheduleCancelled)
+    ),
+    security(("api_key" = ["switches:write"])),
+)]
+/// A client cancels a change it set for later (`at` on `POST /api/v1/kill-switches`), with
+/// a reason; an admin cancels any in the console.
+pub(crate) async fn cancel_scheduled_change(
+    State(state): State<AppState>,
+    auth: Scoped<SwitchesWrite>,
+    JsonBody(body): JsonBody<ScheduleCancel>,
+) -> Result<Json<ScheduleCancelled>, Problem> {
+    let actor = format!("api:{}", auth.principal.name);
+    let message = state
+        .kill_switches
+        .cancel_own(body.id.trim(), &body.reason, &actor)
+        .await
+        .map_err(AppError::from)?;
+    Ok(Json(ScheduleCancelled {
+        status: "cancelled".into(),
+        message,
     }))
 }
 

@@ -57,6 +57,11 @@ pub fn routes(state: &AppState) -> Router<AppState> {
             get(kill_switches::kill_switch_schedule),
         )
         .route(
+            "/api/v1/kill-switches/schedule/cancel",
+            post(kill_switches::cancel_scheduled_change)
+                .route_layer(from_fn_with_state(state.clone(), idempotency::require_key)),
+        )
+        .route(
             "/api/v1/kill-switches/trips",
             get(kill_switches::kill_switch_trips),
         )

@@ -81,10 +81,14 @@ pub fn request(
     // The same checks as the change itself: the version seen, a real move, a valid end.
     super::plan(current, req, reason, actor, now)?;
     let mut next = pending(all, now, current.version);
-    if let Some(other) = next
-        .iter()
-        .find(|a| a.switch == req.switch && a.requested_by != actor)
-    {
+    // A person's request takes the place of a client's (an API key cannot keep one in the
+    // way of every admin's); a client's never takes another's.
+    let person = !actor.starts_with("api:");
+    if let Some(other) = next.iter().find(|a| {
+        a.switch == req.switch
+            && a.requested_by != actor
+            && !(person && a.requested_by.starts_with("api:"))
+    }) {
         return Err(AppError::Conflict(format!(
             "{}'s request to {} waits for approval: approve or reject it first.",
             other.requested_by,
@@ -177,7 +181,12 @@ pub fn decide(
             minute(&found.expires_at)
         )));
     }
-    if found.requested_by == decider || found.on_behalf_of.as_deref() == Some(decider) {
+    // A key made on the command line names its maker `cli:<login>`: the same person.
+    let maker = found
+        .on_behalf_of
+        .as_deref()
+        .map(|m| m.strip_prefix("cli:").unwrap_or(m));
+    if found.requested_by == decider || maker == Some(decider) {
         return Err(AppError::Refused(
             "You made this request: another admin must approve it.".into(),
         ));
@@ -394,5 +403,26 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().starts_with("alice's request"), "{err}");
+    }
+
+    #[test]
+    fn a_persons_request_takes_a_clients_place_and_a_cli_key_is_its_makers() {
+        let now = at("2026-11-27T10:00:00Z");
+        let current = KillSwitches::safe_defaults();
+        let ask = |all: &[Approval], who: &str, maker: Option<&str>, id: &str| {
+            request(all, &current, &off(0), "why", who, maker, id, now, 60)
+        };
+        let (all, _) = ask(&[], "api:bot", Some("cli:root"), "r1").unwrap();
+        // Another client is kept waiting; a person is not.
+        assert!(ask(&all, "api:other", None, "r2").is_err());
+        let (all, _) = ask(&all, "alice", None, "r3").unwrap();
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].id, "r3");
+        assert!(ask(&all, "api:bot", None, "r4").is_err(), "and it stays");
+        // The maker of a key made on the command line (`cli:root`) is root.
+        let (all, _) = ask(&[], "api:bot", Some("cli:root"), "r5").unwrap();
+        let own = decide(&all, &current, "r5", "root", Decision::Approve, now);
+        assert!(matches!(own, Err(AppError::Refused(_))), "{own:?}");
+        assert!(decide(&all, &current, "r5", "carol", Decision::Approve, now).is_ok());
     }
 }

@@ -19,6 +19,8 @@ pub const MAX_DAYS: i64 = 31;
 pub const MIN_GAP_MINUTES: i64 = 5;
 /// The most changes set at once (the schedule is one item, read every 5 s).
 pub const MAX_PENDING: usize = 50;
+/// Changes one API key may have set at once: a client cannot fill the schedule.
+pub const MAX_PENDING_PER_KEY: usize = 5;
 
 /// A change's time as the form sends it (`2026-11-27T18:00`, UTC, from a `datetime-local`
 /// input) or as a client sends it (RFC 3339 with its offset); empty: now.
@@ -60,6 +62,13 @@ pub fn schedule(
     if pending.len() >= MAX_PENDING {
         return Err(AppError::Conflict(format!(
             "{MAX_PENDING} changes are set already: cancel one first."
+        )));
+    }
+    let own = pending.iter().filter(|s| s.scheduled_by == actor).count();
+    if actor.starts_with("api:") && own >= MAX_PENDING_PER_KEY {
+        return Err(AppError::Conflict(format!(
+            "This client has {MAX_PENDING_PER_KEY} changes set already, the most one API key \
+             may: an admin cancels one on the Kill switch automation page first."
         )));
     }
     // A timed change's end counts from when it runs, by the rules of a change made then.
@@ -376,6 +385,36 @@ mod tests {
         assert!(a(&p, false, "2026-11-27T09:00:00Z", "s5").is_err());
         assert!(a(&p, false, "2027-11-27T09:00:00Z", "s6").is_err());
         assert_eq!(due(&p, at("2026-11-27T18:00:00Z")).len(), 1);
+    }
+
+    #[test]
+    fn one_api_key_sets_at_most_five_changes_and_a_person_is_not_held_by_it() {
+        let now = at("2026-11-27T10:00:00Z");
+        let current = KillSwitches::safe_defaults();
+        let set = |p: &[Scheduled], who: &str, i: usize| {
+            let enable = i % 2 == 1;
+            let t = now + Duration::hours(1 + i as i64);
+            schedule(
+                p,
+                &current,
+                &req(Switch::SafeMode, enable),
+                "r",
+                who,
+                &format!("s{i}"),
+                t,
+                now,
+            )
+        };
+        let mut p = Vec::new();
+        for i in 0..MAX_PENDING_PER_KEY {
+            p = set(&p, "api:bot", i).unwrap().0;
+        }
+        let err = set(&p, "api:bot", MAX_PENDING_PER_KEY).unwrap_err();
+        assert!(
+            err.to_string().contains("the most one API key may"),
+            "{err}"
+        );
+        assert!(set(&p, "alice", MAX_PENDING_PER_KEY).is_ok());
     }
 
     #[test]

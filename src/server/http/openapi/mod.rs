@@ -101,6 +101,7 @@ impl Modify for LayerProblems {
         crate::server::http::kill_switches::change_kill_switch,
         crate::server::http::kill_switches::kill_switch_approvals,
         crate::server::http::kill_switches::kill_switch_schedule,
+        crate::server::http::kill_switches::cancel_scheduled_change,
         crate::server::http::kill_switches::kill_switch_trips,
         crate::server::http::kill_switches::trigger,
         crate::server::http::kill_switches::trigger_by_header,

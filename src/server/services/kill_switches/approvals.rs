@@ -203,6 +203,9 @@ impl Switches {
         let stored = store::load(&self.store, now).await?;
         let current = switches_store::load(&self.store, now).await?;
         let (found, rest) = rules::decide(&stored.requests, &current, id, decider, decision, now)?;
+        if decision == Decision::Approve {
+            self.may_approve(&found, decider, now).await?;
+        }
         let ttl = self.ttls.settings_days;
         // The decider's own record: the audit trail finds every approval and rejection by
         // who made it.
@@ -268,6 +271,44 @@ impl Switches {
         let ttl = self.ttls.settings_days;
         let writes = switches_store::change(&self.store, &next, current.version, &item, now, ttl)?;
         Ok((writes, next))
+    }
+}
+
+impl Switches {
+    /// Whether `decider` may approve `found`: they are an enabled admin, and were one
+    /// before it was asked (an admin made or promoted after a request is no second pair
+    /// of eyes for it: its requester could have made them); and its requester may still
+    /// ask it (an enabled admin, or a live key with `switches:write`).
+    async fn may_approve(
+        &self,
+        found: &Approval,
+        decider: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), ChangeError> {
+        let asked = DateTime::parse_from_rfc3339(&found.requested_at)
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or(now);
+        match crate::server::store::users::get(&self.store, decider, now).await? {
+            Some(u) if u.is_active_admin(now) && u.admin_since() <= asked => {}
+            Some(u) if u.is_active_admin(now) => {
+                return Err(AppError::Refused(format!(
+                    "You became an admin at {}, after this request was made at {}: an admin \
+                     of before it must approve it.",
+                    minute(&u.admin_since().to_rfc3339()),
+                    minute(&found.requested_at)
+                ))
+                .into())
+            }
+            _ => return Err(AppError::Forbidden.into()),
+        }
+        if let Some(why) = self.author_refusal(&found.requested_by, now).await? {
+            let why = why.trim_start_matches("void: ");
+            return Err(AppError::Refused(format!(
+                "This request can no longer be approved: {why}. Reject it."
+            ))
+            .into());
+        }
+        Ok(())
     }
 }
 

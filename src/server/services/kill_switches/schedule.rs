@@ -139,6 +139,38 @@ impl Switches {
         Ok((words, writes))
     }
 
+    /// Cancels the change `id` that `actor` (a client) set, with `reason`, committed on its
+    /// own; a change someone else set is refused (an admin cancels any in the console).
+    pub async fn cancel_own(
+        &self,
+        id: &str,
+        reason: &str,
+        actor: &str,
+    ) -> Result<String, ChangeError> {
+        for _ in 0..ATTEMPTS {
+            let now = self.clock.now();
+            let stored = store::load(&self.store, now).await?;
+            if let Some(found) = stored.pending.iter().find(|s| s.id == id) {
+                if found.scheduled_by != actor {
+                    return Err(AppError::Refused(format!(
+                        "{} set this change: a client cancels only the changes it set (an \
+                         admin cancels any on the Kill switch automation page).",
+                        found.scheduled_by
+                    ))
+                    .into());
+                }
+            }
+            let (words, writes) = self.prepare_cancel(id, reason, actor, now).await?;
+            if writes.commit(&self.store).await?.is_done() {
+                return Ok(words);
+            }
+        }
+        Err(AppError::Unavailable {
+            retry_after_secs: 1,
+        }
+        .into())
+    }
+
     /// Runs every change whose time has come: each once across consoles (or, when its
     /// switch was changed after it was set, nothing, said in the history). Answers what
     /// this console ran, in words, for the alert channels.
@@ -266,7 +298,7 @@ impl Switches {
     /// as its author's, so it needs what they would need now. A user must still be an
     /// admin, and enabled; an API key (`api:<name>`) must still be live, unrevoked, with
     /// `switches:write`, under that name.
-    async fn author_refusal(
+    pub(super) async fn author_refusal(
         &self,
         author: &str,
         now: DateTime<Utc>,

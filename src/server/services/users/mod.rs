@@ -68,6 +68,10 @@ pub struct Users {
     password_work: PasswordWork,
     /// The HMAC key sign-in counters keep client addresses under.
     address_key: [u8; 32],
+    /// Kill-switch changes need a second admin's approval here: the console makes no new
+    /// admins (one made here could approve a request of the admin who made them); the
+    /// command line on the server still does.
+    four_eyes: bool,
 }
 
 impl Users {
@@ -87,7 +91,28 @@ impl Users {
             auth,
             password_work,
             address_key,
+            four_eyes: false,
         }
+    }
+
+    /// These accounts where kill-switch changes need a second admin's approval: the
+    /// console adds and promotes no admin (the command line on the server does).
+    pub fn with_four_eyes(mut self, four_eyes: bool) -> Users {
+        self.four_eyes = four_eyes;
+        self
+    }
+
+    /// Refuses to make `name` an admin from the console where four eyes are required.
+    fn may_make_admin(&self, name: &str, role: Role) -> Result<(), AppError> {
+        if self.four_eyes && role == Role::Admin {
+            return Err(AppError::Refused(format!(
+                "Kill-switch changes need a second admin's approval here, so the console \
+                 makes no new admins: one made here could approve a request of the admin who \
+                 made them. Make {name} an admin with the command line on the server \
+                 (`ops-console users add {name} --role admin`, or `users set-role`)."
+            )));
+        }
+        Ok(())
     }
 
     /// These accounts, keeping client addresses under `key` (the same on every console,
@@ -132,6 +157,7 @@ impl Users {
                 format!("“{name}” names the console's own changes; choose another name."),
             ));
         }
+        self.may_make_admin(&name, role)?;
         check_new_password(password)?;
         let hash = self
             .password_work
@@ -148,6 +174,7 @@ impl Users {
             last_login_at: None,
             password_changed_at: now,
             expires_at: (now + Duration::days(self.ttls.user_inactive_days)).timestamp(),
+            admin_since: Some(now),
         };
         let record = self.user_record(actor, now, &UserRecord::added(&name, role));
         if users::create(&self.store, &item, &record, now).await? {
@@ -188,6 +215,9 @@ impl Users {
     ) -> Result<(), AppError> {
         let now = self.clock.now();
         let name = parse_user_name(name)?;
+        if let Change::SetRole(role) = change {
+            self.may_make_admin(&name, role)?;
+        }
         let reason = redact(Reason::parse(reason)?.as_str());
         let hash = new_password_hash(&self.password_work, &change).await?;
         for _ in 0..CHANGE_TRIES {
@@ -405,7 +435,7 @@ fn plan_change<'a>(
                 to: Some(*role),
                 ..UserRecord::changed(user, UserAction::SetRole, reason)
             },
-            UserChange::Role(*role),
+            UserChange::Role(*role, now),
         ),
         Change::Disable => (
             false,
@@ -415,7 +445,7 @@ fn plan_change<'a>(
         Change::Enable => (
             is_admin,
             UserRecord::changed(user, UserAction::Enable, reason),
-            UserChange::Enable,
+            UserChange::Enable(now),
         ),
         Change::ResetPassword(_) => (
             is_admin,

@@ -12,6 +12,7 @@ fn user(name: &str, role: Role, disabled: bool) -> UserItem {
         last_login_at: None,
         password_changed_at: now,
         expires_at: (now + Duration::days(1)).timestamp(),
+        admin_since: None,
     }
 }
 

@@ -34,9 +34,19 @@ pub struct UserItem {
     pub password_changed_at: DateTime<Utc>,
     /// Last sign-in (or creation) + the inactivity lifetime.
     pub expires_at: i64,
+    /// When the account was last made an admin, or enabled (absent: written before this
+    /// was kept; its creation stands in). A request for approval made before then is not
+    /// theirs to approve.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin_since: Option<DateTime<Utc>>,
 }
 
 impl UserItem {
+    /// Since when the account holds its standing as an admin (see `admin_since`).
+    pub fn admin_since(&self) -> DateTime<Utc> {
+        self.admin_since.unwrap_or(self.created_at)
+    }
+
     pub fn is_active_admin(&self, now: DateTime<Utc>) -> bool {
         self.role == Role::Admin && !self.disabled && self.expires_at > now.timestamp()
     }
@@ -147,9 +157,9 @@ pub async fn lock_version(store: &Store) -> Result<u64, StoreError> {
 
 /// A change to one user.
 pub enum UserChange<'a> {
-    Role(Role),
+    Role(Role, DateTime<Utc>),
     Disable(&'a str),
-    Enable,
+    Enable(DateTime<Utc>),
     Password { hash: &'a str, at: DateTime<Utc> },
 }
 
@@ -198,17 +208,19 @@ fn user_update(store: &Store, name: &str, change: UserChange<'_>) -> Result<Upda
         .condition_expression("attribute_exists(#n)")
         .expression_attribute_names("#n", "name");
     let update = match change {
-        UserChange::Role(role) => update
-            .update_expression("SET #r = :r")
+        UserChange::Role(role, at) => update
+            .update_expression("SET #r = :r, admin_since = :at")
             .expression_attribute_names("#r", "role")
-            .expression_attribute_values(":r", s(role.as_str())),
+            .expression_attribute_values(":r", s(role.as_str()))
+            .expression_attribute_values(":at", s(at.to_rfc3339())),
         UserChange::Disable(reason) => update
             .update_expression("SET disabled = :t, disabled_reason = :why")
             .expression_attribute_values(":t", AttributeValue::Bool(true))
             .expression_attribute_values(":why", s(reason)),
-        UserChange::Enable => update
-            .update_expression("SET disabled = :f REMOVE disabled_reason")
-            .expression_attribute_values(":f", AttributeValue::Bool(false)),
+        UserChange::Enable(at) => update
+            .update_expression("SET disabled = :f, admin_since = :at REMOVE disabled_reason")
+            .expression_attribute_values(":f", AttributeValue::Bool(false))
+            .expression_attribute_values(":at", s(at.to_rfc3339())),
         UserChange::Password { hash, at } => update
             .update_expression("SET password_hash = :h, password_changed_at = :at")
             .expression_attribute_values(":h", s(hash))
