@@ -193,7 +193,10 @@ impl Users {
             return Ok(None);
         }
         let password = new_password();
+        // The first admin is the system's, not a person's: no request can be waiting yet.
         match self
+            .clone()
+            .with_four_eyes(false)
             .add_user("admin", Role::Admin, &password, "system")
             .await
         {
