@@ -260,6 +260,11 @@ async fn each_area_moves_its_counters_by_what_it_did() {
         ends: None,
         emergency: false,
     };
+    // Both are admins from before the request (an approval needs two people).
+    for who in ["alice", "bob"] {
+        app.add_user(who, ops_console::model::users::Role::Admin)
+            .await;
+    }
     let made = strict.request_change(&req, "alice", None).await.unwrap();
     strict
         .decide(&made.id, Decision::Approve, "looked", "bob")
@@ -293,6 +298,47 @@ async fn each_area_moves_its_counters_by_what_it_did() {
     assert_eq!(
         last["opsconsole_kill_switch_changed_timestamp_seconds{switch=\"safe_mode\"}"],
         changed
+    );
+
+    // Every feature in use for promtool: a named receiver's queue depth (the alert check
+    // counts it) and a lookup by a typed value.
+    use ops_console::model::outbox::ReceiverName;
+    use ops_console::server::services::events::receiver::{Change, Settings};
+    let crm = ReceiverName::parse("crm").unwrap();
+    let (_crm_hook, crm_url) = receiver::Receiver::start(vec![]).await;
+    app.state
+        .events
+        .change_receiver(
+            &crm,
+            Change::Settings(Settings {
+                url: crm_url,
+                enabled: true,
+                limits: None,
+            }),
+            0,
+            "alice",
+        )
+        .await
+        .unwrap();
+    app.state.alerts.judge().await.unwrap();
+    app.state.users.count_lookup("alice").await.unwrap();
+    let m = scrape.moved().await;
+    assert_eq!(at(&m, "opsconsole_lookups_total{result=\"counted\"}"), 1.0);
+    let text = &scrape.text;
+    for family in [
+        "opsconsole_receiver_queue_depth",
+        "opsconsole_lookups_total",
+    ] {
+        assert!(
+            text.contains(&format!("# HELP {family} ")),
+            "{family}: {text}"
+        );
+    }
+    assert!(
+        scrape
+            .last
+            .contains_key("opsconsole_receiver_queue_depth{receiver=\"crm\"}"),
+        "{text}"
     );
 
     std::fs::create_dir_all("target/test-logs").unwrap();

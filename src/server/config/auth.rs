@@ -12,7 +12,8 @@ pub struct AuthSection {
     /// Failed sign-ins of one name from one address that lock it (for that address).
     pub lockout_failures: u32,
     pub lockout_minutes: i64,
-    /// Failed sign-ins from one address, across names, that lock the address.
+    /// Failed sign-ins from one address, across names, past which its sign-ins are slowed
+    /// (one check a turn, never locked).
     pub lockout_address_failures: u32,
     /// Failed sign-ins of one name from any address that lock the name everywhere.
     pub lockout_name_failures: u32,

@@ -79,6 +79,14 @@ pub async fn login(
         }
         Ok(Err(LoginError::Invalid)) => back_to_login("invalid", &form.next),
         Ok(Err(LoginError::Locked { .. })) => back_to_login("locked", &form.next),
+        Ok(Err(LoginError::Slowed { until })) => {
+            let wait = (until - state.clock.now()).num_seconds().clamp(1, 60);
+            let mut res = back_to_login("slowed", &form.next);
+            if let Ok(v) = HeaderValue::from_str(&wait.to_string()) {
+                res.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+            res
+        }
         Ok(Err(LoginError::Busy)) => {
             let mut res = back_to_login("busy", &form.next);
             res.headers_mut()

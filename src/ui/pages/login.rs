@@ -12,6 +12,7 @@ pub fn LoginPage() -> impl IntoView {
             "missing" => "Enter your user name and password.",
             "unavailable" => "Sign-in is unavailable right now. Try again shortly.",
             "busy" => "Too many sign-ins at once. Try again in a moment.",
+            "slowed" => "Many failed sign-ins came from your network, so its sign-ins are checked one at a time, up to 30 seconds apart. Try again in a few seconds.",
             _ => "Wrong user name or password.",
         })
     };

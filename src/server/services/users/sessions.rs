@@ -9,7 +9,7 @@ use crate::server::crypto::hmac_sha256;
 use crate::server::crypto::sha256_hex;
 use crate::server::ids::hex;
 use crate::server::services::users::passwords::{new_session_id, Permit};
-use crate::server::store::users::login_attempts::{self, Reserved, Rule};
+use crate::server::store::users::login_attempts::{self, Reserved, Rule, Turn};
 use crate::server::store::users::sessions::{self, SessionItem};
 use crate::server::store::users::{self, UserItem};
 
@@ -25,6 +25,10 @@ pub enum LoginError {
     },
     /// Every password check this console allows at once is running: try again in a moment.
     Busy,
+    /// Many failures came from this address: its next attempt is checked at `until`.
+    Slowed {
+        until: DateTime<Utc>,
+    },
 }
 
 /// Where a sign-in comes from: the client's address, when the console knows it.
@@ -34,7 +38,14 @@ pub type From = Option<std::net::IpAddr>;
 struct Counter {
     key: String,
     rule: Rule,
+    /// Full, it meters instead of locking: one attempt a turn, the turns further apart each
+    /// time (the address's counter: one person's failures must not lock an office out).
+    meters: bool,
 }
+
+/// The wait before a full address's first turn, and the most it grows to.
+const FIRST_TURN: Duration = Duration::seconds(1);
+const LONGEST_TURN: Duration = Duration::seconds(30);
 
 /// A counted attempt, to be taken back if it was right.
 struct Counted {
@@ -62,9 +73,11 @@ fn counted_address(ip: std::net::IpAddr) -> std::net::IpAddr {
 
 impl Users {
     /// The counters a sign-in as `name` from `from` is counted against: the name from that
-    /// address (the lockout people see: 5 in 15 minutes), the address across names, and
-    /// the name across addresses (a ceiling for guesses spread over many addresses, high
-    /// enough that nobody locks a name out alone). Addresses are kept as HMACs.
+    /// address (the lockout people see: 5 in 15 minutes), the address across names (20:
+    /// past it, the address is slowed, not locked: one check a turn, 1 s after the last and
+    /// doubling to 30 s), and the name across addresses (a ceiling for guesses spread over
+    /// many addresses, high enough that nobody locks a name out alone). Addresses are kept
+    /// as HMACs.
     fn counters(&self, name: &str, from: From) -> [Counter; 3] {
         let window = Duration::minutes(self.auth.lockout_minutes);
         let rule = |limit: u32| Rule { limit, window };
@@ -80,14 +93,17 @@ impl Users {
             Counter {
                 key: format!("pair:{name}|{address}"),
                 rule: rule(self.auth.lockout_failures),
+                meters: false,
             },
             Counter {
                 key: format!("addr:{address}"),
                 rule: rule(self.auth.lockout_address_failures),
+                meters: true,
             },
             Counter {
                 key: format!("name:{name}"),
                 rule: rule(self.auth.lockout_name_failures),
+                meters: false,
             },
         ]
     }
@@ -114,6 +130,7 @@ impl Users {
             return Ok(Err(LoginError::Invalid));
         };
         let mut counted = Vec::new();
+        let mut metered = None;
         for counter in self.counters(&name, from) {
             match login_attempts::reserve(&self.store, &counter.key, counter.rule, now).await? {
                 Reserved::Counted { n, window_start } => counted.push(Counted {
@@ -121,10 +138,21 @@ impl Users {
                     n,
                     window_start,
                 }),
+                Reserved::Locked { .. } if counter.meters => metered = Some(counter),
                 Reserved::Locked { until } => {
                     self.release(&counted).await?;
                     return Ok(Err(LoginError::Locked { until }));
                 }
+            }
+        }
+        // Past the address's limit: checked only in its turn.
+        if let Some(counter) = metered {
+            let turn =
+                login_attempts::take_turn(&self.store, &counter.key, FIRST_TURN, LONGEST_TURN, now)
+                    .await?;
+            if let Turn::Wait { until } = turn {
+                self.release(&counted).await?;
+                return Ok(Err(LoginError::Slowed { until }));
             }
         }
         let Some(user) = self.check_password(&name, password, now, permit).await? else {
@@ -173,7 +201,11 @@ impl Users {
         now: DateTime<Utc>,
     ) -> Result<LoginError, AppError> {
         let mut locked: Option<DateTime<Utc>> = None;
-        for c in counted.iter().filter(|c| c.n >= c.counter.rule.limit) {
+        // A full address meters (it is never counted past its limit, so never locked).
+        for c in counted
+            .iter()
+            .filter(|c| c.n >= c.counter.rule.limit && !c.counter.meters)
+        {
             let until = now + c.counter.rule.window;
             let expires = (until + c.counter.rule.window).timestamp();
             login_attempts::lock(&self.store, &c.counter.key, until, expires).await?;

@@ -24,6 +24,12 @@ struct CounterItem {
     /// Until when (ms) the counter refuses every attempt.
     #[serde(default)]
     locked_until: Option<i64>,
+    /// A full counter that meters instead of locking: when (ms) its next attempt may be
+    /// checked, and how many were checked past its limit in this window.
+    #[serde(default)]
+    next_turn: Option<i64>,
+    #[serde(default)]
+    turns: u32,
 }
 
 /// The rule of one counter: at most `limit` attempts within `window` of the first.
@@ -154,7 +160,8 @@ async fn open_new_window(
         .table_name(store.table(LOGIN_ATTEMPTS.base))
         .key("name", s(key))
         .update_expression(
-            "SET n = :one, window_start = :now, expires_at = :exp REMOVE locked_until",
+            "SET n = :one, window_start = :now, expires_at = :exp \
+             REMOVE locked_until, next_turn, turns",
         )
         .condition_expression(
             "(attribute_not_exists(window_start) OR window_start <= :cutoff) \
@@ -206,4 +213,53 @@ pub async fn lock(
     })
     .await?;
     Ok(())
+}
+
+/// Whether an attempt against a full counter that meters (an address past its limit) may
+/// be checked now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Turn {
+    /// Yes: the counter's next turn is `wait` later (it doubles with each turn taken).
+    Taken { wait: Duration },
+    /// No: not before `until`.
+    Wait { until: DateTime<Utc> },
+}
+
+/// Takes the counter's next turn, if it has come: one attempt past the limit is checked
+/// per turn, and each turn taken doubles the wait for the next, from `first` up to `most`
+/// (the window's end resets both). Conditioned on the turn it read, so of attempts racing
+/// for one turn exactly one takes it.
+pub async fn take_turn(
+    store: &Store,
+    key: &str,
+    first: Duration,
+    most: Duration,
+    now: DateTime<Utc>,
+) -> Result<Turn, StoreError> {
+    let stored: Option<CounterItem> = item::get(store, LOGIN_ATTEMPTS.base, "name", key).await?;
+    let stored = stored.unwrap_or_default();
+    if let Some(next) = stored.next_turn.filter(|t| *t > ms(now)) {
+        return Ok(Turn::Wait { until: at(next) });
+    }
+    let wait = (first * 2i32.saturating_pow(stored.turns.min(16))).min(most);
+    let req = store
+        .client()
+        .update_item()
+        .table_name(store.table(LOGIN_ATTEMPTS.base))
+        .key("name", s(key))
+        .update_expression("SET next_turn = :next, turns = :turns")
+        .condition_expression(
+            "attribute_exists(window_start) AND window_start = :ws \
+             AND (attribute_not_exists(next_turn) OR next_turn = :seen)",
+        )
+        .expression_attribute_values(":next", n(ms(now + wait)))
+        .expression_attribute_values(":turns", n(stored.turns + 1))
+        .expression_attribute_values(":ws", n(stored.window_start))
+        .expression_attribute_values(":seen", n(stored.next_turn.unwrap_or(0)));
+    Ok(if item::update_if(req).await? {
+        Turn::Taken { wait }
+    } else {
+        // Another attempt took this turn.
+        Turn::Wait { until: now + wait }
+    })
 }
