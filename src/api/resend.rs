@@ -42,7 +42,7 @@ pub async fn start_resend(
     use crate::model::users::Role;
     use crate::server::ctx;
     use crate::server::domain::idempotency::sent_keys::FormKey;
-    use crate::server::services::events::resend::ResendScope;
+    use crate::server::services::events::resend::{ResendScope, Resender};
     let user = ctx::require(Role::Operator)?;
     let state = ctx::state()?;
     let form_key = FormKey::parse(&form_key)?.to_string();
@@ -50,6 +50,14 @@ pub async fn start_resend(
         .of_receiver(receiver.as_deref())?;
     state
         .events
-        .start_resend(&scope, &reason, &user.name, &form_key)
+        .start_resend(
+            &scope,
+            &reason,
+            &Resender {
+                actor: &user.name,
+                admin: user.role.allows(Role::Admin),
+            },
+            &form_key,
+        )
         .await
 }

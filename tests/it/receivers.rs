@@ -436,7 +436,15 @@ async fn a_resend_of_one_receivers_window_sends_its_side_effects_only_each_once_
     let form_key = ops_console::server::ids::random_hex(16);
     let crm_lost_data = scope(Some("crm"));
     events
-        .start_resend(&crm_lost_data, "crm lost data", "op", &form_key)
+        .start_resend(
+            &crm_lost_data,
+            "crm lost data",
+            &ops_console::server::services::events::resend::Resender {
+                actor: "op",
+                admin: false,
+            },
+            &form_key,
+        )
         .await
         .unwrap();
     for _ in 0..40 {

@@ -21,6 +21,13 @@ use ops_console::server::store::events::outbox::{self, Group, Move};
 use ops_console::server::store::events::outbox_reads::{self, Filter};
 use ops_console::server::store::events::{self as records};
 
+/// An admin of the Outbox (discarded side effects are an admin's to resend).
+const OPS: ops_console::server::services::events::resend::Resender<'static> =
+    ops_console::server::services::events::resend::Resender {
+        actor: "ops",
+        admin: true,
+    };
+
 const CHARGEBACK: &str = "I am filing a chargeback for this order";
 
 fn at(t: DateTime<Utc>) -> String {
@@ -121,13 +128,13 @@ async fn a_window_is_counted_then_sent_again_once_per_job_with_its_own_ids_in_or
     let first = app
         .state
         .events
-        .start_resend(&scope, "the receiver lost its data", "ops", "form-1")
+        .start_resend(&scope, "the receiver lost its data", &OPS, "form-1")
         .await
         .unwrap();
     let again = other
         .state
         .events
-        .start_resend(&scope, "the receiver lost its data", "ops", "form-1")
+        .start_resend(&scope, "the receiver lost its data", &OPS, "form-1")
         .await
         .unwrap();
     assert_eq!(first, again);
@@ -199,7 +206,7 @@ async fn a_window_is_counted_then_sent_again_once_per_job_with_its_own_ids_in_or
         ResendScope::parse("delivered", "tag", &at(since), &at(until), app.clock.now()).unwrap();
     app.state
         .events
-        .start_resend(&tags, "tags only", "ops", "form-2")
+        .start_resend(&tags, "tags only", &OPS, "form-2")
         .await
         .unwrap();
     let from = receiver.total();
@@ -223,7 +230,7 @@ async fn a_resend_under_safe_mode_is_refused_and_a_bad_window_is_a_clear_error()
     let refused = app
         .state
         .events
-        .start_resend(&scope, "why", "ops", "form-1")
+        .start_resend(&scope, "why", &OPS, "form-1")
         .await;
     assert!(
         matches!(&refused, Err(ops_console::model::AppError::Conflict(m)) if m.contains("Safe mode is on")),
@@ -235,13 +242,97 @@ async fn a_resend_under_safe_mode_is_refused_and_a_bad_window_is_a_clear_error()
     let no_reason = app
         .state
         .events
-        .start_resend(&scope, "  ", "ops", "form-1")
+        .start_resend(&scope, "  ", &OPS, "form-1")
         .await;
     assert!(
         matches!(&no_reason, Err(ops_console::model::AppError::Invalid { field, .. }) if field == "reason"),
         "{no_reason:?}"
     );
     assert!(jobs::running(&app.store).await.unwrap().is_empty());
+}
+
+/// One resend runs per receiver at a time (the same form again finds its own job), one
+/// person runs at most two jobs at once, and discarded side effects are an admin's to
+/// resend.
+#[tokio::test]
+async fn resends_are_capped_per_receiver_and_per_person_and_discarded_ones_are_an_admins() {
+    use ops_console::model::AppError;
+    use ops_console::server::services::events::resend::Resender;
+    let (app, _receiver) = app_with_receiver().await;
+    app.set_switches(false, true).await;
+    let now = app.clock.now();
+    let since = at(now - Duration::hours(1));
+    let operator = Resender {
+        actor: "olga",
+        admin: false,
+    };
+    let discarded = ResendScope::parse("discarded", "", &since, &at(now), now).unwrap();
+    let refused = app
+        .state
+        .events
+        .start_resend(&discarded, "sent after all", &operator, "form-cap-0")
+        .await;
+    assert!(
+        matches!(&refused, Err(AppError::Refused(m)) if m.contains("an admin's choice")),
+        "{refused:?}"
+    );
+    assert!(jobs::running(&app.store).await.unwrap().is_empty());
+
+    let delivered = ResendScope::parse("delivered", "", &since, &at(now), now).unwrap();
+    let events = &app.state.events;
+    events
+        .start_resend(&delivered, "lost data", &operator, "form-cap-1")
+        .await
+        .unwrap();
+    // The same form again (a double click, a retry) finds its job.
+    events
+        .start_resend(&delivered, "lost data", &operator, "form-cap-1")
+        .await
+        .unwrap();
+    // Another form, by anyone, waits for it.
+    let second = events
+        .start_resend(&delivered, "lost data", &OPS, "form-cap-2")
+        .await;
+    assert!(
+        matches!(&second, Err(AppError::Conflict(m)) if m.contains("running already (started by olga)")),
+        "{second:?}"
+    );
+    assert_eq!(jobs::running(&app.store).await.unwrap().len(), 1);
+
+    // A person with two jobs running starts no third (a bulk discard and the resend).
+    let held = ops_console::server::services::events::outbox::BulkRequest {
+        op: jobs::JobOp::Discard,
+        filter: Filter::default(),
+        reason: "noise".into(),
+        actor: "olga".into(),
+        form_key: "form-cap-3".into(),
+    };
+    events.start_bulk("held", held).await.unwrap();
+    use ops_console::server::services::events::receiver::{Change, Settings};
+    let crm = ops_console::model::outbox::ReceiverName::parse("crm").unwrap();
+    let (_crm, url) = Receiver::start(vec![]).await;
+    let settings = Settings {
+        url,
+        enabled: true,
+        limits: None,
+    };
+    events
+        .change_receiver(&crm, Change::Settings(settings), 0, "admin")
+        .await
+        .unwrap();
+    let third = delivered.clone().of_receiver(Some(crm.as_str())).unwrap();
+    let r = events
+        .start_resend(&third, "lost data", &operator, "form-cap-4")
+        .await;
+    assert!(
+        matches!(&r, Err(AppError::Conflict(m)) if m.contains("You have 2 bulk jobs running")),
+        "{r:?}"
+    );
+    // Someone else may.
+    events
+        .start_resend(&third, "lost data", &OPS, "form-cap-5")
+        .await
+        .unwrap();
 }
 
 /// A side effect an operator discarded is in its own group, and a resend of discarded ones
@@ -314,7 +405,7 @@ async fn a_discarded_side_effect_is_resent_once_by_a_window_of_discarded_ones() 
     );
     app.state
         .events
-        .start_resend(&scope, "sent after all", "ops", "form-d")
+        .start_resend(&scope, "sent after all", &OPS, "form-d")
         .await
         .unwrap();
     // Its own name on the record: the release before reads an unknown group as dead
@@ -364,7 +455,7 @@ async fn a_jobs_progress_write_lost_after_its_moves_leaves_done_equal_to_what_wa
     let scope = ResendScope::parse("delivered", "", &at(since), &at(now), now).unwrap();
     app.state
         .events
-        .start_resend(&scope, "the receiver lost its data", "ops", "form-lost")
+        .start_resend(&scope, "the receiver lost its data", &OPS, "form-lost")
         .await
         .unwrap();
     let job_key = jobs::running(&direct).await.unwrap()[0].event_id.clone();
@@ -406,7 +497,7 @@ async fn a_jobs_progress_write_lost_after_its_moves_leaves_done_equal_to_what_wa
     let again = ResendScope::parse("delivered", "", &at(since), &at(now), app.clock.now());
     app.state
         .events
-        .start_resend(&again.unwrap(), "once more", "ops", "form-lost-2")
+        .start_resend(&again.unwrap(), "once more", &OPS, "form-lost-2")
         .await
         .unwrap();
     let second = jobs::running(&direct).await.unwrap()[0].event_id.clone();
@@ -458,7 +549,7 @@ async fn a_progress_write_that_lands_after_a_later_pages_changes_nothing() {
     let scope = ResendScope::parse("delivered", "", &at(since), &at(now), now).unwrap();
     app.state
         .events
-        .start_resend(&scope, "nothing yet", "ops", "form-late")
+        .start_resend(&scope, "nothing yet", &OPS, "form-late")
         .await
         .unwrap();
     let key = jobs::running(&direct).await.unwrap()[0].event_id.clone();
@@ -520,7 +611,7 @@ async fn a_pages_save_refused_by_its_consoles_own_late_write_is_made_again_over_
     let scope = ResendScope::parse("delivered", "", &at(since), &at(now), now).unwrap();
     let events = app.state.events.clone();
     events
-        .start_resend(&scope, "again", "ops", "form-save")
+        .start_resend(&scope, "again", &OPS, "form-save")
         .await
         .unwrap();
     let job_key = jobs::running(&direct).await.unwrap()[0].event_id.clone();

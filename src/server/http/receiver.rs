@@ -22,7 +22,7 @@ use crate::server::contract::receiver::{
 use crate::server::services::events::breaker::BreakerId;
 use crate::server::services::events::controls::Control;
 use crate::server::services::events::pause::PauseId;
-use crate::server::services::events::resend::ResendScope;
+use crate::server::services::events::resend::{ResendScope, Resender};
 use crate::server::state::AppState;
 
 const BASE: &str = "/api/v1/receiver";
@@ -293,7 +293,15 @@ pub(crate) async fn resend(
     let actor = format!("api:{}", auth.principal.name);
     let words = state
         .events
-        .start_resend(&scope, &body.reason, &actor, &key)
+        .start_resend(
+            &scope,
+            &body.reason,
+            &Resender {
+                actor: &actor,
+                admin: false,
+            },
+            &key,
+        )
         .await?;
     Ok((StatusCode::ACCEPTED, Json(ResendStarted { words })).into_response())
 }

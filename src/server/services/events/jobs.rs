@@ -31,7 +31,7 @@ pub struct BulkRequest {
 
 impl BulkRequest {
     /// One job per form and operation: a double click finds the first.
-    fn job_key(&self, g: Group) -> String {
+    pub(super) fn job_key(&self, g: Group) -> String {
         JobRecord::key(&short(&format!(
             "{}|{}|{}|{:?}|{:?}|{:?}{}",
             self.form_key,

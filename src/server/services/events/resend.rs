@@ -13,7 +13,7 @@ use super::outbox::BulkRequest;
 use crate::model::outbox::{ReceiverName, ResendCount};
 use crate::model::AppError;
 use crate::server::domain::events::decision::ActionType;
-use crate::server::store::events::jobs::JobOp;
+use crate::server::store::events::jobs::{self, JobOp};
 use crate::server::store::events::outbox::Group;
 use crate::server::store::events::outbox_reads::{self, Filter};
 
@@ -169,19 +169,29 @@ impl Events {
         })
     }
 
-    /// Starts the resend of `scope` as a bulk job; a second start from the same form finds
-    /// the first. Answers what it started, in words.
+    /// Starts the resend of `scope` as a bulk job, by `by`; a second start from the same
+    /// form finds the first. Discarded side effects are an admin's to resend (an operator
+    /// discarded them on purpose); one resend runs per receiver at a time, and one person
+    /// or key runs at most [`RUNNING_PER_ACTOR`] jobs at once. Answers what it started, in
+    /// words.
     pub async fn start_resend(
         &self,
         scope: &ResendScope,
         reason: &str,
-        actor: &str,
+        by: &Resender<'_>,
         form_key: &str,
     ) -> Result<String, AppError> {
         if let Some(r) = &scope.receiver {
             self.known_receiver(r).await?;
         }
         let op = if scope.group == Group::Discarded {
+            if !by.admin {
+                return Err(AppError::Refused(
+                    "Resending discarded side effects is an admin's choice: an operator \
+                     discarded them on purpose. An admin resends them on the Outbox."
+                        .into(),
+                ));
+            }
             JobOp::ResendDiscarded
         } else {
             JobOp::Resend
@@ -190,9 +200,10 @@ impl Events {
             op,
             filter: self.resend_filter(scope)?,
             reason: reason.to_string(),
-            actor: actor.to_string(),
+            actor: by.actor.to_string(),
             form_key: form_key.to_string(),
         };
+        self.resend_room(&req, scope.group.as_str()).await?;
         let job = self.start_bulk(scope.group.as_str(), req).await?;
         let total = u64::try_from(job.total).unwrap_or(0);
         Ok(format!(
@@ -200,6 +211,52 @@ impl Events {
             scope.words(total, true),
             job.reason
         ))
+    }
+}
+
+/// Who starts a resend: a person (an admin or not) or a client (`api:<key>`, never an
+/// admin).
+pub struct Resender<'a> {
+    pub actor: &'a str,
+    pub admin: bool,
+}
+
+/// The jobs one person or key may have running at once.
+pub const RUNNING_PER_ACTOR: usize = 2;
+
+impl Events {
+    /// Refuses a resend while another runs for its receiver, or while its starter runs
+    /// [`RUNNING_PER_ACTOR`] jobs already (the same form again finds its own job). Read
+    /// from the running jobs in DynamoDB, not held: two starts racing from two forms can
+    /// both pass, at most once each.
+    async fn resend_room(&self, req: &BulkRequest, group: &str) -> Result<(), AppError> {
+        // The job's key as `start_bulk` makes it.
+        let (g, _) = req.op.group_and_move(super::jobs::group_named(group)?)?;
+        let key = req.job_key(g);
+        let running = jobs::running(&self.store).await?;
+        if running.iter().any(|j| j.event_id == key) {
+            return Ok(());
+        }
+        let receiver = |r: &Option<String>| r.clone().unwrap_or_else(|| "default".into());
+        if let Some(other) = running
+            .iter()
+            .find(|j| j.op.resends() && receiver(&j.receiver) == receiver(&req.filter.receiver))
+        {
+            return Err(AppError::Conflict(format!(
+                "A resend to {} is running already (started by {}): wait for it to finish \
+                 (Bulk jobs on the Outbox).",
+                receiver(&req.filter.receiver),
+                other.actor
+            )));
+        }
+        let mine = running.iter().filter(|j| j.actor == req.actor).count();
+        if mine >= RUNNING_PER_ACTOR {
+            return Err(AppError::Conflict(format!(
+                "You have {mine} bulk jobs running, the most one person or key may: wait for \
+                 one to finish."
+            )));
+        }
+        Ok(())
     }
 }
 
