@@ -182,6 +182,7 @@ pub fn operation(scope: &str) -> (String, &'static str) {
     let name = match route {
         "POST /api/v1/events" => "Receive a helpdesk event",
         "POST /api/v1/kill-switches" => "Change a kill switch",
+        "POST /api/v1/kill-switches/schedule/cancel" => "Cancel a scheduled kill-switch change",
         "POST /api/v1/conversations" => "Create a conversation",
         "POST /api/v1/conversations/{primary_channel}/{conversation_id}/messages" => {
             "Add a message to a conversation"

@@ -54,6 +54,20 @@ async fn set_for(
     .await
 }
 
+/// Sets safe mode to `enable` in `minutes` through the API with `key`: 202 expected.
+async fn set_by_key(app: &TestApp, key: &str, enable: bool, minutes: i64, idem: &str) -> Answer {
+    let at = (app.clock.now() + Duration::minutes(minutes)).to_rfc3339();
+    let body = json!({"switch": "safe_mode", "enable": enable,
+                      "expected_version": switches(app).await.version,
+                      "reason": "maintenance window", "confirm": true, "at": at})
+    .to_string();
+    let set = app
+        .post_json_with_key_header("/api/v1/kill-switches", key, idem, body)
+        .await;
+    assert_eq!(set.status, 202, "{}", set.body);
+    set
+}
+
 #[tokio::test]
 async fn a_scheduled_change_runs_once_across_two_consoles_on_behalf_of_its_author() {
     let app = spawn_app().await;
@@ -473,14 +487,7 @@ async fn a_scheduled_change_whose_author_lost_the_right_is_void() {
         .create_api_key("bot-day", &[ApiScope::SwitchesWrite], 1, "root")
         .await
         .unwrap();
-    let later = (app.clock.now() + Duration::hours(36)).to_rfc3339();
-    let body = json!({"switch": "safe_mode", "enable": false, "expected_version": switches(&app).await.version,
-                      "reason": "maintenance over", "confirm": true, "at": later})
-    .to_string();
-    let set = app
-        .post_json_with_key_header("/api/v1/kill-switches", &key, "schedule-api-void", body)
-        .await;
-    assert_eq!(set.status, 202, "{}", set.body);
+    set_by_key(&app, &key, false, 36 * 60, "schedule-api-void").await;
     let at = (app.clock.now() + Duration::hours(37))
         .format("%Y-%m-%dT%H:%M")
         .to_string();
@@ -562,22 +569,8 @@ async fn revoking_a_key_or_disabling_its_maker_withdraws_what_they_left_pending_
         .create_api_key("bot-second", &scopes, 30, "alice")
         .await
         .unwrap();
-    let by_key = |key: String, minutes: i64, enable: bool, idem: &'static str| {
-        let app = &app;
-        async move {
-            let at = (app.clock.now() + Duration::minutes(minutes)).to_rfc3339();
-            let body = json!({"switch": "safe_mode", "enable": enable,
-                              "expected_version": switches(app).await.version,
-                              "reason": "maintenance window", "confirm": true, "at": at})
-            .to_string();
-            let set = app
-                .post_json_with_key_header("/api/v1/kill-switches", &key, idem, body)
-                .await;
-            assert_eq!(set.status, 202, "{}", set.body);
-        }
-    };
-    by_key(first.clone(), 60, false, "withdraw-1").await;
-    by_key(second.clone(), 120, true, "withdraw-2").await;
+    set_by_key(&app, &first, false, 60, "withdraw-1").await;
+    set_by_key(&app, &second, true, 120, "withdraw-2").await;
     let at = in_minutes(&app, 180);
     let a = set_for(
         &app,
@@ -663,14 +656,7 @@ async fn a_client_cancels_its_own_scheduled_change_over_rest_and_no_one_elses() 
     let app = spawn_app().await;
     let mine = app.api_key(&["switches:write"]).await;
     let other = app.api_key(&["switches:write"]).await;
-    let later = (app.clock.now() + Duration::hours(2)).to_rfc3339();
-    let body = json!({"switch": "safe_mode", "enable": false, "expected_version": switches(&app).await.version,
-                      "reason": "maintenance over", "confirm": true, "at": later})
-    .to_string();
-    let set = app
-        .post_json_with_key_header("/api/v1/kill-switches", &mine, "cancel-own-0", body)
-        .await;
-    assert_eq!(set.status, 202, "{}", set.body);
+    let set = set_by_key(&app, &mine, false, 120, "cancel-own-0").await;
     let id = set.json()["scheduled"]["id"].as_str().unwrap().to_string();
     let cancel = json!({"id": id, "reason": "window moved"}).to_string();
     let path = "/api/v1/kill-switches/schedule/cancel";

@@ -69,15 +69,19 @@ impl Seal {
         out
     }
 
+    /// `bytes` enciphered (or deciphered) under the keystream of `iv`.
+    fn xor(&self, iv: &[u8], bytes: &[u8]) -> Vec<u8> {
+        bytes
+            .iter()
+            .zip(self.keystream(iv, bytes.len()))
+            .map(|(b, k)| b ^ k)
+            .collect()
+    }
+
     fn seal_bytes(&self, plain: &[u8]) -> Vec<u8> {
         let iv = &hmac_sha256(&self.iv_key, plain)[..IV_LEN];
         let mut all = iv.to_vec();
-        all.extend(
-            plain
-                .iter()
-                .zip(self.keystream(iv, plain.len()))
-                .map(|(p, k)| p ^ k),
-        );
+        all.extend(self.xor(iv, plain));
         all
     }
 
@@ -86,11 +90,7 @@ impl Seal {
             return None;
         }
         let (iv, cipher) = bytes.split_at(IV_LEN);
-        let plain: Vec<u8> = cipher
-            .iter()
-            .zip(self.keystream(iv, cipher.len()))
-            .map(|(c, k)| c ^ k)
-            .collect();
+        let plain = self.xor(iv, cipher);
         // Constant time: no early exit on the first differing byte.
         same(&hmac_sha256(&self.iv_key, &plain)[..IV_LEN], iv).then_some(plain)
     }
@@ -107,12 +107,7 @@ impl Seal {
         let iv = &hmac_sha256(&self.iv_key, &authenticated)[..IV_LEN];
         let mut all = nonce.to_vec();
         all.extend_from_slice(iv);
-        all.extend(
-            plain
-                .iter()
-                .zip(self.keystream(iv, plain.len()))
-                .map(|(p, k)| p ^ k),
-        );
+        all.extend(self.xor(iv, plain));
         all
     }
 
@@ -123,12 +118,7 @@ impl Seal {
         let (nonce, rest) = bytes.split_at(NONCE_LEN);
         let (iv, cipher) = rest.split_at(IV_LEN);
         let mut authenticated = nonce.to_vec();
-        authenticated.extend(
-            cipher
-                .iter()
-                .zip(self.keystream(iv, cipher.len()))
-                .map(|(c, k)| c ^ k),
-        );
+        authenticated.extend(self.xor(iv, cipher));
         same(&hmac_sha256(&self.iv_key, &authenticated)[..IV_LEN], iv)
             .then(|| authenticated.split_off(NONCE_LEN))
     }

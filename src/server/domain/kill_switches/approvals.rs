@@ -253,26 +253,7 @@ pub fn approval_in_words(p: &serde_json::Value) -> String {
             text("requested_by"),
             text("reason")
         ),
-        "withdrawn" => format!(
-            "Withdrawn with their right: {} by {}: “{}”",
-            match p
-                .get("ids")
-                .and_then(serde_json::Value::as_array)
-                .map_or(0, Vec::len)
-            {
-                1 => "1 request".to_string(),
-                n => format!("{n} requests"),
-            },
-            p.get("authors")
-                .and_then(serde_json::Value::as_array)
-                .map(|a| a
-                    .iter()
-                    .filter_map(serde_json::Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(", "))
-                .unwrap_or_default(),
-            text("reason")
-        ),
+        "withdrawn" => super::withdrawn_in_words(p, "request"),
         other => format!("Request to {what} {other}"),
     }
 }

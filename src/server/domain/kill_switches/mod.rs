@@ -227,6 +227,29 @@ pub fn trigger_in_words(p: &serde_json::Value) -> String {
 
 /// A trip's audit record in words: "Trip attached: when outbox.dead_letters fires, safe
 /// mode turns on".
+/// A record of what an author left pending, withdrawn with their right (scheduled changes
+/// or requests, `thing`s): "Withdrawn with their right: 2 requests by alice, api:bot: “…”".
+pub fn withdrawn_in_words(p: &serde_json::Value, thing: &str) -> String {
+    let n = p
+        .get("ids")
+        .and_then(serde_json::Value::as_array)
+        .map_or(0, Vec::len);
+    let authors: Vec<&str> = p
+        .get("authors")
+        .and_then(serde_json::Value::as_array)
+        .map(|a| a.iter().filter_map(serde_json::Value::as_str).collect())
+        .unwrap_or_default();
+    let reason = p
+        .get("reason")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("?");
+    let plural = if n == 1 { "" } else { "s" };
+    format!(
+        "Withdrawn with their right: {n} {thing}{plural} by {}: “{reason}”",
+        authors.join(", ")
+    )
+}
+
 pub fn trip_in_words(p: &serde_json::Value) -> String {
     let text = |k: &str| p.get(k).and_then(serde_json::Value::as_str).unwrap_or("?");
     let then = Switch::parse(text("switch")).map_or("a kill switch moves", Switch::trip_effect);

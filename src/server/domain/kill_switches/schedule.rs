@@ -297,26 +297,7 @@ pub fn schedule_in_words(p: &serde_json::Value) -> String {
             text("scheduled_by"),
             text("why")
         ),
-        "withdrawn" => format!(
-            "Withdrawn with their right: {} by {}: “{}”",
-            match p
-                .get("ids")
-                .and_then(serde_json::Value::as_array)
-                .map_or(0, Vec::len)
-            {
-                1 => "1 scheduled change".to_string(),
-                n => format!("{n} scheduled changes"),
-            },
-            p.get("authors")
-                .and_then(serde_json::Value::as_array)
-                .map(|a| a
-                    .iter()
-                    .filter_map(serde_json::Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(", "))
-                .unwrap_or_default(),
-            text("reason")
-        ),
+        "withdrawn" => super::withdrawn_in_words(p, "scheduled change"),
         other => format!("{name} scheduled change {other}"),
     }
 }

@@ -41,22 +41,36 @@ pub async fn withdraw(
     now: DateTime<Utc>,
 ) -> Result<Withdrawn, StoreError> {
     let mine = |by: &str| authors.iter().any(|a| a == by);
-    let record = |action: &str, id: String, payload: serde_json::Value| {
-        let mut r = AuditItem::new(AUDIT_PARTITION, action, now, &id, ttls.audit_days);
-        r.actor = actor.to_string();
-        r.action_payload_redacted = payload.to_string();
-        r
-    };
-    let mut writes: Option<Writes> = None;
-    let mut add = |w: Writes| {
-        writes = Some(match writes.take() {
-            Some(all) => all.and(w),
-            None => w,
-        })
-    };
-
     // One record per list and switch, naming every change withdrawn: the transaction
     // stays small however much was left pending.
+    let records = |action: &str, gone: &[(Switch, &str)]| -> Result<Option<Writes>, StoreError> {
+        let mut out: Option<Writes> = None;
+        for switch in Switch::ALL {
+            let ids: Vec<&str> = gone
+                .iter()
+                .filter(|(s, _)| *s == switch)
+                .map(|(_, id)| *id)
+                .collect();
+            let Some(first) = ids.first() else { continue };
+            let mut r = AuditItem::new(
+                AUDIT_PARTITION,
+                action,
+                now,
+                &format!("withdrawn-{first}"),
+                ttls.audit_days,
+            );
+            r.actor = actor.to_string();
+            r.action_payload_redacted = serde_json::json!({
+                "switch": switch, "change": "withdrawn", "ids": ids, "authors": authors,
+                "reason": why,
+            })
+            .to_string();
+            out = Some(both(out, audit::writes(store, &r)?));
+        }
+        Ok(out)
+    };
+    let mut writes: Option<Writes> = None;
+
     let schedule = kill_switch_schedule::load(store, now).await?;
     let (gone, kept): (Vec<_>, Vec<_>) = schedule
         .pending
@@ -64,29 +78,11 @@ pub async fn withdraw(
         .partition(|s| mine(&s.scheduled_by));
     if !gone.is_empty() {
         let keep = ttls.settings_days.max(SCHEDULE_KEEP_DAYS);
-        add(kill_switch_schedule::save(
-            store,
-            kept,
-            schedule.version,
-            now,
-            keep,
-        )?);
-        for switch in Switch::ALL {
-            let ids: Vec<&str> = gone
-                .iter()
-                .filter(|s| s.switch == switch)
-                .map(|s| s.id.as_str())
-                .collect();
-            let Some(first) = ids.first() else { continue };
-            let payload = serde_json::json!({
-                "switch": switch, "change": "withdrawn", "ids": ids, "authors": authors,
-                "reason": why,
-            });
-            let id = format!("withdrawn-{first}");
-            add(audit::writes(
-                store,
-                &record(kill_switch_schedule::AUDIT_ACTION, id, payload),
-            )?);
+        let save = kill_switch_schedule::save(store, kept, schedule.version, now, keep)?;
+        writes = Some(both(writes, save));
+        let ids: Vec<(Switch, &str)> = gone.iter().map(|s| (s.switch, s.id.as_str())).collect();
+        if let Some(r) = records(kill_switch_schedule::AUDIT_ACTION, &ids)? {
+            writes = Some(both(writes, r));
         }
     }
 
@@ -96,29 +92,12 @@ pub async fn withdraw(
         .into_iter()
         .partition(|a| mine(&a.requested_by));
     if !asked.is_empty() {
-        add(kill_switch_approvals::save(
-            store,
-            kept,
-            approvals.version,
-            now,
-            ttls.settings_days,
-        )?);
-        for switch in Switch::ALL {
-            let ids: Vec<&str> = asked
-                .iter()
-                .filter(|a| a.switch == switch)
-                .map(|a| a.id.as_str())
-                .collect();
-            let Some(first) = ids.first() else { continue };
-            let payload = serde_json::json!({
-                "switch": switch, "change": "withdrawn", "ids": ids, "authors": authors,
-                "reason": why,
-            });
-            let id = format!("withdrawn-{first}");
-            add(audit::writes(
-                store,
-                &record(kill_switch_approvals::AUDIT_ACTION, id, payload),
-            )?);
+        let days = ttls.settings_days;
+        let save = kill_switch_approvals::save(store, kept, approvals.version, now, days)?;
+        writes = Some(both(writes, save));
+        let ids: Vec<(Switch, &str)> = asked.iter().map(|a| (a.switch, a.id.as_str())).collect();
+        if let Some(r) = records(kill_switch_approvals::AUDIT_ACTION, &ids)? {
+            writes = Some(both(writes, r));
         }
     }
     Ok(Withdrawn {
@@ -126,4 +105,12 @@ pub async fn withdraw(
         scheduled: gone.len(),
         requests: asked.len(),
     })
+}
+
+/// `first` (if any) followed by `then`, in one transaction.
+fn both(first: Option<Writes>, then: Writes) -> Writes {
+    match first {
+        Some(all) => all.and(then),
+        None => then,
+    }
 }
