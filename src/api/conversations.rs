@@ -22,7 +22,7 @@ pub async fn search_conversations(query: SearchQuery) -> Result<SearchPage, AppE
     query.conversation = refs.given(&query.conversation).into_id();
     // A company typed into the search box that the directory did not know comes as a
     // reference (it may be a mistyped phone number); a company's link carries its id.
-    query.company = refs.given(&query.company).into_id();
+    query.company = refs.given_company(&query.company);
     let now = state.clock.now();
     let mut page = state.conversations.search_page(&refs, &query, now).await?;
     if !query.recipient.trim().is_empty() {

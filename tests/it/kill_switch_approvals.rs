@@ -415,7 +415,7 @@ async fn a_client_asks_through_the_api_and_a_person_other_than_its_maker_approve
 /// asks, and a request whose requester lost the right cannot be approved.
 #[tokio::test]
 async fn four_eyes_are_two_people_not_a_requester_and_an_admin_they_made() {
-    use ops_console::api::users::{AddUser, SetUserRole};
+    use ops_console::api::users::{AddUser, ResetPassword, SetUserRole};
     use ops_console::model::api_keys::ApiScope;
     let app = strict(None).await;
     let alice = app.session_as("alice", Role::Admin).await;
@@ -448,6 +448,28 @@ async fn four_eyes_are_two_people_not_a_requester_and_an_admin_they_made() {
         .await;
     assert_eq!(promoted.status, 403, "{}", promoted.body);
     let _ = olga;
+    // Nor does it reset another admin's password (the one who sees it could approve as
+    // them); an operator's it does.
+    let reset = |name: &'static str, key: &'static str| {
+        let app = &app;
+        let alice = alice.clone();
+        async move {
+            app.call::<ResetPassword>(
+                &[
+                    ("name", name),
+                    ("reason", "forgot it"),
+                    ("idempotency_key", key),
+                ],
+                Some(&alice),
+            )
+            .await
+        }
+    };
+    let refused = reset("carol", "form-key-users-0902").await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(refused.body.contains("command line"), "{}", refused.body);
+    let operator = reset("olga", "form-key-users-0903").await;
+    assert_eq!(operator.status, 200, "{}", operator.body);
 
     // Alice asks; an admin made afterwards (on the command line) cannot approve it.
     let asked = ask_off(&app, &alice, "form-key-approvals-0901", "go live", &[]).await;

@@ -519,6 +519,12 @@ async fn a_scheduled_change_whose_author_lost_the_right_is_void() {
 
     let before = switches(&app).await;
     app.clock.advance(Duration::hours(38));
+    // A new key given the expired one's name is not the change's author.
+    app.state
+        .api_keys
+        .create_api_key("bot-day", &[ApiScope::SwitchesWrite], 30, "root")
+        .await
+        .unwrap();
     let mut ran = Vec::new();
     for _ in 0..3 {
         ran.extend(app.state.kill_switches.run_schedule_due().await.unwrap());

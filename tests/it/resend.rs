@@ -278,7 +278,8 @@ async fn resends_are_capped_per_receiver_and_per_person_and_discarded_ones_are_a
     );
     assert!(jobs::running(&app.store).await.unwrap().is_empty());
 
-    let delivered = ResendScope::parse("delivered", "", &since, &at(now), now).unwrap();
+    let every = ResendScope::parse("delivered", "", &since, &at(now), now).unwrap();
+    let delivered = every.clone().of_receiver(Some("default")).unwrap();
     let events = &app.state.events;
     events
         .start_resend(&delivered, "lost data", &operator, "form-cap-1")
@@ -297,6 +298,11 @@ async fn resends_are_capped_per_receiver_and_per_person_and_discarded_ones_are_a
         matches!(&second, Err(AppError::Conflict(m)) if m.contains("running already (started by olga)")),
         "{second:?}"
     );
+    // A resend of every receiver's meets it too.
+    let all = events
+        .start_resend(&every, "lost data", &OPS, "form-cap-6")
+        .await;
+    assert!(matches!(&all, Err(AppError::Conflict(_))), "{all:?}");
     assert_eq!(jobs::running(&app.store).await.unwrap().len(), 1);
 
     // A person with two jobs running starts no third (a bulk discard and the resend).
@@ -320,7 +326,7 @@ async fn resends_are_capped_per_receiver_and_per_person_and_discarded_ones_are_a
         .change_receiver(&crm, Change::Settings(settings), 0, "admin")
         .await
         .unwrap();
-    let third = delivered.clone().of_receiver(Some(crm.as_str())).unwrap();
+    let third = every.clone().of_receiver(Some(crm.as_str())).unwrap();
     let r = events
         .start_resend(&third, "lost data", &operator, "form-cap-4")
         .await;

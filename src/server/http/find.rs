@@ -118,7 +118,7 @@ async fn company(state: &AppState, refs: &Refs, typed: &str) -> Result<String, A
     Ok(
         match state.conversations.directory.resolve(typed, now).await? {
             Resolved::One(c) => c.company_id,
-            Resolved::Several(_) | Resolved::Unknown => refs.of_id(typed),
+            Resolved::Several(_) | Resolved::Unknown => refs.company(typed),
         },
     )
 }

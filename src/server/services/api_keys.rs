@@ -200,7 +200,7 @@ impl ApiKeys {
             crate::model::kill_switches::Reason::parse(reason)?.as_str(),
         );
         let id = random_hex(8);
-        for _ in 0..REVOKE_TRIES {
+        for attempt in 0..REVOKE_TRIES {
             let now = self.clock.now();
             let key = api_keys::get(&self.store, key_hash.trim(), now)
                 .await?
@@ -211,8 +211,14 @@ impl ApiKeys {
             record.actor = actor.to_string();
             record.action_payload_redacted =
                 serde_json::json!({"name": key.name, "reason": reason}).to_string();
-            // What the key left pending goes with it, in the same transaction.
-            let withdrawn = self.withdrawal(&[author_name(&key)], actor, now).await?;
+            // What the key left pending goes with it, in the same transaction; the last try
+            // revokes it alone (a client that keeps the lists moving cannot stay live: what
+            // it left is void when due, and cannot be approved).
+            let withdrawn = if attempt + 1 < REVOKE_TRIES {
+                self.withdrawal(&[author_name(&key)], actor, now).await?
+            } else {
+                None
+            };
             match api_keys::revoke(&self.store, &key.key_hash, actor, &record, withdrawn, now)
                 .await?
             {

@@ -21,6 +21,9 @@ pub struct Refs {
     seal: Seal,
     users: Seal,
     actions: Seal,
+    /// Companies typed into the search that the directory does not know (they may be a
+    /// mistyped phone number): never a conversation's reference.
+    companies: Seal,
     /// The references made for one answer (none: a new one at every call).
     made: Option<Arc<Mutex<Made>>>,
 }
@@ -73,6 +76,7 @@ impl Refs {
             seal: engine.seal("conversation-ref"),
             users: engine.seal("user-ref"),
             actions: engine.seal("action-ref"),
+            companies: engine.seal("company-ref"),
             made: None,
         }
     }
@@ -115,9 +119,12 @@ impl Refs {
         if given.is_empty() {
             return Given::Nothing;
         }
+        // A reference of the release before (sealed the same at every call) still opens:
+        // the server no longer makes such a reference, so it is no oracle.
         match self
             .users
             .open_fresh(given)
+            .or_else(|| self.users.open(given))
             .and_then(|b| String::from_utf8(b).ok())
         {
             Some(uid) => Given::Reference(uid),
@@ -154,9 +161,29 @@ impl Refs {
 
     /// The table key of a reference, if it is one this server made.
     pub fn decode(&self, reference: &str) -> Option<(String, String)> {
-        let text = String::from_utf8(self.seal.open_fresh(reference)?).ok()?;
+        // A reference of the release before still opens (see `given_user`).
+        let plain = self
+            .seal
+            .open_fresh(reference)
+            .or_else(|| self.seal.open(reference))?;
+        let text = String::from_utf8(plain).ok()?;
         let (pc, id) = text.split_once('\n')?;
         Some((pc.to_string(), id.to_string()))
+    }
+
+    /// A typed company's reference (one the directory does not know): new at every call.
+    pub fn company(&self, typed: &str) -> String {
+        self.companies.seal_fresh(typed.as_bytes())
+    }
+
+    /// The company a search was given: a company reference opened, or an id as a link
+    /// carries it.
+    pub fn given_company(&self, given: &str) -> String {
+        let given = given.trim();
+        self.companies
+            .open_fresh(given)
+            .and_then(|b| String::from_utf8(b).ok())
+            .unwrap_or_else(|| given.to_string())
     }
 
     /// A side effect's reference (by its event id): the same at every call, so the Outbox
@@ -167,7 +194,13 @@ impl Refs {
 
     /// The event id of a side effect's reference, if it is one this server made.
     pub fn action_id(&self, reference: &str) -> Option<String> {
-        String::from_utf8(self.actions.open(reference.trim())?).ok()
+        let reference = reference.trim();
+        if let Some(id) = self.actions.open(reference) {
+            return String::from_utf8(id).ok();
+        }
+        // A page of the release before named it under the conversations' key.
+        let (kind, id) = self.decode(reference)?;
+        (kind == "action").then_some(id)
     }
 }
 
@@ -180,6 +213,7 @@ mod tests {
             seal: Seal::derive(secret.as_bytes(), "conversation-ref"),
             users: Seal::derive(secret.as_bytes(), "user-ref"),
             actions: Seal::derive(secret.as_bytes(), "action-ref"),
+            companies: Seal::derive(secret.as_bytes(), "company-ref"),
             made: None,
         }
     }
@@ -240,5 +274,27 @@ mod tests {
         assert_eq!(r.action_id(&r.action("e-1")).as_deref(), Some("e-1"));
         assert_eq!(r.action_id(&r.of_id("e-1")), None);
         assert_eq!(refs("two").action_id(&r.action("e-1")), None);
+    }
+
+    #[test]
+    fn a_reference_of_the_release_before_still_opens() {
+        let r = refs("one");
+        let old = r.seal.seal(b"+447700900123\nc-1");
+        assert_eq!(r.decode(&old), Some(("+447700900123".into(), "c-1".into())));
+        let old_user = r.users.seal(b"u-1");
+        assert_eq!(r.given_user(&old_user), Given::Reference("u-1".into()));
+        let old_action = r.seal.seal(b"action\ne-1");
+        assert_eq!(r.action_id(&old_action).as_deref(), Some("e-1"));
+    }
+
+    #[test]
+    fn a_typed_companys_reference_opens_only_as_a_company() {
+        let r = refs("one");
+        let c = r.company("+44 7700 9OO321");
+        assert_eq!(r.given_company(&c), "+44 7700 9OO321");
+        assert_eq!(r.given_company(" ci-1 "), "ci-1");
+        // Never a conversation's (a page would take it as a link and count no lookup).
+        assert_eq!(r.decode(&c), None);
+        assert!(r.given(&c).typed());
     }
 }

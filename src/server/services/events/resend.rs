@@ -237,15 +237,18 @@ impl Events {
         if running.iter().any(|j| j.event_id == key) {
             return Ok(());
         }
-        let receiver = |r: &Option<String>| r.clone().unwrap_or_else(|| "default".into());
+        // A resend without a receiver takes every receiver's: it meets every other.
+        let meets = |r: &Option<String>| {
+            r.is_none() || req.filter.receiver.is_none() || *r == req.filter.receiver
+        };
         if let Some(other) = running
             .iter()
-            .find(|j| j.op.resends() && receiver(&j.receiver) == receiver(&req.filter.receiver))
+            .find(|j| j.op.resends() && meets(&j.receiver))
         {
             return Err(AppError::Conflict(format!(
                 "A resend to {} is running already (started by {}): wait for it to finish \
                  (Bulk jobs on the Outbox).",
-                receiver(&req.filter.receiver),
+                other.receiver.as_deref().unwrap_or("every receiver"),
                 other.actor
             )));
         }

@@ -285,9 +285,14 @@ impl Switches {
         decider: &str,
         now: DateTime<Utc>,
     ) -> Result<(), ChangeError> {
-        let asked = DateTime::parse_from_rfc3339(&found.requested_at)
-            .map(|t| t.with_timezone(&Utc))
-            .unwrap_or(now);
+        let Ok(asked) =
+            DateTime::parse_from_rfc3339(&found.requested_at).map(|t| t.with_timezone(&Utc))
+        else {
+            return Err(AppError::Conflict(
+                "This request's time does not read: reject it and ask again.".into(),
+            )
+            .into());
+        };
         match crate::server::store::users::get(&self.store, decider, now).await? {
             Some(u) if u.is_active_admin(now) && u.admin_since() <= asked => {}
             Some(u) if u.is_active_admin(now) => {
@@ -301,7 +306,10 @@ impl Switches {
             }
             _ => return Err(AppError::Forbidden.into()),
         }
-        if let Some(why) = self.author_refusal(&found.requested_by, now).await? {
+        if let Some(why) = self
+            .author_refusal(&found.requested_by, &found.requested_at, now)
+            .await?
+        {
             let why = why.trim_start_matches("void: ");
             return Err(AppError::Refused(format!(
                 "This request can no longer be approved: {why}. Reject it."

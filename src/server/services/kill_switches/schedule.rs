@@ -189,7 +189,10 @@ impl Switches {
                 .filter(|p| p.id != s.id)
                 .cloned()
                 .collect();
-            let run = match self.author_refusal(&s.scheduled_by, now).await? {
+            let run = match self
+                .author_refusal(&s.scheduled_by, &s.scheduled_at, now)
+                .await?
+            {
                 Some(why) => Err(why),
                 None => self.run_writes(&s, &current, &stored.pending, now)?,
             };
@@ -294,21 +297,29 @@ impl Switches {
         Ok(Ok((next, writes, words)))
     }
 
-    /// Why the author of a scheduled change may no longer make it, if so: a change runs
-    /// as its author's, so it needs what they would need now. A user must still be an
-    /// admin, and enabled; an API key (`api:<name>`) must still be live, unrevoked, with
-    /// `switches:write`, under that name.
+    /// Why the author of a scheduled change (or a request) made at `made_at` may no longer
+    /// make it, if so: a change runs as its author's, so it needs what they would need now.
+    /// A user must still be an enabled admin, and have been one since; an API key
+    /// (`api:<name>`) must still be live, unrevoked, with `switches:write`, under that name,
+    /// and made before it (a new key of an old name is not its author). A time that does
+    /// not read is refused.
     pub(super) async fn author_refusal(
         &self,
         author: &str,
+        made_at: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<String>, StoreError> {
         use crate::model::api_keys::ApiScope;
+        let Ok(made_at) = DateTime::parse_from_rfc3339(made_at).map(|t| t.with_timezone(&Utc))
+        else {
+            return Ok(Some("void: when it was made does not read".into()));
+        };
         if let Some(name) = author.strip_prefix("api:") {
             let keys = crate::server::store::api_keys::list(&self.store, now).await?;
             let live = keys.iter().any(|k| {
                 k.name == name
                     && k.revoked_at.is_none()
+                    && k.created_at <= made_at
                     && k.scopes
                         .iter()
                         .any(|s| ApiScope::parse(s) == Some(ApiScope::SwitchesWrite))
@@ -319,7 +330,7 @@ impl Switches {
         }
         let user = crate::server::store::users::get(&self.store, author, now).await?;
         Ok(match user {
-            Some(u) if u.is_active_admin(now) => None,
+            Some(u) if u.is_active_admin(now) && u.admin_since() <= made_at => None,
             Some(u) if u.disabled => Some(format!("void: {author} who set it is disabled")),
             Some(_) => Some(format!("void: {author} who set it is no longer an admin")),
             None => Some(format!("void: {author} who set it is no longer a user")),

@@ -223,13 +223,18 @@ impl Users {
         }
         let reason = redact(Reason::parse(reason)?.as_str());
         let hash = new_password_hash(&self.password_work, &change).await?;
-        for _ in 0..CHANGE_TRIES {
+        for attempt in 0..CHANGE_TRIES {
+            // The last tries leave the switches' lists alone: a client that keeps them
+            // moving cannot keep its maker an admin (what is left pending is void when
+            // due, and cannot be approved).
+            let lists = attempt + 2 < CHANGE_TRIES;
             match self
-                .try_change(&name, &change, &reason, hash.as_deref(), actor, now)
+                .try_change(&name, &change, &reason, hash.as_deref(), actor, now, lists)
                 .await?
             {
                 Applied::Done => {
                     tracing::info!(user = %name, actor, "user changed");
+                    self.revoke_the_rest(&name, actor).await;
                     return Ok(());
                 }
                 Applied::Retry => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
@@ -242,6 +247,7 @@ impl Users {
 
     /// One try of [`Users::change_user`]: reads the users and the admin-change lock,
     /// decides, and writes only if the lock has not moved since.
+    #[allow(clippy::too_many_arguments)]
     async fn try_change(
         &self,
         name: &str,
@@ -250,12 +256,26 @@ impl Users {
         hash: Option<&str>,
         actor: &str,
         now: DateTime<Utc>,
+        lists: bool,
     ) -> Result<Applied, AppError> {
         let lock = users::lock_version(&self.store).await?;
         let all = users::list(&self.store, now).await?;
         let Some(target) = all.iter().find(|u| u.name == name) else {
             return Err(AppError::NotFound);
         };
+        // An admin's new password shown to another admin would make that admin two people.
+        if self.four_eyes
+            && target.role == Role::Admin
+            && name != actor
+            && matches!(change, Change::ResetPassword(_))
+        {
+            return Err(AppError::Refused(format!(
+                "Kill-switch changes need a second admin's approval here, so the console does \
+                 not reset another admin's password (whoever sees it could approve as them). \
+                 {name} resets it with the command line on the server \
+                 (`ops-console users reset-password {name}`)."
+            )));
+        }
         let planned = plan_change(target, change, reason, hash, now);
         if removes_last_admin(&all, name, planned.still_admin, now) {
             return Err(AppError::Conflict(format!(
@@ -268,7 +288,7 @@ impl Users {
         // they made and what they and those keys left pending with them, in this same
         // transaction (docs/security.md, "Who may still act").
         let with = if target.is_active_admin(now) && !planned.still_admin {
-            self.withdrawal(name, actor, now).await?
+            self.withdrawal(name, actor, now, lists).await?
         } else {
             None
         };
@@ -285,6 +305,55 @@ impl Users {
         .await?)
     }
 
+    /// The live API keys `name` made in the console, or on the command line as
+    /// `cli:<name>` (the same person, as approvals count them).
+    async fn keys_made_by(
+        &self,
+        name: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<ApiKeyItem>, AppError> {
+        let cli = format!("cli:{name}");
+        Ok(api_keys::list(&self.store, now)
+            .await?
+            .into_iter()
+            .filter(|k| (k.created_by == name || k.created_by == cli) && k.revoked_at.is_none())
+            .collect())
+    }
+
+    /// Revokes, one by one, the live keys of `name` that its disabling or demotion did not
+    /// take in its transaction (past [`MAX_KEYS_REVOKED`]). A failure is logged: the keys
+    /// stay listed under their maker for an admin to revoke.
+    async fn revoke_the_rest(&self, name: &str, actor: &str) {
+        let now = self.clock.now();
+        let Ok(user) = users::get(&self.store, name, now).await else {
+            return;
+        };
+        if user.is_some_and(|u| u.is_active_admin(now)) {
+            return;
+        }
+        let Ok(keys) = self.keys_made_by(name, now).await else {
+            return;
+        };
+        let why = format!("{name} is no longer an admin");
+        for k in keys {
+            let mut record = AuditItem::new(
+                api_keys_service::AUDIT_PARTITION,
+                api_keys_service::REVOKE_ACTION,
+                now,
+                &random_hex(8),
+                self.ttls.audit_days,
+            );
+            record.actor = actor.to_string();
+            record.action_payload_redacted =
+                serde_json::json!({"name": k.name, "reason": why}).to_string();
+            if let Err(e) =
+                api_keys::revoke(&self.store, &k.key_hash, actor, &record, None, now).await
+            {
+                tracing::warn!(error = %e, key = %k.name, "API key of a former admin not revoked");
+            }
+        }
+    }
+
     /// The writes that revoke the live API keys `name` made and withdraw what they and
     /// those keys left pending (scheduled changes, requests for approval), by `actor`.
     async fn withdrawal(
@@ -292,19 +361,11 @@ impl Users {
         name: &str,
         actor: &str,
         now: DateTime<Utc>,
+        lists: bool,
     ) -> Result<Option<Writes>, AppError> {
-        let keys: Vec<ApiKeyItem> = api_keys::list(&self.store, now)
-            .await?
-            .into_iter()
-            .filter(|k| k.created_by == name && k.revoked_at.is_none())
-            .collect();
-        if keys.len() > MAX_KEYS_REVOKED {
-            return Err(AppError::Conflict(format!(
-                "{name} made {} live API keys, more than {MAX_KEYS_REVOKED} can be revoked with \
-                 this change: revoke some on the Users page first.",
-                keys.len()
-            )));
-        }
+        let mut keys = self.keys_made_by(name, now).await?;
+        // Past this many, the rest are revoked right after the change commits.
+        keys.truncate(MAX_KEYS_REVOKED);
         let why = format!("{name} is no longer an admin");
         let mut writes: Option<Writes> = None;
         for k in &keys {
@@ -330,8 +391,14 @@ impl Users {
             audit_days: self.ttls.audit_days,
             settings_days: self.ttls.settings_days,
         };
-        let withdrawn = withdraw(&self.store, &authors, actor, &why, ttls, now).await?;
-        Ok(match (writes, withdrawn.writes) {
+        let withdrawn = if lists {
+            withdraw(&self.store, &authors, actor, &why, ttls, now)
+                .await?
+                .writes
+        } else {
+            None
+        };
+        Ok(match (writes, withdrawn) {
             (Some(a), Some(b)) => Some(a.and(b)),
             (a, b) => a.or(b),
         })
