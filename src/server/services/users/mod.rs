@@ -320,6 +320,27 @@ impl Users {
             .collect())
     }
 
+    /// The audit record of `actor` revoking the key `key` of a former admin, for `why`.
+    fn key_revoke_record(
+        &self,
+        key: &str,
+        actor: &str,
+        why: &str,
+        now: DateTime<Utc>,
+    ) -> AuditItem {
+        let mut record = AuditItem::new(
+            api_keys_service::AUDIT_PARTITION,
+            api_keys_service::REVOKE_ACTION,
+            now,
+            &random_hex(8),
+            self.ttls.audit_days,
+        );
+        record.actor = actor.to_string();
+        record.action_payload_redacted =
+            serde_json::json!({"name": key, "reason": why}).to_string();
+        record
+    }
+
     /// Revokes, one by one, the live keys of `name` that its disabling or demotion did not
     /// take in its transaction (past [`MAX_KEYS_REVOKED`]). A failure is logged: the keys
     /// stay listed under their maker for an admin to revoke.
@@ -336,16 +357,7 @@ impl Users {
         };
         let why = format!("{name} is no longer an admin");
         for k in keys {
-            let mut record = AuditItem::new(
-                api_keys_service::AUDIT_PARTITION,
-                api_keys_service::REVOKE_ACTION,
-                now,
-                &random_hex(8),
-                self.ttls.audit_days,
-            );
-            record.actor = actor.to_string();
-            record.action_payload_redacted =
-                serde_json::json!({"name": k.name, "reason": why}).to_string();
+            let record = self.key_revoke_record(&k.name, actor, &why, now);
             if let Err(e) =
                 api_keys::revoke(&self.store, &k.key_hash, actor, &record, None, now).await
             {
@@ -369,16 +381,7 @@ impl Users {
         let why = format!("{name} is no longer an admin");
         let mut writes: Option<Writes> = None;
         for k in &keys {
-            let mut record = AuditItem::new(
-                api_keys_service::AUDIT_PARTITION,
-                api_keys_service::REVOKE_ACTION,
-                now,
-                &random_hex(8),
-                self.ttls.audit_days,
-            );
-            record.actor = actor.to_string();
-            record.action_payload_redacted =
-                serde_json::json!({"name": k.name, "reason": why}).to_string();
+            let record = self.key_revoke_record(&k.name, actor, &why, now);
             let w = api_keys::revoke_writes(&self.store, &k.key_hash, actor, &record, now)?;
             writes = Some(match writes {
                 Some(all) => all.and(w),
