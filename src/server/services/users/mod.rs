@@ -234,7 +234,12 @@ impl Users {
             {
                 Applied::Done => {
                     tracing::info!(user = %name, actor, "user changed");
-                    self.revoke_the_rest(&name, actor).await;
+                    // Only a change that can take an admin's role away has keys to follow.
+                    if matches!(change, Change::Disable)
+                        || matches!(change, Change::SetRole(r) if r != Role::Admin)
+                    {
+                        self.revoke_the_rest(&name, actor).await;
+                    }
                     return Ok(());
                 }
                 Applied::Retry => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
