@@ -7,32 +7,110 @@ use super::AppError;
 /// Longest reason we keep; a reason is a sentence, not a document.
 pub const MAX_REASON_CHARS: usize = 500;
 
-/// The alert rules a trip can be attached to: the rule's name (an alert's id, or the part
-/// before `:` of a rule judged per scope), and in words.
-pub const TRIP_RULES: &[(&str, &str)] = &[
-    (
-        "idempotency.failure",
-        "Idempotency failure rate (any scope)",
-    ),
-    (
-        "idempotency.stale_takeover",
-        "Idempotency stale-takeover rate (any scope)",
-    ),
-    ("outbox.dead_letters", "Dead letters in the outbox"),
-    ("outbox.receiver_failing", "The receiver failing deliveries"),
-    ("measurements.duplicates", "Measurement duplicates"),
-    (
-        "measurements.out_of_order_spike",
-        "Measurements out of order",
-    ),
+/// An alert rule a trip can be attached to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TripRuleChoice {
+    /// The rule's name: an alert's id, or the part before `:` of a rule judged per scope.
+    pub rule: &'static str,
+    /// In words.
+    pub words: &'static str,
+    /// Judged per idempotency scope: a trip may name one scope (`<rule>:<scope>`).
+    pub per_scope: bool,
+    /// Who makes the rule fire: a trip on it hands them the switch.
+    pub driven_by: &'static str,
+}
+
+/// The alert rules a trip can be attached to.
+pub const TRIP_RULES: &[TripRuleChoice] = &[
+    TripRuleChoice {
+        rule: "idempotency.failure",
+        words: "Idempotency failure rate",
+        per_scope: true,
+        driven_by: "every client of the scope",
+    },
+    TripRuleChoice {
+        rule: "idempotency.stale_takeover",
+        words: "Idempotency stale-takeover rate",
+        per_scope: true,
+        driven_by: "every client of the scope",
+    },
+    TripRuleChoice {
+        rule: "outbox.dead_letters",
+        words: "Dead letters in the outbox",
+        per_scope: false,
+        driven_by: "the receiver's answers",
+    },
+    TripRuleChoice {
+        rule: "outbox.receiver_failing",
+        words: "The receiver failing deliveries",
+        per_scope: false,
+        driven_by: "the receiver's answers",
+    },
+    TripRuleChoice {
+        rule: "measurements.duplicates",
+        words: "Measurement duplicates",
+        per_scope: false,
+        driven_by: "every device key (measurements:write)",
+    },
+    TripRuleChoice {
+        rule: "measurements.out_of_order_spike",
+        words: "Measurements out of order",
+        per_scope: false,
+        driven_by: "every device key (measurements:write)",
+    },
 ];
 
-/// Whether an alert (by its id, `idempotency.failure:inbox.publish`) is judged by `rule`.
+/// Longest idempotency scope a trip may name.
+pub const MAX_TRIP_SCOPE_CHARS: usize = 200;
+
+/// The rule a trip names, checked: one of [`TRIP_RULES`], or `<rule>:<scope>` for a rule
+/// judged per scope (`scope` as the Idempotency page names it; blank: every scope).
+pub fn trip_rule(rule: &str, scope: &str) -> Result<(TripRuleChoice, String), AppError> {
+    let Some(known) = TRIP_RULES.iter().find(|r| r.rule == rule.trim()) else {
+        return Err(AppError::invalid(
+            "rule",
+            "Choose one of the alert rules listed.",
+        ));
+    };
+    let scope = scope.trim();
+    if scope.is_empty() {
+        return Ok((*known, known.rule.to_string()));
+    }
+    if !known.per_scope {
+        return Err(AppError::invalid(
+            "scope",
+            "This rule is not judged per scope; leave the scope empty.",
+        ));
+    }
+    if scope.chars().count() > MAX_TRIP_SCOPE_CHARS || scope.chars().any(char::is_control) {
+        return Err(AppError::invalid(
+            "scope",
+            "Name a scope as the Idempotency page shows it (at most 200 characters).",
+        ));
+    }
+    Ok((*known, format!("{}:{scope}", known.rule)))
+}
+
+/// A trip's rule in words: its rule's, and the scope it is limited to.
+pub fn trip_rule_words(rule: &str) -> String {
+    let (name, scope) = rule.split_once(':').unwrap_or((rule, ""));
+    match TRIP_RULES.iter().find(|r| r.rule == name) {
+        Some(r) if r.per_scope && scope.is_empty() => format!("{} (any scope)", r.words),
+        Some(r) if r.per_scope => format!("{} of {scope}", r.words),
+        Some(r) => r.words.to_string(),
+        None => rule.to_string(),
+    }
+}
+
+/// Whether an alert (by its id, `idempotency.failure:inbox.publish`) is judged by `rule`
+/// (`idempotency.failure`: every scope; `idempotency.failure:inbox.publish`: that one
+/// exactly, though scopes have `:` in them).
 pub fn rule_covers(rule: &str, alert_id: &str) -> bool {
     alert_id == rule
-        || alert_id
-            .strip_prefix(rule)
-            .is_some_and(|rest| rest.starts_with(':'))
+        || !rule.contains(':')
+            && alert_id
+                .strip_prefix(rule)
+                .is_some_and(|rest| rest.starts_with(':'))
 }
 
 /// The ends the change form offers a change in a risky direction: minutes, and in words.
@@ -330,5 +408,38 @@ mod tests {
         assert!(d.safe_mode.enabled);
         assert!(!d.automation_enabled.enabled);
         assert_eq!(d.version, 0);
+    }
+
+    #[test]
+    fn a_trip_limited_to_one_scope_covers_that_scope_alone() {
+        let (_, any) = trip_rule("idempotency.failure", " ").unwrap();
+        let (_, one) = trip_rule("idempotency.failure", "http:POST /api/v1/inbox").unwrap();
+        assert_eq!(one, "idempotency.failure:http:POST /api/v1/inbox");
+        let device = "idempotency.failure:http:POST /api/v1/measurements";
+        assert!(rule_covers(&any, device));
+        assert!(!rule_covers(&one, device));
+        assert!(rule_covers(
+            &one,
+            "idempotency.failure:http:POST /api/v1/inbox"
+        ));
+        // A scope is exact: not a prefix of others, even at one of their colons.
+        let (_, http) = trip_rule("idempotency.failure", "http").unwrap();
+        assert!(!rule_covers(&http, device));
+        assert_eq!(
+            trip_rule("measurements.duplicates", "x")
+                .unwrap_err()
+                .field(),
+            Some("scope")
+        );
+        assert!(trip_rule("idempotency.failure", "a\nb").is_err());
+        assert!(trip_rule("nothing", "").is_err());
+        assert_eq!(
+            trip_rule_words(&one),
+            "Idempotency failure rate of http:POST /api/v1/inbox"
+        );
+        assert_eq!(
+            trip_rule_words(&any),
+            "Idempotency failure rate (any scope)"
+        );
     }
 }

@@ -204,6 +204,118 @@ async fn a_trip_turns_safe_mode_on_once_when_its_rule_fires_and_never_turns_safe
     );
 }
 
+/// A trip hands its switch to whoever fires its rule; an admin may trust one scope's clients
+/// alone. Limited to a scope, another scope's alert (a device key's failures, say) moves
+/// nothing, and its own scope's trips it. The form says who fires each rule, a scope on a rule
+/// not judged per scope is refused, and the reason of the change has the figures that tripped.
+#[tokio::test]
+async fn a_trip_limited_to_one_scope_is_not_fired_by_another_scopes_clients() {
+    use ops_console::api::kill_switches::ChangeKillSwitchTrip;
+    use ops_console::model::kill_switches::Switch;
+    use ops_console::server::ids::random_hex;
+    use ops_console::server::store::kill_switches;
+    let app = spawn_app_with(|_| {}).await;
+    app.set_switches(false, true).await;
+    let admin = app.session_as("ada", Role::Admin).await;
+    let inbox = "http:POST /api/v1/inboxes/publish";
+    let devices = "http:POST /api/v1/measurements";
+    let attach = |rule: &'static str, scope: &'static str| {
+        let app = &app;
+        let admin = admin.clone();
+        async move {
+            let key = random_hex(16);
+            let fields = [
+                ("op", "attach"),
+                ("rule", rule),
+                ("scope", scope),
+                ("switch", "safe_mode"),
+                ("idempotency_key", key.as_str()),
+            ];
+            app.call::<ChangeKillSwitchTrip>(&fields, Some(&admin))
+                .await
+        }
+    };
+    let refused = attach("measurements.duplicates", devices).await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(
+        refused.body.contains("not judged per scope"),
+        "{}",
+        refused.body
+    );
+    let made = attach("idempotency.failure", inbox).await;
+    assert!(made.status.is_success(), "{}", made.body);
+    let stored = app.state.kill_switches.trips().await.unwrap().trips;
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].rule, format!("idempotency.failure:{inbox}"));
+
+    let load = || async {
+        kill_switches::load(&app.store, app.clock.now())
+            .await
+            .unwrap()
+    };
+    let why =
+        "Failure rate of the scope is 40.0%, above 5.0%, over 24 h (50 requests) (window 24h)";
+    // Both scopes' alerts fire (recorded as a console records a firing).
+    for scope in [inbox, devices] {
+        let id = format!("idempotency.failure:{scope}");
+        let change = ops_console::server::store::alerts::Change {
+            id: &id,
+            to: "firing",
+            episode: 1,
+            since: "2026-12-06T10:00:00Z",
+            summary: why,
+            link: "",
+            now_ms: app.clock.now().timestamp_millis(),
+            expires_at: (app.clock.now() + Duration::days(1)).timestamp(),
+        };
+        assert!(
+            ops_console::server::store::alerts::record(&app.store, &change)
+                .await
+                .unwrap()
+        );
+    }
+    let switches = &app.state.kill_switches;
+    let other = switches
+        .trip(&format!("idempotency.failure:{devices}"), 1, why)
+        .await
+        .unwrap();
+    assert!(other.is_empty(), "another scope's alert moves nothing");
+    assert!(!load().await.safe_mode.enabled);
+    let own = switches
+        .trip(&format!("idempotency.failure:{inbox}"), 1, why)
+        .await
+        .unwrap();
+    assert_eq!(own, [Switch::SafeMode]);
+    let now = load().await;
+    assert!(now.safe_mode.enabled);
+    let reason = now.safe_mode.reason.unwrap();
+    assert!(
+        reason.contains("(50 requests)") && reason.contains("40.0%"),
+        "{reason}"
+    );
+
+    // Clients read the limit in words, and who fires each rule.
+    let key = app.api_key(&["switches:read"]).await;
+    let listed = app
+        .api("GET", "/api/v1/kill-switches/trips", &key, None)
+        .await
+        .json();
+    assert_eq!(
+        listed["trips"][0]["rule_label"],
+        format!("Idempotency failure rate of {inbox}")
+    );
+    let rules = listed["rules"].as_array().unwrap();
+    let duplicates = rules
+        .iter()
+        .find(|r| r["rule"] == "measurements.duplicates")
+        .unwrap();
+    assert_eq!(duplicates["per_scope"], false);
+    assert!(duplicates["driven_by"]
+        .as_str()
+        .unwrap()
+        .contains("device key"));
+}
+
 #[tokio::test]
 async fn a_breach_is_announced_once_by_two_consoles_and_its_end_once() {
     let (heard, base) = channel().await;

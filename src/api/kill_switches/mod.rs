@@ -151,11 +151,12 @@ pub async fn load_kill_switch_automation() -> Result<KillSwitchAutomation, AppEr
 }
 
 /// Attaches (`op` = `attach`) or removes (`remove`) the trip of alert rule `rule` on
-/// `switch`.
+/// `switch`; an attached trip of a rule judged per scope may name one `scope`.
 #[server]
 pub async fn change_kill_switch_trip(
     op: String,
     rule: String,
+    #[server(default)] scope: Option<String>,
     switch: String,
     idempotency_key: String,
 ) -> Result<String, AppError> {
@@ -171,7 +172,10 @@ pub async fn change_kill_switch_trip(
         "remove" => false,
         _ => return Err(AppError::invalid("op", "Expected attach or remove.")),
     };
-    let rule = rule.trim().to_string();
+    let rule = match scope.as_deref().map(str::trim) {
+        Some(scope) if !scope.is_empty() => format!("{}:{scope}", rule.trim()),
+        _ => rule.trim().to_string(),
+    };
     let sub = Submission {
         actor: &admin.name,
         scope: "kill_switches.trip",

@@ -199,6 +199,11 @@ pub struct Trips {
 pub struct TripRuleChoice {
     pub rule: String,
     pub label: String,
+    /// Judged per idempotency scope: a trip may name `<rule>:<scope>`, and then only that
+    /// scope's alert trips it.
+    pub per_scope: bool,
+    /// Who makes the rule fire (a trip on it hands them the switch).
+    pub driven_by: String,
 }
 
 /// A client's cancel of a change it set for later.

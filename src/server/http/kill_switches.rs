@@ -204,20 +204,14 @@ pub(crate) async fn kill_switch_trips(
     State(state): State<AppState>,
     _auth: Scoped<SwitchesRead>,
 ) -> Result<Json<Trips>, Problem> {
-    use crate::model::kill_switches::TRIP_RULES;
-    let label = |rule: &str| {
-        TRIP_RULES
-            .iter()
-            .find(|(r, _)| *r == rule)
-            .map_or_else(|| rule.to_string(), |(_, l)| l.to_string())
-    };
+    use crate::model::kill_switches::{trip_rule_words, TRIP_RULES};
     let trips = state.kill_switches.trips().await?;
     Ok(Json(Trips {
         trips: trips
             .trips
             .into_iter()
             .map(|t| TripRule {
-                rule_label: label(&t.rule),
+                rule_label: trip_rule_words(&t.rule),
                 rule: t.rule,
                 switch: t.switch.key().to_string(),
                 made_by: t.made_by,
@@ -226,9 +220,11 @@ pub(crate) async fn kill_switch_trips(
             .collect(),
         rules: TRIP_RULES
             .iter()
-            .map(|(rule, label)| TripRuleChoice {
-                rule: rule.to_string(),
-                label: label.to_string(),
+            .map(|r| TripRuleChoice {
+                rule: r.rule.to_string(),
+                label: r.words.to_string(),
+                per_scope: r.per_scope,
+                driven_by: r.driven_by.to_string(),
             })
             .collect(),
     }))

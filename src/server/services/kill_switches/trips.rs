@@ -4,7 +4,7 @@
 //! a reason naming the rule, its figures and its window. A trip never turns safety off.
 
 use super::{ChangeError, Origin, Switches};
-use crate::model::kill_switches::{rule_covers, Switch, TRIP_RULES};
+use crate::model::kill_switches::{rule_covers, trip_rule, Switch};
 use crate::model::AppError;
 use crate::server::domain::kill_switches::timers::SYSTEM;
 use crate::server::domain::kill_switches::{ChangeRequest, TRIP_REASON};
@@ -19,18 +19,17 @@ impl Switches {
     }
 
     /// Attaches a trip: when an alert of `rule` fires, `switch` goes to its safe position.
+    /// `rule` is one of the trip rules, or `<rule>:<scope>` for one judged per scope: then
+    /// only that scope's alert trips it, and other scopes' clients cannot.
     pub async fn attach_trip(
         &self,
         rule: &str,
         switch: Switch,
         actor: &str,
     ) -> Result<(), AppError> {
-        if !TRIP_RULES.iter().any(|(r, _)| *r == rule) {
-            return Err(AppError::invalid(
-                "rule",
-                "Choose one of the alert rules listed.",
-            ));
-        }
+        let (name, scope) = rule.split_once(':').unwrap_or((rule, ""));
+        let (_, rule) = trip_rule(name, scope)?;
+        let rule = rule.as_str();
         let now = self.clock.now();
         let current = self.trips().await?;
         if current

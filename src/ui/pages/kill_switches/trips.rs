@@ -66,7 +66,7 @@ pub fn Trips(
 fn AttachForm(form_key: String, change: FormAction<String>) -> impl IntoView {
     let rules = TRIP_RULES
         .iter()
-        .map(|(rule, words)| view! { <option value=*rule>{*words}</option> })
+        .map(|r| view! { <option value=r.rule>{r.words} ", fired by " {r.driven_by}</option> })
         .collect_view();
     let switches = Switch::ALL
         .into_iter()
@@ -82,12 +82,19 @@ fn AttachForm(form_key: String, change: FormAction<String>) -> impl IntoView {
                 <select id="trip-rule" name="rule" class=select>{rules}</select>
             </div>
             <div class="min-w-0 max-w-full">
+                <label for="trip-scope" class="block text-sm font-medium">"Only for the scope (idempotency rules)"</label>
+                <input id="trip-scope" name="scope" maxlength="200" placeholder="every scope" class=select />
+            </div>
+            <div class="min-w-0 max-w-full">
                 <label for="trip-switch" class="block text-sm font-medium">"Then"</label>
                 <select id="trip-switch" name="switch" class=select>{switches}</select>
             </div>
             <button type="submit" class="rounded bg-slate-900 px-4 py-2 text-sm font-medium text-white hover:bg-slate-700">
                 "Attach the trip"
             </button>
+            <p class="w-full text-sm text-amber-800" data-testid="trip-warning">
+                "A trip hands its switch to whoever fires its rule: any device key fires the measurement rules, any client of a scope its idempotency rules. Name one scope to trust only its clients."
+            </p>
         </PostForm>
     }
 }
