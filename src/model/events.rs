@@ -61,7 +61,14 @@ pub struct EventStats {
     pub duplicates_last_hour: u64,
     /// Duplicates / calls received, in percent; `None` without calls.
     pub duplicate_rate_pct: Option<f64>,
+    /// The hour was busier than a page view reads: its figures are estimated from the
+    /// newest events (their rate over the span they cover).
+    #[serde(default)]
+    pub events_estimated: bool,
     pub suppressed_today: u64,
+    /// False: today's suppressed records were counted up to a bound, and there are more.
+    #[serde(default)]
+    pub suppressed_exact: bool,
     pub outbox_pending: u64,
     /// Where side effects go and how that goes (the URL shown by role).
     pub receiver: crate::model::outbox::ReceiverView,

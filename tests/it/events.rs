@@ -770,3 +770,36 @@ pub async fn both_deliver(
     }
     started.elapsed()
 }
+
+/// The Overview reads a bounded number of events whatever the traffic: the newest first, up
+/// to a limit, saying where it stopped; below the limit it reads the hour whole.
+#[tokio::test]
+async fn the_overview_counts_a_busy_hour_from_its_newest_events_and_says_so() {
+    use ops_console::model::users::Role;
+    use ops_console::server::store::events::count_events_since;
+    let app = crate::helpers::spawn_app_with(|_| {}).await;
+    app.set_switches(false, true).await;
+    let key = app.api_key(&["events:write"]).await;
+    let from = app.clock.now() - chrono::Duration::minutes(30);
+    for i in 0..6 {
+        let c = format!("c-busy-{i}-{}", ops_console::server::ids::random_hex(4));
+        let a = post_event(&app, &key, &event(&c, Some("m-1"), "Where is my order?")).await;
+        assert!(a.status.is_success(), "{}", a.body);
+        app.clock.advance(chrono::Duration::minutes(1));
+    }
+    let day = from.format("%Y-%m-%d").to_string();
+    let from_sk = ops_console::server::clock::iso(from);
+    let some = count_events_since(&app.store, &day, &from_sk, 4)
+        .await
+        .unwrap();
+    assert_eq!((some.events, some.exact), (4, false), "{some:?}");
+    let oldest = some.oldest_sk.unwrap();
+    assert!(oldest.contains(":c-busy-2-"), "the newest four: {oldest}");
+    let all = count_events_since(&app.store, &day, &from_sk, 100)
+        .await
+        .unwrap();
+    assert_eq!((all.events, all.exact), (6, true), "{all:?}");
+    let stats = app.state.events.stats(Role::Admin).await.unwrap();
+    assert_eq!(stats.events_last_hour, 6);
+    assert!(!stats.events_estimated && stats.suppressed_exact);
+}

@@ -307,9 +307,15 @@ pub async fn list_days(
     Ok((out, None))
 }
 
-/// How many of one day's records have a result starting with `prefix` (every page of the
-/// day's index partition is counted).
-pub async fn count_day_results(store: &Store, day: &str, prefix: &str) -> Result<u64, StoreError> {
+/// How many of one day's records have a result starting with `prefix`, in at most
+/// `max_calls` counting reads (1 MB each) of the day's index partition; `exact` is false
+/// when it stopped before the end.
+pub async fn count_day_results(
+    store: &Store,
+    day: &str,
+    prefix: &str,
+    max_calls: usize,
+) -> Result<query::Count, StoreError> {
     let spec = Spec {
         table: store.table(MW_AUDIT_ACTIONS.base),
         index: Some(AUDIT_BY_DAY_INDEX),
@@ -320,7 +326,7 @@ pub async fn count_day_results(store: &Store, day: &str, prefix: &str) -> Result
         key_attrs: vec!["conversation_id", "ts_action_id", "audit_day"],
         projection: None,
     };
-    Ok(query::count(store, &spec, usize::MAX, None).await?.n)
+    query::count(store, &spec, max_calls, None).await
 }
 
 /// When `actor` last did `action_type` in `partition` at or after `since`, if they did (a

@@ -76,10 +76,13 @@ fn SwitchStates(v: KillSwitchesView) -> impl IntoView {
 /// The last hour's event rates as tiles, and where side effects go.
 #[component]
 fn EventTiles(s: EventStats) -> impl IntoView {
+    // A busy hour is estimated from its newest events, a busy day's suppressed count
+    // stops at a bound: each says so.
+    let about = if s.events_estimated { "≈ " } else { "" };
     let tiles = [
         (
             "Events / min",
-            format!("{:.1}", s.per_minute),
+            format!("{about}{:.1}", s.per_minute),
             "events-per-minute",
         ),
         (
@@ -89,14 +92,25 @@ fn EventTiles(s: EventStats) -> impl IntoView {
         ),
         (
             "Suppressed by safe mode today",
-            s.suppressed_today.to_string(),
+            format!(
+                "{}{}",
+                s.suppressed_today,
+                if s.suppressed_exact { "" } else { "+" }
+            ),
             "suppressed-today",
         ),
         ("Outbox", s.outbox_pending.to_string(), "outbox-pending"),
     ];
     let summary = format!(
-        "{} events in the last hour, from {} webhook calls ({} of them duplicates).",
-        s.events_last_hour, s.received_last_hour, s.duplicates_last_hour
+        "{about}{} events in the last hour, from {} webhook calls ({} of them duplicates){}.",
+        s.events_last_hour,
+        s.received_last_hour,
+        s.duplicates_last_hour,
+        if s.events_estimated {
+            ", estimated from the newest events"
+        } else {
+            ""
+        }
     );
     view! {
         <div class="mt-2 grid gap-4 md:grid-cols-4">

@@ -1,7 +1,7 @@
 //! Read models for the Events and conversation pages, and Overview's figures: the
 //! [`Events`] service's reads, with every personal detail masked.
 
-use chrono::{Duration, NaiveDate};
+use chrono::{DateTime, Duration, NaiveDate, Utc};
 
 use crate::model::events::{EventPage, EventRow, EventStats, StateView};
 use crate::model::users::Role;
@@ -161,7 +161,10 @@ impl Events {
     }
 
     /// Overview's figures: the last hour's events and duplicates, today's suppressed side
-    /// effects, the outbox, and where side effects are delivered.
+    /// effects, the outbox, and where side effects are delivered. Whatever the traffic, a
+    /// view reads a bounded number of items: the newest [`OVERVIEW_SAMPLE`] events of each
+    /// day the hour touches (a busier hour is estimated from them, and says so) and at most
+    /// [`SUPPRESSED_CALLS`] counting reads of today's suppressed records.
     pub async fn stats(&self, role: Role) -> Result<EventStats, AppError> {
         let now = self.clock.now();
         let from = now - Duration::hours(1);
@@ -171,13 +174,26 @@ impl Events {
         if earlier != days[0] {
             days.push(earlier);
         }
-        let (mut events, mut duplicates) = (0, 0);
+        let mut read = records::EventSample {
+            exact: true,
+            ..records::EventSample::default()
+        };
+        // Newest day first: a sample that stops in today leaves yesterday unread.
         for day in &days {
-            let (e, d) = records::count_events_since(&self.store, day, &from_sk).await?;
-            events += e;
-            duplicates += d;
+            let d =
+                records::count_events_since(&self.store, day, &from_sk, OVERVIEW_SAMPLE).await?;
+            read.events += d.events;
+            read.duplicates += d.duplicates;
+            read.oldest_sk = d.oldest_sk.or(read.oldest_sk);
+            if !d.exact {
+                read.exact = false;
+                break;
+            }
         }
+        let (events, duplicates) = hour_from_sample(&read, now);
         let deliveries = events + duplicates;
+        let suppressed =
+            audit::count_day_results(&self.store, &days[0], "suppressed", SUPPRESSED_CALLS).await?;
         Ok(EventStats {
             events_last_hour: events,
             per_minute: events as f64 / 60.0,
@@ -185,7 +201,9 @@ impl Events {
             duplicates_last_hour: duplicates,
             duplicate_rate_pct: (deliveries > 0)
                 .then(|| duplicates as f64 * 100.0 / deliveries as f64),
-            suppressed_today: audit::count_day_results(&self.store, &days[0], "suppressed").await?,
+            events_estimated: !read.exact,
+            suppressed_today: suppressed.n,
+            suppressed_exact: suppressed.exact,
             outbox_pending: outbox_reads::count(&self.store, Group::Due, &Filter::default())
                 .await?,
             receiver: self.receiver(role).await?,
@@ -193,9 +211,65 @@ impl Events {
     }
 }
 
+/// The newest events the Overview reads of each day, at most.
+pub const OVERVIEW_SAMPLE: usize = 5000;
+/// Counting reads (1 MB each) of today's suppressed records, at most.
+pub const SUPPRESSED_CALLS: usize = 4;
+
+/// The last hour's events and duplicates from what was read: as read when it was all of
+/// the hour, else scaled from the span the sample covers (the newest events, up to the
+/// oldest read) to the hour.
+fn hour_from_sample(read: &records::EventSample, now: DateTime<Utc>) -> (u64, u64) {
+    if read.exact {
+        return (read.events, read.duplicates);
+    }
+    let oldest = read
+        .oldest_sk
+        .as_deref()
+        .and_then(|sk| sk.split('#').next())
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok());
+    let span_ms = oldest.map_or(0, |t| (now - t.with_timezone(&Utc)).num_milliseconds());
+    let hour_ms = 3_600_000i64;
+    if span_ms <= 0 || span_ms >= hour_ms {
+        return (read.events, read.duplicates);
+    }
+    let scale = |n: u64| (n as f64 * hour_ms as f64 / span_ms as f64).round() as u64;
+    (scale(read.events), scale(read.duplicates))
+}
+
 fn bad_cursor() -> AppError {
     AppError::invalid(
         "cursor",
         "This page link is not valid any more; start again from the first page.",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sample_of_the_newest_events_is_scaled_to_the_hour() {
+        let now = DateTime::parse_from_rfc3339("2026-12-06T12:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let sample = |exact, oldest: &str| records::EventSample {
+            events: 5000,
+            duplicates: 50,
+            exact,
+            oldest_sk: Some(format!("{oldest}#e-1")),
+        };
+        // 5,000 events in the newest 30 s: 600,000 an hour.
+        assert_eq!(
+            hour_from_sample(&sample(false, "2026-12-06T11:59:30.000Z"), now),
+            (600_000, 6_000)
+        );
+        // All of the hour was read: as read.
+        assert_eq!(
+            hour_from_sample(&sample(true, "2026-12-06T11:59:30.000Z"), now),
+            (5000, 50)
+        );
+        // An oldest time that does not read: the sample as read, never a guess.
+        assert_eq!(hour_from_sample(&sample(false, "x"), now), (5000, 50));
+    }
 }

@@ -125,15 +125,29 @@ pub async fn events_of_conversation(
 }
 
 /// Items read per page while counting events.
-const COUNT_PAGE: usize = 5000;
+const COUNT_PAGE: usize = 1000;
 
-/// Events received since `from_sk` (a `created_sk` lower bound) on `day`: how many, and
-/// how many duplicate deliveries they had.
+/// What a count of one day's recent events read, newest first.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EventSample {
+    pub events: u64,
+    /// Duplicate deliveries of those events.
+    pub duplicates: u64,
+    /// Every event since the bound was read; false: it stopped at its limit.
+    pub exact: bool,
+    /// The `created_sk` of the oldest event read.
+    pub oldest_sk: Option<String>,
+}
+
+/// Events received since `from_sk` (a `created_sk` lower bound) on `day`, newest first and
+/// at most `limit` of them: how many, and how many duplicate deliveries they had. A busy
+/// hour is not read whole on every view of a page: the sample says where it stopped.
 pub async fn count_events_since(
     store: &Store,
     day: &str,
     from_sk: &str,
-) -> Result<(u64, u64), StoreError> {
+    limit: usize,
+) -> Result<EventSample, StoreError> {
     let spec = query::Spec {
         table: store.table(MW_IDEMPOTENCY.base),
         index: Some(EVENTS_BY_DAY_INDEX),
@@ -143,28 +157,41 @@ pub async fn count_events_since(
             Cond::Between(s(from_sk), s(end_of_day_sk(day))),
         )),
         filters: Vec::new(),
-        ascending: true,
+        ascending: false,
         key_attrs: vec!["event_id", "event_day", "created_sk"],
         projection: Some(vec!["duplicates"]),
     };
-    let (mut events, mut duplicates) = (0u64, 0u64);
+    let mut sample = EventSample {
+        exact: true,
+        ..EventSample::default()
+    };
     if from_sk > end_of_day_sk(day).as_str() {
         // Nothing of `day` is that late (and BETWEEN refuses a reversed range).
-        return Ok((events, duplicates));
+        return Ok(sample);
     }
     let mut cursor = None::<String>;
     loop {
         let start = cursor.as_deref().map_or(Start::First, Start::After);
-        let page = query::page(store, &spec, start, COUNT_PAGE).await?;
+        let want = COUNT_PAGE
+            .min(limit.saturating_sub(sample.events as usize))
+            .max(1);
+        let page = query::page(store, &spec, start, want).await?;
         for item in &page.items {
-            events += 1;
+            sample.events += 1;
             if let Some(AttributeValue::N(d)) = item.get("duplicates") {
-                duplicates += d.parse::<u64>().unwrap_or(0);
+                sample.duplicates += d.parse::<u64>().unwrap_or(0);
+            }
+            if let Some(AttributeValue::S(sk)) = item.get("created_sk") {
+                sample.oldest_sk = Some(sk.clone());
             }
         }
         match page.next {
+            Some(_) if sample.events as usize >= limit => {
+                sample.exact = false;
+                return Ok(sample);
+            }
             Some(next) => cursor = Some(next),
-            None => return Ok((events, duplicates)),
+            None => return Ok(sample),
         }
     }
 }
