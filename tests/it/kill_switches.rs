@@ -222,3 +222,82 @@ async fn reasons_are_redacted_before_they_are_stored() {
         "customer ***@*** called from ***-***-0100"
     );
 }
+
+/// Every event and delivery reads the switches; no one item takes all those reads. Each
+/// change writes every copy in its own transaction, so a read of any copy after the change
+/// is acknowledged has it (no staleness). A change made without them (a console of the
+/// release before, in a rolling deployment) is found and mended by the next look at the
+/// timed changes; a table with no copies yet is read from the item itself.
+#[tokio::test]
+async fn every_copy_of_the_switches_has_each_change_and_a_change_made_without_them_is_mended() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use ops_console::server::store::kill_switches::{load_copy, COPIES};
+    let app = spawn_app().await;
+    let table = app.store.table("settings");
+    let copy = |i: u32| {
+        let (client, table) = (app.store.client().clone(), table.clone());
+        async move {
+            client
+                .get_item()
+                .table_name(table)
+                .key("pk", AttributeValue::S(format!("kill_switches#copy#{i}")))
+                .consistent_read(true)
+                .send()
+                .await
+                .unwrap()
+                .item
+        }
+    };
+    let version = |item: Option<std::collections::HashMap<String, AttributeValue>>| {
+        item.and_then(|i| i.get("version").and_then(|v| v.as_n().ok()).cloned())
+    };
+    // No copies yet: the item itself is read.
+    assert_eq!(version(copy(0).await), None);
+    let origin = Origin {
+        actor: "alice",
+        idempotency_key: "k1",
+        action_id: "a1",
+    };
+    let now = app.clock.now();
+    service(&app)
+        .change_at(&turn_safe_mode_off(0, "go live"), &origin, now)
+        .await
+        .unwrap();
+    for i in 0..COPIES {
+        assert_eq!(version(copy(i).await).as_deref(), Some("1"), "copy {i}");
+    }
+    for _ in 0..20 {
+        let read = load_copy(&app.store, app.clock.now()).await.unwrap();
+        assert!(!read.safe_mode.enabled && read.version == 1);
+    }
+
+    // A console of the release before turns safe mode on, writing the item alone.
+    app.store
+        .client()
+        .update_item()
+        .table_name(&table)
+        .key("pk", AttributeValue::S("kill_switches".into()))
+        .update_expression("SET safe_mode = :t, version = :v")
+        .expression_attribute_values(":t", AttributeValue::Bool(true))
+        .expression_attribute_values(":v", AttributeValue::N("2".into()))
+        .send()
+        .await
+        .unwrap();
+    let stale = load_copy(&app.store, app.clock.now()).await.unwrap();
+    assert_eq!(
+        stale.version, 1,
+        "until mended, a copy holds the change before"
+    );
+    service(&app).revert_due().await.unwrap();
+    for i in 0..COPIES {
+        assert_eq!(
+            version(copy(i).await).as_deref(),
+            Some("2"),
+            "copy {i} mended"
+        );
+    }
+    for _ in 0..20 {
+        let read = load_copy(&app.store, app.clock.now()).await.unwrap();
+        assert!(read.safe_mode.enabled && read.version == 2);
+    }
+}

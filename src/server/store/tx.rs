@@ -163,6 +163,15 @@ impl Writes {
     }
 
     /// These writes followed by `more`'s, in one transaction.
+    /// How many writes: where writes joined after these begin.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     pub fn and(mut self, more: Writes) -> Writes {
         self.0.extend(more.0);
         self

@@ -212,9 +212,9 @@ impl Events {
         })
     }
 
-    /// The kill switches as they stand now.
+    /// The kill switches as they stand now (one of their copies: no hot item).
     pub(super) async fn live_switches(&self) -> Result<Switches, StoreError> {
-        let s = kill_switches::load(&self.store, self.clock.now()).await?;
+        let s = kill_switches::load_copy(&self.store, self.clock.now()).await?;
         Ok(Switches {
             safe_mode: s.safe_mode.enabled,
             automation_enabled: s.automation_enabled.enabled,

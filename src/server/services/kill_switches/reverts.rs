@@ -35,6 +35,7 @@ impl Switches {
         let now = self.clock.now();
         let mut current = store::load(&self.store, now).await?;
         metrics::kill_switches(&current);
+        store::mend_copies(&self.store, &current, now, self.ttls.settings_days).await?;
         let mut done = Vec::new();
         for switch in Switch::ALL {
             if !timers::due(&current, now).contains(&switch) {

@@ -152,7 +152,9 @@ impl Switches {
             Err(ChangeError::App(AppError::Conflict(_))) => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        // The change (the switches, its audit record), then the episode's marker.
+        // The change (the switches, its audit record, their copies), then the episode's
+        // marker.
+        let marker = writes.len();
         let writes = match episode {
             Some(seen) => writes.and(seen),
             None => writes,
@@ -176,7 +178,7 @@ impl Switches {
             }
             // This episode moved the switch already (a repeat, another console): a
             // person's change since stands.
-            r if r.contains(&2) => Ok(Some(unchanged)),
+            r if r.contains(&marker) => Ok(Some(unchanged)),
             // The switches changed meanwhile: read them again.
             _ => Ok(None),
         }

@@ -156,6 +156,8 @@ impl Switches {
                 Err(ChangeError::App(AppError::Conflict(_))) => continue,
                 Err(e) => return Err(e),
             };
+            // The change (the switches, its audit record, their copies), then the marker.
+            let marker = writes.len();
             let outcome = writes.and(once).commit(&self.store).await?;
             let refused: Vec<usize> = outcome.into_refusals().iter().map(|r| r.index).collect();
             match refused.as_slice() {
@@ -163,9 +165,9 @@ impl Switches {
                     crate::server::metrics::kill_switch_tripped(switch.key(), "rule");
                     return Ok(true);
                 }
-                // This switch's trip was done in this episode already (index 2: switch,
-                // audit, episode), or the episode moved on.
-                r if r.contains(&2) => {
+                // This switch's trip was done in this episode already, or the episode
+                // moved on.
+                r if r.contains(&marker) => {
                     tracing::info!(alert = %alert_id, episode, switch = switch.key(), "a trip found its episode done already");
                     return Ok(false);
                 }
