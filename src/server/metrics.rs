@@ -162,6 +162,14 @@ fn describe_areas() {
         "opsconsole_inbox_stream_lag_seconds",
         "Age of the newest inbox stream record the consumer handled when it handled it."
     );
+    describe_gauge!(
+        "opsconsole_inbox_stream_behind_seconds",
+        "Seconds since this console last read every inbox stream shard it holds to its newest record; grows while nothing is read."
+    );
+    describe_counter!(
+        "opsconsole_inbox_stream_trimmed_total",
+        "Saved inbox stream positions found trimmed (older than the stream keeps): removals since may be uncounted."
+    );
     describe_counter!(
         "opsconsole_alerts_announced_total",
         "Alert messages this console sent, by alert and state (firing, resolved)."
@@ -327,6 +335,14 @@ pub fn dynamodb_retry(operation: &str) {
 
 pub fn inbox_stream_lag(seconds: f64) {
     gauge!("opsconsole_inbox_stream_lag_seconds").set(seconds.max(0.0));
+}
+
+pub fn inbox_stream_behind(seconds: f64) {
+    gauge!("opsconsole_inbox_stream_behind_seconds").set(seconds.max(0.0));
+}
+
+pub fn inbox_stream_trimmed() {
+    counter!("opsconsole_inbox_stream_trimmed_total").increment(1);
 }
 
 /// The switches as this console last read them: each one's position and last change.

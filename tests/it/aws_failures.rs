@@ -589,3 +589,111 @@ async fn monitoring_counts_are_not_counted_twice_when_answers_are_lost() {
     assert_eq!(requests, 4, "four requests, counted once each: {stats:?}");
     assert!(proxy.report().get(Kind::LostAnswer) >= 1);
 }
+
+/// AWS serves `DescribeStream` about 10 times a second per account and region: a console
+/// that reads its shards every second lists them once a minute (100 consoles: under 2 a
+/// second), and at once when a shard it read has ended (its children are new, and are
+/// read without waiting for the minute). The gauge of how long this console has not read
+/// its shards to their newest record stays near zero while it reads.
+#[tokio::test]
+async fn the_stream_consumer_lists_the_shards_once_a_minute_and_again_when_one_ends() {
+    use ops_console::server::store::inbox::stream::Consumer;
+    let proxy = faulty_dynamodb().await;
+    let (app, direct) = spawn_app_via(&proxy, |_| {}).await;
+    let mut consumer = Consumer::new(app.store.clone(), "one", StdDuration::from_secs(30));
+    let before = proxy.report().describe_stream;
+    for _ in 0..30 {
+        consumer.round().await.unwrap();
+    }
+    let listed = proxy.report().describe_stream - before;
+    assert_eq!(listed, 1, "30 rounds, one list");
+
+    // A shard splits after 3 records: the consumer that read it to its end lists again,
+    // and counts what its children hold (the second batch) in the rounds that follow.
+    proxy.update(|f| f.split_after_records = 3);
+    let before = proxy.report().describe_stream;
+    let (mut deleted, mut counted) = (0, 0);
+    for batch in 0..2 {
+        let now = app.clock.now();
+        for i in 0..8 {
+            let mut p = to_everyone(i);
+            p.category = Some(ck("ops"));
+            p.ttl = Some("1h".into());
+            p.uids = Some(vec![uk(&format!("split-{batch}-{i}"))]);
+            app.state
+                .inbox
+                .publish(
+                    &tk("acme"),
+                    &ik("news"),
+                    &p,
+                    &format!("split-{batch}-{i}"),
+                    now,
+                )
+                .await
+                .unwrap();
+        }
+        let later = (now + chrono::Duration::hours(2)).timestamp();
+        let mut start = None;
+        loop {
+            let (_, d, next) =
+                ops_console::server::store::inbox::stream::sweep_page(&direct, later, start)
+                    .await
+                    .unwrap();
+            deleted += d;
+            match next {
+                Some(k) => start = Some(k),
+                None => break,
+            }
+        }
+        for _ in 0..50 {
+            counted += consumer.round().await.unwrap().counted;
+            if counted == deleted {
+                break;
+            }
+        }
+    }
+    assert!(deleted > 0);
+    assert_eq!(counted, deleted, "{}", proxy.report());
+    assert!(proxy.report().get(Kind::ShardSplit) >= 1);
+    let listed = proxy.report().describe_stream - before;
+    assert!(
+        (1..=10).contains(&listed),
+        "listed again when a shard ended, not every round: {listed}"
+    );
+}
+
+/// `/healthz` answers from the process: no DynamoDB request per check, and 200 while
+/// DynamoDB is away (a brownout must not make ECS replace every console at once); it says
+/// what the console's own requests saw. Readiness and the alarms tell DynamoDB's state.
+#[tokio::test]
+async fn healthz_answers_from_the_process_while_dynamodb_is_away() {
+    let proxy = faulty_dynamodb().await;
+    let (app, _direct) = spawn_app_via(&proxy, |_| {}).await;
+    let key = app.api_key(&["switches:read"]).await;
+    let before = proxy.report().requests;
+    for _ in 0..5 {
+        let h = app.get("/healthz", None).await;
+        assert_eq!(h.status, 200);
+        assert_eq!(
+            h.json()["dynamodb"],
+            "ok",
+            "the key's requests were answered"
+        );
+    }
+    assert_eq!(
+        proxy.report().requests,
+        before,
+        "no DynamoDB request per check"
+    );
+
+    proxy.update(|f| f.outage = dynamodb_faults::Outage::Refuse);
+    let refused = app.api("GET", "/api/v1/kill-switches", &key, None).await;
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    let h = app.get("/healthz", None).await;
+    assert_eq!(h.status, 200, "alive while DynamoDB is away");
+    assert_eq!(h.json()["dynamodb"], "failing");
+    proxy.update(|f| f.outage = dynamodb_faults::Outage::None);
+    let back = app.api("GET", "/api/v1/kill-switches", &key, None).await;
+    assert_eq!(back.status, 200, "{}", back.body);
+    assert_eq!(app.get("/healthz", None).await.json()["dynamodb"], "ok");
+}

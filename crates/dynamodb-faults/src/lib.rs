@@ -261,6 +261,8 @@ pub(crate) struct Counters {
     writes: AtomicU64,
     /// Late writes not applied yet.
     pub(crate) late_pending: AtomicU64,
+    /// `DescribeStream` calls (AWS serves about 10 a second per account and region).
+    pub(crate) describe_stream: AtomicU64,
 }
 
 impl Counters {
@@ -283,6 +285,8 @@ pub struct Report {
     pub units: BTreeMap<String, Units>,
     /// Late writes still waiting to land.
     pub late_pending: u64,
+    /// `DescribeStream` calls received.
+    pub describe_stream: u64,
 }
 
 /// What calls of one operation consumed, as AWS bills them.
@@ -405,6 +409,7 @@ impl Shared {
             hottest: self.limiter.hottest(),
             units: self.capacity.units(),
             late_pending: self.counters.late_pending.load(Ordering::Relaxed),
+            describe_stream: self.counters.describe_stream.load(Ordering::Relaxed),
         }
     }
 }

@@ -736,6 +736,10 @@ async fn stream_request(
     let shared = &ctx.shared;
     match op {
         "DescribeStream" => {
+            shared
+                .counters
+                .describe_stream
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             if shared.roll(faults.stream_limit_rate) {
                 shared.counters.add(Kind::StreamLimit);
                 return errors::limit_exceeded();

@@ -42,10 +42,22 @@ pub struct Consumer {
     /// restart (or a lost lease) the saved position is read again.
     iterators: HashMap<String, String>,
     stream: Option<String>,
+    /// The shards as last listed, and when. Only saves requests: a list is asked again
+    /// after [`SHARDS_EVERY`], or at once when a shard this console read has ended (its
+    /// children are new).
+    listed: Option<(std::time::Instant, Vec<ShardInfo>)>,
+    /// When this console last read every shard it holds to an empty page (or its end).
+    caught_up: std::time::Instant,
 }
 
 /// Pages one shard may read in one round before the others get their turn.
 const PAGES_PER_ROUND: usize = 20;
+
+/// How long a list of the shards is used. AWS serves `DescribeStream` about 10 times a
+/// second per account and region: 100 consoles asking once a minute each make fewer than 2.
+/// A shard splits about every four hours; the console that reads a parent to its end asks
+/// at once, so its children wait for no list.
+pub const SHARDS_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl Consumer {
     pub fn new(store: Store, owner: &str, lease: std::time::Duration) -> Consumer {
@@ -54,7 +66,21 @@ impl Consumer {
             store,
             iterators: HashMap::new(),
             stream: None,
+            listed: None,
+            caught_up: std::time::Instant::now(),
         }
+    }
+
+    /// The shards, listed again when the list is older than [`SHARDS_EVERY`].
+    async fn shards_now(&mut self, arn: &str) -> Result<Vec<ShardInfo>, StoreError> {
+        if let Some((at, shards)) = &self.listed {
+            if at.elapsed() < SHARDS_EVERY {
+                return Ok(shards.clone());
+            }
+        }
+        let shards = self.shards(arn).await?;
+        self.listed = Some((std::time::Instant::now(), shards.clone()));
+        Ok(shards)
     }
 
     pub(super) async fn stream_arn(&mut self) -> Result<Option<String>, StoreError> {
@@ -138,8 +164,12 @@ impl Consumer {
                 let e = e.into_service_error();
                 match e {
                     // The saved position is older than the stream keeps (24 hours): what
-                    // is left starts at the trim horizon.
+                    // is left starts at the trim horizon, and the removals in between were
+                    // never counted. Said and counted: the recount (`ops-console verify
+                    // inbox`) finds the counters they left high.
                     GetShardIteratorError::TrimmedDataAccessException(_) if after.is_some() => {
+                        tracing::warn!(shard = %shard, "inbox stream: the saved position was trimmed; removals since may be uncounted (run ops-console verify inbox)");
+                        crate::server::metrics::inbox_stream_trimmed();
                         Box::pin(self.iterator(arn, shard, None)).await
                     }
                     GetShardIteratorError::ResourceNotFoundException(_) => Ok(None),
@@ -157,7 +187,8 @@ impl Consumer {
         let Some(arn) = self.stream_arn().await? else {
             return Ok(report);
         };
-        let shards = self.shards(&arn).await?;
+        let shards = self.shards_now(&arn).await?;
+        let mut caught_up = true;
         let listed: std::collections::HashSet<&str> =
             shards.iter().map(|s| s.id.as_str()).collect();
         let mut finished: HashMap<String, bool> = HashMap::new();
@@ -186,27 +217,35 @@ impl Consumer {
             // One shard that DynamoDB will not read now (a throttled stream, a 5xx) waits
             // for the next round; the others are read in this one.
             match self.read_shard(&arn, &sh.id, &mut report).await {
-                Ok(true) => {
+                Ok(Read::Ended) => {
                     finished.insert(sh.id.clone(), true);
+                    // Its children are new: the next round lists the shards again.
+                    self.listed = None;
                 }
-                Ok(false) => {}
+                Ok(Read::CaughtUp) => {}
+                Ok(Read::More) => caught_up = false,
                 Err(e) if e.busy().is_some() => {
                     self.iterators.remove(&sh.id);
                     report.deferred += 1;
+                    caught_up = false;
                 }
                 Err(e) => return Err(e),
             }
         }
+        if caught_up {
+            self.caught_up = std::time::Instant::now();
+        }
+        crate::server::metrics::inbox_stream_behind(self.caught_up.elapsed().as_secs_f64());
         Ok(report)
     }
 
-    /// Reads one held shard for a while. True when it was read to its end.
+    /// Reads one held shard for a while: to its end, to an empty page, or not as far.
     async fn read_shard(
         &mut self,
         arn: &str,
         shard: &str,
         report: &mut Report,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Read, StoreError> {
         let mut it = match self.iterators.remove(shard) {
             Some(it) => Some(it),
             None => {
@@ -214,23 +253,24 @@ impl Consumer {
                 self.iterator(arn, shard, state.sequence.as_deref()).await?
             }
         };
+        let mut empty = false;
         for _ in 0..PAGES_PER_ROUND {
             let Some(current) = it.take() else {
                 // Closed and read to its end.
                 self.leases.save(shard, None, true).await?;
-                return Ok(true);
+                return Ok(Read::Ended);
             };
             let Some(out) = self.records(&current).await? else {
                 // The next round starts again from the saved position.
-                return Ok(false);
+                return Ok(Read::More);
             };
             let records = out.records.unwrap_or_default();
-            let empty = records.is_empty();
+            empty = records.is_empty();
             let last = self.count(records, report).await?;
             it = out.next_shard_iterator;
             if last.is_some() && !self.leases.save(shard, last.as_deref(), false).await? {
-                // Another console holds the shard now.
-                return Ok(false);
+                // Another console holds the shard now: it is that console's to read.
+                return Ok(Read::CaughtUp);
             }
             if empty {
                 break;
@@ -239,11 +279,11 @@ impl Consumer {
         match it {
             Some(next) => {
                 self.iterators.insert(shard.to_string(), next);
-                Ok(false)
+                Ok(if empty { Read::CaughtUp } else { Read::More })
             }
             None => {
                 self.leases.save(shard, None, true).await?;
-                Ok(true)
+                Ok(Read::Ended)
             }
         }
     }
@@ -299,3 +339,13 @@ impl Consumer {
 }
 
 const PAGE: i32 = 1000;
+
+/// How far a round read a shard it holds.
+enum Read {
+    /// To its end: closed, and every record read.
+    Ended,
+    /// To an empty page (what follows is not written yet), or it is another console's now.
+    CaughtUp,
+    /// Not as far: its pages ran out for this round, or its iterator did.
+    More,
+}
