@@ -1,13 +1,15 @@
-//! `/healthz`: whether this console can reach DynamoDB.
+//! `/healthz`: whether this console's process serves, answered from the process.
 
 use serde::Serialize;
 use utoipa::ToSchema;
 
 #[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct Health {
-    /// `ok` or `unavailable`.
+    /// `ok`: the process serves.
     pub status: &'static str,
-    /// `ok`, `error` or `timeout`.
+    /// What this console's own requests saw of DynamoDB in the last minute, for people:
+    /// `ok` (answered), `failing` (no answer, or DynamoDB's own failure) or `unknown` (no
+    /// request). Never asked for the check, and never a reason for a 503.
     pub dynamodb: &'static str,
 }
 

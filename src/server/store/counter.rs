@@ -2,6 +2,7 @@
 //! costs (a duplicate is one request) and that user-facing pages never Scan.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use aws_sdk_dynamodb::config::interceptors::{
@@ -14,6 +15,32 @@ use aws_smithy_runtime_api::client::retries::RequestAttempts;
 #[derive(Debug, Default)]
 pub struct RequestCounter {
     counts: Mutex<BTreeMap<String, u64>>,
+    /// When DynamoDB last answered one of this store's requests (any answer of its own,
+    /// a refused condition too), in Unix milliseconds; 0: never.
+    answered_ms: AtomicI64,
+    /// When a request last got no answer, or DynamoDB's own failure (a 5xx).
+    failed_ms: AtomicI64,
+}
+
+/// What this store's own requests saw of DynamoDB lately, without asking it anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// Its last request was answered, within the last [`REACH_WINDOW_MS`].
+    Ok,
+    /// Its last request got no answer, or DynamoDB's own failure.
+    Failing,
+    /// No request in the window.
+    Unknown,
+}
+
+/// How recent a request must be to tell [`Reach`].
+pub const REACH_WINDOW_MS: i64 = 60_000;
+
+/// The machine's time (not the console's clock, which tests move).
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 impl RequestCounter {
@@ -28,6 +55,30 @@ impl RequestCounter {
 
     pub fn get(&self, op: &str) -> u64 {
         self.snapshot().get(op).copied().unwrap_or(0)
+    }
+
+    /// What the requests of the last minute saw.
+    pub fn reach(&self) -> Reach {
+        let now_ms = unix_ms();
+        let answered = self.answered_ms.load(Ordering::Relaxed);
+        let failed = self.failed_ms.load(Ordering::Relaxed);
+        let last = answered.max(failed);
+        if last == 0 || now_ms - last > REACH_WINDOW_MS {
+            Reach::Unknown
+        } else if failed > answered {
+            Reach::Failing
+        } else {
+            Reach::Ok
+        }
+    }
+
+    fn heard(&self, answered: bool) {
+        let at = if answered {
+            &self.answered_ms
+        } else {
+            &self.failed_ms
+        };
+        at.fetch_max(unix_ms(), Ordering::Relaxed);
     }
 
     fn add(&self, op: &str) {
@@ -86,6 +137,11 @@ impl Intercept for CountingInterceptor {
             Some(r) if r.status().is_success() => "ok",
             Some(r) => classify(r.body().bytes().unwrap_or_default()),
         };
+        self.0.heard(
+            context
+                .response()
+                .is_some_and(|r| !r.status().is_server_error()),
+        );
         crate::server::metrics::dynamodb_request(op, result);
         Ok(())
     }

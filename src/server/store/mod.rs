@@ -34,7 +34,7 @@ use std::time::Duration;
 use aws_sdk_dynamodb::config::{Credentials, Region};
 use aws_sdk_dynamodb::Client;
 
-pub use counter::RequestCounter;
+pub use counter::{Reach, RequestCounter};
 pub use error::{Busy, StoreError};
 
 /// Table names are `<prefix><name>-<env>`: the environment suffix keeps dev, staging and
@@ -150,17 +150,6 @@ impl Store {
     /// The DynamoDB Streams client (the inbox's removal consumer).
     pub(crate) fn streams(&self) -> &aws_sdk_dynamodbstreams::Client {
         &self.streams
-    }
-
-    /// Cheap check that DynamoDB answers and our settings table is there.
-    pub async fn ping(&self) -> Result<(), StoreError> {
-        self.client
-            .describe_table()
-            .table_name(self.table(schema::SETTINGS.base))
-            .send()
-            .await
-            .map_err(StoreError::request("DescribeTable"))?;
-        Ok(())
     }
 
     /// Waits until DynamoDB answers at all (right after starting DynamoDB Local, and at

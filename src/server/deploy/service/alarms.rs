@@ -1,7 +1,7 @@
 //! CloudWatch alarms a team pages on, each to the `AlarmTopicArn` topic when it fires and
 //! when it clears: the load balancer's 5xx rate, targets failing their health checks or
-//! none left healthy, and for every table its throttled requests and DynamoDB's own
-//! errors. The console's alert rules (docs/operations.md) watch the rest from inside.
+//! none left healthy, for every table its throttled requests and DynamoDB's own errors,
+//! and for every global secondary index its own throttles. The console's alert rules (docs/operations.md) watch the rest from inside.
 
 use serde_json::{json, Map, Value};
 
@@ -33,7 +33,7 @@ pub(super) fn resources(r: &mut Map<String, Value>, names: &TableNames) {
         {"Name": "TargetGroup", "Value": {"Fn::GetAtt": ["TargetGroup", "TargetGroupFullName"]}},
     ]);
     r.insert("AlarmUnhealthyTargets".into(), alarm(json!({
-        "AlarmDescription": "ops-console: a task fails the load balancer's health checks (GET /healthz: it cannot reach DynamoDB, or it does not answer)",
+        "AlarmDescription": "ops-console: a task fails the load balancer's health checks (GET /healthz, answered by the process: it does not answer)",
         "Namespace": "AWS/ApplicationELB",
         "MetricName": "UnHealthyHostCount",
         "Dimensions": lb_and_group.clone(),
@@ -63,6 +63,18 @@ pub(super) fn resources(r: &mut Map<String, Value>, names: &TableNames) {
         let id = table_id(spec);
         r.insert(format!("Alarm{id}Throttles"), throttles(&name));
         r.insert(format!("Alarm{id}SystemErrors"), system_errors(&name));
+        // The table's throttle metrics leave out its indexes' (AWS documents the
+        // `TableName` dimension alone as the base table's): a hot index key, which
+        // throttles the table's writes, pages only on its own alarm.
+        for index in spec.gsis {
+            r.insert(
+                format!(
+                    "Alarm{id}{}Throttles",
+                    crate::server::deploy::pascal(index.name)
+                ),
+                index_throttles(&name, index.name),
+            );
+        }
     }
 }
 
@@ -109,12 +121,53 @@ fn five_xx_rate() -> Value {
     }))
 }
 
+/// The operations whose `ThrottledRequests` (requests with a throttle event, a
+/// transaction's too) the table's throttle alarm adds: seven, with the two event metrics
+/// and the sum, ten metrics (an alarm's most).
+const THROTTLED_OPERATIONS: &[&str] = &[
+    "GetItem",
+    "PutItem",
+    "UpdateItem",
+    "Query",
+    "BatchGetItem",
+    "BatchWriteItem",
+    "TransactWriteItems",
+];
+
 /// Reads or writes DynamoDB refused for capacity, in two 5-minute periods running.
 fn throttles(table: &str) -> Value {
     let ns = "AWS/DynamoDB";
     let dims = json!([{"Name": "TableName", "Value": table}]);
+    let mut metrics = vec![
+        input("reads", ns, "ReadThrottleEvents", dims.clone(), 300),
+        input("writes", ns, "WriteThrottleEvents", dims, 300),
+    ];
+    for (i, op) in THROTTLED_OPERATIONS.iter().enumerate() {
+        let dims =
+            json!([{"Name": "TableName", "Value": table}, {"Name": "Operation", "Value": op}]);
+        metrics.push(input(&format!("op{i}"), ns, "ThrottledRequests", dims, 300));
+    }
+    let ops: Vec<String> = (0..THROTTLED_OPERATIONS.len())
+        .map(|i| format!("FILL(op{i}, 0)"))
+        .collect();
+    metrics.push(json!({"Id": "throttled", "Label": "throttle events and throttled requests", "ReturnData": true,
+        "Expression": format!("FILL(reads, 0) + FILL(writes, 0) + {}", ops.join(" + "))}));
     alarm(json!({
         "AlarmDescription": format!("ops-console: DynamoDB throttles requests to {table} (a hot key or partition; the console answers 503 with Retry-After meanwhile)"),
+        "Metrics": metrics,
+        "EvaluationPeriods": 2,
+        "Threshold": 1,
+        "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+    }))
+}
+
+/// Reads or writes one global secondary index refused for capacity (its key's partition
+/// past its limit), in two 5-minute periods running.
+fn index_throttles(table: &str, index: &str) -> Value {
+    let ns = "AWS/DynamoDB";
+    let dims = json!([{"Name": "TableName", "Value": table}, {"Name": "GlobalSecondaryIndexName", "Value": index}]);
+    alarm(json!({
+        "AlarmDescription": format!("ops-console: DynamoDB throttles {table}'s index {index} (a hot index key; a throttled index throttles the table's writes)"),
         "Metrics": [
             input("reads", ns, "ReadThrottleEvents", dims.clone(), 300),
             input("writes", ns, "WriteThrottleEvents", dims, 300),

@@ -163,6 +163,29 @@ fn every_table_and_the_tasks_policy_come_from_the_one_specification() {
             json!({"Ref": id})
         );
     }
+    // Every index has its own throttle alarm, on its own dimension: the table's leave
+    // the indexes out.
+    for spec in ALL {
+        for index in spec.gsis {
+            let id = format!(
+                "Alarm{}{}Throttles",
+                table_id(spec),
+                crate::server::deploy::pascal(index.name)
+            );
+            let metrics = &t["Resources"][&id]["Properties"]["Metrics"];
+            assert_eq!(
+                metrics[1]["MetricStat"]["Metric"]["Dimensions"][1],
+                json!({"Name": "GlobalSecondaryIndexName", "Value": index.name}),
+                "{id}"
+            );
+        }
+        let table = &t["Resources"][format!("Alarm{}Throttles", table_id(spec))];
+        let metrics = table["Properties"]["Metrics"].as_array().unwrap();
+        assert!(metrics.len() <= 10);
+        assert!(metrics
+            .iter()
+            .any(|m| m["MetricStat"]["Metric"]["MetricName"] == "ThrottledRequests"));
+    }
     let mut role =
         t["Resources"]["TaskRole"]["Properties"]["Policies"][0]["PolicyDocument"].clone();
     substitute(&mut role);
