@@ -772,34 +772,91 @@ pub async fn both_deliver(
 }
 
 /// The Overview reads a bounded number of events whatever the traffic: the newest first, up
-/// to a limit, saying where it stopped; below the limit it reads the hour whole.
+/// to a limit divided among the day's shards, each saying where it stopped; below the
+/// limit it reads the hour whole. Events spread over the day's shards, and a page of the
+/// day merges them newest first.
 #[tokio::test]
 async fn the_overview_counts_a_busy_hour_from_its_newest_events_and_says_so() {
     use ops_console::model::users::Role;
-    use ops_console::server::store::events::count_events_since;
+    use ops_console::server::store::events::{count_events_since, day_key, day_keys};
     let app = crate::helpers::spawn_app_with(|_| {}).await;
     app.set_switches(false, true).await;
     let key = app.api_key(&["events:write"]).await;
     let from = app.clock.now() - chrono::Duration::minutes(30);
-    for i in 0..6 {
-        let c = format!("c-busy-{i}-{}", ops_console::server::ids::random_hex(4));
-        let a = post_event(&app, &key, &event(&c, Some("m-1"), "Where is my order?")).await;
+    let day = from.format("%Y-%m-%d").to_string();
+    // Six conversations whose events share one shard of the day, and six spread.
+    let tag = ops_console::server::ids::random_hex(4);
+    let id = |c: &str| format!("evt:rp:{c}:m-1");
+    let crowd: Vec<String> = {
+        let mut found = Vec::new();
+        let target = day_key(&day, &id(&format!("c-busy-0-{tag}")));
+        for n in 0.. {
+            let c = format!("c-busy-{n}-{tag}");
+            if day_key(&day, &id(&c)) == target {
+                found.push(c);
+            }
+            if found.len() == 6 {
+                break;
+            }
+        }
+        found
+    };
+    // Three more in other shards, between them.
+    let target = day_key(&day, &id(&crowd[0]));
+    let spread: Vec<String> = (0..)
+        .map(|n| format!("c-spread-{n}-{tag}"))
+        .filter(|c| day_key(&day, &id(c)) != target)
+        .take(3)
+        .collect();
+    let mut posted = Vec::new();
+    for (i, c) in crowd.iter().enumerate() {
+        posted.push(c.clone());
+        if i % 2 == 1 {
+            posted.push(spread[i / 2].clone());
+        }
+    }
+    for c in &posted {
+        let a = post_event(&app, &key, &event(c, Some("m-1"), "Where is my order?")).await;
         assert!(a.status.is_success(), "{}", a.body);
         app.clock.advance(chrono::Duration::minutes(1));
     }
-    let day = from.format("%Y-%m-%d").to_string();
     let from_sk = ops_console::server::clock::iso(from);
-    let some = count_events_since(&app.store, &day, &from_sk, 4)
+    let shards = day_keys(&day).len();
+    // One per shard: the crowded shard stops at its newest, and says so.
+    let some = count_events_since(&app.store, &day, &from_sk, shards)
         .await
         .unwrap();
-    assert_eq!((some.events, some.exact), (4, false), "{some:?}");
-    let oldest = some.oldest_sk.unwrap();
-    assert!(oldest.contains(":c-busy-2-"), "the newest four: {oldest}");
-    let all = count_events_since(&app.store, &day, &from_sk, 100)
+    let stopped: Vec<_> = some.iter().filter(|s| !s.exact).collect();
+    assert_eq!(stopped.len(), 1, "{some:?}");
+    assert_eq!(stopped[0].events, 1);
+    let oldest = stopped[0].oldest_sk.clone().unwrap();
+    assert!(oldest.contains(&crowd[5]), "the newest: {oldest}");
+    let all = count_events_since(&app.store, &day, &from_sk, 100 * shards)
         .await
         .unwrap();
-    assert_eq!((all.events, all.exact), (6, true), "{all:?}");
+    assert_eq!(all.iter().map(|s| s.events).sum::<u64>(), 9, "{all:?}");
+    assert!(all.iter().all(|s| s.exact));
+    // The day's pages merge its shards newest first, each event once.
+    let newest_first: Vec<String> = posted.iter().rev().cloned().collect();
+    let mut shown = Vec::new();
+    let mut cursor = None;
+    for _ in 0..5 {
+        let page = ops_console::server::store::events::events_of_day(
+            &app.store,
+            &day,
+            cursor.as_deref(),
+            4,
+        )
+        .await
+        .unwrap();
+        shown.extend(page.items.into_iter().map(|e| e.conversation_id));
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert_eq!(shown, newest_first);
     let stats = app.state.events.stats(Role::Admin).await.unwrap();
-    assert_eq!(stats.events_last_hour, 6);
+    assert_eq!(stats.events_last_hour, 9);
     assert!(!stats.events_estimated && stats.suppressed_exact);
 }

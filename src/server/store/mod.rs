@@ -10,6 +10,7 @@ pub mod cursor;
 pub mod directory;
 mod error;
 pub mod events;
+pub mod fanout;
 pub mod idempotency;
 pub mod inbox;
 pub mod item;

@@ -282,7 +282,7 @@ impl Events {
             attempts: 1,
             claim_nonce: random_hex(16),
             lease_until_ms: now.timestamp_millis() + self.lease_ms(),
-            event_day: now.format("%Y-%m-%d").to_string(),
+            event_day: records::day_key(&now.format("%Y-%m-%d").to_string(), &key),
             created_sk: format!("{created}#{key}"),
             event_id: key,
         }

@@ -163,7 +163,8 @@ impl Events {
     /// Overview's figures: the last hour's events and duplicates, today's suppressed side
     /// effects, the outbox, and where side effects are delivered. Whatever the traffic, a
     /// view reads a bounded number of items: the newest [`OVERVIEW_SAMPLE`] events of each
-    /// day the hour touches (a busier hour is estimated from them, and says so) and at most
+    /// day the hour touches, divided among the day's shards (a busier shard's hour is
+    /// estimated from its newest, and the figures say so) and at most
     /// [`SUPPRESSED_CALLS`] counting reads of today's suppressed records.
     pub async fn stats(&self, role: Role) -> Result<EventStats, AppError> {
         let now = self.clock.now();
@@ -174,23 +175,21 @@ impl Events {
         if earlier != days[0] {
             days.push(earlier);
         }
-        let mut read = records::EventSample {
-            exact: true,
-            ..records::EventSample::default()
-        };
-        // Newest day first: a sample that stops in today leaves yesterday unread.
+        // Newest day first: a day whose sample stopped leaves the day before unread.
+        let (mut events, mut duplicates, mut estimated) = (0, 0, false);
         for day in &days {
-            let d =
+            let samples =
                 records::count_events_since(&self.store, day, &from_sk, OVERVIEW_SAMPLE).await?;
-            read.events += d.events;
-            read.duplicates += d.duplicates;
-            read.oldest_sk = d.oldest_sk.or(read.oldest_sk);
-            if !d.exact {
-                read.exact = false;
+            for sample in &samples {
+                let (e, d) = hour_from_sample(sample, now);
+                events += e;
+                duplicates += d;
+                estimated |= !sample.exact;
+            }
+            if estimated {
                 break;
             }
         }
-        let (events, duplicates) = hour_from_sample(&read, now);
         let deliveries = events + duplicates;
         let suppressed =
             audit::count_day_results(&self.store, &days[0], "suppressed", SUPPRESSED_CALLS).await?;
@@ -201,7 +200,7 @@ impl Events {
             duplicates_last_hour: duplicates,
             duplicate_rate_pct: (deliveries > 0)
                 .then(|| duplicates as f64 * 100.0 / deliveries as f64),
-            events_estimated: !read.exact,
+            events_estimated: estimated,
             suppressed_today: suppressed.n,
             suppressed_exact: suppressed.exact,
             outbox_pending: outbox_reads::count(&self.store, Group::Due, &Filter::default())
@@ -216,9 +215,9 @@ pub const OVERVIEW_SAMPLE: usize = 5000;
 /// Counting reads (1 MB each) of today's suppressed records, at most.
 pub const SUPPRESSED_CALLS: usize = 4;
 
-/// The last hour's events and duplicates from what was read: as read when it was all of
-/// the hour, else scaled from the span the sample covers (the newest events, up to the
-/// oldest read) to the hour.
+/// The last hour's events and duplicates of one shard from what was read: as read when it
+/// was all of the hour, else scaled from the span the sample covers (the newest events, up
+/// to the oldest read) to the hour.
 fn hour_from_sample(read: &records::EventSample, now: DateTime<Utc>) -> (u64, u64) {
     if read.exact {
         return (read.events, read.duplicates);

@@ -17,6 +17,7 @@ use crate::server::domain::events::state::ConversationState;
 
 pub mod breaker;
 mod claims;
+pub mod days;
 mod decisions;
 pub mod health;
 pub mod job_moves;
@@ -33,6 +34,7 @@ pub mod routes;
 pub mod slots;
 mod window;
 pub use claims::*;
+pub use days::{day_key, day_keys};
 pub use decisions::*;
 pub use reads::*;
 

@@ -1,15 +1,11 @@
 //! Reading the outbox: what is due on one shard now (for the dispatcher), and each group
 //! across its shards, paged, counted and filtered (for the Outbox page and bulk jobs).
 
-use std::collections::BTreeMap;
-
 use super::outbox::{Group, SHARDS};
 use super::ActionRecord;
+use crate::server::store::fanout;
 use crate::server::store::item::{decode, n, s};
-use serde_json::Value;
-
-use crate::server::store::cursor;
-use crate::server::store::query::{self, Cond, From, Spec, Start};
+use crate::server::store::query::{self, Cond, Spec, Start};
 use crate::server::store::schema::{MW_IDEMPOTENCY, OUTBOX_INDEX};
 use crate::server::store::{Store, StoreError};
 
@@ -172,51 +168,17 @@ pub async fn list(
     // One binding for the whole group: shard 0's query differs from the others' by its
     // partition only.
     let binding = spec(store, group, 0, filter, None).binding();
-    let positions = match cursor {
-        Some(c) => Positions::open(store.cursors().open(&binding, c)?)?,
-        None => Positions::default(),
-    };
-    let mut found: Vec<(u32, query::Item, query::Item)> = Vec::new();
-    // Per shard read: how many items it gave, and where it goes on (none: it ended).
-    let mut read: BTreeMap<u32, ShardRead> = BTreeMap::new();
+    let shards: Vec<fanout::Shard> = filter
+        .shards()
+        .map(|id| fanout::Shard {
+            id,
+            spec: spec(store, group, id, filter, None),
+        })
+        .collect();
+    let page = fanout::page(store, &shards, "outbox_sk", &binding, cursor, size).await?;
     let table = store.table(MW_IDEMPOTENCY.base);
-    for shard in filter.shards() {
-        let from = match positions.of(shard) {
-            Position::Spent => continue,
-            Position::Start => From::First,
-            Position::After(k) => From::After(k.clone()),
-        };
-        let spec = spec(store, group, shard, filter, None);
-        let page = query::page_from(store, &spec, from, size).await?;
-        read.insert(
-            shard,
-            ShardRead {
-                fetched: page.items.len(),
-                onward: page.next.clone(),
-            },
-        );
-        for item in page.items {
-            let k = spec.key_of(&item);
-            found.push((shard, item, k));
-        }
-    }
-    let sk = |i: &query::Item| {
-        i.get("outbox_sk")
-            .and_then(|v| v.as_s().ok())
-            .cloned()
-            .unwrap_or_default()
-    };
-    found.sort_by_key(|(_, i, _)| sk(i));
-    if group != Group::Due {
-        found.reverse();
-    }
-    let taken: Vec<_> = found.into_iter().take(size + 1).collect();
-    let has_more = taken.len() > size || read.values().any(|r| r.onward.is_some());
-    let page: Vec<_> = taken.into_iter().take(size).collect();
-    let next = advance(&positions, &read, &page);
-    let items = decode_all(page.into_iter().map(|(_, i, _)| i).collect(), &table)?;
-    let next = has_more.then(|| store.cursors().seal(&binding, next.to_json()));
-    Ok((items, next))
+    let items = decode_all(page.items.into_iter().map(|(_, i)| i).collect(), &table)?;
+    Ok((items, page.next))
 }
 
 /// How many actions a group holds (filtered), across its shards, reading at most a few
@@ -239,149 +201,4 @@ pub async fn tally(
         total.exact &= c.exact;
     }
     Ok(total)
-}
-
-/// What one shard's read of a page gave: how many items, and where its reads go on (the
-/// last item's key, or where the reads stopped when a filter skipped everything).
-struct ShardRead {
-    fetched: usize,
-    onward: Option<query::Item>,
-}
-
-/// Where each shard goes on after a page showed `page` (shard, item, key) of what `read`
-/// found: spent once all it had was shown; after its last item shown; past what its reads
-/// skipped when they found nothing (a filter that matches nothing in a long stretch must
-/// not hand out the same cursor again); else where it was.
-fn advance(
-    positions: &Positions,
-    read: &BTreeMap<u32, ShardRead>,
-    page: &[(u32, query::Item, query::Item)],
-) -> Positions {
-    let mut next = positions.clone();
-    for (shard, r) in read {
-        let shown: Vec<_> = page.iter().filter(|(s, _, _)| s == shard).collect();
-        if r.onward.is_none() && shown.len() == r.fetched {
-            next.set(*shard, Position::Spent);
-        } else if let Some((_, _, c)) = shown.last() {
-            next.set(*shard, Position::After(c.clone()));
-        } else if let (0, Some(onward)) = (r.fetched, &r.onward) {
-            next.set(*shard, Position::After(onward.clone()));
-        }
-    }
-    next
-}
-
-#[derive(Clone, Debug, PartialEq)]
-enum Position {
-    Start,
-    After(query::Item),
-    Spent,
-}
-
-/// Each shard's position in a paged group.
-#[derive(Clone, Debug, Default)]
-struct Positions(BTreeMap<u32, Position>);
-
-/// The key attributes of the outbox index's items (every shard's).
-const KEY_ATTRS: [&str; 3] = ["event_id", "outbox", "outbox_sk"];
-
-impl Positions {
-    /// The positions a cursor held: `{"<shard>": <key> | "-"}`.
-    fn open(value: Value) -> Result<Positions, StoreError> {
-        let Value::Object(map) = value else {
-            return Err(StoreError::BadCursor);
-        };
-        let mut positions = Positions::default();
-        for (shard, pos) in map {
-            let shard: u32 = shard.parse().map_err(|_| StoreError::BadCursor)?;
-            let pos = match pos {
-                Value::String(s) if s == "-" => Position::Spent,
-                key => Position::After(cursor::key_of_json(&key, &KEY_ATTRS)?),
-            };
-            positions.set(shard, pos);
-        }
-        Ok(positions)
-    }
-
-    fn of(&self, shard: u32) -> &Position {
-        self.0.get(&shard).unwrap_or(&Position::Start)
-    }
-
-    fn set(&mut self, shard: u32, p: Position) {
-        self.0.insert(shard, p);
-    }
-
-    fn to_json(&self) -> Value {
-        let map: serde_json::Map<String, Value> = self
-            .0
-            .iter()
-            .filter_map(|(shard, p)| match p {
-                Position::Start => None,
-                Position::After(k) => Some((shard.to_string(), cursor::key_json(k))),
-                Position::Spent => Some((shard.to_string(), Value::String("-".into()))),
-            })
-            .collect();
-        Value::Object(map)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use aws_sdk_dynamodb::types::AttributeValue;
-
-    fn key(sk: &str) -> query::Item {
-        [("outbox_sk".to_string(), AttributeValue::S(sk.into()))].into()
-    }
-
-    #[test]
-    fn a_shard_whose_reads_matched_nothing_goes_on_past_them() {
-        let start = Positions::default();
-        let read: BTreeMap<u32, ShardRead> = [
-            // Filtered: 5,500 items read, none matched, the reads stopped here.
-            (
-                0,
-                ShardRead {
-                    fetched: 0,
-                    onward: Some(key("0005")),
-                },
-            ),
-            // Two found, one shown.
-            (
-                1,
-                ShardRead {
-                    fetched: 2,
-                    onward: Some(key("0002")),
-                },
-            ),
-            // Ended with nothing.
-            (
-                2,
-                ShardRead {
-                    fetched: 0,
-                    onward: None,
-                },
-            ),
-        ]
-        .into();
-        let page = vec![(1, key("0001"), key("0001"))];
-        let next = advance(&start, &read, &page);
-        assert_eq!(
-            next.of(0),
-            &Position::After(key("0005")),
-            "not the same cursor again"
-        );
-        assert_eq!(next.of(1), &Position::After(key("0001")));
-        assert_eq!(next.of(2), &Position::Spent);
-        // A shard that found items none of which made the page stays where it was.
-        let read: BTreeMap<u32, ShardRead> = [(
-            3,
-            ShardRead {
-                fetched: 4,
-                onward: Some(key("0009")),
-            },
-        )]
-        .into();
-        assert_eq!(advance(&start, &read, &[]).of(3), &Position::Start);
-    }
 }

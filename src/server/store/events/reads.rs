@@ -4,6 +4,7 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::{ActionRecord, ConversationState, EventRecord};
+use crate::server::store::fanout;
 use crate::server::store::item::{self, decode, s};
 use crate::server::store::many;
 use crate::server::store::query::{self, Cond, Start};
@@ -93,23 +94,50 @@ async fn index_page<T: serde::de::DeserializeOwned>(
     })
 }
 
-/// Events of one day, newest first.
+/// Events of one day, newest first, across the day's shards (and the unsharded day a
+/// release before this one wrote).
 pub async fn events_of_day(
     store: &Store,
     day: &str,
     cursor: Option<&str>,
     limit: i32,
 ) -> Result<Page<EventRecord>, StoreError> {
-    let keys = vec!["event_id", "event_day", "created_sk"];
-    index_page(
-        store,
-        EVENTS_BY_DAY_INDEX,
-        ("event_day", day),
-        keys,
-        cursor,
-        limit,
-    )
-    .await
+    let shards: Vec<fanout::Shard> = super::day_keys(day)
+        .into_iter()
+        .map(|(id, key)| fanout::Shard {
+            id,
+            spec: day_spec(store, key, None),
+        })
+        .collect();
+    // One binding for the day: every shard's query differs by its partition only.
+    let binding = day_spec(store, day.to_string(), None).binding();
+    let size = limit.max(1) as usize;
+    let page = fanout::page(store, &shards, "created_sk", &binding, cursor, size).await?;
+    let table = store.table(MW_IDEMPOTENCY.base);
+    let items = page
+        .items
+        .into_iter()
+        .map(|(_, i)| decode(i, &table))
+        .collect::<Result<Vec<EventRecord>, _>>()?;
+    Ok(Page {
+        items,
+        next_cursor: page.next,
+    })
+}
+
+/// One partition of `event-day-index` (`key`: a day's shard, or an unsharded day), newest
+/// first, from `from_sk` when given.
+fn day_spec(store: &Store, key: String, from: Option<(&str, &str)>) -> query::Spec {
+    query::Spec {
+        table: store.table(MW_IDEMPOTENCY.base),
+        index: Some(EVENTS_BY_DAY_INDEX),
+        pk: ("event_day", s(key)),
+        sk: from.map(|(lo, hi)| ("created_sk", Cond::Between(s(lo), s(hi)))),
+        filters: Vec::new(),
+        ascending: false,
+        key_attrs: vec!["event_id", "event_day", "created_sk"],
+        projection: None,
+    }
 }
 
 /// One conversation's events, newest first.
@@ -140,42 +168,50 @@ pub struct EventSample {
 }
 
 /// Events received since `from_sk` (a `created_sk` lower bound) on `day`, newest first and
-/// at most `limit` of them: how many, and how many duplicate deliveries they had. A busy
-/// hour is not read whole on every view of a page: the sample says where it stopped.
+/// at most `limit` of them, one sample per shard of the day (`limit` divided among them):
+/// how many, and how many duplicate deliveries they had. A busy hour is not read whole on
+/// every view of a page: each sample says where it stopped.
 pub async fn count_events_since(
     store: &Store,
     day: &str,
     from_sk: &str,
     limit: usize,
+) -> Result<Vec<EventSample>, StoreError> {
+    if from_sk > end_of_day_sk(day).as_str() {
+        // Nothing of `day` is that late (and BETWEEN refuses a reversed range).
+        return Ok(Vec::new());
+    }
+    let keys = super::day_keys(day);
+    let per_shard = limit.div_ceil(keys.len()).max(1);
+    let end = end_of_day_sk(day);
+    let mut samples = Vec::with_capacity(keys.len());
+    for (_, key) in keys {
+        let spec = query::Spec {
+            projection: Some(vec!["duplicates"]),
+            ..day_spec(store, key, Some((from_sk, &end)))
+        };
+        samples.push(count_shard(store, &spec, per_shard).await?);
+    }
+    Ok(samples)
+}
+
+/// One partition's newest events, at most `limit`.
+async fn count_shard(
+    store: &Store,
+    spec: &query::Spec,
+    limit: usize,
 ) -> Result<EventSample, StoreError> {
-    let spec = query::Spec {
-        table: store.table(MW_IDEMPOTENCY.base),
-        index: Some(EVENTS_BY_DAY_INDEX),
-        pk: ("event_day", s(day)),
-        sk: Some((
-            "created_sk",
-            Cond::Between(s(from_sk), s(end_of_day_sk(day))),
-        )),
-        filters: Vec::new(),
-        ascending: false,
-        key_attrs: vec!["event_id", "event_day", "created_sk"],
-        projection: Some(vec!["duplicates"]),
-    };
     let mut sample = EventSample {
         exact: true,
         ..EventSample::default()
     };
-    if from_sk > end_of_day_sk(day).as_str() {
-        // Nothing of `day` is that late (and BETWEEN refuses a reversed range).
-        return Ok(sample);
-    }
     let mut cursor = None::<String>;
     loop {
         let start = cursor.as_deref().map_or(Start::First, Start::After);
         let want = COUNT_PAGE
             .min(limit.saturating_sub(sample.events as usize))
             .max(1);
-        let page = query::page(store, &spec, start, want).await?;
+        let page = query::page(store, spec, start, want).await?;
         for item in &page.items {
             sample.events += 1;
             if let Some(AttributeValue::N(d)) = item.get("duplicates") {

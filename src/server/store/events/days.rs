@@ -1,0 +1,57 @@
+//! The day key of `event-day-index`, write-sharded (docs/dynamodb.md, "No hot partition
+//! key"). One value per day would put every event's index copy on one partition, which
+//! takes 1,000 write units a second: at 10,000 events a second, each event record written
+//! about twice (claimed, then processed) and each copy a unit or two, the day takes 20,000
+//! to 40,000 units a second. So an event's day is `YYYY-MM-DD#NN`, `NN` one of
+//! [`DAY_SHARDS`] by a hash of its id (the same for every write of the record), and a
+//! day's list reads every shard and merges them.
+
+/// Shards of one day's events: 32 partitions take 32,000 write units a second.
+pub const DAY_SHARDS: u32 = 32;
+
+/// The shard of `event_id`'s record: FNV-1a, stable across builds and platforms (the
+/// shard is stored).
+pub fn day_shard(event_id: &str) -> u32 {
+    let h = event_id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    (h % u64::from(DAY_SHARDS)) as u32
+}
+
+/// The `event_day` of `event_id`'s record, made on `day` (`YYYY-MM-DD`).
+pub fn day_key(day: &str, event_id: &str) -> String {
+    format!("{day}#{:02}", day_shard(event_id))
+}
+
+/// Every partition of `day`: (its number in a cursor, its `event_day`). The shards, and the
+/// unsharded day a release before this one wrote (read until its records expire).
+pub fn day_keys(day: &str) -> Vec<(u32, String)> {
+    let mut keys: Vec<(u32, String)> = (0..DAY_SHARDS)
+        .map(|i| (i, format!("{day}#{i:02}")))
+        .collect();
+    keys.push((DAY_SHARDS, day.to_string()));
+    keys
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_records_day_key_is_one_of_the_days_partitions_and_stays_put() {
+        let key = day_key("2026-12-06", "evt:rp:c-1:m-1");
+        assert_eq!(key, day_key("2026-12-06", "evt:rp:c-1:m-1"));
+        let keys = day_keys("2026-12-06");
+        assert_eq!(keys.len(), DAY_SHARDS as usize + 1);
+        assert!(keys.iter().any(|(_, k)| *k == key));
+        assert!(
+            keys.iter().any(|(_, k)| k == "2026-12-06"),
+            "the release before's"
+        );
+        // Ids spread over the shards.
+        let used: std::collections::BTreeSet<u32> = (0..1000)
+            .map(|i| day_shard(&format!("evt:rp:c-{i}:m-1")))
+            .collect();
+        assert_eq!(used.len(), DAY_SHARDS as usize);
+    }
+}
