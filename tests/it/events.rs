@@ -629,6 +629,12 @@ async fn an_audit_day_in_new_york_reads_two_utc_days_and_pages_across_them() {
             sent.push(id);
         }
     }
+    // Each record is in one of its day's shards of the by-day index; one the release
+    // before wrote (its day unsharded) is read with them.
+    let mut old = AuditItem::new("c-zone", "decision", at("2026-11-25T12:00:30Z"), "old", 30);
+    old.audit_day = "2026-11-25".into();
+    audit::put(&app.store, &old).await.unwrap();
+    sent.push("old".into());
     let (refs, audit) = (&app.state.refs, &app.state.audit);
     // The 25th of November, in the zone `tz` minutes east of UTC.
     let day_in = |tz: &'static str| AuditFilter {
@@ -684,7 +690,7 @@ async fn an_audit_day_in_new_york_reads_two_utc_days_and_pages_across_them() {
         .rows(refs, &f, Role::Admin, None)
         .await
         .unwrap();
-    assert_eq!(utc.rows.len(), 31);
+    assert_eq!(utc.rows.len(), 32);
     // A cursor is the server's: one made up is refused as the reader's mistake.
     let forged = app
         .state

@@ -7,12 +7,21 @@ use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::fanout;
 use super::query::{self, Cond, Spec, Start};
 use super::schema::{AUDIT_BY_DAY_INDEX, AUDIT_BY_TYPE_INDEX, MW_AUDIT_ACTIONS};
 use super::{Store, StoreError};
 
 /// The key attributes of the table: a cursor within one partition is made of these.
 const TABLE_KEY: [&str; 2] = ["conversation_id", "ts_action_id"];
+
+/// Shards of one day's audit records in `audit-day-index` (docs/dynamodb.md, "No hot
+/// partition key"): about three records an event, 30,000 a second at 10,000 events a
+/// second, each copy a unit or more; 64 partitions take 64,000 units a second.
+pub const AUDIT_DAY_SHARDS: u32 = 64;
+
+/// Records one counting read of a day's shard looks at, at most.
+pub const COUNT_PER_CALL: i32 = 1000;
 
 /// One audit record as stored.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -29,7 +38,8 @@ pub struct AuditItem {
     pub result: String,
     /// The signed-in user, API key name, or `system`.
     pub actor: String,
-    /// `YYYY-MM-DD`: partition of the by-day index.
+    /// `YYYY-MM-DD#NN`: partition of the by-day index, one of the day's
+    /// [`AUDIT_DAY_SHARDS`] (`YYYY-MM-DD` from the release before).
     pub audit_day: String,
     pub expires_at: i64,
 }
@@ -42,15 +52,21 @@ impl AuditItem {
         action_id: &str,
         ttl_days: i64,
     ) -> AuditItem {
+        let ts_action_id = format!("{}#{}", crate::server::clock::iso(at), action_id);
+        let day = at.format("%Y-%m-%d").to_string();
         AuditItem {
+            audit_day: fanout::key(
+                &day,
+                &format!("{partition}|{ts_action_id}"),
+                AUDIT_DAY_SHARDS,
+            ),
             conversation_id: partition.to_string(),
-            ts_action_id: format!("{}#{}", crate::server::clock::iso(at), action_id),
+            ts_action_id,
             action_type: action_type.to_string(),
             action_payload_redacted: "{}".into(),
             idempotency_key: String::new(),
             result: "success".into(),
             actor: "system".into(),
-            audit_day: at.format("%Y-%m-%d").to_string(),
             expires_at: (at + chrono::Duration::days(ttl_days)).timestamp(),
         }
     }
@@ -203,14 +219,55 @@ pub struct AuditQuery<'a> {
 }
 
 /// Newest first, every filter applied together: one `Query` of the narrowest partition,
-/// with the time range on the sort key and the rest as filters.
+/// with the time range on the sort key and the rest as filters. By day (no partition and
+/// no action type), see [`list_day`].
 pub async fn list(
     store: &Store,
     q: &AuditQuery<'_>,
     start: Start<'_>,
     size: usize,
 ) -> Result<(Vec<AuditItem>, Option<String>), StoreError> {
+    let spec = spec_of(store, q);
+    let page = query::page(store, &spec, start, size).await?;
+    Ok((decode_all(store, page.items)?, page.next))
+}
+
+/// One day's records (`q.day`), newest first, across the day's shards of
+/// `audit-day-index` (and the unsharded day of the release before), merged under one
+/// sealed cursor.
+pub async fn list_day(
+    store: &Store,
+    q: &AuditQuery<'_>,
+    cursor: Option<&str>,
+    size: usize,
+) -> Result<(Vec<AuditItem>, Option<String>), StoreError> {
+    let day = q.day.unwrap_or_default();
+    let unsharded = spec_of(store, q);
+    let shards: Vec<fanout::Shard> = fanout::keys(day, AUDIT_DAY_SHARDS)
+        .into_iter()
+        .map(|(id, key)| {
+            let mut spec = spec_of(store, q);
+            spec.pk = ("audit_day", AttributeValue::S(key));
+            fanout::Shard { id, spec }
+        })
+        .collect();
+    let binding = unsharded.binding();
+    let page = fanout::page(store, &shards, "ts_action_id", &binding, cursor, size).await?;
+    let items = page.items.into_iter().map(|(_, i)| i).collect();
+    Ok((decode_all(store, items)?, page.next))
+}
+
+fn decode_all(store: &Store, items: Vec<query::Item>) -> Result<Vec<AuditItem>, StoreError> {
     let table = store.table(MW_AUDIT_ACTIONS.base);
+    items
+        .into_iter()
+        .map(|i| serde_dynamo::from_item(i).map_err(|e| StoreError::corrupt(&table, e)))
+        .collect()
+}
+
+/// The query of `q`'s narrowest partition: a conversation's, an action type's, or a day's
+/// (unsharded: [`list_day`] gives each shard its own partition key).
+fn spec_of(store: &Store, q: &AuditQuery<'_>) -> Spec {
     let s = |v: &str| AttributeValue::S(v.to_string());
     let range = q
         .between
@@ -242,8 +299,8 @@ pub async fn list(
             vec!["conversation_id", "ts_action_id", "audit_day"],
         )
     };
-    let spec = Spec {
-        table: table.clone(),
+    Spec {
+        table: store.table(MW_AUDIT_ACTIONS.base),
         index,
         pk,
         sk: range.map(|r| ("ts_action_id", r)),
@@ -251,14 +308,7 @@ pub async fn list(
         ascending: false,
         key_attrs,
         projection: None,
-    };
-    let page = query::page(store, &spec, start, size).await?;
-    let items = page
-        .items
-        .into_iter()
-        .map(|i| serde_dynamo::from_item(i).map_err(|e| StoreError::corrupt(&table, e)))
-        .collect::<Result<Vec<AuditItem>, _>>()?;
-    Ok((items, page.next))
+    }
 }
 
 /// Newest first across by-day index partitions (`days`, newest first), the time range and
@@ -291,8 +341,7 @@ pub async fn list_days(
         };
         // A full page only asks whether the next day has anything at all.
         let want = size.saturating_sub(out.len()).max(1);
-        let start = inner.map_or(Start::First, Start::After);
-        let (items, next) = list(store, &on_day, start, want).await?;
+        let (items, next) = list_day(store, &on_day, inner, want).await?;
         if out.len() >= size {
             let more = !items.is_empty() || next.is_some();
             return Ok((out, more.then(|| format!("{i}."))));
@@ -308,25 +357,36 @@ pub async fn list_days(
 }
 
 /// How many of one day's records have a result starting with `prefix`, in at most
-/// `max_calls` counting reads (1 MB each) of the day's index partition; `exact` is false
-/// when it stopped before the end.
+/// `max_calls` counting reads of each of the day's shards (each of at most
+/// [`COUNT_PER_CALL`] records, newest first), all at once; `exact` is false when a shard's
+/// count stopped before its end.
 pub async fn count_day_results(
     store: &Store,
     day: &str,
     prefix: &str,
     max_calls: usize,
 ) -> Result<query::Count, StoreError> {
-    let spec = Spec {
-        table: store.table(MW_AUDIT_ACTIONS.base),
-        index: Some(AUDIT_BY_DAY_INDEX),
-        pk: ("audit_day", AttributeValue::S(day.to_string())),
-        sk: None,
-        filters: vec![("result", Cond::BeginsWith(prefix.to_string()))],
-        ascending: false,
-        key_attrs: vec!["conversation_id", "ts_action_id", "audit_day"],
-        projection: None,
-    };
-    query::count(store, &spec, max_calls, None).await
+    let counts = fanout::keys(day, AUDIT_DAY_SHARDS)
+        .into_iter()
+        .map(|(_, key)| {
+            let spec = Spec {
+                table: store.table(MW_AUDIT_ACTIONS.base),
+                index: Some(AUDIT_BY_DAY_INDEX),
+                pk: ("audit_day", AttributeValue::S(key)),
+                sk: None,
+                filters: vec![("result", Cond::BeginsWith(prefix.to_string()))],
+                ascending: false,
+                key_attrs: vec!["conversation_id", "ts_action_id", "audit_day"],
+                projection: None,
+            };
+            async move { query::count(store, &spec, max_calls, Some(COUNT_PER_CALL)).await }
+        });
+    let mut total = query::Count { n: 0, exact: true };
+    for c in futures_util::future::try_join_all(counts).await? {
+        total.n += c.n;
+        total.exact &= c.exact;
+    }
+    Ok(total)
 }
 
 /// When `actor` last did `action_type` in `partition` at or after `since`, if they did (a

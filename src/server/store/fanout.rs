@@ -12,6 +12,30 @@ use super::cursor::{self, Binding};
 use super::query::{self, From, Item, Spec};
 use super::{Store, StoreError};
 
+/// The shard of `id` among `shards`: FNV-1a, stable across builds and platforms (the shard
+/// is stored), the same for every write of one item.
+pub fn shard_of(id: &str, shards: u32) -> u32 {
+    let h = id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    (h % u64::from(shards.max(1))) as u32
+}
+
+/// The sharded key of `id` under `value` (a day, say): `<value>#NN`.
+pub fn key(value: &str, id: &str, shards: u32) -> String {
+    format!("{value}#{:02}", shard_of(id, shards))
+}
+
+/// Every partition of `value`: (its number in a cursor, its key). The shards, and `value`
+/// unsharded, as a release before the sharding wrote it (read until its items expire).
+pub fn keys(value: &str, shards: u32) -> Vec<(u32, String)> {
+    let mut keys: Vec<(u32, String)> = (0..shards)
+        .map(|i| (i, format!("{value}#{i:02}")))
+        .collect();
+    keys.push((shards, value.to_string()));
+    keys
+}
+
 /// One shard's query: its number (its place in the cursor) and what it reads. Every
 /// shard's query differs from the others' by its partition only.
 pub struct Shard {
@@ -51,13 +75,20 @@ pub async fn page(
     };
     let mut found: Vec<(u32, Item, Item)> = Vec::new();
     let mut read: BTreeMap<u32, ShardRead> = BTreeMap::new();
-    for shard in shards {
+    // Every shard at once: a page costs the slowest shard's read, not their sum.
+    let reads = shards.iter().filter_map(|shard| {
         let from = match positions.of(shard.id) {
-            Position::Spent => continue,
+            Position::Spent => return None,
             Position::Start => From::First,
             Position::After(k) => From::After(k.clone()),
         };
-        let page = query::page_from(store, &shard.spec, from, size).await?;
+        Some(async move {
+            query::page_from(store, &shard.spec, from, size)
+                .await
+                .map(|page| (shard, page))
+        })
+    });
+    for (shard, page) in futures_util::future::try_join_all(reads).await? {
         read.insert(
             shard.id,
             ShardRead {

@@ -164,8 +164,8 @@ impl Events {
     /// effects, the outbox, and where side effects are delivered. Whatever the traffic, a
     /// view reads a bounded number of items: the newest [`OVERVIEW_SAMPLE`] events of each
     /// day the hour touches, divided among the day's shards (a busier shard's hour is
-    /// estimated from its newest, and the figures say so) and at most
-    /// [`SUPPRESSED_CALLS`] counting reads of today's suppressed records.
+    /// estimated from its newest, and the figures say so) and [`SUPPRESSED_CALLS`] counting
+    /// read of each shard of today's audit records.
     pub async fn stats(&self, role: Role) -> Result<EventStats, AppError> {
         let now = self.clock.now();
         let from = now - Duration::hours(1);
@@ -212,8 +212,9 @@ impl Events {
 
 /// The newest events the Overview reads of each day, at most.
 pub const OVERVIEW_SAMPLE: usize = 5000;
-/// Counting reads (1 MB each) of today's suppressed records, at most.
-pub const SUPPRESSED_CALLS: usize = 4;
+/// Counting reads of each of today's audit shards for the suppressed records, at most
+/// (each looks at 1,000 records: 65,000 in all).
+pub const SUPPRESSED_CALLS: usize = 1;
 
 /// The last hour's events and duplicates of one shard from what was read: as read when it
 /// was all of the hour, else scaled from the span the sample covers (the newest events, up

@@ -6,31 +6,20 @@
 //! [`DAY_SHARDS`] by a hash of its id (the same for every write of the record), and a
 //! day's list reads every shard and merges them.
 
+use crate::server::store::fanout;
+
 /// Shards of one day's events: 32 partitions take 32,000 write units a second.
 pub const DAY_SHARDS: u32 = 32;
 
-/// The shard of `event_id`'s record: FNV-1a, stable across builds and platforms (the
-/// shard is stored).
-pub fn day_shard(event_id: &str) -> u32 {
-    let h = event_id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    });
-    (h % u64::from(DAY_SHARDS)) as u32
-}
-
 /// The `event_day` of `event_id`'s record, made on `day` (`YYYY-MM-DD`).
 pub fn day_key(day: &str, event_id: &str) -> String {
-    format!("{day}#{:02}", day_shard(event_id))
+    fanout::key(day, event_id, DAY_SHARDS)
 }
 
-/// Every partition of `day`: (its number in a cursor, its `event_day`). The shards, and the
-/// unsharded day a release before this one wrote (read until its records expire).
+/// Every partition of `day`: its shards, and the unsharded day a release before this one
+/// wrote (read until its records expire).
 pub fn day_keys(day: &str) -> Vec<(u32, String)> {
-    let mut keys: Vec<(u32, String)> = (0..DAY_SHARDS)
-        .map(|i| (i, format!("{day}#{i:02}")))
-        .collect();
-    keys.push((DAY_SHARDS, day.to_string()));
-    keys
+    fanout::keys(day, DAY_SHARDS)
 }
 
 #[cfg(test)]
@@ -50,7 +39,7 @@ mod tests {
         );
         // Ids spread over the shards.
         let used: std::collections::BTreeSet<u32> = (0..1000)
-            .map(|i| day_shard(&format!("evt:rp:c-{i}:m-1")))
+            .map(|i| fanout::shard_of(&format!("evt:rp:c-{i}:m-1"), DAY_SHARDS))
             .collect();
         assert_eq!(used.len(), DAY_SHARDS as usize);
     }
