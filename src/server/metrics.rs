@@ -32,6 +32,9 @@ pub fn handle() -> PrometheusHandle {
             let _ = metrics::set_global_recorder(recorder);
             describe();
             gauge!("opsconsole_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+            // From 0 at start: an alert on its increase sees the first one (a console that
+            // restarts after a day away finds its position trimmed at once).
+            counter!("opsconsole_inbox_stream_trimmed_total").absolute(0);
             handle
         })
         .clone()

@@ -1,15 +1,14 @@
 //! A page of one write-sharded index key (docs/dynamodb.md, "No hot partition key"): a key
 //! that one value per day or per group would make hot is spread over shards (`<value>#NN`),
 //! each its own partition, and a list reads every shard and merges them in the index's
-//! order. The cursor holds each shard's position (where it goes on, or spent), sealed
-//! once: it stays as opaque as one partition's.
+//! order. The cursor is the boundary between what was shown and what was not, one sort
+//! value, sealed: as opaque and as small as one partition's.
 
-use std::collections::BTreeMap;
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde_json::{json, Value};
 
-use serde_json::Value;
-
-use super::cursor::{self, Binding};
-use super::query::{self, From, Item, Spec};
+use super::cursor::Binding;
+use super::query::{self, Cond, From, Item, Spec};
 use super::{Store, StoreError};
 
 /// The shard of `id` among `shards`: FNV-1a, stable across builds and platforms (the shard
@@ -36,230 +35,243 @@ pub fn keys(value: &str, shards: u32) -> Vec<(u32, String)> {
     keys
 }
 
-/// One shard's query: its number (its place in the cursor) and what it reads. Every
-/// shard's query differs from the others' by its partition only.
+/// One shard's query: its number and what it reads. Every shard's query differs from the
+/// others' by its partition only.
 pub struct Shard {
     pub id: u32,
     pub spec: Spec,
 }
 
 /// A merged page: the items in the index's order (with the shard each came from), and
-/// the cursor of the next page.
+/// the cursor of the next.
 pub struct Merged {
     pub items: Vec<(u32, Item)>,
     pub next: Option<String>,
 }
 
 /// Up to `size` items of `shards` merged by `sort_attr` (a string attribute: the index's
-/// sort key), in the order of the shards' specs, from `cursor` (one this returned under
-/// `binding`). Each shard not spent is read once, for at most `size` items.
+/// sort key, unique per item, as `created_sk`, `ts_action_id` and `outbox_sk` are), in the
+/// order of the shards' specs, from `cursor` (one this returned under `binding`). Every
+/// shard is read at once, for at most `size` items past the cursor.
+///
+/// The cursor is one sort value, the boundary: every item on this side of it was shown,
+/// from every shard, and none past it. So it stays small however many shards there are
+/// (a key per shard would pass the sealed cursor's 4 KB with 32 of them), and the next
+/// page reads each shard from the boundary with a sort-key condition. A shard whose reads
+/// stopped early (a filter skipping many items) bounds the page: nothing is shown past
+/// where it stopped, so nothing it has not read can be passed over.
 pub async fn page(
     store: &Store,
     shards: &[Shard],
-    sort_attr: &str,
+    sort_attr: &'static str,
     binding: &Binding,
     cursor: Option<&str>,
     size: usize,
 ) -> Result<Merged, StoreError> {
+    let size = size.max(1);
     let Some(first) = shards.first() else {
         return Ok(Merged {
             items: Vec::new(),
             next: None,
         });
     };
-    let key_attrs = first.spec.key_attrs.clone();
     let ascending = first.spec.ascending;
-    let positions = match cursor {
-        Some(c) => Positions::open(store.cursors().open(binding, c)?, &key_attrs)?,
-        None => Positions::default(),
+    let bound = match cursor {
+        Some(c) => Some(open(store.cursors().open(binding, c)?)?),
+        None => None,
     };
-    let mut found: Vec<(u32, Item, Item)> = Vec::new();
-    let mut read: BTreeMap<u32, ShardRead> = BTreeMap::new();
-    // Every shard at once: a page costs the slowest shard's read, not their sum.
-    let reads = shards.iter().filter_map(|shard| {
-        let from = match positions.of(shard.id) {
-            Position::Spent => return None,
-            Position::Start => From::First,
-            Position::After(k) => From::After(k.clone()),
-        };
-        Some(async move {
-            query::page_from(store, &shard.spec, from, size)
-                .await
-                .map(|page| (shard, page))
-        })
-    });
-    for (shard, page) in futures_util::future::try_join_all(reads).await? {
-        read.insert(
-            shard.id,
-            ShardRead {
-                fetched: page.items.len(),
-                onward: page.next.clone(),
-            },
-        );
-        for item in page.items {
-            let k = shard.spec.key_of(&item);
-            found.push((shard.id, item, k));
-        }
-    }
     let sk = |i: &Item| {
         i.get(sort_attr)
             .and_then(|v| v.as_s().ok())
             .cloned()
             .unwrap_or_default()
     };
-    found.sort_by_key(|(_, i, _)| sk(i));
-    if !ascending {
-        found.reverse();
+    // `a` comes before `b` in the page's order.
+    let before = |a: &str, b: &str| if ascending { a < b } else { a > b };
+    let reads = shards.iter().filter_map(|shard| {
+        let spec = match &bound {
+            None => shard.spec.clone(),
+            Some(b) => resumed(&shard.spec, sort_attr, b)?,
+        };
+        Some(async move {
+            query::page_from(store, &spec, From::First, size)
+                .await
+                .map(|page| (shard, page))
+        })
+    });
+    let mut found: Vec<(u32, String, Item)> = Vec::new();
+    // The nearest point some shard stopped reading at (with more to read).
+    let mut stop: Option<String> = None;
+    for (shard, page) in futures_util::future::try_join_all(reads).await? {
+        for item in page.items {
+            let v = sk(&item);
+            if bound.as_deref() == Some(v.as_str()) || !within(&shard.spec, &v) {
+                continue;
+            }
+            found.push((shard.id, v, item));
+        }
+        if let Some(next) = page.next {
+            let e = sk(&next);
+            stop = Some(match stop {
+                Some(s) if before(&s, &e) => s,
+                _ => e,
+            });
+        }
     }
-    let taken: Vec<_> = found.into_iter().take(size + 1).collect();
-    let has_more = taken.len() > size || read.values().any(|r| r.onward.is_some());
-    let page: Vec<_> = taken.into_iter().take(size).collect();
-    let next = advance(&positions, &read, &page);
-    let next = has_more.then(|| store.cursors().seal(binding, next.to_json()));
+    // Only what every shard has read up to.
+    if let Some(s) = &stop {
+        found.retain(|(_, v, _)| !before(s, v));
+    }
+    found.sort_by(|a, b| {
+        let order = a.1.cmp(&b.1).then(a.0.cmp(&b.0));
+        if ascending {
+            order
+        } else {
+            order.reverse()
+        }
+    });
+    let full = found.len() > size;
+    found.truncate(size);
+    let boundary = if full {
+        found.last().map(|(_, v, _)| v.clone())
+    } else {
+        stop
+    };
+    let next = boundary.map(|b| store.cursors().seal(binding, json!({ "b": b })));
     Ok(Merged {
-        items: page.into_iter().map(|(s, i, _)| (s, i)).collect(),
+        items: found.into_iter().map(|(s, _, i)| (s, i)).collect(),
         next,
     })
 }
 
-/// What one shard's read of a page gave: how many items, and where its reads go on (the
-/// last item's key, or where the reads stopped when a filter skipped everything).
-struct ShardRead {
-    fetched: usize,
-    onward: Option<Item>,
+/// The boundary a cursor held.
+fn open(value: Value) -> Result<String, StoreError> {
+    value["b"]
+        .as_str()
+        .filter(|b| !b.is_empty())
+        .map(str::to_string)
+        .ok_or(StoreError::BadCursor)
 }
 
-/// Where each shard goes on after a page showed `page` (shard, item, key) of what `read`
-/// found: spent once all it had was shown; after its last item shown; past what its reads
-/// skipped when they found nothing (a filter that matches nothing in a long stretch must
-/// not hand out the same cursor again); else where it was.
-fn advance(
-    positions: &Positions,
-    read: &BTreeMap<u32, ShardRead>,
-    page: &[(u32, Item, Item)],
-) -> Positions {
-    let mut next = positions.clone();
-    for (shard, r) in read {
-        let shown: Vec<_> = page.iter().filter(|(s, _, _)| s == shard).collect();
-        if r.onward.is_none() && shown.len() == r.fetched {
-            next.set(*shard, Position::Spent);
-        } else if let Some((_, _, c)) = shown.last() {
-            next.set(*shard, Position::After(c.clone()));
-        } else if let (0, Some(onward)) = (r.fetched, &r.onward) {
-            next.set(*shard, Position::After(onward.clone()));
+/// `spec` from the boundary `b` on (past it in the spec's order), its own sort-key
+/// condition kept; `None` when nothing can be past it (a condition that ends before it, or
+/// one item by equality). Inclusive bounds include `b`, which the caller leaves out.
+fn resumed(spec: &Spec, sort_attr: &'static str, b: &str) -> Option<Spec> {
+    let s = |v: &str| AttributeValue::S(v.to_string());
+    let text = |a: &AttributeValue| a.as_s().ok().cloned().unwrap_or_default();
+    let own = spec.sk.as_ref().map(|(_, c)| c);
+    let cond = if spec.ascending {
+        match own {
+            None => Cond::Gt(s(b)),
+            Some(Cond::Lt(x)) if b < text(x).as_str() => Cond::Between(s(b), x.clone()),
+            Some(Cond::Between(lo, hi)) if b <= text(hi).as_str() => {
+                Cond::Between(s(&text(lo).max(b.to_string())), hi.clone())
+            }
+            Some(Cond::BeginsWith(p)) => Cond::Between(s(b), s(&format!("{p}\u{10FFFF}"))),
+            _ => return None,
         }
-    }
-    next
-}
-
-#[derive(Clone, Debug, PartialEq)]
-enum Position {
-    Start,
-    After(Item),
-    Spent,
-}
-
-/// Each shard's position in a paged list.
-#[derive(Clone, Debug, Default)]
-struct Positions(BTreeMap<u32, Position>);
-
-impl Positions {
-    /// The positions a cursor held: `{"<shard>": <key> | "-"}`.
-    fn open(value: Value, key_attrs: &[&str]) -> Result<Positions, StoreError> {
-        let Value::Object(map) = value else {
-            return Err(StoreError::BadCursor);
-        };
-        let mut positions = Positions::default();
-        for (shard, pos) in map {
-            let shard: u32 = shard.parse().map_err(|_| StoreError::BadCursor)?;
-            let pos = match pos {
-                Value::String(s) if s == "-" => Position::Spent,
-                key => Position::After(cursor::key_of_json(&key, key_attrs)?),
-            };
-            positions.set(shard, pos);
+    } else {
+        match own {
+            None => Cond::Lt(s(b)),
+            Some(Cond::Lt(x)) => Cond::Lt(s(&text(x).min(b.to_string()))),
+            Some(Cond::Between(lo, hi)) if b >= text(lo).as_str() => {
+                Cond::Between(lo.clone(), s(&text(hi).min(b.to_string())))
+            }
+            Some(Cond::BeginsWith(p)) if b >= p.as_str() => Cond::Between(s(p), s(b)),
+            _ => return None,
         }
-        Ok(positions)
-    }
+    };
+    Some(Spec {
+        sk: Some((sort_attr, cond)),
+        ..spec.clone()
+    })
+}
 
-    fn of(&self, shard: u32) -> &Position {
-        self.0.get(&shard).unwrap_or(&Position::Start)
-    }
-
-    fn set(&mut self, shard: u32, p: Position) {
-        self.0.insert(shard, p);
-    }
-
-    fn to_json(&self) -> Value {
-        let map: serde_json::Map<String, Value> = self
-            .0
-            .iter()
-            .filter_map(|(shard, p)| match p {
-                Position::Start => None,
-                Position::After(k) => Some((shard.to_string(), cursor::key_json(k))),
-                Position::Spent => Some((shard.to_string(), Value::String("-".into()))),
-            })
-            .collect();
-        Value::Object(map)
+/// Whether `v` meets `spec`'s own sort-key condition where a resumed one is wider (a strict
+/// upper bound read as an inclusive one).
+fn within(spec: &Spec, v: &str) -> bool {
+    match spec.sk.as_ref().map(|(_, c)| c) {
+        Some(Cond::Lt(x)) => x.as_s().is_ok_and(|x| v < x.as_str()),
+        _ => true,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aws_sdk_dynamodb::types::AttributeValue;
 
-    fn key(sk: &str) -> Item {
-        [("outbox_sk".to_string(), AttributeValue::S(sk.into()))].into()
+    fn spec(ascending: bool, sk: Option<Cond>) -> Spec {
+        Spec {
+            table: "t".into(),
+            index: Some("i"),
+            pk: ("p", AttributeValue::S("x".into())),
+            sk: sk.map(|c| ("s", c)),
+            filters: Vec::new(),
+            ascending,
+            key_attrs: vec!["k", "p", "s"],
+            projection: None,
+        }
+    }
+
+    fn cond(spec: Option<Spec>) -> Option<Vec<String>> {
+        let text = |a: &AttributeValue| a.as_s().unwrap().clone();
+        spec.map(|s| match s.sk.unwrap().1 {
+            Cond::Lt(v) => vec!["<".into(), text(&v)],
+            Cond::Gt(v) => vec![">".into(), text(&v)],
+            Cond::Between(a, b) => vec![text(&a), text(&b)],
+            other => vec![format!("{other:?}")],
+        })
     }
 
     #[test]
-    fn a_shard_whose_reads_matched_nothing_goes_on_past_them() {
-        let start = Positions::default();
-        let read: BTreeMap<u32, ShardRead> = [
-            // Filtered: 5,500 items read, none matched, the reads stopped here.
-            (
-                0,
-                ShardRead {
-                    fetched: 0,
-                    onward: Some(key("0005")),
-                },
-            ),
-            // Two found, one shown.
-            (
-                1,
-                ShardRead {
-                    fetched: 2,
-                    onward: Some(key("0002")),
-                },
-            ),
-            // Ended with nothing.
-            (
-                2,
-                ShardRead {
-                    fetched: 0,
-                    onward: None,
-                },
-            ),
-        ]
-        .into();
-        let page = vec![(1, key("0001"), key("0001"))];
-        let next = advance(&start, &read, &page);
+    fn a_shard_resumes_past_the_boundary_within_its_own_condition() {
+        let s = |v: &str| AttributeValue::S(v.into());
+        // Newest first: below the boundary.
         assert_eq!(
-            next.of(0),
-            &Position::After(key("0005")),
-            "not the same cursor again"
+            cond(resumed(&spec(false, None), "s", "m")),
+            Some(vec!["<".into(), "m".into()])
         );
-        assert_eq!(next.of(1), &Position::After(key("0001")));
-        assert_eq!(next.of(2), &Position::Spent);
-        // A shard that found items none of which made the page stays where it was.
-        let read: BTreeMap<u32, ShardRead> = [(
-            3,
-            ShardRead {
-                fetched: 4,
-                onward: Some(key("0009")),
-            },
-        )]
-        .into();
-        assert_eq!(advance(&start, &read, &[]).of(3), &Position::Start);
+        assert_eq!(
+            cond(resumed(
+                &spec(false, Some(Cond::BeginsWith("2026-11-25".into()))),
+                "s",
+                "2026-11-25T10"
+            )),
+            Some(vec!["2026-11-25".into(), "2026-11-25T10".into()])
+        );
+        assert_eq!(
+            cond(resumed(
+                &spec(false, Some(Cond::Between(s("b"), s("y")))),
+                "s",
+                "m"
+            )),
+            Some(vec!["b".into(), "m".into()])
+        );
+        // A boundary before the condition's start: nothing is left.
+        assert!(resumed(&spec(false, Some(Cond::Between(s("n"), s("y")))), "s", "m").is_none());
+        // Oldest first: above it.
+        assert_eq!(
+            cond(resumed(&spec(true, None), "s", "m")),
+            Some(vec![">".into(), "m".into()])
+        );
+        assert_eq!(
+            cond(resumed(&spec(true, Some(Cond::Lt(s(":")))), "s", "0005")),
+            Some(vec!["0005".into(), ":".into()])
+        );
+        assert!(resumed(&spec(true, Some(Cond::Lt(s("0003")))), "s", "0005").is_none());
+        assert!(resumed(&spec(true, Some(Cond::Eq(s("m")))), "s", "m").is_none());
+        // A strict upper bound read as inclusive: its end is left out.
+        assert!(!within(&spec(true, Some(Cond::Lt(s(":")))), ":"));
+        assert!(within(&spec(true, Some(Cond::Lt(s(":")))), "0009"));
+    }
+
+    #[test]
+    fn a_cursor_is_one_boundary() {
+        assert_eq!(
+            open(json!({"b": "2026-12-06T10:00:00.000Z#e"})).unwrap(),
+            "2026-12-06T10:00:00.000Z#e"
+        );
+        assert!(open(json!({"b": ""})).is_err());
+        assert!(open(json!({"0": "-"})).is_err());
     }
 }

@@ -169,15 +169,10 @@ async fn get(
 
 /// Mends the copies after a console of the release before changed the item without them
 /// (a rolling deployment): when copy `i` (a random one; every console looks every few
-/// seconds, with the timed changes) holds another version than
-/// `current`, every copy is written again, each only over an older version. Answers how
-/// many copies it wrote.
-pub async fn mend_copies(
-    store: &Store,
-    current: &KillSwitches,
-    now: DateTime<Utc>,
-    ttl_days: i64,
-) -> Result<u32, StoreError> {
+/// seconds, with the timed changes) holds another version than `current`, the item is read
+/// and written again as every copy (its expiry too), each only over an older version.
+/// Answers how many copies it wrote.
+pub async fn mend_copies(store: &Store, current: &KillSwitches) -> Result<u32, StoreError> {
     if current.version == 0 {
         return Ok(0);
     }
@@ -190,11 +185,13 @@ pub async fn mend_copies(
     if get(store, &copy_pk(i)).await?.as_ref().map(version) == Some(current.version) {
         return Ok(0);
     }
+    let Some(main) = get(store, ITEM_PK).await? else {
+        return Ok(0);
+    };
+    let v = version(&main);
     let mut wrote = 0;
     for i in 0..COPIES {
-        let mut item: HashMap<String, AttributeValue> =
-            serde_dynamo::to_item(SwitchesItem::from_model(current, now, ttl_days)?)
-                .map_err(|e| StoreError::corrupt(&table, e))?;
+        let mut item = main.clone();
         item.insert("pk".into(), AttributeValue::S(copy_pk(i)));
         let req = store
             .client()
@@ -202,7 +199,7 @@ pub async fn mend_copies(
             .table_name(&table)
             .set_item(Some(item))
             .condition_expression("attribute_not_exists(pk) OR version < :v")
-            .expression_attribute_values(":v", AttributeValue::N(current.version.to_string()));
+            .expression_attribute_values(":v", AttributeValue::N(v.to_string()));
         wrote += super::tx::retrying(|| async {
             match req.clone().send().await {
                 Ok(_) => Ok(1),
@@ -215,7 +212,7 @@ pub async fn mend_copies(
         .await?;
     }
     tracing::warn!(
-        version = current.version,
+        version = v,
         wrote,
         "kill switch copies mended (a change was made without them)"
     );

@@ -21,6 +21,8 @@ pub enum Cond {
     BeginsWith(String),
     /// Strictly less than.
     Lt(AttributeValue),
+    /// Strictly greater than.
+    Gt(AttributeValue),
     /// Anything but this value.
     Ne(AttributeValue),
     /// The attribute is absent.
@@ -111,6 +113,10 @@ fn condition(
             values.insert(format!(":{placeholder}"), v.clone());
             format!("#{placeholder} < :{placeholder}")
         }
+        Cond::Gt(v) => {
+            values.insert(format!(":{placeholder}"), v.clone());
+            format!("#{placeholder} > :{placeholder}")
+        }
         Cond::Ne(v) => {
             values.insert(format!(":{placeholder}"), v.clone());
             format!("#{placeholder} <> :{placeholder}")
@@ -197,6 +203,7 @@ fn cond_parts(cond: &Cond) -> Vec<String> {
         Cond::Between(a, b) => vec!["between".into(), cursor::part(a), cursor::part(b)],
         Cond::BeginsWith(p) => vec!["begins".into(), p.clone()],
         Cond::Lt(v) => vec!["<".into(), cursor::part(v)],
+        Cond::Gt(v) => vec![">".into(), cursor::part(v)],
         Cond::Ne(v) => vec!["<>".into(), cursor::part(v)],
         Cond::Absent => vec!["absent".into()],
     }

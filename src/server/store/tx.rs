@@ -162,7 +162,6 @@ impl Writes {
         self.0
     }
 
-    /// These writes followed by `more`'s, in one transaction.
     /// How many writes: where writes joined after these begin.
     pub fn len(&self) -> usize {
         self.0.len()
@@ -172,6 +171,7 @@ impl Writes {
         self.0.is_empty()
     }
 
+    /// These writes followed by `more`'s, in one transaction.
     pub fn and(mut self, more: Writes) -> Writes {
         self.0.extend(more.0);
         self

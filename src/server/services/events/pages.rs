@@ -175,19 +175,15 @@ impl Events {
         if earlier != days[0] {
             days.push(earlier);
         }
-        // Newest day first: a day whose sample stopped leaves the day before unread.
         let (mut events, mut duplicates, mut estimated) = (0, 0, false);
         for day in &days {
             let samples =
                 records::count_events_since(&self.store, day, &from_sk, OVERVIEW_SAMPLE).await?;
             for sample in &samples {
-                let (e, d) = hour_from_sample(sample, now);
+                let (e, d) = hour_from_sample(sample, &from_sk);
                 events += e;
                 duplicates += d;
                 estimated |= !sample.exact;
-            }
-            if estimated {
-                break;
             }
         }
         let deliveries = events + duplicates;
@@ -217,24 +213,39 @@ pub const OVERVIEW_SAMPLE: usize = 5000;
 pub const SUPPRESSED_CALLS: usize = 1;
 
 /// The last hour's events and duplicates of one shard from what was read: as read when it
-/// was all of the hour, else scaled from the span the sample covers (the newest events, up
-/// to the oldest read) to the hour.
-fn hour_from_sample(read: &records::EventSample, now: DateTime<Utc>) -> (u64, u64) {
-    if read.exact {
+/// was all of the hour, else at the rate the sample shows (its events over the span from
+/// its oldest to its newest, not to now: the index lags, and a clock ahead would shrink the
+/// span) over the part of the hour it did not read (from `from_sk`, the hour's start, to
+/// its oldest), added to it.
+fn hour_from_sample(read: &records::EventSample, from_sk: &str) -> (u64, u64) {
+    if read.exact || read.events < 2 {
         return (read.events, read.duplicates);
     }
-    let oldest = read
-        .oldest_sk
-        .as_deref()
-        .and_then(|sk| sk.split('#').next())
-        .and_then(|t| DateTime::parse_from_rfc3339(t).ok());
-    let span_ms = oldest.map_or(0, |t| (now - t.with_timezone(&Utc)).num_milliseconds());
-    let hour_ms = 3_600_000i64;
-    if span_ms <= 0 || span_ms >= hour_ms {
+    let time = |sk: Option<&str>| {
+        sk.and_then(|sk| sk.split('#').next())
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.with_timezone(&Utc).timestamp_millis())
+    };
+    let (Some(newest), Some(oldest), Some(start)) = (
+        time(read.newest_sk.as_deref()),
+        time(read.oldest_sk.as_deref()),
+        time(Some(from_sk)),
+    ) else {
+        return (read.events, read.duplicates);
+    };
+    let span = newest - oldest;
+    let unread = oldest - start;
+    if span <= 0 || unread <= 0 {
         return (read.events, read.duplicates);
     }
-    let scale = |n: u64| (n as f64 * hour_ms as f64 / span_ms as f64).round() as u64;
-    (scale(read.events), scale(read.duplicates))
+    // `events - 1` gaps span the sample.
+    let per_ms = (read.events - 1) as f64 / span as f64;
+    let more = (per_ms * unread as f64).round() as u64;
+    let dup_per_event = read.duplicates as f64 / read.events as f64;
+    (
+        read.events + more,
+        read.duplicates + (dup_per_event * more as f64).round() as u64,
+    )
 }
 
 fn bad_cursor() -> AppError {
@@ -250,26 +261,38 @@ mod tests {
 
     #[test]
     fn a_sample_of_the_newest_events_is_scaled_to_the_hour() {
-        let now = DateTime::parse_from_rfc3339("2026-12-06T12:00:00Z")
-            .unwrap()
-            .with_timezone(&Utc);
-        let sample = |exact, oldest: &str| records::EventSample {
-            events: 5000,
+        let sample = |exact, newest: &str, oldest: &str| records::EventSample {
+            events: 5001,
             duplicates: 50,
             exact,
+            newest_sk: Some(format!("{newest}#e-2")),
             oldest_sk: Some(format!("{oldest}#e-1")),
         };
-        // 5,000 events in the newest 30 s: 600,000 an hour.
-        assert_eq!(
-            hour_from_sample(&sample(false, "2026-12-06T11:59:30.000Z"), now),
-            (600_000, 6_000)
+        let hour_start = "2026-12-06T11:00:00.000Z";
+        // 5,001 events in 30 s (a lagging index: the newest is 10 s old): 10,000 a minute;
+        // the 59 min 20 s before them add 593,333.
+        let (events, duplicates) = hour_from_sample(
+            &sample(
+                false,
+                "2026-12-06T11:59:50.000Z",
+                "2026-12-06T11:59:20.000Z",
+            ),
+            hour_start,
         );
+        assert_eq!(events, 5001 + 593_333);
+        assert_eq!(duplicates, 50 + 5932);
         // All of the hour was read: as read.
         assert_eq!(
-            hour_from_sample(&sample(true, "2026-12-06T11:59:30.000Z"), now),
-            (5000, 50)
+            hour_from_sample(
+                &sample(true, "2026-12-06T11:59:50.000Z", "2026-12-06T11:59:20.000Z"),
+                hour_start
+            ),
+            (5001, 50)
         );
-        // An oldest time that does not read: the sample as read, never a guess.
-        assert_eq!(hour_from_sample(&sample(false, "x"), now), (5000, 50));
+        // A time that does not read: the sample as read, never a guess.
+        assert_eq!(
+            hour_from_sample(&sample(false, "x", "2026-12-06T11:59:20.000Z"), hour_start),
+            (5001, 50)
+        );
     }
 }

@@ -35,7 +35,10 @@ impl Switches {
         let now = self.clock.now();
         let mut current = store::load(&self.store, now).await?;
         metrics::kill_switches(&current);
-        store::mend_copies(&self.store, &current, now, self.ttls.settings_days).await?;
+        // A copy that cannot be mended now is mended at a later look; the reverts go on.
+        if let Err(e) = store::mend_copies(&self.store, &current).await {
+            tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "kill switch copies could not be mended; trying again");
+        }
         let mut done = Vec::new();
         for switch in Switch::ALL {
             if !timers::due(&current, now).contains(&switch) {

@@ -163,7 +163,8 @@ pub struct EventSample {
     pub duplicates: u64,
     /// Every event since the bound was read; false: it stopped at its limit.
     pub exact: bool,
-    /// The `created_sk` of the oldest event read.
+    /// The `created_sk` of the newest and of the oldest event read.
+    pub newest_sk: Option<String>,
     pub oldest_sk: Option<String>,
 }
 
@@ -184,15 +185,15 @@ pub async fn count_events_since(
     let keys = super::day_keys(day);
     let per_shard = limit.div_ceil(keys.len()).max(1);
     let end = end_of_day_sk(day);
-    let mut samples = Vec::with_capacity(keys.len());
-    for (_, key) in keys {
+    // Every shard at once.
+    let samples = keys.into_iter().map(|(_, key)| {
         let spec = query::Spec {
             projection: Some(vec!["duplicates"]),
             ..day_spec(store, key, Some((from_sk, &end)))
         };
-        samples.push(count_shard(store, &spec, per_shard).await?);
-    }
-    Ok(samples)
+        async move { count_shard(store, &spec, per_shard).await }
+    });
+    futures_util::future::try_join_all(samples).await
 }
 
 /// One partition's newest events, at most `limit`.
@@ -218,6 +219,7 @@ async fn count_shard(
                 sample.duplicates += d.parse::<u64>().unwrap_or(0);
             }
             if let Some(AttributeValue::S(sk)) = item.get("created_sk") {
+                sample.newest_sk.get_or_insert_with(|| sk.clone());
                 sample.oldest_sk = Some(sk.clone());
             }
         }

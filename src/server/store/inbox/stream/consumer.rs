@@ -183,6 +183,14 @@ impl Consumer {
     /// a page comes back empty (its iterator is kept for the next round: AWS hands out
     /// empty pages while records follow) or it ends.
     pub async fn round(&mut self) -> Result<Report, StoreError> {
+        let done = self.read_round().await;
+        // On every way out: a round that fails (DynamoDB Streams away, no stream) leaves
+        // the gauge growing, not where the last good one left it.
+        crate::server::metrics::inbox_stream_behind(self.caught_up.elapsed().as_secs_f64());
+        done
+    }
+
+    async fn read_round(&mut self) -> Result<Report, StoreError> {
         let mut report = Report::default();
         let Some(arn) = self.stream_arn().await? else {
             return Ok(report);
@@ -235,7 +243,6 @@ impl Consumer {
         if caught_up {
             self.caught_up = std::time::Instant::now();
         }
-        crate::server::metrics::inbox_stream_behind(self.caught_up.elapsed().as_secs_f64());
         Ok(report)
     }
 
