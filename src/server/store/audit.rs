@@ -21,7 +21,7 @@ const TABLE_KEY: [&str; 2] = ["conversation_id", "ts_action_id"];
 pub const AUDIT_DAY_SHARDS: u32 = 64;
 
 /// Records one counting read of a day's shard looks at, at most.
-pub const COUNT_PER_CALL: i32 = 1000;
+pub const COUNT_PER_CALL: i32 = 100;
 
 /// One audit record as stored.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
