@@ -1,7 +1,5 @@
-// The console's times come from the server in UTC (<time datetime="…" data-local>). This
-// shows them in the reader's own time zone, to the second and with the zone's name (one
-// format on every page), on the first page and on every page the console shows after it. Only the text changes (the same text node), so hydration is unaffected;
-// without this script the UTC text stays.
+// Times in the reader's zone (src/ui/components/moment.rs); sent as is: every byte is in
+// every page's first load.
 (function () {
   var format = new Intl.DateTimeFormat(undefined, {
     year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit',
@@ -23,8 +21,7 @@
     new MutationObserver(function () { show(document); })
       .observe(document.body, { childList: true, subtree: true, characterData: true });
   }
-  // A form with a `data-zone-offset` field (the Audit filter) says the reader's offset from
-  // UTC, in minutes, on the day it asks for (or today), as it is sent.
+  // The Audit filter's `data-zone-offset`: the offset from UTC, in minutes, on its day.
   document.addEventListener('submit', function (e) {
     var form = e.target;
     var zone = form.querySelector && form.querySelector('input[data-zone-offset]');

@@ -42,13 +42,23 @@ const fail = (msg) => {
   throw new PatchError(msg);
 };
 
-/** A little-endian u32 count, a u32 length per part, then the parts. */
-export function pack(parts) {
-  const header = Buffer.alloc(4 * (parts.length + 1));
-  header.writeUInt32LE(parts.length, 0);
-  parts.forEach((bytes, i) => header.writeUInt32LE(bytes.length, 4 * (i + 1)));
-  return Buffer.concat([header, ...parts]);
+/**
+ * A bundle: a little-endian u32 count, a u32 length of the names, the parts' names (JSON,
+ * in order), a u32 length per part, then the parts. It names its pieces, so the loader
+ * needs no list of them for a first load.
+ */
+export function pack(named) {
+  const names = Buffer.from(JSON.stringify(named.map(([name]) => name)));
+  const header = Buffer.alloc(8);
+  header.writeUInt32LE(named.length, 0);
+  header.writeUInt32LE(names.length, 4);
+  const lengths = Buffer.alloc(4 * named.length);
+  named.forEach(([, bytes], i) => lengths.writeUInt32LE(bytes.length, 4 * i));
+  return Buffer.concat([header, names, lengths, ...named.map(([, bytes]) => bytes)]);
 }
+
+/** Where each route's pieces are listed for a later navigation (step 2). */
+export const ROUTES_FILE = 'bundle_routes.json';
 
 /** `[17, 18, 19, 40]` as `"17-19,40"`: the loader carries every route's list. */
 export function ranges(numbers) {
@@ -118,7 +128,7 @@ export function checkShape(loader, fixture = fs.readFileSync(FIXTURE, 'utf8')) {
 export function patchLoader(loader, manifest) {
   checkShape(loader);
   const routes = routePieces(manifest);
-  const bundles = Object.fromEntries(Object.entries(routes).map(([r, { numbers }]) => [r, ranges(numbers)]));
+  const bundles = routeTable(manifest);
   const replaceAll = (pattern, replacement, expected, what) => {
     let count = 0;
     loader = loader.replace(pattern, (...args) => {
@@ -154,17 +164,20 @@ export function patchLoader(loader, manifest) {
     'wrapAsyncCb',
   );
   // An ES module's imports may follow other statements: they are hoisted.
-  const patched = `${runtime(bundles)}${loader}`;
+  const patched = `${runtime()}${loader}`;
   // Minified; the mark stays first, for a second run to see.
   return `${MARK}\n${transformSync(patched, { minify: true, format: 'esm', legalComments: 'none' }).code}`;
 }
 
-function runtime(bundles) {
+function runtime() {
   return `${MARK}
-const BUNDLES = ${JSON.stringify(bundles)};
-// A piece's bytes, once asked for: from a bundle under way or its own file. A failed
-// download is forgotten, so the next attempt starts afresh.
+// A piece's bytes, once asked for: from the bundle of the route that asked, or its own
+// file. A failed download is forgotten, so the next attempt starts afresh.
 const pieces = new Map();
+// How the route loading now takes its pieces: a promise of its bundle's slices, or of
+// nothing (each piece its own file).
+let ready = Promise.resolve(undefined);
+let routes;
 function remember(name, bytes) {
     pieces.set(name, bytes);
     bytes.catch(() => { if (pieces.get(name) === bytes) pieces.delete(name); });
@@ -177,7 +190,7 @@ function download(file) {
     });
 }
 function wasmBytes(name) {
-    return pieces.get(name) ?? remember(name, download(name + ".wasm"));
+    return pieces.get(name) ?? remember(name, ready.then((slices) => slices?.get(name) ?? download(name + ".wasm")));
 }
 // Bytes that do not instantiate (a bundle from another deployment) are forgotten too.
 async function instantiate(name, bytes, imports) {
@@ -188,36 +201,55 @@ async function instantiate(name, bytes, imports) {
         throw e;
     }
 }
-// A route's pieces, in its bundle's order.
+// Each route's pieces, read when a route loads after another (a first load takes its
+// bundle, which names its pieces).
 function routePieces(route) {
-    const names = (BUNDLES[route] ? BUNDLES[route].split(",") : []).flatMap((r) => {
-        const [a, b = a] = r.split("-").map(Number);
-        return Array.from({ length: b - a + 1 }, (_, i) => "chunk_" + (a + i));
+    routes ??= download("${ROUTES_FILE}").then((b) => JSON.parse(new TextDecoder().decode(b)));
+    routes.catch(() => { routes = undefined; });
+    return routes.then((table) => {
+        const names = (table[route] ? table[route].split(",") : []).flatMap((r) => {
+            const [a, b = a] = r.split("-").map(Number);
+            return Array.from({ length: b - a + 1 }, (_, i) => "chunk_" + (a + i));
+        });
+        names.push("split_" + route);
+        return names;
     });
-    names.push("split_" + route);
-    return names;
 }
-// Before a route loads: its bundle when most of its pieces are still missing.
-function startBundle(route) {
-    const names = routePieces(route);
-    const missing = names.filter((name) => !pieces.has(name));
-    if (missing.length * 2 < names.length) return;
-    const all = download("bundle_" + route + ".wasm").then((b) => {
+// A route's bundle: its pieces by name.
+function takeBundle(route) {
+    return download("bundle_" + route + ".wasm").then((b) => {
         const view = new DataView(b);
-        if (view.getUint32(0, true) !== names.length) throw new Error(route + ": bundle does not match the loader");
+        const count = view.getUint32(0, true);
+        const size = view.getUint32(4, true);
+        const names = JSON.parse(new TextDecoder().decode(new Uint8Array(b, 8, size)));
+        if (!Array.isArray(names) || names.length !== count) throw new Error(route + ": not a bundle");
         const slices = new Map();
-        let offset = 4 * (names.length + 1);
+        let offset = 8 + size + 4 * count;
         names.forEach((name, i) => {
-            const length = view.getUint32(4 * (i + 1), true);
+            const length = view.getUint32(8 + size + 4 * i, true);
             slices.set(name, b.slice(offset, offset + length));
             offset += length;
         });
-        if (offset !== b.byteLength) throw new Error(route + ": bundle does not match the loader");
+        if (offset !== b.byteLength) throw new Error(route + ": its pieces do not add up to the bundle");
         return slices;
     });
-    for (const name of missing) remember(name, all.then((slices) => slices.get(name)));
+}
+// Before a route loads: its bundle on a first load, or when most of its pieces are still
+// missing; else each missing piece on its own.
+function startBundle(route) {
+    // What was there before this route asked for anything (its own asks follow at once).
+    const had = new Set(pieces.keys());
+    const bundle = had.size === 0
+        ? Promise.resolve(true)
+        : routePieces(route).then((names) => names.filter((n) => !had.has(n)).length * 2 >= names.length);
+    ready = bundle.then((yes) => (yes ? takeBundle(route) : undefined));
 }
 `;
+}
+
+/** Each route's chunks as ranges (`ROUTES_FILE`), for a navigation's choice. */
+export function routeTable(manifest) {
+  return Object.fromEntries(Object.entries(routePieces(manifest)).map(([r, { numbers }]) => [r, ranges(numbers)]));
 }
 
 /** The manifest Leptos reads (step 3): each route's bundle. */
@@ -266,7 +298,9 @@ export function bundleSite(dir) {
       if (stale(file)) compress(file);
     }
     if (!Object.values(manifest).every(bundled)) write(manifestPath, JSON.stringify(bundledManifest(manifest), null, 2));
-    for (const file of [loaderPath, manifestPath]) if (stale(file)) compress(file);
+    const routesFile = path.join(dir, ROUTES_FILE);
+    if (!fs.existsSync(routesFile)) fail(`${routesFile} is missing: rebuild (cargo leptos build --split)`);
+    for (const file of [loaderPath, manifestPath, routesFile]) if (stale(file)) compress(file);
     return 'loader already patched';
   }
   if (Object.values(manifest).some(bundled)) {
@@ -274,13 +308,14 @@ export function bundleSite(dir) {
   }
   const routes = routePieces(manifest);
   for (const [route, { pieces }] of Object.entries(routes)) {
-    const bytes = pieces.map((piece) => {
+    const named = pieces.map((piece) => {
       const file = path.join(dir, `${piece}.wasm`);
       if (!fs.existsSync(file)) fail(`${file} is in the manifest but not on disk`);
-      return fs.readFileSync(file);
+      return [piece, fs.readFileSync(file)];
     });
-    write(path.join(dir, `bundle_${route}.wasm`), pack(bytes));
+    write(path.join(dir, `bundle_${route}.wasm`), pack(named));
   }
+  write(path.join(dir, ROUTES_FILE), JSON.stringify(routeTable(manifest)));
   write(loaderPath, patchLoader(loader, manifest));
   // The manifest last, once the loader is written.
   write(manifestPath, JSON.stringify(bundledManifest(manifest), null, 2));

@@ -7,11 +7,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { checkShape, FIXTURE, MARK, pack, patchLoader, PatchError, ranges } from './bundle-wasm.mjs';
+import { checkShape, FIXTURE, MARK, pack, patchLoader, PatchError, ranges, ROUTES_FILE, routeTable } from './bundle-wasm.mjs';
 
 const loader = fs.readFileSync(FIXTURE, 'utf8');
 const manifest = JSON.parse(fs.readFileSync(path.join(path.dirname(FIXTURE), 'wasm-split-manifest.json'), 'utf8'));
 const AUDIT = Object.keys(manifest).find((r) => r.startsWith('__audit'));
+const LOGIN = Object.keys(manifest).find((r) => r.startsWith('__login'));
 
 test('a loader that changed fails the build and says which lines', () => {
   const changed = loader.replace('            await callee();', '            await callee(callbackData);');
@@ -32,9 +33,10 @@ test('ranges say a route\'s chunks briefly', () => {
   assert.equal(ranges([5]), '5');
 });
 
-test('the patched loader takes a first load\'s pieces from the route\'s bundle, in one download', async () => {
+test('the patched loader takes a first load\'s pieces from the route\'s bundle, in one download; a later route reads the routes\' list first', async () => {
   const patched = patchLoader(loader, manifest);
   assert.ok(patched.startsWith(MARK));
+  assert.ok(!patched.includes('"17-18"'), 'no list of the routes\' pieces in the loader');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bundle-wasm-'));
   fs.writeFileSync(path.join(dir, 'loader.mjs'), patched);
   const callbacks = [];
@@ -47,10 +49,17 @@ test('the patched loader takes a first load\'s pieces from the route\'s bundle, 
   const instantiated = [];
   const realFetch = globalThis.fetch;
   const realInstantiate = WebAssembly.instantiate;
-  // The audit route: chunk_17, chunk_18 and its own module, in the manifest's order.
+  // The audit route: chunk_17, chunk_18 and its own module; the login route: chunk_18 and
+  // its own. Each bundle names its pieces.
+  const files = {
+    [`bundle_${AUDIT}.wasm`]: pack([['chunk_17', Buffer.from('c17')], ['chunk_18', Buffer.from('c18')], [`split_${AUDIT}`, Buffer.from('audit')]]),
+    [`bundle_${LOGIN}.wasm`]: pack([['chunk_18', Buffer.from('c18')], [`split_${LOGIN}`, Buffer.from('login')]]),
+    [ROUTES_FILE]: Buffer.from(JSON.stringify(routeTable(manifest))),
+  };
   globalThis.fetch = async (url) => {
-    fetched.push(path.basename(new URL(url).pathname));
-    return new Response(pack([Buffer.from('c17'), Buffer.from('c18'), Buffer.from('own')]));
+    const name = path.basename(new URL(url).pathname);
+    fetched.push(name);
+    return files[name] ? new Response(files[name]) : new Response('', { status: 404 });
   };
   WebAssembly.instantiate = async (bytes) => {
     instantiated.push(Buffer.from(bytes).toString());
@@ -59,11 +68,16 @@ test('the patched loader takes a first load\'s pieces from the route\'s bundle, 
   try {
     const mod = await import(pathToFileURL(path.join(dir, 'loader.mjs')).href);
     await mod[`__wasm_split_load_${AUDIT}`](7, 'data');
+    assert.deepEqual(fetched, [`bundle_${AUDIT}.wasm`], 'a first load: its bundle alone');
+    assert.deepEqual(instantiated.sort(), ['audit', 'c17', 'c18']);
+    // A later route: the list says which of its pieces are missing (its own module, one
+    // of two: half, so its bundle), and chunk_18 is not instantiated again.
+    await mod[`__wasm_split_load_${LOGIN}`](8, 'more');
   } finally {
     globalThis.fetch = realFetch;
     WebAssembly.instantiate = realInstantiate;
   }
-  assert.deepEqual(fetched, [`bundle_${AUDIT}.wasm`]);
-  assert.deepEqual(instantiated.sort(), ['c17', 'c18', 'own']);
-  assert.deepEqual(callbacks, [[7, 'data', true]]);
+  assert.deepEqual(fetched, [`bundle_${AUDIT}.wasm`, ROUTES_FILE, `bundle_${LOGIN}.wasm`]);
+  assert.deepEqual(instantiated.sort(), ['audit', 'c17', 'c18', 'login']);
+  assert.deepEqual(callbacks, [[7, 'data', true], [8, 'more', true]]);
 });

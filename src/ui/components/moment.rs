@@ -2,7 +2,10 @@
 //! UTC` from the server (the same text on the server and in the browser, so hydration
 //! agrees), turned into the reader's own time zone, to the second and with the zone's
 //! name (`Nov 24, 2026, 3:01:02 AM EST`), by `public/local-time.js` once the page is
-//! shown; the exact UTC time on hover and, when given, how long ago.
+//! shown; the exact UTC time on hover and, when given, how long ago. The script changes
+//! only the text (the same text node), so hydration is unaffected, and it does so on the
+//! first page and on every page shown after it (a `MutationObserver`); without it the UTC
+//! text stays.
 
 use leptos::prelude::*;
 
