@@ -441,31 +441,7 @@ async fn the_stream_consumer_reads_on_through_expired_iterators_trims_limits_and
     // Removals keep coming while the consumer reads: a shard splits, and its children,
     // reading what follows, split again.
     for batch in 0..6 {
-        let now = app.clock.now();
-        for i in 0..10 {
-            let mut p = to_everyone(i);
-            p.category = Some(ck("ops"));
-            p.ttl = Some("1h".into());
-            p.uids = Some(vec![uk(&format!("r{batch}-{i}"))]);
-            app.state
-                .inbox
-                .publish(&tk("acme"), &ik("news"), &p, &format!("k{batch}-{i}"), now)
-                .await
-                .unwrap();
-        }
-        let later = (now + chrono::Duration::hours(2)).timestamp();
-        let mut start = None;
-        loop {
-            let (_, d, next) =
-                ops_console::server::store::inbox::stream::sweep_page(&direct, later, start)
-                    .await
-                    .unwrap();
-            deleted += d;
-            match next {
-                Some(k) => start = Some(k),
-                None => break,
-            }
-        }
+        deleted += publish_and_expire(&app, &direct, &format!("r{batch}"), 10).await;
         for _ in 0..300 {
             if let Ok(r) = consumer.round().await {
                 counted += r.counted;
@@ -614,37 +590,7 @@ async fn the_stream_consumer_lists_the_shards_once_a_minute_and_again_when_one_e
     let before = proxy.report().describe_stream;
     let (mut deleted, mut counted) = (0, 0);
     for batch in 0..2 {
-        let now = app.clock.now();
-        for i in 0..8 {
-            let mut p = to_everyone(i);
-            p.category = Some(ck("ops"));
-            p.ttl = Some("1h".into());
-            p.uids = Some(vec![uk(&format!("split-{batch}-{i}"))]);
-            app.state
-                .inbox
-                .publish(
-                    &tk("acme"),
-                    &ik("news"),
-                    &p,
-                    &format!("split-{batch}-{i}"),
-                    now,
-                )
-                .await
-                .unwrap();
-        }
-        let later = (now + chrono::Duration::hours(2)).timestamp();
-        let mut start = None;
-        loop {
-            let (_, d, next) =
-                ops_console::server::store::inbox::stream::sweep_page(&direct, later, start)
-                    .await
-                    .unwrap();
-            deleted += d;
-            match next {
-                Some(k) => start = Some(k),
-                None => break,
-            }
-        }
+        deleted += publish_and_expire(&app, &direct, &format!("split-{batch}"), 8).await;
         for _ in 0..50 {
             counted += consumer.round().await.unwrap().counted;
             if counted == deleted {
@@ -696,4 +642,39 @@ async fn healthz_answers_from_the_process_while_dynamodb_is_away() {
     let back = app.api("GET", "/api/v1/kill-switches", &key, None).await;
     assert_eq!(back.status, 200, "{}", back.body);
     assert_eq!(app.get("/healthz", None).await.json()["dynamodb"], "ok");
+}
+
+/// Publishes `n` messages of an hour to a user each (`<tag>-<i>`), then removes them as
+/// DynamoDB's TTL would two hours later, through `direct`: how many items it removed.
+async fn publish_and_expire(
+    app: &crate::helpers::TestApp,
+    direct: &ops_console::server::store::Store,
+    tag: &str,
+    n: usize,
+) -> usize {
+    let now = app.clock.now();
+    for i in 0..n {
+        let mut p = to_everyone(i);
+        p.category = Some(ck("ops"));
+        p.ttl = Some("1h".into());
+        p.uids = Some(vec![uk(&format!("{tag}-{i}"))]);
+        app.state
+            .inbox
+            .publish(&tk("acme"), &ik("news"), &p, &format!("{tag}-{i}"), now)
+            .await
+            .unwrap();
+    }
+    let later = (now + chrono::Duration::hours(2)).timestamp();
+    let (mut deleted, mut start) = (0, None);
+    loop {
+        let (_, d, next) =
+            ops_console::server::store::inbox::stream::sweep_page(direct, later, start)
+                .await
+                .unwrap();
+        deleted += d;
+        match next {
+            Some(k) => start = Some(k),
+            None => return deleted,
+        }
+    }
 }
