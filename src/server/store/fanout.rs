@@ -86,8 +86,6 @@ pub async fn page(
             .cloned()
             .unwrap_or_default()
     };
-    // `a` comes before `b` in the page's order.
-    let before = |a: &str, b: &str| if ascending { a < b } else { a > b };
     let reads = shards.iter().filter_map(|shard| {
         let spec = match &bound {
             None => shard.spec.clone(),
@@ -100,8 +98,8 @@ pub async fn page(
         })
     });
     let mut found: Vec<(u32, String, Item)> = Vec::new();
-    // The nearest point some shard stopped reading at (with more to read).
-    let mut stop: Option<String> = None;
+    // Where each shard with more to read stopped.
+    let mut stops = Vec::new();
     for (shard, page) in futures_util::future::try_join_all(reads).await? {
         for item in page.items {
             let v = sk(&item);
@@ -110,16 +108,29 @@ pub async fn page(
             }
             found.push((shard.id, v, item));
         }
-        if let Some(next) = page.next {
-            let e = sk(&next);
-            stop = Some(match stop {
-                Some(s) if before(&s, &e) => s,
-                _ => e,
-            });
-        }
+        stops.extend(page.next.map(|next| sk(&next)));
     }
-    // Only what every shard has read up to.
-    if let Some(s) = &stop {
+    let (items, boundary) = merge(found, &stops, ascending, size);
+    let next = boundary.map(|b| store.cursors().seal(binding, json!({ "b": b })));
+    Ok(Merged { items, next })
+}
+
+/// Up to `size` of `found` (shard, sort value, item) in the page's order, and the boundary
+/// of the next page (none: nothing follows). Nothing is shown past the nearest of `stops`
+/// (where a shard with more to read stopped): it has not read beyond.
+fn merge(
+    mut found: Vec<(u32, String, Item)>,
+    stops: &[String],
+    ascending: bool,
+    size: usize,
+) -> (Vec<(u32, Item)>, Option<String>) {
+    // `a` comes before `b` in the page's order.
+    let before = |a: &str, b: &str| if ascending { a < b } else { a > b };
+    let stop = stops.iter().fold(None::<&String>, |near, e| match near {
+        Some(s) if before(s, e) => Some(s),
+        _ => Some(e),
+    });
+    if let Some(s) = stop {
         found.retain(|(_, v, _)| !before(s, v));
     }
     found.sort_by(|a, b| {
@@ -135,13 +146,12 @@ pub async fn page(
     let boundary = if full {
         found.last().map(|(_, v, _)| v.clone())
     } else {
-        stop
+        stop.cloned()
     };
-    let next = boundary.map(|b| store.cursors().seal(binding, json!({ "b": b })));
-    Ok(Merged {
-        items: found.into_iter().map(|(s, _, i)| (s, i)).collect(),
-        next,
-    })
+    (
+        found.into_iter().map(|(s, _, i)| (s, i)).collect(),
+        boundary,
+    )
 }
 
 /// The boundary a cursor held.
@@ -263,6 +273,26 @@ mod tests {
         // A strict upper bound read as inclusive: its end is left out.
         assert!(!within(&spec(true, Some(Cond::Lt(s(":")))), ":"));
         assert!(within(&spec(true, Some(Cond::Lt(s(":")))), "0009"));
+    }
+
+    #[test]
+    fn a_page_shows_nothing_past_where_a_shard_stopped() {
+        let item = |v: &str| (0u32, v.to_string(), Item::new());
+        // Newest first, two to a page: a full page's boundary is its last item.
+        let (items, b) = merge(vec![item("3"), item("9"), item("5")], &[], false, 2);
+        assert_eq!((items.len(), b.as_deref()), (2, Some("5")));
+        // A shard stopped at "6" (a filter skipped what it read): "5" and "3" wait, and the
+        // next page starts below "6".
+        let (items, b) = merge(
+            vec![item("3"), item("9"), item("5")],
+            &["6".into()],
+            false,
+            2,
+        );
+        assert_eq!((items.len(), b.as_deref()), (1, Some("6")));
+        // Nothing more anywhere: no next page.
+        let (items, b) = merge(vec![item("3")], &[], true, 2);
+        assert_eq!((items.len(), b), (1, None));
     }
 
     #[test]
