@@ -664,17 +664,5 @@ async fn publish_and_expire(
             .await
             .unwrap();
     }
-    let later = (now + chrono::Duration::hours(2)).timestamp();
-    let (mut deleted, mut start) = (0, None);
-    loop {
-        let (_, d, next) =
-            ops_console::server::store::inbox::stream::sweep_page(direct, later, start)
-                .await
-                .unwrap();
-        deleted += d;
-        match next {
-            Some(k) => start = Some(k),
-            None => return deleted,
-        }
-    }
+    crate::helpers::sweep_inbox(direct, (now + chrono::Duration::hours(2)).timestamp()).await
 }

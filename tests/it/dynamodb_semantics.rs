@@ -370,22 +370,7 @@ async fn publish_short_lived(app: &crate::helpers::TestApp, n: usize) {
 /// Returns how many items were deleted.
 async fn expire(app: &crate::helpers::TestApp, direct: &Store) -> usize {
     app.clock.advance(Duration::hours(2));
-    let mut deleted = 0;
-    let mut start = None;
-    loop {
-        let (_, d, next) = ops_console::server::store::inbox::stream::sweep_page(
-            direct,
-            app.clock.now().timestamp(),
-            start,
-        )
-        .await
-        .unwrap();
-        deleted += d;
-        match next {
-            Some(k) => start = Some(k),
-            None => return deleted,
-        }
-    }
+    crate::helpers::sweep_inbox(direct, app.clock.now().timestamp()).await
 }
 
 async fn publish_and_expire(app: &crate::helpers::TestApp, direct: &Store, n: usize) -> usize {

@@ -558,3 +558,19 @@ pub mod keys {
         MessageKey::parse(k).unwrap()
     }
 }
+
+/// Removes, as DynamoDB's TTL would, every inbox item expired at `at` (Unix seconds),
+/// through `direct`: how many it removed.
+pub async fn sweep_inbox(direct: &Store, at: i64) -> usize {
+    let (mut deleted, mut start) = (0, None);
+    loop {
+        let (_, d, next) = ops_console::server::store::inbox::stream::sweep_page(direct, at, start)
+            .await
+            .unwrap();
+        deleted += d;
+        match next {
+            Some(k) => start = Some(k),
+            None => return deleted,
+        }
+    }
+}
