@@ -334,7 +334,12 @@ async fn writes_are_billed_and_throttled_by_write_units_as_aws_counts_them() {
     );
     // One partition takes 1 unit a second: a 2-unit write leaves it in debt, and the next
     // write within the second is throttled (the SDK retries it once it has paid).
-    proxy.update(|f| f.partition_write_units_per_s = 1);
+    proxy.update(|f| {
+        f.partitions = Some(dynamodb_faults::Limits {
+            partition_write_per_s: 1.0,
+            ..dynamodb_faults::Limits::unlimited()
+        })
+    });
     for _ in 0..20 {
         let _ = put("units-hot").send().await;
         if proxy.report().get(Kind::PartitionThrottle) > 0 {
@@ -345,6 +350,138 @@ async fn writes_are_billed_and_throttled_by_write_units_as_aws_counts_them() {
         proxy.report().get(Kind::PartitionThrottle) >= 1,
         "{}",
         proxy.report()
+    );
+}
+
+#[tokio::test]
+async fn an_index_copy_is_billed_and_throttled_on_the_index_keys_partition_as_aws_does() {
+    use aws_sdk_dynamodb::config::retry::RetryConfig;
+    use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+    use ops_console::server::store::schema::MW_IDEMPOTENCY;
+    let proxy = faulty_dynamodb().await;
+    let (app, _direct) = spawn_app_via(&proxy, |_| {}).await;
+    // Two units a second per partition: AWS's 1,000, scaled by 0.002.
+    proxy.update(|f| f.partitions = Some(dynamodb_faults::Limits::scaled(0.002)));
+    let table = app.store.table(MW_IDEMPOTENCY.base);
+    // No retries: the test sees each refusal as AWS sends it.
+    let client = aws_sdk_dynamodb::Client::from_conf(
+        app.store
+            .client()
+            .config()
+            .to_builder()
+            .retry_config(RetryConfig::disabled())
+            .build(),
+    );
+    let day = format!("probe-{}", ops_console::server::ids::random_hex(4));
+    // 2,500 bytes as DynamoDB counts them: names and values.
+    let item = |id: &str| {
+        let fixed = "event_id".len()
+            + id.len()
+            + "event_day".len()
+            + day.len()
+            + "created_sk".len()
+            + 1
+            + "blob".len();
+        [
+            ("event_id", AttributeValue::S(id.into())),
+            ("event_day", AttributeValue::S(day.clone())),
+            ("created_sk", AttributeValue::S("1".into())),
+            ("blob", AttributeValue::S("x".repeat(2500 - fixed))),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect::<std::collections::HashMap<_, _>>()
+    };
+    let in_transaction = |id: &str| {
+        client.transact_write_items().transact_items(
+            TransactWriteItem::builder()
+                .put(
+                    Put::builder()
+                        .table_name(&table)
+                        .set_item(Some(item(id)))
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+        )
+    };
+    let id = format!("probe-a-{day}");
+    in_transaction(&id).send().await.unwrap();
+    let report = proxy.report();
+    let spent = |key: &str| {
+        report
+            .keys
+            .iter()
+            .find(|k| k.key == key)
+            .map(|k| k.write)
+            .unwrap_or(0.0)
+    };
+    // AWS's arithmetic: 3 KB twice on the item's partition, and again on the index key's.
+    assert_eq!(
+        spent(&format!("{table}|event_id={id}")),
+        6.0,
+        "{:?}",
+        report.keys
+    );
+    assert_eq!(
+        spent(&format!("{table}/index/event-day-index|event_day={day}")),
+        6.0,
+        "{:?}",
+        report.keys
+    );
+    assert_eq!(
+        spent(&format!(
+            "{table}/index/conversation-events-index|conversation_id="
+        )),
+        0.0,
+        "an index whose key the item lacks gets no copy"
+    );
+    // The index key's partition is in debt (2 - 6): a write of another item with the same
+    // index key is refused there, though its own partition is fresh.
+    let err = in_transaction(&format!("probe-b-{day}"))
+        .send()
+        .await
+        .expect_err("the index partition is in debt");
+    use aws_sdk_dynamodb::operation::put_item::PutItemError;
+    use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+    let TransactWriteItemsError::TransactionCanceledException(cancelled) = err.into_service_error()
+    else {
+        panic!("a cancelled transaction");
+    };
+    let reasons: Vec<_> = cancelled
+        .cancellation_reasons()
+        .iter()
+        .map(|r| r.code().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(reasons, vec!["ThrottlingError".to_string()]);
+    let err = client
+        .put_item()
+        .table_name(&table)
+        .set_item(Some(item(&format!("probe-c-{day}"))))
+        .send()
+        .await
+        .expect_err("refused on the index");
+    let PutItemError::ProvisionedThroughputExceededException(e) = err.into_service_error() else {
+        panic!("ProvisionedThroughputExceeded");
+    };
+    let reason = &e.throttling_reasons()[0];
+    assert_eq!(
+        reason.reason(),
+        Some("IndexWriteKeyRangeThroughputExceeded")
+    );
+    assert!(
+        reason
+            .resource()
+            .unwrap_or_default()
+            .ends_with("/index/event-day-index"),
+        "{reason:?}"
+    );
+    let report = proxy.report();
+    assert_eq!(report.get(Kind::PartitionThrottle), 2, "{report}");
+    let hot = report.keys.iter().find(|k| k.throttled > 0).unwrap();
+    assert_eq!(
+        hot.key,
+        format!("{table}/index/event-day-index|event_day={day}")
     );
 }
 

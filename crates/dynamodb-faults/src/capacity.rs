@@ -14,29 +14,19 @@
 //! values the request carries, a lower bound (the item itself is not read). Index copies
 //! of a transaction's items are not counted.
 //!
-//! The partition limit is a token bucket per partition (table and partition key) of
-//! `per_s` units a second, holding one second's worth. A request is admitted while its
-//! partitions are not in debt; its units are charged after DynamoDB Local answered (only
-//! then are they known), so a partition can go into debt and is throttled until it has
-//! paid. Index copies are charged to the table's partition.
+//! With AWS's partitions modelled (`Faults::partitions`), a write's units are the proxy's
+//! own count instead, index copies included (the `partitions` module).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::time::Instant;
 
 use serde_json::{json, Value};
 
 use crate::Units;
 
-struct Bucket {
-    tokens: f64,
-    refilled: Instant,
-}
-
 #[derive(Default)]
 struct State {
     by_op: BTreeMap<String, Units>,
-    partitions: HashMap<String, Bucket>,
 }
 
 #[derive(Default)]
@@ -71,14 +61,16 @@ fn entry_units(e: &Value) -> f64 {
 }
 
 impl Capacity {
-    /// Records the units an answer of `op` reports, and takes them out of the answer
-    /// unless the client asked. Returns the write units by table.
+    /// Records the units an answer of `op` reports (or `billed`, the proxy's own count),
+    /// and takes them out of the answer unless the client asked. Returns the units by
+    /// table.
     pub(crate) fn record(
         &self,
         op: &str,
         request: &Value,
         answer: &mut Value,
         client_asked: bool,
+        billed: Option<f64>,
     ) -> Vec<(String, f64)> {
         let entries: Vec<Value> = match answer.get("ConsumedCapacity") {
             Some(Value::Array(a)) => a.clone(),
@@ -105,7 +97,7 @@ impl Capacity {
                 }
             }
         }
-        let total: f64 = by_table.iter().map(|(_, u)| u).sum();
+        let total: f64 = billed.unwrap_or_else(|| by_table.iter().map(|(_, u)| u).sum());
         if let Ok(mut st) = self.0.lock() {
             let u = st.by_op.entry(op.to_string()).or_default();
             u.calls += 1;
@@ -115,11 +107,7 @@ impl Capacity {
                 u.read += total;
             }
         }
-        if is_write(op) {
-            by_table
-        } else {
-            Vec::new()
-        }
+        by_table
     }
 
     /// Counts a call whose answer carried no units (an error).
@@ -131,51 +119,6 @@ impl Capacity {
 
     pub(crate) fn units(&self) -> BTreeMap<String, Units> {
         self.0.lock().map(|st| st.by_op.clone()).unwrap_or_default()
-    }
-
-    /// Which of `partitions` are in debt under a limit of `per_s` units a second.
-    pub(crate) fn over(&self, partitions: &[String], per_s: u32) -> Vec<usize> {
-        if per_s == 0 {
-            return Vec::new();
-        }
-        let Ok(mut st) = self.0.lock() else {
-            return Vec::new();
-        };
-        let now = Instant::now();
-        let rate = f64::from(per_s);
-        partitions
-            .iter()
-            .enumerate()
-            .filter_map(|(i, p)| {
-                let b = st.partitions.entry(p.clone()).or_insert(Bucket {
-                    tokens: rate,
-                    refilled: now,
-                });
-                let elapsed = now.duration_since(b.refilled).as_secs_f64();
-                b.tokens = (b.tokens + elapsed * rate).min(rate);
-                b.refilled = now;
-                (b.tokens < 0.0).then_some(i)
-            })
-            .collect()
-    }
-
-    /// Charges each partition its units.
-    pub(crate) fn charge(&self, charges: &[(String, f64)], per_s: u32) {
-        if per_s == 0 {
-            return;
-        }
-        let Ok(mut st) = self.0.lock() else {
-            return;
-        };
-        let now = Instant::now();
-        let rate = f64::from(per_s);
-        for (p, units) in charges {
-            let b = st.partitions.entry(p.clone()).or_insert(Bucket {
-                tokens: rate,
-                refilled: now,
-            });
-            b.tokens -= units;
-        }
     }
 }
 
@@ -208,7 +151,7 @@ pub(crate) fn transaction_units(request: &Value) -> Vec<(String, f64)> {
 }
 
 /// An item's size as DynamoDB counts it: each attribute's name and value.
-fn item_size(attrs: &serde_json::Map<String, Value>) -> usize {
+pub(crate) fn item_size(attrs: &serde_json::Map<String, Value>) -> usize {
     attrs.iter().map(|(k, v)| k.len() + value_size(v)).sum()
 }
 
@@ -245,28 +188,6 @@ fn value_size(v: &Value) -> usize {
     }
 }
 
-/// Spreads each table's write units evenly over the partitions of that table's items
-/// (`partitions` as `(table, partition)`, one per item written).
-pub(crate) fn per_partition(
-    by_table: &[(String, f64)],
-    partitions: &[(String, String)],
-) -> Vec<(String, f64)> {
-    let mut out = Vec::new();
-    for (table, units) in by_table {
-        let mine: Vec<&String> = partitions
-            .iter()
-            .filter(|(t, _)| t == table)
-            .map(|(_, p)| p)
-            .collect();
-        if mine.is_empty() {
-            continue;
-        }
-        let each = units / mine.len() as f64;
-        out.extend(mine.into_iter().map(|p| (p.clone(), each)));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,7 +199,7 @@ mod tests {
             {"TableName": "t", "CapacityUnits": 3.0},
             {"TableName": "u", "CapacityUnits": 1.0},
         ]});
-        let by_table = c.record("TransactWriteItems", &json!({}), &mut answer, false);
+        let by_table = c.record("TransactWriteItems", &json!({}), &mut answer, false, None);
         assert_eq!(
             by_table,
             vec![("t".to_string(), 3.0), ("u".to_string(), 1.0)]
@@ -286,7 +207,7 @@ mod tests {
         assert!(answer.get("ConsumedCapacity").is_none());
         let mut read =
             json!({"Items": [], "ConsumedCapacity": {"TableName": "t", "CapacityUnits": 0.5}});
-        assert!(c.record("Query", &json!({}), &mut read, true).is_empty());
+        c.record("Query", &json!({}), &mut read, true, None);
         assert!(read.get("ConsumedCapacity").is_some(), "the client asked");
         let units = c.units();
         assert_eq!(units["TransactWriteItems"].write, 4.0);
@@ -313,30 +234,12 @@ mod tests {
             {"TableName": "t", "CapacityUnits": 2.0},
             {"TableName": "u", "CapacityUnits": 2.0},
         ]});
-        let by_table = c.record("TransactWriteItems", &request, &mut answer, false);
+        let by_table = c.record("TransactWriteItems", &request, &mut answer, false, None);
         // t: 2 (small) + 4 (1.5 KB) + 2 (update); u: 2 (the check).
         assert_eq!(
             by_table,
             vec![("t".to_string(), 8.0), ("u".to_string(), 2.0)]
         );
         assert_eq!(c.units()["TransactWriteItems"].write, 10.0);
-    }
-
-    #[test]
-    fn a_partition_in_debt_is_over_until_it_has_paid() {
-        let c = Capacity::default();
-        let p = vec!["t|pk=\"a\"".to_string()];
-        assert!(c.over(&p, 10).is_empty());
-        c.charge(&[(p[0].clone(), 15.0)], 10);
-        assert_eq!(c.over(&p, 10), vec![0], "10 - 15 < 0");
-        assert!(c.over(&p, 0).is_empty(), "no limit");
-        let spread = per_partition(
-            &[("t".to_string(), 4.0)],
-            &[
-                ("t".to_string(), "a".to_string()),
-                ("t".to_string(), "b".to_string()),
-            ],
-        );
-        assert_eq!(spread, vec![("a".to_string(), 2.0), ("b".to_string(), 2.0)]);
     }
 }

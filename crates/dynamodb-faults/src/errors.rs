@@ -53,6 +53,22 @@ pub(crate) fn throughput_exceeded() -> Answer {
     )
 }
 
+/// A request refused by a partition's limit or a table's or index's quota, with AWS's
+/// reason (`IndexWriteKeyRangeThroughputExceeded`, …) and the resource it names.
+pub(crate) fn throttled_by(reason: &str, resource: &str) -> Answer {
+    json_answer(
+        StatusCode::BAD_REQUEST,
+        &json!({
+            "__type": format!("{DYNAMODB}#ProvisionedThroughputExceededException"),
+            "message": "Throughput exceeds the current capacity of your table or index.",
+            "ThrottlingReasons": [{
+                "reason": reason,
+                "resource": format!("arn:aws:dynamodb:local:000000000000:table/{resource}"),
+            }],
+        }),
+    )
+}
+
 pub(crate) fn transaction_conflict() -> Answer {
     error(
         StatusCode::BAD_REQUEST,

@@ -20,27 +20,55 @@ pub(crate) enum Target {
 pub(crate) struct Write {
     pub(crate) table: String,
     pub(crate) target: Target,
+    /// `Put`, `Update`, `Delete` or `ConditionCheck`.
+    pub(crate) kind: &'static str,
+    /// The action as the request states it (its expressions and values).
+    pub(crate) action: Value,
 }
 
-fn write(table: Option<&Value>, target: Target) -> Option<Write> {
+fn write(
+    table: Option<&Value>,
+    target: Target,
+    kind: &'static str,
+    action: &Value,
+) -> Option<Write> {
     Some(Write {
         table: table?.as_str()?.to_string(),
         target,
+        kind,
+        action: action.clone(),
     })
+}
+
+fn kind_of(name: &str) -> &'static str {
+    match name {
+        "Put" | "PutItem" | "PutRequest" => "Put",
+        "Update" | "UpdateItem" => "Update",
+        "Delete" | "DeleteItem" | "DeleteRequest" => "Delete",
+        _ => "ConditionCheck",
+    }
 }
 
 /// The items a request of operation `op` writes, in request order (a transaction's
 /// actions keep their indexes).
 pub(crate) fn writes(op: &str, body: &Value) -> Vec<Write> {
     match op {
-        "PutItem" => write(body.get("TableName"), Target::Item(body["Item"].clone()))
-            .into_iter()
-            .collect(),
-        "UpdateItem" | "DeleteItem" => {
-            write(body.get("TableName"), Target::Key(body["Key"].clone()))
-                .into_iter()
-                .collect()
-        }
+        "PutItem" => write(
+            body.get("TableName"),
+            Target::Item(body["Item"].clone()),
+            "Put",
+            body,
+        )
+        .into_iter()
+        .collect(),
+        "UpdateItem" | "DeleteItem" => write(
+            body.get("TableName"),
+            Target::Key(body["Key"].clone()),
+            kind_of(op),
+            body,
+        )
+        .into_iter()
+        .collect(),
         "TransactWriteItems" => body["TransactItems"]
             .as_array()
             .map(|actions| {
@@ -53,7 +81,7 @@ pub(crate) fn writes(op: &str, body: &Value) -> Vec<Write> {
                         } else {
                             Target::Key(inner["Key"].clone())
                         };
-                        write(inner.get("TableName"), target)
+                        write(inner.get("TableName"), target, kind_of(kind), inner)
                     })
                     .collect()
             })
@@ -70,14 +98,17 @@ pub(crate) fn writes(op: &str, body: &Value) -> Vec<Write> {
                             .unwrap_or_default()
                             .into_iter()
                             .filter_map(move |r| {
-                                let target = if let Some(p) = r.get("PutRequest") {
-                                    Target::Item(p["Item"].clone())
+                                let (target, kind, action) = if let Some(p) = r.get("PutRequest") {
+                                    (Target::Item(p["Item"].clone()), "Put", p.clone())
                                 } else {
-                                    Target::Key(r.get("DeleteRequest")?["Key"].clone())
+                                    let d = r.get("DeleteRequest")?;
+                                    (Target::Key(d["Key"].clone()), "Delete", d.clone())
                                 };
                                 Some(Write {
                                     table: table.clone(),
                                     target,
+                                    kind,
+                                    action,
                                 })
                             })
                     })
@@ -88,12 +119,78 @@ pub(crate) fn writes(op: &str, body: &Value) -> Vec<Write> {
     }
 }
 
-/// What the proxy knows of a table: its key attribute names (partition key first) and the
-/// names of its global indexes.
+/// What the proxy knows of a table: its key attribute names (partition key first) and its
+/// indexes.
 #[derive(Clone, Debug, Default)]
-struct TableSchema {
-    keys: Vec<String>,
-    global_indexes: Vec<String>,
+pub(crate) struct TableSchema {
+    pub(crate) keys: Vec<String>,
+    pub(crate) indexes: Vec<Index>,
+}
+
+/// A global or local secondary index.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Index {
+    pub(crate) name: String,
+    pub(crate) global: bool,
+    /// Its key attribute names, partition key first.
+    pub(crate) keys: Vec<String>,
+    pub(crate) projection: Projection,
+}
+
+/// Which attributes an index copies.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Projection {
+    All,
+    KeysOnly,
+    Include(Vec<String>),
+}
+
+/// Key attribute names of a `KeySchema`, partition key first.
+fn key_names(key_schema: &Value) -> Vec<String> {
+    let mut keys: Vec<(String, bool)> = key_schema
+        .as_array()
+        .map(|ks| {
+            ks.iter()
+                .filter_map(|k| {
+                    Some((
+                        k["AttributeName"].as_str()?.to_string(),
+                        k["KeyType"].as_str().unwrap_or("HASH") != "HASH",
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    keys.sort_by_key(|(_, range)| *range);
+    keys.into_iter().map(|(k, _)| k).collect()
+}
+
+fn indexes(described: &Value, global: bool) -> Vec<Index> {
+    described
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| {
+            let p = &i["Projection"];
+            let projection = match p["ProjectionType"].as_str() {
+                Some("KEYS_ONLY") => Projection::KeysOnly,
+                Some("INCLUDE") => Projection::Include(
+                    p["NonKeyAttributes"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|a| a.as_str().map(str::to_string))
+                        .collect(),
+                ),
+                _ => Projection::All,
+            };
+            Some(Index {
+                name: i["IndexName"].as_str()?.to_string(),
+                global,
+                keys: key_names(&i["KeySchema"]),
+                projection,
+            })
+        })
+        .collect()
 }
 
 /// The tables' schemas, learnt from `DescribeTable`.
@@ -106,6 +203,11 @@ impl Schemas {
         Some(self.0.lock().ok()?.get(table)?.keys.clone())
     }
 
+    /// The table's keys and indexes.
+    pub(crate) fn schema(&self, table: &str) -> Option<TableSchema> {
+        self.0.lock().ok()?.get(table).cloned()
+    }
+
     /// Whether `index` is a global index of `table` (known tables only).
     pub(crate) fn is_global_index(&self, table: &str, index: &str) -> bool {
         self.0
@@ -113,53 +215,22 @@ impl Schemas {
             .ok()
             .and_then(|m| {
                 m.get(table)
-                    .map(|s| s.global_indexes.iter().any(|g| g == index))
+                    .map(|s| s.indexes.iter().any(|g| g.global && g.name == index))
             })
             .unwrap_or(false)
     }
 
     pub(crate) fn learn(&self, table: &str, describe_table_answer: &Value) {
         let t = &describe_table_answer["Table"];
-        let mut keys: Vec<(String, String)> = t["KeySchema"]
-            .as_array()
-            .map(|ks| {
-                ks.iter()
-                    .filter_map(|k| {
-                        Some((
-                            k["AttributeName"].as_str()?.to_string(),
-                            k["KeyType"].as_str().unwrap_or("HASH").to_string(),
-                        ))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        // The partition key first.
-        keys.sort_by_key(|(_, kind)| kind != "HASH");
-        let global_indexes = t["GlobalSecondaryIndexes"]
-            .as_array()
-            .map(|g| {
-                g.iter()
-                    .filter_map(|i| i["IndexName"].as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let keys = key_names(&t["KeySchema"]);
+        let mut all = indexes(&t["GlobalSecondaryIndexes"], true);
+        all.extend(indexes(&t["LocalSecondaryIndexes"], false));
         if !keys.is_empty() {
             if let Ok(mut m) = self.0.lock() {
-                m.insert(
-                    table.to_string(),
-                    TableSchema {
-                        keys: keys.into_iter().map(|(k, _)| k).collect(),
-                        global_indexes,
-                    },
-                );
+                m.insert(table.to_string(), TableSchema { keys, indexes: all });
             }
         }
     }
-}
-
-/// `table|name=value`: the partition an item is in (its table and partition key).
-pub(crate) fn partition(w: &Write, key_names: &[String]) -> String {
-    identity(w, &key_names[..key_names.len().min(1)])
 }
 
 /// `table|name=value|...`: one string per item, whichever way the request named it.
@@ -167,7 +238,12 @@ pub(crate) fn identity(w: &Write, key_names: &[String]) -> String {
     let source = match &w.target {
         Target::Key(v) | Target::Item(v) => v,
     };
-    let mut id = w.table.clone();
+    identity_of(&w.table, source, key_names)
+}
+
+/// The identity of the item of `table` whose key (or whole item) is `source`.
+pub(crate) fn identity_of(table: &str, source: &Value, key_names: &[String]) -> String {
+    let mut id = table.to_string();
     for name in key_names {
         id.push('|');
         id.push_str(name);

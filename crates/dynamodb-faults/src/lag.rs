@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::items::{identity, Target, Write};
+use crate::items::identity_of;
 
 #[derive(Default)]
 pub(crate) struct RecentWrites(Mutex<HashMap<String, Instant>>);
@@ -57,11 +57,7 @@ impl RecentWrites {
                 if !matching.is_empty() && !item.to_string().contains(matching) {
                     return true;
                 }
-                let w = Write {
-                    table: table.to_string(),
-                    target: Target::Item((*item).clone()),
-                };
-                !self.written_within(&identity(&w, keys), lag)
+                !self.written_within(&identity_of(table, item, keys), lag)
             })
             .cloned()
             .collect();
@@ -83,11 +79,7 @@ mod tests {
     fn an_item_written_a_moment_ago_is_not_in_the_index_yet() {
         let recent = RecentWrites::default();
         let keys = vec!["pk".to_string()];
-        let w = Write {
-            table: "t".into(),
-            target: Target::Key(json!({"pk": {"S": "a"}})),
-        };
-        recent.note(&[identity(&w, &keys)]);
+        recent.note(&[identity_of("t", &json!({"pk": {"S": "a"}}), &keys)]);
         let mut answer = json!({"Count": 2, "Items": [
             {"pk": {"S": "a"}, "g": {"S": "x"}},
             {"pk": {"S": "b"}, "g": {"S": "x"}},

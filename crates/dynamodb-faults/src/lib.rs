@@ -27,10 +27,11 @@
 //! - **late writes**: a write answered 500 at once and applied later, after its client gave
 //!   up (and perhaps retried); while it is pending, a transaction with its client token is
 //!   answered `TransactionInProgressException`;
-//! - **throttling by write units** per partition, counted as AWS bills them: the item's
-//!   size rounded up to 1 KB, one more write per index copy, transactions twice (as
-//!   DynamoDB Local reports them); the same count is reported per operation
-//!   (`Report::units`);
+//! - **AWS's partitions, scaled down** ([`Limits`]): every write and read charged as AWS
+//!   bills it to each partition it lands on, an index's copy to the *index key's*
+//!   partition, each partition and each table or index held to its limit and refused with
+//!   AWS's throttling reasons; the units by operation (`Report::units`) and by key, the
+//!   hottest first (`Report::keys`);
 //! - **index lag**: a query of a global index does not see the items written in the last
 //!   few milliseconds.
 //!
@@ -42,6 +43,7 @@ mod errors;
 mod items;
 mod lag;
 mod limiter;
+mod partitions;
 mod rng;
 mod server;
 mod streams;
@@ -102,9 +104,9 @@ pub struct Faults {
     pub late_write_ms: u64,
     /// Only writes whose request contains this text are made late (empty: any write).
     pub late_write_matching: String,
-    /// Write units (as AWS counts them) one partition takes per second before its writes
-    /// are throttled (0: no limit).
-    pub partition_write_units_per_s: u32,
+    /// AWS's partitions and their limits (`None`: units as DynamoDB Local reports them,
+    /// no partitions).
+    pub partitions: Option<Limits>,
     /// A query of a global index does not see items written in the last this many
     /// milliseconds (0: it sees everything at once).
     pub index_lag_ms: u64,
@@ -146,6 +148,56 @@ impl Faults {
         add(self.stream_limit_rate > 0.0, Kind::StreamLimit);
         add(self.trimmed_rate > 0.0, Kind::Trimmed);
         on
+    }
+}
+
+/// AWS's throughput limits, scaled down, in capacity units a second (0: no limit). Each
+/// request is charged to the partitions it lands on as AWS bills it (see the `partitions`
+/// module), whatever the limits.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Limits {
+    pub partition_write_per_s: f64,
+    pub partition_read_per_s: f64,
+    /// A table's, and each global index's, own quota.
+    pub table_write_per_s: f64,
+    pub table_read_per_s: f64,
+}
+
+impl Limits {
+    /// AWS's, times `scale`: a partition takes 1,000 write and 3,000 read units a second; an
+    /// on-demand table (and each of its global indexes) 40,000 of each, the default quota.
+    /// `scaled(0.002)` is 2 and 6 a partition, 80 and 80 a table.
+    pub fn scaled(scale: f64) -> Limits {
+        Limits {
+            partition_write_per_s: 1_000.0 * scale,
+            partition_read_per_s: 3_000.0 * scale,
+            table_write_per_s: 40_000.0 * scale,
+            table_read_per_s: 40_000.0 * scale,
+        }
+    }
+
+    /// Units billed and charged by partition, nothing refused.
+    pub fn unlimited() -> Limits {
+        Limits::default()
+    }
+}
+
+/// What one partition key (`table|attribute=value`, `table/index/name|attribute=value`)
+/// spent, and how often it refused a request.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KeyUse {
+    pub key: String,
+    pub write: f64,
+    pub read: f64,
+    pub throttled: u64,
+}
+
+impl KeyUse {
+    pub(crate) fn new(key: &str) -> KeyUse {
+        KeyUse {
+            key: key.to_string(),
+            ..KeyUse::default()
+        }
     }
 }
 
@@ -193,8 +245,10 @@ pub enum Kind {
     LateWrite,
     /// A transaction whose client token belonged to one still running.
     TokenInProgress,
-    /// A write throttled by its partition's write units.
+    /// A request refused by a partition's limit (`…KeyRangeThroughputExceeded`).
     PartitionThrottle,
+    /// A request refused by a table's or index's quota (`…AccountLimitExceeded`).
+    QuotaThrottle,
     /// An item a query of a global index did not see yet.
     IndexLag,
     ExpiredIterator,
@@ -203,7 +257,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 21] = [
+    pub const ALL: [Kind; 22] = [
         Kind::Conflict,
         Kind::RandomConflict,
         Kind::Throttle,
@@ -221,6 +275,7 @@ impl Kind {
         Kind::LateWrite,
         Kind::TokenInProgress,
         Kind::PartitionThrottle,
+        Kind::QuotaThrottle,
         Kind::IndexLag,
         Kind::ExpiredIterator,
         Kind::StreamLimit,
@@ -245,7 +300,8 @@ impl Kind {
             Kind::ErrorAfterCommit => "500 after commit",
             Kind::LateWrite => "late writes (500, applied later)",
             Kind::TokenInProgress => "client token in progress",
-            Kind::PartitionThrottle => "throttles (partition write units)",
+            Kind::PartitionThrottle => "throttles (partition units)",
+            Kind::QuotaThrottle => "throttles (table or index quota)",
             Kind::IndexLag => "items an index did not see yet",
             Kind::ExpiredIterator => "expired stream iterators",
             Kind::StreamLimit => "stream LimitExceeded",
@@ -256,7 +312,7 @@ impl Kind {
 
 #[derive(Default)]
 pub(crate) struct Counters {
-    by_kind: [AtomicU64; 21],
+    by_kind: [AtomicU64; Kind::ALL.len()],
     requests: AtomicU64,
     writes: AtomicU64,
     /// Late writes not applied yet.
@@ -287,6 +343,8 @@ pub struct Report {
     pub late_pending: u64,
     /// `DescribeStream` calls received.
     pub describe_stream: u64,
+    /// Units by partition key, the most used first (with [`Faults::partitions`] set).
+    pub keys: Vec<KeyUse>,
 }
 
 /// What calls of one operation consumed, as AWS bills them.
@@ -336,6 +394,13 @@ impl fmt::Display for Report {
         for kind in Kind::ALL {
             writeln!(f, "    {:<34} {}", kind.name(), self.get(kind))?;
         }
+        for k in self.keys.iter().filter(|k| k.throttled > 0).take(5) {
+            writeln!(
+                f,
+                "  refused on {}: {} times ({:.0} write, {:.0} read units spent)",
+                k.key, k.throttled, k.write, k.read
+            )?;
+        }
         match &self.hottest {
             Some((item, n)) => write!(f, "  most-written item: {item} at {n} writes/s"),
             None => write!(f, "  most-written item: none"),
@@ -353,6 +418,7 @@ pub(crate) struct Shared {
     pub(crate) tokens: items::Tokens,
     pub(crate) streams: streams::Streams,
     pub(crate) capacity: capacity::Capacity,
+    pub(crate) ledger: partitions::Ledger,
     pub(crate) recent: lag::RecentWrites,
 }
 
@@ -368,6 +434,7 @@ impl Shared {
             tokens: items::Tokens::default(),
             streams: streams::Streams::default(),
             capacity: capacity::Capacity::default(),
+            ledger: partitions::Ledger::default(),
             recent: lag::RecentWrites::default(),
         })
     }
@@ -410,6 +477,7 @@ impl Shared {
             units: self.capacity.units(),
             late_pending: self.counters.late_pending.load(Ordering::Relaxed),
             describe_stream: self.counters.describe_stream.load(Ordering::Relaxed),
+            keys: self.ledger.keys(),
         }
     }
 }

@@ -23,6 +23,7 @@ use tokio::sync::{watch, Notify};
 
 use crate::errors::{self, json_answer, Answer};
 use crate::items::{self, TokenSeen};
+use crate::partitions::{self, Charge, Item, Refusal};
 use crate::{batch, capacity, streams};
 use crate::{Faults, Kind, Outage, Report, Shared};
 
@@ -368,6 +369,17 @@ async fn read_request(
 ) -> Answer {
     let shared = &ctx.shared;
     let asked = capacity::ask(&mut json);
+    let targets = match faults.partitions {
+        Some(limits) => {
+            let targets = read_targets(ctx, &parts.headers, op, &json).await;
+            let expected = partitions::expected_reads(&targets);
+            if let Some(r) = shared.ledger.refusal(&limits, &expected, false) {
+                return refused(shared, &r, op == "TransactGetItems", targets.len());
+            }
+            Some((limits, targets))
+        }
+        None => None,
+    };
     if op == "Query" && faults.query_page_items > 0 {
         let limit = json["Limit"]
             .as_u64()
@@ -383,7 +395,11 @@ async fn read_request(
             return a;
         }
     };
-    shared.capacity.record(op, &json, &mut answer, asked);
+    let by_table = shared.capacity.record(op, &json, &mut answer, asked, None);
+    if let Some((limits, targets)) = &targets {
+        let charges = partitions::read_charges(targets, &by_table);
+        shared.ledger.spend(limits, &charges, false);
+    }
     let table = json["TableName"].as_str().unwrap_or_default();
     let index = json["IndexName"].as_str();
     if let (Some(index), true) = (index, faults.index_lag_ms > 0 && op == "Query") {
@@ -404,15 +420,125 @@ async fn read_request(
     json_answer(StatusCode::OK, &answer)
 }
 
-/// The partition of each write, by its index in `writes` (empty for tables not known).
-fn partitions(shared: &Shared, writes: &[items::Write]) -> Vec<(String, String)> {
-    writes
-        .iter()
-        .filter_map(|w| {
-            let keys = shared.schemas.get(&w.table)?;
-            Some((w.table.clone(), items::partition(w, &keys)))
-        })
-        .collect()
+/// The partitions a read reads (the schemas of its tables learnt first).
+async fn read_targets(
+    ctx: &Ctx,
+    headers: &HeaderMap,
+    op: &str,
+    json: &Value,
+) -> Vec<partitions::Read> {
+    let shared = &ctx.shared;
+    let targets = partitions::read_targets(op, json, |t| shared.schemas.schema(t));
+    let mut learnt = false;
+    for r in &targets {
+        if shared.schemas.schema(&r.table).is_none() {
+            learn_schema(ctx, headers, &r.table).await;
+            learnt = true;
+        }
+    }
+    if learnt {
+        partitions::read_targets(op, json, |t| shared.schemas.schema(t))
+    } else {
+        targets
+    }
+}
+
+/// The answer to a request a limit refused (counted by its kind).
+fn refused(shared: &Shared, r: &Refusal, transaction: bool, items: usize) -> Answer {
+    shared.counters.add(if r.reason.contains("KeyRange") {
+        Kind::PartitionThrottle
+    } else {
+        Kind::QuotaThrottle
+    });
+    if transaction {
+        cancelled_at(items, &[r.item], "ThrottlingError")
+    } else {
+        errors::throttled_by(&r.reason, &r.resource)
+    }
+}
+
+/// The items `writes` touch, as stored now, by identity: read straight from DynamoDB Local
+/// (neither faulted nor counted). `wanted` chooses which writes need theirs.
+async fn stored_items(
+    ctx: &Ctx,
+    headers: &HeaderMap,
+    writes: &[items::Write],
+    wanted: impl Fn(&items::Write) -> bool,
+) -> HashMap<String, Item> {
+    let shared = &ctx.shared;
+    let mut keys: Vec<(String, Value)> = Vec::new();
+    for w in writes.iter().filter(|w| wanted(w)) {
+        let Some(names) = shared.schemas.get(&w.table) else {
+            continue;
+        };
+        let source = match &w.target {
+            items::Target::Key(v) | items::Target::Item(v) => v,
+        };
+        let key: serde_json::Map<String, Value> = names
+            .iter()
+            .filter_map(|n| Some((n.clone(), source.get(n)?.clone())))
+            .collect();
+        if !keys
+            .iter()
+            .any(|(t, k)| *t == w.table && *k == Value::Object(key.clone()))
+        {
+            keys.push((w.table.clone(), Value::Object(key)));
+        }
+    }
+    let mut found = HashMap::new();
+    for chunk in keys.chunks(100) {
+        let mut request = serde_json::Map::new();
+        for (table, key) in chunk {
+            let entry = request
+                .entry(table.clone())
+                .or_insert_with(|| json!({"Keys": [], "ConsistentRead": true}));
+            if let Some(k) = entry["Keys"].as_array_mut() {
+                k.push(key.clone());
+            }
+        }
+        let body = json!({ "RequestItems": request });
+        let Some(answer) = internal(ctx, headers, "BatchGetItem", &body).await else {
+            continue;
+        };
+        for (table, items) in answer["Responses"].as_object().into_iter().flatten() {
+            let Some(names) = shared.schemas.get(table) else {
+                continue;
+            };
+            for item in items.as_array().into_iter().flatten() {
+                if let Some(o) = item.as_object() {
+                    found.insert(items::identity_of(table, item, &names), o.clone());
+                }
+            }
+        }
+    }
+    found
+}
+
+/// What a write spends, by partition, given the items before it and after it.
+fn write_charges(
+    shared: &Shared,
+    writes: &[items::Write],
+    before: &HashMap<String, Item>,
+    after: impl Fn(&items::Write, Option<&Item>) -> Option<Item>,
+    times: f64,
+) -> Vec<Charge> {
+    let mut out = Vec::new();
+    for (i, w) in writes.iter().enumerate() {
+        let Some(schema) = shared.schemas.schema(&w.table) else {
+            continue;
+        };
+        let old = before.get(&items::identity(w, &schema.keys));
+        let new = after(w, old);
+        out.extend(partitions::write_charges(
+            &schema,
+            w,
+            i,
+            old,
+            new.as_ref(),
+            times,
+        ));
+    }
+    out
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -492,19 +618,24 @@ async fn write_request(
             };
         }
     }
-    let parts_of = partitions(shared, writes);
-    let names: Vec<String> = parts_of.iter().map(|(_, p)| p.clone()).collect();
-    let over = shared
-        .capacity
-        .over(&names, faults.partition_write_units_per_s);
-    if !over.is_empty() {
-        shared.counters.add(Kind::PartitionThrottle);
-        return if transaction {
-            cancelled_at(ids.len(), &over, "ThrottlingError")
-        } else {
-            errors::throughput_exceeded()
-        };
-    }
+    // With AWS's partitions: the items as they are, and the partitions the write is
+    // expected to land on, each checked against its limits.
+    let times = if transaction { 2.0 } else { 1.0 };
+    let before = match faults.partitions {
+        Some(limits) => {
+            let before = stored_items(ctx, &parts.headers, writes, |w| {
+                w.kind != "ConditionCheck" && !partitions::new_item(w)
+            })
+            .await;
+            let expected =
+                write_charges(shared, writes, &before, partitions::expected_after, times);
+            if let Some(r) = shared.ledger.refusal(&limits, &expected, true) {
+                return refused(shared, &r, transaction, ids.len());
+            }
+            Some((limits, before))
+        }
+        None => None,
+    };
     let Some(running) = (if transaction {
         shared.tokens.start(&json)
     } else {
@@ -532,7 +663,12 @@ async fn write_request(
         shared.counters.add(Kind::LateWrite);
         drop(held);
         running.keep();
-        late_write(ctx, parts, op, json, ids, parts_of, faults);
+        let charges = before.map(|(limits, before)| {
+            let expected =
+                write_charges(shared, writes, &before, partitions::expected_after, times);
+            (limits, expected)
+        });
+        late_write(ctx, parts, op, json, ids, charges, faults);
         return errors::internal_error();
     }
     let result = forward_json(ctx, kill, &parts.headers, &parts.uri, &json).await;
@@ -549,11 +685,30 @@ async fn write_request(
     }
     drop(running);
     shared.recent.note(&ids);
-    let by_table = shared.capacity.record(op, &json, &mut answer, asked);
-    let charges = capacity::per_partition(&by_table, &parts_of);
+    let billed = match before {
+        Some((limits, before)) => {
+            let after = stored_items(ctx, &parts.headers, writes, |w| w.kind == "Update").await;
+            let charges = write_charges(
+                shared,
+                writes,
+                &before,
+                |w, old| match w.kind {
+                    "Update" => shared
+                        .schemas
+                        .get(&w.table)
+                        .and_then(|keys| after.get(&items::identity(w, &keys)).cloned()),
+                    _ => partitions::expected_after(w, old),
+                },
+                times,
+            );
+            shared.ledger.spend(&limits, &charges, true);
+            Some(charges.iter().map(|c| c.units).sum())
+        }
+        None => None,
+    };
     shared
         .capacity
-        .charge(&charges, faults.partition_write_units_per_s);
+        .record(op, &json, &mut answer, asked, billed);
     if shared.roll(faults.error_after_commit_rate) {
         shared.counters.add(Kind::ErrorAfterCommit);
         return errors::internal_error();
@@ -578,7 +733,7 @@ fn late_write(
     op: &str,
     json: Value,
     ids: Vec<String>,
-    parts_of: Vec<(String, String)>,
+    charges: Option<(crate::Limits, Vec<Charge>)>,
     faults: &Faults,
 ) {
     let Some(me) = ctx.me.upgrade() else {
@@ -587,7 +742,7 @@ fn late_write(
     let headers = parts.headers.clone();
     let uri = parts.uri.clone();
     let op = op.to_string();
-    let (delay, per_s) = (faults.late_write_ms, faults.partition_write_units_per_s);
+    let delay = faults.late_write_ms;
     let token = json["ClientRequestToken"].as_str().map(str::to_string);
     me.shared
         .counters
@@ -604,9 +759,12 @@ fn late_write(
             me.shared.recent.note(&ids);
             let Ok(b) = a.into_body().collect().await;
             let mut v: Value = serde_json::from_slice(&b.to_bytes()).unwrap_or_default();
-            let by_table = me.shared.capacity.record(&op, &json, &mut v, true);
-            let charges = capacity::per_partition(&by_table, &parts_of);
-            me.shared.capacity.charge(&charges, per_s);
+            // Billed as expected when it was sent (what it found is not read again).
+            let billed = charges.as_ref().map(|(limits, c)| {
+                me.shared.ledger.spend(limits, c, true);
+                c.iter().map(|c| c.units).sum()
+            });
+            me.shared.capacity.record(&op, &json, &mut v, true, billed);
         }
         if let Some(t) = &token {
             me.shared.tokens.release_running(t);
@@ -625,9 +783,10 @@ fn cancelled_at(n: usize, at: &[usize], code: &str) -> Answer {
     errors::cancelled(&codes)
 }
 
-/// Asks DynamoDB for a table's key schema, with the credentials of the request at hand
-/// (DynamoDB Local keeps one database per access key and region).
-async fn learn_schema(ctx: &Ctx, headers: &HeaderMap, table: &str) {
+/// A request of the proxy's own to DynamoDB Local (neither faulted nor counted), with the
+/// credentials of the request at hand (DynamoDB Local keeps one database per access key and
+/// region); its answer when 200.
+async fn internal(ctx: &Ctx, headers: &HeaderMap, op: &str, body: &Value) -> Option<Value> {
     let mut h = HeaderMap::new();
     for name in ["authorization", "x-amz-date", "x-amz-security-token"] {
         if let Some(v) = headers.get(name) {
@@ -636,21 +795,32 @@ async fn learn_schema(ctx: &Ctx, headers: &HeaderMap, table: &str) {
     }
     h.insert(
         "x-amz-target",
-        HeaderValue::from_static("DynamoDB_20120810.DescribeTable"),
+        HeaderValue::from_str(&format!("DynamoDB_20120810.{op}")).ok()?,
     );
     h.insert(
         "content-type",
         HeaderValue::from_static("application/x-amz-json-1.0"),
     );
-    let body = Bytes::from(json!({ "TableName": table }).to_string());
     let uri: hyper::Uri = "/".parse().unwrap_or_default();
-    if let Some(answer) = forward(ctx, &h, &uri, body).await {
-        if answer.status() == StatusCode::OK {
-            let Ok(b) = answer.into_body().collect().await;
-            if let Ok(v) = serde_json::from_slice::<Value>(&b.to_bytes()) {
-                ctx.shared.schemas.learn(table, &v);
-            }
-        }
+    let answer = forward(ctx, &h, &uri, Bytes::from(body.to_string())).await?;
+    if answer.status() != StatusCode::OK {
+        return None;
+    }
+    let b = answer.into_body().collect().await.ok()?;
+    serde_json::from_slice::<Value>(&b.to_bytes()).ok()
+}
+
+/// Asks DynamoDB for a table's key schema and indexes.
+async fn learn_schema(ctx: &Ctx, headers: &HeaderMap, table: &str) {
+    if let Some(v) = internal(
+        ctx,
+        headers,
+        "DescribeTable",
+        &json!({ "TableName": table }),
+    )
+    .await
+    {
+        ctx.shared.schemas.learn(table, &v);
     }
 }
 

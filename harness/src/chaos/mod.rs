@@ -102,7 +102,7 @@ pub fn steady_faults() -> Faults {
         late_write_rate: 0.02,
         late_write_ms: 1500,
         late_write_matching: String::new(),
-        partition_write_units_per_s: 0,
+        partitions: None,
         index_lag_ms: 300,
         index_lag_matching: String::new(),
         expired_iterator_rate: 0.05,
