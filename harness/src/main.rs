@@ -4,10 +4,13 @@
 //! - `chaos`: several consoles behind retrying clients, through a DynamoDB that fails the
 //!   way AWS's does (conflicts, throttles, lost answers, outages, empty stream pages,
 //!   shard splits), consoles killed at random; then every promise is checked;
-//! - `hot`: the hot-item run (many users at once, a per-item write limit).
+//! - `hot`: the hot-item run (many users at once, a per-item write limit);
+//! - `scale`: many consoles on AWS's partitions, scaled down, at a rate standing for
+//!   thousands of events a second.
 
 mod bench;
 mod chaos;
+mod scale;
 
 use std::process::ExitCode;
 
@@ -57,6 +60,28 @@ enum Command {
         #[arg(long, default_value_t = 120)]
         give_up: u64,
     },
+    /// Consoles on AWS's partition limits, scaled down, under an open-loop offer; exit 1
+    /// when the offer fell short, nothing was done, or (with --no-throttles) anything was
+    /// throttled.
+    Scale {
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        #[arg(long, default_value_t = 3)]
+        consoles: usize,
+        /// AWS's limits times this (0.002: 2 write units a second per partition).
+        #[arg(long, default_value_t = 0.002)]
+        scale: f64,
+        /// Events offered a second (20 at 0.002 stand for 10,000).
+        #[arg(long, default_value_t = 20.0)]
+        rate: f64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long)]
+        no_throttles: bool,
+        /// Where the figures go as JSON.
+        #[arg(long, default_value = "target/bench/scale.json")]
+        report: std::path::PathBuf,
+    },
 }
 
 #[tokio::main]
@@ -74,6 +99,39 @@ async fn main() -> ExitCode {
                 Err(e) => {
                     eprintln!("ops-harness bench: {e}");
                     ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Scale {
+            seconds,
+            consoles,
+            scale,
+            rate,
+            seed,
+            no_throttles,
+            report,
+        } => {
+            let opts = scale::Options {
+                seconds,
+                consoles,
+                scale,
+                rate,
+                seed,
+                no_throttles,
+                dir: std::path::PathBuf::from("target/scale"),
+                report,
+            };
+            match scale::run(&opts).await {
+                Ok(failed) if failed.is_empty() => ExitCode::SUCCESS,
+                Ok(failed) => {
+                    for f in failed {
+                        eprintln!("ops-harness scale: {f}");
+                    }
+                    ExitCode::FAILURE
+                }
+                Err(e) => {
+                    eprintln!("ops-harness scale: {e}");
+                    ExitCode::from(2)
                 }
             }
         }

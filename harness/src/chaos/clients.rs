@@ -132,12 +132,27 @@ impl Http {
         body: &Value,
         idem: Option<&str>,
     ) -> Result<(u16, Value), String> {
+        self.once_with(method, path, body, idem, None).await
+    }
+
+    /// One attempt, to the next console; with `cookie`, as a signed-in browser (no API key).
+    pub async fn once_with(
+        &self,
+        method: Method,
+        path: &str,
+        body: &Value,
+        idem: Option<&str>,
+        cookie: Option<&str>,
+    ) -> Result<(u16, Value), String> {
         self.tally.requests.fetch_add(1, Ordering::Relaxed);
         let mut req = Request::builder()
             .method(method.clone())
             .uri(format!("{}{path}", self.base()))
-            .header("authorization", format!("Bearer {}", self.key))
             .header("content-type", "application/json");
+        req = match cookie {
+            Some(c) => req.header("cookie", c).header("host", "localhost"),
+            None => req.header("authorization", format!("Bearer {}", self.key)),
+        };
         if let Some(k) = idem {
             req = req.header("idempotency-key", k);
         }

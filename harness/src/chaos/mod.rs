@@ -10,9 +10,9 @@
 
 mod automation;
 mod checks;
-mod clients;
+pub(crate) mod clients;
 mod hot;
-mod procs;
+pub(crate) mod procs;
 mod resend;
 mod timers;
 
@@ -118,16 +118,16 @@ pub struct Disruptions {
     pub hung_outages: u32,
 }
 
-const SECRET: &str = "chaos-idempotency-secret-0123456789abcdef";
+pub(crate) const SECRET: &str = "chaos-idempotency-secret-0123456789abcdef";
 const OTHER_SECRET: &str = "chaos-another-secret-for-the-broken-run-0";
 
 /// What a console is started with: where it finds DynamoDB, and its secret.
-struct ConsoleSetup<'a> {
-    endpoint: String,
-    secret: &'a str,
+pub(crate) struct ConsoleSetup<'a> {
+    pub(crate) endpoint: String,
+    pub(crate) secret: &'a str,
 }
 
-fn console_env(
+pub(crate) fn console_env(
     setup: &ConsoleSetup<'_>,
     port: u16,
     hook: (u16, &str),
@@ -184,7 +184,7 @@ fn console_env(
     .collect()
 }
 
-async fn connect(endpoint: &str, config: &Config) -> Store {
+pub(crate) async fn connect(endpoint: &str, config: &Config) -> Store {
     Store::connect(Connection {
         endpoint: Some(endpoint),
         region: &config.dynamodb.region,
@@ -196,7 +196,7 @@ async fn connect(endpoint: &str, config: &Config) -> Store {
 
 /// The tenant and inbox the publishes go to: messages of category `ops` live an hour,
 /// so that the expiry phase can remove them as DynamoDB's TTL would.
-async fn prepare_inbox(store: &Store) -> Result<(), String> {
+pub(crate) async fn prepare_inbox(store: &Store) -> Result<(), String> {
     use ops_console::server::contract::inbox::{InboxSettings, TenantSettings};
     use ops_console::server::domain::inbox::keys::{InboxKey, TenantKey};
     let inbox = ops_console::server::services::inbox::Inbox::new(store.clone(), 365);
