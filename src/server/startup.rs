@@ -171,6 +171,7 @@ fn spawn_background(state: &AppState, store: &Store) -> Background {
         async move { switches.run_reverts(alerts).await },
     ));
     tasks.extend(spawn_reaper(store.clone(), &state.config));
+    tasks.push(spawn_key_mender(store.clone()));
     Background {
         stopping,
         dispatcher,
@@ -334,6 +335,19 @@ fn spawn_reaper(store: Store, config: &Config) -> Option<tokio::task::JoinHandle
             }
         }
     }))
+}
+
+/// Once a minute, revokes the copies of API keys revoked without them (by a console of the
+/// release before, in a rolling deployment): requests read a key's copies.
+fn spawn_key_mender(store: Store) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            if let Err(e) = crate::server::store::api_keys::mend_revoked(&store).await {
+                tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "API key copies not checked; trying again later");
+            }
+        }
+    })
 }
 
 /// Writes the engine's counters every `idempotency.flush_seconds`.

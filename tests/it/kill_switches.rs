@@ -227,7 +227,7 @@ async fn reasons_are_redacted_before_they_are_stored() {
 /// change writes every copy in its own transaction, so a read of any copy after the change
 /// is acknowledged has it (no staleness). A change made without them (a console of the
 /// release before, in a rolling deployment) is found and mended by the next look at the
-/// timed changes; a table with no copies yet is read from the item itself.
+/// timed changes; switches never set get copies of the safe defaults at the first look.
 #[tokio::test]
 async fn every_copy_of_the_switches_has_each_change_and_a_change_made_without_them_is_mended() {
     use aws_sdk_dynamodb::types::AttributeValue;
@@ -251,8 +251,17 @@ async fn every_copy_of_the_switches_has_each_change_and_a_change_made_without_th
     let version = |item: Option<std::collections::HashMap<String, AttributeValue>>| {
         item.and_then(|i| i.get("version").and_then(|v| v.as_n().ok()).cloned())
     };
-    // No copies yet: the item itself is read.
-    assert_eq!(version(copy(0).await), None);
+    // Never set: one look at the timed changes writes copies of the safe defaults, so that
+    // no request falls through to the item.
+    service(&app).revert_due().await.unwrap();
+    for i in 0..COPIES {
+        assert_eq!(version(copy(i).await).as_deref(), Some("0"), "copy {i}");
+    }
+    let read = load_copy(&app.store, app.clock.now()).await.unwrap();
+    assert!(
+        read.safe_mode.enabled && read.version == 0,
+        "the safe defaults"
+    );
     let origin = Origin {
         actor: "alice",
         idempotency_key: "k1",

@@ -615,3 +615,76 @@ async fn each_receivers_queue_depth_counts_its_own_waiting_side_effects_on_the_o
     );
     assert_eq!(rest("ledger").await["queue_depth"], 0);
 }
+
+/// Every event that queues a side effect reads the routes: from one of their copies, each
+/// written with every save (no staleness); never-saved routes get copies of the default at
+/// the first read, and a save made without them (the release before) reaches them at the
+/// next dispatch round.
+#[tokio::test]
+async fn routes_are_read_from_copies_and_a_save_without_them_is_mended() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use ops_console::server::store::copies::COPIES;
+    use ops_console::server::store::events::routes;
+    let (app, _default) = app_with_receiver().await;
+    let table = app.store.table("settings");
+    let versions = || {
+        let store = app.store.clone();
+        async move {
+            let all = ops_console::server::store::many::scan_json(&store, "settings")
+                .await
+                .unwrap();
+            let mut v: Vec<String> = all
+                .iter()
+                .filter(|i| {
+                    i["pk"]
+                        .as_str()
+                        .is_some_and(|p| p.starts_with("events-routes#copy#"))
+                })
+                .map(|i| i["version"].to_string())
+                .collect();
+            v.sort();
+            v
+        }
+    };
+    assert!(routes::load_copy(&app.store)
+        .await
+        .unwrap()
+        .routes
+        .is_empty());
+    assert_eq!(versions().await, vec!["0".to_string(); COPIES as usize]);
+
+    let crm = ReceiverName::parse("crm").unwrap();
+    let _to_crm = add_receiver(&app, &crm).await;
+    app.state
+        .events
+        .set_route("tag", &crm, 1, "admin")
+        .await
+        .unwrap();
+    assert_eq!(versions().await, vec!["2".to_string(); COPIES as usize]);
+    for _ in 0..16 {
+        let read = routes::load_copy(&app.store).await.unwrap();
+        assert_eq!(read.routes.get("tag").map(String::as_str), Some("crm"));
+    }
+
+    // The release before takes the route away, on the item alone.
+    app.store
+        .client()
+        .update_item()
+        .table_name(&table)
+        .key("pk", AttributeValue::S("events-routes".into()))
+        .update_expression("REMOVE routes.#t SET version = :v")
+        .expression_attribute_names("#t", "tag")
+        .expression_attribute_values(":v", AttributeValue::N("3".into()))
+        .send()
+        .await
+        .unwrap();
+    app.state.events.dispatch_round().await.unwrap();
+    assert_eq!(versions().await, vec!["3".to_string(); COPIES as usize]);
+    for _ in 0..16 {
+        assert!(routes::load_copy(&app.store)
+            .await
+            .unwrap()
+            .routes
+            .is_empty());
+    }
+}

@@ -397,6 +397,124 @@ async fn an_api_key_is_revoked_once_under_concurrent_revokes_and_its_use_is_note
     assert_eq!(revoked, 1, "one audit record for one revoke");
 }
 
+/// Every request of a machine client reads its key: no one item takes them all. A request
+/// reads one of the key's copies, written with the key and with its revoke in one
+/// transaction (no staleness); a key made by the release before gets its copies at its
+/// first use, and one revoked by the release before has its copies revoked at the next look.
+#[tokio::test]
+async fn requests_read_copies_of_their_key_and_a_revoke_reaches_every_copy() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use ops_console::server::crypto::sha256_hex;
+    use ops_console::server::store::api_keys::{self, COPIES};
+    let proxy = crate::helpers::faulty_dynamodb().await;
+    let (app, _direct) = crate::helpers::spawn_app_via(&proxy, |_| {}).await;
+    proxy.update(|f| f.partitions = Some(dynamodb_faults::Limits::unlimited()));
+    let api_keys = &app.state.api_keys;
+    let table = app.store.table("api_keys");
+    let key = api_keys
+        .create_api_key("bot-hot", &[ApiScope::SwitchesRead], 30, "ada")
+        .await
+        .unwrap();
+    let hash = sha256_hex(key.as_bytes());
+    for _ in 0..24 {
+        assert!(api_keys.resolve_api_key(&key).await.unwrap().is_some());
+    }
+    let reads = |report: &dynamodb_faults::Report, key: &str| {
+        report
+            .keys
+            .iter()
+            .filter(|k| k.key == key)
+            .map(|k| k.read)
+            .sum::<f64>()
+    };
+    let report = proxy.report();
+    assert_eq!(
+        reads(&report, &format!("{table}|key_hash={hash}")),
+        0.0,
+        "the key's own item is not read by requests: {:?}",
+        report.keys
+    );
+    let copies_read = (0..COPIES)
+        .filter(|i| reads(&report, &format!("{table}|key_hash={hash}#copy#{i}")) > 0.0)
+        .count();
+    assert!(
+        copies_read >= 3,
+        "reads spread over the copies: {copies_read}"
+    );
+    assert_eq!(
+        api_keys::list(&app.store, app.clock.now())
+            .await
+            .unwrap()
+            .len(),
+        1,
+        "copies are not listed"
+    );
+
+    // Revoked: no copy lets a request in, at once.
+    api_keys
+        .revoke_api_key(&hash, "client retired", "ada")
+        .await
+        .unwrap();
+    for _ in 0..24 {
+        assert!(api_keys.resolve_api_key(&key).await.unwrap().is_none());
+    }
+
+    // A key of the release before: its item alone. Its first use writes the copies.
+    let old_key = format!("{}old", &key[..key.len() - 3]);
+    let old_hash = sha256_hex(old_key.as_bytes());
+    let now = app.clock.now();
+    let put = |revoked: bool| {
+        let mut req = app
+            .store
+            .client()
+            .put_item()
+            .table_name(&table)
+            .item("key_hash", AttributeValue::S(old_hash.clone()))
+            .item("name", AttributeValue::S("bot-old".into()))
+            .item(
+                "scopes",
+                AttributeValue::L(vec![AttributeValue::S("switches:read".into())]),
+            )
+            .item("created_at", AttributeValue::S(now.to_rfc3339()))
+            .item("created_by", AttributeValue::S("ada".into()))
+            .item(
+                "expires_at",
+                AttributeValue::N((now.timestamp() + 86_400).to_string()),
+            );
+        if revoked {
+            req = req
+                .item("revoked_at", AttributeValue::S(now.to_rfc3339()))
+                .item("revoked_by", AttributeValue::S("ada".into()));
+        }
+        req.send()
+    };
+    put(false).await.unwrap();
+    assert!(api_keys.resolve_api_key(&old_key).await.unwrap().is_some());
+    let scan = ops_console::server::store::many::scan_json(&app.store, "api_keys")
+        .await
+        .unwrap();
+    let copies = scan
+        .iter()
+        .filter(|i| {
+            i["key_hash"]
+                .as_str()
+                .is_some_and(|h| h.starts_with(&format!("{old_hash}#")))
+        })
+        .count();
+    assert_eq!(
+        copies, COPIES as usize,
+        "its copies were written at its first use"
+    );
+
+    // The release before revokes it, on its item alone: the next look revokes the copies.
+    put(true).await.unwrap();
+    assert_eq!(api_keys::mend_revoked(&app.store).await.unwrap(), 1);
+    for _ in 0..24 {
+        assert!(api_keys.resolve_api_key(&old_key).await.unwrap().is_none());
+    }
+    assert_eq!(api_keys::mend_revoked(&app.store).await.unwrap(), 0, "once");
+}
+
 /// The names of the console's own changes (a revert or a trip, a trigger URL, a scheduled
 /// change) are no user's: the history and every page's banner tell those moves by them.
 #[tokio::test]

@@ -95,6 +95,11 @@ pub struct ApiKeys {
     audit_days: i64,
     /// How long the switches' lists a revoke takes a key's pending changes off live.
     settings_days: i64,
+    /// When this console last wrote each key's last use (epoch seconds): requests read a
+    /// copy of the key, which does not carry it, and a busy key must not cost a write per
+    /// request. Only spares writes: the write's own condition decides (once an hour, over
+    /// every console).
+    noted: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, i64>>>,
 }
 
 impl ApiKeys {
@@ -105,6 +110,7 @@ impl ApiKeys {
             clock,
             audit_days,
             settings_days,
+            noted: Default::default(),
         }
     }
 
@@ -167,9 +173,17 @@ impl ApiKeys {
         else {
             return Ok(None);
         };
-        // The key's last use, to the hour: the item just read says whether it is due.
+        // The key's last use, to the hour: due when this console has not written it within
+        // the hour (the write's condition spares the item when another console has).
         let due = now.timestamp() - api_keys::USE_RESOLUTION_SECS;
-        if k.last_used_at.is_none_or(|at| at < due) {
+        let mine = self.noted.lock().ok().and_then(|n| n.get(&hash).copied());
+        if mine.is_none_or(|at| at < due) {
+            if let Ok(mut n) = self.noted.lock() {
+                if n.len() > 10_000 {
+                    n.retain(|_, at| *at >= due);
+                }
+                n.insert(hash.clone(), now.timestamp());
+            }
             if let Err(e) = api_keys::note_use(&self.store, &hash, now).await {
                 tracing::warn!(error = %e, key = %k.name, "API key use not recorded");
             }
@@ -202,9 +216,9 @@ impl ApiKeys {
         let id = random_hex(8);
         for attempt in 0..REVOKE_TRIES {
             let now = self.clock.now();
-            let key = api_keys::get(&self.store, key_hash.trim(), now)
+            let key = api_keys::get_item(&self.store, key_hash.trim())
                 .await?
-                .filter(|k| k.revoked_at.is_none())
+                .filter(|k| k.revoked_at.is_none() && k.expires_at > now.timestamp())
                 .ok_or(AppError::NotFound)?;
             let mut record =
                 AuditItem::new(AUDIT_PARTITION, REVOKE_ACTION, now, &id, self.audit_days);
@@ -219,9 +233,7 @@ impl ApiKeys {
             } else {
                 None
             };
-            match api_keys::revoke(&self.store, &key.key_hash, actor, &record, withdrawn, now)
-                .await?
-            {
+            match api_keys::revoke(&self.store, &key, actor, &record, withdrawn, now).await? {
                 Revoked::Done => {
                     tracing::info!(key = %key.name, actor, "API key revoked");
                     return Ok(key.name);

@@ -1,6 +1,8 @@
 //! `api_keys-<env>`: machine clients' keys, stored only as SHA-256. A key is written in one
-//! transaction with its audit record, so a crash leaves both or neither.
+//! transaction with its audit record, so a crash leaves both or neither, and with
+//! [`COPIES`] copies of it that requests read instead (docs/dynamodb.md, "Hot items").
 
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -30,8 +32,44 @@ pub struct ApiKeyItem {
     pub last_used_at: Option<i64>,
 }
 
-/// Writes the key and its audit record together, unless a live key already has this hash
-/// (false).
+/// Copies of each key. Every request of a machine client reads its key, strongly
+/// consistently: a helpdesk's webhook at 10,000 events a second would put them all on one
+/// item (a partition serves 3,000 reads a second). The key and every copy are written in
+/// one transaction when it is made and when it is revoked, so any copy read after either
+/// is acknowledged has it: a request reads one at random, with no staleness. Eight take
+/// 24,000 reads a second.
+pub const COPIES: u32 = 8;
+
+/// A copy's key: `<hash>#copy#<i>` (a hash is hex: no key of a client is one).
+fn copy_hash(key_hash: &str, i: u32) -> String {
+    format!("{key_hash}#copy#{i}")
+}
+
+fn is_copy(key_hash: &str) -> bool {
+    key_hash.contains('#')
+}
+
+/// The puts of every copy of `item`, unconditional: the key's own write decides.
+fn copy_puts(store: &Store, item: &ApiKeyItem) -> Result<Vec<TransactWriteItem>, StoreError> {
+    let table = store.table(API_KEYS.base);
+    (0..COPIES)
+        .map(|i| {
+            let mut copy = item.clone();
+            copy.key_hash = copy_hash(&item.key_hash, i);
+            copy.last_used_at = None;
+            let av = serde_dynamo::to_item(&copy).map_err(|e| StoreError::corrupt(&table, e))?;
+            let put = Put::builder()
+                .table_name(&table)
+                .set_item(Some(av))
+                .build()
+                .map_err(|e| StoreError::corrupt(&table, e))?;
+            Ok(TransactWriteItem::builder().put(put).build())
+        })
+        .collect()
+}
+
+/// Writes the key, its audit record and its copies together, unless a live key already has
+/// this hash (false).
 pub async fn create(
     store: &Store,
     item: &ApiKeyItem,
@@ -48,10 +86,11 @@ pub async fn create(
         .expression_attribute_values(":now", n(now.timestamp()))
         .build()
         .map_err(|e| StoreError::corrupt(&table, e))?;
-    let actions = vec![
+    let mut actions = vec![
         TransactWriteItem::builder().put(put).build(),
         audit::write_once(store, audit_item)?,
     ];
+    actions.extend(copy_puts(store, item)?);
     let outcome = tx::transact(store, actions).await?;
     match (outcome.refused_at(0), outcome.refused_at(1)) {
         (None, None) => Ok(true),
@@ -63,20 +102,121 @@ pub async fn create(
     }
 }
 
+/// The key as a request reads it: one copy, at random, strongly consistent. A key made by
+/// the release before has no copies: its item is read then, and its copies are written
+/// from it (each only where none is: a revoke's own copies win), so that the next requests
+/// find them.
 pub async fn get(
     store: &Store,
     key_hash: &str,
     now: DateTime<Utc>,
 ) -> Result<Option<ApiKeyItem>, StoreError> {
-    let item: Option<ApiKeyItem> = item::get(store, API_KEYS.base, "key_hash", key_hash).await?;
-    Ok(item.filter(|k| k.expires_at > now.timestamp()))
+    if is_copy(key_hash) {
+        return Ok(None);
+    }
+    let i = u32::from_str_radix(&crate::server::ids::random_hex(2), 16).unwrap_or(0) % COPIES;
+    let copy: Option<ApiKeyItem> =
+        item::get(store, API_KEYS.base, "key_hash", &copy_hash(key_hash, i)).await?;
+    let found = match copy {
+        Some(mut c) => {
+            c.key_hash = key_hash.to_string();
+            Some(c)
+        }
+        None => {
+            let main = get_item(store, key_hash).await?;
+            if let Some(k) = &main {
+                mend_copies(store, k).await?;
+            }
+            main
+        }
+    };
+    Ok(found.filter(|k| k.expires_at > now.timestamp()))
+}
+
+/// The key's own item (strongly consistent), with its last use: for the key's admin pages
+/// and its revocation.
+pub async fn get_item(store: &Store, key_hash: &str) -> Result<Option<ApiKeyItem>, StoreError> {
+    if is_copy(key_hash) {
+        return Ok(None);
+    }
+    item::get(store, API_KEYS.base, "key_hash", key_hash).await
+}
+
+/// Writes the copies of a key made without them, each only where none is.
+async fn mend_copies(store: &Store, key: &ApiKeyItem) -> Result<(), StoreError> {
+    let table = store.table(API_KEYS.base);
+    for i in 0..COPIES {
+        let mut copy = key.clone();
+        copy.key_hash = copy_hash(&key.key_hash, i);
+        copy.last_used_at = None;
+        let av = serde_dynamo::to_item(&copy).map_err(|e| StoreError::corrupt(&table, e))?;
+        let req = store
+            .client()
+            .put_item()
+            .table_name(&table)
+            .set_item(Some(av))
+            .condition_expression("attribute_not_exists(key_hash)");
+        tx::retrying(|| async {
+            match req.clone().send().await {
+                Ok(_) => Ok(()),
+                Err(e) => match e.into_service_error() {
+                    PutItemError::ConditionalCheckFailedException(_) => Ok(()),
+                    other => Err(StoreError::service("PutItem", &other)),
+                },
+            }
+        })
+        .await?;
+    }
+    Ok(())
+}
+
+/// Revokes the copies of every key revoked without them (by a console of the release
+/// before, in a rolling deployment), so that no request is let in by a copy of a revoked
+/// key for longer than one look. One Scan of the table (one item per machine client and
+/// its copies); answers how many keys it mended.
+pub async fn mend_revoked(store: &Store) -> Result<usize, StoreError> {
+    let all: Vec<ApiKeyItem> = many::scan_all(store, API_KEYS.base).await?;
+    let live_copy = |hash: &str| {
+        all.iter().any(|c| {
+            c.key_hash.split_once('#').is_some_and(|(h, _)| h == hash) && c.revoked_at.is_none()
+        })
+    };
+    let mut mended = 0;
+    for key in all
+        .iter()
+        .filter(|k| !is_copy(&k.key_hash) && k.revoked_at.is_some())
+    {
+        if !live_copy(&key.key_hash) {
+            continue;
+        }
+        // A revocation is final: the revoked key is written over every copy.
+        for put in copy_puts(store, key)? {
+            let Some(p) = put.put else { continue };
+            let req = store
+                .client()
+                .put_item()
+                .table_name(p.table_name)
+                .set_item(Some(p.item));
+            tx::retrying(|| async {
+                req.clone()
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| StoreError::service("PutItem", &e.into_service_error()))
+            })
+            .await?;
+        }
+        tracing::warn!(key = %key.name, "copies of a key revoked without them revoked too");
+        mended += 1;
+    }
+    Ok(mended)
 }
 
 /// Every key that has not expired at `now` (revoked ones too), newest first. A Scan: the
-/// table holds one item per machine client.
+/// table holds one item per machine client, and its copies (left out).
 pub async fn list(store: &Store, now: DateTime<Utc>) -> Result<Vec<ApiKeyItem>, StoreError> {
     let mut all: Vec<ApiKeyItem> = many::scan_all(store, API_KEYS.base).await?;
-    all.retain(|k| k.expires_at > now.timestamp());
+    all.retain(|k| k.expires_at > now.timestamp() && !is_copy(&k.key_hash));
     all.sort_by_key(|k| std::cmp::Reverse(k.created_at));
     Ok(all)
 }
@@ -102,18 +242,17 @@ pub async fn note_use(store: &Store, key_hash: &str, now: DateTime<Utc>) -> Resu
     item::update_if(req).await.map(|_| ())
 }
 
-/// Revokes a live key, with its audit record and `with` (what it left pending, withdrawn),
-/// in one transaction.
+/// Revokes a live key (`key`, as read), with its audit record, its copies and `with` (what
+/// it left pending, withdrawn), in one transaction.
 pub async fn revoke(
     store: &Store,
-    key_hash: &str,
+    key: &ApiKeyItem,
     by: &str,
     audit_item: &AuditItem,
     with: Option<tx::Writes>,
     now: DateTime<Utc>,
 ) -> Result<Revoked, StoreError> {
-    let mut actions = vec![revoke_update(store, key_hash, by, now)?];
-    actions.push(audit::write_once(store, audit_item)?);
+    let mut actions = revoke_writes(store, key, by, audit_item, now)?.into_actions();
     if let Some(with) = with {
         actions.extend(with.into_actions());
     }
@@ -127,19 +266,24 @@ pub async fn revoke(
     })
 }
 
-/// The writes that revoke the key `key_hash` by `by` with its audit record, for a caller
-/// that commits them with something else (an admin's disabling).
+/// The writes that revoke the key `key` (as read) by `by`: the key, its audit record and
+/// its copies, for a caller that commits them with something else (an admin's disabling).
 pub fn revoke_writes(
     store: &Store,
-    key_hash: &str,
+    key: &ApiKeyItem,
     by: &str,
     audit_item: &AuditItem,
     now: DateTime<Utc>,
 ) -> Result<tx::Writes, StoreError> {
-    Ok(tx::Writes::new(vec![
-        revoke_update(store, key_hash, by, now)?,
+    let mut revoked = key.clone();
+    revoked.revoked_at = Some(now);
+    revoked.revoked_by = Some(by.to_string());
+    let mut actions = vec![
+        revoke_update(store, &key.key_hash, by, now)?,
         audit::write_once(store, audit_item)?,
-    ]))
+    ];
+    actions.extend(copy_puts(store, &revoked)?);
+    Ok(tx::Writes::new(actions))
 }
 
 /// What a revoke came to.

@@ -171,22 +171,32 @@ async fn get(
 /// (a rolling deployment): when copy `i` (a random one; every console looks every few
 /// seconds, with the timed changes) holds another version than `current`, the item is read
 /// and written again as every copy (its expiry too), each only over an older version.
+/// Switches never set (version 0) get copies of the safe defaults, each only where no copy
+/// is yet (a change's own copies win), so that requests never fall through to the item.
 /// Answers how many copies it wrote.
-pub async fn mend_copies(store: &Store, current: &KillSwitches) -> Result<u32, StoreError> {
-    if current.version == 0 {
-        return Ok(0);
-    }
+pub async fn mend_copies(
+    store: &Store,
+    current: &KillSwitches,
+    now: DateTime<Utc>,
+    ttl_days: i64,
+) -> Result<u32, StoreError> {
     let table = store.table(SETTINGS.base);
     let version = |item: &HashMap<String, AttributeValue>| match item.get("version") {
         Some(AttributeValue::N(v)) => v.parse::<u64>().unwrap_or(0),
         _ => 0,
     };
     let i = u32::from_str_radix(&crate::server::ids::random_hex(2), 16).unwrap_or(0) % COPIES;
-    if get(store, &copy_pk(i)).await?.as_ref().map(version) == Some(current.version) {
+    let copy = get(store, &copy_pk(i)).await?;
+    if copy.as_ref().map(version) == Some(current.version) {
         return Ok(0);
     }
-    let Some(main) = get(store, ITEM_PK).await? else {
-        return Ok(0);
+    let main = match get(store, ITEM_PK).await? {
+        Some(main) => main,
+        None if current.version == 0 => {
+            serde_dynamo::to_item(SwitchesItem::from_model(current, now, ttl_days)?)
+                .map_err(|e| StoreError::corrupt(&table, e))?
+        }
+        None => return Ok(0),
     };
     let v = version(&main);
     let mut wrote = 0;
@@ -211,11 +221,18 @@ pub async fn mend_copies(store: &Store, current: &KillSwitches) -> Result<u32, S
         })
         .await?;
     }
-    tracing::warn!(
-        version = v,
-        wrote,
-        "kill switch copies mended (a change was made without them)"
-    );
+    if v == 0 {
+        tracing::info!(
+            wrote,
+            "kill switch copies written (never set: the safe defaults)"
+        );
+    } else {
+        tracing::warn!(
+            version = v,
+            wrote,
+            "kill switch copies mended (a change was made without them)"
+        );
+    }
     Ok(wrote)
 }
 

@@ -5,6 +5,7 @@ pub mod alerts;
 pub mod api_keys;
 pub mod audit;
 pub mod conversations;
+pub mod copies;
 mod counter;
 pub mod cursor;
 pub mod directory;

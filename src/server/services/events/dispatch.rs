@@ -53,7 +53,14 @@ impl Events {
     pub async fn dispatch_round(&self) -> Result<Round, StoreError> {
         let now_ms = self.clock.now().timestamp_millis();
         let safe_mode = self.live_switches().await?.safe_mode;
-        let names = super::routes::names(&self.routes().await?);
+        let routes = self.routes().await?;
+        // A save made without the copies (the release before) reaches them here.
+        if let Err(e) =
+            crate::server::store::events::routes::mend_copies(&self.store, &routes).await
+        {
+            tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "route copies could not be mended; trying again");
+        }
+        let names = super::routes::names(&routes);
         // Side by side: a receiver that is slow, or whose reads fail, holds back no other.
         let rounds = futures_util::future::join_all(
             names

@@ -83,7 +83,7 @@ impl Events {
     ) -> Result<RoutesItem, StoreError> {
         match suppress || decision.actions.is_empty() {
             true => Ok(RoutesItem::default()),
-            false => self.routes().await,
+            false => store::load_copy(&self.store).await,
         }
     }
 

@@ -36,7 +36,9 @@ impl Switches {
         let mut current = store::load(&self.store, now).await?;
         metrics::kill_switches(&current);
         // A copy that cannot be mended now is mended at a later look; the reverts go on.
-        if let Err(e) = store::mend_copies(&self.store, &current).await {
+        if let Err(e) =
+            store::mend_copies(&self.store, &current, now, self.ttls.settings_days).await
+        {
             tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "kill switch copies could not be mended; trying again");
         }
         let mut done = Vec::new();

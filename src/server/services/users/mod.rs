@@ -34,9 +34,9 @@ pub const AUDIT_ACTION: &str = "user_change";
 /// the admin-change lock.
 const CHANGE_TRIES: usize = 10;
 
-/// The most live API keys an admin's disabling or demotion revokes with it (two writes
-/// each, in one transaction of at most 100).
-const MAX_KEYS_REVOKED: usize = 40;
+/// The most live API keys an admin's disabling or demotion revokes with it (ten writes
+/// each: the key, its record and its copies, in one transaction of at most 100).
+const MAX_KEYS_REVOKED: usize = 8;
 
 /// Lifetimes the account rules need.
 #[derive(Clone, Copy, Debug)]
@@ -363,9 +363,7 @@ impl Users {
         let why = format!("{name} is no longer an admin");
         for k in keys {
             let record = self.key_revoke_record(&k.name, actor, &why, now);
-            if let Err(e) =
-                api_keys::revoke(&self.store, &k.key_hash, actor, &record, None, now).await
-            {
+            if let Err(e) = api_keys::revoke(&self.store, &k, actor, &record, None, now).await {
                 tracing::warn!(error = %e, key = %k.name, "API key of a former admin not revoked");
             }
         }
@@ -387,7 +385,7 @@ impl Users {
         let mut writes: Option<Writes> = None;
         for k in &keys {
             let record = self.key_revoke_record(&k.name, actor, &why, now);
-            let w = api_keys::revoke_writes(&self.store, &k.key_hash, actor, &record, now)?;
+            let w = api_keys::revoke_writes(&self.store, k, actor, &record, now)?;
             writes = Some(match writes {
                 Some(all) => all.and(w),
                 None => w,

@@ -92,13 +92,14 @@ pub async fn create(
     routes: Writes,
     audit_record: &AuditItem,
 ) -> Result<bool, StoreError> {
+    let record_at = 1 + routes.len();
     let writes = Writes::new(vec![put(store, next, 0)?])
         .and(routes)
         .and(audit::writes(store, audit_record)?);
     let outcome = writes.commit(store).await?;
     // The audit record's id is this very change's: refused by it, the change was made and
     // its answer lost (a retry under a new token is refused by all three).
-    Ok(outcome.is_done() || outcome.refused_at(2).is_some())
+    Ok(outcome.is_done() || outcome.refused_at(record_at).is_some())
 }
 
 /// The write of `next` if the stored item is still at `read_version` (0: none yet).
