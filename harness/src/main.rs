@@ -68,11 +68,11 @@ enum Command {
         seconds: u64,
         #[arg(long, default_value_t = 3)]
         consoles: usize,
-        /// AWS's limits times this (0.002: 2 write units a second per partition).
-        #[arg(long, default_value_t = 0.002)]
+        /// AWS's limits times this (0.0005: half a write unit a second per partition).
+        #[arg(long, default_value_t = 0.0005)]
         scale: f64,
-        /// Events offered a second (20 at 0.002 stand for 10,000).
-        #[arg(long, default_value_t = 20.0)]
+        /// Events offered a second (5 at 0.0005 stand for 10,000).
+        #[arg(long, default_value_t = 5.0)]
         rate: f64,
         #[arg(long, default_value_t = 1)]
         seed: u64,

@@ -148,12 +148,16 @@ fn pct(samples: &[f64], p: f64) -> f64 {
     s.get(i).copied().unwrap_or(0.0)
 }
 
+/// What customers write: each event's decision queues one or two side effects.
 const TEXTS: &[&str] = &[
     "hello, a quick question",
     "Where is my order? It has not arrived",
-    "I would like a refund please",
-    "Please cancel my order",
 ];
+
+/// Real consoles the run's few stand for: their background work (dispatch polls, stream
+/// polls) is stretched so that together it weighs on the scaled partitions what this many
+/// consoles' would on AWS's.
+const CONSOLES_STOOD_FOR: f64 = 100.0;
 
 /// Signs in as an admin made for the run; the session cookie.
 async fn sign_in(
@@ -236,9 +240,18 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
             (hook_port, &hook_secret),
             &opts.dir.join(format!("console-{i}")),
         );
+        // Each console's polls stretched by consoles / (100 × scale): the few consoles'
+        // background stands for 100 consoles' on AWS's limits (events wake the dispatcher
+        // at once; a poll only finds what nothing woke it for).
+        let stretch = opts.consoles.max(1) as f64 / (CONSOLES_STOOD_FOR * opts.scale);
+        let poll_ms = ((1_000.0 * stretch) as i64)
+            .clamp(1_000, 60_000)
+            .to_string();
+        env.push(("OPS_INBOX_STREAM_POLL_MS".into(), poll_ms.clone()));
         // The receiver takes what is sent: the run is about DynamoDB.
         for (k, v) in env.iter_mut() {
             match k.as_str() {
+                "OPS_EVENTS_DISPATCH_POLL_MS" => *v = poll_ms.clone(),
                 "OPS_EVENTS_RECEIVER_CONCURRENCY" => *v = "32".into(),
                 "OPS_EVENTS_RECEIVER_RATE" | "OPS_EVENTS_RECEIVER_BURST" => *v = "5000".into(),
                 "OPS_EVENTS_LEASE_SECONDS" | "OPS_INBOX_STREAM_LEASE_SECONDS" => *v = "10".into(),
@@ -272,12 +285,35 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
         .map_err(|e| format!("the trigger URL: {e:?}"))?;
     let trigger_path = Some(format!("/api/v1/kill-switches/triggers/{secret}"));
 
+    // Side effects go out: safe mode off, automation on (as after go-live).
+    for (switch, enable) in [("safe_mode", false), ("automation_enabled", true)] {
+        let now = http
+            .switches(Instant::now() + Duration::from_secs(30))
+            .await?;
+        let body = json!({"switch": switch, "enable": enable, "expected_version": now["version"],
+            "reason": "scale run", "confirm": true});
+        match http
+            .until_final(
+                Method::POST,
+                "/api/v1/kill-switches",
+                &body,
+                Some(&random_hex(8)),
+                Instant::now() + Duration::from_secs(30),
+            )
+            .await
+        {
+            Some((200, _)) => {}
+            other => return Err(format!("{switch} could not be set: {other:?}")),
+        }
+    }
+
     // Limits on from here: setting up is not the run.
     proxy.set(Faults {
         partitions: Some(Limits::scaled(opts.scale)),
         ..Faults::default()
     });
     let before = proxy.report();
+    let measured_from = Instant::now();
     let ops: Ops = Arc::default();
     let started = Instant::now();
     let stop = started + Duration::from_secs(opts.seconds);
@@ -455,20 +491,18 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
     }
     let delivered = receiver.seen.lock().map(|s| s.len()).unwrap_or(0) as u64;
     let report = proxy.report();
+    let window = measured_from.elapsed().as_secs_f64();
     for c in consoles.iter_mut() {
         c.stop(true);
     }
     let ops = std::mem::take(&mut *ops.lock().map_err(|e| e.to_string())?);
-    let figures = print(
-        opts,
-        &ops,
-        &before,
-        &report,
-        delivered,
+    let timing = Timing {
         offered_for,
         answered_for,
+        window,
         behind,
-    );
+    };
+    let figures = print(opts, &ops, &before, &report, delivered, &timing);
     std::fs::create_dir_all(opts.report.parent().unwrap_or(&opts.dir)).ok();
     let _ = std::fs::write(
         &opts.report,
@@ -498,19 +532,29 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
     Ok(failed)
 }
 
+/// How long the run's parts took, in seconds.
+struct Timing {
+    /// Until the last offer.
+    offered_for: f64,
+    /// Until the last answer.
+    answered_for: f64,
+    /// From the first offer until the outbox drained: what the proxy's figures cover.
+    window: f64,
+    /// The most an offer was late.
+    behind: Duration,
+}
+
 /// Prints the figures; the same as JSON.
-#[allow(clippy::too_many_arguments)]
 fn print(
     opts: &Options,
     ops: &BTreeMap<&'static str, Op>,
     before: &Report,
     report: &Report,
     delivered: u64,
-    offered_for: f64,
-    answered_for: f64,
-    behind: Duration,
+    t: &Timing,
 ) -> Value {
     let secs = opts.seconds as f64;
+    let (offered_for, answered_for, behind) = (t.offered_for, t.answered_for, t.behind);
     let stands_for = opts.rate / opts.scale;
     println!(
         "\nscale run: {} consoles, limits × {} ({:.0} write / {:.0} read units a second per partition), \
@@ -570,8 +614,8 @@ fn print(
     }
     // The hottest keys, as the units a second they stand for on AWS.
     let limit = |k: &dynamodb_faults::KeyUse| -> (f64, f64) {
-        let w = k.write / secs / opts.scale;
-        let r = k.read / secs / opts.scale;
+        let w = k.write / t.window / opts.scale;
+        let r = k.read / t.window / opts.scale;
         (w, r)
     };
     let mut hot: Vec<&dynamodb_faults::KeyUse> = report
@@ -604,7 +648,7 @@ fn print(
         );
     }
     // What 100 consoles would add, from each console's own rates.
-    let per_console = |n: u64| n as f64 / secs / opts.consoles.max(1) as f64;
+    let per_console = |n: u64| n as f64 / t.window / opts.consoles.max(1) as f64;
     let describe = per_console(report.describe_stream - before.describe_stream);
     println!(
         "per console: {:.2} DescribeStream calls a second → 100 consoles: {:.1} a second (AWS serves about {AWS_DESCRIBE_STREAM_PER_S:.0} per account and region)",
@@ -631,9 +675,9 @@ fn print(
         .max(1);
     println!(
         "kill-switch reads: {:.1} units a second over {} items here; on AWS at {stands_for:.0} events a second: {:.0} units a second per item (a partition takes {AWS_PARTITION_READ:.0})",
-        switch_reads / secs,
+        switch_reads / t.window,
         switch_keys,
-        switch_reads / secs / opts.scale / switch_keys as f64
+        switch_reads / t.window / opts.scale / switch_keys as f64
     );
     json!({
         "consoles": opts.consoles, "scale": opts.scale, "rate": opts.rate, "seconds": opts.seconds,

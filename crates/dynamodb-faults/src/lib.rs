@@ -161,6 +161,12 @@ pub struct Limits {
     /// A table's, and each global index's, own quota.
     pub table_write_per_s: f64,
     pub table_read_per_s: f64,
+    /// Seconds of unused units a bucket keeps (at least one; a bucket starts with one
+    /// second's worth). Scaled down, one second holds a request or two where AWS's holds
+    /// hundreds, and chance alone would throttle a key at half its rate: `scaled` keeps ten
+    /// seconds, so that a key's rate over seconds decides, and a key past its rate for
+    /// more than a few seconds is refused, as on AWS.
+    pub window_s: f64,
 }
 
 impl Limits {
@@ -173,6 +179,7 @@ impl Limits {
             partition_read_per_s: 3_000.0 * scale,
             table_write_per_s: 40_000.0 * scale,
             table_read_per_s: 40_000.0 * scale,
+            window_s: 10.0,
         }
     }
 

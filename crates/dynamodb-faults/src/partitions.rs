@@ -429,9 +429,9 @@ struct Bucket {
 }
 
 impl Bucket {
-    fn at(&mut self, now: Instant, rate: f64) -> &mut Bucket {
+    fn at(&mut self, now: Instant, rate: f64, window_s: f64) -> &mut Bucket {
         let elapsed = now.duration_since(self.refilled).as_secs_f64();
-        self.tokens = (self.tokens + elapsed * rate).min(rate);
+        self.tokens = (self.tokens + elapsed * rate).min(rate * window_s.max(1.0));
         self.refilled = now;
         self
     }
@@ -442,6 +442,17 @@ struct State {
     write: HashMap<String, Bucket>,
     read: HashMap<String, Bucket>,
     keys: HashMap<String, KeyUse>,
+}
+
+/// A partition's and a table's limits, for writes or reads.
+fn rates(limits: &Limits, write: bool) -> (Rate, Rate) {
+    let window_s = limits.window_s;
+    let (p, t) = if write {
+        (limits.partition_write_per_s, limits.table_write_per_s)
+    } else {
+        (limits.partition_read_per_s, limits.table_read_per_s)
+    };
+    (Rate { per_s: p, window_s }, Rate { per_s: t, window_s })
 }
 
 /// The buckets and what each key spent.
@@ -456,11 +467,7 @@ impl Ledger {
         charges: &[Charge],
         write: bool,
     ) -> Option<Refusal> {
-        let (part_rate, table_rate) = if write {
-            (limits.partition_write_per_s, limits.table_write_per_s)
-        } else {
-            (limits.partition_read_per_s, limits.table_read_per_s)
-        };
+        let (part_rate, table_rate) = rates(limits, write);
         let mut st = self.0.lock().ok()?;
         let now = Instant::now();
         let kind = if write { "Write" } else { "Read" };
@@ -468,12 +475,12 @@ impl Ledger {
             let what = if c.index { "Index" } else { "Table" };
             let buckets = if write { &mut st.write } else { &mut st.read };
             let mut limit = None;
-            if let (Some(p), true) = (&c.partition, part_rate > 0.0) {
+            if let (Some(p), true) = (&c.partition, part_rate.on()) {
                 if in_debt(buckets, p, now, part_rate) {
                     limit = Some(("KeyRangeThroughputExceeded", p.clone()));
                 }
             }
-            if limit.is_none() && table_rate > 0.0 && in_debt(buckets, &c.resource, now, table_rate)
+            if limit.is_none() && table_rate.on() && in_debt(buckets, &c.resource, now, table_rate)
             {
                 limit = Some(("AccountLimitExceeded", c.resource.clone()));
             }
@@ -495,21 +502,17 @@ impl Ledger {
 
     /// Spends `charges` from their partitions' and resources' buckets, and notes them by key.
     pub(crate) fn spend(&self, limits: &Limits, charges: &[Charge], write: bool) {
-        let (part_rate, table_rate) = if write {
-            (limits.partition_write_per_s, limits.table_write_per_s)
-        } else {
-            (limits.partition_read_per_s, limits.table_read_per_s)
-        };
+        let (part_rate, table_rate) = rates(limits, write);
         let Ok(mut st) = self.0.lock() else {
             return;
         };
         let now = Instant::now();
         for c in charges {
             let buckets = if write { &mut st.write } else { &mut st.read };
-            if let (Some(p), true) = (&c.partition, part_rate > 0.0) {
+            if let (Some(p), true) = (&c.partition, part_rate.on()) {
                 take(buckets, p, now, part_rate, c.units);
             }
-            if table_rate > 0.0 {
+            if table_rate.on() {
                 take(buckets, &c.resource, now, table_rate, c.units);
             }
             let key = c
@@ -545,26 +548,39 @@ impl Ledger {
     }
 }
 
+/// A bucket's limit: units a second, and seconds of them it keeps.
+#[derive(Clone, Copy)]
+struct Rate {
+    per_s: f64,
+    window_s: f64,
+}
+
+impl Rate {
+    fn on(self) -> bool {
+        self.per_s > 0.0
+    }
+}
+
 fn bucket<'a>(
     buckets: &'a mut HashMap<String, Bucket>,
     key: &str,
     now: Instant,
-    rate: f64,
+    rate: Rate,
 ) -> &'a mut Bucket {
     buckets
         .entry(key.to_string())
         .or_insert(Bucket {
-            tokens: rate,
+            tokens: rate.per_s,
             refilled: now,
         })
-        .at(now, rate)
+        .at(now, rate.per_s, rate.window_s)
 }
 
-fn in_debt(buckets: &mut HashMap<String, Bucket>, key: &str, now: Instant, rate: f64) -> bool {
+fn in_debt(buckets: &mut HashMap<String, Bucket>, key: &str, now: Instant, rate: Rate) -> bool {
     bucket(buckets, key, now, rate).tokens < 0.0
 }
 
-fn take(buckets: &mut HashMap<String, Bucket>, key: &str, now: Instant, rate: f64, units: f64) {
+fn take(buckets: &mut HashMap<String, Bucket>, key: &str, now: Instant, rate: Rate, units: f64) {
     bucket(buckets, key, now, rate).tokens -= units;
 }
 
