@@ -27,7 +27,7 @@ APT_UPDATED := target/.apt-updated
 help:
 	@echo "make run    - build and start the console (http://127.0.0.1:3000)"
 	@echo "make test   - install what is missing and run every test"
-	@echo "make bench  - every part against its bare DynamoDB work, one table (release build)"
+	@echo "make bench  - every part against its bare DynamoDB work, one table, and the scale run (release build)"
 	@echo "make chaos  - two consoles under load through a faulty DynamoDB for a minute, then check"
 	@echo "make fuzz   - schemathesis against the OpenAPI document, 50 examples per operation"
 
@@ -229,6 +229,10 @@ scan-logs:
 bench: weight python-powertools
 	cargo build --release -p ops-harness
 	RUST_LOG=warn ./target/release/ops-harness bench --n 400
+	# Three consoles on AWS's partitions scaled by 0.0005: 5 events a second stand for
+	# 10,000; then the same offer on a quarter of the limits (40,000), where it bends.
+	RUST_LOG=warn ./target/release/ops-harness scale --seconds 60 --scale 0.0005 --rate 5 --report target/bench/scale.json
+	-RUST_LOG=warn ./target/release/ops-harness scale --seconds 60 --scale 0.000125 --rate 5 --report target/bench/scale-4x.json
 
 wasm-size: site
 	@f=target/site/pkg/ops-console.wasm; \

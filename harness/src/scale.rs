@@ -159,40 +159,50 @@ const TEXTS: &[&str] = &[
 /// consoles' would on AWS's.
 const CONSOLES_STOOD_FOR: f64 = 100.0;
 
-/// Signs in as an admin made for the run; the session cookie.
+/// People signed in to the console during the run: page views rotate over their sessions
+/// (one session for every view would be a hot item no support team makes).
+const PEOPLE: usize = 8;
+
+/// Signs in [`PEOPLE`] admins made for the run; their session cookies.
 async fn sign_in(
     store: &ops_console::server::store::Store,
     config: &Config,
     port: u16,
-) -> Result<String, String> {
+) -> Result<Vec<String>, String> {
     let state = AppState::new(
         config.clone(),
         store.clone(),
         Clock::default(),
         Secret::new(SECRET.as_bytes().to_vec()),
     );
-    let password = random_hex(12);
-    state
-        .users
-        .add_user("scale-admin", Role::Admin, &password, "scale")
-        .await
-        .map_err(|e| e.to_string())?;
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .build_http::<http_body_util::Full<axum::body::Bytes>>();
-    let form = format!("name=scale-admin&password={password}&next=/");
-    let req = hyper::Request::post(format!("http://127.0.0.1:{port}/login"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(http_body_util::Full::new(axum::body::Bytes::from(form)))
-        .map_err(|e| e.to_string())?;
-    let res = client.request(req).await.map_err(|e| e.to_string())?;
-    res.headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|c| c.starts_with("ops_session=") && !c.starts_with("ops_session=;"))
-        .and_then(|c| c.split(';').next())
-        .map(str::to_string)
-        .ok_or_else(|| format!("sign-in refused: {}", res.status()))
+    let mut cookies = Vec::new();
+    for i in 0..PEOPLE {
+        let (name, password) = (format!("scale-admin-{i}"), random_hex(12));
+        state
+            .users
+            .add_user(&name, Role::Admin, &password, "scale")
+            .await
+            .map_err(|e| e.to_string())?;
+        let form = format!("name={name}&password={password}&next=/");
+        let req = hyper::Request::post(format!("http://127.0.0.1:{port}/login"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(http_body_util::Full::new(axum::body::Bytes::from(form)))
+            .map_err(|e| e.to_string())?;
+        let res = client.request(req).await.map_err(|e| e.to_string())?;
+        let cookie = res
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find(|c| c.starts_with("ops_session=") && !c.starts_with("ops_session=;"))
+            .and_then(|c| c.split(';').next())
+            .map(str::to_string)
+            .ok_or_else(|| format!("sign-in refused: {}", res.status()))?;
+        cookies.push(cookie);
+    }
+    Ok(cookies)
 }
 
 /// Runs the scale run; the reasons it failed (none: it held).
@@ -276,7 +286,7 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
         }
     }
     let ports: Vec<u16> = consoles.iter().map(|c| c.port).collect();
-    let cookie = sign_in(&store, &config, ports[0]).await?;
+    let cookies = sign_in(&store, &config, ports[0]).await?;
     let http = Http::new(ports.clone(), key.clone(), Arc::new(Tally::default()), 0);
     // A trigger URL whose calls carry resolved alerts: each call is read and changes nothing.
     let secret = Switches::new(store.clone(), Clock::default(), Ttls::from(&config.ttl))
@@ -451,7 +461,8 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
                     None,
                 );
             }
-            if let Some(path) = &trigger_path {
+            // A monitor's call now and then (Alertmanager repeats a group every few minutes).
+            if let Some(path) = trigger_path.as_ref().filter(|_| n % (10 * per_second) == 0) {
                 let resolved = json!({"version": "4", "status": "resolved", "alerts": [{"status": "resolved", "labels": {"alertname": "ScaleRun"}}]});
                 go(
                     "trigger call",
@@ -459,7 +470,8 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
                     None,
                 );
             }
-            for page in ["/", "/audit", "/outbox"] {
+            for (i, page) in ["/", "/audit", "/outbox"].into_iter().enumerate() {
+                let cookie = &cookies[(n as usize + i) % cookies.len()];
                 go(
                     "page view",
                     (Method::GET, page.into(), Value::Null, None),
@@ -469,6 +481,8 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
         }
     }
     let offered_for = started.elapsed().as_secs_f64();
+    // The keys' rates are those of the offer: the drain after it would thin them out.
+    let at_stop = proxy.report();
     while tasks.join_next().await.is_some() {}
     let answered_for = started.elapsed().as_secs_f64();
     // Every side effect delivered (or the wait ends): the outbox drains.
@@ -502,7 +516,7 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
         window,
         behind,
     };
-    let figures = print(opts, &ops, &before, &report, delivered, &timing);
+    let figures = print(opts, &ops, &before, &report, &at_stop, delivered, &timing);
     std::fs::create_dir_all(opts.report.parent().unwrap_or(&opts.dir)).ok();
     let _ = std::fs::write(
         &opts.report,
@@ -550,6 +564,7 @@ fn print(
     ops: &BTreeMap<&'static str, Op>,
     before: &Report,
     report: &Report,
+    at_stop: &Report,
     delivered: u64,
     t: &Timing,
 ) -> Value {
@@ -612,17 +627,28 @@ fn print(
     for k in throttled.iter().take(10) {
         println!("    {:>6} refused on {}", k.throttled, k.key);
     }
-    // The hottest keys, as the units a second they stand for on AWS.
-    let limit = |k: &dynamodb_faults::KeyUse| -> (f64, f64) {
-        let w = k.write / t.window / opts.scale;
-        let r = k.read / t.window / opts.scale;
-        (w, r)
-    };
-    let mut hot: Vec<&dynamodb_faults::KeyUse> = report
+    // The hottest keys during the offer, as the units a second they stand for on AWS.
+    let earlier = |key: &str| before.keys.iter().find(|k| k.key == key);
+    let during: Vec<dynamodb_faults::KeyUse> = at_stop
         .keys
         .iter()
-        .filter(|k| !k.key.ends_with("|*"))
+        .map(|k| {
+            let mut k = k.clone();
+            if let Some(b) = earlier(&k.key) {
+                k.write -= b.write;
+                k.read -= b.read;
+                k.throttled -= b.throttled;
+            }
+            k
+        })
         .collect();
+    let limit = |k: &dynamodb_faults::KeyUse| -> (f64, f64) {
+        let w = k.write / t.offered_for / opts.scale;
+        let r = k.read / t.offered_for / opts.scale;
+        (w, r)
+    };
+    let mut hot: Vec<&dynamodb_faults::KeyUse> =
+        during.iter().filter(|k| !k.key.ends_with("|*")).collect();
     hot.sort_by(|a, b| {
         let (aw, ar) = limit(a);
         let (bw, br) = limit(b);
@@ -655,29 +681,17 @@ fn print(
         describe,
         describe * 100.0
     );
-    let switch_reads: f64 = report
-        .keys
+    // The busiest item the switches are read from, over the offer.
+    let switch_items: Vec<&dynamodb_faults::KeyUse> = during
         .iter()
-        .filter(|k| k.key.contains("kill_switches"))
-        .map(|k| k.read)
-        .sum::<f64>()
-        - before
-            .keys
-            .iter()
-            .filter(|k| k.key.contains("kill_switches"))
-            .map(|k| k.read)
-            .sum::<f64>();
-    let switch_keys = report
-        .keys
-        .iter()
-        .filter(|k| k.key.contains("kill_switches") && k.read > 0.0)
-        .count()
-        .max(1);
+        .filter(|k| k.key.contains("|pk=kill_switches") && k.read > 0.0)
+        .collect();
+    let busiest = switch_items.iter().map(|k| k.read).fold(0.0f64, f64::max);
     println!(
-        "kill-switch reads: {:.1} units a second over {} items here; on AWS at {stands_for:.0} events a second: {:.0} units a second per item (a partition takes {AWS_PARTITION_READ:.0})",
-        switch_reads / t.window,
-        switch_keys,
-        switch_reads / t.window / opts.scale / switch_keys as f64
+        "kill-switch reads: {:.2} units a second on the busiest of {} items; on AWS at {stands_for:.0} events a second: {:.0} units a second (a partition takes {AWS_PARTITION_READ:.0})",
+        busiest / t.offered_for,
+        switch_items.len(),
+        busiest / t.offered_for / opts.scale
     );
     json!({
         "consoles": opts.consoles, "scale": opts.scale, "rate": opts.rate, "seconds": opts.seconds,

@@ -337,15 +337,16 @@ fn spawn_reaper(store: Store, config: &Config) -> Option<tokio::task::JoinHandle
     }))
 }
 
-/// Once a minute, revokes the copies of API keys revoked without them (by a console of the
-/// release before, in a rolling deployment): requests read a key's copies.
+/// At start and once a minute, revokes the copies of API keys revoked without them (by a
+/// console of the release before, in a rolling deployment), and keys revoked in part: requests
+/// read a key's copies.
 fn spawn_key_mender(store: Store) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
-            tokio::time::sleep(Duration::from_secs(60)).await;
             if let Err(e) = crate::server::store::api_keys::mend_revoked(&store).await {
                 tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "API key copies not checked; trying again later");
             }
+            tokio::time::sleep(Duration::from_secs(60)).await;
         }
     })
 }

@@ -513,6 +513,37 @@ async fn requests_read_copies_of_their_key_and_a_revoke_reaches_every_copy() {
         assert!(api_keys.resolve_api_key(&old_key).await.unwrap().is_none());
     }
     assert_eq!(api_keys::mend_revoked(&app.store).await.unwrap(), 0, "once");
+
+    // The release before listed the copies, and an admin revoked one: the key is revoked
+    // whole at the next look (the check fails closed).
+    let third = api_keys
+        .create_api_key("bot-part", &[ApiScope::SwitchesRead], 30, "ada")
+        .await
+        .unwrap();
+    let third_hash = sha256_hex(third.as_bytes());
+    app.store
+        .client()
+        .update_item()
+        .table_name(&table)
+        .key(
+            "key_hash",
+            AttributeValue::S(format!("{third_hash}#copy#5")),
+        )
+        .update_expression("SET revoked_at = :at, revoked_by = :by")
+        .expression_attribute_values(":at", AttributeValue::S(app.clock.now().to_rfc3339()))
+        .expression_attribute_values(":by", AttributeValue::S("ada".into()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(api_keys::mend_revoked(&app.store).await.unwrap(), 1);
+    for _ in 0..24 {
+        assert!(api_keys.resolve_api_key(&third).await.unwrap().is_none());
+    }
+    let listed = api_keys::list(&app.store, app.clock.now()).await.unwrap();
+    assert!(listed
+        .iter()
+        .find(|k| k.key_hash == third_hash)
+        .is_some_and(|k| k.revoked_at.is_some()));
 }
 
 /// The names of the console's own changes (a revert or a trip, a trigger URL, a scheduled

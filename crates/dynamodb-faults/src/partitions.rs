@@ -185,11 +185,43 @@ pub(crate) fn write_charges(
 }
 
 /// Whether a write's own condition says its item does not exist before it (so a write that
-/// succeeds had nothing before it, and nothing needs reading).
-pub(crate) fn new_item(w: &Write) -> bool {
-    w.action["ConditionExpression"].as_str().is_some_and(|c| {
-        c.contains("attribute_not_exists") && !c.contains(" OR ") && !c.contains(" or ")
+/// succeeds had nothing before it, and nothing needs reading): an
+/// `attribute_not_exists(<a key attribute>)` that no `OR` can get around.
+pub(crate) fn new_item(w: &Write, table_keys: &[String]) -> bool {
+    let Some(c) = w.action["ConditionExpression"].as_str() else {
+        return false;
+    };
+    if words(c).any(|t| t.eq_ignore_ascii_case("OR") || t.eq_ignore_ascii_case("NOT")) {
+        return false;
+    }
+    c.split("attribute_not_exists(").skip(1).any(|rest| {
+        let arg = rest.split(')').next().unwrap_or_default().trim();
+        table_keys.iter().any(|k| k == resolve(&w.action, arg))
     })
+}
+
+/// An expression's words (split at whitespace and parentheses).
+fn words(expr: &str) -> impl Iterator<Item = &str> {
+    expr.split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+        .filter(|t| !t.is_empty())
+}
+
+/// Where the keyword `kw` (upper case) starts in `expr` as a word of its own.
+fn keyword(expr: &str, kw: &str) -> Option<usize> {
+    let upper = expr.to_ascii_uppercase();
+    let bytes = upper.as_bytes();
+    let mut from = 0;
+    while let Some(i) = upper[from..].find(kw).map(|i| i + from) {
+        let before = i == 0 || bytes[i - 1].is_ascii_whitespace();
+        let after = bytes
+            .get(i + kw.len())
+            .is_none_or(|b| b.is_ascii_whitespace());
+        if before && after {
+            return Some(i);
+        }
+        from = i + kw.len();
+    }
+    None
 }
 
 /// A name in an expression, through `ExpressionAttributeNames`.
@@ -232,14 +264,13 @@ pub(crate) fn expected_after(w: &Write, old: Option<&Item>) -> Option<Item> {
         _ => {
             let mut item = old.cloned().unwrap_or_else(|| named(w));
             let expr = w.action["UpdateExpression"].as_str().unwrap_or_default();
-            let upper = expr.to_ascii_uppercase();
-            let Some(at) = upper.find("SET ") else {
+            let Some(at) = keyword(expr, "SET") else {
                 return Some(item);
             };
-            let rest = &expr[at + 4..];
-            let end = ["REMOVE ", "ADD ", "DELETE "]
+            let rest = &expr[at + 3..];
+            let end = ["REMOVE", "ADD", "DELETE"]
                 .iter()
-                .filter_map(|k| rest.to_ascii_uppercase().find(k))
+                .filter_map(|k| keyword(rest, k))
                 .min()
                 .unwrap_or(rest.len());
             for assignment in top_level(&rest[..end], ',') {
@@ -255,10 +286,12 @@ pub(crate) fn expected_after(w: &Write, old: Option<&Item>) -> Option<Item> {
                     .strip_prefix("if_not_exists(")
                     .and_then(|a| a.strip_suffix(')'))
                 {
-                    if item.contains_key(&name) {
+                    let args = top_level(args, ',');
+                    let checked = resolve(&w.action, args.first().map_or("", |a| a.trim()));
+                    if item.contains_key(checked) {
                         continue;
                     }
-                    top_level(args, ',').get(1).map(|v| v.trim()).unwrap_or("")
+                    args.get(1).map(|v| v.trim()).unwrap_or("")
                 } else {
                     rhs
                 };
@@ -319,14 +352,17 @@ pub(crate) fn read_targets(
                 _ => (table.to_string(), false, schema.keys.first().cloned()),
             };
             let expr = body["KeyConditionExpression"].as_str().unwrap_or_default();
+            // `pk = :v` among the conditions, however spaced, bracketed or cased.
+            let terms: Vec<&str> = words(expr).collect();
             let value = pk.as_deref().and_then(|pk| {
-                expr.split(" AND ")
+                let joined = terms.join(" ");
+                joined
+                    .split(" AND ")
                     .flat_map(|p| p.split(" and "))
+                    .flat_map(|p| p.split(" And "))
                     .filter_map(|p| p.split_once('='))
-                    .find(|(l, _)| resolve(body, l.trim().trim_start_matches('(')) == pk)
-                    .and_then(|(_, r)| {
-                        body["ExpressionAttributeValues"].get(r.trim().trim_end_matches(')'))
-                    })
+                    .find(|(l, _)| resolve(body, l.trim()) == pk)
+                    .and_then(|(_, r)| body["ExpressionAttributeValues"].get(r.trim()))
             });
             let part = match (pk, value) {
                 (Some(pk), Some(v)) => Some(format!("{resource}|{pk}={}", key_text(v))),
@@ -498,6 +534,29 @@ impl Ledger {
             }
         }
         None
+    }
+
+    /// Every item (of a batch) with a charge whose partition or resource is in debt, each
+    /// counted as refused.
+    pub(crate) fn refused_items(
+        &self,
+        limits: &Limits,
+        charges: &[Charge],
+        write: bool,
+    ) -> Vec<usize> {
+        let mut out: Vec<usize> = Vec::new();
+        for c in charges {
+            if out.contains(&c.item) {
+                continue;
+            }
+            if self
+                .refusal(limits, std::slice::from_ref(c), write)
+                .is_some()
+            {
+                out.push(c.item);
+            }
+        }
+        out
     }
 
     /// Spends `charges` from their partitions' and resources' buckets, and notes them by key.
@@ -703,6 +762,41 @@ mod tests {
             refused.map(|r| r.reason).as_deref(),
             Some("IndexReadKeyRangeThroughputExceeded")
         );
+    }
+
+    #[test]
+    fn conditions_and_expressions_are_read_as_dynamodb_reads_them() {
+        let keys = vec!["pk".to_string(), "sk".to_string()];
+        let put = |cond: &str| {
+            let body = json!({"TableName": "t", "Item": {"pk": {"S": "a"}},
+                "ConditionExpression": cond, "ExpressionAttributeNames": {"#p": "pk"}});
+            items::writes("PutItem", &body).remove(0)
+        };
+        assert!(new_item(&put("attribute_not_exists(#p)"), &keys));
+        assert!(
+            !new_item(&put("attribute_not_exists(version)"), &keys),
+            "not a key"
+        );
+        assert!(!new_item(
+            &put("attribute_not_exists(pk) OR expires_at <= :now"),
+            &keys
+        ));
+        // Keywords inside names are names; `if_not_exists` checks its own argument.
+        let upd = json!({"TableName": "t", "Key": {"pk": {"S": "a"}},
+            "UpdateExpression": "SET #OFFSET = :o, is_delete = :d, day = if_not_exists(first, :d) ADD n :one",
+            "ExpressionAttributeNames": {"#OFFSET": "offset"},
+            "ExpressionAttributeValues": {":o": {"N": "1"}, ":d": {"S": "x"}, ":one": {"N": "1"}}});
+        let w = &items::writes("UpdateItem", &upd)[0];
+        let after = expected_after(w, None).unwrap();
+        assert_eq!(after["offset"], json!({"N": "1"}));
+        assert_eq!(after["is_delete"], json!({"S": "x"}));
+        assert_eq!(after["day"], json!({"S": "x"}));
+        assert!(!after.contains_key(""));
+        let q = json!({"TableName": "t", "KeyConditionExpression": "( #p = :p )\n\tAnd begins_with(sk, :s)",
+            "ExpressionAttributeNames": {"#p": "pk"},
+            "ExpressionAttributeValues": {":p": {"S": "v"}, ":s": {"S": "x"}}});
+        let targets = read_targets("Query", &q, |_| Some(schema()));
+        assert_eq!(targets[0].partition.as_deref(), Some("t|pk=v"));
     }
 
     #[test]

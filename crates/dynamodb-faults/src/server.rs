@@ -373,7 +373,12 @@ async fn read_request(
         Some(limits) => {
             let targets = read_targets(ctx, &parts.headers, op, &json).await;
             let expected = partitions::expected_reads(&targets);
-            if let Some(r) = shared.ledger.refusal(&limits, &expected, false) {
+            if op == "BatchGetItem" {
+                let refused = shared.ledger.refused_items(&limits, &expected, false);
+                if !refused.is_empty() {
+                    return batch_in_part(ctx, kill, parts, op, &json, &refused, faults).await;
+                }
+            } else if let Some(r) = shared.ledger.refusal(&limits, &expected, false) {
                 return refused(shared, &r, op == "TransactGetItems", targets.len());
             }
             Some((limits, targets))
@@ -441,6 +446,68 @@ async fn read_targets(
     } else {
         targets
     }
+}
+
+/// An answer and its body as text (the answer is rebuilt with it).
+async fn with_body(a: Answer) -> (Answer, String) {
+    let (head, body) = a.into_parts();
+    let Ok(collected) = body.collect().await;
+    let bytes = collected.to_bytes();
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    (hyper::Response::from_parts(head, Full::new(bytes)), text)
+}
+
+/// A batch of which the entries at `refused` (in request order) are throttled: the rest is
+/// made, and the refused come back unprocessed, as AWS does; all of them refused, the call
+/// is.
+async fn batch_in_part(
+    ctx: &Ctx,
+    kill: &Notify,
+    parts: &hyper::http::request::Parts,
+    op: &str,
+    json: &Value,
+    refused: &[usize],
+    faults: &Faults,
+) -> Answer {
+    let shared = &ctx.shared;
+    shared.counters.add(Kind::PartitionThrottle);
+    let mut n = 0;
+    let hold = |_: &str, _: usize| {
+        n += 1;
+        refused.contains(&(n - 1))
+    };
+    let Some(split) = batch::split(op, json, hold) else {
+        return errors::throughput_exceeded();
+    };
+    let answer = if op == "BatchWriteItem" {
+        let writes = items::writes(op, &split.forwarded);
+        Box::pin(write_request(
+            ctx,
+            kill,
+            parts,
+            op,
+            split.forwarded.clone(),
+            &writes,
+            faults,
+        ))
+        .await
+    } else {
+        Box::pin(read_request(
+            ctx,
+            kill,
+            parts,
+            op,
+            split.forwarded.clone(),
+            faults,
+        ))
+        .await
+    };
+    if answer.status() != StatusCode::OK {
+        return answer;
+    }
+    let (_, body) = with_body(answer).await;
+    let v: Value = serde_json::from_str(&body).unwrap_or_default();
+    json_answer(StatusCode::OK, &batch::merge(op, v, split.held))
 }
 
 /// The answer to a request a limit refused (counted by its kind).
@@ -624,12 +691,21 @@ async fn write_request(
     let before = match faults.partitions {
         Some(limits) => {
             let before = stored_items(ctx, &parts.headers, writes, |w| {
-                w.kind != "ConditionCheck" && !partitions::new_item(w)
+                shared
+                    .schemas
+                    .get(&w.table)
+                    .is_none_or(|keys| !partitions::new_item(w, &keys))
             })
             .await;
             let expected =
                 write_charges(shared, writes, &before, partitions::expected_after, times);
-            if let Some(r) = shared.ledger.refusal(&limits, &expected, true) {
+            if op == "BatchWriteItem" {
+                // AWS hands the throttled entries back unprocessed and writes the rest.
+                let refused = shared.ledger.refused_items(&limits, &expected, true);
+                if !refused.is_empty() {
+                    return batch_in_part(ctx, kill, parts, op, &json, &refused, faults).await;
+                }
+            } else if let Some(r) = shared.ledger.refusal(&limits, &expected, true) {
                 return refused(shared, &r, transaction, ids.len());
             }
             Some((limits, before))
@@ -677,6 +753,15 @@ async fn write_request(
         Ok(a) => a,
         Err(a) => {
             shared.capacity.record_call(op);
+            // AWS bills a write refused by its condition: the item's size, on its partition.
+            if let (Some((limits, before)), false) = (&before, transaction) {
+                let (a, body) = with_body(a).await;
+                if body.contains("ConditionalCheckFailedException") {
+                    let charges = write_charges(shared, writes, before, |_, old| old.cloned(), 1.0);
+                    shared.ledger.spend(limits, &charges, true);
+                }
+                return a;
+            }
             return a;
         }
     };

@@ -81,7 +81,7 @@ pub async fn load_kill_switches() -> Result<KillSwitchesView, AppError> {
     let ks = &state.kill_switches;
     let admin = user.role.allows(Role::Admin);
     // Read once: the count of pending approvals is against these switches.
-    let switches = ks.load().await?;
+    let switches = ks.shown().await?;
     let version = switches.version;
     Ok(KillSwitchesView {
         switches,

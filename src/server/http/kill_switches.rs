@@ -43,7 +43,7 @@ pub(crate) async fn kill_switches(
     State(state): State<AppState>,
     _auth: Scoped<SwitchesRead>,
 ) -> Result<Json<Switches>, Problem> {
-    Ok(answer(&state.kill_switches.load().await?))
+    Ok(answer(&state.kill_switches.shown().await?))
 }
 
 #[utoipa::path(

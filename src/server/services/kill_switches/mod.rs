@@ -165,6 +165,13 @@ impl Switches {
         store::load(&self.store, self.clock.now()).await
     }
 
+    /// The current switches as a page or a reader of the API sees them: one copy, as every
+    /// request reads them (strongly consistent, written with every change), so that views
+    /// put no load on the item itself.
+    pub async fn shown(&self) -> Result<KillSwitches, StoreError> {
+        store::load_copy(&self.store, self.clock.now()).await
+    }
+
     /// Validates, reads the current switches, and writes the change with its audit record
     /// in one transaction conditioned on the version the person saw.
     pub async fn change(

@@ -34,9 +34,9 @@ pub const AUDIT_ACTION: &str = "user_change";
 /// the admin-change lock.
 const CHANGE_TRIES: usize = 10;
 
-/// The most live API keys an admin's disabling or demotion revokes with it (ten writes
-/// each: the key, its record and its copies, in one transaction of at most 100).
-const MAX_KEYS_REVOKED: usize = 8;
+/// The most live API keys an admin's disabling or demotion revokes with it (18 writes
+/// each: the key, its record and its 16 copies, in one transaction of at most 100).
+const MAX_KEYS_REVOKED: usize = 4;
 
 /// Lifetimes the account rules need.
 #[derive(Clone, Copy, Debug)]
