@@ -351,7 +351,7 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
             published.push(id);
         }
         n += 1;
-        if n % per_second == 0 {
+        if n.is_multiple_of(per_second) {
             // A publish to a few users, then read receipts and feeds of earlier ones.
             let uids: Vec<String> = (0..3).map(|_| format!("u{}", rng.below(1_000))).collect();
             let body = json!({"audience": {"kind": "users", "uids": uids}, "category": "news",
@@ -409,7 +409,7 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
             (Method::POST, "/api/v1/events".into(), body, None),
             None,
         );
-        if n % 4 == 0 {
+        if n.is_multiple_of(4) {
             let user = format!("scale-u{}", rng.below(100_000));
             let body = json!({"measurement_id": format!("w{n}"), "user_id": user,
                 "weight": 70.0 + (n % 30) as f64 / 10.0, "unit": "kg",
@@ -421,7 +421,7 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
                 None,
             );
         }
-        if n % 10 == 0 {
+        if n.is_multiple_of(10) {
             let id = format!("scale-c{n}");
             let body = json!({"conversation_id": id, "channel_method": "whatsapp",
                 "recipient_tel": format!("+4477009{:05}", n % 100_000),
@@ -441,7 +441,7 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
                 None,
             );
         }
-        if n % per_second == 0 {
+        if n.is_multiple_of(per_second) {
             if let Some(last) = published.pop() {
                 let (uid, id) = last.split_once('/').unwrap_or_default();
                 let base = format!("/api/v1/inbox/tenants/chaos/inboxes/news/users/{uid}");
@@ -462,7 +462,7 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
                 );
             }
             // A monitor's call now and then (Alertmanager repeats a group every few minutes).
-            if let Some(path) = trigger_path.as_ref().filter(|_| n % (10 * per_second) == 0) {
+            if let Some(path) = trigger_path.as_ref().filter(|_| n.is_multiple_of(10 * per_second)) {
                 let resolved = json!({"version": "4", "status": "resolved", "alerts": [{"status": "resolved", "labels": {"alertname": "ScaleRun"}}]});
                 go(
                     "trigger call",

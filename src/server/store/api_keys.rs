@@ -2,12 +2,12 @@
 //! transaction with its audit record, so a crash leaves both or neither, and with
 //! [`COPIES`] copies of it that requests read instead (docs/dynamodb.md, "Hot items").
 
-use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::server::store::audit::{self, AuditItem};
+use crate::server::store::copies::Copied;
 use crate::server::store::item::{self, n};
 use crate::server::store::many;
 use crate::server::store::schema::API_KEYS;
@@ -41,32 +41,30 @@ pub struct ApiKeyItem {
 /// 48,000 reads a second: a third used at 10,000 events a second, headroom for retries.
 pub const COPIES: u32 = 16;
 
-/// A copy's key: `<hash>#copy#<i>` (a hash is hex: no key of a client is one).
-fn copy_hash(key_hash: &str, i: u32) -> String {
-    format!("{key_hash}#copy#{i}")
+/// Where a key's copies are: `<hash>#copy#<i>` (a hash is hex: no key of a client is one).
+fn copied(key_hash: &str) -> Copied<'_> {
+    Copied {
+        base: API_KEYS.base,
+        key_attr: "key_hash",
+        key: key_hash,
+        copies: COPIES,
+    }
 }
 
 fn is_copy(key_hash: &str) -> bool {
     key_hash.contains('#')
 }
 
+/// `item` as its copies hold it: without its last use (written on the item alone).
+fn copy_item(store: &Store, item: &ApiKeyItem) -> Result<super::copies::Item, StoreError> {
+    let mut copy = item.clone();
+    copy.last_used_at = None;
+    serde_dynamo::to_item(&copy).map_err(|e| StoreError::corrupt(&store.table(API_KEYS.base), e))
+}
+
 /// The puts of every copy of `item`, unconditional: the key's own write decides.
 fn copy_puts(store: &Store, item: &ApiKeyItem) -> Result<Vec<TransactWriteItem>, StoreError> {
-    let table = store.table(API_KEYS.base);
-    (0..COPIES)
-        .map(|i| {
-            let mut copy = item.clone();
-            copy.key_hash = copy_hash(&item.key_hash, i);
-            copy.last_used_at = None;
-            let av = serde_dynamo::to_item(&copy).map_err(|e| StoreError::corrupt(&table, e))?;
-            let put = Put::builder()
-                .table_name(&table)
-                .set_item(Some(av))
-                .build()
-                .map_err(|e| StoreError::corrupt(&table, e))?;
-            Ok(TransactWriteItem::builder().put(put).build())
-        })
-        .collect()
+    copied(&item.key_hash).puts(store, &copy_item(store, item)?)
 }
 
 /// Writes the key, its audit record and its copies together, unless a live key already has
@@ -115,9 +113,12 @@ pub async fn get(
     if is_copy(key_hash) {
         return Ok(None);
     }
-    let i = u32::from_str_radix(&crate::server::ids::random_hex(2), 16).unwrap_or(0) % COPIES;
-    let copy: Option<ApiKeyItem> =
-        item::get(store, API_KEYS.base, "key_hash", &copy_hash(key_hash, i)).await?;
+    let table = store.table(API_KEYS.base);
+    let copy: Option<ApiKeyItem> = copied(key_hash)
+        .get_copy(store)
+        .await?
+        .map(|i| item::decode(i, &table))
+        .transpose()?;
     let found = match copy {
         Some(mut c) => {
             c.key_hash = key_hash.to_string();
@@ -128,7 +129,11 @@ pub async fn get(
             // Copies of a live key only (an expired one's would be made for nothing); a
             // failed write leaves the next request to try, and answers this one.
             if let Some(k) = main.as_ref().filter(|k| k.expires_at > now.timestamp()) {
-                if let Err(e) = mend_copies(store, k).await {
+                let written = match copy_item(store, k) {
+                    Ok(item) => copied(key_hash).write_copies(store, &item).await,
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = written {
                     tracing::warn!(key = %k.name, error = %e, "API key copies not written; the next use tries again");
                 }
             }
@@ -145,34 +150,6 @@ pub async fn get_item(store: &Store, key_hash: &str) -> Result<Option<ApiKeyItem
         return Ok(None);
     }
     item::get(store, API_KEYS.base, "key_hash", key_hash).await
-}
-
-/// Writes the copies of a key made without them, each only where none is.
-async fn mend_copies(store: &Store, key: &ApiKeyItem) -> Result<(), StoreError> {
-    let table = store.table(API_KEYS.base);
-    for i in 0..COPIES {
-        let mut copy = key.clone();
-        copy.key_hash = copy_hash(&key.key_hash, i);
-        copy.last_used_at = None;
-        let av = serde_dynamo::to_item(&copy).map_err(|e| StoreError::corrupt(&table, e))?;
-        let req = store
-            .client()
-            .put_item()
-            .table_name(&table)
-            .set_item(Some(av))
-            .condition_expression("attribute_not_exists(key_hash)");
-        tx::retrying(|| async {
-            match req.clone().send().await {
-                Ok(_) => Ok(()),
-                Err(e) => match e.into_service_error() {
-                    PutItemError::ConditionalCheckFailedException(_) => Ok(()),
-                    other => Err(StoreError::service("PutItem", &other)),
-                },
-            }
-        })
-        .await?;
-    }
-    Ok(())
 }
 
 /// Revokes the copies of every key revoked without them (by a console of the release

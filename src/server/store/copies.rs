@@ -21,7 +21,7 @@ use super::{tx, Store, StoreError};
 
 pub type Item = HashMap<String, AttributeValue>;
 
-/// Copies of each such item: eight take 24,000 reads a second.
+/// Copies of such an item, unless it says otherwise: eight take 24,000 reads a second.
 pub const COPIES: u32 = 8;
 
 /// A copy's key: `<key>#copy#<i>`.
@@ -29,17 +29,19 @@ pub fn copy_key(key: &str, i: u32) -> String {
     format!("{key}#copy#{i}")
 }
 
-/// A copy at random.
-pub fn random_copy() -> u32 {
-    u32::from_str_radix(&crate::server::ids::random_hex(2), 16).unwrap_or(0) % COPIES
+/// One of `copies` at random.
+fn random_copy(copies: u32) -> u32 {
+    u32::from_str_radix(&crate::server::ids::random_hex(2), 16).unwrap_or(0) % copies.max(1)
 }
 
-/// Where such an item is: its table (base name), key attribute and key.
+/// Where such an item is: its table (base name), key attribute and key, and how many
+/// copies it has.
 #[derive(Clone, Copy, Debug)]
 pub struct Copied<'a> {
     pub base: &'a str,
     pub key_attr: &'a str,
     pub key: &'a str,
+    pub copies: u32,
 }
 
 impl Copied<'_> {
@@ -47,7 +49,7 @@ impl Copied<'_> {
     /// (in the same transaction) decides.
     pub fn puts(&self, store: &Store, item: &Item) -> Result<Vec<TransactWriteItem>, StoreError> {
         let table = store.table(self.base);
-        (0..COPIES)
+        (0..self.copies)
             .map(|i| {
                 let mut copy = item.clone();
                 copy.insert(self.key_attr.into(), s(copy_key(self.key, i)));
@@ -61,7 +63,8 @@ impl Copied<'_> {
             .collect()
     }
 
-    async fn get(&self, store: &Store, key: &str) -> Result<Option<Item>, StoreError> {
+    /// One item, strongly consistent.
+    pub async fn get(&self, store: &Store, key: &str) -> Result<Option<Item>, StoreError> {
         Ok(store
             .client()
             .get_item()
@@ -74,10 +77,16 @@ impl Copied<'_> {
             .item)
     }
 
+    /// One copy at random, if it is there.
+    pub async fn get_copy(&self, store: &Store) -> Result<Option<Item>, StoreError> {
+        self.get(store, &copy_key(self.key, random_copy(self.copies)))
+            .await
+    }
+
     /// The item as a request reads it: one copy at random. Without copies yet, the item
     /// itself (or `absent`, when none is stored: `None` then), and the copies are written.
     pub async fn read(&self, store: &Store, absent: &Item) -> Result<Option<Item>, StoreError> {
-        if let Some(copy) = self.get(store, &copy_key(self.key, random_copy())).await? {
+        if let Some(copy) = self.get_copy(store).await? {
             return Ok(Some(copy));
         }
         let main = self.get(store, self.key).await?;
@@ -86,12 +95,12 @@ impl Copied<'_> {
         Ok(main)
     }
 
-    /// Writes `item` over every copy that is not there or holds an older `version`.
-    /// Answers how many it wrote.
-    async fn write_copies(&self, store: &Store, item: &Item) -> Result<u32, StoreError> {
+    /// Writes `item` over every copy that is not there or holds an older `version` (an
+    /// item without one: only where none is). Answers how many it wrote.
+    pub async fn write_copies(&self, store: &Store, item: &Item) -> Result<u32, StoreError> {
         let version = version(item);
         let mut wrote = 0;
-        for i in 0..COPIES {
+        for i in 0..self.copies {
             let mut copy = item.clone();
             copy.insert(self.key_attr.into(), s(copy_key(self.key, i)));
             let req = store
@@ -120,12 +129,18 @@ impl Copied<'_> {
     /// before): when a copy at random holds another version than `stored` (the item as just
     /// read), the item is written over every older copy. Answers how many it wrote.
     pub async fn mend(&self, store: &Store, stored: &Item) -> Result<u32, StoreError> {
-        let copy = self.get(store, &copy_key(self.key, random_copy())).await?;
+        let copy = self.get_copy(store).await?;
         if copy.as_ref().map(version) == Some(version(stored)) {
             return Ok(0);
         }
         let wrote = self.write_copies(store, stored).await?;
-        if wrote > 0 {
+        if wrote > 0 && version(stored) == 0 {
+            tracing::info!(
+                item = self.key,
+                wrote,
+                "copies written (never saved: the defaults)"
+            );
+        } else if wrote > 0 {
             tracing::warn!(
                 item = self.key,
                 version = version(stored),

@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{
     AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
 };
@@ -12,6 +11,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::audit::{self, AuditItem};
+use super::copies::Copied;
 use super::schema::SETTINGS;
 use super::tx::{Refusal, Writes};
 use super::{Store, StoreError};
@@ -24,11 +24,14 @@ const ITEM_PK: &str = "kill_switches";
 /// second). Each change writes every copy in its own transaction, so any copy read after
 /// the change is acknowledged has it: a request reads one at random, with no staleness.
 /// Eight take 24,000 reads a second once DynamoDB has spread them over partitions.
-pub const COPIES: u32 = 8;
+pub const COPIES: u32 = super::copies::COPIES;
 
-fn copy_pk(i: u32) -> String {
-    format!("{ITEM_PK}#copy#{i}")
-}
+const COPIED: Copied<'static> = Copied {
+    base: SETTINGS.base,
+    key_attr: "pk",
+    key: ITEM_PK,
+    copies: COPIES,
+};
 /// Audit partition of kill-switch changes.
 pub const AUDIT_PARTITION: &str = "system#kill_switches";
 pub const AUDIT_ACTION: &str = "kill_switch_change";
@@ -144,27 +147,10 @@ pub async fn load(store: &Store, now: DateTime<Utc>) -> Result<KillSwitches, Sto
 /// that is not there (never set, or a table of the release before that wrote none) sends
 /// the read to the item itself.
 pub async fn load_copy(store: &Store, now: DateTime<Utc>) -> Result<KillSwitches, StoreError> {
-    let i = u32::from_str_radix(&crate::server::ids::random_hex(2), 16).unwrap_or(0) % COPIES;
-    match get(store, &copy_pk(i)).await? {
+    match COPIED.get_copy(store).await? {
         Some(item) => decode(item, now, &store.table(SETTINGS.base)),
         None => load(store, now).await,
     }
-}
-
-async fn get(
-    store: &Store,
-    pk: &str,
-) -> Result<Option<HashMap<String, AttributeValue>>, StoreError> {
-    Ok(store
-        .client()
-        .get_item()
-        .table_name(store.table(SETTINGS.base))
-        .key("pk", AttributeValue::S(pk.into()))
-        .consistent_read(true)
-        .send()
-        .await
-        .map_err(StoreError::request("GetItem"))?
-        .item)
 }
 
 /// Mends the copies after a console of the release before changed the item without them
@@ -181,16 +167,7 @@ pub async fn mend_copies(
     ttl_days: i64,
 ) -> Result<u32, StoreError> {
     let table = store.table(SETTINGS.base);
-    let version = |item: &HashMap<String, AttributeValue>| match item.get("version") {
-        Some(AttributeValue::N(v)) => v.parse::<u64>().unwrap_or(0),
-        _ => 0,
-    };
-    let i = u32::from_str_radix(&crate::server::ids::random_hex(2), 16).unwrap_or(0) % COPIES;
-    let copy = get(store, &copy_pk(i)).await?;
-    if copy.as_ref().map(version) == Some(current.version) {
-        return Ok(0);
-    }
-    let main = match get(store, ITEM_PK).await? {
+    let main = match COPIED.get(store, ITEM_PK).await? {
         Some(main) => main,
         None if current.version == 0 => {
             serde_dynamo::to_item(SwitchesItem::from_model(current, now, ttl_days)?)
@@ -198,42 +175,7 @@ pub async fn mend_copies(
         }
         None => return Ok(0),
     };
-    let v = version(&main);
-    let mut wrote = 0;
-    for i in 0..COPIES {
-        let mut item = main.clone();
-        item.insert("pk".into(), AttributeValue::S(copy_pk(i)));
-        let req = store
-            .client()
-            .put_item()
-            .table_name(&table)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk) OR version < :v")
-            .expression_attribute_values(":v", AttributeValue::N(v.to_string()));
-        wrote += super::tx::retrying(|| async {
-            match req.clone().send().await {
-                Ok(_) => Ok(1),
-                Err(e) => match e.into_service_error() {
-                    PutItemError::ConditionalCheckFailedException(_) => Ok(0),
-                    other => Err(StoreError::service("PutItem", &other)),
-                },
-            }
-        })
-        .await?;
-    }
-    if v == 0 {
-        tracing::info!(
-            wrote,
-            "kill switch copies written (never set: the safe defaults)"
-        );
-    } else {
-        tracing::warn!(
-            version = v,
-            wrote,
-            "kill switch copies mended (a change was made without them)"
-        );
-    }
-    Ok(wrote)
+    COPIED.mend(store, &main).await
 }
 
 /// The change as writes: `next` (whose version is `expected + 1`) only if the stored
@@ -269,16 +211,7 @@ pub fn change(
         audit::write_once(store, audit_item)?,
     ];
     // The copies go with the change, unconditionally: the item's condition decides.
-    for i in 0..COPIES {
-        let mut copy = item.clone();
-        copy.insert("pk".into(), AttributeValue::S(copy_pk(i)));
-        let put = Put::builder()
-            .table_name(&table)
-            .set_item(Some(copy))
-            .build()
-            .map_err(|e| StoreError::corrupt(&table, e))?;
-        writes.push(TransactWriteItem::builder().put(put).build());
-    }
+    writes.extend(COPIED.puts(store, &item)?);
     Ok(Writes::new(writes))
 }
 

@@ -24,6 +24,7 @@ const COPIED: Copied<'static> = Copied {
     base: SETTINGS.base,
     key_attr: "pk",
     key: PK,
+    copies: crate::server::store::copies::COPIES,
 };
 
 /// The routes as stored; the default (no named receiver, every type to `default`) until
