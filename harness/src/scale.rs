@@ -462,7 +462,10 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
                 );
             }
             // A monitor's call now and then (Alertmanager repeats a group every few minutes).
-            if let Some(path) = trigger_path.as_ref().filter(|_| n.is_multiple_of(10 * per_second)) {
+            if let Some(path) = trigger_path
+                .as_ref()
+                .filter(|_| n.is_multiple_of(10 * per_second))
+            {
                 let resolved = json!({"version": "4", "status": "resolved", "alerts": [{"status": "resolved", "labels": {"alertname": "ScaleRun"}}]});
                 go(
                     "trigger call",
