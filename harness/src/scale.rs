@@ -27,20 +27,16 @@ use tokio::time::Instant;
 
 use crate::chaos::clients::{Http, Tally};
 use crate::chaos::procs::{self, free_port, Console, Receiver};
-use crate::chaos::{connect, console_env, prepare_inbox, ConsoleSetup, SECRET};
-use ops_console::model::api_keys::ApiScope;
+use crate::chaos::{console_env, tables, ConsoleSetup, Tables, SECRET};
 use ops_console::model::kill_switches::Switch;
 use ops_console::model::users::Role;
 use ops_console::server::clock::Clock;
 use ops_console::server::config::Config;
-use ops_console::server::dynamo_local::{self, DynamoLocal};
 use ops_console::server::ids::random_hex;
 use ops_console::server::seed::Rng;
-use ops_console::server::services::api_keys::ApiKeys;
 use ops_console::server::services::idempotency::Secret;
 use ops_console::server::services::kill_switches::{Switches, Ttls};
 use ops_console::server::state::AppState;
-use ops_console::server::store::schema;
 
 /// AWS's limits the figures are read against.
 const AWS_PARTITION_WRITE: f64 = 1_000.0;
@@ -210,25 +206,12 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
     let _ = std::fs::remove_dir_all(&opts.dir);
     std::fs::create_dir_all(&opts.dir).map_err(|e| e.to_string())?;
     let exe = procs::console_binary()?;
-    let local = DynamoLocal::start(dynamo_local::Options {
-        jar: None,
-        data_dir: None,
-        port: None,
-        log_file: Some(opts.dir.join("dynamodb-local.log")),
-    })
-    .map_err(|e| e.to_string())?;
-    let config = Config::for_tests(&local.endpoint(), "");
-    let store = connect(&local.endpoint(), &config).await;
-    store
-        .wait_until_reachable(Duration::from_secs(60))
-        .await
-        .map_err(|e| e.to_string())?;
-    schema::bootstrap(&store).await.map_err(|e| e.to_string())?;
-    let key = ApiKeys::new(store.clone(), Clock::default(), &config.ttl)
-        .create_api_key("scale", &ApiScope::ALL, 1, "scale")
-        .await
-        .map_err(|e| e.to_string())?;
-    prepare_inbox(&store).await?;
+    let Tables {
+        local,
+        config,
+        store,
+        key,
+    } = tables(&opts.dir, "scale").await?;
 
     let proxy = Proxy::start(&local.endpoint(), Faults::default(), opts.seed)
         .await
@@ -575,7 +558,7 @@ fn print(
     let (offered_for, answered_for, behind) = (t.offered_for, t.answered_for, t.behind);
     let stands_for = opts.rate / opts.scale;
     println!(
-        "\nscale run: {} consoles, limits × {} ({:.0} write / {:.0} read units a second per partition), \
+        "\nscale run: {} consoles, limits × {} ({} write / {} read units a second per partition), \
          {:.1} events a second offered for {:.0} s, standing for {:.0} a second on AWS \
          (offer ended {:.1} s in, the last answer {:.1} s in, at most {:.0} ms behind)",
         opts.consoles, opts.scale, AWS_PARTITION_WRITE * opts.scale, AWS_PARTITION_READ * opts.scale,

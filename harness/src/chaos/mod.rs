@@ -233,6 +233,44 @@ pub(crate) async fn prepare_inbox(store: &Store) -> Result<(), String> {
     Ok(())
 }
 
+/// What a run stands on: its own DynamoDB Local (its log in the run's directory), the
+/// tables bootstrapped, an API key with every scope, and the inbox the publishes go to.
+pub(crate) struct Tables {
+    pub(crate) local: DynamoLocal,
+    pub(crate) config: Config,
+    /// DynamoDB Local directly (not through the proxy).
+    pub(crate) store: Store,
+    pub(crate) key: String,
+}
+
+pub(crate) async fn tables(dir: &std::path::Path, name: &str) -> Result<Tables, String> {
+    let local = DynamoLocal::start(dynamo_local::Options {
+        jar: None,
+        data_dir: None,
+        port: None,
+        log_file: Some(dir.join("dynamodb-local.log")),
+    })
+    .map_err(|e| e.to_string())?;
+    let config = Config::for_tests(&local.endpoint(), "");
+    let store = connect(&local.endpoint(), &config).await;
+    store
+        .wait_until_reachable(Duration::from_secs(60))
+        .await
+        .map_err(|e| e.to_string())?;
+    schema::bootstrap(&store).await.map_err(|e| e.to_string())?;
+    let key = ApiKeys::new(store.clone(), Clock::default(), &config.ttl)
+        .create_api_key(name, &ApiScope::ALL, 1, name)
+        .await
+        .map_err(|e| e.to_string())?;
+    prepare_inbox(&store).await?;
+    Ok(Tables {
+        local,
+        config,
+        store,
+        key,
+    })
+}
+
 /// Runs the harness; the broken promises (none: every check held).
 pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
     let _ = std::fs::remove_dir_all(&opts.dir);
@@ -240,27 +278,13 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
     let exe = procs::console_binary()?;
     let began = Instant::now();
     let mut phases: Vec<(&str, Duration)> = Vec::new();
-    let local = DynamoLocal::start(dynamo_local::Options {
-        jar: None,
-        data_dir: None,
-        port: None,
-        log_file: Some(opts.dir.join("dynamodb-local.log")),
-    })
-    .map_err(|e| e.to_string())?;
-    let config = Config::for_tests(&local.endpoint(), "");
     // The harness reads and checks DynamoDB directly; only the consoles go through the proxy.
-    let store = connect(&local.endpoint(), &config).await;
-    store
-        .wait_until_reachable(Duration::from_secs(60))
-        .await
-        .map_err(|e| e.to_string())?;
-    schema::bootstrap(&store).await.map_err(|e| e.to_string())?;
-    let scopes = ApiScope::ALL;
-    let key = ApiKeys::new(store.clone(), Clock::default(), &config.ttl)
-        .create_api_key("chaos", &scopes, 1, "chaos")
-        .await
-        .map_err(|e| e.to_string())?;
-    prepare_inbox(&store).await?;
+    let Tables {
+        local,
+        config,
+        store,
+        key,
+    } = tables(&opts.dir, "chaos").await?;
 
     let proxy = Proxy::start(&local.endpoint(), Faults::default(), opts.seed)
         .await
