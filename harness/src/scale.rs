@@ -561,8 +561,16 @@ fn print(
         "\nscale run: {} consoles, limits × {} ({} write / {} read units a second per partition), \
          {:.1} events a second offered for {:.0} s, standing for {:.0} a second on AWS \
          (offer ended {:.1} s in, the last answer {:.1} s in, at most {:.0} ms behind)",
-        opts.consoles, opts.scale, AWS_PARTITION_WRITE * opts.scale, AWS_PARTITION_READ * opts.scale,
-        opts.rate, secs, stands_for, offered_for, answered_for, behind.as_secs_f64() * 1000.0
+        opts.consoles,
+        opts.scale,
+        AWS_PARTITION_WRITE * opts.scale,
+        AWS_PARTITION_READ * opts.scale,
+        opts.rate,
+        secs,
+        stands_for,
+        offered_for,
+        answered_for,
+        behind.as_secs_f64() * 1000.0
     );
     println!(
         "{:<18} {:>9} {:>9} {:>9} {:>9} {:>6} {:>6}",
