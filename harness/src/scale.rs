@@ -20,14 +20,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dynamodb_faults::{Faults, Kind, Limits, Proxy, Report};
+use dynamodb_faults::{Faults, Kind, Limits, Report};
 use hyper::Method;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use crate::chaos::clients::{Http, Tally};
-use crate::chaos::procs::{self, free_port, Console, Receiver};
-use crate::chaos::{console_env, tables, ConsoleSetup, Tables, SECRET};
+use crate::chaos::procs::{free_port, Console};
+use crate::chaos::{console_env, stage, ConsoleSetup, Stage, SECRET};
 use ops_console::model::kill_switches::Switch;
 use ops_console::model::users::Role;
 use ops_console::server::clock::Clock;
@@ -203,22 +203,16 @@ async fn sign_in(
 
 /// Runs the scale run; the reasons it failed (none: it held).
 pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
-    let _ = std::fs::remove_dir_all(&opts.dir);
-    std::fs::create_dir_all(&opts.dir).map_err(|e| e.to_string())?;
-    let exe = procs::console_binary()?;
-    let Tables {
-        local,
+    let Stage {
+        local: _local,
         config,
         store,
         key,
-    } = tables(&opts.dir, "scale").await?;
-
-    let proxy = Proxy::start(&local.endpoint(), Faults::default(), opts.seed)
-        .await
-        .map_err(|e| format!("proxy: {e}"))?;
-    proxy.forward_as(&std::env::var("AWS_ACCESS_KEY_ID").unwrap_or_else(|_| "local".into()));
-    let receiver = Arc::new(Receiver::new());
-    let hook_port = procs::start_receiver(receiver.clone()).await?;
+        proxy,
+        receiver,
+        hook_port,
+        exe,
+    } = stage(&opts.dir, "scale", opts.seed).await?;
     let hook_secret = receiver.secret.expose();
     let mut consoles = Vec::new();
     for i in 0..opts.consoles.max(1) {

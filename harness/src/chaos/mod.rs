@@ -234,16 +234,26 @@ pub(crate) async fn prepare_inbox(store: &Store) -> Result<(), String> {
 }
 
 /// What a run stands on: its own DynamoDB Local (its log in the run's directory), the
-/// tables bootstrapped, an API key with every scope, and the inbox the publishes go to.
-pub(crate) struct Tables {
+/// tables bootstrapped, an API key with every scope, the inbox the publishes go to, the
+/// proxy in front of DynamoDB Local (no faults yet), the receiver of side effects, and the
+/// console binary.
+pub(crate) struct Stage {
     pub(crate) local: DynamoLocal,
     pub(crate) config: Config,
     /// DynamoDB Local directly (not through the proxy).
     pub(crate) store: Store,
     pub(crate) key: String,
+    pub(crate) proxy: Proxy,
+    pub(crate) receiver: Arc<Receiver>,
+    pub(crate) hook_port: u16,
+    pub(crate) exe: std::path::PathBuf,
 }
 
-pub(crate) async fn tables(dir: &std::path::Path, name: &str) -> Result<Tables, String> {
+/// Sets the stage in `dir` (emptied first); `name` names the API key.
+pub(crate) async fn stage(dir: &std::path::Path, name: &str, seed: u64) -> Result<Stage, String> {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    let exe = procs::console_binary()?;
     let local = DynamoLocal::start(dynamo_local::Options {
         jar: None,
         data_dir: None,
@@ -263,36 +273,40 @@ pub(crate) async fn tables(dir: &std::path::Path, name: &str) -> Result<Tables, 
         .await
         .map_err(|e| e.to_string())?;
     prepare_inbox(&store).await?;
-    Ok(Tables {
-        local,
-        config,
-        store,
-        key,
-    })
-}
-
-/// Runs the harness; the broken promises (none: every check held).
-pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
-    let _ = std::fs::remove_dir_all(&opts.dir);
-    std::fs::create_dir_all(&opts.dir).map_err(|e| e.to_string())?;
-    let exe = procs::console_binary()?;
-    let began = Instant::now();
-    let mut phases: Vec<(&str, Duration)> = Vec::new();
-    // The harness reads and checks DynamoDB directly; only the consoles go through the proxy.
-    let Tables {
-        local,
-        config,
-        store,
-        key,
-    } = tables(&opts.dir, "chaos").await?;
-
-    let proxy = Proxy::start(&local.endpoint(), Faults::default(), opts.seed)
+    let proxy = Proxy::start(&local.endpoint(), Faults::default(), seed)
         .await
         .map_err(|e| format!("proxy: {e}"))?;
     // Whatever the consoles sign with, the proxy reaches the harness's database.
     proxy.forward_as(&std::env::var("AWS_ACCESS_KEY_ID").unwrap_or_else(|_| "local".into()));
     let receiver = Arc::new(Receiver::new());
     let hook_port = procs::start_receiver(receiver.clone()).await?;
+    Ok(Stage {
+        local,
+        config,
+        store,
+        key,
+        proxy,
+        receiver,
+        hook_port,
+        exe,
+    })
+}
+
+/// Runs the harness; the broken promises (none: every check held).
+pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
+    let began = Instant::now();
+    let mut phases: Vec<(&str, Duration)> = Vec::new();
+    // The harness reads and checks DynamoDB directly; only the consoles go through the proxy.
+    let Stage {
+        local,
+        config,
+        store,
+        key,
+        proxy,
+        receiver,
+        hook_port,
+        exe,
+    } = stage(&opts.dir, "chaos", opts.seed).await?;
     let hook_secret = receiver.secret.expose();
     let mut consoles = Vec::new();
     for i in 0..opts.consoles.max(1) {
