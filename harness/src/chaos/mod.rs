@@ -107,8 +107,8 @@ pub fn steady_faults() -> Faults {
         // 300 ms a loaded machine met it twice, or not at all, in 25 s).
         index_lag_ms: 1000,
         index_lag_matching: String::new(),
-        expired_iterator_rate: 0.05,
-        stream_limit_rate: 0.05,
+        expired_iterator_rate: 0.1,
+        stream_limit_rate: 0.1,
         trimmed_rate: 0.3,
     }
 }
