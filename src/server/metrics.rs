@@ -158,6 +158,10 @@ fn describe_areas() {
     );
     describe_counter!("opsconsole_dynamodb_requests_total", "DynamoDB requests (each attempt) by operation and result: ok, condition_failed, conflict, throttled, error.");
     describe_counter!(
+        "opsconsole_http_deadline_passed_total",
+        "Requests answered 503 at their deadline (operations.request_deadline_ms), by route template."
+    );
+    describe_counter!(
         "opsconsole_dynamodb_retries_total",
         "DynamoDB requests sent again after a retryable failure, by operation."
     );
@@ -327,6 +331,12 @@ pub fn inbox_read() {
 pub fn dynamodb_request(operation: &str, result: &'static str) {
     counter!("opsconsole_dynamodb_requests_total", "operation" => operation.to_string(), "result" => result)
         .increment(1);
+}
+
+/// A request answered 503 at its deadline (`operations.request_deadline_ms`), by route
+/// template.
+pub fn request_deadline_passed(route: &str) {
+    counter!("opsconsole_http_deadline_passed_total", "route" => route.to_string()).increment(1);
 }
 
 /// A DynamoDB request sent again after a retryable failure (by the SDK, or by the store

@@ -46,6 +46,7 @@ pub fn app(state: AppState) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), mw::session))
         .layer(middleware::from_fn(mw::same_origin))
         .layer(middleware::from_fn(mw::contain_panics))
+        .layer(middleware::from_fn_with_state(state.clone(), mw::deadline))
         .layer(middleware::from_fn(mw::measure))
         // Outermost: what the idempotency layer stores and replays is the answer itself;
         // only the wire is compressed (files already precompressed pass through). Brotli

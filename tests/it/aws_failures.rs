@@ -781,6 +781,70 @@ async fn healthz_answers_from_the_process_while_dynamodb_is_away() {
     assert_eq!(app.get("/healthz", None).await.json()["dynamodb"], "ok");
 }
 
+/// A hung DynamoDB (connections accepted, nothing answered, as AWS in a brownout) holds
+/// no request past its deadline: a kill-switch change is answered 503 with `Retry-After`
+/// and problem+json at `operations.request_deadline_ms`, long before the SDK's own
+/// timeouts (10 s a try) would have answered. Once DynamoDB answers again, the same
+/// request (same key) is made once.
+#[tokio::test]
+async fn a_hung_dynamodb_is_answered_503_with_retry_after_at_the_request_deadline() {
+    let proxy = faulty_dynamodb().await;
+    let (app, _direct) = spawn_app_via(&proxy, |c| c.operations.request_deadline_ms = 1_000).await;
+    let key = app.api_key(&["switches:write", "switches:read"]).await;
+    let body = json!({"switch": "automation_enabled", "enable": true, "expected_version": 0,
+                      "reason": "rollout", "confirm": true})
+    .to_string();
+    let send = || {
+        app.send(
+            axum::http::Request::post("/api/v1/kill-switches")
+                .header("host", "localhost")
+                .header("authorization", format!("Bearer {key}"))
+                .header("content-type", "application/json")
+                .header("idempotency-key", "flip-hung")
+                .body(axum::body::Body::from(body.clone()))
+                .unwrap(),
+        )
+    };
+
+    proxy.update(|f| f.outage = dynamodb_faults::Outage::Hang);
+    let started = std::time::Instant::now();
+    let hung = send().await;
+    let took = started.elapsed();
+    assert_eq!(hung.status, 503, "{}", hung.body);
+    assert_eq!(
+        hung.headers
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some("1")
+    );
+    assert_eq!(
+        hung.headers.get("content-type").unwrap(),
+        "application/problem+json"
+    );
+    assert!(
+        took < StdDuration::from_secs(10),
+        "answered by the deadline, not by the SDK's timeouts: {took:?}"
+    );
+    assert!(proxy.report().requests > 0, "the request reached DynamoDB");
+
+    proxy.update(|f| f.outage = dynamodb_faults::Outage::None);
+    let mut done = send().await;
+    for _ in 0..60 {
+        // The first attempt's work may still hold its key: a careful client waits.
+        if done.status != 409 && done.status != 503 {
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(300)).await;
+        done = send().await;
+    }
+    assert_eq!(done.status, 200, "{}", done.body);
+    let again = send().await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    let shown = app.api("GET", "/api/v1/kill-switches", &key, None).await;
+    assert_eq!(shown.json()["automation_enabled"], true, "{}", shown.body);
+    assert_eq!(shown.json()["version"], 1, "made once: {}", shown.body);
+}
+
 /// Publishes `n` messages of an hour to a user each (`<tag>-<i>`), then removes them as
 /// DynamoDB's TTL would two hours later, through `direct`: how many items it removed.
 async fn publish_and_expire(

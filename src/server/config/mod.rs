@@ -24,7 +24,7 @@ use figment::Figment;
 
 pub use auth::AuthSection;
 pub use events::{check_limits, EventsSection, LimitsError, Rule};
-pub use operations::{AlertsSection, OperationsSection, SwitchesSection};
+pub use operations::{AlertsSection, OperationsSection, SwitchesSection, MAX_REQUEST_DEADLINE_MS};
 pub use secret::Secret;
 pub use sections::*;
 

@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 /// Running it in production (docs/operations.md): metrics, the public address, the
-/// networks the console's own requests may reach.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// networks the console's own requests may reach, how long a request may take.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OperationsSection {
     /// A second address serving only `/metrics`, without an API key (for a scraper inside
@@ -16,6 +16,27 @@ pub struct OperationsSection {
     /// receiver, alerts) may go to, comma-separated CIDRs (`10.20.0.0/16, fd00::/8`); empty:
     /// the public internet only.
     pub outbound_allowed_networks: String,
+    /// How long a request may take, in milliseconds, before it is answered 503 with
+    /// `Retry-After` (its work goes on, as if its client had given up). At most 25 s:
+    /// below the load balancer's idle timeout (60 s) and a leaving task's deregistration
+    /// delay (30 s) in the service template, so a slow DynamoDB is a clear "try again"
+    /// and never a dropped connection.
+    pub request_deadline_ms: i64,
+}
+
+/// The longest request deadline: below the service template's deregistration delay
+/// (30 s) and the load balancer's idle timeout (60 s), which `deploy` asserts.
+pub const MAX_REQUEST_DEADLINE_MS: i64 = 25_000;
+
+impl Default for OperationsSection {
+    fn default() -> Self {
+        OperationsSection {
+            metrics_listen: String::new(),
+            public_url: String::new(),
+            outbound_allowed_networks: String::new(),
+            request_deadline_ms: 20_000,
+        }
+    }
 }
 
 /// The console's alerter (docs/operations.md, "Alerts"): where alerts go and how often a

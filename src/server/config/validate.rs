@@ -348,8 +348,13 @@ fn operations(o: &super::OperationsSection) -> Result<(), ConfigError> {
         ));
     }
     crate::server::outbound::networks::Networks::parse(&o.outbound_allowed_networks)
-        .map(|_| ())
-        .map_err(|e| ConfigError::new("operations.outbound_allowed_networks", &e))
+        .map_err(|e| ConfigError::new("operations.outbound_allowed_networks", &e))?;
+    range(
+        "operations.request_deadline_ms",
+        o.request_deadline_ms,
+        500,
+        super::operations::MAX_REQUEST_DEADLINE_MS,
+    )
 }
 
 fn switches(s: &super::SwitchesSection) -> Result<(), ConfigError> {

@@ -275,6 +275,47 @@ pub fn url_encode(s: &str) -> String {
     out
 }
 
+/// A request still unanswered at `operations.request_deadline_ms` is answered 503 with
+/// `Retry-After` (problem+json; a line of text to a browser's page load), before the load
+/// balancer's idle timeout would drop it. Its work is not cut off halfway: it runs in its
+/// own task (`contain_panics`) and finishes or fails as if its client had given up, and
+/// the same request sent again is made once (its idempotency key, its conditions).
+pub async fn deadline(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let within =
+        std::time::Duration::from_millis(state.config.operations.request_deadline_ms as u64);
+    let page = wants_html(req.headers());
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or("unmatched", |m| m.as_str())
+        .to_string();
+    match tokio::time::timeout(within, next.run(req)).await {
+        Ok(res) => res,
+        Err(_) => {
+            crate::server::metrics::request_deadline_passed(&route);
+            let e = AppError::Unavailable {
+                retry_after_secs: 1,
+            };
+            if page {
+                let mut res = error_page(e);
+                res.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                res
+            } else {
+                super::problem::Problem::from(e).into_response()
+            }
+        }
+    }
+}
+
+/// A browser loading a page (not a script's request).
+fn wants_html(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/html"))
+}
+
 /// A handler that panics answers 500 problem+json instead of dropping the connection
 /// (which a client cannot tell from a lost answer). The server's panic hook logs where
 /// (`telemetry::withhold_panic_messages`).

@@ -88,6 +88,11 @@ impl Store {
         let requests = Arc::new(RequestCounter::default());
         let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .region(Region::new(conn.region.to_string()))
+            // Stated rather than inherited: each request is tried at most 3 times by the
+            // SDK (throttles, 5xx, resets, timeouts), each try at most 10 s, 30 s in all;
+            // the store's own budget comes on top for throttles and conflicts
+            // (docs/dynamodb.md), and a request's deadline bounds them all.
+            .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(3))
             .timeout_config(
                 aws_config::timeout::TimeoutConfig::builder()
                     .connect_timeout(Duration::from_secs(3))

@@ -15,6 +15,16 @@ pub const INTERNAL_PATHS: [&str; 3] = [HEALTH_PATH, "/readyz", "/metrics"];
 /// Seconds a task that is leaving keeps serving what it has (ECS stops it after).
 pub const DEREGISTRATION_SECONDS: u32 = 30;
 
+/// Seconds the load balancer keeps a quiet connection open (AWS's default, stated).
+pub const IDLE_TIMEOUT_SECONDS: u32 = 60;
+
+// Every request is answered (at worst 503 at its deadline) before the load balancer would
+// drop it, and before a leaving task is stopped.
+const _: () = assert!(
+    crate::server::config::MAX_REQUEST_DEADLINE_MS < DEREGISTRATION_SECONDS as i64 * 1000
+        && DEREGISTRATION_SECONDS < IDLE_TIMEOUT_SECONDS
+);
+
 pub(super) fn resources(r: &mut Map<String, Value>) {
     let lb_skips = [
         ("CKV_AWS_91", "Access logs need a bucket of the team's choosing: set access_logs.s3.* on the load balancer"),
@@ -34,6 +44,10 @@ pub(super) fn resources(r: &mut Map<String, Value>) {
                 "LoadBalancerAttributes": [
                     {"Key": "routing.http.drop_invalid_header_fields.enabled", "Value": "true"},
                     {"Key": "routing.http.desync_mitigation_mode", "Value": "strictest"},
+                    // Above every request's deadline (`operations.request_deadline_ms`,
+                    // at most 25 s): a slow answer is a 503 from the console, never a
+                    // connection the load balancer dropped.
+                    {"Key": "idle_timeout.timeout_seconds", "Value": IDLE_TIMEOUT_SECONDS.to_string()},
                 ],
             },
         }),

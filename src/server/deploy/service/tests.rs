@@ -135,6 +135,19 @@ fn the_load_balancer_checks_the_consoles_health_route_on_its_port() {
         rule["Actions"][0]["FixedResponseConfig"]["StatusCode"],
         "404"
     );
+    // A slow request is answered by the console (503 at its deadline) before the load
+    // balancer would drop it or a leaving task is stopped.
+    let attributes = &t["Resources"]["LoadBalancer"]["Properties"]["LoadBalancerAttributes"];
+    let idle = attributes
+        .as_array()
+        .expect("a list")
+        .iter()
+        .find(|a| a["Key"] == "idle_timeout.timeout_seconds")
+        .expect("an idle timeout");
+    let idle: i64 = idle["Value"].as_str().unwrap().parse().unwrap();
+    let deadline = crate::server::config::OperationsSection::default().request_deadline_ms;
+    assert!(deadline <= crate::server::config::MAX_REQUEST_DEADLINE_MS);
+    assert!(crate::server::config::MAX_REQUEST_DEADLINE_MS < idle * 1000);
     // The image: the same port, health path and settings file.
     let dockerfile = repo_file("Dockerfile");
     for line in [
