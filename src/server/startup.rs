@@ -172,7 +172,7 @@ fn spawn_background(state: &AppState, store: &Store) -> Background {
         async move { switches.run_reverts(alerts).await },
     ));
     tasks.extend(spawn_reaper(store.clone(), &state.config));
-    tasks.push(spawn_key_mender(store.clone()));
+    tasks.push(spawn_mender(store.clone()));
     Background {
         stopping,
         dispatcher,
@@ -338,14 +338,19 @@ fn spawn_reaper(store: Store, config: &Config) -> Option<tokio::task::JoinHandle
     }))
 }
 
-/// At start and once a minute, revokes the copies of API keys revoked without them (by a
-/// console of the release before, in a rolling deployment), and keys revoked in part: requests
-/// read a key's copies.
-fn spawn_key_mender(store: Store) -> tokio::task::JoinHandle<()> {
+/// At start and once a minute, mends what a console of the release before leaves behind
+/// in a rolling deployment: it revokes the copies of API keys revoked without them, and
+/// keys revoked in part (requests read a key's copies), and moves idempotency keys'
+/// watches to the sharded index (the monitoring lists read only that).
+fn spawn_mender(store: Store) -> tokio::task::JoinHandle<()> {
+    use crate::server::domain::redact::redact;
     tokio::spawn(async move {
         loop {
             if let Err(e) = crate::server::store::api_keys::mend_revoked(&store).await {
-                tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "API key copies not checked; trying again later");
+                tracing::warn!(error = %redact(&e.to_string()), "API key copies not checked; trying again later");
+            }
+            if let Err(e) = crate::server::store::idempotency::mend_watch(&store).await {
+                tracing::warn!(error = %redact(&e.to_string()), "idempotency keys' watches not moved; trying again later");
             }
             tokio::time::sleep(Duration::from_secs(60)).await;
         }

@@ -60,8 +60,8 @@ async fn bootstrap_is_idempotent_and_creates_every_table_with_ttl() {
     }
 }
 
-/// Replaces the idempotency table by one as a console from before `correlation-index`
-/// made it: the same keys and `watch-index`, no `correlation-index`.
+/// Replaces the idempotency table by one as a console from before `watch-shard-index`
+/// made it: the same keys, `watch-index` and `correlation-index`, no `watch-shard-index`.
 async fn make_it_a_table_from_before_the_index(store: &Store) -> String {
     let table = store.table(schema::IDEMPOTENCY_KEYS.base);
     let client = store.client();
@@ -96,6 +96,17 @@ async fn make_it_a_table_from_before_the_index(store: &Store) -> String {
         )
         .build()
         .unwrap();
+    let correlation = GlobalSecondaryIndex::builder()
+        .index_name(schema::IDEMPOTENCY_CORRELATION_INDEX)
+        .key_schema(key("correlation_hash", KeyType::Hash))
+        .key_schema(key("created_at", KeyType::Range))
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::All)
+                .build(),
+        )
+        .build()
+        .unwrap();
     client
         .create_table()
         .table_name(&table)
@@ -104,7 +115,10 @@ async fn make_it_a_table_from_before_the_index(store: &Store) -> String {
         .attribute_definitions(attr("id", ScalarAttributeType::S))
         .attribute_definitions(attr("watch", ScalarAttributeType::S))
         .attribute_definitions(attr("watch_at", ScalarAttributeType::N))
+        .attribute_definitions(attr("correlation_hash", ScalarAttributeType::S))
+        .attribute_definitions(attr("created_at", ScalarAttributeType::N))
         .global_secondary_indexes(watch)
+        .global_secondary_indexes(correlation)
         .send()
         .await
         .unwrap();
@@ -155,7 +169,7 @@ async fn an_upgrade_by_two_consoles_at_once_adds_a_missing_index_once_and_serves
             .unwrap()
             .expect("the second console's bootstrap"),
     ];
-    let index = schema::IDEMPOTENCY_CORRELATION_INDEX;
+    let index = schema::IDEMPOTENCY_WATCH_SHARD_INDEX;
     let added = Outcome::Updated(vec![format!("index {index}")]);
     assert!(
         reports.iter().any(|r| outcome_of(r, &table) == &added),
@@ -210,6 +224,11 @@ async fn an_upgrade_by_two_consoles_at_once_adds_a_missing_index_once_and_serves
         .unwrap();
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].scope, "http:POST /api/v1/kill-switches");
+    // And the added index serves the monitoring lists.
+    for which in ["stuck", "failed"] {
+        let listed = app.state.idempotency.watched_keys(which, None).await;
+        assert!(listed.unwrap().keys.is_empty(), "nothing to watch yet");
+    }
 
     if let Some(local) = db.embedded.take() {
         local.stop();

@@ -794,3 +794,141 @@ async fn the_sweep_deletes_expired_keys_and_keeps_live_ones() {
         .unwrap()
         .is_some());
 }
+
+/// The keys to watch are spread over the shards of `watch-shard-index` (no partition takes
+/// every key's copy) and listed merged in order, page by page, none twice; a key that a
+/// console of the release before watched on the unsharded `watch-index` is moved over by
+/// the mender and listed too; a key that ended well leaves the list.
+#[tokio::test]
+async fn watched_keys_are_sharded_and_merged_in_order_and_an_old_releases_are_moved_over() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use ops_console::server::store::schema::IDEMPOTENCY_KEYS;
+    let app = spawn_app().await;
+    let engine = &app.state.idempotency;
+    let mut failed = Vec::new();
+    for i in 0..25 {
+        let key = inputs(&format!("watch-{i}"));
+        let call = Call {
+            tenant: "t1",
+            scope: SCOPE,
+            inputs: &key,
+            fingerprint: None,
+        };
+        let Begin::Claimed(ticket) = engine.begin(&call).await.unwrap() else {
+            panic!("claimed")
+        };
+        engine
+            .fail(&ticket, "receiver down")
+            .await
+            .unwrap()
+            .unwrap();
+        failed.push(stored_item(&app, &key));
+        app.clock.advance(Duration::seconds(1));
+    }
+    let table = app.store.table(IDEMPOTENCY_KEYS.base);
+    let item = |id: String| {
+        let (client, table) = (app.store.client().clone(), table.clone());
+        async move {
+            client
+                .get_item()
+                .table_name(table)
+                .key("id", AttributeValue::S(id))
+                .send()
+                .await
+                .unwrap()
+                .item
+                .unwrap()
+        }
+    };
+    let mut shards = std::collections::BTreeSet::new();
+    for id in &failed {
+        let stored = item(id.clone()).await;
+        assert!(
+            !stored.contains_key("watch"),
+            "nothing on the unsharded index"
+        );
+        let key = stored["watch_key"].as_s().unwrap().clone();
+        assert!(key.starts_with("failed#"), "{key}");
+        shards.insert(key);
+    }
+    assert!(shards.len() >= 10, "25 keys over many shards: {shards:?}");
+
+    // A key the release before failed: on `watch-index` only, until the mender moves it.
+    let old_key = inputs("watch-old");
+    let old_call = Call {
+        tenant: "t1",
+        scope: SCOPE,
+        inputs: &old_key,
+        fingerprint: None,
+    };
+    let Begin::Claimed(ticket) = engine.begin(&old_call).await.unwrap() else {
+        panic!("claimed")
+    };
+    engine
+        .fail(&ticket, "receiver down")
+        .await
+        .unwrap()
+        .unwrap();
+    let old_id = stored_item(&app, &old_key);
+    let earliest = app.clock.now().timestamp_millis() - 3_600_000;
+    app.store
+        .client()
+        .update_item()
+        .table_name(&table)
+        .key("id", AttributeValue::S(old_id.clone()))
+        .update_expression("SET watch = :f, watch_at = :at REMOVE watch_key, watch_sk")
+        .expression_attribute_values(":f", AttributeValue::S("failed".into()))
+        .expression_attribute_values(":at", AttributeValue::N(earliest.to_string()))
+        .send()
+        .await
+        .unwrap();
+
+    // One that ended well: not listed.
+    let fine = inputs("watch-fine");
+    let fine_call = Call {
+        tenant: "t1",
+        scope: SCOPE,
+        inputs: &fine,
+        fingerprint: None,
+    };
+    let Begin::Claimed(ticket) = engine.begin(&fine_call).await.unwrap() else {
+        panic!("claimed")
+    };
+    let answer = Stored {
+        status: None,
+        json: "{}".into(),
+        headers: None,
+    };
+    engine.succeed(&ticket, &answer).await.unwrap().unwrap();
+
+    let list_all = || async {
+        let mut listed: Vec<String> = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..10 {
+            let page = engine
+                .watched_keys("failed", cursor.as_deref())
+                .await
+                .unwrap();
+            listed.extend(page.keys.into_iter().map(|k| k.id));
+            cursor = page.next_cursor;
+            if cursor.is_none() {
+                break;
+            }
+        }
+        listed
+    };
+    let before = list_all().await;
+    let mut newest_first: Vec<String> = failed.iter().rev().cloned().collect();
+    assert_eq!(before, newest_first, "every shard, merged newest first");
+
+    assert_eq!(store::mend_watch(&app.store).await.unwrap(), 1);
+    assert_eq!(
+        store::mend_watch(&app.store).await.unwrap(),
+        0,
+        "moved once"
+    );
+    let moved = item(old_id.clone()).await;
+    assert!(!moved.contains_key("watch"), "{moved:?}");
+    newest_first.push(old_id);
+    assert_eq!(list_all().await, newest_first, "the old one, oldest, last");
+}

@@ -111,6 +111,17 @@ async fn put_unless_live<T: Serialize>(
 ) -> Result<Option<HashMap<String, AttributeValue>>, StoreError> {
     let av: HashMap<String, AttributeValue> =
         serde_dynamo::to_item(item).map_err(|e| StoreError::corrupt(table, e))?;
+    put_item_unless_live(store, table, key, av, now_s).await
+}
+
+/// [`put_unless_live`] of an item already in DynamoDB's form.
+pub(crate) async fn put_item_unless_live(
+    store: &Store,
+    table: &str,
+    key: &str,
+    av: HashMap<String, AttributeValue>,
+    now_s: i64,
+) -> Result<Option<HashMap<String, AttributeValue>>, StoreError> {
     let req = store
         .client()
         .put_item()

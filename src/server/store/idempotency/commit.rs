@@ -33,7 +33,7 @@ pub async fn commit(
     now_ms: i64,
 ) -> Result<Committed, StoreError> {
     let table = store.table(IDEMPOTENCY_KEYS.base);
-    let av = serde_dynamo::to_item(key).map_err(|e| StoreError::corrupt(&table, e))?;
+    let av = super::encode(key, &table)?;
     let put = Put::builder()
         .table_name(&table)
         .set_item(Some(av))

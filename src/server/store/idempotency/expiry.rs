@@ -17,7 +17,7 @@ pub async fn expire_now(store: &Store, id: &str, now_secs: i64) -> Result<bool, 
         .update_item()
         .table_name(store.table(IDEMPOTENCY_KEYS.base))
         .key("id", s(id))
-        .update_expression("SET expires_at = :now REMOVE watch, watch_at")
+        .update_expression("SET expires_at = :now REMOVE watch, watch_at, watch_key, watch_sk")
         .condition_expression("attribute_exists(id) AND expires_at > :now")
         .expression_attribute_values(":now", n(now_secs))
         .send()

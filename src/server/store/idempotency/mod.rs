@@ -15,8 +15,12 @@ use serde::{Deserialize, Serialize};
 pub use super::item::Claim;
 use super::item::{self, n, s};
 use super::many;
-use super::schema::{IDEMPOTENCY_CORRELATION_INDEX, IDEMPOTENCY_KEYS, IDEMPOTENCY_WATCH_INDEX};
-use super::{cursor, Store, StoreError};
+use super::query::{Cond, Spec};
+use super::schema::{
+    IDEMPOTENCY_CORRELATION_INDEX, IDEMPOTENCY_KEYS, IDEMPOTENCY_WATCH_INDEX,
+    IDEMPOTENCY_WATCH_SHARD_INDEX,
+};
+use super::{cursor, fanout, Store, StoreError};
 
 mod commit;
 mod expiry;
@@ -80,6 +84,7 @@ pub struct KeyItem {
     /// When a `started` claim may be taken over.
     pub stale_at: i64,
     /// `started` or `failed` while the key needs watching; absent once it succeeded.
+    /// Stored as `watch_key`/`watch_sk`, the sharded `watch-shard-index` ([`encode`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watch: Option<KeyStatus>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -104,17 +109,68 @@ impl KeyItem {
     }
 }
 
-fn decode(item: HashMap<String, AttributeValue>, table: &str) -> Result<KeyItem, StoreError> {
+/// The shards of `watch-shard-index`: a two-step key writes its index copy when it starts
+/// and removes it when it ends, two or more write units a key on one partition. At 10,000
+/// such keys a second that is 20,000 units a second: 32 shards keep each under two thirds
+/// of a partition's 1,000 (docs/dynamodb.md, "No hot partition key").
+pub const WATCH_SHARDS: u32 = 32;
+
+/// A watch as stored: `watch_key`, the status on the key's shard (`started#07`), and
+/// `watch_sk`, when (15 digits) and the key's id: unique, in time order, as the sharded
+/// lists merge by it.
+fn watch_values(status: KeyStatus, at: i64, id: &str) -> (AttributeValue, AttributeValue) {
+    (
+        s(fanout::key(status.as_str(), id, WATCH_SHARDS)),
+        s(format!("{at:015}#{id}")),
+    )
+}
+
+/// A key as stored: its watch in `watch_key`/`watch_sk`, never in the unsharded
+/// `watch`/`watch_at` (one partition per status on `watch-index`) a release before wrote.
+pub(crate) fn encode(
+    key: &KeyItem,
+    table: &str,
+) -> Result<HashMap<String, AttributeValue>, StoreError> {
+    let mut av: HashMap<String, AttributeValue> =
+        serde_dynamo::to_item(key).map_err(|e| StoreError::corrupt(table, e))?;
+    av.remove("watch");
+    av.remove("watch_at");
+    if let (Some(status), Some(at)) = (key.watch, key.watch_at) {
+        let (watch_key, watch_sk) = watch_values(status, at, &key.id);
+        av.insert("watch_key".into(), watch_key);
+        av.insert("watch_sk".into(), watch_sk);
+    }
+    Ok(av)
+}
+
+/// A key as read, whichever way its watch was stored.
+fn decode(mut item: HashMap<String, AttributeValue>, table: &str) -> Result<KeyItem, StoreError> {
+    let sharded = (item.remove("watch_key"), item.remove("watch_sk"));
+    if let (Some(AttributeValue::S(key)), Some(AttributeValue::S(sk))) = sharded {
+        let status = key.split('#').next().unwrap_or_default().to_string();
+        let at = sk.split('#').next().unwrap_or_default().to_string();
+        item.insert("watch".into(), AttributeValue::S(status));
+        item.insert("watch_at".into(), AttributeValue::N(at));
+    }
     item::decode(item, table)
 }
 
 /// Writes a fresh `started` claim unless a live item holds the key.
 pub async fn claim(
     store: &Store,
-    item: &KeyItem,
+    key: &KeyItem,
     now_secs: i64,
 ) -> Result<Claim<KeyItem>, StoreError> {
-    item::claim(store, IDEMPOTENCY_KEYS.base, "id", item, now_secs).await
+    let table = store.table(IDEMPOTENCY_KEYS.base);
+    let av = encode(key, &table)?;
+    match item::put_item_unless_live(store, &table, "id", av, now_secs).await? {
+        None => Ok(Claim::Won),
+        Some(old) if !old.is_empty() => Ok(Claim::Exists(Box::new(decode(old, &table)?))),
+        Some(_) => Err(StoreError::Request {
+            op: "PutItem",
+            detail: "conditional check failed without the existing item".into(),
+        }),
+    }
 }
 
 /// The result of a conditional update: the item after it, or the item that was there
@@ -196,15 +252,19 @@ pub struct Reclaim<'a> {
 }
 
 pub async fn reclaim(store: &Store, r: &Reclaim<'_>) -> Result<Guarded, StoreError> {
+    let (watch_key, watch_sk) = watch_values(KeyStatus::Started, r.stale_at, r.id);
     guarded_update(
         store,
         r.id,
         "SET #status = :started, claim_nonce = :new, fingerprint = :fp, started_at = :now, \
-         updated_at = :now, stale_at = :stale, watch = :started, watch_at = :stale \
+         updated_at = :now, stale_at = :stale, watch_key = :wk, watch_sk = :wsk \
          ADD attempt_count :one \
-         REMOVE completed_at, response_json, response_status, response_headers, stop_reason",
+         REMOVE completed_at, response_json, response_status, response_headers, stop_reason, \
+         watch, watch_at",
         "claim_nonce = :seen AND #status = :seen_status",
         vec![
+            (":wk", watch_key),
+            (":wsk", watch_sk),
             (":started", s(KeyStatus::Started.as_str())),
             (":new", s(r.new_nonce)),
             (":fp", s(r.fingerprint)),
@@ -268,12 +328,17 @@ pub async fn finish(store: &Store, f: &Finish<'_>) -> Result<Guarded, StoreError
         values.push((":reason", s(reason)));
     }
     let update = if f.succeeded {
-        format!("SET {} REMOVE watch, watch_at", set.join(", "))
+        format!(
+            "SET {} REMOVE watch, watch_at, watch_key, watch_sk",
+            set.join(", ")
+        )
     } else {
-        set.push("watch = :failed");
-        set.push("watch_at = :now");
-        values.push((":failed", s(KeyStatus::Failed.as_str())));
-        format!("SET {}", set.join(", "))
+        let (watch_key, watch_sk) = watch_values(KeyStatus::Failed, f.now_ms, f.id);
+        set.push("watch_key = :wk");
+        set.push("watch_sk = :wsk");
+        values.push((":wk", watch_key));
+        values.push((":wsk", watch_sk));
+        format!("SET {} REMOVE watch, watch_at", set.join(", "))
     };
     guarded_update(
         store,
@@ -292,7 +357,17 @@ pub async fn finish(store: &Store, f: &Finish<'_>) -> Result<Guarded, StoreError
 }
 
 pub async fn get(store: &Store, id: &str) -> Result<Option<KeyItem>, StoreError> {
-    super::item::get(store, IDEMPOTENCY_KEYS.base, "id", id).await
+    let table = store.table(IDEMPOTENCY_KEYS.base);
+    let out = store
+        .client()
+        .get_item()
+        .table_name(&table)
+        .key("id", s(id))
+        .consistent_read(true)
+        .send()
+        .await
+        .map_err(StoreError::request("GetItem"))?;
+    out.item.map(|i| decode(i, &table)).transpose()
 }
 
 /// The keys among `ids` that exist, read together (one `BatchGetItem` per 100 ids).
@@ -305,7 +380,7 @@ pub async fn get_many(store: &Store, ids: &[String]) -> Result<Vec<KeyItem>, Sto
             .map(|id| HashMap::from([("id".to_string(), s(id))]))
             .collect();
         for item in many::batch_get(store, IDEMPOTENCY_KEYS.base, keys).await? {
-            out.push(item::decode(item, &table)?);
+            out.push(decode(item, &table)?);
         }
     }
     Ok(out)
@@ -344,8 +419,10 @@ pub struct WatchPage {
     pub next_cursor: Option<String>,
 }
 
-/// Keys that need watching, from the sparse index: `started` ones already stale
-/// (oldest first), or `failed` ones (newest first). Expired keys are left out.
+/// Keys that need watching, from the sparse sharded index: `started` ones already stale
+/// (oldest first), or `failed` ones (newest first), every shard read and merged. Expired
+/// keys are left out, and so is a copy that a console of the release before left behind
+/// when it ended a key (it removed only `watch`).
 pub async fn list_watch(
     store: &Store,
     status: KeyStatus,
@@ -354,39 +431,101 @@ pub async fn list_watch(
     limit: i32,
 ) -> Result<WatchPage, StoreError> {
     let table = store.table(IDEMPOTENCY_KEYS.base);
-    let keys = ["id", "watch", "watch_at"];
-    let binding = cursor::Binding::new([table.as_str(), IDEMPOTENCY_WATCH_INDEX, status.as_str()]);
-    let start = cursor_in
-        .map(|c| store.cursors().open_key(&binding, c, &keys))
-        .transpose()?;
-    let mut req = store
-        .client()
-        .query()
-        .table_name(&table)
-        .index_name(IDEMPOTENCY_WATCH_INDEX)
-        .expression_attribute_values(":w", s(status.as_str()))
-        .expression_attribute_values(":now_s", n(now_ms / 1000))
-        .filter_expression("expires_at > :now_s")
-        .set_exclusive_start_key(start)
-        .limit(limit);
-    req = if status == KeyStatus::Started {
-        req.key_condition_expression("watch = :w AND watch_at <= :now")
-            .expression_attribute_values(":now", n(now_ms))
-            .scan_index_forward(true)
-    } else {
-        req.key_condition_expression("watch = :w")
-            .scan_index_forward(false)
+    let started = status == KeyStatus::Started;
+    let spec = |key: String| Spec {
+        table: table.clone(),
+        index: Some(IDEMPOTENCY_WATCH_SHARD_INDEX),
+        pk: ("watch_key", s(&key)),
+        sk: started.then(|| ("watch_sk", Cond::Lt(s(format!("{:015}", now_ms + 1))))),
+        filters: vec![
+            ("expires_at", Cond::Gt(n(now_ms / 1000))),
+            ("status", Cond::Eq(s(status.as_str()))),
+        ],
+        ascending: started,
+        key_attrs: vec!["id", "watch_key", "watch_sk"],
+        projection: None,
     };
-    let out = req.send().await.map_err(StoreError::request("Query"))?;
-    let items = out
-        .items
-        .unwrap_or_default()
+    let shards: Vec<fanout::Shard> = fanout::keys(status.as_str(), WATCH_SHARDS)
         .into_iter()
-        .map(|i| decode(i, &table))
+        .map(|(id, key)| fanout::Shard {
+            id,
+            spec: spec(key),
+        })
+        .collect();
+    let binding = cursor::Binding::new([
+        table.as_str(),
+        IDEMPOTENCY_WATCH_SHARD_INDEX,
+        status.as_str(),
+    ]);
+    let size = limit.max(1) as usize;
+    let page = fanout::page(store, &shards, "watch_sk", &binding, cursor_in, size).await?;
+    let items = page
+        .items
+        .into_iter()
+        .map(|(_, i)| decode(i, &table))
         .collect::<Result<Vec<_>, _>>()?;
-    let next_cursor = out
-        .last_evaluated_key
-        .filter(|k| !k.is_empty())
-        .map(|k| store.cursors().seal_key(&binding, &k));
-    Ok(WatchPage { items, next_cursor })
+    Ok(WatchPage {
+        items,
+        next_cursor: page.next,
+    })
+}
+
+/// Moves the watch of keys that a console of the release before wrote (`watch`/`watch_at`,
+/// on the unsharded `watch-index`) to the sharded index; each move is conditioned on the
+/// watch it read, so a key changed meanwhile is left to its writer. Run at start and once
+/// a minute: during a rolling deployment an old console's key reaches the lists within a
+/// minute. How many it moved.
+pub async fn mend_watch(store: &Store) -> Result<usize, StoreError> {
+    let table = store.table(IDEMPOTENCY_KEYS.base);
+    let mut moved = 0;
+    for status in [KeyStatus::Started, KeyStatus::Failed] {
+        let mut start = None;
+        loop {
+            let out = store
+                .client()
+                .query()
+                .table_name(&table)
+                .index_name(IDEMPOTENCY_WATCH_INDEX)
+                .key_condition_expression("watch = :w")
+                .expression_attribute_values(":w", s(status.as_str()))
+                .projection_expression("id, watch_at")
+                .set_exclusive_start_key(start)
+                .limit(100)
+                .send()
+                .await
+                .map_err(StoreError::request("Query"))?;
+            for found in out.items.unwrap_or_default() {
+                let (Some(AttributeValue::S(id)), Some(AttributeValue::N(at))) =
+                    (found.get("id"), found.get("watch_at"))
+                else {
+                    continue;
+                };
+                let Ok(at_ms) = at.parse::<i64>() else {
+                    continue;
+                };
+                let (watch_key, watch_sk) = watch_values(status, at_ms, id);
+                let req = store
+                    .client()
+                    .update_item()
+                    .table_name(&table)
+                    .key("id", s(id))
+                    .update_expression(
+                        "SET watch_key = :wk, watch_sk = :wsk REMOVE watch, watch_at",
+                    )
+                    .condition_expression("watch = :w AND watch_at = :at")
+                    .expression_attribute_values(":wk", watch_key)
+                    .expression_attribute_values(":wsk", watch_sk)
+                    .expression_attribute_values(":w", s(status.as_str()))
+                    .expression_attribute_values(":at", n(at_ms));
+                if item::update_if(req).await? {
+                    moved += 1;
+                }
+            }
+            start = out.last_evaluated_key.filter(|k| !k.is_empty());
+            if start.is_none() {
+                break;
+            }
+        }
+    }
+    Ok(moved)
 }

@@ -131,12 +131,16 @@ pub const API_KEYS: TableSpec = TableSpec {
 };
 
 pub const IDEMPOTENCY_WATCH_INDEX: &str = "watch-index";
+pub const IDEMPOTENCY_WATCH_SHARD_INDEX: &str = "watch-shard-index";
 pub const IDEMPOTENCY_CORRELATION_INDEX: &str = "correlation-index";
 
 /// Idempotency keys (docs/idempotency.md; docs/data-model.md, "idempotency_keys"): one
 /// item per (tenant, scope, key_hash), keyed `tenant#scope#key_hash`. The sparse
-/// `watch-index` holds only `started` (by when they go stale) and `failed` (by when they
-/// failed) keys, so the monitoring page lists them without a Scan. The sparse
+/// `watch-shard-index` holds only `started` (by when they go stale) and `failed` (by when
+/// they failed) keys, each status over 32 shards (`started#07`), so the monitoring page
+/// lists them without a Scan and no partition takes every key's copy; `watch-index` is the
+/// unsharded one a release before wrote, read only to move its keys over
+/// (`store::idempotency::mend_watch`). The sparse
 /// `correlation-index` holds only the keys of REST requests that carried an
 /// `X-Correlation-Id` (by its HMAC), so a key can be found by the id a client logged.
 pub const IDEMPOTENCY_KEYS: TableSpec = TableSpec {
@@ -148,6 +152,11 @@ pub const IDEMPOTENCY_KEYS: TableSpec = TableSpec {
             name: IDEMPOTENCY_WATCH_INDEX,
             pk: s("watch"),
             sk: Some(n("watch_at")),
+        },
+        IndexSpec {
+            name: IDEMPOTENCY_WATCH_SHARD_INDEX,
+            pk: s("watch_key"),
+            sk: Some(s("watch_sk")),
         },
         IndexSpec {
             name: IDEMPOTENCY_CORRELATION_INDEX,
