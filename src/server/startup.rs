@@ -108,6 +108,14 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
     let result = axum::serve(listener, service)
         .with_graceful_shutdown(shutdown_signal())
         .await;
+    // A write answered 503 at its deadline may still be running: let it end (within the
+    // deregistration delay the load balancer gives a leaving task) rather than cut it off.
+    let leaving = tokio::time::Instant::now() + Duration::from_secs(25);
+    while crate::server::http::middleware::handlers_running() > 0
+        && tokio::time::Instant::now() < leaving
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     background.stop(metrics_server).await;
     if let Err(e) = state_for_shutdown.idempotency.flush_stats().await {
         tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "could not write the last idempotency counters");
@@ -349,7 +357,8 @@ fn spawn_mender(store: Store) -> tokio::task::JoinHandle<()> {
             if let Err(e) = crate::server::store::api_keys::mend_revoked(&store).await {
                 tracing::warn!(error = %redact(&e.to_string()), "API key copies not checked; trying again later");
             }
-            if let Err(e) = crate::server::store::idempotency::mend_watch(&store).await {
+            let now = chrono::Utc::now().timestamp();
+            if let Err(e) = crate::server::store::idempotency::mend_watch(&store, now).await {
                 tracing::warn!(error = %redact(&e.to_string()), "idempotency keys' watches not moved; trying again later");
             }
             tokio::time::sleep(Duration::from_secs(60)).await;

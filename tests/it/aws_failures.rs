@@ -791,6 +791,9 @@ async fn a_hung_dynamodb_is_answered_503_with_retry_after_at_the_request_deadlin
     let proxy = faulty_dynamodb().await;
     let (app, _direct) = spawn_app_via(&proxy, |c| c.operations.request_deadline_ms = 1_000).await;
     let key = app.api_key(&["switches:write", "switches:read"]).await;
+    let viewer = app
+        .session_as("vera", ops_console::model::users::Role::Viewer)
+        .await;
     let body = json!({"switch": "automation_enabled", "enable": true, "expected_version": 0,
                       "reason": "rollout", "confirm": true})
     .to_string();
@@ -826,6 +829,22 @@ async fn a_hung_dynamodb_is_answered_503_with_retry_after_at_the_request_deadlin
         "answered by the deadline, not by the SDK's timeouts: {took:?}"
     );
     assert!(proxy.report().requests > 0, "the request reached DynamoDB");
+    // A server function's call gets the error its client reads: an `AppError`.
+    let refused = app
+        .call::<ops_console::api::idempotency::LoadIdempotencyHealth>(
+            &[("window", "24h")],
+            Some(&viewer),
+        )
+        .await;
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert!(refused.headers.contains_key("serverfnerror"));
+    let e: ops_console::model::AppError = serde_json::from_str(&refused.body).unwrap();
+    assert_eq!(
+        e,
+        ops_console::model::AppError::Unavailable {
+            retry_after_secs: 1
+        }
+    );
 
     proxy.update(|f| f.outage = dynamodb_faults::Outage::None);
     let mut done = send().await;

@@ -276,14 +276,16 @@ pub fn url_encode(s: &str) -> String {
 }
 
 /// A request still unanswered at `operations.request_deadline_ms` is answered 503 with
-/// `Retry-After` (problem+json; a line of text to a browser's page load), before the load
-/// balancer's idle timeout would drop it. Its work is not cut off halfway: it runs in its
-/// own task (`contain_panics`) and finishes or fails as if its client had given up, and
-/// the same request sent again is made once (its idempotency key, its conditions).
+/// `Retry-After` (problem+json; an `AppError` to a server-function call; a line of text to
+/// a browser's page load), before the load balancer's idle timeout would drop it. A write
+/// is not cut off halfway: it runs in its own task (`contain_panics`) and finishes or
+/// fails as if its client had given up, and the same request sent again is made once (its
+/// idempotency key, its conditions); a read is stopped.
 pub async fn deadline(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let within =
         std::time::Duration::from_millis(state.config.operations.request_deadline_ms as u64);
     let page = wants_html(req.headers());
+    let server_fn = server_fn_call(req.uri().path()).then(|| req.uri().path().to_string());
     let route = req
         .extensions()
         .get::<axum::extract::MatchedPath>()
@@ -296,15 +298,66 @@ pub async fn deadline(State(state): State<AppState>, req: Request, next: Next) -
             let e = AppError::Unavailable {
                 retry_after_secs: 1,
             };
-            if page {
-                let mut res = error_page(e);
-                res.headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                res
-            } else {
-                super::problem::Problem::from(e).into_response()
-            }
+            let mut res = match server_fn {
+                _ if page => error_page(e),
+                // As the server function's own errors come: its client reads an `AppError`.
+                Some(path) => (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    [
+                        (header::CONTENT_TYPE, "application/json".to_string()),
+                        (
+                            header::HeaderName::from_static(
+                                leptos::server_fn::error::SERVER_FN_ERROR_HEADER,
+                            ),
+                            path,
+                        ),
+                    ],
+                    serde_json::to_string(&e).unwrap_or_default(),
+                )
+                    .into_response(),
+                None => return super::problem::Problem::from(e).into_response(),
+            };
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            res
         }
+    }
+}
+
+/// A server function's address (`/api/<name>`), not the REST API's (`/api/v1/…`).
+fn server_fn_call(path: &str) -> bool {
+    path.starts_with("/api/") && !path.starts_with("/api/v1/") && path != "/api/openapi.json"
+}
+
+/// Handlers running in their own tasks (`contain_panics`), some of them past their
+/// deadline: `serve` lets them end before the process does.
+static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+struct Running;
+
+impl Running {
+    fn start() -> Running {
+        RUNNING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Running
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// How many handlers are still running.
+pub fn handlers_running() -> usize {
+    RUNNING.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -320,8 +373,20 @@ fn wants_html(headers: &HeaderMap) -> bool {
 /// (which a client cannot tell from a lost answer). The server's panic hook logs where
 /// (`telemetry::withhold_panic_messages`).
 pub async fn contain_panics(req: Request, next: Next) -> Response {
+    // A read stops when its client is answered without it (at the deadline): its work
+    // would be for no one. A write runs to its end (`deadline`).
+    let read = matches!(*req.method(), Method::GET | Method::HEAD);
+    let running = Running::start();
     // The task continues the request's span (traces).
-    match tokio::spawn(next.run(req).in_current_span()).await {
+    let task = tokio::spawn(
+        async move {
+            let _running = running;
+            next.run(req).await
+        }
+        .in_current_span(),
+    );
+    let _abort = read.then(|| AbortOnDrop(task.abort_handle()));
+    match task.await {
         Ok(res) => res,
         Err(e) => {
             let cause = if e.is_panic() {

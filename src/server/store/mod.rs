@@ -91,7 +91,7 @@ impl Store {
             // Stated rather than inherited: each request is tried at most 3 times by the
             // SDK (throttles, 5xx, resets, timeouts), each try at most 10 s, 30 s in all;
             // the store's own budget comes on top for throttles and conflicts
-            // (docs/dynamodb.md), and a request's deadline bounds them all.
+            // (docs/dynamodb.md). A request's deadline bounds its client's wait, not this.
             .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(3))
             .timeout_config(
                 aws_config::timeout::TimeoutConfig::builder()
