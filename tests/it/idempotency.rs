@@ -921,9 +921,10 @@ async fn watched_keys_are_sharded_and_merged_in_order_and_an_old_releases_are_mo
     let mut newest_first: Vec<String> = failed.iter().rev().cloned().collect();
     assert_eq!(before, newest_first, "every shard, merged newest first");
 
-    assert_eq!(store::mend_watch(&app.store).await.unwrap(), 1);
+    let now = app.clock.now().timestamp();
+    assert_eq!(store::mend_watch(&app.store, now).await.unwrap(), 1);
     assert_eq!(
-        store::mend_watch(&app.store).await.unwrap(),
+        store::mend_watch(&app.store, now).await.unwrap(),
         0,
         "moved once"
     );
@@ -931,4 +932,72 @@ async fn watched_keys_are_sharded_and_merged_in_order_and_an_old_releases_are_mo
     assert!(!moved.contains_key("watch"), "{moved:?}");
     newest_first.push(old_id);
     assert_eq!(list_all().await, newest_first, "the old one, oldest, last");
+}
+
+/// The stuck list (started keys past their stale time) over every shard, oldest first and
+/// page by page; a key taken over by a console of the release before (it wrote only
+/// `watch`/`watch_at` and a new stale time) is not stuck while its new owner runs.
+#[tokio::test]
+async fn stuck_keys_are_listed_oldest_first_from_every_shard() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use ops_console::server::store::schema::IDEMPOTENCY_KEYS;
+    let app = spawn_app().await;
+    let engine = &app.state.idempotency;
+    let mut started = Vec::new();
+    for i in 0..23 {
+        let key = inputs(&format!("stuck-{i}"));
+        let call = Call {
+            tenant: "t1",
+            scope: SCOPE,
+            inputs: &key,
+            fingerprint: None,
+        };
+        let Begin::Claimed(_) = engine.begin(&call).await.unwrap() else {
+            panic!("claimed")
+        };
+        started.push(stored_item(&app, &key));
+        app.clock.advance(Duration::seconds(1));
+    }
+    let list_all = || async {
+        let mut listed: Vec<String> = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..10 {
+            let page = engine
+                .watched_keys("stuck", cursor.as_deref())
+                .await
+                .unwrap();
+            listed.extend(page.keys.into_iter().map(|k| k.id));
+            cursor = page.next_cursor;
+            if cursor.is_none() {
+                break;
+            }
+        }
+        listed
+    };
+    assert!(list_all().await.is_empty(), "none is stale yet");
+    app.clock.advance(Duration::hours(1));
+    assert_eq!(
+        list_all().await,
+        started,
+        "every shard, merged oldest first"
+    );
+
+    // An old console takes the first one over: a new stale time, on `watch`/`watch_at`.
+    let later = (app.clock.now().timestamp_millis() + 300_000).to_string();
+    app.store
+        .client()
+        .update_item()
+        .table_name(app.store.table(IDEMPOTENCY_KEYS.base))
+        .key("id", AttributeValue::S(started[0].clone()))
+        .update_expression("SET stale_at = :later, watch = :s, watch_at = :later")
+        .expression_attribute_values(":later", AttributeValue::N(later))
+        .expression_attribute_values(":s", AttributeValue::S("started".into()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        list_all().await,
+        started[1..].to_vec(),
+        "running again: not stuck"
+    );
 }

@@ -437,16 +437,20 @@ pub async fn list_watch(
         index: Some(IDEMPOTENCY_WATCH_SHARD_INDEX),
         pk: ("watch_key", s(&key)),
         sk: started.then(|| ("watch_sk", Cond::Lt(s(format!("{:015}", now_ms + 1))))),
-        filters: vec![
-            ("expires_at", Cond::Gt(n(now_ms / 1000))),
-            ("status", Cond::Eq(s(status.as_str()))),
-        ],
+        // The status and, for `started`, the stale time as the item holds them: a console
+        // of the release before that took a key over wrote only `watch`/`watch_at`.
+        filters: std::iter::once(("expires_at", Cond::Gt(n(now_ms / 1000))))
+            .chain([("status", Cond::Eq(s(status.as_str())))])
+            .chain(started.then(|| ("stale_at", Cond::Lt(n(now_ms + 1)))))
+            .collect(),
         ascending: started,
         key_attrs: vec!["id", "watch_key", "watch_sk"],
         projection: None,
     };
+    // The shards alone: no release wrote this index unsharded.
     let shards: Vec<fanout::Shard> = fanout::keys(status.as_str(), WATCH_SHARDS)
         .into_iter()
+        .filter(|(id, _)| *id < WATCH_SHARDS)
         .map(|(id, key)| fanout::Shard {
             id,
             spec: spec(key),
@@ -474,8 +478,8 @@ pub async fn list_watch(
 /// on the unsharded `watch-index`) to the sharded index; each move is conditioned on the
 /// watch it read, so a key changed meanwhile is left to its writer. Run at start and once
 /// a minute: during a rolling deployment an old console's key reaches the lists within a
-/// minute. How many it moved.
-pub async fn mend_watch(store: &Store) -> Result<usize, StoreError> {
+/// minute. Expired keys are left for TTL. How many it moved.
+pub async fn mend_watch(store: &Store, now_secs: i64) -> Result<usize, StoreError> {
     let table = store.table(IDEMPOTENCY_KEYS.base);
     let mut moved = 0;
     for status in [KeyStatus::Started, KeyStatus::Failed] {
@@ -489,6 +493,8 @@ pub async fn mend_watch(store: &Store) -> Result<usize, StoreError> {
                 .key_condition_expression("watch = :w")
                 .expression_attribute_values(":w", s(status.as_str()))
                 .projection_expression("id, watch_at")
+                .filter_expression("expires_at > :now")
+                .expression_attribute_values(":now", n(now_secs))
                 .set_exclusive_start_key(start)
                 .limit(100)
                 .send()
