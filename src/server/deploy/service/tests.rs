@@ -242,3 +242,38 @@ fn each_skipped_check_says_why() {
     }
     assert!(skipped > 0, "no skip to check");
 }
+
+/// Every table can be warmed up for a launch at full traffic and capped in cost, by
+/// parameters that leave AWS's own settings when unset (0), in both templates.
+#[test]
+fn every_table_takes_the_throughput_parameters() {
+    let names = TableNames::new("", "prod");
+    for t in [
+        template(&names, Environment::Prod),
+        crate::server::deploy::cloudformation::template(&names, Environment::Prod),
+    ] {
+        for p in [
+            "TableWarmWriteUnitsPerSecond",
+            "TableWarmReadUnitsPerSecond",
+            "TableMaxWriteRequestUnits",
+            "TableMaxReadRequestUnits",
+        ] {
+            assert_eq!(t["Parameters"][p]["Default"], 0, "{p}");
+        }
+        let tables = t["Resources"]
+            .as_object()
+            .unwrap()
+            .values()
+            .filter(|r| r["Type"] == "AWS::DynamoDB::Table");
+        let mut n = 0;
+        for table in tables {
+            let props = &table["Properties"];
+            let warm = props["WarmThroughput"].to_string();
+            assert!(warm.contains("TableWarmWriteUnitsPerSecond"), "{warm}");
+            let cap = props["OnDemandThroughput"].to_string();
+            assert!(cap.contains("TableMaxWriteRequestUnits"), "{cap}");
+            n += 1;
+        }
+        assert_eq!(n, crate::server::store::schema::ALL.len());
+    }
+}
