@@ -6,7 +6,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{CONTAINER, PORT};
+use super::{CONTAINER, METRICS_PORT, PORT};
 use crate::server::config::Environment;
 use crate::server::deploy::cloudformation::table_id;
 use crate::server::deploy::iam;
@@ -135,6 +135,9 @@ pub(super) fn container(names: &TableNames, env: Environment) -> Value {
         json!({"Fn::If": ["HasTracesEndpoint",
             {"Name": traces::ENDPOINT_VAR, "Value": {"Ref": "TracesEndpoint"}},
             {"Ref": "AWS::NoValue"}]}),
+        json!({"Fn::If": ["HasMetricsScraper",
+            {"Name": "OPS_OPERATIONS_METRICS_LISTEN", "Value": format!("0.0.0.0:{METRICS_PORT}")},
+            {"Ref": "AWS::NoValue"}]}),
     ];
     // The receiver's URL can hold a token: it comes from the secret, beside its key.
     let receiver = |name: &str, key: &str| {
@@ -150,7 +153,12 @@ pub(super) fn container(names: &TableNames, env: Environment) -> Value {
         "Image": {"Ref": "ImageUri"},
         "Essential": true,
         "ReadonlyRootFilesystem": true,
-        "PortMappings": [{"ContainerPort": PORT, "Protocol": "tcp"}],
+        "PortMappings": [
+            {"ContainerPort": PORT, "Protocol": "tcp"},
+            {"Fn::If": ["HasMetricsScraper",
+                {"ContainerPort": METRICS_PORT, "Protocol": "tcp"},
+                {"Ref": "AWS::NoValue"}]},
+        ],
         "Environment": environment,
         "Secrets": [
             {"Name": "IDEMPOTENCY_SECRET", "ValueFrom": {"Ref": "IdempotencySecret"}},

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::PORT;
+use super::{METRICS_PORT, PORT};
 use crate::server::deploy::skips;
 use crate::server::http::HEALTH_PATH;
 
@@ -156,6 +156,21 @@ fn security_groups(r: &mut Map<String, Value>) {
                 "ToPort": PORT,
                 "SourceSecurityGroupId": {"Ref": "LoadBalancerSecurityGroup"},
                 "Description": "The load balancer",
+            },
+        }),
+    );
+    r.insert(
+        "TaskIngressFromMetricsScraper".into(),
+        json!({
+            "Type": "AWS::EC2::SecurityGroupIngress",
+            "Condition": "HasMetricsScraper",
+            "Properties": {
+                "GroupId": {"Ref": "TaskSecurityGroup"},
+                "IpProtocol": "tcp",
+                "FromPort": METRICS_PORT,
+                "ToPort": METRICS_PORT,
+                "SourceSecurityGroupId": {"Ref": "MetricsScraperSecurityGroupId"},
+                "Description": "The metrics scraper: /metrics alone, without a key",
             },
         }),
     );

@@ -29,6 +29,10 @@ use crate::server::store::TableNames;
 /// The port the console listens on in its container (`OPS_APP_SITE_ADDR`), the target
 /// group's and the Dockerfile's `EXPOSE`.
 pub const PORT: u16 = 3000;
+
+/// The tasks' metrics address (`operations.metrics_listen`), opened only to the scraper's
+/// security group (`MetricsScraperSecurityGroupId`).
+pub const METRICS_PORT: u16 = 9100;
 /// The container's name in the task definition.
 const CONTAINER: &str = "ops-console";
 
@@ -78,6 +82,10 @@ fn conditions() -> Value {
         "HasTracesEndpoint".into(),
         json!({"Fn::Not": [{"Fn::Equals": [{"Ref": "TracesEndpoint"}, ""]}]}),
     );
+    c.insert(
+        "HasMetricsScraper".into(),
+        json!({"Fn::Not": [{"Fn::Equals": [{"Ref": "MetricsScraperSecurityGroupId"}, ""]}]}),
+    );
     Value::Object(c)
 }
 
@@ -98,6 +106,7 @@ fn parameters() -> Value {
         "Memory": {"Type": "Number", "Default": 1024, "Description": "MiB, a size Fargate allows with Cpu"},
         "RequestsPerTarget": {"Type": "Number", "Default": 1000, "MinValue": 1, "Description": "Requests per task per minute the service scales out at"},
         "TracesEndpoint": {"Type": "String", "Default": "", "AllowedPattern": "(http://localhost(:[0-9]+)?(/[^ ]*)?|https://[^ ]+)?", "Description": "An OTLP/HTTP collector's base URL the console sends its traces to: a collector you add to the task (http://localhost:4318), or an https one (the tasks reach out on 443 only); empty: no traces"},
+        "MetricsScraperSecurityGroupId": {"Type": "String", "Default": "", "AllowedPattern": "(sg-[0-9a-f]+)?", "Description": "The security group of your Prometheus (or other scraper) inside the VPC: the tasks then serve /metrics alone, without a key, on port 9100 (operations.metrics_listen) to that group only; scrape each task there. Empty: /metrics only with a metrics:read key, and the load balancer answers it 404"},
         "WebhookSecretArn": {"Type": "String", "Default": "", "AllowedPattern": "(arn:aws[a-z-]*:secretsmanager:.+)?", "Description": "A Secrets Manager secret whose JSON is the receiver of side effects until an admin saves one on the Outbox page: {\"url\": \"https://...\", \"secret\": \"whsec_...\"}; empty: none"},
     });
     if let Value::Object(own) = own {

@@ -135,6 +135,19 @@ fn the_load_balancer_checks_the_consoles_health_route_on_its_port() {
         rule["Actions"][0]["FixedResponseConfig"]["StatusCode"],
         "404"
     );
+    // A scraper inside the VPC reaches the metrics address, it alone, when it is named.
+    let scraper = &t["Resources"]["TaskIngressFromMetricsScraper"];
+    assert_eq!(scraper["Condition"], "HasMetricsScraper");
+    assert_eq!(scraper["Properties"]["FromPort"], super::METRICS_PORT);
+    assert_eq!(
+        scraper["Properties"]["SourceSecurityGroupId"]["Ref"],
+        "MetricsScraperSecurityGroupId"
+    );
+    let listen = pairs(&c["Environment"], "Value")
+        .into_iter()
+        .find(|(k, _)| k == "OPS_OPERATIONS_METRICS_LISTEN")
+        .expect("the metrics address when a scraper is named");
+    assert_eq!(listen.1, format!("0.0.0.0:{}", super::METRICS_PORT));
     // A slow request is answered by the console (503 at its deadline) before the load
     // balancer would drop it or a leaving task is stopped.
     let attributes = &t["Resources"]["LoadBalancer"]["Properties"]["LoadBalancerAttributes"];
