@@ -28,6 +28,7 @@ const FIVE_XX_PERCENT: u32 = 5;
 
 pub(super) fn resources(r: &mut Map<String, Value>, names: &TableNames) {
     r.insert("Alarm5xxRate".into(), five_xx_rate());
+    stream_alarms(r);
     let lb_and_group = json!([
         {"Name": "LoadBalancer", "Value": {"Fn::GetAtt": ["LoadBalancer", "LoadBalancerFullName"]}},
         {"Name": "TargetGroup", "Value": {"Fn::GetAtt": ["TargetGroup", "TargetGroupFullName"]}},
@@ -79,6 +80,49 @@ pub(super) fn resources(r: &mut Map<String, Value>, names: &TableNames) {
 }
 
 /// An alarm with `props`, notifying the topic; no data is no trouble unless `props` says.
+/// The inbox stream consumer's state, from the lines it logs (`alert` field): DynamoDB
+/// Streams has no lag metric in CloudWatch. Behind for 5 minutes: the inbox counters are
+/// not coming down, and after 24 hours AWS trims what was not read. A trimmed position:
+/// removals went uncounted (`ops-console verify inbox` finds them).
+fn stream_alarms(r: &mut Map<String, Value>) {
+    use crate::server::store::inbox::stream::{BEHIND_ALERT, TRIMMED_ALERT};
+    let said = [
+        ("InboxStreamBehind", BEHIND_ALERT, "ops-console: a console has not read the inbox stream to its newest record for 5 minutes (DynamoDB Streams throttled or failing): inbox counters are not coming down, and after 24 h AWS trims what was not read"),
+        ("InboxStreamTrimmed", TRIMMED_ALERT, "ops-console: a saved inbox stream position was trimmed (older than the stream's 24 hours): removals went uncounted; run ops-console verify inbox"),
+    ];
+    for (metric, alert, why) in said {
+        r.insert(
+            format!("{metric}LogMetric"),
+            json!({
+                "Type": "AWS::Logs::MetricFilter",
+                "Properties": {
+                    "LogGroupName": {"Ref": "LogGroup"},
+                    "FilterPattern": format!("{{ $.fields.alert = \"{alert}\" }}"),
+                    "MetricTransformations": [{
+                        "MetricNamespace": "OpsConsole",
+                        "MetricName": metric,
+                        "MetricValue": "1",
+                        "DefaultValue": 0,
+                    }],
+                },
+            }),
+        );
+        r.insert(
+            format!("Alarm{metric}"),
+            alarm(json!({
+                "AlarmDescription": why,
+                "Namespace": "OpsConsole",
+                "MetricName": metric,
+                "Statistic": "Sum",
+                "Period": 300,
+                "EvaluationPeriods": 1,
+                "Threshold": 1,
+                "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+            })),
+        );
+    }
+}
+
 fn alarm(mut props: Value) -> Value {
     props["AlarmActions"] = json!([{"Ref": "AlarmTopicArn"}]);
     props["OKActions"] = json!([{"Ref": "AlarmTopicArn"}]);

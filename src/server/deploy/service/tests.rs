@@ -290,3 +290,48 @@ fn every_table_takes_the_throughput_parameters() {
         assert_eq!(n, crate::server::store::schema::ALL.len());
     }
 }
+
+/// The stream alarms count log lines by their `alert` field where the JSON logs put an
+/// event's fields (`LOG_FORMAT=json`, `telemetry::init`): `$.fields.alert`.
+#[test]
+fn the_stream_alarms_read_the_alert_field_where_the_json_logs_put_it() {
+    use crate::server::store::inbox::stream::{BEHIND_ALERT, TRIMMED_ALERT};
+    use tracing_subscriber::layer::SubscriberExt;
+    #[derive(Clone, Default)]
+    struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Lines {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let layer = tracing_subscriber::fmt::layer()
+        .json()
+        .with_writer(move || writer.clone());
+    let subscriber = tracing_subscriber::registry().with(layer);
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::warn!(alert = BEHIND_ALERT, "behind");
+    });
+    let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    let logged: Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(logged["fields"]["alert"], BEHIND_ALERT, "{text}");
+
+    let t = template(&TableNames::new("", "prod"), Environment::Prod);
+    for (metric, alert) in [
+        ("InboxStreamBehind", BEHIND_ALERT),
+        ("InboxStreamTrimmed", TRIMMED_ALERT),
+    ] {
+        let filter = &t["Resources"][format!("{metric}LogMetric")]["Properties"];
+        assert_eq!(
+            filter["FilterPattern"],
+            format!("{{ $.fields.alert = \"{alert}\" }}")
+        );
+        let alarm = &t["Resources"][format!("Alarm{metric}")]["Properties"];
+        assert_eq!(alarm["MetricName"], metric);
+    }
+}

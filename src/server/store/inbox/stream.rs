@@ -13,7 +13,7 @@ use chrono::{Duration, Utc};
 mod consumer;
 mod leases;
 
-pub use consumer::Consumer;
+pub use consumer::{Consumer, BEHIND_ALERT, TRIMMED_ALERT};
 use leases::state_key;
 
 use crate::server::store::inbox::{self, Delta, Kind, Written, KEEP_DAYS, PUBLIC_UID};

@@ -48,6 +48,27 @@ pub struct Consumer {
     listed: Option<(std::time::Instant, Vec<ShardInfo>)>,
     /// When this console last read every shard it holds to an empty page (or its end).
     caught_up: std::time::Instant,
+    /// When it last logged that it is behind ([`BEHIND_ALERT`]).
+    warned: Option<std::time::Instant>,
+}
+
+/// The `alert` field of the log line a console writes, once a minute, while it has not
+/// read its shards to their newest record for [`BEHIND_AFTER`]: the service template's
+/// CloudWatch alarm counts these lines (as Prometheus reads the gauge).
+pub const BEHIND_ALERT: &str = "inbox_stream_behind";
+
+/// The `alert` field of the log line of a saved position found trimmed.
+pub const TRIMMED_ALERT: &str = "inbox_stream_trimmed";
+
+/// How long behind before it is said (the Prometheus rule's 300 s).
+pub const BEHIND_AFTER: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Whether to log that the consumer is `behind`, last said `since_warned` ago.
+fn behind_alert_due(
+    behind: std::time::Duration,
+    since_warned: Option<std::time::Duration>,
+) -> bool {
+    behind >= BEHIND_AFTER && since_warned.is_none_or(|w| w >= std::time::Duration::from_secs(60))
 }
 
 /// Pages one shard may read in one round before the others get their turn.
@@ -68,6 +89,7 @@ impl Consumer {
             stream: None,
             listed: None,
             caught_up: std::time::Instant::now(),
+            warned: None,
         }
     }
 
@@ -168,7 +190,7 @@ impl Consumer {
                     // never counted. Said and counted: the recount (`ops-console verify
                     // inbox`) finds the counters they left high.
                     GetShardIteratorError::TrimmedDataAccessException(_) if after.is_some() => {
-                        tracing::warn!(shard = %shard, "inbox stream: the saved position was trimmed; removals since may be uncounted (run ops-console verify inbox)");
+                        tracing::warn!(alert = TRIMMED_ALERT, shard = %shard, "inbox stream: the saved position was trimmed; removals since may be uncounted (run ops-console verify inbox)");
                         crate::server::metrics::inbox_stream_trimmed();
                         Box::pin(self.iterator(arn, shard, None)).await
                     }
@@ -186,7 +208,12 @@ impl Consumer {
         let done = self.read_round().await;
         // On every way out: a round that fails (DynamoDB Streams away, no stream) leaves
         // the gauge growing, not where the last good one left it.
-        crate::server::metrics::inbox_stream_behind(self.caught_up.elapsed().as_secs_f64());
+        let behind = self.caught_up.elapsed();
+        crate::server::metrics::inbox_stream_behind(behind.as_secs_f64());
+        if behind_alert_due(behind, self.warned.map(|w| w.elapsed())) {
+            self.warned = Some(std::time::Instant::now());
+            tracing::warn!(alert = BEHIND_ALERT, behind_seconds = behind.as_secs(), "inbox stream: not read to its newest record for over 5 minutes; inbox counters are not coming down");
+        }
         done
     }
 
@@ -355,4 +382,19 @@ enum Read {
     CaughtUp,
     /// Not as far: its pages ran out for this round, or its iterator did.
     More,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn being_behind_is_said_past_five_minutes_once_a_minute() {
+        let s = Duration::from_secs;
+        assert!(!behind_alert_due(s(299), None));
+        assert!(behind_alert_due(s(300), None));
+        assert!(!behind_alert_due(s(400), Some(s(59))));
+        assert!(behind_alert_due(s(400), Some(s(60))));
+    }
 }
