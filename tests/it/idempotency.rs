@@ -795,6 +795,44 @@ async fn the_sweep_deletes_expired_keys_and_keeps_live_ones() {
         .is_some());
 }
 
+/// Claims the key of `name` (as a request starts): its ticket and its item's id.
+async fn claimed(
+    app: &TestApp,
+    name: &str,
+) -> (ops_console::server::services::idempotency::Ticket, String) {
+    let key = inputs(name);
+    let call = Call {
+        tenant: "t1",
+        scope: SCOPE,
+        inputs: &key,
+        fingerprint: None,
+    };
+    let Begin::Claimed(ticket) = app.state.idempotency.begin(&call).await.unwrap() else {
+        panic!("claimed")
+    };
+    (ticket, stored_item(app, &key))
+}
+
+/// Every key of a watch list (`stuck` or `failed`), page after page, as the page lists them.
+async fn watched(app: &TestApp, which: &str) -> Vec<String> {
+    let mut listed: Vec<String> = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..10 {
+        let page = app
+            .state
+            .idempotency
+            .watched_keys(which, cursor.as_deref())
+            .await
+            .unwrap();
+        listed.extend(page.keys.into_iter().map(|k| k.id));
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    listed
+}
+
 /// The keys to watch are spread over the shards of `watch-shard-index` (no partition takes
 /// every key's copy) and listed merged in order, page by page, none twice; a key that a
 /// console of the release before watched on the unsharded `watch-index` is moved over by
@@ -807,22 +845,13 @@ async fn watched_keys_are_sharded_and_merged_in_order_and_an_old_releases_are_mo
     let engine = &app.state.idempotency;
     let mut failed = Vec::new();
     for i in 0..25 {
-        let key = inputs(&format!("watch-{i}"));
-        let call = Call {
-            tenant: "t1",
-            scope: SCOPE,
-            inputs: &key,
-            fingerprint: None,
-        };
-        let Begin::Claimed(ticket) = engine.begin(&call).await.unwrap() else {
-            panic!("claimed")
-        };
+        let (ticket, id) = claimed(&app, &format!("watch-{i}")).await;
         engine
             .fail(&ticket, "receiver down")
             .await
             .unwrap()
             .unwrap();
-        failed.push(stored_item(&app, &key));
+        failed.push(id);
         app.clock.advance(Duration::seconds(1));
     }
     let table = app.store.table(IDEMPOTENCY_KEYS.base);
@@ -854,22 +883,12 @@ async fn watched_keys_are_sharded_and_merged_in_order_and_an_old_releases_are_mo
     assert!(shards.len() >= 10, "25 keys over many shards: {shards:?}");
 
     // A key the release before failed: on `watch-index` only, until the mender moves it.
-    let old_key = inputs("watch-old");
-    let old_call = Call {
-        tenant: "t1",
-        scope: SCOPE,
-        inputs: &old_key,
-        fingerprint: None,
-    };
-    let Begin::Claimed(ticket) = engine.begin(&old_call).await.unwrap() else {
-        panic!("claimed")
-    };
+    let (ticket, old_id) = claimed(&app, "watch-old").await;
     engine
         .fail(&ticket, "receiver down")
         .await
         .unwrap()
         .unwrap();
-    let old_id = stored_item(&app, &old_key);
     let earliest = app.clock.now().timestamp_millis() - 3_600_000;
     app.store
         .client()
@@ -884,16 +903,7 @@ async fn watched_keys_are_sharded_and_merged_in_order_and_an_old_releases_are_mo
         .unwrap();
 
     // One that ended well: not listed.
-    let fine = inputs("watch-fine");
-    let fine_call = Call {
-        tenant: "t1",
-        scope: SCOPE,
-        inputs: &fine,
-        fingerprint: None,
-    };
-    let Begin::Claimed(ticket) = engine.begin(&fine_call).await.unwrap() else {
-        panic!("claimed")
-    };
+    let (ticket, _) = claimed(&app, "watch-fine").await;
     let answer = Stored {
         status: None,
         json: "{}".into(),
@@ -901,22 +911,7 @@ async fn watched_keys_are_sharded_and_merged_in_order_and_an_old_releases_are_mo
     };
     engine.succeed(&ticket, &answer).await.unwrap().unwrap();
 
-    let list_all = || async {
-        let mut listed: Vec<String> = Vec::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..10 {
-            let page = engine
-                .watched_keys("failed", cursor.as_deref())
-                .await
-                .unwrap();
-            listed.extend(page.keys.into_iter().map(|k| k.id));
-            cursor = page.next_cursor;
-            if cursor.is_none() {
-                break;
-            }
-        }
-        listed
-    };
+    let list_all = || watched(&app, "failed");
     let before = list_all().await;
     let mut newest_first: Vec<String> = failed.iter().rev().cloned().collect();
     assert_eq!(before, newest_first, "every shard, merged newest first");
@@ -942,38 +937,12 @@ async fn stuck_keys_are_listed_oldest_first_from_every_shard() {
     use aws_sdk_dynamodb::types::AttributeValue;
     use ops_console::server::store::schema::IDEMPOTENCY_KEYS;
     let app = spawn_app().await;
-    let engine = &app.state.idempotency;
     let mut started = Vec::new();
     for i in 0..23 {
-        let key = inputs(&format!("stuck-{i}"));
-        let call = Call {
-            tenant: "t1",
-            scope: SCOPE,
-            inputs: &key,
-            fingerprint: None,
-        };
-        let Begin::Claimed(_) = engine.begin(&call).await.unwrap() else {
-            panic!("claimed")
-        };
-        started.push(stored_item(&app, &key));
+        started.push(claimed(&app, &format!("stuck-{i}")).await.1);
         app.clock.advance(Duration::seconds(1));
     }
-    let list_all = || async {
-        let mut listed: Vec<String> = Vec::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..10 {
-            let page = engine
-                .watched_keys("stuck", cursor.as_deref())
-                .await
-                .unwrap();
-            listed.extend(page.keys.into_iter().map(|k| k.id));
-            cursor = page.next_cursor;
-            if cursor.is_none() {
-                break;
-            }
-        }
-        listed
-    };
+    let list_all = || watched(&app, "stuck");
     assert!(list_all().await.is_empty(), "none is stale yet");
     app.clock.advance(Duration::hours(1));
     assert_eq!(
