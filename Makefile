@@ -233,6 +233,9 @@ bench: weight python-powertools
 	# 10,000; then the same offer on a quarter of the limits (40,000), where it bends.
 	RUST_LOG=warn ./target/release/ops-harness scale --seconds 60 --scale 0.0005 --rate 5 --report target/bench/scale.json
 	-RUST_LOG=warn ./target/release/ops-harness scale --seconds 60 --scale 0.000125 --rate 5 --report target/bench/scale-4x.json
+	# The same offer with AWS's own limits, which it never meets: what an event costs
+	# (write and read units, requests) without a throttle's retries.
+	RUST_LOG=warn ./target/release/ops-harness scale --seconds 60 --scale 1 --rate 5 --report target/bench/scale-cost.json
 
 wasm-size: site
 	@f=target/site/pkg/ops-console.wasm; \
