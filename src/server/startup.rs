@@ -108,15 +108,12 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
     let result = axum::serve(listener, service)
         .with_graceful_shutdown(shutdown_signal())
         .await;
-    // A write answered 503 at its deadline may still be running: let it end (within the
-    // deregistration delay the load balancer gives a leaving task) rather than cut it off.
-    let leaving = tokio::time::Instant::now() + Duration::from_secs(25);
-    while crate::server::http::middleware::handlers_running() > 0
-        && tokio::time::Instant::now() < leaving
-    {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    background.stop(metrics_server).await;
+    // A write answered 503 at its deadline may still be running: it ends beside the
+    // dispatcher's last round, within the same drain (inside ECS's 30 s before SIGKILL).
+    tokio::join!(
+        background.stop(metrics_server),
+        crate::server::http::middleware::handlers_ended(DISPATCH_DRAIN),
+    );
     if let Err(e) = state_for_shutdown.idempotency.flush_stats().await {
         tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "could not write the last idempotency counters");
     }

@@ -797,17 +797,8 @@ async fn a_hung_dynamodb_is_answered_503_with_retry_after_at_the_request_deadlin
     let body = json!({"switch": "automation_enabled", "enable": true, "expected_version": 0,
                       "reason": "rollout", "confirm": true})
     .to_string();
-    let send = || {
-        app.send(
-            axum::http::Request::post("/api/v1/kill-switches")
-                .header("host", "localhost")
-                .header("authorization", format!("Bearer {key}"))
-                .header("content-type", "application/json")
-                .header("idempotency-key", "flip-hung")
-                .body(axum::body::Body::from(body.clone()))
-                .unwrap(),
-        )
-    };
+    let send =
+        || app.post_json_with_key_header("/api/v1/kill-switches", &key, "flip-hung", body.clone());
 
     proxy.update(|f| f.outage = dynamodb_faults::Outage::Hang);
     let started = std::time::Instant::now();

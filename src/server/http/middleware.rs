@@ -333,6 +333,9 @@ fn server_fn_call(path: &str) -> bool {
 /// deadline: `serve` lets them end before the process does.
 static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
+/// Told when the last running handler ends.
+static ALL_ENDED: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
 struct Running;
 
 impl Running {
@@ -344,13 +347,30 @@ impl Running {
 
 impl Drop for Running {
     fn drop(&mut self) {
-        RUNNING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        if RUNNING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+            ALL_ENDED.notify_waiters();
+        }
     }
 }
 
-/// How many handlers are still running.
-pub fn handlers_running() -> usize {
-    RUNNING.load(std::sync::atomic::Ordering::SeqCst)
+/// Waits, `within` at most, until no handler is running (writes answered at their
+/// deadline run on: a console that is stopping lets them end).
+pub async fn handlers_ended(within: std::time::Duration) {
+    let ended = async {
+        loop {
+            let told = ALL_ENDED.notified();
+            tokio::pin!(told);
+            // Listening before looking: an end between the two is not missed.
+            told.as_mut().enable();
+            if RUNNING.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                return;
+            }
+            told.await;
+        }
+    };
+    if tokio::time::timeout(within, ended).await.is_err() {
+        tracing::warn!("requests answered at their deadline still ran when the console stopped");
+    }
 }
 
 struct AbortOnDrop(tokio::task::AbortHandle);
@@ -410,6 +430,23 @@ mod tests {
             h.insert(*k, HeaderValue::from_static(v));
         }
         h
+    }
+
+    /// A stopping console waits for a write still running past its deadline, and no
+    /// longer than it runs.
+    #[tokio::test]
+    async fn a_stopping_console_waits_for_the_handlers_still_running() {
+        let running = Running::start();
+        let waiter = tokio::spawn(handlers_ended(std::time::Duration::from_secs(600)));
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!waiter.is_finished(), "a handler runs: still waiting");
+        drop(running);
+        tokio::time::timeout(std::time::Duration::from_secs(60), waiter)
+            .await
+            .expect("told when it ended")
+            .unwrap();
     }
 
     #[test]
