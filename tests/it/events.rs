@@ -870,3 +870,97 @@ async fn the_overview_counts_a_busy_hour_from_its_newest_events_and_says_so() {
     assert_eq!(stats.events_last_hour, 9);
     assert!(!stats.events_estimated && stats.suppressed_exact);
 }
+
+/// One action type's records are spread over the shards of `action-type-index` (stored
+/// as `decision#NN`: no partition takes every decision), and read back by type, newest
+/// first, page by page, each once, with the type as it is named; a record of the release
+/// before (`decision`, unsharded) is read with them, by type and within its conversation,
+/// and records of other types are not.
+#[tokio::test]
+async fn audit_records_of_one_type_are_sharded_and_read_with_the_release_befores() {
+    use ops_console::model::users::Role;
+    use ops_console::server::domain::audit::window::Typed;
+    use ops_console::server::services::audit::AuditFilter;
+    use ops_console::server::store::audit::{self, AuditItem};
+    use ops_console::server::store::{many, schema::MW_AUDIT_ACTIONS};
+    let app = spawn_app().await;
+    let t0 = app.clock.now() - Duration::hours(2);
+    let mut sent = Vec::new();
+    for i in 0..40 {
+        let when = t0 + Duration::seconds(i);
+        let c = format!("c-type-{}", i % 5);
+        audit::put(
+            &app.store,
+            &AuditItem::new(&c, "decision", when, &format!("d{i:02}"), 30),
+        )
+        .await
+        .unwrap();
+        audit::put(
+            &app.store,
+            &AuditItem::new(&c, "route", when, &format!("r{i:02}"), 30),
+        )
+        .await
+        .unwrap();
+        sent.push(format!("{}#d{i:02}", ops_console::server::clock::iso(when)));
+    }
+    let raw = many::scan_json(&app.store, MW_AUDIT_ACTIONS.base)
+        .await
+        .unwrap();
+    let shards: std::collections::BTreeSet<&str> = raw
+        .iter()
+        .filter_map(|a| a["action_type"].as_str())
+        .filter(|t| t.starts_with("decision"))
+        .collect();
+    assert!(
+        shards.len() >= 10 && shards.iter().all(|t| t.len() == "decision#00".len()),
+        "40 decisions over 32 shards: {shards:?}"
+    );
+    // The release before wrote the type unsharded.
+    let old = AuditItem::new("c-type-0", "decision", t0 - Duration::minutes(1), "old", 30);
+    app.store
+        .client()
+        .put_item()
+        .table_name(app.store.table(MW_AUDIT_ACTIONS.base))
+        .set_item(Some(serde_dynamo::to_item(&old).unwrap()))
+        .send()
+        .await
+        .unwrap();
+    sent.push(old.ts_action_id.clone());
+    let (refs, audit) = (&app.state.refs, &app.state.audit);
+    let filter = |conversation: &'static str| AuditFilter {
+        conversation,
+        action_type: "decision",
+        window: Typed {
+            day: "",
+            from: "",
+            to: "",
+            tz: "",
+        },
+    };
+    let (mut cursor, mut rows) = (None::<String>, Vec::new());
+    loop {
+        let page = audit
+            .rows(refs, &filter(""), Role::Admin, cursor.as_deref())
+            .await
+            .unwrap();
+        rows.extend(page.rows);
+        match page.next_cursor {
+            Some(c) => {
+                assert!(c.len() < 400, "one boundary: {} characters", c.len());
+                cursor = Some(c);
+            }
+            None => break,
+        }
+    }
+    assert!(rows.iter().all(|r| r.action_type == "decision"), "{rows:?}");
+    let times: Vec<&str> = rows.iter().map(|r| r.at.as_str()).collect();
+    assert!(times.windows(2).all(|w| w[0] >= w[1]), "newest first");
+    assert_eq!(rows.len(), sent.len(), "every decision once");
+    // Within one conversation the type is a filter, sharded or not.
+    let one = audit
+        .rows(refs, &filter("c-type-0"), Role::Admin, None)
+        .await
+        .unwrap();
+    assert_eq!(one.rows.len(), 8 + 1, "{:?}", one.rows);
+    assert!(one.rows.iter().all(|r| r.action_type == "decision"));
+}

@@ -770,3 +770,98 @@ async fn the_rates_of_a_chosen_user_count_only_that_users_attempts() {
     assert_eq!(everyone.of, "every user");
     assert_eq!(everyone.totals.attempts, 3);
 }
+
+/// Every user's attempts of one outcome are spread over the shards of
+/// `outcome-shard-index` (no partition takes every acceptance), and read back merged,
+/// newest first, page by page, each once; a record of the release before (no shard: on
+/// `outcome-index` alone) is read with them, and a record of this release, on both
+/// indexes, only once.
+#[tokio::test]
+async fn attempts_of_one_outcome_are_sharded_and_read_with_the_release_befores() {
+    use ops_console::server::store::many;
+    let app = spawn_app().await;
+    let key = writer(&app).await;
+    let t0 = now() - Duration::hours(1);
+    let mut sent = Vec::new();
+    for i in 0..30 {
+        let id = format!("m-o{i:02}");
+        let b = body(
+            &id,
+            &format!("u-out-{}", i % 7),
+            70.0,
+            "kg",
+            t0 + Duration::seconds(i),
+        );
+        assert_eq!(one(&app, &key, &b).await.status, 201);
+        sent.push(id);
+    }
+    // A duplicate is audited under its own outcome, not among the accepted.
+    let again = body("m-o00", "u-out-0", 70.0, "kg", t0);
+    assert_eq!(one(&app, &key, &again).await.status, 200);
+    let raw = many::scan_json(&app.store, MEASUREMENTS.base)
+        .await
+        .unwrap();
+    let accepted: Vec<&Value> = raw
+        .iter()
+        .filter(|i| i["SK"].as_str().is_some_and(|s| s.starts_with("AUDIT#")))
+        .filter(|i| i["audit_outcome"] == "accepted")
+        .collect();
+    assert_eq!(accepted.len(), 30);
+    let shards: std::collections::BTreeSet<&str> = accepted
+        .iter()
+        .map(|i| i["outcome_shard"].as_str().unwrap())
+        .collect();
+    assert!(
+        shards.len() >= 8 && shards.iter().all(|s| s.starts_with("accepted#")),
+        "30 records over 16 shards: {shards:?}"
+    );
+    // The release before wrote its records with `audit_outcome` alone.
+    let mut old: std::collections::HashMap<String, AttributeValue> =
+        serde_dynamo::to_item(store::AuditItem {
+            pk: store::user_pk("u-out-old"),
+            sk: format!("AUDIT#{}#0a0b0c", ts(t0 - Duration::minutes(5))),
+            user_id: "u-out-old".into(),
+            measurement_id: "m-old".into(),
+            action: Action::Accepted,
+            reason: String::new(),
+            payload: None,
+            correlation_id: "c-old".into(),
+            at: ts(t0 - Duration::minutes(5)),
+            ttl: (Utc::now() + Duration::days(1)).timestamp(),
+        })
+        .unwrap();
+    old.insert("audit_outcome".into(), AttributeValue::S("accepted".into()));
+    app.store
+        .client()
+        .put_item()
+        .table_name(app.store.table(MEASUREMENTS.base))
+        .set_item(Some(old))
+        .send()
+        .await
+        .unwrap();
+    sent.push("m-old".into());
+    // Pages of 7 under one sealed cursor.
+    let (mut cursor, mut seen) = (None::<String>, Vec::new());
+    loop {
+        let (items, next) =
+            store::audits_by_outcome(&app.store, Action::Accepted, cursor.as_deref(), 7)
+                .await
+                .unwrap();
+        assert!(items.len() <= 7);
+        seen.extend(items);
+        match next {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    let sks: Vec<&str> = seen.iter().map(|a| a.sk.as_str()).collect();
+    assert!(
+        sks.windows(2).all(|w| w[0] > w[1]),
+        "newest first, once: {sks:?}"
+    );
+    let mut ids: Vec<String> = seen.iter().map(|a| a.measurement_id.clone()).collect();
+    ids.sort();
+    sent.sort();
+    assert_eq!(ids, sent);
+    assert!(seen.iter().all(|a| a.action == Action::Accepted));
+}

@@ -25,9 +25,8 @@ use ops_console::model::kill_switches::Switch;
 use ops_console::server::clock::Clock;
 use ops_console::server::domain::kill_switches::{schedule as schedule_rules, triggers};
 use ops_console::server::services::kill_switches::Switches;
+use ops_console::server::store::audit;
 use ops_console::server::store::kill_switch_schedule;
-use ops_console::server::store::many::scan_json;
-use ops_console::server::store::schema::MW_AUDIT_ACTIONS;
 use ops_console::server::store::Store;
 
 /// How many times the monitor sends the firing episode, before and after the schedule ran.
@@ -217,9 +216,7 @@ pub async fn fire_again(http: &Http, started: &mut Started) -> Result<(), String
 /// scheduled change ran other than once (or was void), or a repeat of the episode
 /// overruled the schedule.
 pub async fn check(store: &Store, started: &Started) -> Result<Vec<String>, String> {
-    let audits = scan_json(store, MW_AUDIT_ACTIONS.base)
-        .await
-        .map_err(|e| e.to_string())?;
+    let audits = audit::scan_json(store).await.map_err(|e| e.to_string())?;
     let changes: Vec<&Value> = audits
         .iter()
         .filter(|a| a["action_type"] == "kill_switch_change")

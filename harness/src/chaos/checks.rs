@@ -7,11 +7,10 @@ use serde_json::Value;
 use super::clients::Acked;
 use super::procs::Receiver;
 use ops_console::server::services::inbox::verify::verify;
+use ops_console::server::store::audit;
 use ops_console::server::store::inbox::{self as inbox, MessageItem};
 use ops_console::server::store::many::scan_json;
-use ops_console::server::store::schema::{
-    INBOX, MEASUREMENTS, MW_AUDIT_ACTIONS, MW_IDEMPOTENCY, SETTINGS,
-};
+use ops_console::server::store::schema::{INBOX, MEASUREMENTS, MW_IDEMPOTENCY, SETTINGS};
 use ops_console::server::store::Store;
 
 #[derive(Debug, Default)]
@@ -38,7 +37,7 @@ pub async fn check(store: &Store, acked: &[Acked], receiver: &Receiver) -> Resul
     let err = |e: ops_console::server::store::StoreError| e.to_string();
     let mut f = Found::default();
     let mw = scan_json(store, MW_IDEMPOTENCY.base).await.map_err(err)?;
-    let audits = scan_json(store, MW_AUDIT_ACTIONS.base).await.map_err(err)?;
+    let audits = audit::scan_json(store).await.map_err(err)?;
     let meas = scan_json(store, MEASUREMENTS.base).await.map_err(err)?;
 
     // 1. Every acknowledged request is stored.
@@ -306,7 +305,7 @@ pub async fn check_sent(
     use super::clients::Sent;
     let err = |e: ops_console::server::store::StoreError| e.to_string();
     let inbox_items = scan_json(store, INBOX.base).await.map_err(err)?;
-    let audits = scan_json(store, MW_AUDIT_ACTIONS.base).await.map_err(err)?;
+    let audits = audit::scan_json(store).await.map_err(err)?;
     let mut publications: BTreeMap<String, usize> = BTreeMap::new();
     for p in inbox_items.iter().filter(|v| v["kind"] == "PB") {
         if let Some(key) = s(p, "title").strip_prefix("Chaos ") {

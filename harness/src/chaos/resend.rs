@@ -17,9 +17,10 @@ use tokio::time::Instant;
 
 use super::clients::Http;
 use super::procs::Receiver;
+use ops_console::server::store::audit;
 use ops_console::server::store::events::jobs;
 use ops_console::server::store::many::scan_json;
-use ops_console::server::store::schema::{MW_AUDIT_ACTIONS, MW_IDEMPOTENCY};
+use ops_console::server::store::schema::MW_IDEMPOTENCY;
 use ops_console::server::store::Store;
 
 /// A resend started: what it is to take (the side effects delivered when it started and
@@ -105,7 +106,7 @@ fn text<'a>(v: &'a Value, k: &str) -> &'a str {
 pub async fn check(store: &Store, receiver: &Receiver, s: &Started) -> Result<Vec<String>, String> {
     let err = |e: ops_console::server::store::StoreError| e.to_string();
     let mw = scan_json(store, MW_IDEMPOTENCY.base).await.map_err(err)?;
-    let audits = scan_json(store, MW_AUDIT_ACTIONS.base).await.map_err(err)?;
+    let audits = audit::scan_json(store).await.map_err(err)?;
     let mut v = Vec::new();
     let jobs: Vec<&Value> = mw
         .iter()

@@ -15,9 +15,8 @@ use tokio::time::Instant;
 
 use super::clients::Http;
 use ops_console::server::clock::Clock;
+use ops_console::server::store::audit;
 use ops_console::server::store::kill_switches;
-use ops_console::server::store::many::scan_json;
-use ops_console::server::store::schema::MW_AUDIT_ACTIONS;
 use ops_console::server::store::Store;
 
 /// Turns safe mode off for one minute through the consoles (on first, if a client left it
@@ -80,9 +79,7 @@ fn time(t: &str) -> Option<DateTime<Utc>> {
 /// The violations of the timed-change rules in the switches' history; `reverts_expected`:
 /// the run made a timed change and waited for its end, so at least one revert must be there.
 pub async fn check(store: &Store, reverts_expected: bool) -> Result<Vec<String>, String> {
-    let audits = scan_json(store, MW_AUDIT_ACTIONS.base)
-        .await
-        .map_err(|e| e.to_string())?;
+    let audits = audit::scan_json(store).await.map_err(|e| e.to_string())?;
     let mut changes: Vec<Change> = audits
         .iter()
         .filter(|a| a["action_type"] == "kill_switch_change")

@@ -20,6 +20,14 @@ const TABLE_KEY: [&str; 2] = ["conversation_id", "ts_action_id"];
 /// second, each copy a unit or more; 64 partitions take 64,000 units a second.
 pub const AUDIT_DAY_SHARDS: u32 = 64;
 
+/// Shards of one action type's records in `action-type-index`: the busiest types
+/// (`decision`, `route`) take about one record an event each, 10,000 a second at 10,000
+/// events a second, each copy a unit or more; 32 partitions take 32,000 units a second.
+/// Stored in `action_type` itself (`decision#07`), as the day is in `audit_day`: the
+/// release before reads any string there, so a rolling deployment keeps working (its
+/// by-type lists and filters see only its own records until it is replaced).
+pub const AUDIT_TYPE_SHARDS: u32 = 32;
+
 /// Records one counting read of a day's shard looks at, at most.
 pub const COUNT_PER_CALL: i32 = 100;
 
@@ -30,6 +38,8 @@ pub struct AuditItem {
     pub conversation_id: String,
     /// `<RFC 3339 ms timestamp>#<action id>`: sorts by time within a partition.
     pub ts_action_id: String,
+    /// The action type (`decision`); stored with its shard (`decision#07`, see
+    /// [`AUDIT_TYPE_SHARDS`]) by [`put_once`], read back without it.
     pub action_type: String,
     /// Small JSON, already redacted.
     pub action_payload_redacted: String,
@@ -85,10 +95,56 @@ pub struct AuditPage {
     pub next_cursor: Option<String>,
 }
 
+/// The stored `action_type` of `item`: its type and its shard, `<type>#NN`. The shard
+/// follows the record's key, so every write of one record lands on the same one.
+fn stored_type(item: &AuditItem) -> String {
+    fanout::key(
+        &item.action_type,
+        &format!("{}|{}", item.conversation_id, item.ts_action_id),
+        AUDIT_TYPE_SHARDS,
+    )
+}
+
+/// An action type as read from `action_type`: without its shard (`decision#07`, or
+/// `decision` as the release before wrote it, is `decision`). Action types never hold
+/// a `#`.
+pub fn type_of(stored: &str) -> &str {
+    stored.split_once('#').map_or(stored, |(t, _)| t)
+}
+
+/// A filter on `action_type` for `t`, sharded or not: from `t` to `t#~`. Action types
+/// are lowercase words and `_`, all above `#`, so no other type falls between.
+fn type_filter(t: &str) -> (&'static str, Cond) {
+    let s = |v: &str| AttributeValue::S(v.to_string());
+    ("action_type", Cond::Between(s(t), s(&format!("{t}#~"))))
+}
+
+/// A stored record decoded, its action type without its shard.
+fn decode(store: &Store, item: query::Item) -> Result<AuditItem, StoreError> {
+    let table = store.table(MW_AUDIT_ACTIONS.base);
+    let mut a: AuditItem = super::item::decode(item, &table)?;
+    a.action_type = type_of(&a.action_type).to_string();
+    Ok(a)
+}
+
+/// Every record, each as JSON with its action type without its shard: a consistent Scan,
+/// for operator tools and the harness's checks, never for a page.
+pub async fn scan_json(store: &Store) -> Result<Vec<serde_json::Value>, StoreError> {
+    let mut all = super::many::scan_json(store, MW_AUDIT_ACTIONS.base).await?;
+    for a in &mut all {
+        if let Some(t) = a["action_type"].as_str() {
+            a["action_type"] = serde_json::Value::String(type_of(t).to_string());
+        }
+    }
+    Ok(all)
+}
+
 /// A transaction part that writes `item` once: a second write of the same id fails.
 pub(crate) fn put_once(store: &Store, item: &AuditItem) -> Result<Put, StoreError> {
     let table = store.table(MW_AUDIT_ACTIONS.base);
-    let av = serde_dynamo::to_item(item).map_err(|e| StoreError::corrupt(&table, e))?;
+    let mut av: query::Item =
+        serde_dynamo::to_item(item).map_err(|e| StoreError::corrupt(&table, e))?;
+    av.insert("action_type".into(), AttributeValue::S(stored_type(item)));
     Put::builder()
         .table_name(table)
         .set_item(Some(av))
@@ -174,9 +230,8 @@ pub async fn list_partition(
         partition: Some(partition),
         ..AuditQuery::default()
     };
-    let start = cursor.map_or(Start::First, Start::After);
     let size = usize::try_from(limit).unwrap_or(1);
-    let (items, next_cursor) = list(store, &q, start, size).await?;
+    let (items, next_cursor) = list(store, &q, cursor, size).await?;
     Ok(AuditPage { items, next_cursor })
 }
 
@@ -218,18 +273,47 @@ pub struct AuditQuery<'a> {
     pub hidden: &'a [&'a str],
 }
 
-/// Newest first, every filter applied together: one `Query` of the narrowest partition,
-/// with the time range on the sort key and the rest as filters. By day (no partition and
-/// no action type), see [`list_day`].
+/// Newest first, every filter applied together: a `Query` of the narrowest partition,
+/// with the time range on the sort key and the rest as filters; by action type, the
+/// type's shards of `action-type-index` merged (and the unsharded type of the release
+/// before). `cursor` is a page's `next`. By day (no partition and no action type), see
+/// [`list_day`].
 pub async fn list(
     store: &Store,
     q: &AuditQuery<'_>,
-    start: Start<'_>,
+    cursor: Option<&str>,
     size: usize,
 ) -> Result<(Vec<AuditItem>, Option<String>), StoreError> {
     let spec = spec_of(store, q);
-    let page = query::page(store, &spec, start, size).await?;
-    Ok((decode_all(store, page.items)?, page.next))
+    let (Some(t), None) = (q.action_type, q.partition) else {
+        let page = query::page(
+            store,
+            &spec,
+            cursor.map_or(Start::First, Start::After),
+            size,
+        )
+        .await?;
+        return Ok((decode_all(store, page.items)?, page.next));
+    };
+    let shards: Vec<fanout::Shard> = fanout::keys(t, AUDIT_TYPE_SHARDS)
+        .into_iter()
+        .map(|(id, key)| {
+            let mut spec = spec.clone();
+            spec.pk = ("action_type", AttributeValue::S(key));
+            fanout::Shard { id, spec }
+        })
+        .collect();
+    let page = fanout::page(
+        store,
+        &shards,
+        "ts_action_id",
+        &spec.binding(),
+        cursor,
+        size,
+    )
+    .await?;
+    let items = page.items.into_iter().map(|(_, i)| i).collect();
+    Ok((decode_all(store, items)?, page.next))
 }
 
 /// One day's records (`q.day`), newest first, across the day's shards of
@@ -258,15 +342,11 @@ pub async fn list_day(
 }
 
 fn decode_all(store: &Store, items: Vec<query::Item>) -> Result<Vec<AuditItem>, StoreError> {
-    let table = store.table(MW_AUDIT_ACTIONS.base);
-    items
-        .into_iter()
-        .map(|i| serde_dynamo::from_item(i).map_err(|e| StoreError::corrupt(&table, e)))
-        .collect()
+    items.into_iter().map(|i| decode(store, i)).collect()
 }
 
 /// The query of `q`'s narrowest partition: a conversation's, an action type's, or a day's
-/// (unsharded: [`list_day`] gives each shard its own partition key).
+/// (unsharded: [`list`] and [`list_day`] give each shard its own partition key).
 fn spec_of(store: &Store, q: &AuditQuery<'_>) -> Spec {
     let s = |v: &str| AttributeValue::S(v.to_string());
     let range = q
@@ -282,7 +362,7 @@ fn spec_of(store: &Store, q: &AuditQuery<'_>) -> Spec {
     }
     let (index, pk, key_attrs) = if let Some(p) = q.partition {
         if let Some(t) = q.action_type {
-            filters.push(("action_type", Cond::Eq(s(t))));
+            filters.push(type_filter(t));
         }
         (None, ("conversation_id", s(p)), TABLE_KEY.to_vec())
     } else if let Some(t) = q.action_type {
@@ -407,18 +487,14 @@ pub async fn last_since(
         pk: ("conversation_id", s(partition)),
         // "At or after": every sort key starts with a digit, so none sorts above "~".
         sk: Some(("ts_action_id", Cond::Between(s(&since), s("~")))),
-        filters: vec![
-            ("action_type", Cond::Eq(s(action_type))),
-            ("actor", Cond::Eq(s(actor))),
-        ],
+        filters: vec![type_filter(action_type), ("actor", Cond::Eq(s(actor)))],
         ascending: false,
         key_attrs: TABLE_KEY.to_vec(),
         projection: None,
     };
     let page = query::page(store, &spec, Start::First, 1).await?;
-    let table = store.table(MW_AUDIT_ACTIONS.base);
     match page.items.into_iter().next() {
-        Some(item) => Ok(super::item::decode::<AuditItem>(item, &table)?.at()),
+        Some(item) => Ok(decode(store, item)?.at()),
         None => Ok(None),
     }
 }

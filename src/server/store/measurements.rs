@@ -2,7 +2,7 @@
 //! the accepted measurements (`USER#<id>` / `MEAS#<timestamp>#<measurement_id>`), their
 //! idempotency records (`IDEMP#<measurement_id>`), the ordering state (`ORDER`), and an
 //! audit record of every attempt (`AUDIT#<time>#<attempt_id>`, also in the sparse
-//! `outcome-index`); hourly counters in `STATS_SHARDS` shards (`STATS#<n>` / `<hour>`;
+//! `outcome-shard-index`); hourly counters in `STATS_SHARDS` shards (`STATS#<n>` / `<hour>`;
 //! why shards: `measurements/stats.rs`). An acceptance writes its idempotency record, the
 //! moved ordering state, the measurement, its audit and one counter shard in one
 //! transaction.
@@ -20,9 +20,10 @@ use aws_sdk_dynamodb::types::{
 };
 use serde::Serialize;
 
+use super::fanout;
 use super::item::{n, s};
 use super::query::{self, Cond, Spec, Start};
-use super::schema::{MEASUREMENTS, MEASUREMENTS_BY_OUTCOME};
+use super::schema::{MEASUREMENTS, MEASUREMENTS_BY_OUTCOME, MEASUREMENTS_BY_OUTCOME_SHARD};
 use super::tx::{self, Outcome};
 use super::{Store, StoreError};
 use stats::count;
@@ -40,6 +41,25 @@ fn to_item<T: Serialize>(
     v: &T,
 ) -> Result<HashMap<String, AttributeValue>, StoreError> {
     serde_dynamo::to_item(v).map_err(|e| StoreError::corrupt(&table(store), e))
+}
+
+/// Shards of one outcome's audit records in `outcome-shard-index` (docs/dynamodb.md, "No
+/// hot partition key"): nearly every attempt is `accepted`, one record each; 16
+/// partitions take 16,000 units a second.
+pub const OUTCOME_SHARDS: u32 = 16;
+
+/// An attempt's audit record as stored, with its index keys: `outcome_shard`
+/// (`accepted#07`, by the record's key) for `outcome-shard-index`, and `audit_outcome`
+/// (`accepted`) for the release before, whose records need it and whose lists read
+/// `outcome-index`. The next release stops writing `audit_outcome`: that index's
+/// one partition per outcome is hot at scale.
+fn audit_item(store: &Store, a: &AuditItem) -> Result<HashMap<String, AttributeValue>, StoreError> {
+    let mut item = to_item(store, a)?;
+    let outcome = a.action.as_str();
+    let shard = fanout::key(outcome, &format!("{}|{}", a.pk, a.sk), OUTCOME_SHARDS);
+    item.insert("outcome_shard".into(), s(&shard));
+    item.insert("audit_outcome".into(), s(outcome));
+    Ok(item)
 }
 
 fn from_item<T: serde::de::DeserializeOwned>(
@@ -158,7 +178,7 @@ pub async fn accept(store: &Store, a: &Acceptance<'_>) -> Result<Accepted, Store
         actions.push(put(store, to_item(store, o)?, Some(cond))?);
     }
     actions.push(put(store, to_item(store, a.measurement)?, None)?);
-    actions.push(put(store, to_item(store, a.audit)?, None)?);
+    actions.push(put(store, audit_item(store, a.audit)?, None)?);
     actions.push(count(store, a.hour, a.audit.action, a.keep_until)?);
     let outcome = tx::transact(store, actions).await?;
     if let Some(Some(item)) = idemp_at.and_then(|i| outcome.refused_at(i)) {
@@ -184,7 +204,7 @@ pub async fn record_attempt(
     keep_until: i64,
 ) -> Result<(), StoreError> {
     let actions = vec![
-        put(store, to_item(store, audit)?, None)?,
+        put(store, audit_item(store, audit)?, None)?,
         count(store, hour, audit.action, keep_until)?,
     ];
     match tx::transact(store, actions).await? {
@@ -219,24 +239,50 @@ pub async fn audits_of_user(
     page(store, &spec, start, size).await
 }
 
-/// Every user's audit records of one outcome, newest first.
+/// Every user's audit records of one outcome, newest first: the outcome's shards of
+/// `outcome-shard-index` and, for the records of the release before (no shard),
+/// `outcome-index`, merged under one sealed cursor (a page's `next`).
 pub async fn audits_by_outcome(
     store: &Store,
     outcome: Action,
-    start: Start<'_>,
+    cursor: Option<&str>,
     size: usize,
-) -> Result<(Vec<AuditItem>, Option<String>, Option<String>), StoreError> {
-    let spec = Spec {
+) -> Result<(Vec<AuditItem>, Option<String>), StoreError> {
+    let o = outcome.as_str();
+    let unsharded = Spec {
         table: table(store),
         index: Some(MEASUREMENTS_BY_OUTCOME),
-        pk: ("audit_outcome", s(outcome.as_str())),
+        pk: ("audit_outcome", s(o)),
         sk: None,
-        filters: vec![],
+        filters: vec![("outcome_shard", Cond::Absent)],
         ascending: false,
         key_attrs: vec!["PK", "SK", "audit_outcome"],
         projection: None,
     };
-    page(store, &spec, start, size).await
+    let mut shards: Vec<fanout::Shard> = (0..OUTCOME_SHARDS)
+        .map(|id| fanout::Shard {
+            id,
+            spec: Spec {
+                index: Some(MEASUREMENTS_BY_OUTCOME_SHARD),
+                pk: ("outcome_shard", s(format!("{o}#{id:02}"))),
+                filters: vec![],
+                key_attrs: vec!["PK", "SK", "outcome_shard"],
+                ..unsharded.clone()
+            },
+        })
+        .collect();
+    let binding = unsharded.binding();
+    shards.push(fanout::Shard {
+        id: OUTCOME_SHARDS,
+        spec: unsharded,
+    });
+    let page = fanout::page(store, &shards, "SK", &binding, cursor, size).await?;
+    let items = page
+        .items
+        .into_iter()
+        .map(|(_, i)| from_item(store, i))
+        .collect::<Result<_, _>>()?;
+    Ok((items, page.next))
 }
 
 async fn page<T: serde::de::DeserializeOwned>(

@@ -88,10 +88,13 @@ async fn rows(
     let mut rows = vec![HEADER.to_string()];
     let mut cursor: Option<String> = None;
     while rows.len() <= MAX_ROWS {
-        let start = cursor.as_deref().map_or(Start::First, Start::After);
-        let (items, next, _) = match scope {
-            Scope::User(user) => store::audits_of_user(store, user, None, start, 500).await?,
-            Scope::Outcome(o) => store::audits_by_outcome(store, o, start, 500).await?,
+        let (items, next) = match scope {
+            Scope::User(user) => {
+                let start = cursor.as_deref().map_or(Start::First, Start::After);
+                let (items, next, _) = store::audits_of_user(store, user, None, start, 500).await?;
+                (items, next)
+            }
+            Scope::Outcome(o) => store::audits_by_outcome(store, o, cursor.as_deref(), 500).await?,
         };
         rows.extend(
             items

@@ -18,7 +18,6 @@ use crate::server::domain::redact;
 use crate::server::services::conversations::reference::Refs;
 use crate::server::services::events::pages::masked_in;
 use crate::server::store::audit::{self, AuditItem};
-use crate::server::store::query::Start;
 use crate::server::store::Store;
 
 const PAGE: usize = 50;
@@ -81,8 +80,7 @@ impl Audit {
         let (items, next_cursor) = if by_day {
             audit::list_days(&self.store, &q, &w.days, cursor, PAGE).await?
         } else {
-            let start = cursor.map_or(Start::First, Start::After);
-            audit::list(&self.store, &q, start, PAGE).await?
+            audit::list(&self.store, &q, cursor, PAGE).await?
         };
         Ok(AuditRows {
             window: w.said,

@@ -152,7 +152,6 @@ impl Measurements {
             payload: a.payload,
             correlation_id: ctx.correlation_id.clone(),
             at: iso(now),
-            audit_outcome: a.action,
             ttl: (now + Duration::days(self.settings.audit_ttl_days)).timestamp(),
         }
     }

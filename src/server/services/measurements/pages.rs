@@ -48,12 +48,14 @@ pub async fn attempts(
     let (user, outcome) = (user.trim(), outcome.trim());
     check_user(user)?;
     let outcome = parse_outcome(outcome)?;
-    let start = cursor
-        .filter(|c| !c.is_empty())
-        .map_or(Start::First, Start::After);
-    let (items, next, _) = match outcome {
-        _ if !user.is_empty() => store::audits_of_user(store, user, outcome, start, 25).await?,
-        Some(o) => store::audits_by_outcome(store, o, start, 25).await?,
+    let cursor = cursor.filter(|c| !c.is_empty());
+    let start = cursor.map_or(Start::First, Start::After);
+    let (items, next) = match outcome {
+        _ if !user.is_empty() => {
+            let (items, next, _) = store::audits_of_user(store, user, outcome, start, 25).await?;
+            (items, next)
+        }
+        Some(o) => store::audits_by_outcome(store, o, cursor, 25).await?,
         None => return Ok(AttemptPage::default()),
     };
     Ok(AttemptPage {

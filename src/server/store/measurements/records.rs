@@ -125,8 +125,6 @@ pub struct AuditItem {
     pub payload: Option<Payload>,
     pub correlation_id: String,
     pub at: String,
-    /// The outcome index's key (same as `action`).
-    pub audit_outcome: Action,
     pub ttl: i64,
 }
 

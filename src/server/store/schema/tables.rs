@@ -260,19 +260,29 @@ pub const INBOX: TableSpec = TableSpec {
 };
 
 pub const MEASUREMENTS_BY_OUTCOME: &str = "outcome-index";
+pub const MEASUREMENTS_BY_OUTCOME_SHARD: &str = "outcome-shard-index";
 
 /// Measurements (docs/measurements.md; docs/data-model.md, "measurements"): the
 /// measurements, their idempotency and ordering records, and the audit of every attempt
-/// (sparse `outcome-index`: audit records only, by outcome and time).
+/// (sparse `outcome-shard-index`: audit records only, by outcome over 16 shards
+/// (`accepted#07`) and time; `outcome-index`, by outcome alone, is the release before's,
+/// read for its records and written until the next release).
 pub const MEASUREMENTS: TableSpec = TableSpec {
     base: "measurements",
     pk: s("PK"),
     sk: Some(s("SK")),
-    gsis: &[IndexSpec {
-        name: MEASUREMENTS_BY_OUTCOME,
-        pk: s("audit_outcome"),
-        sk: Some(s("SK")),
-    }],
+    gsis: &[
+        IndexSpec {
+            name: MEASUREMENTS_BY_OUTCOME,
+            pk: s("audit_outcome"),
+            sk: Some(s("SK")),
+        },
+        IndexSpec {
+            name: MEASUREMENTS_BY_OUTCOME_SHARD,
+            pk: s("outcome_shard"),
+            sk: Some(s("SK")),
+        },
+    ],
     lsis: &[],
     ttl_attr: "ttl",
     stream: false,
