@@ -605,6 +605,50 @@ fn print(
         used.calls as f64 / events,
         used.calls as f64 / delivered.max(1) as f64
     );
+    // Where the units go: every key's units summed by its table or index, largest first.
+    let mut by_resource: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
+    for k in &report.keys {
+        let (mut w, mut r) = (k.write, k.read);
+        if let Some(b) = before.keys.iter().find(|b| b.key == k.key) {
+            (w, r) = (w - b.write, r - b.read);
+        }
+        let resource = k.key.split_once('|').map_or(k.key.as_str(), |(r, _)| r);
+        let sum = by_resource.entry(resource).or_default();
+        (sum.0, sum.1) = (sum.0 + w, sum.1 + r);
+    }
+    let mut costs: Vec<(&str, f64, f64)> = by_resource
+        .into_iter()
+        .map(|(name, (w, r))| (name, w / events, r / events))
+        .collect();
+    costs.sort_by(|a, b| b.1.total_cmp(&a.1));
+    println!("write and read units per event, by table and index (the largest writes first):");
+    for (i, (name, w, r)) in costs.iter().take(10).enumerate() {
+        println!("    {w:>7.1} write {r:>7.1} read  {name}");
+        // The three largest: which of their keys, by a key's shape (`rate#…#3` → `rate#…`).
+        if i < 3 {
+            let mut shapes: BTreeMap<String, f64> = BTreeMap::new();
+            for k in report
+                .keys
+                .iter()
+                .filter(|k| k.key.starts_with(&format!("{name}|")))
+            {
+                let spent = k.write
+                    - before
+                        .keys
+                        .iter()
+                        .find(|b| b.key == k.key)
+                        .map_or(0.0, |b| b.write);
+                *shapes
+                    .entry(key_shape(&k.key[name.len() + 1..]))
+                    .or_default() += spent;
+            }
+            let mut shapes: Vec<(String, f64)> = shapes.into_iter().collect();
+            shapes.sort_by(|a, b| b.1.total_cmp(&a.1));
+            for (shape, spent) in shapes.iter().take(4).filter(|(_, s)| *s > 0.0) {
+                println!("            {:>7.1} write  {shape}", spent / events);
+            }
+        }
+    }
     let throttled: Vec<&dynamodb_faults::KeyUse> =
         report.keys.iter().filter(|k| k.throttled > 0).collect();
     println!(
@@ -690,6 +734,17 @@ fn print(
         "throttled_quota": report.get(Kind::QuotaThrottle) - before.get(Kind::QuotaThrottle),
         "refused_keys": throttled.iter().take(10).map(|k| json!({"key": k.key, "throttled": k.throttled})).collect::<Vec<_>>(),
         "hottest": hottest,
+        "units_per_event_by_resource": costs.iter().map(|(name, w, r)| json!({"resource": name, "write": w, "read": r})).collect::<Vec<_>>(),
         "describe_stream_per_console_per_s": describe,
     })
+}
+
+/// A key as the kind of item it is: its attribute, and its value up to the first `#`,
+/// `:` or digit (`pk=rate#https://…#3` → `pk=rate#`; `outbox=due#05` → `outbox=due#`).
+fn key_shape(key: &str) -> String {
+    let (attr, value) = key.split_once('=').unwrap_or((key, ""));
+    let end = value
+        .find(|c: char| c == '#' || c == ':' || c.is_ascii_digit())
+        .map_or(value.len(), |i| i + 1);
+    format!("{attr}={}", &value[..end.min(value.len())])
 }
