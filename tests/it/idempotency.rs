@@ -376,6 +376,20 @@ async fn outcomes_are_counted_per_scope_and_hour() {
         .await
         .unwrap();
     assert_eq!(all[0].scopes, vec![SCOPE.to_string()]);
+    // Every console's flushes of every scope would meet on the hour's `#all` item: a
+    // console notes a scope there once an hour, and a later flush writes its totals alone.
+    let key = inputs("stats-later");
+    run_counting(engine, &key, ran.clone(), StdDuration::ZERO).await;
+    let before = app.store.requests().snapshot();
+    engine.flush_stats().await.unwrap();
+    let after = app.store.requests().snapshot();
+    assert_eq!(
+        after["UpdateItem"] - before["UpdateItem"],
+        1,
+        "the totals only"
+    );
+    let buckets = store::read_stats(&app.store, SCOPE, &hour).await.unwrap();
+    assert_eq!(buckets[0].counts["fresh"], 4);
 }
 
 // --- HTTP -----------------------------------------------------------------------------------

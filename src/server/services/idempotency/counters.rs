@@ -75,6 +75,7 @@ impl Engine {
                 console: &self.console,
                 seq: b.seq,
                 counts: &b.totals,
+                first: b.written == 0,
             };
             match store::put_stats(&self.store, &totals, expires).await {
                 Ok(()) => {

@@ -2,7 +2,9 @@
 //! (sort key `<hour>#<console>`), and an `#all` item per hour naming the scopes active in
 //! it. A console writes its own totals (not increments) under a sequence number, so a
 //! write sent again after a lost answer, or landing late after a newer one, changes
-//! nothing: no count is ever added twice.
+//! nothing: no count is ever added twice. A console notes a scope in the hour's `#all`
+//! item with its first write of that bucket only: one item takes every console's notes,
+//! and one note per console, scope and hour keeps it far from a partition's limit.
 
 use std::collections::BTreeMap;
 
@@ -35,10 +37,13 @@ pub struct Totals<'a> {
     pub console: &'a str,
     pub seq: u64,
     pub counts: &'a BTreeMap<&'static str, u64>,
+    /// No write of this bucket by this console has succeeded yet: the scope is noted in
+    /// the hour's `#all` item too (again, harmlessly, after a write that failed there).
+    pub first: bool,
 }
 
 /// Writes a console's totals of one bucket unless a later write of them (a higher `seq`)
-/// is there, and notes the scope as active that hour.
+/// is there, and with the bucket's first write notes the scope as active that hour.
 pub async fn put_stats(store: &Store, t: &Totals<'_>, expires_at: i64) -> Result<(), StoreError> {
     use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
     let table = store.table(IDEMPOTENCY_STATS.base);
@@ -66,6 +71,9 @@ pub async fn put_stats(store: &Store, t: &Totals<'_>, expires_at: i64) -> Result
             UpdateItemError::ConditionalCheckFailedException(_) => {}
             other => return Err(StoreError::service("UpdateItem", &other)),
         },
+    }
+    if !t.first {
+        return Ok(());
     }
     store
         .client()
