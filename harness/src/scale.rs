@@ -624,7 +624,7 @@ fn print(
     println!("write and read units per event, by table and index (the largest writes first):");
     for (i, (name, w, r)) in costs.iter().take(10).enumerate() {
         println!("    {w:>7.1} write {r:>7.1} read  {name}");
-        // The three largest: which of their keys, by a key's shape (`rate#…#3` → `rate#…`).
+        // The three largest: which of their keys, by a key's shape (`pk=rate#…` → `pk=rate#`).
         if i < 3 {
             let mut shapes: BTreeMap<String, f64> = BTreeMap::new();
             for k in report

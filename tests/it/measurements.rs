@@ -840,14 +840,20 @@ async fn attempts_of_one_outcome_are_sharded_and_read_with_the_release_befores()
         .await
         .unwrap();
     sent.push("m-old".into());
-    // Pages of 7 under one sealed cursor.
+    // Pages of 7 under one sealed cursor, each one query of each shard and of the old
+    // index: that one holds this release's records too, filtered out, and is not read on
+    // for them.
     let (mut cursor, mut seen) = (None::<String>, Vec::new());
     loop {
+        let before = app.store.requests().snapshot();
         let (items, next) =
             store::audits_by_outcome(&app.store, Action::Accepted, cursor.as_deref(), 7)
                 .await
                 .unwrap();
         assert!(items.len() <= 7);
+        let queries =
+            app.store.requests().snapshot()["Query"] - before.get("Query").copied().unwrap_or(0);
+        assert_eq!(queries, 17, "16 shards and the old index, once each");
         seen.extend(items);
         match next {
             Some(c) => cursor = Some(c),
@@ -864,4 +870,59 @@ async fn attempts_of_one_outcome_are_sharded_and_read_with_the_release_befores()
     sent.sort();
     assert_eq!(ids, sent);
     assert!(seen.iter().all(|a| a.action == Action::Accepted));
+}
+
+/// While `outcome-shard-index` is still being built on a table the release before made
+/// (AWS refuses to query an index it is backfilling, for hours on a large table), one
+/// outcome's attempts are read from `outcome-index` alone: the same records in the same
+/// order, not a 503, and a cursor of either way reads on in the other.
+#[tokio::test]
+async fn attempts_of_one_outcome_are_read_from_the_old_index_while_the_new_one_is_built() {
+    use dynamodb_faults::Kind;
+    let proxy = crate::helpers::faulty_dynamodb().await;
+    let (app, _direct) = crate::helpers::spawn_app_via(&proxy, |_| {}).await;
+    let key = writer(&app).await;
+    let t0 = now() - Duration::hours(1);
+    for i in 0..12 {
+        let b = body(
+            &format!("m-b{i:02}"),
+            &format!("u-build-{}", i % 3),
+            70.0,
+            "kg",
+            t0 + Duration::seconds(i),
+        );
+        assert_eq!(one(&app, &key, &b).await.status, 201);
+    }
+    // Pages of 5; `building` says, per page, whether the new index is being built.
+    let read = |building: [bool; 3]| {
+        let (app, proxy) = (&app, &proxy);
+        async move {
+            let (mut cursor, mut seen) = (None::<String>, Vec::new());
+            for b in building {
+                proxy.update(|f| {
+                    f.backfilling_indexes = if b {
+                        vec!["outcome-shard-index".into()]
+                    } else {
+                        Vec::new()
+                    }
+                });
+                let (items, next) =
+                    store::audits_by_outcome(&app.store, Action::Accepted, cursor.as_deref(), 5)
+                        .await
+                        .expect("read while the index is built");
+                seen.extend(items.into_iter().map(|a| a.measurement_id));
+                cursor = next;
+            }
+            assert!(cursor.is_none(), "three pages of five hold twelve");
+            seen
+        }
+    };
+    let built = read([false; 3]).await;
+    assert_eq!(proxy.report().get(Kind::Backfilling), 0);
+    let expected: Vec<String> = (0..12).rev().map(|i| format!("m-b{i:02}")).collect();
+    assert_eq!(built, expected);
+    assert_eq!(read([true; 3]).await, expected);
+    assert!(proxy.report().get(Kind::Backfilling) >= 3);
+    assert_eq!(read([false, true, false]).await, expected);
+    assert_eq!(read([true, false, true]).await, expected);
 }

@@ -69,6 +69,15 @@ pub(crate) fn throttled_by(reason: &str, resource: &str) -> Answer {
     )
 }
 
+/// A query of a global index that is still being built, as AWS refuses it.
+pub(crate) fn backfilling(index: &str) -> Answer {
+    error(
+        StatusCode::BAD_REQUEST,
+        &format!("{DYNAMODB}#ValidationException"),
+        &format!("Cannot read from backfilling global secondary index: {index}"),
+    )
+}
+
 pub(crate) fn transaction_conflict() -> Answer {
     error(
         StatusCode::BAD_REQUEST,

@@ -121,6 +121,10 @@ pub struct Faults {
     /// Share of `GetShardIterator` calls at a sequence number answered
     /// `TrimmedDataAccessException`.
     pub trimmed_rate: f64,
+    /// Global indexes still being built (added to a table in use): a `Query` of one is
+    /// answered `ValidationException` "Cannot read from backfilling global secondary
+    /// index", as AWS answers until the index is ACTIVE (DynamoDB Local builds at once).
+    pub backfilling_indexes: Vec<String>,
 }
 
 impl Faults {
@@ -147,6 +151,7 @@ impl Faults {
         add(self.expired_iterator_rate > 0.0, Kind::ExpiredIterator);
         add(self.stream_limit_rate > 0.0, Kind::StreamLimit);
         add(self.trimmed_rate > 0.0, Kind::Trimmed);
+        add(!self.backfilling_indexes.is_empty(), Kind::Backfilling);
         on
     }
 }
@@ -261,10 +266,12 @@ pub enum Kind {
     ExpiredIterator,
     StreamLimit,
     Trimmed,
+    /// A query of an index still being built.
+    Backfilling,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 22] = [
+    pub const ALL: [Kind; 23] = [
         Kind::Conflict,
         Kind::RandomConflict,
         Kind::Throttle,
@@ -287,6 +294,7 @@ impl Kind {
         Kind::ExpiredIterator,
         Kind::StreamLimit,
         Kind::Trimmed,
+        Kind::Backfilling,
     ];
 
     pub fn name(self) -> &'static str {
@@ -313,6 +321,7 @@ impl Kind {
             Kind::ExpiredIterator => "expired stream iterators",
             Kind::StreamLimit => "stream LimitExceeded",
             Kind::Trimmed => "trimmed stream positions",
+            Kind::Backfilling => "queries of an index still being built",
         }
     }
 }

@@ -324,6 +324,13 @@ async fn handle(ctx: &Ctx, kill: &Notify, req: Request<Incoming>) -> Answer {
     if !is_data_op(op) {
         return forward_or_reset(ctx, kill, &parts.headers, &parts.uri, body).await;
     }
+    if op == "Query" {
+        let index = json["IndexName"].as_str().unwrap_or_default();
+        if faults.backfilling_indexes.iter().any(|b| b == index) {
+            shared.counters.add(Kind::Backfilling);
+            return errors::backfilling(index);
+        }
+    }
     // A batch handed back in part: forward the rest, answer with the part as unprocessed.
     let mut held_back = None;
     if matches!(op, "BatchWriteItem" | "BatchGetItem") && shared.roll(faults.partial_batch_rate) {

@@ -110,6 +110,8 @@ pub fn steady_faults() -> Faults {
         expired_iterator_rate: 0.1,
         stream_limit_rate: 0.1,
         trimmed_rate: 0.3,
+        // The indexes the consoles read are built: an upgrade's backfill is tests/it's.
+        backfilling_indexes: Vec::new(),
     }
 }
 

@@ -24,8 +24,10 @@ pub const AUDIT_DAY_SHARDS: u32 = 64;
 /// (`decision`, `route`) take about one record an event each, 10,000 a second at 10,000
 /// events a second, each copy a unit or more; 32 partitions take 32,000 units a second.
 /// Stored in `action_type` itself (`decision#07`), as the day is in `audit_day`: the
-/// release before reads any string there, so a rolling deployment keeps working (its
-/// by-type lists and filters see only its own records until it is replaced).
+/// release before reads any string there, so its consoles keep answering through a
+/// rolling deployment; until they are replaced, their by-type lists and filters (the
+/// kill-switch history, the reveal check) find only their own records, and other lists
+/// show the type with its shard (docs/data-model.md).
 pub const AUDIT_TYPE_SHARDS: u32 = 32;
 
 /// Records one counting read of a day's shard looks at, at most.
@@ -300,7 +302,7 @@ pub async fn list(
         .map(|(id, key)| {
             let mut spec = spec.clone();
             spec.pk = ("action_type", AttributeValue::S(key));
-            fanout::Shard { id, spec }
+            fanout::Shard::new(id, spec)
         })
         .collect();
     let page = fanout::page(
@@ -332,7 +334,7 @@ pub async fn list_day(
         .map(|(id, key)| {
             let mut spec = spec_of(store, q);
             spec.pk = ("audit_day", AttributeValue::S(key));
-            fanout::Shard { id, spec }
+            fanout::Shard::new(id, spec)
         })
         .collect();
     let binding = unsharded.binding();

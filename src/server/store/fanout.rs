@@ -36,10 +36,26 @@ pub fn keys(value: &str, shards: u32) -> Vec<(u32, String)> {
 }
 
 /// One shard's query: its number and what it reads. Every shard's query differs from the
-/// others' by its partition only.
+/// others' by its partition (and, for an index of the release before, its index and a
+/// filter) only.
 pub struct Shard {
     pub id: u32,
     pub spec: Spec,
+    /// Read in one `Query` call a page, however few of its items match its filter: for a
+    /// partition that holds every item of the list (the unsharded index of the release
+    /// before, which this release writes too), where that call stops bounds the page
+    /// as well as reading on would, at a page's reads.
+    pub one_call: bool,
+}
+
+impl Shard {
+    pub fn new(id: u32, spec: Spec) -> Shard {
+        Shard {
+            id,
+            spec,
+            one_call: false,
+        }
+    }
 }
 
 /// A merged page: the items in the index's order (with the shard each came from), and
@@ -91,8 +107,9 @@ pub async fn page(
             None => shard.spec.clone(),
             Some(b) => resumed(&shard.spec, sort_attr, b)?,
         };
+        let calls = if shard.one_call { 1 } else { query::MAX_CALLS };
         Some(async move {
-            query::page_from(store, &spec, From::First, size)
+            query::page_within(store, &spec, From::First, size, calls)
                 .await
                 .map(|page| (shard, page))
         })

@@ -25,7 +25,7 @@ use super::item::{n, s};
 use super::query::{self, Cond, Spec, Start};
 use super::schema::{MEASUREMENTS, MEASUREMENTS_BY_OUTCOME, MEASUREMENTS_BY_OUTCOME_SHARD};
 use super::tx::{self, Outcome};
-use super::{Store, StoreError};
+use super::{Busy, Store, StoreError};
 use stats::count;
 
 pub fn user_pk(user: &str) -> String {
@@ -241,7 +241,10 @@ pub async fn audits_of_user(
 
 /// Every user's audit records of one outcome, newest first: the outcome's shards of
 /// `outcome-shard-index` and, for the records of the release before (no shard),
-/// `outcome-index`, merged under one sealed cursor (a page's `next`).
+/// `outcome-index`, merged under one sealed cursor (a page's `next`). This release writes
+/// every record to `outcome-index` too, so that index is read in one call a page (its
+/// stop bounds the page), and alone while `outcome-shard-index` is still being built on a
+/// table the release before made.
 pub async fn audits_by_outcome(
     store: &Store,
     outcome: Action,
@@ -254,29 +257,43 @@ pub async fn audits_by_outcome(
         index: Some(MEASUREMENTS_BY_OUTCOME),
         pk: ("audit_outcome", s(o)),
         sk: None,
-        filters: vec![("outcome_shard", Cond::Absent)],
+        filters: vec![],
         ascending: false,
         key_attrs: vec!["PK", "SK", "audit_outcome"],
         projection: None,
     };
+    // One binding whichever way it is read: a cursor of either reads on in the other.
+    let binding = unsharded.binding();
     let mut shards: Vec<fanout::Shard> = (0..OUTCOME_SHARDS)
-        .map(|id| fanout::Shard {
-            id,
-            spec: Spec {
+        .map(|id| {
+            let spec = Spec {
                 index: Some(MEASUREMENTS_BY_OUTCOME_SHARD),
                 pk: ("outcome_shard", s(format!("{o}#{id:02}"))),
-                filters: vec![],
                 key_attrs: vec!["PK", "SK", "outcome_shard"],
                 ..unsharded.clone()
-            },
+            };
+            fanout::Shard::new(id, spec)
         })
         .collect();
-    let binding = unsharded.binding();
-    shards.push(fanout::Shard {
-        id: OUTCOME_SHARDS,
-        spec: unsharded,
-    });
-    let page = fanout::page(store, &shards, "SK", &binding, cursor, size).await?;
+    let mut before = fanout::Shard::new(
+        OUTCOME_SHARDS,
+        Spec {
+            filters: vec![("outcome_shard", Cond::Absent)],
+            ..unsharded.clone()
+        },
+    );
+    before.one_call = true;
+    shards.push(before);
+    let page = match fanout::page(store, &shards, "SK", &binding, cursor, size).await {
+        Err(StoreError::Busy {
+            cause: Busy::IndexBuilding,
+            ..
+        }) => {
+            let alone = [fanout::Shard::new(OUTCOME_SHARDS, unsharded)];
+            fanout::page(store, &alone, "SK", &binding, cursor, size).await?
+        }
+        other => other?,
+    };
     let items = page
         .items
         .into_iter()

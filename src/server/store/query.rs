@@ -85,7 +85,7 @@ pub struct KeyedPage {
 
 /// Query calls one page may make before it answers with what it found (a filter that
 /// matches rarely must not hold a request for long).
-const MAX_CALLS: usize = 8;
+pub const MAX_CALLS: usize = 8;
 
 struct Built {
     key_condition: String,
@@ -254,13 +254,25 @@ pub async fn page_from(
     from: From,
     size: usize,
 ) -> Result<KeyedPage, StoreError> {
+    page_within(store, spec, from, size, MAX_CALLS).await
+}
+
+/// [`page_from`] in at most `calls` `Query` calls: where the last one stopped is the next
+/// page's start, however few of the items it read matched the filter.
+pub async fn page_within(
+    store: &Store,
+    spec: &Spec,
+    from: From,
+    size: usize,
+    calls: usize,
+) -> Result<KeyedPage, StoreError> {
     let size = size.max(1);
     let (forward, exclusive) = match &from {
         From::First => (spec.ascending, None),
         From::After(k) => (spec.ascending, Some(k.clone())),
         From::Before(k) => (!spec.ascending, Some(k.clone())),
     };
-    let read = read_matches(store, spec, forward, exclusive, size).await?;
+    let read = read_matches(store, spec, forward, exclusive, size, calls.max(1)).await?;
     Ok(arrange(spec, from, read, size))
 }
 
@@ -273,13 +285,14 @@ struct Read {
 }
 
 /// Reads in one direction from `exclusive` until more than `size` items matched, the
-/// partition ended, or [`MAX_CALLS`] calls were made.
+/// partition ended, or `calls` calls were made.
 async fn read_matches(
     store: &Store,
     spec: &Spec,
     forward: bool,
     mut exclusive: Option<Item>,
     size: usize,
+    calls: usize,
 ) -> Result<Read, StoreError> {
     let mut built = spec.build();
     let projection = spec.projection_expression(&mut built.names);
@@ -288,7 +301,7 @@ async fn read_matches(
     // A filter may skip items: read what the page still needs, then four times more on
     // each call that comes back short.
     let mut limit = (size + 1) as i32;
-    for call in 0..MAX_CALLS {
+    for call in 0..calls {
         if built.filter.is_none() {
             limit = (size + 1 - found.len()) as i32;
         }
@@ -305,7 +318,7 @@ async fn read_matches(
         if found.len() > size || last.is_none() {
             break;
         }
-        if call + 1 == MAX_CALLS {
+        if call + 1 == calls {
             resume = last;
         } else {
             exclusive = last;

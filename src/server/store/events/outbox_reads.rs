@@ -170,10 +170,7 @@ pub async fn list(
     let binding = spec(store, group, 0, filter, None).binding();
     let shards: Vec<fanout::Shard> = filter
         .shards()
-        .map(|id| fanout::Shard {
-            id,
-            spec: spec(store, group, id, filter, None),
-        })
+        .map(|id| fanout::Shard::new(id, spec(store, group, id, filter, None)))
         .collect();
     let page = fanout::page(store, &shards, "outbox_sk", &binding, cursor, size).await?;
     let table = store.table(MW_IDEMPOTENCY.base);

@@ -104,10 +104,7 @@ pub async fn events_of_day(
 ) -> Result<Page<EventRecord>, StoreError> {
     let shards: Vec<fanout::Shard> = super::day_keys(day)
         .into_iter()
-        .map(|(id, key)| fanout::Shard {
-            id,
-            spec: day_spec(store, key, None),
-        })
+        .map(|(id, key)| fanout::Shard::new(id, day_spec(store, key, None)))
         .collect();
     // One binding for the day: every shard's query differs by its partition only.
     let binding = day_spec(store, day.to_string(), None).binding();

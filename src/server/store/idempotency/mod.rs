@@ -451,10 +451,7 @@ pub async fn list_watch(
     let shards: Vec<fanout::Shard> = fanout::keys(status.as_str(), WATCH_SHARDS)
         .into_iter()
         .filter(|(id, _)| *id < WATCH_SHARDS)
-        .map(|(id, key)| fanout::Shard {
-            id,
-            spec: spec(key),
-        })
+        .map(|(id, key)| fanout::Shard::new(id, spec(key)))
         .collect();
     let binding = cursor::Binding::new([
         table.as_str(),
