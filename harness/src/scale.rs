@@ -739,12 +739,17 @@ fn print(
     })
 }
 
-/// A key as the kind of item it is: its attribute, and its value up to the first `#`,
-/// `:` or digit (`pk=rate#https://…#3` → `pk=rate#`; `outbox=due#05` → `outbox=due#`).
+/// A key as the kind of item it is: its attribute and its value up to the first `#` or
+/// `:` (`pk=rate#…` → `pk=rate#`, `outbox=due#05` → `outbox=due#`), or with its digits
+/// as `N` when it has neither (`conversation_id=scale-conv-N`).
 fn key_shape(key: &str) -> String {
     let (attr, value) = key.split_once('=').unwrap_or((key, ""));
-    let end = value
-        .find(|c: char| c == '#' || c == ':' || c.is_ascii_digit())
-        .map_or(value.len(), |i| i + 1);
-    format!("{attr}={}", &value[..end.min(value.len())])
+    let shape = match value.find(['#', ':']) {
+        Some(i) => value[..=i].to_string(),
+        None => value
+            .chars()
+            .map(|c| if c.is_ascii_digit() { 'N' } else { c })
+            .collect(),
+    };
+    format!("{attr}={shape}")
 }
