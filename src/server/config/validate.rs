@@ -79,7 +79,11 @@ pub(super) fn settings(s: &Settings) -> Result<(), ConfigError> {
     )?;
     crate::server::outbound::networks::Networks::parse(a.proxies())
         .map_err(|e| ConfigError::new("auth.trusted_proxies", &e))?;
-    idempotency(&s.idempotency, s.app.environment)?;
+    idempotency(
+        &s.idempotency,
+        s.app.environment,
+        s.operations.request_deadline_ms,
+    )?;
     if s.app.environment != Environment::Dev && s.auth.trusted_proxies.trim().is_empty() {
         return Err(ConfigError::new(
             "auth.trusted_proxies",
@@ -120,7 +124,14 @@ fn dynamodb(d: &DynamoSection) -> Result<(), ConfigError> {
     Ok(())
 }
 
-fn idempotency(i: &IdempotencySection, env: Environment) -> Result<(), ConfigError> {
+/// `deadline_ms`: the request deadline. A started key must not go stale before it: the
+/// client's retry after the deadline's 503 would take over an attempt whose writes still
+/// run (a write past the deadline runs to its end).
+fn idempotency(
+    i: &IdempotencySection,
+    env: Environment,
+    deadline_ms: i64,
+) -> Result<(), ConfigError> {
     if i.secret.is_empty() && env != Environment::Dev {
         return Err(ConfigError::new(
             "idempotency.secret",
@@ -154,6 +165,15 @@ fn idempotency(i: &IdempotencySection, env: Environment) -> Result<(), ConfigErr
         }
         if let Some(s) = o.stale_seconds {
             range(&format!("{path}.stale_seconds"), s, 1, 86_400)?;
+            if s * 1000 <= deadline_ms {
+                return Err(ConfigError::new(
+                    &format!("{path}.stale_seconds"),
+                    format!(
+                        "must be longer than operations.request_deadline_ms ({deadline_ms} ms): \
+                         a retry after the deadline's 503 would take over the attempt still running"
+                    ),
+                ));
+            }
         }
         for (name, pct) in [
             (
