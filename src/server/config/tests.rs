@@ -156,18 +156,25 @@ fn scopes_override_the_defaults() {
     let bad = "[idempotency.scopes.x]\nstale_seconds = 0\n";
     let err = Config::from_parts(Some(bad), &env(&[]), "t".into()).unwrap_err();
     assert_eq!(err.key, "idempotency.scopes.x.stale_seconds");
-    // A started key goes stale only after the request deadline, by default and per scope.
-    let short = "[idempotency]\nstale_seconds = 20\n";
-    let err = Config::from_parts(Some(short), &env(&[]), "t".into()).unwrap_err();
+    // In staging and prod a started key goes stale only after the request deadline, by
+    // default and per scope; dev allows it (the chaos run's 3 s makes takeovers happen).
+    let staging = "[app]\nenvironment = \"staging\"\n[auth]\ntrusted_proxies = \"10.0.0.0/16\"\n[idempotency]\nsecret = \"0123456789abcdef0123456789abcdef\"\n";
+    let with = |more: &str| format!("{staging}{more}");
+    let short = with("stale_seconds = 20\n");
+    let err = Config::from_parts(Some(&short), &env(&[]), "t".into()).unwrap_err();
     assert_eq!(err.key, "idempotency.stale_seconds");
     assert!(err.to_string().contains("request_deadline_ms"), "{err}");
-    let short =
-        "[operations]\nrequest_deadline_ms = 5000\n\n[idempotency.scopes.x]\nstale_seconds = 5\n";
-    let err = Config::from_parts(Some(short), &env(&[]), "t".into()).unwrap_err();
+    let short = with(
+        "[operations]\nrequest_deadline_ms = 5000\n[idempotency.scopes.x]\nstale_seconds = 5\n",
+    );
+    let err = Config::from_parts(Some(&short), &env(&[]), "t".into()).unwrap_err();
     assert_eq!(err.key, "idempotency.scopes.x.stale_seconds");
-    let fits =
-        "[operations]\nrequest_deadline_ms = 5000\n\n[idempotency.scopes.x]\nstale_seconds = 6\n";
-    assert!(Config::from_parts(Some(fits), &env(&[]), "t".into()).is_ok());
+    let fits = with(
+        "[operations]\nrequest_deadline_ms = 5000\n[idempotency.scopes.x]\nstale_seconds = 6\n",
+    );
+    Config::from_parts(Some(&fits), &env(&[]), "t".into()).unwrap();
+    let dev = "[idempotency]\nstale_seconds = 3\n";
+    Config::from_parts(Some(dev), &env(&[]), "t".into()).unwrap();
 }
 
 #[test]
