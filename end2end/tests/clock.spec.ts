@@ -40,10 +40,16 @@ test.describe('one clock', () => {
     await page.getByRole('button', { name: 'Show', exact: true }).click();
     await page.waitForURL(/\/audit\?.*day=/);
     await ready(page);
-    // With JavaScript the browser says its offset on that day (New York in November:
-    // UTC−05:00); without, the page reads the day in UTC and says so.
-    const zone = jsEnabled() ? 'UTC−05:00' : 'UTC';
-    expect(new URL(page.url()).searchParams.get('tz') ?? '').toBe(jsEnabled() ? '-300' : '');
+    // With JavaScript the browser says its offset on that day (New York's: UTC−05:00 in
+    // winter, UTC−04:00 in summer); without, the page reads the day in UTC and says so.
+    const [y, m, d] = today.split('-').map(Number);
+    const named = new Intl.DateTimeFormat('en-US', { timeZone: 'America/New_York', timeZoneName: 'longOffset' })
+      .formatToParts(new Date(Date.UTC(y, m - 1, d, 17)))
+      .find((p) => p.type === 'timeZoneName')!.value; // "GMT-05:00"
+    const [, sign, hh, mm] = /^GMT([+-])(\d{2}):(\d{2})$/.exec(named)!;
+    const minutes = (sign === '-' ? -1 : 1) * (Number(hh) * 60 + Number(mm));
+    const zone = jsEnabled() ? `UTC${sign === '-' ? '−' : '+'}${hh}:${mm}` : 'UTC';
+    expect(new URL(page.url()).searchParams.get('tz') ?? '').toBe(jsEnabled() ? String(minutes) : '');
     await expect(page.getByTestId('audit-window')).toHaveText(`Records of ${today}, 00:00–23:59, ${zone}.`);
     // The change just made is a record of New York's today (in UTC it may be another day).
     if (jsEnabled()) await expect(page.getByTestId('audit-row').first()).toBeVisible();

@@ -40,13 +40,16 @@ async function seed(request: APIRequestContext, tel: string) {
   }
 }
 
-const today = () => new Date().toISOString().slice(0, 10);
-const yesterday = () => new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 test.describe('conversations', () => {
   test('search by phone, filter by status and date, page forward and back, open one: masked for a viewer, revealed for an admin with a reason', async ({ page, request, browser }) => {
     const tel = `+447700${randomInt(100000, 999999)}`;
+    // The UTC days the seed ran on, read once (a run across midnight spans two).
+    const started = Date.now();
     await seed(request, tel);
+    const [first, last] = [utcDay(started), utcDay(Date.now())];
+    const before = utcDay(Date.parse(first) - 86_400_000);
 
     await signIn(page, 'viewer', '/conversations');
     await page.getByRole('combobox', { name: 'Search' }).fill(tel);
@@ -66,8 +69,8 @@ test.describe('conversations', () => {
 
     await page.getByText('More filters').click();
     await page.getByLabel('Status').selectOption('initial_message_sent');
-    await page.getByLabel('Created from').fill(today());
-    await page.getByLabel('Created to').fill(today());
+    await page.getByLabel('Created from').fill(first);
+    await page.getByLabel('Created to').fill(last);
     await page.getByRole('button', { name: 'Search' }).click();
     await ready(page);
     await expect(rows).toHaveCount(10);
@@ -75,16 +78,16 @@ test.describe('conversations', () => {
     // The filters that are set keep "More filters" open.
     await expect(page.getByLabel('Status')).toBeVisible();
 
-    await page.getByLabel('Created from').fill(yesterday());
-    await page.getByLabel('Created to').fill(yesterday());
+    await page.getByLabel('Created from').fill(before);
+    await page.getByLabel('Created to').fill(before);
     await page.getByRole('button', { name: 'Search' }).click();
     await ready(page);
     await expect(rows).toHaveCount(0);
     await expect(page.getByTestId('search-meta')).toContainText('0 matching');
     await expect(page.getByTestId('no-results')).toContainText('No conversations match this search.');
 
-    await page.getByLabel('Created from').fill(today());
-    await page.getByLabel('Created to').fill(today());
+    await page.getByLabel('Created from').fill(first);
+    await page.getByLabel('Created to').fill(last);
     await page.getByRole('button', { name: 'Search' }).click();
     await ready(page);
     await rows.first().getByRole('link').click();
