@@ -25,6 +25,7 @@ pub mod receiver;
 pub mod resend;
 pub mod round;
 pub mod routes;
+mod shards;
 mod slots;
 mod timeline;
 
