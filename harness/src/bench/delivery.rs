@@ -144,10 +144,6 @@ pub async fn bench_delivery(
         n,
     )
     .await?;
-    // The first pair stops: its shards go to the next pair at once, as at a shutdown.
-    for events in &free {
-        events.give_back_shards().await.map_err(|e| e.to_string())?;
-    }
     let paced = consoles(store, config, &url, 6000)?;
     let limited = deliver(
         "delivery: two consoles, shared rate limit (6000/s)",

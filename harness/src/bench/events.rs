@@ -208,8 +208,6 @@ pub async fn bench_ack(
             series.add(t.elapsed(), store.requests().total() - r0);
         }
         dispatcher.abort();
-        // Its shards go to the next console at once, as at a shutdown.
-        events.give_back_shards().await.map_err(|e| e.to_string())?;
         rows.push(series);
     }
     Ok(print_rows(

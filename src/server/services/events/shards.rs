@@ -1,12 +1,11 @@
 //! Who polls which outbox shard (docs/events.md, "Who polls which shard"): each console
 //! reads the due actions of the shards it holds a lease on, not of every shard, so the
 //! reads of a shard do not grow with the number of consoles. Every few seconds a console
-//! looks at all the leases: it renews its own, takes free or run-out ones up to its share,
-//! and, holding less than its share, takes shards from the consoles holding the most. A
-//! shard changes hands only by such a take (one conditional write), never by a console
-//! letting go first, so no shard goes unpolled while its holder lives; a console that
-//! stops gives its shards back, one that dies loses them when its leases run out. Which
-//! shards a console reads decides nothing: every claim stays conditional.
+//! looks at all the leases: it renews its own, gives back what is above its share, takes
+//! free or run-out ones up to its share, and, holding less than its share with none free,
+//! takes one from the console holding the most. A console that stops gives its shards
+//! back; one that dies loses them when its leases run out (`events.lease_seconds`, as its
+//! claims). Which shards a console reads decides nothing: every claim stays conditional.
 
 use std::collections::BTreeMap;
 
@@ -14,10 +13,6 @@ use super::ingest::Events;
 use crate::server::store::events::dispatch_leases::{self, Lease};
 use crate::server::store::events::outbox::SHARDS;
 use crate::server::store::StoreError;
-
-/// A shard lease lasts at most this long (less when `events.lease_seconds` is shorter): a
-/// dead console's shards are polled again within it. A console looks every third of it.
-pub(super) const SHARD_LEASE_MS: i64 = 15_000;
 
 /// The shards this console read last, and when it last looked at the leases.
 #[derive(Debug, Default)]
@@ -27,40 +22,48 @@ pub(super) struct Held {
     looked_ms: i64,
 }
 
-/// What one look at the leases decides for `me`.
+/// What one look at the leases decides for console `me`.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(super) struct Plan {
     /// Held, renewed.
     pub(super) keep: Vec<u32>,
     /// Free or run out: taken.
     pub(super) take: Vec<u32>,
-    /// Taken from the consoles holding the most, each as it was read.
-    pub(super) steal: Vec<Lease>,
+    /// Taken from the console holding the most, as it was read.
+    pub(super) steal: Option<Lease>,
+    /// Above this console's share: given back.
+    pub(super) give_back: Vec<u32>,
 }
 
 /// The plan for `me` given every shard's lease at `now_ms`. Shares: with `k` consoles
-/// holding leases (this one counted), a console takes free shards up to ⌈shards / k⌉,
-/// and one holding fewer than ⌊shards / k⌋ takes shards, one at a time, from whichever
-/// console holds the most, while that one holds at least two more than it. A console
-/// above its share keeps what it holds until others take it.
+/// holding leases (this one counted), each holds at most ⌈shards / k⌉; one below
+/// ⌊shards / k⌋ with nothing free takes one shard from the console holding the most, when
+/// that one holds at least two more than it.
 pub(super) fn plan(leases: &[Lease], me: &str, now_ms: i64) -> Plan {
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for l in leases.iter().filter(|l| l.live(now_ms)) {
         *counts
-            .entry(l.owner.clone().unwrap_or_default())
+            .entry(l.owner.as_deref().unwrap_or_default())
             .or_default() += 1;
     }
-    counts.entry(me.to_string()).or_default();
+    counts.entry(me).or_default();
     let consoles = counts.len();
-    let (most, least) = (leases.len().div_ceil(consoles), leases.len() / consoles);
-    let mut plan = Plan {
-        keep: leases
-            .iter()
-            .filter(|l| l.live(now_ms) && l.owner.as_deref() == Some(me))
-            .map(|l| l.shard)
-            .collect(),
-        ..Plan::default()
-    };
+    let (most, least) = (
+        leases.len().div_ceil(consoles),
+        leases.len() / consoles.max(1),
+    );
+    let mine: Vec<u32> = leases
+        .iter()
+        .filter(|l| l.live(now_ms) && l.owner.as_deref() == Some(me))
+        .map(|l| l.shard)
+        .collect();
+    let mut plan = Plan::default();
+    if mine.len() > most {
+        plan.keep = mine[..most].to_vec();
+        plan.give_back = mine[most..].to_vec();
+        return plan;
+    }
+    plan.keep = mine;
     // Free ones, starting at a place of this console's own, so that two consoles looking
     // at once mostly try different shards.
     let mut free: Vec<u32> = leases
@@ -72,29 +75,20 @@ pub(super) fn plan(leases: &[Lease], me: &str, now_ms: i64) -> Plan {
         let start = crate::server::store::fanout::shard_of(me, free.len() as u32) as usize;
         free.rotate_left(start);
     }
-    plan.take = free
-        .into_iter()
-        .take(most.saturating_sub(plan.keep.len()))
-        .collect();
-    let mut holding = plan.keep.len() + plan.take.len();
-    while holding < least {
+    plan.take = free.into_iter().take(most - plan.keep.len()).collect();
+    let holding = plan.keep.len() + plan.take.len();
+    if plan.take.is_empty() && holding < least {
         let top = counts
             .iter()
-            .filter(|(o, _)| o.as_str() != me)
-            .max_by_key(|(o, c)| (**c, std::cmp::Reverse(o.as_str())))
-            .map(|(o, c)| (o.clone(), *c));
-        let Some((them, count)) = top.filter(|(_, c)| *c >= holding + 2) else {
-            break;
-        };
-        let lease = leases.iter().rev().find(|l| {
-            l.live(now_ms)
-                && l.owner.as_deref() == Some(them.as_str())
-                && !plan.steal.iter().any(|s| s.shard == l.shard)
-        });
-        let Some(lease) = lease else { break };
-        plan.steal.push(lease.clone());
-        counts.insert(them, count - 1);
-        holding += 1;
+            .filter(|(o, _)| **o != me)
+            .max_by_key(|(o, c)| (**c, std::cmp::Reverse(**o)));
+        if let Some((them, _)) = top.filter(|(_, c)| **c >= holding + 2) {
+            plan.steal = leases
+                .iter()
+                .rev()
+                .find(|l| l.live(now_ms) && l.owner.as_deref() == Some(*them))
+                .cloned();
+        }
     }
     plan
 }
@@ -103,7 +97,7 @@ impl Events {
     /// The outbox shards this console polls now: as held, or after a look at the leases
     /// when a third of a lease has passed since the last (at once the first time).
     pub(super) async fn my_shards(&self, now_ms: i64) -> Result<Vec<u32>, StoreError> {
-        let lease = self.lease_ms().clamp(1, SHARD_LEASE_MS);
+        let lease = self.lease_ms().max(1);
         {
             let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
             if held.looked_ms > 0 && now_ms < held.looked_ms + lease / 3 {
@@ -119,11 +113,14 @@ impl Events {
                 shards.push(*shard);
             }
         }
-        for from in &plan.steal {
+        if let Some(from) = &plan.steal {
             let (owner, shard) = (&self.owner, from.shard);
             if dispatch_leases::take(&self.store, shard, owner, Some(from), now_ms, until).await? {
                 shards.push(shard);
             }
+        }
+        for shard in &plan.give_back {
+            dispatch_leases::give_back(&self.store, *shard, &self.owner).await?;
         }
         shards.sort_unstable();
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
@@ -135,7 +132,7 @@ impl Events {
     }
 
     /// Gives back every shard this console holds (a clean shutdown: the others take them
-    /// on their next look, within a third of a lease, not after it).
+    /// on their next look, not after the lease).
     pub async fn give_back_shards(&self) -> Result<(), StoreError> {
         let shards = std::mem::take(&mut *self.held.lock().unwrap_or_else(|p| p.into_inner()));
         for shard in shards.shards {
@@ -161,61 +158,79 @@ mod tests {
             .collect()
     }
 
-    fn count(l: &[Lease], who: &str) -> usize {
-        l.iter().filter(|l| l.owner.as_deref() == Some(who)).count()
-    }
-
-    /// `me`'s plan carried out on `l` at `now`, as the conditional writes would.
-    fn look(l: &mut [Lease], me: &str, now: i64) {
-        let p = plan(l, me, now);
-        for shard in p
-            .keep
-            .iter()
-            .chain(&p.take)
-            .chain(p.steal.iter().map(|s| &s.shard))
-        {
-            l[*shard as usize].owner = Some(me.into());
-            l[*shard as usize].until_ms = now + 15_000;
-        }
-    }
-
     #[test]
     fn a_lone_console_takes_every_shard() {
         let p = plan(&leases(&[None; 8], 0), "a", 1_000);
         assert_eq!(p.take.len(), 8);
-        assert!(p.keep.is_empty() && p.steal.is_empty());
+        assert!(p.keep.is_empty() && p.give_back.is_empty() && p.steal.is_none());
     }
 
     #[test]
-    fn a_newcomer_takes_its_share_from_the_busiest_and_nothing_goes_unheld() {
-        let mut l = leases(&[Some("a"); 8], 5_000);
-        look(&mut l, "b", 1_000);
-        assert_eq!((count(&l, "a"), count(&l, "b")), (4, 4));
-        // "a" looks again: it keeps its four; nothing is let go.
-        let a = plan(&l, "a", 2_000);
-        assert_eq!(a.keep.len(), 4);
-        assert!(a.take.is_empty() && a.steal.is_empty());
-        // A third console takes from both: 3, 3 and 2, every shard held throughout.
-        look(&mut l, "c", 2_000);
-        let mut shares = [count(&l, "a"), count(&l, "b"), count(&l, "c")];
-        shares.sort_unstable();
-        assert_eq!(shares, [2, 3, 3]);
-        assert!(l.iter().all(|l| l.live(2_000)));
-        for me in ["a", "b", "c"] {
-            let p = plan(&l, me, 2_000);
-            assert!(p.steal.is_empty() && p.take.is_empty(), "{me}: {p:?}");
+    fn a_console_above_its_share_gives_back_and_a_newcomer_takes_one() {
+        let all_a = leases(&[Some("a"); 8], 5_000);
+        // "b" holds nothing and nothing is free: it takes one of "a"'s.
+        let b = plan(&all_a, "b", 1_000);
+        assert_eq!(b.steal.as_ref().map(|l| l.shard), Some(7));
+        assert!(b.take.is_empty());
+        // Once "a" sees "b" holding one, it keeps 4 and gives back 3.
+        let mut seen = all_a.clone();
+        seen[7].owner = Some("b".into());
+        let a = plan(&seen, "a", 1_000);
+        assert_eq!(a.keep, vec![0, 1, 2, 3]);
+        assert_eq!(a.give_back, vec![4, 5, 6]);
+        // Then "b" takes the three given back.
+        for l in &mut seen[4..7] {
+            l.until_ms = 0;
         }
+        let b = plan(&seen, "b", 1_000);
+        assert_eq!(b.keep, vec![7]);
+        assert_eq!(b.take.len(), 3);
     }
 
     #[test]
-    fn a_race_at_the_first_look_evens_out_and_run_out_leases_are_free() {
-        // Two consoles looked at once: one got 7, the other 1.
-        let mut l = leases(&[Some("a"); 8], 5_000);
-        l[3].owner = Some("b".into());
-        look(&mut l, "b", 1_000);
-        assert_eq!((count(&l, "a"), count(&l, "b")), (4, 4));
-        // "b" died: its leases ran out, and "a" takes them as free.
-        let a = plan(&l, "a", 30_000);
-        assert_eq!(a.take.len() + a.keep.len(), 8, "{a:?}");
+    fn run_out_leases_are_free_and_shares_within_one_are_left_alone() {
+        // "c" died: its leases ran out, and "a" (at its share) takes them as free.
+        let mut l = leases(
+            &[
+                Some("a"),
+                Some("a"),
+                Some("a"),
+                Some("b"),
+                Some("b"),
+                Some("b"),
+            ],
+            5_000,
+        );
+        l.extend(
+            [Some("c"), Some("c")]
+                .iter()
+                .enumerate()
+                .map(|(i, o)| Lease {
+                    shard: 6 + i as u32,
+                    owner: o.map(str::to_string),
+                    until_ms: 500,
+                }),
+        );
+        let a = plan(&l, "a", 1_000);
+        assert_eq!(a.keep, vec![0, 1, 2]);
+        assert_eq!(a.take.len(), 1, "a's share of 8 over 2 is 4");
+        // 3, 3 and 2 over three consoles: nobody takes from anybody.
+        let even = leases(
+            &[
+                Some("a"),
+                Some("a"),
+                Some("a"),
+                Some("b"),
+                Some("b"),
+                Some("b"),
+                Some("c"),
+                Some("c"),
+            ],
+            5_000,
+        );
+        for me in ["a", "b", "c"] {
+            assert_eq!(plan(&even, me, 1_000).steal, None, "{me}");
+            assert!(plan(&even, me, 1_000).give_back.is_empty(), "{me}");
+        }
     }
 }
