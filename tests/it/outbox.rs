@@ -95,95 +95,6 @@ async fn a_console_that_dies_holding_a_delivery_is_taken_over_after_its_lease() 
     );
 }
 
-/// Who polls each outbox shard, as the leases say: `a`, another console (`b`) or none.
-async fn pollers(a: &TestApp) -> Vec<char> {
-    use ops_console::server::store::events::{dispatch_leases, outbox::SHARDS};
-    let now = a.clock.now().timestamp_millis();
-    let a_owner = a.state.events.console_id().to_string();
-    dispatch_leases::read(&a.store, SHARDS)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|l| match l.owner {
-            _ if !l.live(now) => '-',
-            Some(o) if o == a_owner => 'a',
-            Some(_) => 'b',
-            None => '-',
-        })
-        .collect()
-}
-
-#[tokio::test]
-async fn each_outbox_shard_is_polled_by_one_console_and_handed_on_when_it_stops_or_dies() {
-    use ops_console::server::store::events::outbox::{shard_of, SHARDS};
-    let (a, receiver) = app_with_receiver().await;
-    let key = a.api_key(&["events:write"]).await;
-    let b = a.second_console();
-    let look = || a.clock.advance(Duration::seconds(21)); // a third of the 60 s lease
-                                                          // Alone, a console polls every shard; a second one takes one, then its share.
-    a.state.events.dispatch_round().await.unwrap();
-    assert_eq!(pollers(&a).await, vec!['a'; SHARDS as usize]);
-    b.state.events.dispatch_round().await.unwrap();
-    assert_eq!(pollers(&a).await.iter().filter(|p| **p == 'b').count(), 1);
-    look();
-    a.state.events.dispatch_round().await.unwrap();
-    b.state.events.dispatch_round().await.unwrap();
-    let split = pollers(&a).await;
-    let half = SHARDS as usize / 2;
-    assert_eq!(
-        split.iter().filter(|p| **p == 'a').count(),
-        half,
-        "{split:?}"
-    );
-    assert_eq!(
-        split.iter().filter(|p| **p == 'b').count(),
-        half,
-        "{split:?}"
-    );
-    // An event on each console's shards: each is delivered once, by the console polling
-    // its shard, and a round of the other delivers nothing.
-    let conv = |who: char| {
-        (0..)
-            .map(|i| format!("c-shard-{who}-{i}"))
-            .find(|c| split[shard_of(c) as usize] == who)
-            .unwrap()
-    };
-    let (on_a, on_b) = (conv('a'), conv('b'));
-    for c in [&on_a, &on_b] {
-        let e = event(c, Some("m-1"), "Where is my order?");
-        assert_eq!(post_event(&a, &key, &e).await.status, 200);
-    }
-    let sent_to = |c: &str| format!("act:rp_route:{c}:m-1");
-    b.state.events.dispatch_all().await.unwrap();
-    assert_eq!(receiver.counts().get(&sent_to(&on_b)), Some(&1));
-    assert_eq!(
-        receiver.counts().get(&sent_to(&on_a)),
-        None,
-        "not b's shard"
-    );
-    a.state.events.dispatch_all().await.unwrap();
-    assert_eq!(receiver.counts().get(&sent_to(&on_a)), Some(&1));
-    let counts = receiver.counts();
-    assert!(counts.values().all(|n| *n == 1), "each once: {counts:?}");
-    // A console that stops gives its shards back: the other's next look takes them.
-    b.state.events.give_back_shards().await.unwrap();
-    look();
-    a.state.events.dispatch_round().await.unwrap();
-    assert_eq!(pollers(&a).await, vec!['a'; SHARDS as usize]);
-    // A new console takes one at once; then `a` dies (no more rounds): it keeps the rest
-    // until its leases run out, and no longer.
-    let c = a.second_console();
-    c.state.events.dispatch_round().await.unwrap();
-    assert_eq!(pollers(&a).await.iter().filter(|p| **p != 'a').count(), 1);
-    a.clock.advance(Duration::seconds(61));
-    c.state.events.dispatch_round().await.unwrap();
-    assert_eq!(
-        pollers(&a).await.iter().filter(|p| **p == 'b').count(),
-        SHARDS as usize,
-        "the dead console's shards went to the live one"
-    );
-}
-
 #[tokio::test]
 async fn the_schedule_ends_in_a_dead_letter_and_a_redrive_delivers_it_exactly_once() {
     let (app, receiver) = app_with_receiver().await;
@@ -951,10 +862,8 @@ async fn a_429_with_retry_after_pauses_every_consoles_sends_for_that_long() {
     receiver.fail_next(1, 429);
     app.state.events.dispatch_all().await.unwrap();
     assert_eq!(receiver.total(), 0);
-    // Another conversation's action, due now, waits on the other console too (the first
-    // one hands its shards on: the other polls them all).
+    // Another conversation's action, due now, waits on the other console too.
     post_event(&app, &key, &event("c-429-b", Some("m-1"), "hi")).await;
-    app.state.events.give_back_shards().await.unwrap();
     let round = other.state.events.dispatch_all().await.unwrap();
     assert_eq!((round.paused, receiver.total()), (1, 0), "{round:?}");
     let b = action(&app, "act:rp_route:c-429-b:m-1").await;

@@ -290,22 +290,19 @@ impl Events {
 }
 
 impl Events {
-    /// The breaker is open: due actions park, unclaimed (counted on `shards`, those this
-    /// console polls). When its probe is due and this console takes it, the oldest action
-    /// that may go is sent as the probe.
+    /// The breaker is open: due actions park, unclaimed. When its probe is due and this
+    /// console takes it, the oldest action that may go is sent as the probe.
     pub(super) async fn parked_round(
         &self,
         target: &Target,
         breaker: &Breaker,
-        shards: &[u32],
         now_ms: i64,
         mut round: Round,
     ) -> Result<Round, StoreError> {
         if !super::breaker::take_probe(self, breaker, now_ms).await? {
-            round.parked = self.due_now(&target.name, shards, now_ms).await?;
+            round.parked = self.due_now(&target.name, now_ms).await?;
             return Ok(round);
         }
-        // The probe is the oldest action of every shard, whoever polls them.
         let mut ready = Vec::new();
         for shard in 0..SHARDS {
             ready.extend(

@@ -22,7 +22,7 @@ use crate::model::outbox::ReceiverName;
 use crate::server::ids::random_hex;
 use crate::server::outbound::{Answer, Message};
 use crate::server::store::events::breaker::Breaker;
-use crate::server::store::events::outbox::{self, Ending, Move};
+use crate::server::store::events::outbox::{self, Ending, Move, SHARDS};
 use crate::server::store::events::{outbox_reads, ActionRecord, ActionStatus, Try};
 use crate::server::store::StoreError;
 use crate::server::telemetry::traces;
@@ -48,11 +48,10 @@ pub(super) struct Attempt<'a> {
 }
 
 impl Events {
-    /// One round over the shards this console holds (`shards.rs`), for every receiver in
-    /// turn. Safe to run on every console at once.
+    /// One round over every shard, for every receiver in turn. Safe to run on every
+    /// console at once.
     pub async fn dispatch_round(&self) -> Result<Round, StoreError> {
         let now_ms = self.clock.now().timestamp_millis();
-        let shards = self.my_shards(now_ms).await?;
         let safe_mode = self.live_switches().await?.safe_mode;
         let routes = self.routes().await?;
         // A save made without the copies (the release before) reaches them here.
@@ -66,7 +65,7 @@ impl Events {
         let rounds = futures_util::future::join_all(
             names
                 .iter()
-                .map(|name| self.receiver_round(name, &shards, now_ms, safe_mode)),
+                .map(|name| self.receiver_round(name, now_ms, safe_mode)),
         )
         .await;
         let (mut round, mut failed) = (Round::default(), None);
@@ -86,12 +85,11 @@ impl Events {
         }
     }
 
-    /// One round over `shards` for the receiver `name`: its own due actions, its pause,
+    /// One round over every shard for the receiver `name`: its own due actions, its pause,
     /// its breaker, its rate and its slots.
     async fn receiver_round(
         &self,
         name: &ReceiverName,
-        shards: &[u32],
         now_ms: i64,
         safe_mode: bool,
     ) -> Result<Round, StoreError> {
@@ -99,18 +97,16 @@ impl Events {
         let go = if safe_mode {
             None
         } else {
-            match self.deliverable(name, shards, now_ms, &mut round).await? {
+            match self.deliverable(name, now_ms, &mut round).await? {
                 Some(go) => Some(go),
                 None => return Ok(round),
             }
         };
         if let Some((target, breaker)) = go.as_ref().filter(|(_, b)| b.breaker_id.is_some()) {
-            return self
-                .parked_round(target, breaker, shards, now_ms, round)
-                .await;
+            return self.parked_round(target, breaker, now_ms, round).await;
         }
         let mut ready = Vec::new();
-        for &shard in shards {
+        for shard in 0..SHARDS {
             ready.extend(
                 self.ready_on(name, shard, now_ms, safe_mode, &mut round)
                     .await?,
@@ -151,7 +147,6 @@ impl Events {
     async fn deliverable(
         &self,
         name: &ReceiverName,
-        shards: &[u32],
         now_ms: i64,
         round: &mut Round,
     ) -> Result<Option<(Target, Breaker)>, StoreError> {
@@ -163,7 +158,7 @@ impl Events {
             let breaker = self.breaker_of(&t.url_text).await?;
             return Ok(Some((t, breaker)));
         }
-        let due = self.due_now(name, shards, now_ms).await?;
+        let due = self.due_now(name, now_ms).await?;
         if paused {
             round.paused += due;
         } else {
@@ -172,15 +167,14 @@ impl Events {
         Ok(None)
     }
 
-    /// Actions due now to `name` at the front of `shards` (a page of each).
+    /// Actions due now to `name` at the front of every shard (a page of each).
     pub(super) async fn due_now(
         &self,
         name: &ReceiverName,
-        shards: &[u32],
         now_ms: i64,
     ) -> Result<usize, StoreError> {
         let (mut due, receiver) = (0, stored(name));
-        for &shard in shards {
+        for shard in 0..SHARDS {
             let page = outbox_reads::due(&self.store, receiver, shard, now_ms, PER_SHARD, None);
             due += page.await?.0.len();
         }
@@ -384,7 +378,7 @@ impl Events {
     /// move actions, else after the poll interval or when an event queued something on
     /// this console. A round under way when `stop` turns ends first: its deliveries are
     /// recorded and their slots given back, so a console shut down for a deployment leaves
-    /// nothing in flight to be taken over after a lease; then its shards are given back.
+    /// nothing in flight to be taken over after a lease.
     pub async fn run_dispatcher(&self, mut stop: tokio::sync::watch::Receiver<bool>) {
         let poll =
             std::time::Duration::from_millis(self.config.events.dispatch_poll_ms.max(10) as u64);
@@ -405,9 +399,6 @@ impl Events {
                     changed = stop.changed() => if changed.is_err() { break },
                 }
             }
-        }
-        if let Err(e) = self.give_back_shards().await {
-            tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "outbox shards not given back; others take them when their leases run out");
         }
     }
 }

@@ -97,8 +97,6 @@ pub struct Events {
     pub(super) crash_points: Arc<dyn CrashPoints>,
     /// How this console last saw the rate limit's items (which write to try first).
     pub(super) rate_seen: Arc<rate::Seen>,
-    /// The outbox shards this console polls (see `shards.rs`).
-    pub(super) held: Arc<std::sync::Mutex<super::shards::Held>>,
 }
 
 pub(super) use crate::server::clock::iso;
@@ -135,7 +133,6 @@ impl Events {
             config,
             crash_points: Arc::new(Never),
             rate_seen: Arc::default(),
-            held: Arc::default(),
         })
     }
 
@@ -145,11 +142,6 @@ impl Events {
             crash_points: points,
             ..self.clone()
         }
-    }
-
-    /// Who this console is in the leases it takes (random per process).
-    pub fn console_id(&self) -> &str {
-        &self.owner
     }
 
     pub(super) fn lease_ms(&self) -> i64 {

@@ -25,7 +25,6 @@ pub mod receiver;
 pub mod resend;
 pub mod round;
 pub mod routes;
-mod shards;
 mod slots;
 mod timeline;
 

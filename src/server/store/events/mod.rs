@@ -19,7 +19,6 @@ pub mod breaker;
 mod claims;
 pub mod days;
 mod decisions;
-pub mod dispatch_leases;
 pub mod health;
 pub mod job_moves;
 pub mod jobs;
