@@ -636,13 +636,8 @@ async fn viewers_read_no_receiver_token_no_staff_records_and_no_message_id() {
             ops_console::server::config::Secret::new(SigningSecret::generate().expose());
     })
     .await;
-    // Noon of the next UTC day: the staff records made here are in the Audit page's day.
-    let now = app.clock.now();
-    let noon = (now.date_naive() + chrono::Duration::days(1))
-        .and_hms_opt(12, 0, 0)
-        .unwrap()
-        .and_utc();
-    app.clock.advance(noon - now);
+    // The staff records made here are in the Audit page's day.
+    app.stand_at_noon();
     let viewer = app.session_as("vic", Role::Viewer).await;
     let admin = app.session_as("ada", Role::Admin).await;
     let page = app

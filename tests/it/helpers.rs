@@ -232,6 +232,17 @@ impl TestApp {
         }
     }
 
+    /// Moves the clock (every console's) to noon of the next UTC day: what a test makes
+    /// and reads by the day stays in one day whatever the hour it runs at.
+    pub fn stand_at_noon(&self) {
+        let now = self.clock.now();
+        let noon = (now.date_naive() + chrono::Duration::days(1))
+            .and_hms_opt(12, 0, 0)
+            .expect("noon exists")
+            .and_utc();
+        self.clock.advance(noon - now);
+    }
+
     /// Another console on the same tables, settings, secret and clock: its own services
     /// (its own dispatcher, caches and leases), as a second process would have.
     pub fn second_console(&self) -> TestApp {
