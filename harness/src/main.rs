@@ -149,6 +149,7 @@ async fn main() -> ExitCode {
                 Some("unavailable") => Some(chaos::Break::Unavailable),
                 Some("other-secret") => Some(chaos::Break::OtherSecret),
                 Some("bypass-proxy") => Some(chaos::Break::BypassProxy),
+                Some("measurements-down") => Some(chaos::Break::MeasurementsDown),
                 Some(other) => {
                     eprintln!("ops-harness chaos: no such break: {other}");
                     return ExitCode::from(2);

@@ -70,17 +70,68 @@ pub enum Acked {
     Flip,
 }
 
+/// The kinds of operation the clients make: each must end acknowledged often enough on
+/// its own, or a whole kind could fail unseen behind the others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operation {
+    Event,
+    Publish,
+    Measurement,
+    /// A kill-switch flip: a 409 (another flip came first) is a final answer too.
+    Flip,
+}
+
+impl Operation {
+    pub const ALL: [Operation; 4] = [
+        Operation::Event,
+        Operation::Publish,
+        Operation::Measurement,
+        Operation::Flip,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::Event => "event",
+            Operation::Publish => "publish",
+            Operation::Measurement => "measurement",
+            Operation::Flip => "kill-switch flip",
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct Tally {
     pub requests: AtomicU64,
     pub retries: AtomicU64,
     pub operations: AtomicU64,
+    /// Operations of each kind (in [`Operation::ALL`]'s order) begun, and those that got
+    /// their final answer: acknowledged (or, for a flip, refused because another came first).
+    pub tried: [AtomicU64; 4],
+    pub settled: [AtomicU64; 4],
     pub unanswered: AtomicU64,
     /// 5xx answers, and those of them without `Retry-After`.
     pub server_errors: AtomicU64,
     pub without_retry_after: AtomicU64,
     /// The first few 5xx answers without `Retry-After`, for the report.
     pub bad_answers: std::sync::Mutex<Vec<String>>,
+}
+
+impl Tally {
+    fn tried(&self, op: Operation) {
+        self.tried[op as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn settled(&self, op: Operation) {
+        self.settled[op as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Operations of `op`'s kind begun, and settled.
+    pub fn of(&self, op: Operation) -> (u64, u64) {
+        (
+            self.tried[op as usize].load(Ordering::Relaxed),
+            self.settled[op as usize].load(Ordering::Relaxed),
+        )
+    }
 }
 
 #[derive(Clone)]
@@ -283,6 +334,7 @@ pub async fn client(
         http.tally.operations.fetch_add(1, Ordering::Relaxed);
         let roll = rng.below(100);
         if roll < 40 {
+            http.tally.tried(Operation::Event);
             let conversation = format!("chaos-conv-{}", rng.below(8));
             let message = format!("c{id}-m{n}");
             let body = json!({"conversation_id": conversation, "message_id": message, "created_at": Utc::now().to_rfc3339(),
@@ -310,12 +362,14 @@ pub async fn client(
                         )
                         .await;
                     }
+                    http.tally.settled(Operation::Event);
                     acked.push(Acked::Event { key });
                 } else {
                     return Err(format!("event {message}: unexpected {s} {v}"));
                 }
             }
         } else if roll < 60 {
+            http.tally.tried(Operation::Publish);
             let everyone = rng.below(5) == 0;
             let uids: Option<Vec<String>> =
                 (!everyone).then(|| (0..1 + rng.below(60)).map(|u| format!("u{u}")).collect());
@@ -350,6 +404,7 @@ pub async fn client(
                         )
                         .await;
                     }
+                    http.tally.settled(Operation::Publish);
                     acked.push(Acked::Publish {
                         id,
                         uids,
@@ -360,6 +415,7 @@ pub async fn client(
                 }
             }
         } else if roll < 90 {
+            http.tally.tried(Operation::Measurement);
             let user = format!("chaos-u{id}");
             let mid = format!("c{id}-w{n}");
             let at = start + Span::minutes(n);
@@ -383,12 +439,14 @@ pub async fn client(
                         )
                         .await;
                     }
+                    http.tally.settled(Operation::Measurement);
                     acked.push(Acked::Measurement { user, id: mid });
                 } else {
                     return Err(format!("measurement {mid}: unexpected {s} {v}"));
                 }
             }
         } else {
+            http.tally.tried(Operation::Flip);
             let Some((200, now)) = http
                 .until_final(
                     Method::GET,
@@ -425,10 +483,12 @@ pub async fn client(
                         )
                         .await;
                     }
+                    http.tally.settled(Operation::Flip);
                     acked.push(Acked::Flip);
                 }
                 // Someone else changed it first: a final answer, nothing applied.
-                Some((409, _)) | None => {}
+                Some((409, _)) => http.tally.settled(Operation::Flip),
+                None => {}
                 Some((s, v)) => return Err(format!("flip: unexpected {s} {v}")),
             }
         }

@@ -24,7 +24,7 @@ use std::time::Duration;
 use dynamodb_faults::{Faults, Outage, Proxy};
 use tokio::time::Instant;
 
-use clients::{Acked, Http, Tally};
+use clients::{Acked, Http, Operation, Tally};
 use ops_console::model::api_keys::ApiScope;
 use ops_console::server::clock::Clock;
 use ops_console::server::config::Config;
@@ -55,11 +55,15 @@ pub enum Break {
     OtherSecret,
     /// The second console talks to DynamoDB Local directly, not through the proxy.
     BypassProxy,
+    /// The measurements table throttles every request for the whole storm: one kind of
+    /// operation fails while the others are acknowledged.
+    MeasurementsDown,
 }
 
-/// The least share of the clients' operations that must end acknowledged. Under these
-/// faults a correct console acknowledges nearly every one; the rest are flips refused
-/// because another came first, and requests still unanswered when the clients give up.
+/// The least share of the clients' operations of each kind that must end acknowledged (for
+/// a flip: with its final answer, a 409 when another came first). Under these faults a
+/// correct console acknowledges nearly every one; the rest are requests still unanswered
+/// when the clients give up.
 pub const MIN_ACKED_SHARE: f64 = 0.6;
 
 /// The access key the consoles sign with (DynamoDB Local takes letters and digits only).
@@ -359,6 +363,13 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
     if opts.broken == Some(Break::Unavailable) {
         proxy.update(|f| f.outage = Outage::Refuse);
     }
+    if opts.broken == Some(Break::MeasurementsDown) {
+        proxy.update(|f| {
+            f.throttle_rate = 1.0;
+            // Its name as a request names the table (`"measurements-<env>`).
+            f.throttle_matching = format!("\"{}-", schema::MEASUREMENTS.base);
+        });
+    }
 
     let started = Instant::now();
     let storm_began = chrono::Utc::now();
@@ -627,22 +638,28 @@ impl ClientRuns {
 }
 
 /// A run proves something only if it did work and met faults: enough of the clients'
-/// operations ended acknowledged, and every kind of fault switched on was injected.
+/// operations of every kind ended acknowledged (a kind that fails whole would otherwise
+/// hide behind the others), and every kind of fault switched on was injected.
 fn proof_of_work(tally: &Tally, acked: &[Acked], report: &dynamodb_faults::Report) -> Vec<String> {
     let mut out = Vec::new();
     let operations = tally.operations.load(Ordering::Relaxed);
-    let share = acked.len() as f64 / operations.max(1) as f64;
     println!(
-        "  acknowledged share: {:.0} % of {operations} client operations (at least {:.0} % must be)",
-        share * 100.0,
+        "  acknowledged: {} of {operations} client operations; by kind (at least {:.0} % each must be):",
+        acked.len(),
         MIN_ACKED_SHARE * 100.0
     );
-    if operations == 0 || share < MIN_ACKED_SHARE {
-        out.push(format!(
-            "only {:.0} % of {operations} client operations were acknowledged (at least {:.0} % must be): the run proves nothing",
-            share * 100.0,
-            MIN_ACKED_SHARE * 100.0
-        ));
+    for op in Operation::ALL {
+        let (tried, settled) = tally.of(op);
+        let share = settled as f64 / tried.max(1) as f64;
+        println!("    {:<17} {settled} of {tried} ({:.0} %)", op.name(), share * 100.0);
+        if tried == 0 || share < MIN_ACKED_SHARE {
+            out.push(format!(
+                "only {:.0} % of {tried} client operations were acknowledged for {} (at least {:.0} % must be): the run proves nothing for them",
+                share * 100.0,
+                op.name(),
+                MIN_ACKED_SHARE * 100.0
+            ));
+        }
     }
     for kind in steady_faults().switched_on() {
         if report.get(kind) == 0 {
