@@ -651,7 +651,11 @@ fn proof_of_work(tally: &Tally, acked: &[Acked], report: &dynamodb_faults::Repor
     for op in Operation::ALL {
         let (tried, settled) = tally.of(op);
         let share = settled as f64 / tried.max(1) as f64;
-        println!("    {:<17} {settled} of {tried} ({:.0} %)", op.name(), share * 100.0);
+        println!(
+            "    {:<17} {settled} of {tried} ({:.0} %)",
+            op.name(),
+            share * 100.0
+        );
         if tried == 0 || share < MIN_ACKED_SHARE {
             out.push(format!(
                 "only {:.0} % of {tried} client operations were acknowledged for {} (at least {:.0} % must be): the run proves nothing for them",
