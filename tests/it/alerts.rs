@@ -508,10 +508,8 @@ async fn a_receiver_that_refuses_connections_reads_so_in_words() {
 async fn an_out_of_order_spike_is_judged_breached_and_the_quiet_rules_not() {
     let app = spawn_app_with(|_| {}).await;
     let key = app.api_key(&["measurements:write"]).await;
-    // Attempts are counted in the hour they are posted: the clock stands a minute into
-    // one, so all 22 land in it whenever the test runs.
-    let into_hour = app.clock.now().timestamp() % 3600;
-    app.clock.advance(Duration::seconds(3600 - into_hour + 60));
+    // Attempts are counted in the hour they are posted: all 22 land in one.
+    app.stand_in_next_hour(Duration::minutes(1));
     let newest = app.clock.now() - Duration::minutes(5);
     for i in 0..22i64 {
         let t = (newest - Duration::minutes(i * 10)).to_rfc3339();

@@ -243,6 +243,14 @@ impl TestApp {
         self.clock.advance(noon - now);
     }
 
+    /// Moves the clock (every console's) to `into` past the start of the next UTC hour:
+    /// what a test counts by the hour stays in one hour whatever the minute it runs at.
+    pub fn stand_in_next_hour(&self, into: chrono::Duration) {
+        let into_hour = self.clock.now().timestamp() % 3600;
+        self.clock
+            .advance(chrono::Duration::seconds(3600 - into_hour) + into);
+    }
+
     /// Another console on the same tables, settings, secret and clock: its own services
     /// (its own dispatcher, caches and leases), as a second process would have.
     pub fn second_console(&self) -> TestApp {

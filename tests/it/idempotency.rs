@@ -357,10 +357,7 @@ async fn outcomes_are_counted_per_scope_and_hour() {
     let ran = Arc::new(AtomicUsize::new(0));
     let engine = &app.state.idempotency;
     // Counted in one hour: the test's clock stands still at the start of one.
-    let now = app.clock.now();
-    let into_hour = now.timestamp() % 3600;
-    app.clock
-        .advance(chrono::Duration::seconds(3600 - into_hour));
+    app.stand_in_next_hour(chrono::Duration::zero());
     for i in 0..3 {
         let key = inputs(&format!("stats-{i}"));
         run_counting(engine, &key, ran.clone(), StdDuration::ZERO).await;

@@ -103,7 +103,6 @@ impl Operation {
 pub struct Tally {
     pub requests: AtomicU64,
     pub retries: AtomicU64,
-    pub operations: AtomicU64,
     /// Operations of each kind (in [`Operation::ALL`]'s order) begun, and those that got
     /// their final answer: acknowledged (or, for a flip, refused because another came first).
     pub tried: [AtomicU64; 4],
@@ -123,6 +122,11 @@ impl Tally {
 
     fn settled(&self, op: Operation) {
         self.settled[op as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Operations begun, of every kind.
+    pub fn operations(&self) -> u64 {
+        self.tried.iter().map(|t| t.load(Ordering::Relaxed)).sum()
     }
 
     /// Operations of `op`'s kind begun, and settled.
@@ -331,7 +335,6 @@ pub async fn client(
     let mut n = 0i64;
     while Instant::now() < stop {
         n += 1;
-        http.tally.operations.fetch_add(1, Ordering::Relaxed);
         let roll = rng.below(100);
         if roll < 40 {
             http.tally.tried(Operation::Event);

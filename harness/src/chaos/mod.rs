@@ -642,7 +642,7 @@ impl ClientRuns {
 /// hide behind the others), and every kind of fault switched on was injected.
 fn proof_of_work(tally: &Tally, acked: &[Acked], report: &dynamodb_faults::Report) -> Vec<String> {
     let mut out = Vec::new();
-    let operations = tally.operations.load(Ordering::Relaxed);
+    let operations = tally.operations();
     println!(
         "  acknowledged: {} of {operations} client operations; by kind (at least {:.0} % each must be):",
         acked.len(),
@@ -918,7 +918,7 @@ fn print_report(
         requests,
         requests as f64 / elapsed.max(1.0),
         tally.retries.load(Ordering::Relaxed),
-        tally.operations.load(Ordering::Relaxed)
+        tally.operations()
     );
     println!(
         "  acknowledged: {} events, {} publishes, {} measurements, {} flips; {} gave up unanswered",
