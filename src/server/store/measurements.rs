@@ -25,7 +25,7 @@ use super::item::{n, s};
 use super::query::{self, Cond, Spec, Start};
 use super::schema::{MEASUREMENTS, MEASUREMENTS_BY_OUTCOME, MEASUREMENTS_BY_OUTCOME_SHARD};
 use super::tx::{self, Outcome};
-use super::{Busy, Store, StoreError};
+use super::{Store, StoreError};
 use stats::count;
 
 pub fn user_pk(user: &str) -> String {
@@ -48,17 +48,16 @@ fn to_item<T: Serialize>(
 /// partitions take 16,000 units a second.
 pub const OUTCOME_SHARDS: u32 = 16;
 
-/// An attempt's audit record as stored, with its index keys: `outcome_shard`
-/// (`accepted#07`, by the record's key) for `outcome-shard-index`, and `audit_outcome`
-/// (`accepted`) for the release before, whose records need it and whose lists read
-/// `outcome-index`. The next release stops writing `audit_outcome`: that index's
-/// one partition per outcome is hot at scale.
+/// An attempt's audit record as stored, with its index key `outcome_shard` (`accepted#07`,
+/// by the record's key) for `outcome-shard-index`. The release before also wrote
+/// `audit_outcome` (`accepted`) for `outcome-index`, whose one partition per outcome is hot
+/// at scale; this release writes it no more, and reads that index only for the records
+/// written before.
 fn audit_item(store: &Store, a: &AuditItem) -> Result<HashMap<String, AttributeValue>, StoreError> {
     let mut item = to_item(store, a)?;
     let outcome = a.action.as_str();
     let shard = fanout::key(outcome, &format!("{}|{}", a.pk, a.sk), OUTCOME_SHARDS);
     item.insert("outcome_shard".into(), s(&shard));
-    item.insert("audit_outcome".into(), s(outcome));
     Ok(item)
 }
 
@@ -240,11 +239,12 @@ pub async fn audits_of_user(
 }
 
 /// Every user's audit records of one outcome, newest first: the outcome's shards of
-/// `outcome-shard-index` and, for the records of the release before (no shard),
-/// `outcome-index`, merged under one sealed cursor (a page's `next`). This release writes
-/// every record to `outcome-index` too, so that index is read in one call a page (its
-/// stop bounds the page), and alone while `outcome-shard-index` is still being built on a
-/// table the release before made.
+/// `outcome-shard-index` and, for the records of the releases before this one's,
+/// `outcome-index` (those without a shard: two releases back), merged under one sealed
+/// cursor (a page's `next`). The old index is read in one call a page (its stop bounds the
+/// page). While `outcome-shard-index` is still being built (a table two releases old, an
+/// upgrade that skipped the release before), the list is busy (503, `Retry-After`): the
+/// old index alone would miss every record written since.
 pub async fn audits_by_outcome(
     store: &Store,
     outcome: Action,
@@ -284,16 +284,7 @@ pub async fn audits_by_outcome(
     );
     before.one_call = true;
     shards.push(before);
-    let page = match fanout::page(store, &shards, "SK", &binding, cursor, size).await {
-        Err(StoreError::Busy {
-            cause: Busy::IndexBuilding,
-            ..
-        }) => {
-            let alone = [fanout::Shard::new(OUTCOME_SHARDS, unsharded)];
-            fanout::page(store, &alone, "SK", &binding, cursor, size).await?
-        }
-        other => other?,
-    };
+    let page = fanout::page(store, &shards, "SK", &binding, cursor, size).await?;
     let items = page
         .items
         .into_iter()

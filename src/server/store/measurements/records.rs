@@ -3,8 +3,8 @@
 use crate::server::domain::measurements::payload::Payload;
 use serde::{Deserialize, Serialize};
 
-/// What became of an attempt: its audit record's `action` (and `audit_outcome`, the outcome
-/// index's key), and the hourly counter it adds to. Stored as the names below.
+/// What became of an attempt: its audit record's `action` (and the outcome in
+/// `outcome_shard`, the outcome index's key), and the hourly counter it adds to. Stored as the names below.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Action {
     #[serde(rename = "accepted")]

@@ -265,8 +265,8 @@ pub const MEASUREMENTS_BY_OUTCOME_SHARD: &str = "outcome-shard-index";
 /// Measurements (docs/measurements.md; docs/data-model.md, "measurements"): the
 /// measurements, their idempotency and ordering records, and the audit of every attempt
 /// (sparse `outcome-shard-index`: audit records only, by outcome over 16 shards
-/// (`accepted#07`) and time; `outcome-index`, by outcome alone, is the release before's,
-/// read for its records and written until the next release).
+/// (`accepted#07`) and time; `outcome-index`, by outcome alone, holds the records of the
+/// releases before this one, read until they expire and written no more).
 pub const MEASUREMENTS: TableSpec = TableSpec {
     base: "measurements",
     pk: s("PK"),
