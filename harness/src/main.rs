@@ -50,7 +50,12 @@ enum Command {
         seed: u64,
         /// Break a console on purpose (the checker's own tests): `unavailable` (DynamoDB
         /// away for the whole storm), `other-secret` (the second console hashes keys with
-        /// another secret), `bypass-proxy` (the second console skips the proxy).
+        /// another secret), `bypass-proxy` (the second console skips the proxy),
+        /// `measurements-down` (that table throttles everything), `measurements-unconditioned`
+        /// (its writes' conditions made true), `feeds-unread` (the expiry reads feeds with
+        /// an unknown API key), `nothing-expires` (no message is short-lived), `redacted-flip-keys`
+        /// (flips named in their reasons by what the console redacts), `torn-transactions`
+        /// (a cancelled measurement transaction's counter applied anyway).
         #[arg(long)]
         broken: Option<String>,
         /// Succeed only if the run fails with a violation containing this text.
@@ -150,6 +155,11 @@ async fn main() -> ExitCode {
                 Some("other-secret") => Some(chaos::Break::OtherSecret),
                 Some("bypass-proxy") => Some(chaos::Break::BypassProxy),
                 Some("measurements-down") => Some(chaos::Break::MeasurementsDown),
+                Some("measurements-unconditioned") => Some(chaos::Break::MeasurementsUnconditioned),
+                Some("feeds-unread") => Some(chaos::Break::FeedsUnread),
+                Some("nothing-expires") => Some(chaos::Break::NothingExpires),
+                Some("redacted-flip-keys") => Some(chaos::Break::RedactedFlipKeys),
+                Some("torn-transactions") => Some(chaos::Break::TornTransactions),
                 Some(other) => {
                     eprintln!("ops-harness chaos: no such break: {other}");
                     return ExitCode::from(2);

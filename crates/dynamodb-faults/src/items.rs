@@ -119,6 +119,36 @@ pub(crate) fn writes(op: &str, body: &Value) -> Vec<Write> {
     }
 }
 
+/// Makes every condition of a write true, as a console whose conditional writes were
+/// broken would send it: each `ConditionExpression` of the request, and of its
+/// transaction's items, becomes `(<it>) OR attribute_not_exists(<a name never written>)`,
+/// so that its names and values stay in use (DynamoDB refuses unused ones). True when the
+/// request had one.
+pub(crate) fn ignore_conditions(body: &mut Value) -> bool {
+    fn one(v: &mut Value) -> bool {
+        let Some(c) = v.get("ConditionExpression").and_then(Value::as_str) else {
+            return false;
+        };
+        v["ConditionExpression"] =
+            Value::String(format!("({c}) OR attribute_not_exists(never_written_attr)"));
+        true
+    }
+    let mut any = one(body);
+    for item in body
+        .get_mut("TransactItems")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        for kind in ["Put", "Update", "Delete", "ConditionCheck"] {
+            if let Some(v) = item.get_mut(kind) {
+                any |= one(v);
+            }
+        }
+    }
+    any
+}
+
 /// What the proxy knows of a table: its key attribute names (partition key first) and its
 /// indexes.
 #[derive(Clone, Debug, Default)]
@@ -449,6 +479,24 @@ mod tests {
         assert_eq!(holds.hold(&ids[1..], 2).err(), Some(vec![0]));
         drop(held);
         assert!(holds.hold(&ids[1..], 2).is_ok());
+    }
+
+    #[test]
+    fn a_broken_console_s_conditions_are_made_true_keeping_their_names() {
+        let mut body = json!({"TransactItems": [
+            {"Put": {"TableName": "t", "ConditionExpression": "attribute_not_exists(pk)"}},
+            {"Update": {"TableName": "t", "ConditionExpression": "v = :v"}},
+            {"Update": {"TableName": "t"}},
+        ]});
+        assert!(ignore_conditions(&mut body));
+        assert_eq!(
+            body["TransactItems"][1]["Update"]["ConditionExpression"],
+            "(v = :v) OR attribute_not_exists(never_written_attr)"
+        );
+        assert!(body["TransactItems"][2]["Update"]
+            .get("ConditionExpression")
+            .is_none());
+        assert!(!ignore_conditions(&mut json!({"TableName": "t"})));
     }
 
     #[test]

@@ -125,6 +125,14 @@ pub struct Faults {
     /// answered `ValidationException` "Cannot read from backfilling global secondary
     /// index", as AWS answers until the index is ACTIVE (DynamoDB Local builds at once).
     pub backfilling_indexes: Vec<String>,
+    /// Writes whose request contains this text have every condition made true (empty:
+    /// none), as a console whose conditional writes were broken would send them: never a
+    /// fault of AWS's, but the chaos checker's own test that a second effect is caught.
+    pub ignore_conditions_matching: String,
+    /// A transaction cancelled at random whose request contains this text has its last
+    /// item applied anyway (empty: none), as moto's server does: never AWS's behaviour, but
+    /// the chaos checker's own test that a counter written without its record is caught.
+    pub tear_cancelled_matching: String,
 }
 
 impl Faults {
@@ -152,6 +160,11 @@ impl Faults {
         add(self.stream_limit_rate > 0.0, Kind::StreamLimit);
         add(self.trimmed_rate > 0.0, Kind::Trimmed);
         add(!self.backfilling_indexes.is_empty(), Kind::Backfilling);
+        add(
+            !self.ignore_conditions_matching.is_empty(),
+            Kind::ConditionIgnored,
+        );
+        add(!self.tear_cancelled_matching.is_empty(), Kind::Torn);
         on
     }
 }
@@ -268,10 +281,14 @@ pub enum Kind {
     Trimmed,
     /// A query of an index still being built.
     Backfilling,
+    /// A write whose conditions were made true (a broken console's).
+    ConditionIgnored,
+    /// A cancelled transaction whose last item was applied anyway (a broken database's).
+    Torn,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 23] = [
+    pub const ALL: [Kind; 25] = [
         Kind::Conflict,
         Kind::RandomConflict,
         Kind::Throttle,
@@ -295,6 +312,8 @@ impl Kind {
         Kind::StreamLimit,
         Kind::Trimmed,
         Kind::Backfilling,
+        Kind::ConditionIgnored,
+        Kind::Torn,
     ];
 
     pub fn name(self) -> &'static str {
@@ -322,6 +341,8 @@ impl Kind {
             Kind::StreamLimit => "stream LimitExceeded",
             Kind::Trimmed => "trimmed stream positions",
             Kind::Backfilling => "queries of an index still being built",
+            Kind::ConditionIgnored => "writes with their conditions made true (broken)",
+            Kind::Torn => "cancelled transactions applied in part (broken)",
         }
     }
 }
@@ -393,6 +414,16 @@ impl Report {
 impl Report {
     pub fn get(&self, kind: Kind) -> u64 {
         self.injected.get(&kind).copied().unwrap_or(0)
+    }
+
+    /// This report with only the faults injected since `before` (an earlier report of the
+    /// same proxy): what one phase of a run injected.
+    pub fn since(&self, before: &Report) -> Report {
+        let mut r = self.clone();
+        for (kind, n) in r.injected.iter_mut() {
+            *n = n.saturating_sub(before.get(*kind));
+        }
+        r
     }
 
     pub fn total_injected(&self) -> u64 {

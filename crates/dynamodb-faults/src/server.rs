@@ -348,6 +348,17 @@ async fn handle(ctx: &Ctx, kill: &Notify, req: Request<Incoming>) -> Answer {
             held_back = Some(s.held);
         }
     }
+    if matches!(
+        op,
+        "PutItem" | "UpdateItem" | "DeleteItem" | "TransactWriteItems"
+    ) && !faults.ignore_conditions_matching.is_empty()
+        && json
+            .to_string()
+            .contains(&faults.ignore_conditions_matching)
+        && items::ignore_conditions(&mut json)
+    {
+        shared.counters.add(Kind::ConditionIgnored);
+    }
     let writes = items::writes(op, &json);
     let answer = if writes.is_empty() {
         read_request(ctx, kill, &parts, op, json, &faults).await
@@ -661,6 +672,11 @@ async fn write_request(
     }
     if transaction && shared.roll(faults.conflict_rate) {
         shared.counters.add(Kind::RandomConflict);
+        if !faults.tear_cancelled_matching.is_empty()
+            && json.to_string().contains(&faults.tear_cancelled_matching)
+        {
+            tear(ctx, &parts.headers, &parts.uri, &json).await;
+        }
         let at = shared.between(0, ids.len() as u64 - 1) as usize;
         return cancelled_at(ids.len(), &[at], "TransactionConflict");
     }
@@ -965,6 +981,33 @@ async fn forward_or_reset(
 }
 
 /// Forwards a request with a rewritten body and returns the answer's JSON (when 200).
+/// Applies the last item of a transaction alone, as the single write it would be (a broken
+/// database's torn transaction, see `Faults::tear_cancelled_matching`).
+async fn tear(ctx: &Ctx, headers: &HeaderMap, uri: &hyper::Uri, json: &Value) {
+    let Some(last) = json["TransactItems"].as_array().and_then(|a| a.last()) else {
+        return;
+    };
+    let Some((op, mut body)) = ["Put", "Update", "Delete"]
+        .into_iter()
+        .find_map(|k| last.get(k).map(|v| (k, v.clone())))
+    else {
+        return;
+    };
+    if let Some(o) = body.as_object_mut() {
+        o.remove("ReturnValuesOnConditionCheckFailure");
+    }
+    let mut headers = headers.clone();
+    if let Ok(target) = format!("DynamoDB_20120810.{op}Item").parse() {
+        headers.insert("x-amz-target", target);
+    }
+    if forward(ctx, &headers, uri, Bytes::from(body.to_string()))
+        .await
+        .is_some_and(|a| a.status() == StatusCode::OK)
+    {
+        ctx.shared.counters.add(Kind::Torn);
+    }
+}
+
 async fn forward_json(
     ctx: &Ctx,
     kill: &Notify,

@@ -110,7 +110,7 @@ pub async fn check(store: &Store, acked: &[Acked], receiver: &Receiver) -> Resul
                     ));
                 }
             }
-            Acked::Flip => {}
+            Acked::Flip { .. } => {}
         }
     }
 
@@ -225,7 +225,10 @@ pub async fn check(store: &Store, acked: &[Acked], receiver: &Receiver) -> Resul
         .find(|v| v["pk"] == "kill_switches")
         .and_then(|v| v["version"].as_u64())
         .unwrap_or(0);
-    let flips = acked.iter().filter(|a| matches!(a, Acked::Flip)).count() as u64;
+    let flips = acked
+        .iter()
+        .filter(|a| matches!(a, Acked::Flip { .. }))
+        .count() as u64;
     if switch_audits != version || version < flips {
         f.violations.push(format!(
             "kill switches at version {version} with {switch_audits} change audits and {flips} acknowledged flips"
@@ -247,6 +250,7 @@ pub async fn check(store: &Store, acked: &[Acked], receiver: &Receiver) -> Resul
             m.0, m.1
         ));
     }
+    f.violations.extend(recount_stats(&meas));
 
     // 4. One publish key, one message: every publication belongs to exactly one job.
     let inbox_items = scan_json(store, INBOX.base).await.map_err(err)?;
@@ -284,6 +288,51 @@ pub async fn check(store: &Store, acked: &[Acked], receiver: &Receiver) -> Resul
     Ok(f)
 }
 
+/// The hourly measurement counters (`STATS#nn` shards, summed) against a recount of the
+/// audit records, one per attempt, by the hour of the attempt: each counter is written in
+/// its attempt's transaction, so they agree exactly, outcome by outcome.
+fn recount_stats(meas: &[Value]) -> Vec<String> {
+    type Hours = BTreeMap<String, BTreeMap<String, i64>>;
+    let (mut counted, mut recounted) = (Hours::new(), Hours::new());
+    for v in meas {
+        let sk = s(v, "SK");
+        if s(v, "PK").starts_with("STATS#") {
+            let hour = counted.entry(sk.to_string()).or_default();
+            for (k, n) in v.as_object().into_iter().flatten() {
+                if let (false, Some(n)) = (matches!(k.as_str(), "PK" | "SK" | "ttl"), n.as_i64()) {
+                    *hour.entry(k.clone()).or_default() += n;
+                }
+            }
+        } else if sk.starts_with("AUDIT#") {
+            let at = s(v, "at");
+            let hour = recounted
+                .entry(at.get(..13).unwrap_or(at).to_string())
+                .or_default();
+            *hour.entry("attempts".into()).or_default() += 1;
+            *hour.entry(s(v, "action").to_string()).or_default() += 1;
+        }
+    }
+    let mut out = Vec::new();
+    if recounted.is_empty() {
+        out.push("no measurement attempt was audited: the counters were not recounted".into());
+    }
+    let hours: BTreeSet<&String> = counted.keys().chain(recounted.keys()).collect();
+    for hour in hours {
+        let (c, r) = (counted.get(hour), recounted.get(hour));
+        let names: BTreeSet<&String> = c.into_iter().chain(r).flat_map(|m| m.keys()).collect();
+        for name in names {
+            let get = |m: Option<&BTreeMap<String, i64>>| m.and_then(|m| m.get(name)).copied();
+            let (counted, audited) = (get(c).unwrap_or(0), get(r).unwrap_or(0));
+            if counted != audited {
+                out.push(format!(
+                    "measurement counters of {hour}: {name} counted {counted}, audited {audited}"
+                ));
+            }
+        }
+    }
+    out
+}
+
 /// What the duplicate checks found, counted from what the clients sent.
 #[derive(Debug, Default)]
 pub struct SentFound {
@@ -306,6 +355,7 @@ pub async fn check_sent(
     let err = |e: ops_console::server::store::StoreError| e.to_string();
     let inbox_items = scan_json(store, INBOX.base).await.map_err(err)?;
     let audits = audit::scan_json(store).await.map_err(err)?;
+    let meas = scan_json(store, MEASUREMENTS.base).await.map_err(err)?;
     let mut publications: BTreeMap<String, usize> = BTreeMap::new();
     for p in inbox_items.iter().filter(|v| v["kind"] == "PB") {
         if let Some(key) = s(p, "title").strip_prefix("Chaos ") {
@@ -313,14 +363,49 @@ pub async fn check_sent(
         }
     }
     let mut decisions: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut changes: Vec<&str> = Vec::new();
+    // A change by its reason, read from its payload whole (never a substring of it).
+    let mut changes: BTreeMap<String, usize> = BTreeMap::new();
     for a in &audits {
         match s(a, "action_type") {
             "decision" => *decisions.entry(s(a, "idempotency_key")).or_default() += 1,
-            "kill_switch_change" => changes.push(s(a, "action_payload_redacted")),
+            "kill_switch_change" => {
+                let payload: Value =
+                    serde_json::from_str(s(a, "action_payload_redacted")).unwrap_or_default();
+                *changes
+                    .entry(s(&payload, "reason").to_string())
+                    .or_default() += 1;
+            }
             _ => {}
         }
     }
+    // A measurement's accepted attempts and stored copies, by user and id.
+    let mut accepted: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    let mut stored: BTreeMap<(&str, &str), Vec<f64>> = BTreeMap::new();
+    for v in &meas {
+        let id = (s(v, "user_id"), s(v, "measurement_id"));
+        if s(v, "SK").starts_with("AUDIT#") && matches!(s(v, "action"), "accepted" | "override") {
+            *accepted.entry(id).or_default() += 1;
+        } else if s(v, "SK").starts_with("MEAS#") {
+            stored
+                .entry(id)
+                .or_default()
+                .push(v["weight"].as_f64().unwrap_or(f64::NAN));
+        }
+    }
+    let acked_measurements: BTreeSet<(&str, &str)> = acked
+        .iter()
+        .filter_map(|a| match a {
+            Acked::Measurement { user, id } => Some((user.as_str(), id.as_str())),
+            _ => None,
+        })
+        .collect();
+    let acked_flips: BTreeSet<&str> = acked
+        .iter()
+        .filter_map(|a| match a {
+            Acked::Flip { key } => Some(key.as_str()),
+            _ => None,
+        })
+        .collect();
     let mut f = SentFound::default();
     for one in sent {
         let (what, n) = match one {
@@ -333,9 +418,38 @@ pub async fn check_sent(
                 decisions.get(key.as_str()).copied().unwrap_or(0),
             ),
             Sent::Flip { key } => {
-                let reason = format!("chaos flip {key}");
-                let n = changes.iter().filter(|p| p.contains(&reason)).count();
+                let n = changes
+                    .get(&format!("chaos flip {key}"))
+                    .copied()
+                    .unwrap_or(0);
+                if n == 0 && acked_flips.contains(key.as_str()) {
+                    f.violations.push(format!(
+                        "acknowledged flip {key}: no change is recorded under its reason"
+                    ));
+                }
                 (format!("flip {key}"), n)
+            }
+            Sent::Measurement { user, id, weight } => {
+                let k = (user.as_str(), id.as_str());
+                let n = accepted.get(&k).copied().unwrap_or(0);
+                let copies = stored.get(&k).map_or(&[][..], Vec::as_slice);
+                if n == 0 && acked_measurements.contains(&k) {
+                    f.violations.push(format!(
+                        "acknowledged measurement {user}/{id} has no accepted attempt"
+                    ));
+                }
+                if copies.len() > 1 || copies.iter().any(|w| (w - weight).abs() > 1e-9) {
+                    f.violations.push(format!(
+                        "measurement {user}/{id} was sent weighing {weight} and is stored as {copies:?}"
+                    ));
+                }
+                if n > 1 {
+                    f.duplicates += n - 1;
+                    f.violations.push(format!(
+                        "measurement {user}/{id} was sent once and accepted {n} times"
+                    ));
+                }
+                continue;
             }
         };
         if n > 1 {
@@ -402,13 +516,21 @@ pub async fn expire_short_lived(store: &Store) -> Result<BTreeSet<String>, Strin
     Ok(expired)
 }
 
+/// The chaos users whose feeds are read (`u0`…).
+pub const FEED_USERS: u32 = 60;
+
 /// Reads every chaos user's feed through the consoles: none may show an expired message.
-pub async fn feeds_hide(http: &super::clients::Http, expired: &BTreeSet<String>) -> Vec<String> {
-    let mut out = Vec::new();
+/// Also the users whose feed was read to its end (or five pages): a read that fails proves
+/// nothing, so the caller requires each feed read at least once.
+pub async fn feeds_hide(
+    http: &super::clients::Http,
+    expired: &BTreeSet<String>,
+) -> (Vec<String>, BTreeSet<u32>) {
+    let (mut out, mut read) = (Vec::new(), BTreeSet::new());
     let now = chrono::Utc::now().timestamp();
-    for u in 0..60 {
+    for u in 0..FEED_USERS {
         let mut cursor: Option<String> = None;
-        for _ in 0..5 {
+        for page_no in 0..5 {
             let mut path = format!("/api/v1/inbox/tenants/chaos/inboxes/news/users/u{u}/feed");
             if let Some(c) = &cursor {
                 path.push_str(&format!("?cursor={c}"));
@@ -429,10 +551,13 @@ pub async fn feeds_hide(http: &super::clients::Http, expired: &BTreeSet<String>)
                 }
             }
             match page["next"].as_str() {
-                Some(c) => cursor = Some(c.to_string()),
-                None => break,
+                Some(c) if page_no < 4 => cursor = Some(c.to_string()),
+                _ => {
+                    read.insert(u);
+                    break;
+                }
             }
         }
     }
-    out
+    (out, read)
 }

@@ -29,6 +29,13 @@ pub enum Sent {
     Publish { key: String },
     /// A kill-switch flip, by its `Idempotency-Key` (also in its reason).
     Flip { key: String },
+    /// A measurement, by its user and id, with the weight it carried (its payload: the
+    /// conflict probes send another weight under the same id).
+    Measurement {
+        user: String,
+        id: String,
+        weight: f64,
+    },
 }
 
 /// One client's run.
@@ -67,7 +74,10 @@ pub enum Acked {
         user: String,
         id: String,
     },
-    Flip,
+    /// A kill-switch flip, by its key (its change's reason is `chaos flip <key>`).
+    Flip {
+        key: String,
+    },
 }
 
 /// The kinds of operation the clients make: each must end acknowledged often enough on
@@ -318,15 +328,24 @@ async fn repeat(
     }
 }
 
+/// How a client names its flips: in letters (`chaos flip <letters>`), or, in a broken run,
+/// in digits that the console redacts from a reason as it would a phone number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlipKeys {
+    Letters,
+    Redacted,
+}
+
 /// One client's run: operations until `stop`, retries until `give_up`. Every acknowledged
 /// publish and a quarter of the other acknowledged requests are sent once more (round
-/// robin: to another console) and must be answered the same.
+/// robin: to another console) and must be answered the same; an eighth of the
+/// acknowledged measurements is sent again with another weight and must be refused (409).
 pub async fn client(
     http: Http,
     id: usize,
     seed: u64,
-    stop: Instant,
-    give_up: Instant,
+    (stop, give_up): (Instant, Instant),
+    flip_keys: FlipKeys,
 ) -> Result<ClientRun, String> {
     let mut rng = Rng::new(seed ^ ((id as u64 + 1) * 0x9E37));
     let mut run = ClientRun::default();
@@ -422,8 +441,14 @@ pub async fn client(
             let user = format!("chaos-u{id}");
             let mid = format!("c{id}-w{n}");
             let at = start + Span::minutes(n);
-            let body = json!({"measurement_id": mid, "user_id": user, "weight": 70.0 + (n % 30) as f64 / 10.0,
+            let weight = 70.0 + (n % 30) as f64 / 10.0;
+            let body = json!({"measurement_id": mid, "user_id": user, "weight": weight,
                               "unit": "kg", "timestamp": at.to_rfc3339(), "source": "chaos"});
+            run.sent.push(Sent::Measurement {
+                user: user.clone(),
+                id: mid.clone(),
+                weight,
+            });
             if let Some((s, v)) = http
                 .until_final(Method::POST, "/api/v1/measurements", &body, None, give_up)
                 .await
@@ -439,6 +464,22 @@ pub async fn client(
                             request,
                             give_up,
                             same,
+                        )
+                        .await;
+                    }
+                    if rng.below(8) == 0 {
+                        // Another payload under the same id: a conflict, and nothing of it
+                        // stored (the check compares the stored weight with `weight`).
+                        let mut other = body.clone();
+                        other["weight"] = json!(weight + 1.0);
+                        let request = (Method::POST, "/api/v1/measurements", &other, None);
+                        repeat(
+                            &http,
+                            &mut run,
+                            &format!("measurement {mid} with another weight"),
+                            request,
+                            give_up,
+                            |s: u16, _: &Value| s == 409,
                         )
                         .await;
                     }
@@ -464,9 +505,14 @@ pub async fn client(
             };
             let switch = *rng.pick(&["safe_mode", "automation_enabled"]);
             let key = letters_key();
+            // What its reason names it by (the key itself, but for a broken run).
+            let named = match flip_keys {
+                FlipKeys::Letters => key.clone(),
+                FlipKeys::Redacted => format!("+1 415 555 {:04}", rng.below(10_000)),
+            };
             let body = json!({"switch": switch, "enable": !now[switch].as_bool().unwrap_or(false),
-                              "expected_version": now["version"], "reason": format!("chaos flip {key}"), "confirm": true});
-            run.sent.push(Sent::Flip { key: key.clone() });
+                              "expected_version": now["version"], "reason": format!("chaos flip {named}"), "confirm": true});
+            run.sent.push(Sent::Flip { key: named.clone() });
             let path = "/api/v1/kill-switches";
             match http
                 .until_final(Method::POST, path, &body, Some(&key), give_up)
@@ -487,7 +533,7 @@ pub async fn client(
                         .await;
                     }
                     http.tally.settled(Operation::Flip);
-                    acked.push(Acked::Flip);
+                    acked.push(Acked::Flip { key: named });
                 }
                 // Someone else changed it first: a final answer, nothing applied.
                 Some((409, _)) => http.tally.settled(Operation::Flip),

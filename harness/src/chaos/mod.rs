@@ -21,7 +21,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use dynamodb_faults::{Faults, Outage, Proxy};
+use dynamodb_faults::{Faults, Kind, Outage, Proxy};
 use tokio::time::Instant;
 
 use clients::{Acked, Http, Operation, Tally};
@@ -58,6 +58,27 @@ pub enum Break {
     /// The measurements table throttles every request for the whole storm: one kind of
     /// operation fails while the others are acknowledged.
     MeasurementsDown,
+    /// Every condition of a write to the measurements table is made true: a repeat or a
+    /// conflicting payload is accepted again.
+    MeasurementsUnconditioned,
+    /// The expiry phase reads the feeds with an API key the consoles do not know: every
+    /// read is refused.
+    FeedsUnread,
+    /// The `ops` messages live 30 days, not an hour: the expiry phase has nothing to expire.
+    NothingExpires,
+    /// A transaction to the measurements table cancelled at random (a fifth of them) has
+    /// its last item, the hourly counter, applied anyway, as moto's server does.
+    TornTransactions,
+    /// Flips name themselves in their reasons by a phone number, which the console redacts:
+    /// their changes cannot be found by the key.
+    RedactedFlipKeys,
+}
+
+impl Break {
+    /// The breaks whose run goes through the expiry phase (the others are about the storm).
+    fn expires(self) -> bool {
+        matches!(self, Break::FeedsUnread | Break::NothingExpires)
+    }
 }
 
 /// The least share of the clients' operations of each kind that must end acknowledged (for
@@ -116,6 +137,10 @@ pub fn steady_faults() -> Faults {
         trimmed_rate: 0.3,
         // The indexes the consoles read are built: an upgrade's backfill is tests/it's.
         backfilling_indexes: Vec::new(),
+        // Broken consoles' and databases' business (`--broken measurements-unconditioned`,
+        // `torn-transactions`).
+        ignore_conditions_matching: String::new(),
+        tear_cancelled_matching: String::new(),
     }
 }
 
@@ -205,6 +230,11 @@ pub(crate) async fn connect(endpoint: &str, config: &Config) -> Store {
 /// The tenant and inbox the publishes go to: messages of category `ops` live an hour,
 /// so that the expiry phase can remove them as DynamoDB's TTL would.
 pub(crate) async fn prepare_inbox(store: &Store) -> Result<(), String> {
+    prepare_inbox_with(store, "1h").await
+}
+
+/// [`prepare_inbox`], the `ops` messages living `ops_ttl`.
+async fn prepare_inbox_with(store: &Store, ops_ttl: &str) -> Result<(), String> {
     use ops_console::server::contract::inbox::{InboxSettings, TenantSettings};
     use ops_console::server::domain::inbox::keys::{InboxKey, TenantKey};
     let inbox = ops_console::server::services::inbox::Inbox::new(store.clone(), 365);
@@ -229,7 +259,7 @@ pub(crate) async fn prepare_inbox(store: &Store) -> Result<(), String> {
         title: Some("News".into()),
         description: None,
         ttl: Some(
-            [("default", "30d"), ("ops", "1h")]
+            [("default", "30d"), ("ops", ops_ttl)]
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .into(),
         ),
@@ -359,6 +389,12 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
         Some(_) => hot::HotRun::default(),
     };
     print_hot(&hot_run);
+    if opts.broken == Some(Break::NothingExpires) {
+        prepare_inbox_with(&store, "30d").await?;
+    }
+    // The faults the storm and what follows it injected are counted from here: the
+    // hot-item run turns conflicts on by itself.
+    let before_storm = proxy.report();
     proxy.set(steady_faults());
     if opts.broken == Some(Break::Unavailable) {
         proxy.update(|f| f.outage = Outage::Refuse);
@@ -368,6 +404,17 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
             f.throttle_rate = 1.0;
             // Its name as a request names the table (`"measurements-<env>`).
             f.throttle_matching = format!("\"{}-", schema::MEASUREMENTS.base);
+        });
+    }
+    if opts.broken == Some(Break::TornTransactions) {
+        proxy.update(|f| {
+            f.conflict_rate = 0.2;
+            f.tear_cancelled_matching = format!("\"{}-", schema::MEASUREMENTS.base);
+        });
+    }
+    if opts.broken == Some(Break::MeasurementsUnconditioned) {
+        proxy.update(|f| {
+            f.ignore_conditions_matching = format!("\"{}-", schema::MEASUREMENTS.base);
         });
     }
 
@@ -380,7 +427,17 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
     let mut tasks = tokio::task::JoinSet::new();
     for id in 0..opts.clients {
         let http = Http::new(ports.clone(), key.clone(), tally.clone(), id as u64);
-        tasks.spawn(clients::client(http, id, opts.seed, stop, give_up));
+        let flip_keys = match opts.broken {
+            Some(Break::RedactedFlipKeys) => clients::FlipKeys::Redacted,
+            _ => clients::FlipKeys::Letters,
+        };
+        tasks.spawn(clients::client(
+            http,
+            id,
+            opts.seed,
+            (stop, give_up),
+            flip_keys,
+        ));
     }
 
     let weather = tokio::spawn(procs::weather(receiver.clone(), opts.seed, stop));
@@ -422,10 +479,17 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
         ),
         Some(_) => (None, None),
     };
-    // A broken run is about its break: the expiry is the healthy runs' business.
+    // A broken run is about its break: the expiry is the healthy runs' business, and
+    // that of the breaks of the expiry's own checks.
+    let reader = match opts.broken {
+        Some(Break::FeedsUnread) => {
+            Http::new(ports.clone(), "ops_unknown".into(), tally.clone(), 7)
+        }
+        _ => http,
+    };
     let expiry = match opts.broken {
-        None => expire(&store, &proxy, &http, &mut rng, &mut consoles, &mut hits).await?,
-        Some(_) => Expiry::default(),
+        Some(b) if !b.expires() => Expiry::default(),
+        _ => expire(&store, &proxy, &reader, &mut rng, &mut consoles, &mut hits).await?,
     };
     phases.push(("expiry", began.elapsed()));
     if let Some(started) = automatic.as_mut() {
@@ -440,7 +504,8 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
     }
     proxy.set(Faults::default());
     let _ = weather.await;
-    let report = proxy.report();
+    // What the storm and what followed it injected, the hot-item run's left out.
+    let report = proxy.report().since(&before_storm);
     phases.push(("automation", began.elapsed()));
     let settled = settle(&store).await;
     let drained = drain_outbox(&store, &config).await;
@@ -665,10 +730,17 @@ fn proof_of_work(tally: &Tally, acked: &[Acked], report: &dynamodb_faults::Repor
             ));
         }
     }
-    for kind in steady_faults().switched_on() {
+    // Those switched on, and what the storm's lost answers and late writes must bring
+    // about: a transaction sent again under its token, after it committed and while it
+    // was still applying.
+    let must = steady_faults()
+        .switched_on()
+        .into_iter()
+        .chain([Kind::TokenReplay, Kind::TokenInProgress]);
+    for kind in must {
         if report.get(kind) == 0 {
             out.push(format!(
-                "the fault \"{}\" was switched on and injected 0 times",
+                "the fault \"{}\" was injected 0 times in the storm",
                 kind.name()
             ));
         }
@@ -717,12 +789,24 @@ async fn expire(
     hits: &mut Disruptions,
 ) -> Result<Expiry, String> {
     let expired = checks::expire_short_lived(store).await?;
-    let mut violations = Vec::new();
+    let (mut violations, mut read) = (Vec::new(), std::collections::BTreeSet::new());
     for _ in 0..3 {
-        violations.extend(checks::feeds_hide(http, &expired).await);
+        let (shown, feeds) = checks::feeds_hide(http, &expired).await;
+        violations.extend(shown);
+        read.extend(feeds);
         if rng.below(2) == 0 {
             disrupt(rng, proxy, consoles, hits).await?;
         }
+    }
+    if read.len() < checks::FEED_USERS as usize {
+        violations.push(format!(
+            "the feeds of {} of {} users could not be read: the expiry was not checked there",
+            checks::FEED_USERS as usize - read.len(),
+            checks::FEED_USERS
+        ));
+    }
+    if expired.is_empty() {
+        violations.push("no message was short-lived: the expiry phase expired nothing".into());
     }
     let now = chrono::Utc::now().timestamp();
     let mut start = None;
@@ -740,6 +824,9 @@ async fn expire(
             Some(n) => start = Some(n),
             None => break,
         }
+    }
+    if removed == 0 {
+        violations.push("the expiry phase removed nothing: no removal was counted".into());
     }
     // A few more seconds of faults while the consumers read the removals.
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -925,7 +1012,7 @@ fn print_report(
         count(|a| matches!(a, Acked::Event { .. })),
         count(|a| matches!(a, Acked::Publish { .. })),
         count(|a| matches!(a, Acked::Measurement { .. })),
-        count(|a| matches!(a, Acked::Flip)),
+        count(|a| matches!(a, Acked::Flip { .. })),
         tally.unanswered.load(Ordering::Relaxed)
     );
     println!(
