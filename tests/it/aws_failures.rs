@@ -877,3 +877,47 @@ async fn publish_and_expire(
     }
     crate::helpers::sweep_inbox(direct, (now + chrono::Duration::hours(2)).timestamp()).await
 }
+
+/// A duplicate delivery is counted once on an event whose counter's write committed and was
+/// answered 500 (the store sends it again, under its client token): the count is what the
+/// helpdesk sent, not what the database was asked.
+#[tokio::test]
+async fn a_duplicate_is_counted_once_when_its_answer_is_lost() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use ops_console::server::store::events::count_duplicate;
+    use ops_console::server::store::schema::MW_IDEMPOTENCY;
+    let proxy = faulty_dynamodb().await;
+    let (app, direct) = spawn_app_via(&proxy, |_| {}).await;
+    let key = "evt:rp:c-dup:m-lost";
+    direct
+        .client()
+        .put_item()
+        .table_name(direct.table(MW_IDEMPOTENCY.base))
+        .item("event_id", AttributeValue::S(key.into()))
+        .item("kind", AttributeValue::S("event".into()))
+        .send()
+        .await
+        .unwrap();
+    proxy.update(|f| f.error_after_commit_rate = 1.0);
+    count_duplicate(&app.store, key).await.expect("counted");
+    proxy.set(Faults::default());
+    count_duplicate(&app.store, key).await.expect("counted");
+    let item = direct
+        .client()
+        .get_item()
+        .table_name(direct.table(MW_IDEMPOTENCY.base))
+        .key("event_id", AttributeValue::S(key.into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap();
+    let counted = item.item().and_then(|i| i.get("duplicates")).cloned();
+    assert_eq!(
+        counted,
+        Some(AttributeValue::N("2".into())),
+        "two duplicates sent"
+    );
+    let report = proxy.report();
+    assert!(report.get(Kind::ErrorAfterCommit) >= 1, "{report}");
+    assert!(report.get(Kind::TokenReplay) >= 1, "{report}");
+}

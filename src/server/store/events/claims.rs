@@ -2,7 +2,9 @@
 //! (An event's claim ends with its decision's transaction, `decisions.rs`.)
 
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+};
 use serde::Serialize;
 
 use super::{Claim, EventRecord};
@@ -105,25 +107,26 @@ pub(crate) async fn sent_under_nonce<T: serde::de::DeserializeOwned>(
     .await
 }
 
-/// Counts one more delivery of an already processed event.
+/// Counts one more delivery of an already processed event, exactly: a transaction of one
+/// update, so that a request sent again after its answer was lost (a 500 after the commit,
+/// a timeout) carries the same client token and DynamoDB applies it once. A plain `ADD`
+/// sent again counts twice. Rare (a duplicate delivery), so the transaction's second
+/// write unit is paid seldom.
 pub async fn count_duplicate(store: &Store, key: &str) -> Result<(), StoreError> {
-    let req = store
-        .client()
-        .update_item()
-        .table_name(store.table(MW_IDEMPOTENCY.base))
+    let table = store.table(MW_IDEMPOTENCY.base);
+    let update = Update::builder()
+        .table_name(&table)
         .key("event_id", s(key))
         .update_expression("ADD duplicates :one")
         .condition_expression("attribute_exists(event_id)")
-        .expression_attribute_values(":one", n(1));
-    tx::retrying(|| async {
-        match req.clone().send().await {
-            Ok(_) => Ok(()),
-            // Expired and removed meanwhile: nothing left to count on.
-            Err(e) => match e.into_service_error() {
-                UpdateItemError::ConditionalCheckFailedException(_) => Ok(()),
-                other => Err(StoreError::service("UpdateItem", &other)),
-            },
-        }
-    })
+        .expression_attribute_values(":one", n(1))
+        .build()
+        .map_err(|e| StoreError::corrupt(&table, e))?;
+    // Refused: expired and removed meanwhile, nothing left to count on.
+    tx::transact(
+        store,
+        vec![TransactWriteItem::builder().update(update).build()],
+    )
     .await
+    .map(|_| ())
 }
