@@ -165,6 +165,12 @@ impl Faults {
             Kind::ConditionIgnored,
         );
         add(!self.tear_cancelled_matching.is_empty(), Kind::Torn);
+        add(self.query_page_items > 0, Kind::PagedQuery);
+        add(
+            self.partitions
+                .is_some_and(|l| l.partition_write_per_s > 0.0 || l.partition_read_per_s > 0.0),
+            Kind::PartitionThrottle,
+        );
         on
     }
 }
@@ -285,10 +291,13 @@ pub enum Kind {
     ConditionIgnored,
     /// A cancelled transaction whose last item was applied anyway (a broken database's).
     Torn,
+    /// A query page that ended at `query_page_items`, before the reader's limit, with more
+    /// to read.
+    PagedQuery,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 25] = [
+    pub const ALL: [Kind; 26] = [
         Kind::Conflict,
         Kind::RandomConflict,
         Kind::Throttle,
@@ -314,6 +323,7 @@ impl Kind {
         Kind::Backfilling,
         Kind::ConditionIgnored,
         Kind::Torn,
+        Kind::PagedQuery,
     ];
 
     pub fn name(self) -> &'static str {
@@ -343,6 +353,7 @@ impl Kind {
             Kind::Backfilling => "queries of an index still being built",
             Kind::ConditionIgnored => "writes with their conditions made true (broken)",
             Kind::Torn => "cancelled transactions applied in part (broken)",
+            Kind::PagedQuery => "query pages ended early (more to read)",
         }
     }
 }

@@ -403,12 +403,14 @@ async fn read_request(
         }
         None => None,
     };
+    // A page cut shorter than the reader asked for (or than 1 MB would be).
+    let mut cut = false;
     if op == "Query" && faults.query_page_items > 0 {
-        let limit = json["Limit"]
-            .as_u64()
-            .map_or(faults.query_page_items as u64, |l| {
-                l.min(u64::from(faults.query_page_items))
-            });
+        let wanted = json["Limit"].as_u64();
+        let limit = wanted.map_or(faults.query_page_items as u64, |l| {
+            l.min(u64::from(faults.query_page_items))
+        });
+        cut = wanted.is_none_or(|l| l > limit);
         json["Limit"] = json!(limit);
     }
     let mut answer = match forward_json(ctx, kill, &parts.headers, &parts.uri, &json).await {
@@ -418,6 +420,9 @@ async fn read_request(
             return a;
         }
     };
+    if cut && answer.get("LastEvaluatedKey").is_some() {
+        shared.counters.add(Kind::PagedQuery);
+    }
     let by_table = shared.capacity.record(op, &json, &mut answer, asked, None);
     if let Some((limits, targets)) = &targets {
         let charges = partitions::read_charges(targets, &by_table);

@@ -27,6 +27,9 @@ pub struct Found {
     pub lost: usize,
     /// Effects found twice (two decisions of one event, two messages of one publish).
     pub duplicate_effects: usize,
+    /// What each check looked at, and how many: a check that looked at nothing proves
+    /// nothing.
+    pub looked: Vec<(&'static str, usize)>,
 }
 
 fn s<'a>(v: &'a Value, k: &str) -> &'a str {
@@ -115,6 +118,8 @@ pub async fn check(store: &Store, acked: &[Acked], receiver: &Receiver) -> Resul
     }
 
     f.lost = f.violations.len();
+    f.looked
+        .push(("acknowledged requests found stored", acked.len()));
 
     // 2. Side effects: applied once each at the receiver, and each one a recorded action.
     let actions: BTreeMap<&str, &Value> = mw
@@ -141,6 +146,8 @@ pub async fn check(store: &Store, acked: &[Acked], receiver: &Receiver) -> Resul
         ));
     }
     f.applied = seen.len();
+    f.looked
+        .push(("side effects each delivered once", actions.len()));
     f.resent = seen.values().map(|n| (*n as usize).saturating_sub(1)).sum();
     for key in seen.keys() {
         if !actions.contains_key(key.as_str()) {
@@ -198,6 +205,10 @@ pub async fn check(store: &Store, acked: &[Acked], receiver: &Receiver) -> Resul
             ));
         }
     }
+    f.looked
+        .push(("events with one decision audit", events.len()));
+    f.looked
+        .push(("audit records with their event or action", audits.len()));
     for a in &audits {
         let t = s(a, "action_type");
         let key = s(a, "idempotency_key");
@@ -229,6 +240,10 @@ pub async fn check(store: &Store, acked: &[Acked], receiver: &Receiver) -> Resul
         .iter()
         .filter(|a| matches!(a, Acked::Flip { .. }))
         .count() as u64;
+    f.looked.push((
+        "kill-switch changes against the version",
+        switch_audits as usize,
+    ));
     if switch_audits != version || version < flips {
         f.violations.push(format!(
             "kill switches at version {version} with {switch_audits} change audits and {flips} acknowledged flips"
@@ -250,7 +265,14 @@ pub async fn check(store: &Store, acked: &[Acked], receiver: &Receiver) -> Resul
             m.0, m.1
         ));
     }
-    f.violations.extend(recount_stats(&meas));
+    f.looked.push((
+        "stored measurements against accepted audits",
+        stored_meas.len(),
+    ));
+    let (drifts, hours) = recount_stats(&meas);
+    f.violations.extend(drifts);
+    f.looked
+        .push(("hours of measurement counters recounted", hours));
 
     // 4. One publish key, one message: every publication belongs to exactly one job.
     let inbox_items = scan_json(store, INBOX.base).await.map_err(err)?;
@@ -274,9 +296,11 @@ pub async fn check(store: &Store, acked: &[Acked], receiver: &Receiver) -> Resul
         ));
     }
     f.duplicate_effects = job_ids.len() - distinct_jobs.len();
+    f.looked
+        .push(("publish jobs, one per message", job_ids.len()));
 
     // 5. Inbox counters agree with a recount.
-    let (drift, _) = verify(store, chrono::Utc::now().timestamp())
+    let (drift, recounted) = verify(store, chrono::Utc::now().timestamp())
         .await
         .map_err(err)?;
     for d in drift {
@@ -285,13 +309,15 @@ pub async fn check(store: &Store, acked: &[Acked], receiver: &Receiver) -> Resul
             d.pk, d.category, d.field, d.counted, d.stored
         ));
     }
+    f.looked.push(("inbox items recounted", recounted));
     Ok(f)
 }
 
 /// The hourly measurement counters (`STATS#nn` shards, summed) against a recount of the
 /// audit records, one per attempt, by the hour of the attempt: each counter is written in
-/// its attempt's transaction, so they agree exactly, outcome by outcome.
-fn recount_stats(meas: &[Value]) -> Vec<String> {
+/// its attempt's transaction, so they agree exactly, outcome by outcome. Also the hours
+/// recounted.
+fn recount_stats(meas: &[Value]) -> (Vec<String>, usize) {
     type Hours = BTreeMap<String, BTreeMap<String, i64>>;
     let (mut counted, mut recounted) = (Hours::new(), Hours::new());
     for v in meas {
@@ -313,9 +339,6 @@ fn recount_stats(meas: &[Value]) -> Vec<String> {
         }
     }
     let mut out = Vec::new();
-    if recounted.is_empty() {
-        out.push("no measurement attempt was audited: the counters were not recounted".into());
-    }
     let hours: BTreeSet<&String> = counted.keys().chain(recounted.keys()).collect();
     for hour in hours {
         let (c, r) = (counted.get(hour), recounted.get(hour));
@@ -330,13 +353,15 @@ fn recount_stats(meas: &[Value]) -> Vec<String> {
             }
         }
     }
-    out
+    (out, recounted.len())
 }
 
 /// What the duplicate checks found, counted from what the clients sent.
 #[derive(Debug, Default)]
 pub struct SentFound {
     pub violations: Vec<String>,
+    /// What each check looked at (see [`Found::looked`]).
+    pub looked: Vec<(&'static str, usize)>,
     /// Effects beyond the one each request may have.
     pub duplicates: usize,
 }
@@ -407,6 +432,25 @@ pub async fn check_sent(
         })
         .collect();
     let mut f = SentFound::default();
+    let of = |kind: fn(&Sent) -> bool| sent.iter().filter(|s| kind(s)).count();
+    f.looked = vec![
+        (
+            "events sent, decisions counted",
+            of(|s| matches!(s, Sent::Event { .. })),
+        ),
+        (
+            "publish keys sent, publications counted",
+            of(|s| matches!(s, Sent::Publish { .. })),
+        ),
+        (
+            "flips sent, changes counted",
+            of(|s| matches!(s, Sent::Flip { .. })),
+        ),
+        (
+            "measurements sent, acceptances counted",
+            of(|s| matches!(s, Sent::Measurement { .. })),
+        ),
+    ];
     for one in sent {
         let (what, n) = match one {
             Sent::Publish { key } => (
