@@ -775,8 +775,8 @@ async fn the_rates_of_a_chosen_user_count_only_that_users_attempts() {
 /// Every user's attempts of one outcome are spread over the shards of
 /// `outcome-shard-index` (no partition takes every acceptance), and read back merged,
 /// newest first, page by page, each once; none of them takes a copy in `outcome-index` (one
-/// partition per outcome), and a record of the releases before (no shard: on that index
-/// alone) is read with them.
+/// partition per outcome); a record of two releases back (no shard: on that index alone) is
+/// read with them, and one of the release before (both keys, on both indexes) once.
 #[tokio::test]
 async fn attempts_of_one_outcome_are_sharded_and_read_with_the_release_befores() {
     use ops_console::server::store::many;
@@ -840,15 +840,29 @@ async fn attempts_of_one_outcome_are_sharded_and_read_with_the_release_befores()
         })
         .unwrap();
     old.insert("audit_outcome".into(), AttributeValue::S("accepted".into()));
-    app.store
-        .client()
-        .put_item()
-        .table_name(app.store.table(MEASUREMENTS.base))
-        .set_item(Some(old))
-        .send()
-        .await
-        .unwrap();
+    // The release before wrote both keys: on both indexes, read once.
+    let mut both = old.clone();
+    both.insert(
+        "SK".into(),
+        AttributeValue::S(format!("AUDIT#{}#0d0e0f", ts(t0 - Duration::minutes(4)))),
+    );
+    both.insert("measurement_id".into(), AttributeValue::S("m-both".into()));
+    both.insert(
+        "outcome_shard".into(),
+        AttributeValue::S("accepted#03".into()),
+    );
+    for item in [old, both] {
+        app.store
+            .client()
+            .put_item()
+            .table_name(app.store.table(MEASUREMENTS.base))
+            .set_item(Some(item))
+            .send()
+            .await
+            .unwrap();
+    }
     sent.push("m-old".into());
+    sent.push("m-both".into());
     // Pages of 7 under one sealed cursor, each one query of each shard and of the old
     // index.
     let (mut cursor, mut seen) = (None::<String>, Vec::new());

@@ -428,7 +428,8 @@ impl Report {
     }
 
     /// This report with only the faults injected since `before` (an earlier report of the
-    /// same proxy): what one phase of a run injected.
+    /// same proxy): what one phase of a run injected. Requests, writes and units stay the
+    /// whole run's.
     pub fn since(&self, before: &Report) -> Report {
         let mut r = self.clone();
         for (kind, n) in r.injected.iter_mut() {

@@ -985,7 +985,6 @@ async fn forward_or_reset(
     }
 }
 
-/// Forwards a request with a rewritten body and returns the answer's JSON (when 200).
 /// Applies the last item of a transaction alone, as the single write it would be (a broken
 /// database's torn transaction, see `Faults::tear_cancelled_matching`).
 async fn tear(ctx: &Ctx, headers: &HeaderMap, uri: &hyper::Uri, json: &Value) {
@@ -1013,6 +1012,7 @@ async fn tear(ctx: &Ctx, headers: &HeaderMap, uri: &hyper::Uri, json: &Value) {
     }
 }
 
+/// Forwards a request with a rewritten body and returns the answer's JSON (when 200).
 async fn forward_json(
     ctx: &Ctx,
     kill: &Notify,

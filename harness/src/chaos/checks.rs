@@ -482,7 +482,9 @@ pub async fn check_sent(
                         "acknowledged measurement {user}/{id} has no accepted attempt"
                     ));
                 }
-                if copies.len() > 1 || copies.iter().any(|w| (w - weight).abs() > 1e-9) {
+                // A weight missing or not a number is a difference too.
+                let differs = |w: &f64| w.is_nan() || (w - weight).abs() > 1e-9;
+                if copies.len() > 1 || copies.iter().any(differs) {
                     f.violations.push(format!(
                         "measurement {user}/{id} was sent weighing {weight} and is stored as {copies:?}"
                     ));

@@ -508,7 +508,7 @@ pub async fn client(
             // What its reason names it by (the key itself, but for a broken run).
             let named = match flip_keys {
                 FlipKeys::Letters => key.clone(),
-                FlipKeys::Redacted => format!("+1 415 555 {:04}", rng.below(10_000)),
+                FlipKeys::Redacted => format!("+1415555{:04}", rng.below(10_000)),
             };
             let body = json!({"switch": switch, "enable": !now[switch].as_bool().unwrap_or(false),
                               "expected_version": now["version"], "reason": format!("chaos flip {named}"), "confirm": true});

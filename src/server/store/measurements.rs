@@ -262,7 +262,8 @@ pub async fn audits_by_outcome(
         key_attrs: vec!["PK", "SK", "audit_outcome"],
         projection: None,
     };
-    // One binding whichever way it is read: a cursor of either reads on in the other.
+    // One binding for the whole merge (the shards' queries differ from the old index's by
+    // their index and key only): a cursor is good for exactly this list.
     let binding = unsharded.binding();
     let mut shards: Vec<fanout::Shard> = (0..OUTCOME_SHARDS)
         .map(|id| {

@@ -279,12 +279,16 @@ fn new_token() -> String {
 
 /// Runs one transaction to its end: done, or refused by its conditions (with the items
 /// that refused it). Conflicts and throttles are retried within [`BUDGET`]; an answer
-/// that never came is retried with the same client request token.
+/// that never came is retried with the same client request token, and so is every retry
+/// after it (a throttle after a lost answer must not make a second transaction of it).
 pub async fn transact(
     store: &Store,
     actions: Vec<TransactWriteItem>,
 ) -> Result<Outcome, StoreError> {
     let mut token = new_token();
+    // An answer that never came: the transaction may have been applied under this token,
+    // and only this token can say so. Every retry after it keeps it, a refusal's too.
+    let mut unsure = false;
     let mut attempt = 0;
     loop {
         let result = store
@@ -298,10 +302,15 @@ pub async fn transact(
         let (cause, detail) = match classify(result)? {
             Attempt::Ended(outcome) => return Ok(outcome),
             Attempt::Retry(cause, detail) => {
-                token = new_token();
+                if !unsure {
+                    token = new_token();
+                }
                 (cause, detail)
             }
-            Attempt::Ambiguous(detail) => (Busy::Unreachable, detail),
+            Attempt::Ambiguous(detail) => {
+                unsure = true;
+                (Busy::Unreachable, detail)
+            }
         };
         attempt += 1;
         if attempt >= BUDGET.attempts {
