@@ -346,7 +346,9 @@ pub(crate) const TOKEN_WINDOW: Duration = Duration::from_secs(600);
 #[derive(Default)]
 pub(crate) struct Tokens {
     done: Mutex<HashMap<String, (u64, Instant)>>,
-    running: Mutex<std::collections::HashSet<String>>,
+    /// Running transactions' tokens, with what each stands for as the client sent it (the
+    /// proxy adds parameters of its own before forwarding).
+    running: Mutex<HashMap<String, u64>>,
 }
 
 pub(crate) enum TokenSeen {
@@ -381,9 +383,16 @@ impl Drop for Running<'_> {
     }
 }
 
+/// What a token stands for: every parameter of the request but the token itself, as AWS
+/// compares them ("a request with the same client token but a change in other
+/// parameters" is refused with `IdempotentParameterMismatchException`).
 fn request_hash(body: &Value) -> u64 {
+    let mut params = body.clone();
+    if let Some(o) = params.as_object_mut() {
+        o.remove("ClientRequestToken");
+    }
     let mut h = DefaultHasher::new();
-    body["TransactItems"].to_string().hash(&mut h);
+    params.to_string().hash(&mut h);
     h.finish()
 }
 
@@ -392,9 +401,10 @@ impl Tokens {
     pub(crate) fn start(&self, body: &Value) -> Option<Running<'_>> {
         let token = body["ClientRequestToken"].as_str().map(str::to_string);
         if let (Some(t), Ok(mut r)) = (&token, self.running.lock()) {
-            if !r.insert(t.clone()) {
+            if r.contains_key(t) {
                 return None;
             }
+            r.insert(t.clone(), request_hash(body));
         }
         Some(Running {
             tokens: self,
@@ -421,7 +431,7 @@ impl Tokens {
         let Some(token) = body["ClientRequestToken"].as_str() else {
             return TokenSeen::New;
         };
-        if self.running.lock().is_ok_and(|r| r.contains(token)) {
+        if self.running.lock().is_ok_and(|r| r.contains_key(token)) {
             return TokenSeen::InProgress;
         }
         let Ok(m) = self.done.lock() else {
@@ -439,15 +449,23 @@ impl Tokens {
         }
     }
 
+    /// The transaction of `body` succeeded: its token answers a replay of the request the
+    /// client sent (as it was when it started) from now on.
     pub(crate) fn succeeded(&self, body: &Value) {
         let Some(token) = body["ClientRequestToken"].as_str() else {
             return;
         };
+        let sent = self
+            .running
+            .lock()
+            .ok()
+            .and_then(|r| r.get(token).copied())
+            .unwrap_or_else(|| request_hash(body));
         if let Ok(mut m) = self.done.lock() {
             if m.len() > 100_000 {
                 m.retain(|_, (_, at)| at.elapsed() < TOKEN_WINDOW);
             }
-            m.insert(token.to_string(), (request_hash(body), Instant::now()));
+            m.insert(token.to_string(), (sent, Instant::now()));
         }
     }
 }
@@ -509,6 +527,10 @@ mod tests {
         assert!(matches!(tokens.check(&body), TokenSeen::Replay));
         let other = json!({"ClientRequestToken": "t1", "TransactItems": []});
         assert!(matches!(tokens.check(&other), TokenSeen::Mismatch));
+        // The same items with another parameter: not the same request either.
+        let mut asks_more = body.clone();
+        asks_more["ReturnConsumedCapacity"] = json!("TOTAL");
+        assert!(matches!(tokens.check(&asks_more), TokenSeen::Mismatch));
     }
 
     #[test]
