@@ -38,8 +38,10 @@ pub fn ReceiverStatus(receiver: ReceiverView) -> impl IntoView {
 #[component]
 fn Health(h: ReceiverHealth) -> impl IntoView {
     let failing = h.failing_since.is_some();
+    // Counted by plain additions: one sent again after its answer was lost counts twice
+    // (docs/dynamodb.md, "Counters a resend could inflate").
     let tally = format!(
-        "Last hour: {} of {} delivery attempts delivered.",
+        "Last hour: about {} of {} delivery attempts delivered.",
         h.delivered_last_hour, h.attempts_last_hour
     );
     let success = match h.last_success {
@@ -60,7 +62,9 @@ fn Health(h: ReceiverHealth) -> impl IntoView {
     view! {
         <div class=class data-testid="receiver-health" data-failing=failing.to_string()>
             {trouble}
-            <span>{tally}</span>
+            <span title="Approximate: an attempt whose count was sent again after a lost answer counts twice">
+                {tally}
+            </span>
             {success}
         </div>
     }
