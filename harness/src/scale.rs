@@ -235,6 +235,8 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
             .clamp(1_000, 60_000)
             .to_string();
         env.push(("OPS_INBOX_STREAM_POLL_MS".into(), poll_ms.clone()));
+        // The due group on its own index, as a fleet of this release runs it.
+        env.push(("OPS_EVENTS_DUE_INDEX".into(), "true".into()));
         // The receiver takes what is sent: the run is about DynamoDB.
         for (k, v) in env.iter_mut() {
             match k.as_str() {

@@ -96,7 +96,9 @@ impl AppState {
         let leptos = leptos_options(&config);
         // Every console of the environment seals page cursors under the same key, so a
         // cursor opens behind any of them.
-        let store = store.with_cursors(Cursors::new(secret.seal("page-cursor"), clock.clone()));
+        let store = store
+            .with_cursors(Cursors::new(secret.seal("page-cursor"), clock.clone()))
+            .with_due_index(config.events.due_index);
         let idempotency = Engine::new(
             store.clone(),
             secret,

@@ -11,6 +11,7 @@ mod bootstrap;
 mod breaker;
 mod conversation_search;
 mod conversations;
+mod due_index;
 mod dynamodb_semantics;
 mod events;
 mod helpers;

@@ -44,21 +44,52 @@ fn keys_in(v: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
-/// `index name → keys`, for the template's indexes of one kind.
-fn indexes_in(v: &Value) -> BTreeSet<(String, Vec<(String, String)>)> {
+/// An index's projection: its type and the attributes it names, sorted.
+type Projected = (String, Vec<String>);
+
+/// An index: its name, keys and projection.
+type Index = (String, Vec<(String, String)>, Projected);
+
+/// The template's indexes of one kind.
+fn indexes_in(v: &Value) -> BTreeSet<Index> {
     v.as_array()
         .map(|a| {
             a.iter()
                 .map(|i| {
-                    assert_eq!(i["Projection"]["ProjectionType"], "ALL");
+                    let mut attrs: Vec<String> = i["Projection"]["NonKeyAttributes"]
+                        .as_array()
+                        .map(|a| a.iter().map(|s| s.as_str().unwrap().to_string()).collect())
+                        .unwrap_or_default();
+                    attrs.sort();
                     (
                         i["IndexName"].as_str().unwrap().to_string(),
                         keys_in(&i["KeySchema"]),
+                        (
+                            i["Projection"]["ProjectionType"]
+                                .as_str()
+                                .unwrap()
+                                .to_string(),
+                            attrs,
+                        ),
                     )
                 })
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// What DynamoDB says an index projects, as [`indexes_in`] reads the template's.
+fn projected(p: Option<&aws_sdk_dynamodb::types::Projection>) -> Projected {
+    let mut attrs = p
+        .map(|p| p.non_key_attributes().to_vec())
+        .unwrap_or_default();
+    attrs.sort();
+    (
+        p.and_then(|p| p.projection_type())
+            .map(|t| t.as_str().to_string())
+            .unwrap_or_default(),
+        attrs,
+    )
 }
 
 #[tokio::test]
@@ -90,7 +121,13 @@ async fn the_cloudformation_template_creates_what_the_bootstrap_created() {
         let gsis: BTreeSet<_> = desc
             .global_secondary_indexes()
             .iter()
-            .map(|g| (g.index_name().unwrap().to_string(), keys_of(g.key_schema())))
+            .map(|g| {
+                (
+                    g.index_name().unwrap().to_string(),
+                    keys_of(g.key_schema()),
+                    projected(g.projection()),
+                )
+            })
             .collect();
         assert_eq!(
             indexes_in(&p["GlobalSecondaryIndexes"]),
@@ -100,7 +137,13 @@ async fn the_cloudformation_template_creates_what_the_bootstrap_created() {
         let lsis: BTreeSet<_> = desc
             .local_secondary_indexes()
             .iter()
-            .map(|l| (l.index_name().unwrap().to_string(), keys_of(l.key_schema())))
+            .map(|l| {
+                (
+                    l.index_name().unwrap().to_string(),
+                    keys_of(l.key_schema()),
+                    projected(l.projection()),
+                )
+            })
             .collect();
         assert_eq!(indexes_in(&p["LocalSecondaryIndexes"]), lsis, "{name} LSIs");
         let defined: BTreeSet<(String, String)> = desc

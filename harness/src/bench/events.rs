@@ -107,6 +107,7 @@ pub async fn bench_events(
             claim_nonce: String::new(),
             lease_until_ms: 0,
             outbox: Some("due#00".into()),
+            due: None,
             outbox_sk: Some(format!("{:013}#plain-act:{i}", now.timestamp_millis())),
             next_at_ms: now.timestamp_millis(),
             receiver: None,

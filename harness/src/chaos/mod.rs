@@ -370,12 +370,16 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
                 _ => SECRET,
             },
         };
-        let env = console_env(
+        let mut env = console_env(
             &setup,
             port,
             (hook_port, &hook_secret),
             &opts.dir.join(format!("console-{i}")),
         );
+        // A fleet halfway through turning `events.due_index` on: every other console
+        // writes the due group on `due-index`, the rest on `outbox-index`; each delivers
+        // what the others queued.
+        env.push(("OPS_EVENTS_DUE_INDEX".into(), (i % 2 == 0).to_string()));
         let log = opts.dir.join(format!("console-{i}.log"));
         let mut c = Console::new(exe.clone(), port, env, log);
         c.start()?;

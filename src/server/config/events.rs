@@ -55,6 +55,11 @@ pub struct EventsSection {
     pub hash_bucket_seconds: i64,
     /// Messages without an order number while the console waits for one, before escalating.
     pub order_flow_max_attempts: i64,
+    /// Write the outbox's due group on `due-index` (128 partitions, a copy of one write
+    /// unit) instead of `outbox-index` (8, the release before's). Every console of this
+    /// release reads both: turn it on once no console of the release before runs (they
+    /// read `outbox-index` alone). The next release writes `due-index` only.
+    pub due_index: bool,
     /// Keyword rules, in order: the first that matches sets intent and team; tags and risk
     /// flags add up over every rule that matches.
     pub rules: Vec<Rule>,
@@ -81,6 +86,7 @@ impl Default for EventsSection {
             bulk_confirm_ms: 2_000,
             hash_bucket_seconds: 300,
             order_flow_max_attempts: 3,
+            due_index: false,
             rules: Vec::new(),
         }
     }

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use super::{pascal, skips};
 use crate::server::config::Environment;
-use crate::server::store::schema::{AttrType, IndexSpec, KeyAttr, TableSpec, ALL};
+use crate::server::store::schema::{AttrType, IndexSpec, KeyAttr, Projected, TableSpec, ALL};
 use crate::server::store::TableNames;
 
 /// The template for every table, named as the console names them (`names`).
@@ -157,7 +157,10 @@ fn index(ix: &IndexSpec) -> Value {
     json!({
         "IndexName": ix.name,
         "KeySchema": key_schema(ix.pk, ix.sk),
-        "Projection": {"ProjectionType": "ALL"},
+        "Projection": match ix.projection {
+            Projected::All => json!({"ProjectionType": "ALL"}),
+            Projected::Include(attrs) => json!({"ProjectionType": "INCLUDE", "NonKeyAttributes": attrs}),
+        },
     })
 }
 

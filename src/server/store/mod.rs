@@ -72,6 +72,7 @@ pub struct Store {
     names: TableNames,
     requests: Arc<RequestCounter>,
     cursors: cursor::Cursors,
+    due_index: bool,
 }
 
 /// How to reach DynamoDB.
@@ -125,6 +126,7 @@ impl Store {
             names: TableNames::new(conn.table_prefix, conn.env),
             requests,
             cursors: cursor::Cursors::ephemeral(),
+            due_index: false,
         }
     }
 
@@ -133,6 +135,19 @@ impl Store {
     pub fn with_cursors(mut self, cursors: cursor::Cursors) -> Store {
         self.cursors = cursors;
         self
+    }
+
+    /// This store, writing the outbox's due group on `due-index` (`events.due_index`: on
+    /// once every console reads it, docs/events.md, "The outbox").
+    pub fn with_due_index(mut self, on: bool) -> Store {
+        self.due_index = on;
+        self
+    }
+
+    /// Whether the due group is written on `due-index` (else on `outbox-index`, as the
+    /// release before writes it). Every console reads both.
+    pub fn writes_due_index(&self) -> bool {
+        self.due_index
     }
 
     /// Seals and opens page cursors.

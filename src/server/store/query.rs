@@ -389,6 +389,42 @@ pub async fn count(
     Ok(Count { n, exact: false })
 }
 
+/// How many items the query matches, by their value of `attr` (absent: ""), in at most
+/// `max_calls` calls: what [`count`] of each value would give, for the read units of
+/// one count (a read is billed by what it reads, not by what it returns).
+pub async fn count_by(
+    store: &Store,
+    spec: &Spec,
+    attr: &str,
+    max_calls: usize,
+) -> Result<(std::collections::BTreeMap<String, u64>, bool), StoreError> {
+    let built = spec.build();
+    let mut by = std::collections::BTreeMap::new();
+    let mut exclusive = None;
+    for _ in 0..max_calls.max(1) {
+        let out = request(store, spec, &built)
+            .projection_expression("#by")
+            .expression_attribute_names("#by", attr)
+            .set_exclusive_start_key(exclusive.take())
+            .send()
+            .await
+            .map_err(StoreError::request("Query"))?;
+        for item in out.items.unwrap_or_default() {
+            let value = item
+                .get(attr)
+                .and_then(|v| v.as_s().ok())
+                .cloned()
+                .unwrap_or_default();
+            *by.entry(value).or_insert(0) += 1;
+        }
+        match out.last_evaluated_key.filter(|k| !k.is_empty()) {
+            Some(k) => exclusive = Some(k),
+            None => return Ok((by, true)),
+        }
+    }
+    Ok((by, false))
+}
+
 /// Every item a `Query` matches, page after page: DynamoDB ends each page at 1 MB (or at a
 /// `Limit`), and a caller that needs every match must follow `LastEvaluatedKey`.
 pub async fn every(req: QueryFluentBuilder) -> Result<Vec<Item>, StoreError> {

@@ -29,7 +29,7 @@ use crate::server::outbound::Answer;
 use crate::server::store::audit;
 use crate::server::store::events::breaker::{self as store, Breaker, Opening};
 use crate::server::store::events::health::receiver_key;
-use crate::server::store::events::outbox::SHARDS;
+use crate::server::store::events::outbox::Part;
 use crate::server::store::tx::Writes;
 use crate::server::store::Store;
 use crate::server::store::StoreError;
@@ -296,17 +296,18 @@ impl Events {
         &self,
         target: &Target,
         breaker: &Breaker,
+        parts: &[Part],
         now_ms: i64,
         mut round: Round,
     ) -> Result<Round, StoreError> {
         if !super::breaker::take_probe(self, breaker, now_ms).await? {
-            round.parked = self.due_now(&target.name, now_ms).await?;
+            round.parked = self.due_now(&target.name, parts, now_ms).await?;
             return Ok(round);
         }
         let mut ready = Vec::new();
-        for shard in 0..SHARDS {
+        for part in parts {
             ready.extend(
-                self.ready_on(&target.name, shard, now_ms, false, &mut round)
+                self.ready_on(&target.name, *part, now_ms, false, &mut round)
                     .await?,
             );
         }

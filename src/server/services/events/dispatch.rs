@@ -22,7 +22,7 @@ use crate::model::outbox::ReceiverName;
 use crate::server::ids::random_hex;
 use crate::server::outbound::{Answer, Message};
 use crate::server::store::events::breaker::Breaker;
-use crate::server::store::events::outbox::{self, Ending, Move, SHARDS};
+use crate::server::store::events::outbox::{self, Ending, Move, Part};
 use crate::server::store::events::{outbox_reads, ActionRecord, ActionStatus, Try};
 use crate::server::store::StoreError;
 use crate::server::telemetry::traces;
@@ -48,10 +48,16 @@ pub(super) struct Attempt<'a> {
 }
 
 impl Events {
-    /// One round over every shard, for every receiver in turn. Safe to run on every
-    /// console at once.
+    /// One round, for every receiver in turn, over the due partitions this console reads
+    /// this round (see `due_parts`). Safe to run on every console at once.
     pub async fn dispatch_round(&self) -> Result<Round, StoreError> {
         let now_ms = self.clock.now().timestamp_millis();
+        let parts = self.due_parts.for_round(now_ms);
+        self.round_over(&parts, now_ms).await
+    }
+
+    /// One round over `parts`, for every receiver in turn.
+    async fn round_over(&self, parts: &[Part], now_ms: i64) -> Result<Round, StoreError> {
         let safe_mode = self.live_switches().await?.safe_mode;
         let routes = self.routes().await?;
         // A save made without the copies (the release before) reaches them here.
@@ -65,7 +71,7 @@ impl Events {
         let rounds = futures_util::future::join_all(
             names
                 .iter()
-                .map(|name| self.receiver_round(name, now_ms, safe_mode)),
+                .map(|name| self.receiver_round(name, parts, now_ms, safe_mode)),
         )
         .await;
         let (mut round, mut failed) = (Round::default(), None);
@@ -85,11 +91,12 @@ impl Events {
         }
     }
 
-    /// One round over every shard for the receiver `name`: its own due actions, its pause,
+    /// One round over `parts` for the receiver `name`: its own due actions, its pause,
     /// its breaker, its rate and its slots.
     async fn receiver_round(
         &self,
         name: &ReceiverName,
+        parts: &[Part],
         now_ms: i64,
         safe_mode: bool,
     ) -> Result<Round, StoreError> {
@@ -97,18 +104,20 @@ impl Events {
         let go = if safe_mode {
             None
         } else {
-            match self.deliverable(name, now_ms, &mut round).await? {
+            match self.deliverable(name, parts, now_ms, &mut round).await? {
                 Some(go) => Some(go),
                 None => return Ok(round),
             }
         };
         if let Some((target, breaker)) = go.as_ref().filter(|(_, b)| b.breaker_id.is_some()) {
-            return self.parked_round(target, breaker, now_ms, round).await;
+            return self
+                .parked_round(target, breaker, parts, now_ms, round)
+                .await;
         }
         let mut ready = Vec::new();
-        for shard in 0..SHARDS {
+        for part in parts {
             ready.extend(
-                self.ready_on(name, shard, now_ms, safe_mode, &mut round)
+                self.ready_on(name, *part, now_ms, safe_mode, &mut round)
                     .await?,
             );
         }
@@ -147,6 +156,7 @@ impl Events {
     async fn deliverable(
         &self,
         name: &ReceiverName,
+        parts: &[Part],
         now_ms: i64,
         round: &mut Round,
     ) -> Result<Option<(Target, Breaker)>, StoreError> {
@@ -158,7 +168,7 @@ impl Events {
             let breaker = self.breaker_of(&t.url_text).await?;
             return Ok(Some((t, breaker)));
         }
-        let due = self.due_now(name, now_ms).await?;
+        let due = self.due_now(name, parts, now_ms).await?;
         if paused {
             round.paused += due;
         } else {
@@ -167,25 +177,30 @@ impl Events {
         Ok(None)
     }
 
-    /// Actions due now to `name` at the front of every shard (a page of each).
+    /// Actions due now to `name` at the front of each of `parts` (a page of each).
     pub(super) async fn due_now(
         &self,
         name: &ReceiverName,
+        parts: &[Part],
         now_ms: i64,
     ) -> Result<usize, StoreError> {
         let (mut due, receiver) = (0, stored(name));
-        for shard in 0..SHARDS {
-            let page = outbox_reads::due(&self.store, receiver, shard, now_ms, PER_SHARD, None);
+        for part in parts {
+            let page = outbox_reads::due(&self.store, receiver, *part, now_ms, PER_SHARD, None);
             due += page.await?.0.len();
         }
         Ok(due)
     }
 
-    /// Rounds until nothing more is due now (tests, and the dispatcher after a kick).
+    /// Rounds over every due partition that holds anything until nothing more is due now
+    /// (tests and benchmarks: it scans `due-index`'s keys before each round).
     pub async fn dispatch_all(&self) -> Result<Round, StoreError> {
         let mut total = Round::default();
         for _ in 0..100 {
-            let r = self.dispatch_round().await?;
+            let in_use = outbox_reads::due_shards_in_use(&self.store).await?;
+            let parts = super::due_parts::DueParts::with(&in_use);
+            let now_ms = self.clock.now().timestamp_millis();
+            let r = self.round_over(&parts, now_ms).await?;
             total.delivered += r.delivered;
             total.retrying += r.retrying;
             total.dead += r.dead;
@@ -234,7 +249,7 @@ impl Events {
         let nonce = random_hex(16);
         let receiver = stored(&to.target.name);
         let lease = self.lease_ms();
-        let claim = outbox::claim(&self.store, &rec.event_id, receiver, &nonce, now_ms, lease);
+        let claim = outbox::claim(&self.store, &rec, receiver, &nonce, now_ms, lease);
         let claimed = match claim.await {
             Ok(claimed) => claimed,
             Err(e) => {
@@ -368,6 +383,10 @@ impl Events {
         };
         if !outbox::finish(&self.store, &end, &audit).await? {
             return Ok(Step::Taken);
+        }
+        if status == ActionStatus::Retry {
+            // This console's rounds read its partition when the next attempt is due.
+            self.due_parts.put(&mine.conversation_id, next_at_ms);
         }
         let answered = self.after_attempt(mine, to, &end, &answer).await?;
         tracing::info!(action = %short(&mine.event_id), attempt = mine.attempts, status = %status, ms, "side effect attempt");

@@ -91,6 +91,8 @@ pub struct Events {
     pub(super) seal: Seal,
     /// Wakes this console's dispatcher when an event queued side effects.
     pub(super) kick: Arc<Notify>,
+    /// Which due partitions this console's rounds read.
+    pub(super) due_parts: Arc<super::due_parts::DueParts>,
     /// Who this console is, in leases it takes.
     pub(super) owner: String,
     /// Where this console would die: never, but in the tests that say so.
@@ -129,6 +131,7 @@ impl Events {
             schedule,
             seal,
             kick: Arc::new(Notify::new()),
+            due_parts: Arc::new(super::due_parts::DueParts::new()),
             owner: random_hex(8),
             config,
             crash_points: Arc::new(Never),
@@ -192,6 +195,8 @@ impl Events {
         let (decision, actions) = self.decide_and_record(&rec, ev, live, actor).await?;
         metrics::event_decided(&decision.mode.to_string());
         if actions.iter().any(|a| a.result == "queued") {
+            let now_ms = self.clock.now().timestamp_millis();
+            self.due_parts.put(&rec.conversation_id, now_ms);
             self.kick.notify_one();
         }
         tracing::info!(

@@ -13,7 +13,7 @@ use crate::server::domain::redact;
 use crate::server::store::audit::AuditItem;
 use crate::server::store::events::job_moves::Moved;
 use crate::server::store::events::jobs::{self, JobOp, JobRecord, JobStatus, Lease, Progress};
-use crate::server::store::events::outbox::{Group, Move, SHARDS};
+use crate::server::store::events::outbox::{Group, Move};
 use crate::server::store::events::outbox_reads::{self, Filter};
 use crate::server::store::events::RecordKind;
 use crate::server::store::item::Claim;
@@ -243,19 +243,13 @@ impl Events {
         // Jobs move held, dead, delivered and discarded ones only: never one in flight.
         // Each move counts itself in `done`; the page saves what it skipped.
         let (mut skipped, mut seen) = (0i64, 0usize);
-        for shard in 0..SHARDS {
+        for part in filter.parts(group) {
             if seen >= JOB_PAGE {
                 break;
             }
-            let batch = outbox_reads::list_shard(
-                &self.store,
-                group,
-                shard,
-                &filter,
-                JOB_PAGE - seen,
-                began,
-            )
-            .await?;
+            let batch =
+                outbox_reads::list_shard(&self.store, group, part, &filter, JOB_PAGE - seen, began)
+                    .await?;
             seen += batch.len();
             for rec in batch {
                 match self.job_move(&rec, mv, job).await? {

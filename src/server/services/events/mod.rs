@@ -9,6 +9,7 @@ mod answers;
 pub mod breaker;
 pub mod controls;
 pub mod dispatch;
+mod due_parts;
 mod failure_rate;
 pub mod health;
 pub mod ingest;

@@ -10,6 +10,7 @@ use super::ingest::Events;
 use super::round::Round;
 use crate::model::outbox::ReceiverName;
 use crate::server::store::events::order;
+use crate::server::store::events::outbox::Part;
 use crate::server::store::events::{outbox_reads, ActionRecord, ActionStatus};
 use crate::server::store::StoreError;
 
@@ -37,7 +38,7 @@ impl Events {
     pub(super) async fn ready_on(
         &self,
         name: &ReceiverName,
-        shard: u32,
+        part: Part,
         now_ms: i64,
         safe_mode: bool,
         round: &mut Round,
@@ -50,7 +51,7 @@ impl Events {
             let (page, next) = outbox_reads::due(
                 &self.store,
                 receiver,
-                shard,
+                part,
                 now_ms,
                 PER_SHARD,
                 cursor.as_deref(),

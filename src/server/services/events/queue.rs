@@ -13,7 +13,7 @@ use crate::server::domain::events::decision::{Decision, PlannedAction, Switches}
 use crate::server::domain::events::state::ConversationState;
 use crate::server::domain::events::Incoming;
 use crate::server::store::audit::AuditItem;
-use crate::server::store::events::outbox::{due_key, shard_of, Group};
+use crate::server::store::events::outbox::{self, due_key};
 use crate::server::store::events::routes::RoutesItem;
 use crate::server::store::events::{ActionRecord, ActionStatus, EventRecord, RecordKind};
 use crate::server::telemetry::traces;
@@ -148,7 +148,7 @@ impl Events {
         now: DateTime<Utc>,
     ) -> ActionRecord {
         let now_ms = now.timestamp_millis();
-        ActionRecord {
+        let mut queued = ActionRecord {
             event_id: action.key.clone(),
             kind: RecordKind::Action,
             action_type: action.action_type,
@@ -163,7 +163,8 @@ impl Events {
             attempts: 0,
             claim_nonce: String::new(),
             lease_until_ms: 0,
-            outbox: Some(Group::Due.partition(shard_of(&rec.conversation_id))),
+            outbox: None,
+            due: None,
             outbox_sk: Some(due_key(None, now_ms, &action.key)),
             next_at_ms: now_ms,
             receiver: None,
@@ -175,7 +176,9 @@ impl Events {
             held_reason: None,
             round_start: 0,
             trace_parent: queued_span(action),
-        }
+        };
+        outbox::enter_due(&self.store, &mut queued);
+        queued
     }
 
     /// A side effect's audit record at queueing; `suffix` tells the steps apart.

@@ -221,8 +221,12 @@ pub struct ActionRecord {
     /// release (sparse index).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outbox: Option<String>,
+    /// Its due group's partition on `due-index` (`due#NN`), written instead of `outbox` while
+    /// it is due when `events.due_index` is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub due: Option<String>,
     /// `<ms, 13 digits>#<key>`: when it is due (or its claim runs out), or since when it is
-    /// held or dead.
+    /// held or dead: the sort key on either index.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outbox_sk: Option<String>,
     /// When it may be tried next (ms).

@@ -5,6 +5,12 @@
 //! each group is spread over [`SHARDS`] index partitions by conversation, so no single
 //! partition takes every write. Every move is one conditional write (with its audit
 //! record, in one transaction): two consoles never both move one action.
+//!
+//! The due group takes every delivery's writes, so it has an index of its own,
+//! `due-index`: [`DUE_SHARDS`] partitions, each copy without the message and the attempts
+//! (one write unit). This release reads the due group on both indexes and writes it where
+//! `events.due_index` says ([`Store::writes_due_index`]): off, on `outbox-index` as the
+//! release before does; on, once every console runs this release, on `due-index`.
 
 use aws_sdk_dynamodb::types::{
     AttributeValue, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
@@ -17,8 +23,51 @@ use crate::server::store::item::{n, s};
 use crate::server::store::schema::MW_IDEMPOTENCY;
 use crate::server::store::{Store, StoreError};
 
-/// Index partitions per group.
+/// Index partitions per group on `outbox-index`.
 pub const SHARDS: u32 = 8;
+
+/// Partitions of the due group on `due-index`. A delivery writes five units to its
+/// partition as AWS bills them: its copy put in the decision's transaction (1, twice),
+/// changed in place by the claim (1), removed in the attempt's transaction (1, twice).
+/// 20,000 deliveries a second (10,000 events with two side effects each) are 100,000 units,
+/// about 780 a partition against AWS's 1,000.
+pub const DUE_SHARDS: u32 = 128;
+
+/// One partition of a group: on `outbox-index` (every group), or on `due-index` (the due
+/// group only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Part {
+    Outbox(u32),
+    Due(u32),
+}
+
+impl Part {
+    /// Every partition `group` is read on: the due group's on both indexes.
+    pub fn all(group: Group) -> Vec<Part> {
+        let mut parts: Vec<Part> = (0..SHARDS).map(Part::Outbox).collect();
+        if group == Group::Due {
+            parts.extend((0..DUE_SHARDS).map(Part::Due));
+        }
+        parts
+    }
+
+    /// The partitions one conversation's actions of `group` are in.
+    pub fn of_conversation(group: Group, conversation_id: &str) -> Vec<Part> {
+        let mut parts = vec![Part::Outbox(shard_of(conversation_id))];
+        if group == Group::Due {
+            parts.push(Part::Due(due_shard_of(conversation_id)));
+        }
+        parts
+    }
+
+    /// A number for a merged page's bookkeeping, unique among a group's partitions.
+    pub fn id(self) -> u32 {
+        match self {
+            Part::Outbox(n) => n,
+            Part::Due(n) => SHARDS + n,
+        }
+    }
+}
 
 /// Where an action waits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +108,40 @@ pub fn shard_of(conversation_id: &str) -> u32 {
             (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
         });
     (h % u64::from(SHARDS)) as u32
+}
+
+/// The shard of a conversation's due actions on `due-index`.
+pub fn due_shard_of(conversation_id: &str) -> u32 {
+    crate::server::store::fanout::shard_of(conversation_id, DUE_SHARDS)
+}
+
+/// Where an action entering the due group goes: the attribute naming its partition (on the
+/// index [`Store::writes_due_index`] chooses), that partition, and the attribute of the
+/// other index, which it leaves.
+pub fn due_place(store: &Store, conversation_id: &str) -> (&'static str, String, &'static str) {
+    if store.writes_due_index() {
+        (
+            "due",
+            Group::Due.partition(due_shard_of(conversation_id)),
+            "outbox",
+        )
+    } else {
+        (
+            "outbox",
+            Group::Due.partition(shard_of(conversation_id)),
+            "due",
+        )
+    }
+}
+
+/// Puts a new action in the due group at `outbox_sk` (see [`due_place`]).
+pub fn enter_due(store: &Store, rec: &mut ActionRecord) {
+    let (attr, partition, _) = due_place(store, &rec.conversation_id);
+    if attr == "due" {
+        (rec.due, rec.outbox) = (Some(partition), None);
+    } else {
+        (rec.outbox, rec.due) = (Some(partition), None);
+    }
 }
 
 /// `<ms, 13 digits>#<key>`: sorts by time within a partition.
@@ -106,9 +189,14 @@ pub(crate) fn put_new(store: &Store, rec: &ActionRecord, now_s: i64) -> Result<P
 /// routed there, and due (queued or waiting to retry, its time come) or in flight with its
 /// claim run out (its console is gone: taken over, and sent again with the same
 /// `webhook-id`). `None`: it is not (any more).
+///
+/// On `outbox-index` (`rec.due` absent) its key moves to the lease's end, out of the due
+/// range until then: a removal and a put of the copy. On `due-index` it keeps its key and
+/// the copy is changed in place (one unit): the dispatcher's reads there leave out what
+/// is in flight by its lease ([`super::outbox_reads::due`]).
 pub async fn claim(
     store: &Store,
-    key: &str,
+    rec: &ActionRecord,
     receiver: Option<&str>,
     nonce: &str,
     now_ms: i64,
@@ -116,15 +204,21 @@ pub async fn claim(
 ) -> Result<Option<ActionRecord>, StoreError> {
     let table = store.table(MW_IDEMPOTENCY.base);
     let lease = now_ms + lease_ms;
+    let key = rec.event_id.as_str();
+    let moves_key = if rec.due.is_some() {
+        ""
+    } else {
+        ", outbox_sk = :sk"
+    };
     let req = store
         .client()
         .update_item()
         .table_name(&table)
         .key("event_id", s(key))
-        .update_expression(
+        .update_expression(format!(
             "SET #st = :claimed, claim_nonce = :nonce, lease_until_ms = :lease, \
-             next_at_ms = :lease, outbox_sk = :sk ADD attempts :one",
-        )
+             next_at_ms = :lease{moves_key} ADD attempts :one"
+        ))
         .condition_expression(format!(
             "((#st IN (:queued, :retry) AND next_at_ms <= :now) \
              OR (#st = :claimed AND lease_until_ms < :now)) AND {}",
@@ -144,13 +238,17 @@ pub async fn claim(
         .expression_attribute_values(":nonce", s(nonce))
         .expression_attribute_values(":lease", n(lease))
         .expression_attribute_values(":now", n(now_ms))
-        .expression_attribute_values(":sk", s(due_key(receiver, lease, key)))
         .expression_attribute_values(":one", n(1))
         .return_values(ReturnValue::AllNew)
         .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
     let req = match receiver {
         Some(r) => req.expression_attribute_values(":rcv", s(r)),
         None => req,
+    };
+    let req = if moves_key.is_empty() {
+        req
+    } else {
+        req.expression_attribute_values(":sk", s(due_key(receiver, lease, key)))
     };
     super::claims::sent_under_nonce(req, &table, nonce).await
 }
@@ -215,28 +313,32 @@ pub async fn finish(
     let cause = end.cause.map(s).unwrap_or(AttributeValue::Null(true));
     let retry_sk = due_key(rec.receiver.as_deref(), end.next_at_ms, &rec.event_id);
     update = match end.status {
-        ActionStatus::Retry => update
-            .update_expression(format!(
-                "SET {common}, next_at_ms = :next, outbox = :o, outbox_sk = :sk, cause = :c"
-            ))
-            .expression_attribute_values(":next", n(end.next_at_ms))
-            .expression_attribute_values(":o", s(Group::Due.partition(shard)))
-            .expression_attribute_values(":sk", s(retry_sk))
-            .expression_attribute_values(":c", cause),
+        ActionStatus::Retry => {
+            let (attr, partition, other) = due_place(store, &rec.conversation_id);
+            update
+                .update_expression(format!(
+                    "SET {common}, next_at_ms = :next, {attr} = :o, outbox_sk = :sk, cause = :c \
+                     REMOVE {other}"
+                ))
+                .expression_attribute_values(":next", n(end.next_at_ms))
+                .expression_attribute_values(":o", s(partition))
+                .expression_attribute_values(":sk", s(retry_sk))
+                .expression_attribute_values(":c", cause)
+        }
         ActionStatus::Dead => update
             .update_expression(format!(
-                "SET {common}, outbox = :o, outbox_sk = :sk, cause = :c"
+                "SET {common}, outbox = :o, outbox_sk = :sk, cause = :c REMOVE due"
             ))
             .expression_attribute_values(":o", s(Group::Dead.partition(shard)))
             .expression_attribute_values(":sk", s(sort_key(end.now_ms, &rec.event_id)))
             .expression_attribute_values(":c", cause),
         ActionStatus::Delivered => update
             .update_expression(format!(
-                "SET {common}, outbox = :o, outbox_sk = :sk REMOVE cause"
+                "SET {common}, outbox = :o, outbox_sk = :sk REMOVE cause, due"
             ))
             .expression_attribute_values(":o", s(Group::Delivered.partition(shard)))
             .expression_attribute_values(":sk", s(sort_key(end.now_ms, &rec.event_id))),
-        _ => update.update_expression(format!("SET {common} REMOVE outbox, outbox_sk, cause")),
+        _ => update.update_expression(format!("SET {common} REMOVE outbox, outbox_sk, cause, due")),
     };
     let update = update.build().map_err(|e| StoreError::corrupt(&table, e))?;
     let write = TransactWriteItem::builder().update(update).build();
@@ -338,51 +440,47 @@ pub(super) fn move_write(
         Move::Resend => update.expression_attribute_values(":job", s(by)),
         _ => update,
     };
-    let update = move_to(
-        update,
-        rec,
-        mv,
-        reason,
-        now_ms,
-        shard_of(&rec.conversation_id),
-    );
+    let update = move_to(store, update, rec, mv, reason, now_ms);
     let update = update.build().map_err(|e| StoreError::corrupt(&table, e))?;
     Ok(Some(TransactWriteItem::builder().update(update).build()))
 }
 
 /// What `mv` sets: the status, the group it enters (and where in it), and what it clears.
 fn move_to(
+    store: &Store,
     update: aws_sdk_dynamodb::types::builders::UpdateBuilder,
     rec: &ActionRecord,
     mv: Move,
     reason: &str,
     now_ms: i64,
-    shard: u32,
 ) -> aws_sdk_dynamodb::types::builders::UpdateBuilder {
-    let (group, set) = match mv {
-        Move::Hold => (
-            Group::Held,
-            "held_reason = :why, outbox = :o, outbox_sk = :sk",
-        ),
-        Move::Release | Move::Redrive => (
-            Group::Due,
-            "next_at_ms = :nowms, outbox = :o, outbox_sk = :sk, round_start = :round \
-             REMOVE held_reason",
-        ),
-        Move::Resend => (
-            Group::Due,
-            "next_at_ms = :nowms, outbox = :o, outbox_sk = :sk, round_start = attempts, \
-             resend_job = :job REMOVE held_reason, cause",
-        ),
-        Move::Discard => (Group::Discarded, "outbox = :o, outbox_sk = :sk"),
+    let shard = shard_of(&rec.conversation_id);
+    let (attr, partition, other) = match mv {
+        Move::Hold => ("outbox", Group::Held.partition(shard), "due"),
+        Move::Discard => ("outbox", Group::Discarded.partition(shard), "due"),
+        Move::Release | Move::Redrive | Move::Resend => due_place(store, &rec.conversation_id),
     };
-    let sk = match group {
-        Group::Due => due_key(rec.receiver.as_deref(), now_ms, &rec.event_id),
-        _ => sort_key(now_ms, &rec.event_id),
+    let set = match mv {
+        Move::Hold => format!("held_reason = :why, {attr} = :o, outbox_sk = :sk REMOVE {other}"),
+        Move::Release | Move::Redrive => format!(
+            "next_at_ms = :nowms, {attr} = :o, outbox_sk = :sk, round_start = :round \
+             REMOVE held_reason, {other}"
+        ),
+        Move::Resend => format!(
+            "next_at_ms = :nowms, {attr} = :o, outbox_sk = :sk, round_start = attempts, \
+             resend_job = :job REMOVE held_reason, cause, {other}"
+        ),
+        Move::Discard => format!("{attr} = :o, outbox_sk = :sk REMOVE {other}"),
+    };
+    let sk = match mv {
+        Move::Release | Move::Redrive | Move::Resend => {
+            due_key(rec.receiver.as_deref(), now_ms, &rec.event_id)
+        }
+        Move::Hold | Move::Discard => sort_key(now_ms, &rec.event_id),
     };
     let update = update
         .update_expression(format!("SET #st = :st, updated_at = :now, {set}"))
-        .expression_attribute_values(":o", s(group.partition(shard)))
+        .expression_attribute_values(":o", s(partition))
         .expression_attribute_values(":sk", s(sk));
     match mv {
         Move::Hold => update.expression_attribute_values(":why", s(reason)),

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::outbox::{Group, SHARDS};
+use super::outbox::{Group, Part};
 use super::outbox_reads::{spec, Filter};
 use crate::model::outbox::ReceiverName;
 use crate::server::store::query::{self, Count, Start};
@@ -24,8 +24,9 @@ pub async fn queue_depth(store: &Store, receiver: &ReceiverName) -> Result<Count
         receiver: Some(receiver.as_str().to_string()),
         ..Filter::default()
     };
-    let specs: Vec<_> = (0..SHARDS)
-        .map(|shard| spec(store, Group::Due, shard, &own, None))
+    let specs: Vec<_> = Part::all(Group::Due)
+        .into_iter()
+        .map(|part| spec(store, Group::Due, part, &own, None))
         .collect();
     let counts = futures_util::future::try_join_all(
         specs
@@ -47,8 +48,8 @@ pub async fn dead_by_cause(
     per_shard: usize,
 ) -> Result<BTreeMap<String, u64>, StoreError> {
     let mut by = BTreeMap::new();
-    for shard in 0..SHARDS {
-        let mut spec = spec(store, Group::Dead, shard, &Filter::default(), None);
+    for part in Part::all(Group::Dead) {
+        let mut spec = spec(store, Group::Dead, part, &Filter::default(), None);
         spec.projection = Some(vec!["cause"]);
         let page = query::page(store, &spec, Start::First, per_shard).await?;
         for item in page.items {

@@ -1,12 +1,12 @@
 //! Reading the outbox: what is due on one shard now (for the dispatcher), and each group
 //! across its shards, paged, counted and filtered (for the Outbox page and bulk jobs).
 
-use super::outbox::{Group, SHARDS};
+use super::outbox::{Group, Part};
 use super::ActionRecord;
 use crate::server::store::fanout;
 use crate::server::store::item::{decode, n, s};
 use crate::server::store::query::{self, Cond, Spec, Start};
-use crate::server::store::schema::{MW_IDEMPOTENCY, OUTBOX_INDEX};
+use crate::server::store::schema::{DUE_INDEX, MW_IDEMPOTENCY, OUTBOX_INDEX};
 use crate::server::store::{Store, StoreError};
 
 /// Narrows a group (dead letters by cause, any group by action type).
@@ -31,14 +31,12 @@ pub struct Filter {
 }
 
 impl Filter {
-    /// The shards a list under this filter reads: one conversation's, or all.
-    fn shards(&self) -> std::ops::Range<u32> {
+    /// The partitions a list of `group` under this filter reads: one conversation's, or
+    /// all.
+    pub fn parts(&self, group: Group) -> Vec<Part> {
         match &self.conversation_id {
-            Some(c) => {
-                let s = super::outbox::shard_of(c);
-                s..s + 1
-            }
-            None => 0..SHARDS,
+            Some(c) => Part::of_conversation(group, c),
+            None => Part::all(group),
         }
     }
 }
@@ -46,7 +44,7 @@ impl Filter {
 pub(super) fn spec(
     store: &Store,
     group: Group,
-    shard: u32,
+    part: Part,
     filter: &Filter,
     due_by: Option<i64>,
 ) -> Spec {
@@ -88,15 +86,19 @@ pub(super) fn spec(
         (Group::Due, Some(r), None, None) => Some(super::window::queue_of(r)),
         _ => super::window::sk_between(filter.window, due_by),
     };
+    let (index, pk, shard) = match part {
+        Part::Outbox(n) => (OUTBOX_INDEX, "outbox", n),
+        Part::Due(n) => (DUE_INDEX, "due", n),
+    };
     Spec {
         table: store.table(MW_IDEMPOTENCY.base),
-        index: Some(OUTBOX_INDEX),
-        pk: ("outbox", s(group.partition(shard))),
+        index: Some(index),
+        pk: (pk, s(group.partition(shard))),
         sk: sk.map(|c| ("outbox_sk", c)),
         filters,
         // Due: the next one first; held and dead: the newest first.
         ascending: group == Group::Due,
-        key_attrs: vec!["event_id", "outbox", "outbox_sk"],
+        key_attrs: vec!["event_id", pk, "outbox_sk"],
         projection: None,
     }
 }
@@ -105,39 +107,47 @@ fn decode_all(items: Vec<query::Item>, table: &str) -> Result<Vec<ActionRecord>,
     items.into_iter().map(|i| decode(i, table)).collect()
 }
 
-/// Up to `limit` actions of `shard` due by `now_ms` to `receiver` (`None`: `default`),
-/// including in-flight ones whose claim ran out, the longest waiting first, from `after` (a cursor this returned), and the
-/// cursor of the next page. The index is eventually consistent: every claim is
-/// conditioned on the item itself.
+/// Up to `limit` actions of `part` due by `now_ms` to `receiver` (`None`: `default`),
+/// including in-flight ones whose claim ran out, the longest waiting first, from `after`
+/// (a cursor this returned), and the cursor of the next page. The index is eventually
+/// consistent: every claim is conditioned on the item itself. One read from `due-index`
+/// lacks its message and attempts (a claim returns the whole item).
 pub async fn due(
     store: &Store,
     receiver: Option<&str>,
-    shard: u32,
+    part: Part,
     now_ms: i64,
     limit: usize,
     after: Option<&str>,
 ) -> Result<(Vec<ActionRecord>, Option<String>), StoreError> {
-    let mut spec = spec(store, Group::Due, shard, &Filter::default(), Some(now_ms));
+    let mut spec = spec(store, Group::Due, part, &Filter::default(), Some(now_ms));
     if let Some(r) = receiver {
         spec.sk = Some(("outbox_sk", super::window::due_of(r, now_ms)));
+    }
+    if matches!(part, Part::Due(_)) {
+        // In flight: a claim there keeps its key. Every due action's lease is 0 or past
+        // but an in-flight one's, whose console may still be sending it.
+        spec.filters
+            .push(("lease_until_ms", query::Cond::Lt(n(now_ms))));
     }
     let start = after.map_or(Start::First, Start::After);
     let page = query::page(store, &spec, start, limit).await?;
     Ok((decode_all(page.items, &spec.table)?, page.next))
 }
 
-/// The first `limit` actions of one shard of a group that entered it before `before_ms` (a
-/// bulk job's page: what it moves leaves the group, so it reads from the start each time;
-/// what entered after the job began — a redriven one that failed again — is not its).
+/// The first `limit` actions of one partition of a group that entered it before
+/// `before_ms` (a bulk job's page: what it moves leaves the group, so it reads from the
+/// start each time; what entered after the job began — a redriven one that failed again —
+/// is not its).
 pub async fn list_shard(
     store: &Store,
     group: Group,
-    shard: u32,
+    part: Part,
     filter: &Filter,
     limit: usize,
     before_ms: i64,
 ) -> Result<Vec<ActionRecord>, StoreError> {
-    let mut spec = spec(store, group, shard, filter, Some(before_ms - 1));
+    let mut spec = spec(store, group, part, filter, Some(before_ms - 1));
     // Oldest first: what a job moved leaves the front, so each pass finds the next matches
     // at once instead of reading past the whole group to reach them.
     spec.ascending = true;
@@ -165,12 +175,13 @@ pub async fn list(
     cursor: Option<&str>,
     size: usize,
 ) -> Result<(Vec<ActionRecord>, Option<String>), StoreError> {
-    // One binding for the whole group: shard 0's query differs from the others' by its
-    // partition only.
-    let binding = spec(store, group, 0, filter, None).binding();
+    // One binding for the whole group: the first partition's query differs from the
+    // others' by its partition (and index) only.
+    let binding = spec(store, group, Part::Outbox(0), filter, None).binding();
     let shards: Vec<fanout::Shard> = filter
-        .shards()
-        .map(|id| fanout::Shard::new(id, spec(store, group, id, filter, None)))
+        .parts(group)
+        .into_iter()
+        .map(|part| fanout::Shard::new(part.id(), spec(store, group, part, filter, None)))
         .collect();
     let page = fanout::page(store, &shards, "outbox_sk", &binding, cursor, size).await?;
     let table = store.table(MW_IDEMPOTENCY.base);
@@ -178,8 +189,8 @@ pub async fn list(
     Ok((items, page.next))
 }
 
-/// How many actions a group holds (filtered), across its shards, reading at most a few
-/// thousand per shard.
+/// How many actions a group holds (filtered), across its partitions, reading at most a
+/// few thousand per partition.
 pub async fn count(store: &Store, group: Group, filter: &Filter) -> Result<u64, StoreError> {
     Ok(tally(store, group, filter).await?.n)
 }
@@ -190,12 +201,78 @@ pub async fn tally(
     group: Group,
     filter: &Filter,
 ) -> Result<query::Count, StoreError> {
-    let mut total = query::Count { n: 0, exact: true };
-    for shard in filter.shards() {
-        let spec = spec(store, group, shard, filter, None);
-        let c = query::count(store, &spec, 10, None).await?;
-        total.n += c.n;
-        total.exact &= c.exact;
+    let specs: Vec<Spec> = filter
+        .parts(group)
+        .into_iter()
+        .map(|part| spec(store, group, part, filter, None))
+        .collect();
+    // Side by side: the due group has well over a hundred partitions.
+    let counts =
+        futures_util::future::try_join_all(specs.iter().map(|s| query::count(store, s, 10, None)))
+            .await?;
+    Ok(counts
+        .into_iter()
+        .fold(query::Count { n: 0, exact: true }, |t, c| query::Count {
+            n: t.n + c.n,
+            exact: t.exact && c.exact,
+        }))
+}
+
+/// How many actions of the due group are in each status (`queued`, `claimed`, `retry`),
+/// across its partitions: one read of each for every status, at most 10 calls a partition.
+pub async fn due_by_status(
+    store: &Store,
+) -> Result<std::collections::BTreeMap<String, u64>, StoreError> {
+    let specs: Vec<Spec> = Part::all(Group::Due)
+        .into_iter()
+        .map(|part| spec(store, Group::Due, part, &Filter::default(), None))
+        .collect();
+    let counts = futures_util::future::try_join_all(
+        specs
+            .iter()
+            .map(|s| query::count_by(store, s, "status", 10)),
+    )
+    .await?;
+    let mut by = std::collections::BTreeMap::new();
+    for (part, _) in counts {
+        for (status, n) in part {
+            *by.entry(status).or_insert(0) += n;
+        }
     }
-    Ok(total)
+    Ok(by)
+}
+
+/// The `due-index` shards that hold anything now: one Scan of the index's partition keys
+/// (page after page). For rounds that must miss nothing where the index is small (tests and
+/// benchmarks: `dispatch_all`); the dispatcher's rounds read a few partitions instead
+/// (`services/events/due_parts.rs`), and a page never scans.
+pub async fn due_shards_in_use(store: &Store) -> Result<Vec<u32>, StoreError> {
+    let table = store.table(MW_IDEMPOTENCY.base);
+    let mut shards = std::collections::BTreeSet::new();
+    let mut start = None;
+    loop {
+        let page = store
+            .client()
+            .scan()
+            .table_name(&table)
+            .index_name(DUE_INDEX)
+            .projection_expression("#d")
+            .expression_attribute_names("#d", "due")
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(StoreError::request("Scan"))?;
+        for item in page.items.unwrap_or_default() {
+            let shard = item
+                .get("due")
+                .and_then(|v| v.as_s().ok())
+                .and_then(|p| p.rsplit_once('#'))
+                .and_then(|(_, n)| n.parse::<u32>().ok());
+            shards.extend(shard);
+        }
+        match page.last_evaluated_key.filter(|k| !k.is_empty()) {
+            Some(k) => start = Some(k),
+            None => return Ok(shards.into_iter().collect()),
+        }
+    }
 }

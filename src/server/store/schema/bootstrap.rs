@@ -10,7 +10,7 @@ use aws_sdk_dynamodb::types::{
 };
 
 use super::indexes::{add_gsi, has_index};
-use super::shapes::{attribute_definitions, build_err, describe, key_schema, project_all};
+use super::shapes::{attribute_definitions, build_err, describe, key_schema, projection};
 use super::{TableSpec, ALL};
 use crate::server::store::{Store, StoreError};
 
@@ -114,7 +114,7 @@ async fn create(store: &Store, name: &str, spec: &TableSpec) -> Result<bool, Sto
             GlobalSecondaryIndex::builder()
                 .index_name(gsi.name)
                 .set_key_schema(Some(key_schema(gsi.pk, gsi.sk)?))
-                .projection(project_all())
+                .projection(projection(&gsi.projection))
                 .build()
                 .map_err(build_err)?,
         );
@@ -124,7 +124,7 @@ async fn create(store: &Store, name: &str, spec: &TableSpec) -> Result<bool, Sto
             LocalSecondaryIndex::builder()
                 .index_name(lsi.name)
                 .set_key_schema(Some(key_schema(lsi.pk, lsi.sk)?))
-                .projection(project_all())
+                .projection(projection(&lsi.projection))
                 .build()
                 .map_err(build_err)?,
         );

@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::{
     CreateGlobalSecondaryIndexAction, GlobalSecondaryIndexUpdate, IndexStatus, TableDescription,
 };
 
-use super::shapes::{attribute_definitions, build_err, describe, key_schema, project_all};
+use super::shapes::{attribute_definitions, build_err, describe, key_schema, projection};
 use super::{IndexSpec, TableSpec, ALL};
 use crate::server::store::{Store, StoreError};
 
@@ -33,7 +33,7 @@ pub(super) async fn add_gsi(
                     CreateGlobalSecondaryIndexAction::builder()
                         .index_name(gsi.name)
                         .set_key_schema(Some(key_schema(gsi.pk, gsi.sk)?))
-                        .projection(project_all())
+                        .projection(projection(&gsi.projection))
                         .build()
                         .map_err(build_err)?,
                 )

@@ -46,6 +46,16 @@ pub struct IndexSpec {
     pub name: &'static str,
     pub pk: KeyAttr,
     pub sk: Option<KeyAttr>,
+    pub projection: Projected,
+}
+
+/// What an index holds of each item besides the keys. A write that changes only
+/// attributes an index does not hold writes nothing to it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Projected {
+    All,
+    /// These attributes (and the keys).
+    Include(&'static [&'static str]),
 }
 
 #[derive(Debug)]

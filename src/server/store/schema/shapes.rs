@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::{
     ScalarAttributeType, TableDescription,
 };
 
-use super::{AttrType, KeyAttr, TableSpec};
+use super::{AttrType, KeyAttr, Projected, TableSpec};
 use crate::server::store::{Store, StoreError};
 
 pub(super) async fn describe(
@@ -82,10 +82,17 @@ fn scalar(ty: AttrType) -> ScalarAttributeType {
     }
 }
 
-pub(super) fn project_all() -> Projection {
-    Projection::builder()
-        .projection_type(ProjectionType::All)
-        .build()
+/// An index's projection, as DynamoDB is asked for it.
+pub(super) fn projection(p: &Projected) -> Projection {
+    match p {
+        Projected::All => Projection::builder()
+            .projection_type(ProjectionType::All)
+            .build(),
+        Projected::Include(attrs) => Projection::builder()
+            .projection_type(ProjectionType::Include)
+            .set_non_key_attributes(Some(attrs.iter().map(|a| a.to_string()).collect()))
+            .build(),
+    }
 }
 
 pub(super) fn build_err(e: aws_sdk_dynamodb::error::BuildError) -> StoreError {

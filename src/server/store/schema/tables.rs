@@ -1,6 +1,6 @@
 //! The tables and their indexes, one constant each; `ALL` is what the bootstrap creates.
 
-use super::{n, s, IndexSpec, TableSpec};
+use super::{n, s, IndexSpec, Projected, TableSpec};
 
 /// Kill switches and other console settings: one item each.
 pub const SETTINGS: TableSpec = TableSpec {
@@ -16,11 +16,40 @@ pub const SETTINGS: TableSpec = TableSpec {
 pub const EVENTS_BY_DAY_INDEX: &str = "event-day-index";
 pub const EVENTS_BY_CONVERSATION_INDEX: &str = "conversation-events-index";
 pub const OUTBOX_INDEX: &str = "outbox-index";
+pub const DUE_INDEX: &str = "due-index";
+
+/// What `due-index` holds of a side effect: all but its message, its attempts' record and
+/// its trace (the bulk of it, which no list shows and no claim needs), so that each copy
+/// costs one write unit. A claim changes only attributes held here and keeps its key.
+pub const DUE_INDEX_HOLDS: &[&str] = &[
+    "kind",
+    "action_type",
+    "target",
+    "conversation_id",
+    "source_event",
+    "status",
+    "result",
+    "created_at",
+    "updated_at",
+    "expires_at",
+    "attempts",
+    "claim_nonce",
+    "lease_until_ms",
+    "next_at_ms",
+    "receiver",
+    "after",
+    "cause",
+    "unknown",
+    "held_reason",
+    "round_start",
+    "resend_job",
+];
 
 /// Table A of the helpdesk events (docs/events.md; docs/data-model.md,
 /// "rp_mw_idempotency (Table A)"): one record per inbound event and per side effect.
 /// Sparse indexes: only event records carry `event_day`/`created_sk` (recent events, a
-/// conversation's events), only side effects waiting for pickup carry `outbox`.
+/// conversation's events), only side effects in an outbox group carry `outbox` (or, due
+/// ones written by this release with `events.due_index` on, `due`).
 pub const MW_IDEMPOTENCY: TableSpec = TableSpec {
     base: "rp_mw_idempotency",
     pk: s("event_id"),
@@ -30,16 +59,25 @@ pub const MW_IDEMPOTENCY: TableSpec = TableSpec {
             name: EVENTS_BY_DAY_INDEX,
             pk: s("event_day"),
             sk: Some(s("created_sk")),
+            projection: Projected::All,
         },
         IndexSpec {
             name: EVENTS_BY_CONVERSATION_INDEX,
             pk: s("conversation_id"),
             sk: Some(s("created_sk")),
+            projection: Projected::All,
         },
         IndexSpec {
             name: OUTBOX_INDEX,
             pk: s("outbox"),
             sk: Some(s("outbox_sk")),
+            projection: Projected::All,
+        },
+        IndexSpec {
+            name: DUE_INDEX,
+            pk: s("due"),
+            sk: Some(s("outbox_sk")),
+            projection: Projected::Include(DUE_INDEX_HOLDS),
         },
     ],
     lsis: &[],
@@ -74,11 +112,13 @@ pub const MW_AUDIT_ACTIONS: TableSpec = TableSpec {
             name: AUDIT_BY_TYPE_INDEX,
             pk: s("action_type"),
             sk: Some(s("ts_action_id")),
+            projection: Projected::All,
         },
         IndexSpec {
             name: AUDIT_BY_DAY_INDEX,
             pk: s("audit_day"),
             sk: Some(s("ts_action_id")),
+            projection: Projected::All,
         },
     ],
     lsis: &[],
@@ -152,16 +192,19 @@ pub const IDEMPOTENCY_KEYS: TableSpec = TableSpec {
             name: IDEMPOTENCY_WATCH_INDEX,
             pk: s("watch"),
             sk: Some(n("watch_at")),
+            projection: Projected::All,
         },
         IndexSpec {
             name: IDEMPOTENCY_WATCH_SHARD_INDEX,
             pk: s("watch_key"),
             sk: Some(s("watch_sk")),
+            projection: Projected::All,
         },
         IndexSpec {
             name: IDEMPOTENCY_CORRELATION_INDEX,
             pk: s("correlation_hash"),
             sk: Some(n("created_at")),
+            projection: Projected::All,
         },
     ],
     lsis: &[],
@@ -203,21 +246,25 @@ pub const CONVERSATIONS: TableSpec = TableSpec {
             name: CONVERSATIONS_BY_COMPANY_PROJECT,
             pk: s("company_id"),
             sk: Some(s("project_id")),
+            projection: Projected::All,
         },
         IndexSpec {
             name: CONVERSATIONS_BY_WHATSAPP,
             pk: s("gsi_company_whatsapp_number"),
             sk: Some(s("gsi_recipient_tel")),
+            projection: Projected::All,
         },
         IndexSpec {
             name: CONVERSATIONS_BY_SMS,
             pk: s("gsi_company_sms_number"),
             sk: Some(s("gsi_recipient_tel")),
+            projection: Projected::All,
         },
         IndexSpec {
             name: CONVERSATIONS_BY_EMAIL,
             pk: s("gsi_company_email"),
             sk: Some(s("gsi_recipient_email")),
+            projection: Projected::All,
         },
     ],
     lsis: &[
@@ -225,21 +272,25 @@ pub const CONVERSATIONS: TableSpec = TableSpec {
             name: CONVERSATIONS_BY_CREATED,
             pk: s("primary_channel"),
             sk: Some(s("created_at")),
+            projection: Projected::All,
         },
         IndexSpec {
             name: CONVERSATIONS_BY_TASK,
             pk: s("primary_channel"),
             sk: Some(n("task_complete")),
+            projection: Projected::All,
         },
         IndexSpec {
             name: CONVERSATIONS_BY_STATUS,
             pk: s("primary_channel"),
             sk: Some(s("conversation_status")),
+            projection: Projected::All,
         },
         IndexSpec {
             name: CONVERSATIONS_BY_CHANNEL,
             pk: s("primary_channel"),
             sk: Some(s("channel_method")),
+            projection: Projected::All,
         },
     ],
     ttl_attr: "ttl",
@@ -276,11 +327,13 @@ pub const MEASUREMENTS: TableSpec = TableSpec {
             name: MEASUREMENTS_BY_OUTCOME,
             pk: s("audit_outcome"),
             sk: Some(s("SK")),
+            projection: Projected::All,
         },
         IndexSpec {
             name: MEASUREMENTS_BY_OUTCOME_SHARD,
             pk: s("outcome_shard"),
             sk: Some(s("SK")),
+            projection: Projected::All,
         },
     ],
     lsis: &[],

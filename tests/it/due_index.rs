@@ -1,0 +1,201 @@
+//! The outbox's due group on its own index (docs/events.md, "The due group's own index"):
+//! a fleet halfway through turning `events.due_index` on delivers what each console
+//! queued, lists and counts it alike; a claim changes its copy on `due-index` in place, on
+//! one partition of many; a round that reads a few partitions still finds what another
+//! console queued.
+
+use crate::events::{app_with_receiver, app_with_receiver_via, event, post_event};
+use crate::helpers::TestApp;
+use ops_console::server::store::events::outbox::{due_shard_of, shard_of, Group, DUE_SHARDS};
+use ops_console::server::store::events::outbox_reads::{self, Filter};
+use ops_console::server::store::events::{self as records, ActionRecord};
+
+async fn action(app: &TestApp, key: &str) -> ActionRecord {
+    records::get_action(&app.store, key).await.unwrap().unwrap()
+}
+
+async fn due_count(app: &TestApp) -> u64 {
+    outbox_reads::count(&app.store, Group::Due, &Filter::default())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_fleet_halfway_through_turning_the_due_index_on_delivers_what_each_queued() {
+    let (new, receiver) = app_with_receiver().await;
+    let old = new.second_console_with(|c| c.events.due_index = false);
+    let key = new.api_key(&["events:write"]).await;
+    let text = "Where is my order? It has not arrived";
+    assert_eq!(
+        post_event(&new, &key, &event("c-new", Some("m-1"), text))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        post_event(&old, &key, &event("c-old", Some("m-1"), text))
+            .await
+            .status,
+        200
+    );
+    // Each where its console writes the due group.
+    let on_new = action(&new, "act:rp_route:c-new:m-1").await;
+    assert_eq!(
+        (on_new.due.as_deref(), on_new.outbox.as_deref()),
+        (
+            Some(Group::Due.partition(due_shard_of("c-new")).as_str()),
+            None
+        )
+    );
+    let on_old = action(&old, "act:rp_route:c-old:m-1").await;
+    assert_eq!(
+        (on_old.due.as_deref(), on_old.outbox.as_deref()),
+        (None, Some(Group::Due.partition(shard_of("c-old")).as_str()))
+    );
+    // Every console lists and counts both.
+    let queued = new.state.events.outbox_counts().await.unwrap().queued;
+    assert!(queued >= 2, "{queued}");
+    assert_eq!(due_count(&old).await, due_count(&new).await);
+    let (listed, _) = outbox_reads::list(&old.store, Group::Due, &Filter::default(), None, 50)
+        .await
+        .unwrap();
+    let listed: Vec<&str> = listed.iter().map(|a| a.event_id.as_str()).collect();
+    assert!(
+        listed.contains(&"act:rp_route:c-new:m-1") && listed.contains(&"act:rp_route:c-old:m-1"),
+        "{listed:?}"
+    );
+    // The console that writes the old layout delivers what the other queued, and the
+    // other's too: each once.
+    old.state.events.dispatch_all().await.unwrap();
+    let counts = receiver.counts();
+    assert_eq!(counts.get("act:rp_route:c-new:m-1"), Some(&1), "{counts:?}");
+    assert_eq!(counts.get("act:rp_route:c-old:m-1"), Some(&1), "{counts:?}");
+    new.state.events.dispatch_all().await.unwrap();
+    assert_eq!(receiver.counts(), counts, "nothing went twice");
+    // Delivered: out of the due group on both indexes.
+    for (app, k) in [
+        (&new, "act:rp_route:c-new:m-1"),
+        (&old, "act:rp_route:c-old:m-1"),
+    ] {
+        let a = action(app, k).await;
+        assert_eq!(a.status.as_str(), "delivered");
+        assert_eq!(a.due, None, "{k} left due-index");
+        assert_eq!(
+            a.outbox.as_deref(),
+            Some(
+                Group::Delivered
+                    .partition(shard_of(&a.conversation_id))
+                    .as_str()
+            )
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_round_reading_a_few_due_partitions_finds_what_another_console_queued() {
+    let (app, receiver) = app_with_receiver().await;
+    // Another console queues it: this one was not told, so only its rotation finds it.
+    let other = app.second_console();
+    let key = app.api_key(&["events:write"]).await;
+    let body = event(
+        "c-elsewhere",
+        Some("m-1"),
+        "Where is my order? It has not arrived",
+    );
+    assert_eq!(post_event(&other, &key, &body).await.status, 200);
+    let mut rounds = 0;
+    while receiver.total() == 0 {
+        rounds += 1;
+        assert!(
+            rounds <= DUE_SHARDS / 8 + 1,
+            "not found within a turn of the rotation ({rounds} rounds)"
+        );
+        app.state.events.dispatch_round().await.unwrap();
+    }
+    assert_eq!(
+        receiver.counts().get("act:rp_route:c-elsewhere:m-1"),
+        Some(&1)
+    );
+}
+
+/// Write units on `due-index` and on `outbox-index`'s due partitions, as AWS bills them.
+fn due_units(report: &dynamodb_faults::Report) -> (f64, f64) {
+    let sum = |needle: &str| {
+        report
+            .keys
+            .iter()
+            .filter(|k| k.key.contains(needle))
+            .map(|k| k.write)
+            .sum::<f64>()
+    };
+    (
+        sum("/index/due-index|"),
+        sum("/index/outbox-index|outbox=due#"),
+    )
+}
+
+#[tokio::test]
+async fn a_claim_changes_its_due_copy_in_place_on_one_partition_of_many() {
+    let proxy = crate::helpers::faulty_dynamodb().await;
+    // AWS's partitions, without limits: the proxy counts what each key is written.
+    proxy.update(|f| f.partitions = Some(dynamodb_faults::Limits::unlimited()));
+    let (new, _direct, receiver) = app_with_receiver_via(&proxy).await;
+    let old = new.second_console_with(|c| c.events.due_index = false);
+    let key = new.api_key(&["events:write"]).await;
+    let text = "hi";
+    // One side effect's life (queued, claimed, delivered) on each layout.
+    let before = due_units(&proxy.report());
+    assert_eq!(
+        post_event(&new, &key, &event("c-units-new", Some("m-1"), text))
+            .await
+            .status,
+        200
+    );
+    new.state.events.dispatch_all().await.unwrap();
+    let after_new = due_units(&proxy.report());
+    assert_eq!(
+        post_event(&old, &key, &event("c-units-old", Some("m-1"), text))
+            .await
+            .status,
+        200
+    );
+    old.state.events.dispatch_all().await.unwrap();
+    let after_old = due_units(&proxy.report());
+    // Every side effect of both events delivered, once each.
+    let counts = receiver.counts();
+    let of = |c: &str| {
+        counts
+            .keys()
+            .filter(|k| k.contains(&format!(":{c}:")))
+            .count()
+    };
+    let (n_new, n_old) = (of("c-units-new"), of("c-units-old"));
+    assert!(n_new >= 1 && n_new == n_old, "{counts:?}");
+    assert!(counts.values().all(|n| *n == 1), "{counts:?}");
+    let new_layout = (after_new.0 - before.0, after_new.1 - before.1);
+    let old_layout = (after_old.0 - after_new.0, after_old.1 - after_new.1);
+    assert_eq!(
+        new_layout.1, 0.0,
+        "nothing on outbox-index's due partitions"
+    );
+    assert_eq!(old_layout.0, 0.0, "nothing on due-index");
+    // Queued in the decision's transaction (1 unit, billed twice) and removed in the
+    // attempt's (1, twice) on both; the claim changes the copy in place on `due-index` (1)
+    // where on `outbox-index` it moves its key (a removal and a put: 2).
+    assert_eq!(n_new, 1, "one side effect: {counts:?}");
+    assert_eq!(new_layout.0, 5.0, "{new_layout:?} against {old_layout:?}");
+    assert_eq!(old_layout.1, 6.0, "{new_layout:?} against {old_layout:?}");
+    // On the conversation's one partition of due-index.
+    let partition = format!(
+        "/index/due-index|due={}",
+        Group::Due.partition(due_shard_of("c-units-new"))
+    );
+    let report = proxy.report();
+    let used: Vec<&str> = report
+        .keys
+        .iter()
+        .filter(|k| k.key.contains("/index/due-index|"))
+        .map(|k| k.key.as_str())
+        .collect();
+    assert!(used.len() == 1 && used[0].ends_with(&partition), "{used:?}");
+}
