@@ -62,12 +62,21 @@ pub fn app(state: AppState) -> Router {
 }
 
 /// `ops-console serve`.
-pub async fn serve(config: Config) -> Result<(), StartError> {
+pub async fn serve(mut config: Config) -> Result<(), StartError> {
     crate::server::telemetry::withhold_panic_messages();
     let mut db = connect(&config, false).await?;
     let endpoint_path = endpoint_file(&config);
     if config.env == Environment::Dev {
         bootstrap(&mut db).await?;
+    }
+    if config.events.due_index && due_index_building(&db.store).await? {
+        // Reads of it fail until AWS has built it: what is queued goes where every console
+        // reads it, until this console starts again after the index is ACTIVE.
+        tracing::warn!(
+            "events.due_index is on but due-index is still being built: the due group is \
+             written on outbox-index until this console restarts once it is ACTIVE"
+        );
+        config.events.due_index = false;
     }
     let clock = Clock::default();
     let secret = Secret::resolve(&config)
@@ -412,4 +421,13 @@ mod tests {
         let listed: BTreeSet<String> = PAGE_PATHS.iter().map(|p| p.to_string()).collect();
         assert_eq!(served, listed);
     }
+}
+
+/// Whether `due-index` is still being built (added by this release to a table in use).
+async fn due_index_building(store: &Store) -> Result<bool, StartError> {
+    let building = crate::server::store::schema::indexes_building(store)
+        .await
+        .map_err(|e| StartError::Other(format!("describing the tables: {e}")))?;
+    let due = crate::server::store::schema::DUE_INDEX;
+    Ok(building.iter().any(|i| i.ends_with(&format!("/{due}"))))
 }

@@ -199,3 +199,86 @@ async fn a_claim_changes_its_due_copy_in_place_on_one_partition_of_many() {
         .collect();
     assert!(used.len() == 1 && used[0].ends_with(&partition), "{used:?}");
 }
+
+#[tokio::test]
+async fn a_copy_left_on_due_index_by_the_release_before_is_not_due_and_a_late_copy_is_not_claimed()
+{
+    use ops_console::server::store::events::outbox;
+    use ops_console::server::store::schema::MW_IDEMPOTENCY;
+    let (app, receiver) = app_with_receiver().await;
+    let key = app.api_key(&["events:write"]).await;
+    let text = "Where is my order? It has not arrived";
+    for c in ["c-stale", "c-late"] {
+        let body = event(c, Some("m-1"), text);
+        assert_eq!(post_event(&app, &key, &body).await.status, 200);
+    }
+    let table = app.store.table(MW_IDEMPOTENCY.base);
+    let set = |k: &'static str, expr: &'static str, values: Vec<(&'static str, &str)>| {
+        let mut req = app
+            .store
+            .client()
+            .update_item()
+            .table_name(&table)
+            .key(
+                "event_id",
+                aws_sdk_dynamodb::types::AttributeValue::S(k.into()),
+            )
+            .update_expression(expr);
+        if expr.contains("#st") {
+            req = req.expression_attribute_names("#st", "status");
+        }
+        for (name, v) in values {
+            req = req.expression_attribute_values(
+                name,
+                aws_sdk_dynamodb::types::AttributeValue::S(v.into()),
+            );
+        }
+        req.send()
+    };
+    // The release before holds it (a rollback with the flag on): it knows no `due`.
+    let held = Group::Held.partition(shard_of("c-stale"));
+    set(
+        "act:rp_route:c-stale:m-1",
+        "SET #st = :held, outbox = :o",
+        vec![(":held", "held"), (":o", &held)],
+    )
+    .await
+    .unwrap();
+    // A copy read from due-index, and then the action moved to outbox-index by a console
+    // with the flag off (its retry).
+    let late = action(&app, "act:rp_route:c-late:m-1").await;
+    let due = Group::Due.partition(shard_of("c-late"));
+    set(
+        "act:rp_route:c-late:m-1",
+        "SET outbox = :o REMOVE due",
+        vec![(":o", &due)],
+    )
+    .await
+    .unwrap();
+    let now = chrono::Utc::now().timestamp_millis() + 60_000;
+    let claimed = outbox::claim(&app.store, &late, None, "n-late", now, 10_000)
+        .await
+        .unwrap();
+    assert!(claimed.is_none(), "a copy of the other index is refused");
+    // Not in the due group: not counted, listed or sent; the late one is, from its index.
+    let (listed, _) = outbox_reads::list(&app.store, Group::Due, &Filter::default(), None, 50)
+        .await
+        .unwrap();
+    let listed: Vec<&str> = listed.iter().map(|a| a.event_id.as_str()).collect();
+    assert!(!listed.contains(&"act:rp_route:c-stale:m-1"), "{listed:?}");
+    app.state.events.dispatch_all().await.unwrap();
+    let counts = receiver.counts();
+    assert_eq!(counts.get("act:rp_route:c-stale:m-1"), None, "{counts:?}");
+    assert_eq!(
+        counts.get("act:rp_route:c-late:m-1"),
+        Some(&1),
+        "{counts:?}"
+    );
+    assert_eq!(
+        action(&app, "act:rp_route:c-stale:m-1")
+            .await
+            .status
+            .as_str(),
+        "held"
+    );
+}

@@ -27,6 +27,8 @@ pub enum Cond {
     Ne(AttributeValue),
     /// The attribute is absent.
     Absent,
+    /// One of these values.
+    In(Vec<AttributeValue>),
 }
 
 /// One query: a partition of the table or of one of its indexes, an optional sort-key
@@ -126,6 +128,17 @@ fn condition(
             format!("begins_with(#{placeholder}, :{placeholder})")
         }
         Cond::Absent => format!("attribute_not_exists(#{placeholder})"),
+        Cond::In(vs) => {
+            let names: Vec<String> = vs
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    values.insert(format!(":{placeholder}{i}"), v.clone());
+                    format!(":{placeholder}{i}")
+                })
+                .collect();
+            format!("#{placeholder} IN ({})", names.join(", "))
+        }
     }
 }
 
@@ -206,6 +219,9 @@ fn cond_parts(cond: &Cond) -> Vec<String> {
         Cond::Gt(v) => vec![">".into(), cursor::part(v)],
         Cond::Ne(v) => vec!["<>".into(), cursor::part(v)],
         Cond::Absent => vec!["absent".into()],
+        Cond::In(vs) => std::iter::once("in".to_string())
+            .chain(vs.iter().map(cursor::part))
+            .collect(),
     }
 }
 

@@ -29,7 +29,7 @@ use crate::server::outbound::Answer;
 use crate::server::store::audit;
 use crate::server::store::events::breaker::{self as store, Breaker, Opening};
 use crate::server::store::events::health::receiver_key;
-use crate::server::store::events::outbox::Part;
+use crate::server::store::events::outbox::{Group, Part};
 use crate::server::store::tx::Writes;
 use crate::server::store::Store;
 use crate::server::store::StoreError;
@@ -304,8 +304,10 @@ impl Events {
             round.parked = self.due_now(&target.name, parts, now_ms).await?;
             return Ok(round);
         }
+        // The probe is this console's for the interval: the oldest parked action of every
+        // partition, not of those this round happened to read.
         let mut ready = Vec::new();
-        for part in parts {
+        for part in &Part::all(Group::Due) {
             ready.extend(
                 self.ready_on(&target.name, *part, now_ms, false, &mut round)
                     .await?,

@@ -56,9 +56,17 @@ impl Events {
         self.round_over(&parts, now_ms).await
     }
 
-    /// One round over `parts`, for every receiver in turn.
+    /// One round over `parts`, for every receiver in turn; in safe mode over every due
+    /// partition, so that each action that comes due meanwhile is held.
     async fn round_over(&self, parts: &[Part], now_ms: i64) -> Result<Round, StoreError> {
         let safe_mode = self.live_switches().await?.safe_mode;
+        let every;
+        let parts = if safe_mode {
+            every = Part::all(outbox::Group::Due);
+            &every[..]
+        } else {
+            parts
+        };
         let routes = self.routes().await?;
         // A save made without the copies (the release before) reaches them here.
         if let Err(e) =
@@ -116,10 +124,16 @@ impl Events {
         }
         let mut ready = Vec::new();
         for part in parts {
-            ready.extend(
-                self.ready_on(name, *part, now_ms, safe_mode, &mut round)
-                    .await?,
-            );
+            let waiting = round.waiting;
+            let found = self
+                .ready_on(name, *part, now_ms, safe_mode, &mut round)
+                .await?;
+            if let (Part::Due(shard), true) = (part, !found.is_empty() || round.waiting > waiting) {
+                // What this round leaves there (its rate, its slots, its budget, an order
+                // wait) is read again next round, not only by a later turn of the rotation.
+                self.due_parts.again(*shard, now_ms);
+            }
+            ready.extend(found);
         }
         let (spare, stop, gate) = (Spare::default(), AtomicBool::new(false), Gate::new());
         let attempt = go.as_ref().map(|(target, breaker)| Attempt {
@@ -197,8 +211,12 @@ impl Events {
     pub async fn dispatch_all(&self) -> Result<Round, StoreError> {
         let mut total = Round::default();
         for _ in 0..100 {
-            let in_use = outbox_reads::due_shards_in_use(&self.store).await?;
-            let parts = super::due_parts::DueParts::with(&in_use);
+            let parts = outbox_reads::parts_to_read(
+                &self.store,
+                outbox::Group::Due,
+                &outbox_reads::Filter::default(),
+            )
+            .await?;
             let now_ms = self.clock.now().timestamp_millis();
             let r = self.round_over(&parts, now_ms).await?;
             total.delivered += r.delivered;
@@ -386,7 +404,8 @@ impl Events {
         }
         if status == ActionStatus::Retry {
             // This console's rounds read its partition when the next attempt is due.
-            self.due_parts.put(&mine.conversation_id, next_at_ms);
+            self.due_parts
+                .put(&self.store, &mine.conversation_id, next_at_ms);
         }
         let answered = self.after_attempt(mine, to, &end, &answer).await?;
         tracing::info!(action = %short(&mine.event_id), attempt = mine.attempts, status = %status, ms, "side effect attempt");

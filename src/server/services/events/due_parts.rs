@@ -2,15 +2,18 @@
 //! The group's partitions on `outbox-index` (the release before's, few) every round; of
 //! `due-index`'s many, those this console put something in that is due by now (it queued
 //! an event's side effects, or an attempt of its own will be tried again), and the next few
-//! of a rotation that starts anywhere. So a round's reads do not grow with the partitions:
-//! what a console queued goes at once, and what another console left (it went away, or its
-//! attempt's retry time came) is found by some console's rotation within a few rounds.
+//! of a rotation that starts anywhere, and again those where the last round found work.
+//! So a round's reads do not grow with the partitions: what a console queued goes at once,
+//! what a round could not finish is read again next round, and what another console left
+//! (it went away, or its attempt's retry time came) is found by some console's rotation
+//! within a few rounds.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
 use crate::server::store::events::outbox::{due_shard_of, Part, DUE_SHARDS, SHARDS};
+use crate::server::store::Store;
 
 /// `due-index` partitions a round reads by rotation.
 pub(super) const ROTATION: u32 = 8;
@@ -32,11 +35,19 @@ impl DueParts {
         }
     }
 
-    /// This console put an action of `conversation_id` in the due group, due at `at_ms`.
-    pub(super) fn put(&self, conversation_id: &str, at_ms: i64) {
-        let shard = due_shard_of(conversation_id);
+    /// This console put an action of `conversation_id` in the due group, due at `at_ms`
+    /// (on `due-index` when `store` writes there; `outbox-index`'s are read every round).
+    pub(super) fn put(&self, store: &Store, conversation_id: &str, at_ms: i64) {
+        if store.writes_due_index() {
+            self.again(due_shard_of(conversation_id), at_ms);
+        }
+    }
+
+    /// `due-index`'s `shard` holds work due at `at_ms` (a round found some there): a round
+    /// from then reads it.
+    pub(super) fn again(&self, shard: u32, at_ms: i64) {
         let mut put = self.put.lock().unwrap_or_else(|e| e.into_inner());
-        let at = put.entry(shard).or_insert(at_ms);
+        let at = put.entry(shard % DUE_SHARDS).or_insert(at_ms);
         *at = (*at).min(at_ms);
     }
 
@@ -64,14 +75,6 @@ impl DueParts {
             .chain(due.into_iter().map(Part::Due))
             .collect()
     }
-
-    /// `outbox-index`'s partitions of the due group, and these of `due-index`.
-    pub(super) fn with(due_shards: &[u32]) -> Vec<Part> {
-        (0..SHARDS)
-            .map(Part::Outbox)
-            .chain(due_shards.iter().copied().map(Part::Due))
-            .collect()
-    }
 }
 
 #[cfg(test)]
@@ -81,8 +84,8 @@ mod tests {
     #[test]
     fn a_round_reads_the_old_partitions_what_was_put_and_a_turn_of_the_rotation() {
         let parts = DueParts::new();
-        parts.put("c-1", 1_000);
-        parts.put("c-2", 5_000);
+        parts.again(due_shard_of("c-1"), 1_000);
+        parts.again(due_shard_of("c-2"), 5_000);
         let first = parts.for_round(2_000);
         let dues = |v: &[Part]| -> Vec<u32> {
             v.iter()
@@ -103,6 +106,9 @@ mod tests {
         // Not due yet: read by a later round.
         let later = parts.for_round(6_000);
         assert!(dues(&later).contains(&due_shard_of("c-2")));
+        // Work found there and left: read again next round.
+        parts.again(due_shard_of("c-2"), 6_000);
+        assert!(dues(&parts.for_round(6_000)).contains(&due_shard_of("c-2")));
         // Once read, a partition is read by the rotation only.
         let c1 = due_shard_of("c-1");
         let mut seen = std::collections::BTreeSet::new();

@@ -196,7 +196,8 @@ impl Events {
         metrics::event_decided(&decision.mode.to_string());
         if actions.iter().any(|a| a.result == "queued") {
             let now_ms = self.clock.now().timestamp_millis();
-            self.due_parts.put(&rec.conversation_id, now_ms);
+            self.due_parts
+                .put(&self.store, &rec.conversation_id, now_ms);
             self.kick.notify_one();
         }
         tracing::info!(

@@ -330,7 +330,8 @@ impl Events {
         }
         if matches!(mv, Move::Release | Move::Redrive | Move::Resend) {
             let now_ms = self.clock.now().timestamp_millis();
-            self.due_parts.put(&rec.conversation_id, now_ms);
+            self.due_parts
+                .put(&self.store, &rec.conversation_id, now_ms);
             self.kick.notify_one();
         }
     }

@@ -221,13 +221,20 @@ pub async fn claim(
         ))
         .condition_expression(format!(
             "((#st IN (:queued, :retry) AND next_at_ms <= :now) \
-             OR (#st = :claimed AND lease_until_ms < :now)) AND {}",
+             OR (#st = :claimed AND lease_until_ms < :now)) AND {} AND {}",
             // Only the receiver it was routed to: a console of the release before, which
             // knew no receivers, may have put it in `default`'s range.
             if receiver.is_some() {
                 "#rcv = :rcv"
             } else {
                 "attribute_not_exists(#rcv)"
+            },
+            // Still on the index it was read from (a copy read late, of an action another
+            // console has since moved to the other, is refused: it is read there next).
+            if moves_key.is_empty() {
+                "attribute_exists(due)"
+            } else {
+                "attribute_not_exists(due)"
             }
         ))
         .expression_attribute_names("#st", "status")

@@ -24,16 +24,16 @@ pub async fn queue_depth(store: &Store, receiver: &ReceiverName) -> Result<Count
         receiver: Some(receiver.as_str().to_string()),
         ..Filter::default()
     };
-    let specs: Vec<_> = Part::all(Group::Due)
+    let specs: Vec<_> = super::outbox_reads::parts_to_read(store, Group::Due, &own)
+        .await?
         .into_iter()
-        .map(|part| spec(store, Group::Due, part, &own, None))
+        .map(|part| (part, spec(store, Group::Due, part, &own, None)))
         .collect();
-    let counts = futures_util::future::try_join_all(
-        specs
-            .iter()
-            .map(|spec| query::count(store, spec, PAGES_PER_SHARD, None)),
-    )
-    .await?;
+    let counts =
+        futures_util::future::try_join_all(specs.iter().map(|(part, spec)| {
+            super::outbox_reads::count_part(store, *part, spec, PAGES_PER_SHARD)
+        }))
+        .await?;
     Ok(counts
         .into_iter()
         .fold(Count { n: 0, exact: true }, |t, c| Count {

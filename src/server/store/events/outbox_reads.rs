@@ -90,6 +90,14 @@ pub(super) fn spec(
         Part::Outbox(n) => (OUTBOX_INDEX, "outbox", n),
         Part::Due(n) => (DUE_INDEX, "due", n),
     };
+    if matches!(part, Part::Due(_)) && filter.status.is_none() {
+        // Only what is due: a console of the release before moves an action out of the
+        // group without removing `due` (a rollback with `events.due_index` on), and its
+        // copy here would be read, and refused by every claim, until it expires.
+        use super::ActionStatus::{Claimed, Queued, Retry};
+        let due = [Queued, Retry, Claimed].map(|st| s(st.as_str())).to_vec();
+        filters.push(("status", Cond::In(due)));
+    }
     Spec {
         table: store.table(MW_IDEMPOTENCY.base),
         index: Some(index),
@@ -131,8 +139,41 @@ pub async fn due(
             .push(("lease_until_ms", query::Cond::Lt(n(now_ms))));
     }
     let start = after.map_or(Start::First, Start::After);
-    let page = query::page(store, &spec, start, limit).await?;
+    let page = match query::page(store, &spec, start, limit).await {
+        // Added by this release and still being built: nothing is written there until
+        // `events.due_index` is on, which waits for it (`startup::serve`).
+        Err(e) if building(&e) => return Ok((Vec::new(), None)),
+        page => page?,
+    };
     Ok((decode_all(page.items, &spec.table)?, page.next))
+}
+
+/// A read of `due-index` while AWS still builds it (the release that adds it is rolling
+/// out): its partitions are read as empty.
+fn building(e: &StoreError) -> bool {
+    matches!(
+        e,
+        StoreError::Busy {
+            cause: crate::server::store::Busy::IndexBuilding,
+            ..
+        }
+    )
+}
+
+/// A count of one partition, `due-index`'s counted as empty while it is built (and not
+/// exact).
+pub(super) async fn count_part(
+    store: &Store,
+    part: Part,
+    spec: &Spec,
+    max_calls: usize,
+) -> Result<query::Count, StoreError> {
+    match query::count(store, spec, max_calls, None).await {
+        Err(e) if matches!(part, Part::Due(_)) && building(&e) => {
+            Ok(query::Count { n: 0, exact: false })
+        }
+        c => c,
+    }
 }
 
 /// The first `limit` actions of one partition of a group that entered it before
@@ -178,12 +219,25 @@ pub async fn list(
     // One binding for the whole group: the first partition's query differs from the
     // others' by its partition (and index) only.
     let binding = spec(store, group, Part::Outbox(0), filter, None).binding();
-    let shards: Vec<fanout::Shard> = filter
-        .parts(group)
-        .into_iter()
-        .map(|part| fanout::Shard::new(part.id(), spec(store, group, part, filter, None)))
-        .collect();
-    let page = fanout::page(store, &shards, "outbox_sk", &binding, cursor, size).await?;
+    let shards_of = |parts: Vec<Part>| -> Vec<fanout::Shard> {
+        parts
+            .into_iter()
+            .map(|part| fanout::Shard::new(part.id(), spec(store, group, part, filter, None)))
+            .collect()
+    };
+    let shards = shards_of(parts_to_read(store, group, filter).await?);
+    let page = match fanout::page(store, &shards, "outbox_sk", &binding, cursor, size).await {
+        // `due-index` still being built: `outbox-index`'s partitions alone.
+        Err(e) if building(&e) => {
+            let old = filter
+                .parts(group)
+                .into_iter()
+                .filter(|p| matches!(p, Part::Outbox(_)));
+            let shards = shards_of(old.collect());
+            fanout::page(store, &shards, "outbox_sk", &binding, cursor, size).await?
+        }
+        page => page?,
+    };
     let table = store.table(MW_IDEMPOTENCY.base);
     let items = decode_all(page.items.into_iter().map(|(_, i)| i).collect(), &table)?;
     Ok((items, page.next))
@@ -201,15 +255,18 @@ pub async fn tally(
     group: Group,
     filter: &Filter,
 ) -> Result<query::Count, StoreError> {
-    let specs: Vec<Spec> = filter
-        .parts(group)
+    let specs: Vec<(Part, Spec)> = parts_to_read(store, group, filter)
+        .await?
         .into_iter()
-        .map(|part| spec(store, group, part, filter, None))
+        .map(|part| (part, spec(store, group, part, filter, None)))
         .collect();
     // Side by side: the due group has well over a hundred partitions.
-    let counts =
-        futures_util::future::try_join_all(specs.iter().map(|s| query::count(store, s, 10, None)))
-            .await?;
+    let counts = futures_util::future::try_join_all(
+        specs
+            .iter()
+            .map(|(part, s)| count_part(store, *part, s, 10)),
+    )
+    .await?;
     Ok(counts
         .into_iter()
         .fold(query::Count { n: 0, exact: true }, |t, c| query::Count {
@@ -223,15 +280,24 @@ pub async fn tally(
 pub async fn due_by_status(
     store: &Store,
 ) -> Result<std::collections::BTreeMap<String, u64>, StoreError> {
-    let specs: Vec<Spec> = Part::all(Group::Due)
+    let specs: Vec<(Part, Spec)> = parts_to_read(store, Group::Due, &Filter::default())
+        .await?
         .into_iter()
-        .map(|part| spec(store, Group::Due, part, &Filter::default(), None))
+        .map(|part| {
+            (
+                part,
+                spec(store, Group::Due, part, &Filter::default(), None),
+            )
+        })
         .collect();
-    let counts = futures_util::future::try_join_all(
-        specs
-            .iter()
-            .map(|s| query::count_by(store, s, "status", 10)),
-    )
+    let counts = futures_util::future::try_join_all(specs.iter().map(|(part, s)| async move {
+        match query::count_by(store, s, "status", 10).await {
+            Err(e) if matches!(part, Part::Due(_)) && building(&e) => {
+                Ok((Default::default(), false))
+            }
+            c => c,
+        }
+    }))
     .await?;
     let mut by = std::collections::BTreeMap::new();
     for (part, _) in counts {
@@ -242,37 +308,63 @@ pub async fn due_by_status(
     Ok(by)
 }
 
-/// The `due-index` shards that hold anything now: one Scan of the index's partition keys
-/// (page after page). For rounds that must miss nothing where the index is small (tests and
-/// benchmarks: `dispatch_all`); the dispatcher's rounds read a few partitions instead
-/// (`services/events/due_parts.rs`), and a page never scans.
-pub async fn due_shards_in_use(store: &Store) -> Result<Vec<u32>, StoreError> {
+/// Copies of `due-index` a look at which of its partitions hold anything reads at most.
+const LOOK_AT_MOST: i32 = 500;
+
+/// The `due-index` shards that hold anything now, when the whole index is at most
+/// [`LOOK_AT_MOST`] copies: one `Scan` call of its keys (a few read units). `None` when it
+/// holds more (every shard is read then). Where `events.due_index` is off, or traffic is
+/// light, a list or a count reads the few shards in use instead of all 128.
+pub async fn due_shards_in_use(store: &Store) -> Result<Option<Vec<u32>>, StoreError> {
     let table = store.table(MW_IDEMPOTENCY.base);
-    let mut shards = std::collections::BTreeSet::new();
-    let mut start = None;
-    loop {
-        let page = store
-            .client()
-            .scan()
-            .table_name(&table)
-            .index_name(DUE_INDEX)
-            .projection_expression("#d")
-            .expression_attribute_names("#d", "due")
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .map_err(StoreError::request("Scan"))?;
-        for item in page.items.unwrap_or_default() {
-            let shard = item
-                .get("due")
+    let page = store
+        .client()
+        .scan()
+        .table_name(&table)
+        .index_name(DUE_INDEX)
+        .projection_expression("#d")
+        .expression_attribute_names("#d", "due")
+        .limit(LOOK_AT_MOST)
+        .send()
+        .await
+        .map_err(StoreError::request("Scan"));
+    let page = match page {
+        Err(e) if building(&e) => return Ok(Some(Vec::new())),
+        page => page?,
+    };
+    if page.last_evaluated_key.is_some_and(|k| !k.is_empty()) {
+        return Ok(None);
+    }
+    let shards: std::collections::BTreeSet<u32> = page
+        .items
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|item| {
+            item.get("due")
                 .and_then(|v| v.as_s().ok())
                 .and_then(|p| p.rsplit_once('#'))
-                .and_then(|(_, n)| n.parse::<u32>().ok());
-            shards.extend(shard);
-        }
-        match page.last_evaluated_key.filter(|k| !k.is_empty()) {
-            Some(k) => start = Some(k),
-            None => return Ok(shards.into_iter().collect()),
-        }
+                .and_then(|(_, n)| n.parse::<u32>().ok())
+        })
+        .collect();
+    Ok(Some(shards.into_iter().collect()))
+}
+
+/// The partitions a list or a count of `group` under `filter` reads: one conversation's;
+/// or every partition of `outbox-index`'s, and those of `due-index` that hold anything
+/// ([`due_shards_in_use`]).
+pub async fn parts_to_read(
+    store: &Store,
+    group: Group,
+    filter: &Filter,
+) -> Result<Vec<Part>, StoreError> {
+    if group != Group::Due || filter.conversation_id.is_some() {
+        return Ok(filter.parts(group));
     }
+    Ok(match due_shards_in_use(store).await? {
+        Some(shards) => (0..super::outbox::SHARDS)
+            .map(Part::Outbox)
+            .chain(shards.into_iter().map(Part::Due))
+            .collect(),
+        None => Part::all(group),
+    })
 }

@@ -18,9 +18,10 @@ pub const EVENTS_BY_CONVERSATION_INDEX: &str = "conversation-events-index";
 pub const OUTBOX_INDEX: &str = "outbox-index";
 pub const DUE_INDEX: &str = "due-index";
 
-/// What `due-index` holds of a side effect: all but its message, its attempts' record and
-/// its trace (the bulk of it, which no list shows and no claim needs), so that each copy
-/// costs one write unit. A claim changes only attributes held here and keeps its key.
+/// What `due-index` holds of a side effect: all but its message and its trace (which no
+/// list shows and no claim needs), so that a copy costs one write unit until its attempts
+/// (shown in the Outbox's lists) grow past 1 KB. A claim changes only attributes held here
+/// (in place: it keeps its key) and never `tries`.
 pub const DUE_INDEX_HOLDS: &[&str] = &[
     "kind",
     "action_type",
@@ -43,6 +44,7 @@ pub const DUE_INDEX_HOLDS: &[&str] = &[
     "held_reason",
     "round_start",
     "resend_job",
+    "tries",
 ];
 
 /// Table A of the helpdesk events (docs/events.md; docs/data-model.md,
