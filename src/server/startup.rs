@@ -405,6 +405,15 @@ async fn shutdown_signal() {
     tracing::info!("shutting down");
 }
 
+/// Whether `due-index` is still being built (added by this release to a table in use).
+async fn due_index_building(store: &Store) -> Result<bool, StartError> {
+    let building = crate::server::store::schema::indexes_building(store)
+        .await
+        .map_err(|e| StartError::Other(format!("describing the tables: {e}")))?;
+    let due = crate::server::store::schema::DUE_INDEX;
+    Ok(building.iter().any(|i| i.ends_with(&format!("/{due}"))))
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
@@ -421,13 +430,4 @@ mod tests {
         let listed: BTreeSet<String> = PAGE_PATHS.iter().map(|p| p.to_string()).collect();
         assert_eq!(served, listed);
     }
-}
-
-/// Whether `due-index` is still being built (added by this release to a table in use).
-async fn due_index_building(store: &Store) -> Result<bool, StartError> {
-    let building = crate::server::store::schema::indexes_building(store)
-        .await
-        .map_err(|e| StartError::Other(format!("describing the tables: {e}")))?;
-    let due = crate::server::store::schema::DUE_INDEX;
-    Ok(building.iter().any(|i| i.ends_with(&format!("/{due}"))))
 }
