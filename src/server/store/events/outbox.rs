@@ -193,7 +193,7 @@ pub(crate) fn put_new(store: &Store, rec: &ActionRecord, now_s: i64) -> Result<P
 /// On `outbox-index` (`rec.due` absent) its key moves to the lease's end, out of the due
 /// range until then: a removal and a put of the copy. On `due-index` it keeps its key and
 /// the copy is changed in place (one unit): the dispatcher's reads there leave out what
-/// is in flight by its lease ([`super::outbox_reads::due`]).
+/// is in flight by its lease (`outbox_reads::due`).
 pub async fn claim(
     store: &Store,
     rec: &ActionRecord,
