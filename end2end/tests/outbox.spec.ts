@@ -159,6 +159,8 @@ test.describe('outbox', () => {
         }, { timeout: 15_000 })
         .toBe(1);
       await expect(page.getByTestId('outbox-row').filter({ hasText: conversation }).getByTestId('outbox-status')).toContainText('dead letter (http 400)');
+      // The counts say they trail, and the moves that they do not.
+      await expect(page.getByTestId('outbox-counts-note')).toContainText('trail changes by about a second');
       // Fixed; an operator redrives every http 400 dead letter, saying why.
       receiver.state.status = 204;
       // A cause's forms are on its own list, bound to the cause in the address.

@@ -512,14 +512,14 @@ async fn a_bulk_release_misses_nothing_the_index_had_not_shown_yet() {
     // From now, the partitions of the held group show nothing written in the last 6 s
     // (less than a job waits before it trusts an empty pass), while the job's own
     // partition is up to date: the job's first passes find the group empty.
-    proxy.update(|f| {
-        f.index_lag_ms = 6_000;
-        f.index_lag_matching = "held#".into();
-    });
     let held = outbox_reads::count(&direct, Group::Held, &Filter::default())
         .await
         .unwrap();
     assert!(held >= 2, "{held} held");
+    proxy.update(|f| {
+        f.index_lag_ms = 6_000;
+        f.index_lag_matching = "held#".into();
+    });
     use ops_console::server::services::events::outbox::{job_op, BulkRequest};
     let req = BulkRequest {
         op: job_op("release").unwrap(),

@@ -282,3 +282,116 @@ async fn a_copy_left_on_due_index_by_the_release_before_is_not_due_and_a_late_co
         "held"
     );
 }
+
+/// Runs bulk jobs until the one job stored has finished; its `done`.
+async fn run_job_to_its_end(app: &TestApp, direct: &ops_console::server::store::Store) -> i64 {
+    use ops_console::server::store::schema::MW_IDEMPOTENCY;
+    for _ in 0..600 {
+        app.state.events.run_jobs().await.unwrap();
+        let items = ops_console::server::store::many::scan_json(direct, MW_IDEMPOTENCY.base)
+            .await
+            .unwrap();
+        if let Some(job) = items
+            .iter()
+            .find(|v| v["kind"] == "job" && v["status"] == "finished")
+        {
+            return job["done"].as_i64().unwrap();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("the job did not end");
+}
+
+/// AWS's indexes trail their table: for a while after a write a query shows the item's old
+/// version, or the item where it no longer is (a ghost), and a count counts them. Every
+/// reader that acts on the outbox's indexes (the dispatcher's holds and claims, a bulk
+/// release) acts on the item itself, conditioned on its state: each action is held once,
+/// released once and delivered once, however often its stale copies are read.
+#[tokio::test]
+async fn old_versions_and_ghosts_on_the_indexes_move_each_action_once() {
+    use dynamodb_faults::Kind;
+    use ops_console::server::services::events::outbox::{job_op, BulkRequest};
+    let proxy = crate::helpers::faulty_dynamodb().await;
+    let (app, direct, receiver) = app_with_receiver_via(&proxy).await;
+    // The indexes lag 10 s, but nothing written matches the text yet: every answer is
+    // settled and remembered as what the index shows.
+    let settled = |f: &mut dynamodb_faults::Faults| {
+        f.index_lag_ms = 10_000;
+        f.index_lag_matching = "\u{7f}settled".into();
+    };
+    proxy.update(settled);
+    let key = app.api_key(&["events:write"]).await;
+    let text = "Where is my order? It has not arrived";
+    for i in 0..3 {
+        let body = event(&format!("c-ghost-{i}"), Some("m-1"), text);
+        assert_eq!(post_event(&app, &key, &body).await.status, 200);
+    }
+    let queued = due_count(&app).await;
+    assert!(queued >= 3, "{queued}");
+    // From now every index trails by 10 s.
+    proxy.update(|f| f.index_lag_matching = String::new());
+    // Safe mode holds them, and the next rounds still see them due: each is held once.
+    app.set_switches(true, true).await;
+    app.state.events.dispatch_all().await.unwrap();
+    let held = |app: &TestApp| {
+        let store = app.store.clone();
+        async move {
+            ops_console::server::store::many::scan_json(
+                &store,
+                ops_console::server::store::schema::MW_IDEMPOTENCY.base,
+            )
+            .await
+            .unwrap()
+            .iter()
+            .filter(|v| v["status"] == "held")
+            .count() as u64
+        }
+    };
+    assert_eq!(held(&app).await, queued);
+    // The held count trails: what was just held is not counted yet.
+    let counted = outbox_reads::count(&app.store, Group::Held, &Filter::default())
+        .await
+        .unwrap();
+    assert!(counted < queued, "{counted} of {queued}");
+    assert!(proxy.report().get(Kind::CountLag) >= 1);
+    // Safe mode off: the dispatcher's rounds (those partitions where it last found work
+    // among them) read their ghosts and claim none.
+    app.set_switches(false, true).await;
+    for _ in 0..3 {
+        app.state.events.dispatch_round().await.unwrap();
+    }
+    assert_eq!(receiver.total(), 0, "a ghost was delivered");
+    let report = proxy.report();
+    assert!(report.get(Kind::IndexGhost) >= queued, "{report}");
+    // The held partitions settle (a count remembered), then trail again.
+    proxy.update(settled);
+    assert_eq!(
+        outbox_reads::count(&app.store, Group::Held, &Filter::default())
+            .await
+            .unwrap(),
+        queued
+    );
+    proxy.update(|f| f.index_lag_matching = String::new());
+    // A bulk release reads the held copies again after it moved them: each released once.
+    let req = BulkRequest {
+        op: job_op("release").unwrap(),
+        filter: Filter::default(),
+        reason: "ghosts".into(),
+        actor: "test".into(),
+        form_key: "ghost-release".into(),
+    };
+    app.state.events.start_bulk("held", req).await.unwrap();
+    assert_eq!(run_job_to_its_end(&app, &direct).await, queued as i64);
+    assert_eq!(held(&app).await, 0);
+    // Released, they are due again, read as their old queued copies, and each is
+    // delivered once, its ghost read after it left refused.
+    app.state.events.dispatch_all().await.unwrap();
+    for _ in 0..3 {
+        app.state.events.dispatch_round().await.unwrap();
+    }
+    let counts = receiver.counts();
+    assert_eq!(counts.len() as u64, queued, "{counts:?}");
+    assert!(counts.values().all(|n| *n == 1), "{counts:?}");
+    let report = proxy.report();
+    assert!(report.get(Kind::IndexOldVersion) >= 1, "{report}");
+}

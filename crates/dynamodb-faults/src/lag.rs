@@ -1,73 +1,296 @@
-//! Index lag: a global index is updated asynchronously, so a query of it may not yet see
-//! an item written a moment ago. The proxy remembers when each item was last written and
-//! leaves the recently written ones out of a global index's query answers. (AWS would show
-//! an updated item's old version there; leaving it out is the harder case for a reader
-//! that must not miss it.)
+//! Index lag, as AWS has it: a global index is updated asynchronously, so for a while
+//! after an item is written a query of the index may
+//! - not see it yet (a new item);
+//! - see its **old version** (an item updated in place);
+//! - see a **ghost**: the item as it was, where it no longer is (deleted, or moved to
+//!   another index key);
+//! - count any of these (`Select=COUNT` lags as the items do).
+//!
+//! The proxy remembers when each item was last written and, per index partition (table,
+//! index, partition key value), the version of each item its last settled answers showed.
+//! For an item written within the lag, an answer then shows that remembered version
+//! instead of the current one, if it satisfies the query's key condition and filter (as
+//! DynamoDB evaluates them against the index's stale copy), or nothing.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::expr;
 use crate::items::identity_of;
 
+/// How an index answer was changed.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Served {
+    /// New items left out.
+    pub(crate) hidden: u64,
+    /// Items shown as they were before their latest write.
+    pub(crate) old_versions: u64,
+    /// Items shown where they no longer are.
+    pub(crate) ghosts: u64,
+}
+
+impl Served {
+    pub(crate) fn changed(&self) -> bool {
+        self.hidden + self.old_versions + self.ghosts > 0
+    }
+}
+
+/// One query of a global index, as the lag sees it.
+pub(crate) struct IndexQuery<'a> {
+    pub(crate) table: &'a str,
+    /// The table's key attribute names.
+    pub(crate) keys: &'a [String],
+    /// The index's key attribute names (partition key, then sort key if any).
+    pub(crate) index_keys: &'a [String],
+    /// The request as sent upstream.
+    pub(crate) request: &'a Value,
+    pub(crate) lag: Duration,
+    /// Only items whose JSON contains this lag (empty: every item).
+    pub(crate) matching: &'a str,
+}
+
+impl IndexQuery<'_> {
+    /// The index partition read (`None`: a key condition this does not read).
+    fn partition(&self) -> Option<String> {
+        let r = self.request;
+        let pk = expr::equal_to(
+            r["KeyConditionExpression"].as_str()?,
+            r,
+            self.index_keys.first()?,
+        )?;
+        Some(format!(
+            "{}|{}|{pk}",
+            self.table,
+            r["IndexName"].as_str().unwrap_or_default()
+        ))
+    }
+
+    /// Whether a stale copy is in this query's answer: its key condition and filter hold.
+    fn selects(&self, item: &Value) -> bool {
+        let r = self.request;
+        let key = r["KeyConditionExpression"].as_str().unwrap_or_default();
+        expr::holds(key, r, item) == Some(true)
+            && r["FilterExpression"]
+                .as_str()
+                .is_none_or(|f| expr::holds(f, r, item) == Some(true))
+    }
+
+    /// Whether its answer shows whole index items (a version to remember).
+    fn whole(&self) -> bool {
+        self.request.get("ProjectionExpression").is_none()
+            && self.request["Select"] != "SPECIFIC_ATTRIBUTES"
+    }
+
+    fn lags(&self, item: &Value) -> bool {
+        self.matching.is_empty() || item.to_string().contains(self.matching)
+    }
+
+    /// Where `item` stands in the index's order (sort key, then identity).
+    fn position(&self, item: &Value) -> (SortValue, String) {
+        let sort = self
+            .index_keys
+            .get(1)
+            .map(|k| SortValue::of(&item[k.as_str()]))
+            .unwrap_or(SortValue::None);
+        (sort, identity_of(self.table, item, self.keys))
+    }
+
+    /// Whether `a` comes before `b` in the order read.
+    fn before(&self, a: &(SortValue, String), b: &(SortValue, String)) -> bool {
+        let ord = a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal);
+        if self.request["ScanIndexForward"].as_bool().unwrap_or(true) {
+            ord.is_lt()
+        } else {
+            ord.is_gt()
+        }
+    }
+}
+
+/// A sort key's value, ordered as DynamoDB orders it.
+#[derive(Clone, Debug, PartialEq, PartialOrd)]
+enum SortValue {
+    None,
+    N(f64),
+    S(String),
+}
+
+impl SortValue {
+    fn of(v: &Value) -> SortValue {
+        if let Some(n) = v["N"].as_str().and_then(|n| n.parse().ok()) {
+            SortValue::N(n)
+        } else if let Some(s) = v["S"].as_str().or_else(|| v["B"].as_str()) {
+            SortValue::S(s.to_string())
+        } else {
+            SortValue::None
+        }
+    }
+}
+
 #[derive(Default)]
-pub(crate) struct RecentWrites(Mutex<HashMap<String, Instant>>);
+struct State {
+    /// When each item (by identity) was last written.
+    written: HashMap<String, Instant>,
+    /// Per index partition, the version of each item (by identity) its last settled
+    /// answers showed.
+    shown: HashMap<String, HashMap<String, Value>>,
+    /// The partition each remembered item was last shown in (per table and index).
+    shown_in: HashMap<(String, String), String>,
+}
+
+impl State {
+    fn recent(&self, id: &str, lag: Duration) -> bool {
+        self.written.get(id).is_some_and(|at| at.elapsed() < lag)
+    }
+
+    /// Remembers `item` as what `partition` shows (and no other partition of its index).
+    fn remember(&mut self, index: &str, partition: &str, id: String, item: Value) {
+        let at = (index.to_string(), id.clone());
+        if let Some(before) = self.shown_in.insert(at, partition.to_string()) {
+            if before != partition {
+                if let Some(m) = self.shown.get_mut(&before) {
+                    m.remove(&id);
+                }
+            }
+        }
+        self.shown
+            .entry(partition.to_string())
+            .or_default()
+            .insert(id, item);
+    }
+
+    fn forget(&mut self, index: &str, partition: &str, id: &str) {
+        if let Some(m) = self.shown.get_mut(partition) {
+            m.remove(id);
+        }
+        self.shown_in.remove(&(index.to_string(), id.to_string()));
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct RecentWrites(Mutex<State>);
 
 impl RecentWrites {
     /// Notes that these items were written now.
     pub(crate) fn note(&self, ids: &[String]) {
-        let Ok(mut m) = self.0.lock() else {
+        let Ok(mut st) = self.0.lock() else {
             return;
         };
         let now = Instant::now();
-        if m.len() > 200_000 {
-            m.retain(|_, at| now.duration_since(*at) < Duration::from_secs(60));
+        if st.written.len() > 200_000 {
+            st.written
+                .retain(|_, at| now.duration_since(*at) < Duration::from_secs(60));
         }
         for id in ids {
-            m.insert(id.clone(), now);
+            st.written.insert(id.clone(), now);
         }
     }
 
-    fn written_within(&self, id: &str, lag: Duration) -> bool {
-        self.0
-            .lock()
-            .ok()
-            .and_then(|m| m.get(id).map(|at| at.elapsed() < lag))
-            .unwrap_or(false)
-    }
-
-    /// Takes out of a query answer's `Items` those written within `lag` (of those whose
-    /// JSON contains `matching`, when it is not empty); how many.
-    pub(crate) fn hide(
-        &self,
-        table: &str,
-        keys: &[String],
-        answer: &mut Value,
-        lag: Duration,
-        matching: &str,
-    ) -> u64 {
+    /// Changes a query answer's `Items` (and `Count`) into what a lagging index would
+    /// answer.
+    pub(crate) fn serve(&self, q: &IndexQuery, answer: &mut Value) -> Served {
+        let mut served = Served::default();
         let Some(items) = answer["Items"].as_array().cloned() else {
-            return 0;
+            return served;
         };
-        let kept: Vec<Value> = items
-            .iter()
-            .filter(|item| {
-                if !matching.is_empty() && !item.to_string().contains(matching) {
-                    return true;
-                }
-                !self.written_within(&identity_of(table, item, keys), lag)
-            })
-            .cloned()
-            .collect();
-        let hidden = (items.len() - kept.len()) as u64;
-        if hidden > 0 {
-            answer["Count"] = Value::from(kept.len());
-            answer["Items"] = Value::Array(kept);
+        let Ok(mut guard) = self.0.lock() else {
+            return served;
+        };
+        let st = &mut *guard;
+        if st.shown_in.len() > 200_000 {
+            st.shown.clear();
+            st.shown_in.clear();
         }
-        hidden
+        let partition = q.partition();
+        let index = format!(
+            "{}|{}",
+            q.table,
+            q.request["IndexName"].as_str().unwrap_or_default()
+        );
+        let mut present = HashSet::new();
+        let mut kept = Vec::with_capacity(items.len());
+        for item in items {
+            let id = identity_of(q.table, &item, q.keys);
+            present.insert(id.clone());
+            if q.lags(&item) && st.recent(&id, q.lag) {
+                let old = partition
+                    .as_ref()
+                    .and_then(|p| st.shown.get(p))
+                    .and_then(|m| m.get(&id))
+                    .filter(|old| q.selects(old))
+                    .map(|old| expr::project(old, q.request));
+                match old {
+                    Some(old) => {
+                        if old != item {
+                            served.old_versions += 1;
+                        }
+                        kept.push(old);
+                    }
+                    None => served.hidden += 1,
+                }
+                continue;
+            }
+            // Settled: this is what the index shows from now on.
+            if let (Some(p), true) = (&partition, q.whole()) {
+                st.remember(&index, p, id, item.clone());
+            }
+            kept.push(item);
+        }
+        // What this partition showed before and no longer holds: a ghost while its write
+        // is recent; gone for good once it settled.
+        let Some(partition) = partition else {
+            return finish(answer, kept, served);
+        };
+        let start = q.request.get("ExclusiveStartKey").map(|k| q.position(k));
+        let end = answer.get("LastEvaluatedKey").map(|k| q.position(k));
+        let room = q.request["Limit"]
+            .as_u64()
+            .map_or(usize::MAX, |l| l as usize);
+        let mut gone = Vec::new();
+        let mut ghosts = Vec::new();
+        for (id, old) in st.shown.get(&partition).into_iter().flatten() {
+            if present.contains(id) || !q.selects(old) {
+                continue;
+            }
+            let at = q.position(old);
+            let in_page = start.as_ref().is_none_or(|s| q.before(s, &at))
+                && end.as_ref().is_none_or(|e| !q.before(e, &at));
+            if !in_page {
+                continue;
+            }
+            if q.lags(old) && st.recent(id, q.lag) {
+                ghosts.push((at, expr::project(old, q.request)));
+            } else {
+                gone.push(id.clone());
+            }
+        }
+        for id in &gone {
+            st.forget(&index, &partition, id);
+        }
+        let unkeyed_page = q.index_keys.len() < 2 && end.is_some();
+        for (at, ghost) in ghosts {
+            if kept.len() >= room || unkeyed_page {
+                break;
+            }
+            let i = kept
+                .iter()
+                .position(|k| q.before(&at, &q.position(k)))
+                .unwrap_or(kept.len());
+            kept.insert(i, ghost);
+            served.ghosts += 1;
+        }
+        finish(answer, kept, served)
     }
+}
+
+fn finish(answer: &mut Value, kept: Vec<Value>, served: Served) -> Served {
+    if served.changed() {
+        answer["Count"] = Value::from(kept.len());
+        answer["Items"] = Value::Array(kept);
+    }
+    served
 }
 
 #[cfg(test)]
@@ -75,28 +298,185 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn query(request: &Value, lag: Duration) -> (Vec<String>, Vec<String>, Value, Duration) {
+        (
+            vec!["pk".to_string()],
+            vec!["g".to_string(), "s".to_string()],
+            request.clone(),
+            lag,
+        )
+    }
+
+    fn serve(recent: &RecentWrites, request: &Value, answer: &mut Value, lag_s: u64) -> Served {
+        let (keys, index_keys, request, lag) = query(request, Duration::from_secs(lag_s));
+        recent.serve(
+            &IndexQuery {
+                table: "t",
+                keys: &keys,
+                index_keys: &index_keys,
+                request: &request,
+                lag,
+                matching: "",
+            },
+            answer,
+        )
+    }
+
+    fn of_g(g: &str) -> Value {
+        json!({"TableName": "t", "IndexName": "g-index", "KeyConditionExpression": "g = :g",
+               "ExpressionAttributeValues": {":g": {"S": g}}})
+    }
+
+    fn item(pk: &str, g: &str, s: u64, v: &str) -> Value {
+        json!({"pk": {"S": pk}, "g": {"S": g}, "s": {"N": s.to_string()}, "v": {"S": v}})
+    }
+
+    fn pks(answer: &Value) -> Vec<String> {
+        answer["Items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| {
+                format!(
+                    "{}:{}",
+                    i["pk"]["S"].as_str().unwrap(),
+                    i["v"]["S"].as_str().unwrap()
+                )
+            })
+            .collect()
+    }
+
+    fn id(pk: &str) -> String {
+        identity_of("t", &json!({"pk": {"S": pk}}), &["pk".to_string()])
+    }
+
     #[test]
     fn an_item_written_a_moment_ago_is_not_in_the_index_yet() {
         let recent = RecentWrites::default();
-        let keys = vec!["pk".to_string()];
-        recent.note(&[identity_of("t", &json!({"pk": {"S": "a"}}), &keys)]);
-        let mut answer = json!({"Count": 2, "Items": [
-            {"pk": {"S": "a"}, "g": {"S": "x"}},
-            {"pk": {"S": "b"}, "g": {"S": "x"}},
-        ]});
-        assert_eq!(
-            recent.hide("t", &keys, &mut answer, Duration::from_secs(5), ""),
-            1
-        );
+        recent.note(&[id("a")]);
+        let mut answer =
+            json!({"Count": 2, "Items": [item("a", "x", 1, "1"), item("b", "x", 2, "1")]});
+        let served = serve(&recent, &of_g("x"), &mut answer, 5);
+        assert_eq!(served.hidden, 1);
         assert_eq!(answer["Count"], 1);
-        assert_eq!(answer["Items"][0]["pk"]["S"], "b");
-        let mut later = json!({"Count": 1, "Items": [{"pk": {"S": "a"}}]});
-        assert_eq!(recent.hide("t", &keys, &mut later, Duration::ZERO, ""), 0);
-        let mut other = json!({"Count": 1, "Items": [{"pk": {"S": "a"}, "g": {"S": "y"}}]});
-        let lag = Duration::from_secs(5);
+        assert_eq!(pks(&answer), ["b:1"]);
+        let mut later = json!({"Count": 1, "Items": [item("a", "x", 1, "1")]});
+        assert!(!serve(&recent, &of_g("x"), &mut later, 0).changed());
+    }
+
+    #[test]
+    fn an_item_updated_in_place_shows_its_old_version_and_a_moved_one_stays_as_a_ghost() {
+        let recent = RecentWrites::default();
+        // Settled: the index shows a, b and c in partition x.
+        let mut first = json!({"Count": 3, "Items": [
+            item("a", "x", 1, "1"), item("b", "x", 2, "1"), item("c", "x", 3, "1")]});
+        assert!(!serve(&recent, &of_g("x"), &mut first, 5).changed());
+        // a is updated in place, b moves to partition y, c is deleted.
+        recent.note(&[id("a"), id("b"), id("c")]);
+        let mut now = json!({"Count": 1, "Items": [item("a", "x", 1, "2")]});
+        let served = serve(&recent, &of_g("x"), &mut now, 5);
         assert_eq!(
-            recent.hide("t", &keys, &mut other, lag, "\"x\""),
-            0,
+            served,
+            Served {
+                hidden: 0,
+                old_versions: 1,
+                ghosts: 2
+            }
+        );
+        assert_eq!(pks(&now), ["a:1", "b:1", "c:1"], "in the index's order");
+        assert_eq!(now["Count"], 3);
+        // In partition y, b is new: not there yet.
+        let mut y = json!({"Count": 1, "Items": [item("b", "y", 2, "2")]});
+        assert_eq!(serve(&recent, &of_g("y"), &mut y, 5).hidden, 1);
+        // Once settled, each is where and as it is, and the ghosts are forgotten.
+        let mut settled = json!({"Count": 1, "Items": [item("a", "x", 1, "2")]});
+        assert!(!serve(&recent, &of_g("x"), &mut settled, 0).changed());
+        let mut again = json!({"Count": 1, "Items": [item("a", "x", 1, "2")]});
+        assert!(!serve(&recent, &of_g("x"), &mut again, 5).changed());
+    }
+
+    #[test]
+    fn a_ghost_lands_only_on_the_page_whose_range_holds_it() {
+        let recent = RecentWrites::default();
+        let mut whole = json!({"Count": 3, "Items": [
+            item("a", "x", 1, "1"), item("b", "x", 5, "1"), item("c", "x", 9, "1")]});
+        serve(&recent, &of_g("x"), &mut whole, 5);
+        recent.note(&[id("c")]);
+        // The first page ends at b (sort 5): c (9) belongs to the next.
+        let mut page = json!({"Count": 2, "Items": [item("a", "x", 1, "1"), item("b", "x", 5, "1")],
+                              "LastEvaluatedKey": item("b", "x", 5, "1")});
+        assert!(!serve(&recent, &of_g("x"), &mut page, 5).changed());
+        let mut next = of_g("x");
+        next["ExclusiveStartKey"] = item("b", "x", 5, "1");
+        let mut rest = json!({"Count": 0, "Items": []});
+        assert_eq!(serve(&recent, &next, &mut rest, 5).ghosts, 1);
+        assert_eq!(pks(&rest), ["c:1"]);
+        // Read backwards, the ghost still lands in order.
+        let mut back = of_g("x");
+        back["ScanIndexForward"] = json!(false);
+        let mut b = json!({"Count": 2, "Items": [item("b", "x", 5, "1"), item("a", "x", 1, "1")]});
+        serve(&recent, &back, &mut b, 0);
+        let mut whole_back = json!({"Count": 3, "Items": [
+            item("c", "x", 9, "1"), item("b", "x", 5, "1"), item("a", "x", 1, "1")]});
+        serve(&recent, &back, &mut whole_back, 0);
+        recent.note(&[id("b")]);
+        let mut without_b =
+            json!({"Count": 2, "Items": [item("c", "x", 9, "1"), item("a", "x", 1, "1")]});
+        assert_eq!(serve(&recent, &back, &mut without_b, 5).ghosts, 1);
+        assert_eq!(pks(&without_b), ["c:1", "b:1", "a:1"]);
+    }
+
+    #[test]
+    fn a_stale_copy_is_shown_only_where_the_query_selects_it() {
+        let recent = RecentWrites::default();
+        let mut whole =
+            json!({"Count": 2, "Items": [item("a", "x", 1, "1"), item("b", "x", 5, "1")]});
+        serve(&recent, &of_g("x"), &mut whole, 5);
+        recent.note(&[id("a"), id("b")]);
+        // Read with a filter the old copies fail (`v = 2`) and a sort range that leaves b
+        // out: neither is shown, and b is not forgotten for it.
+        let mut filtered = of_g("x");
+        filtered["KeyConditionExpression"] = json!("g = :g AND s < :s");
+        filtered["FilterExpression"] = json!("v = :v");
+        filtered["ExpressionAttributeValues"][":s"] = json!({"N": "3"});
+        filtered["ExpressionAttributeValues"][":v"] = json!({"S": "2"});
+        let mut answer = json!({"Count": 1, "Items": [item("a", "x", 1, "2")]});
+        let served = serve(&recent, &filtered, &mut answer, 5);
+        assert_eq!(
+            served,
+            Served {
+                hidden: 1,
+                old_versions: 0,
+                ghosts: 0
+            }
+        );
+        assert_eq!(pks(&answer), Vec::<String>::new());
+        let mut plain = json!({"Count": 0, "Items": []});
+        assert_eq!(serve(&recent, &of_g("x"), &mut plain, 5).ghosts, 2);
+        // A projection shows the stale copy's projected attributes only.
+        let mut projected = of_g("x");
+        projected["ProjectionExpression"] = json!("pk, v");
+        let mut p = json!({"Count": 0, "Items": []});
+        serve(&recent, &projected, &mut p, 5);
+        assert_eq!(p["Items"][0], json!({"pk": {"S": "a"}, "v": {"S": "1"}}));
+    }
+
+    #[test]
+    fn only_matching_items_lag() {
+        let recent = RecentWrites::default();
+        recent.note(&[id("a")]);
+        let mut answer = json!({"Count": 1, "Items": [item("a", "x", 1, "1")]});
+        let (keys, index_keys, request, lag) = query(&of_g("x"), Duration::from_secs(5));
+        let q = IndexQuery {
+            table: "t",
+            keys: &keys,
+            index_keys: &index_keys,
+            request: &request,
+            lag,
+            matching: "\"y\"",
+        };
+        assert!(
+            !recent.serve(&q, &mut answer).changed(),
             "another partition"
         );
     }

@@ -40,6 +40,7 @@
 mod batch;
 mod capacity;
 mod errors;
+mod expr;
 mod items;
 mod lag;
 mod limiter;
@@ -78,6 +79,8 @@ pub struct Faults {
     pub internal_error_rate: f64,
     /// Share of requests whose connection is reset before they reach the database.
     pub reset_rate: f64,
+    /// Only requests whose body contains this text are reset so (empty: any).
+    pub reset_matching: String,
     /// Share of writes that commit and whose answer is then lost.
     pub lost_answer_rate: f64,
     /// A lost answer hangs this long before the connection is reset (0: reset at once).
@@ -282,6 +285,13 @@ pub enum Kind {
     QuotaThrottle,
     /// An item a query of a global index did not see yet.
     IndexLag,
+    /// An item a query of a global index showed as it was before its latest write.
+    IndexOldVersion,
+    /// An item a query of a global index showed where it no longer is (deleted, or moved
+    /// to another index key).
+    IndexGhost,
+    /// A `Select=COUNT` query of a global index whose count lagged as its items did.
+    CountLag,
     ExpiredIterator,
     StreamLimit,
     Trimmed,
@@ -297,7 +307,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 26] = [
+    pub const ALL: [Kind; 29] = [
         Kind::Conflict,
         Kind::RandomConflict,
         Kind::Throttle,
@@ -317,6 +327,9 @@ impl Kind {
         Kind::PartitionThrottle,
         Kind::QuotaThrottle,
         Kind::IndexLag,
+        Kind::IndexOldVersion,
+        Kind::IndexGhost,
+        Kind::CountLag,
         Kind::ExpiredIterator,
         Kind::StreamLimit,
         Kind::Trimmed,
@@ -347,6 +360,9 @@ impl Kind {
             Kind::PartitionThrottle => "throttles (partition units)",
             Kind::QuotaThrottle => "throttles (table or index quota)",
             Kind::IndexLag => "items an index did not see yet",
+            Kind::IndexOldVersion => "old versions an index showed",
+            Kind::IndexGhost => "ghosts an index showed (deleted or moved)",
+            Kind::CountLag => "index counts that lagged",
             Kind::ExpiredIterator => "expired stream iterators",
             Kind::StreamLimit => "stream LimitExceeded",
             Kind::Trimmed => "trimmed stream positions",

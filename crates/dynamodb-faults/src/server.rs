@@ -24,7 +24,7 @@ use tokio::sync::{watch, Notify};
 use crate::errors::{self, json_answer, Answer};
 use crate::items::{self, TokenSeen};
 use crate::partitions::{self, Charge, Item, Refusal};
-use crate::{batch, capacity, streams};
+use crate::{batch, capacity, lag, streams};
 use crate::{Faults, Kind, Outage, Report, Shared};
 
 /// A running proxy. Dropping it stops it.
@@ -296,7 +296,9 @@ async fn handle(ctx: &Ctx, kill: &Notify, req: Request<Incoming>) -> Answer {
         }
         Outage::None => {}
     }
-    if shared.roll(faults.reset_rate) {
+    let resettable = faults.reset_matching.is_empty()
+        || std::str::from_utf8(&body).is_ok_and(|b| b.contains(&faults.reset_matching));
+    if resettable && shared.roll(faults.reset_rate) {
         shared.counters.add(Kind::Reset);
         return reset(kill).await;
     }
@@ -403,6 +405,23 @@ async fn read_request(
         }
         None => None,
     };
+    // A lagging global index: its schema known before the query is sent, and a count
+    // asked for as the items it counts, so that it lags as they do.
+    let table = json["TableName"].as_str().unwrap_or_default().to_string();
+    let index = json["IndexName"].as_str().map(str::to_string);
+    let lagging = match &index {
+        Some(index) if faults.index_lag_ms > 0 && op == "Query" => {
+            if shared.schemas.get(&table).is_none() {
+                learn_schema(ctx, &parts.headers, &table).await;
+            }
+            shared.schemas.is_global_index(&table, index)
+        }
+        _ => false,
+    };
+    let counted = lagging && json["Select"] == "COUNT";
+    if counted {
+        json["Select"] = json!("ALL_PROJECTED_ATTRIBUTES");
+    }
     // A page cut shorter than the reader asked for (or than 1 MB would be).
     let mut cut = false;
     if op == "Query" && faults.query_page_items > 0 {
@@ -428,20 +447,40 @@ async fn read_request(
         let charges = partitions::read_charges(targets, &by_table);
         shared.ledger.spend(limits, &charges, false);
     }
-    let table = json["TableName"].as_str().unwrap_or_default();
-    let index = json["IndexName"].as_str();
-    if let (Some(index), true) = (index, faults.index_lag_ms > 0 && op == "Query") {
-        if !shared.schemas.is_global_index(table, index) && shared.schemas.get(table).is_none() {
-            learn_schema(ctx, &parts.headers, table).await;
+    if let (true, Some(index), Some(schema)) = (lagging, &index, shared.schemas.schema(&table)) {
+        let index_keys = schema
+            .indexes
+            .iter()
+            .find(|i| i.name == *index)
+            .map(|i| i.keys.clone())
+            .unwrap_or_default();
+        let upstream_count = answer["Count"].clone();
+        let served = shared.recent.serve(
+            &lag::IndexQuery {
+                table: &table,
+                keys: &schema.keys,
+                index_keys: &index_keys,
+                request: &json,
+                lag: Duration::from_millis(faults.index_lag_ms),
+                matching: &faults.index_lag_matching,
+            },
+            &mut answer,
+        );
+        for (kind, n) in [
+            (Kind::IndexLag, served.hidden),
+            (Kind::IndexOldVersion, served.old_versions),
+            (Kind::IndexGhost, served.ghosts),
+        ] {
+            for _ in 0..n {
+                shared.counters.add(kind);
+            }
         }
-        if let (true, Some(keys)) = (
-            shared.schemas.is_global_index(table, index),
-            shared.schemas.get(table),
-        ) {
-            let lag = Duration::from_millis(faults.index_lag_ms);
-            let matching = &faults.index_lag_matching;
-            for _ in 0..shared.recent.hide(table, &keys, &mut answer, lag, matching) {
-                shared.counters.add(Kind::IndexLag);
+        if counted {
+            if let Some(m) = answer.as_object_mut() {
+                m.remove("Items");
+            }
+            if answer["Count"] != upstream_count {
+                shared.counters.add(Kind::CountLag);
             }
         }
     }

@@ -759,13 +759,16 @@ fn proof_of_work(tally: &Tally, acked: &[Acked], report: &dynamodb_faults::Repor
             ));
         }
     }
-    // Those switched on, and what the storm's lost answers and late writes must bring
-    // about: a transaction sent again under its token, after it committed and while it
-    // was still applying.
-    let must = steady_faults()
-        .switched_on()
-        .into_iter()
-        .chain([Kind::TokenReplay, Kind::TokenInProgress]);
+    // Those switched on, and what the storm's lost answers, late writes and index lag
+    // must bring about: a transaction sent again under its token, after it committed and
+    // while it was still applying; an index showing an item's old version, and an item
+    // where it no longer is.
+    let must = steady_faults().switched_on().into_iter().chain([
+        Kind::TokenReplay,
+        Kind::TokenInProgress,
+        Kind::IndexOldVersion,
+        Kind::IndexGhost,
+    ]);
     for kind in must {
         if report.get(kind) == 0 {
             out.push(format!(

@@ -293,6 +293,9 @@ fn Counts(counts: OutboxCounts) -> impl IntoView {
             {tile("Held", counts.held, "/outbox?group=held", true)}
             {tile("Dead letters", counts.dead, "/outbox?group=dead", true)}
         </div>
+        <p class="mt-1 text-xs text-slate-500" data-testid="outbox-counts-note">
+            "Counted from DynamoDB's indexes, which trail changes by about a second: a side effect that has just moved may still be counted where it was. Releases, redrives and discards act on each side effect itself and count exactly what they did."
+        </p>
     }
 }
 
