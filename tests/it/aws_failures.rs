@@ -921,3 +921,39 @@ async fn a_duplicate_is_counted_once_when_its_answer_is_lost() {
     assert!(report.get(Kind::ErrorAfterCommit) >= 1, "{report}");
     assert!(report.get(Kind::TokenReplay) >= 1, "{report}");
 }
+
+/// A flip that took effect while DynamoDB could not be reached to record its idempotent
+/// result (each of the SDK's attempts reset) is answered only once the result is
+/// recorded: the same request sent again is its replay, not a fresh run refused because
+/// the version has moved on (as a chaos run's refused outage once did).
+#[tokio::test]
+async fn an_answer_waits_until_its_idempotent_result_is_recorded() {
+    let proxy = faulty_dynamodb().await;
+    let (app, _direct) = spawn_app_via(&proxy, |_| {}).await;
+    let key = app.api_key(&["switches:write", "switches:read"]).await;
+    let body = json!({"switch": "automation_enabled", "enable": true, "expected_version": 0,
+                      "reason": "rollout", "confirm": true})
+    .to_string();
+    // Only the write recording a result fails so, until the SDK has given up once.
+    proxy.update(|f| {
+        f.reset_rate = 1.0;
+        f.reset_matching = "claim_nonce = :mine AND #status = :started".into();
+    });
+    let watch = async {
+        while proxy.report().get(Kind::Reset) < 3 {
+            tokio::time::sleep(StdDuration::from_millis(20)).await;
+        }
+        proxy.update(|f| f.reset_rate = 0.0);
+    };
+    let (first, ()) = tokio::join!(
+        app.post_json_with_key_header("/api/v1/kill-switches", &key, "flip-recorded", body.clone()),
+        watch
+    );
+    assert_eq!(first.status, 200, "{}", first.body);
+    let again = app
+        .post_json_with_key_header("/api/v1/kill-switches", &key, "flip-recorded", body)
+        .await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    assert_eq!(again.json(), first.json());
+    assert!(again.headers.contains_key("idempotent-replayed"));
+}

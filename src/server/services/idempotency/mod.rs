@@ -117,6 +117,10 @@ pub struct Engine {
     console: String,
 }
 
+/// How long recording a call's result is tried again while DynamoDB is busy or away:
+/// past the chaos run's outages (up to 2 s), well within a request's deadline.
+const RECORD_RESULT_FOR: Duration = Duration::from_secs(5);
+
 impl Engine {
     pub fn new(store: Store, secret: Secret, clock: Clock, settings: IdempotencySection) -> Self {
         Engine {
@@ -305,7 +309,21 @@ impl Engine {
             stop_reason,
             now_ms: self.clock.now().timestamp_millis(),
         };
-        match store::finish(&self.store, &f).await? {
+        // The operation has taken effect: its result is recorded before the answer goes,
+        // through a DynamoDB away for a moment (the same write again, which recognises
+        // itself if an earlier try landed), so that a retry of the key finds it.
+        let began = tokio::time::Instant::now();
+        let mut pause = Duration::from_millis(200);
+        let finished = loop {
+            match store::finish(&self.store, &f).await {
+                Err(StoreError::Busy { .. }) if began.elapsed() + pause < RECORD_RESULT_FOR => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                r => break r?,
+            }
+        };
+        match finished {
             Guarded::Done(_) => Ok(Ok(())),
             Guarded::Lost(current) => {
                 self.count(&ticket.scope, &["lost_ownership"]);
