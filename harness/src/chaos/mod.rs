@@ -11,6 +11,7 @@
 mod automation;
 mod checks;
 pub(crate) mod clients;
+mod hang;
 mod hot;
 pub(crate) mod procs;
 mod resend;
@@ -115,6 +116,7 @@ pub fn steady_faults() -> Faults {
         item_writes_per_s: 0,
         internal_error_rate: 0.01,
         reset_rate: 0.01,
+        reset_matching: String::new(),
         lost_answer_rate: 0.03,
         lost_answer_hang_ms: 0,
         empty_page_rate: 0.3,
@@ -219,6 +221,10 @@ pub(crate) fn console_env(
         ("OPS_EVENTS_LEASE_SECONDS", "3".into()),
         ("OPS_IDEMPOTENCY_STALE_SECONDS", "3".into()),
         ("OPS_INBOX_STREAM_LEASE_SECONDS", "3".into()),
+        (
+            "OPS_OPERATIONS_REQUEST_DEADLINE_MS",
+            hang::REQUEST_DEADLINE.as_millis().to_string(),
+        ),
         ("RUST_LOG", "warn".into()),
         ("LEPTOS_SITE_ROOT", "target/site".into()),
     ]
@@ -476,6 +482,27 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
     if opts.broken == Some(Break::Unavailable) {
         proxy.update(|f| f.outage = Outage::None);
     }
+    // A hang past the SDK's timeouts (a broken run is about its break).
+    let long_hang = match opts.broken {
+        None => {
+            let http = Http::new(ports.clone(), key.clone(), tally.clone(), 9);
+            let h = hang::run(&proxy, &http, consoles.len()).await;
+            println!(
+                "long hang: DynamoDB unanswering for {:?}; {} of {} requests answered 503 by the {:?} deadline (longest {:.1?}); {} events sent meanwhile acknowledged after it",
+                hang::LONG_HANG,
+                h.in_time,
+                h.asked,
+                hang::REQUEST_DEADLINE,
+                h.longest,
+                h.acked.len()
+            );
+            runs.acked.extend(h.acked.iter().cloned());
+            runs.sent.extend(h.sent.iter().cloned());
+            h.violations
+        }
+        Some(_) => Vec::new(),
+    };
+    phases.push(("long hang", began.elapsed()));
 
     // Expiry: the short-lived messages pass their expiry and stay a while (TTL deletes
     // late), then are removed as DynamoDB's TTL would, while the faults and the kills go
@@ -591,6 +618,7 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
             .map(|r| format!("a repeat: {r}")),
     );
     violations.extend(expiry.violations.iter().cloned());
+    violations.extend(long_hang);
     let (opened, closed) = breaker_changes(&store).await?;
     println!("  receiver breaker: opened {opened} times, closed {closed} times (one probe every 2 s while open)");
     // The drain waited for every parked action, so at most the last opening may be left
