@@ -957,3 +957,68 @@ async fn an_answer_waits_until_its_idempotent_result_is_recorded() {
     assert_eq!(again.json(), first.json());
     assert!(again.headers.contains_key("idempotent-replayed"));
 }
+
+/// A stream position kept past the stream's 24 hours is trimmed on AWS with whatever
+/// followed it, read or not: removals that are never counted. The consumer goes on from the
+/// trim horizon and says so; the recount finds the counters the lost removals left high,
+/// and `verify inbox --repair` sets them, after which a recount agrees.
+#[tokio::test]
+async fn removals_a_trim_took_unread_are_found_by_the_recount_and_repaired() {
+    use ops_console::server::services::inbox::verify;
+    use ops_console::server::store::inbox::stream::Consumer;
+    let proxy = faulty_dynamodb().await;
+    let (app, direct) = spawn_app_via(&proxy, |_| {}).await;
+    let now = app.clock.now();
+    for i in 0..6 {
+        let mut p = to_everyone(i);
+        p.category = Some(ck("ops"));
+        p.ttl = Some("1h".into());
+        p.uids = Some(vec![uk(&format!("trim-{i}"))]);
+        app.state
+            .inbox
+            .publish(&tk("acme"), &ik("news"), &p, &format!("trim-{i}"), now)
+            .await
+            .unwrap();
+    }
+    // A consumer reads the stream to its end (the publishes), keeping its position.
+    let mut first = Consumer::new(app.store.clone(), "one", StdDuration::from_secs(1));
+    for _ in 0..20 {
+        first.round().await.unwrap();
+    }
+    first.release().await.unwrap();
+    let published_before = verify::verify(&direct, now.timestamp()).await.unwrap().0;
+    assert!(published_before.is_empty(), "{published_before:?}");
+    // The messages expire and are removed; then the kept position is trimmed, and the
+    // first two removals after it with it.
+    let removed =
+        crate::helpers::sweep_inbox(&direct, (now + chrono::Duration::hours(2)).timestamp()).await;
+    assert_eq!(removed, 6);
+    proxy.update(|f| {
+        f.trimmed_rate = 1.0;
+        f.trim_loses = 2;
+    });
+    let mut next = Consumer::new(app.store.clone(), "two", StdDuration::from_secs(1));
+    let mut counted = 0;
+    for _ in 0..40 {
+        if proxy.report().get(Kind::Trimmed) > 0 {
+            proxy.update(|f| f.trimmed_rate = 0.0);
+        }
+        counted += next.round().await.map(|r| r.counted).unwrap_or(0);
+    }
+    let lost = proxy.report().get(Kind::TrimmedLost);
+    assert_eq!(lost, 2, "{}", proxy.report());
+    assert_eq!(
+        counted,
+        removed - 2,
+        "every removal but the lost ones counted"
+    );
+    let later = (now + chrono::Duration::hours(2)).timestamp();
+    let (drift, _) = verify::verify(&direct, later).await.unwrap();
+    assert!(!drift.is_empty(), "the lost removals left counters high");
+    assert!(drift.iter().all(|d| d.stored > d.counted), "{drift:?}");
+    let repair = verify::repair(&direct, later).await.unwrap();
+    assert!(repair.left.is_empty(), "{repair:?}");
+    assert_eq!(repair.fixed, drift);
+    let (after, _) = verify::verify(&direct, later).await.unwrap();
+    assert!(after.is_empty(), "{after:?}");
+}

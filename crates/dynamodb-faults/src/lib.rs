@@ -124,6 +124,9 @@ pub struct Faults {
     /// Share of `GetShardIterator` calls at a sequence number answered
     /// `TrimmedDataAccessException`.
     pub trimmed_rate: f64,
+    /// A trim also takes away this many records past the reader's position, unread (AWS
+    /// trims what is older than a day, read or not): their changes are never seen.
+    pub trim_loses: u32,
     /// Global indexes still being built (added to a table in use): a `Query` of one is
     /// answered `ValidationException` "Cannot read from backfilling global secondary
     /// index", as AWS answers until the index is ACTIVE (DynamoDB Local builds at once).
@@ -295,6 +298,8 @@ pub enum Kind {
     ExpiredIterator,
     StreamLimit,
     Trimmed,
+    /// A stream record trimmed away before it was read.
+    TrimmedLost,
     /// A query of an index still being built.
     Backfilling,
     /// A write whose conditions were made true (a broken console's).
@@ -307,7 +312,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 29] = [
+    pub const ALL: [Kind; 30] = [
         Kind::Conflict,
         Kind::RandomConflict,
         Kind::Throttle,
@@ -333,6 +338,7 @@ impl Kind {
         Kind::ExpiredIterator,
         Kind::StreamLimit,
         Kind::Trimmed,
+        Kind::TrimmedLost,
         Kind::Backfilling,
         Kind::ConditionIgnored,
         Kind::Torn,
@@ -366,6 +372,7 @@ impl Kind {
             Kind::ExpiredIterator => "expired stream iterators",
             Kind::StreamLimit => "stream LimitExceeded",
             Kind::Trimmed => "trimmed stream positions",
+            Kind::TrimmedLost => "stream records trimmed away unread",
             Kind::Backfilling => "queries of an index still being built",
             Kind::ConditionIgnored => "writes with their conditions made true (broken)",
             Kind::Torn => "cancelled transactions applied in part (broken)",

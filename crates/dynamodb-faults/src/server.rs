@@ -939,16 +939,63 @@ fn cancelled_at(n: usize, at: &[usize], code: &str) -> Answer {
 /// credentials of the request at hand (DynamoDB Local keeps one database per access key and
 /// region); its answer when 200.
 async fn internal(ctx: &Ctx, headers: &HeaderMap, op: &str, body: &Value) -> Option<Value> {
+    internal_to(ctx, headers, &format!("DynamoDB_20120810.{op}"), body).await
+}
+
+/// The sequence numbers of the first `n` records of virtual shard `v` after `seq`, read
+/// straight from DynamoDB Local.
+async fn records_after(
+    ctx: &Ctx,
+    headers: &HeaderMap,
+    arn: &str,
+    v: &streams::Virtual,
+    seq: &str,
+    n: u32,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if n == 0 {
+        return out;
+    }
+    let asked = json!({"StreamArn": arn, "ShardId": v.real,
+                       "ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": seq});
+    let target = "DynamoDBStreams_20120810.";
+    let Some(it) = internal_to(ctx, headers, &format!("{target}GetShardIterator"), &asked).await
+    else {
+        return out;
+    };
+    let mut iterator = it["ShardIterator"].as_str().map(str::to_string);
+    while let Some(i) = iterator.take() {
+        let body = json!({"ShardIterator": i, "Limit": 100});
+        let Some(page) = internal_to(ctx, headers, &format!("{target}GetRecords"), &body).await
+        else {
+            break;
+        };
+        let records = page["Records"].as_array().cloned().unwrap_or_default();
+        for r in records.iter().filter(|r| streams::belongs(r, &v.path)) {
+            if let Some(s) = r["dynamodb"]["SequenceNumber"].as_str() {
+                out.push(s.to_string());
+                if out.len() >= n as usize {
+                    return out;
+                }
+            }
+        }
+        if !records.is_empty() {
+            iterator = page["NextShardIterator"].as_str().map(str::to_string);
+        }
+    }
+    out
+}
+
+/// A request of the proxy's own to DynamoDB Local (`target`: the `X-Amz-Target`), signed
+/// as the client's was.
+async fn internal_to(ctx: &Ctx, headers: &HeaderMap, target: &str, body: &Value) -> Option<Value> {
     let mut h = HeaderMap::new();
     for name in ["authorization", "x-amz-date", "x-amz-security-token"] {
         if let Some(v) = headers.get(name) {
             h.insert(name, v.clone());
         }
     }
-    h.insert(
-        "x-amz-target",
-        HeaderValue::from_str(&format!("DynamoDB_20120810.{op}")).ok()?,
-    );
+    h.insert("x-amz-target", HeaderValue::from_str(target).ok()?);
     h.insert(
         "content-type",
         HeaderValue::from_static("application/x-amz-json-1.0"),
@@ -1114,9 +1161,17 @@ async fn stream_request(
             );
             if at_position && shared.roll(faults.trimmed_rate) {
                 // As AWS trims records older than a day: what the reader asked for is gone,
-                // and the shard's trim horizon starts after it.
+                // and the shard's trim horizon starts after it, and after the next
+                // `trim_loses` records too, read or not.
                 if let Some(seq) = body["SequenceNumber"].as_str() {
-                    shared.streams.trim(&asked, seq);
+                    let arn = body["StreamArn"].as_str().unwrap_or_default();
+                    let lost = records_after(ctx, headers, arn, &v, seq, faults.trim_loses).await;
+                    for _ in &lost {
+                        shared.counters.add(Kind::TrimmedLost);
+                    }
+                    shared
+                        .streams
+                        .trim(&asked, lost.last().map_or(seq, String::as_str));
                 }
                 shared.counters.add(Kind::Trimmed);
                 return errors::trimmed_data();

@@ -113,7 +113,7 @@ fn key_hash(record: &Value, level: usize) -> usize {
 }
 
 /// Whether a record of the real shard goes to the virtual shard at `path`.
-fn belongs(record: &Value, path: &[usize]) -> bool {
+pub(crate) fn belongs(record: &Value, path: &[usize]) -> bool {
     path.iter()
         .enumerate()
         .all(|(level, i)| key_hash(record, level) == *i)

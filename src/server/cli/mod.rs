@@ -124,7 +124,12 @@ fn account_id(s: &str) -> Result<String, String> {
 #[derive(Subcommand)]
 enum Verify {
     /// Recount every inbox partition.
-    Inbox,
+    Inbox {
+        /// Set each counter two recounts agree is off (after `inbox_stream_trimmed`), if it
+        /// has not moved since; run with the stream consumers caught up.
+        #[arg(long)]
+        repair: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -172,8 +177,11 @@ pub async fn run(raw: Vec<String>) -> ExitCode {
         }
         Command::Sweep => maintenance::sweep(&config).await,
         Command::Verify {
-            what: Verify::Inbox,
+            what: Verify::Inbox { repair: false },
         } => maintenance::verify_inbox(&config).await,
+        Command::Verify {
+            what: Verify::Inbox { repair: true },
+        } => maintenance::repair_inbox(&config).await,
         Command::Seed {
             what: Seed::Conversations { count, seed },
         } => maintenance::seed_conversations(&config, count as usize, seed).await,

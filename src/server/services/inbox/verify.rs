@@ -87,6 +87,52 @@ pub async fn verify(store: &Store, now_s: i64) -> Result<(Vec<Drift>, usize), St
     Ok((recount.drift(), items))
 }
 
+/// What a repair did.
+#[derive(Debug, Default)]
+pub struct Repair {
+    /// Counters set to their recount.
+    pub fixed: Vec<Drift>,
+    /// Drift left as it is: seen in one recount and not the other, or a counter that
+    /// moved before it could be set (traffic goes on: run it again), or a publication's
+    /// read count (its shards are not set by a recount).
+    pub left: Vec<Drift>,
+    pub items: usize,
+}
+
+/// Recounts twice and sets each partition counter that both recounts found off by the
+/// same amount, if it still says what they read: the removals a trimmed stream position
+/// lost (`inbox_stream_trimmed`) are never counted otherwise. Run it with the stream
+/// consumers caught up (`opsconsole_inbox_stream_behind_seconds` near 0): a removal they have not
+/// counted yet looks like one they lost.
+pub async fn repair(store: &Store, now_s: i64) -> Result<Repair, StoreError> {
+    use crate::server::store::inbox::{repair_counter, Counter};
+    let (first, _) = verify(store, now_s).await?;
+    let (second, items) = verify(store, now_s).await?;
+    let mut out = Repair {
+        items,
+        ..Repair::default()
+    };
+    for d in second {
+        let counter = match d.field {
+            "published" => Some(Counter::Published),
+            "read" => Some(Counter::Read),
+            _ => None,
+        };
+        let settled = first.contains(&d);
+        match counter {
+            Some(c)
+                if settled
+                    && repair_counter(store, &d.pk, &d.category, c, d.stored, d.counted)
+                        .await? =>
+            {
+                out.fixed.push(d)
+            }
+            _ => out.left.push(d),
+        }
+    }
+    Ok(out)
+}
+
 impl Recount {
     /// Counts one item (any kind; kinds that count nothing are skipped).
     fn add(&mut self, v: &Value, now_s: i64) {

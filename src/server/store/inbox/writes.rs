@@ -370,3 +370,60 @@ pub async fn set_readat_unguarded(
         .map_err(StoreError::request("UpdateItem"))?;
     Ok(())
 }
+
+/// A partition counter a recount can set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counter {
+    Published,
+    Read,
+}
+
+impl Counter {
+    pub fn attribute(self) -> &'static str {
+        match self {
+            Counter::Published => "published",
+            Counter::Read => "read",
+        }
+    }
+}
+
+/// Sets one counter of partition `pk` (category `category`, `*` for all) from `from` to
+/// `to`: a recount's repair, made only if the counter still says `from` (true). False: it
+/// moved since the recount read it (or its item is gone), and is left as it is.
+pub async fn repair_counter(
+    store: &Store,
+    pk: &str,
+    category: &str,
+    counter: Counter,
+    from: i64,
+    to: i64,
+) -> Result<bool, StoreError> {
+    // The counters' item must be there (a recount never makes one).
+    let condition = if from == 0 {
+        "attribute_exists(pk) AND (attribute_not_exists(#f) OR #f = :from)"
+    } else {
+        "#f = :from"
+    };
+    let out = store
+        .client()
+        .update_item()
+        .table_name(table(store))
+        .key("pk", s(pk))
+        .key("sk", s(stats_sk(category)))
+        .update_expression("SET #f = :to")
+        .condition_expression(condition)
+        .expression_attribute_names("#f", counter.attribute())
+        .expression_attribute_values(":from", n(from))
+        .expression_attribute_values(":to", n(to))
+        .send()
+        .await;
+    match out {
+        Ok(_) => Ok(true),
+        Err(e) => match e.into_service_error() {
+            aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(_) => {
+                Ok(false)
+            }
+            other => Err(StoreError::service("UpdateItem", &other)),
+        },
+    }
+}
