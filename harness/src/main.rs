@@ -83,6 +83,10 @@ enum Command {
         seed: u64,
         #[arg(long)]
         no_throttles: bool,
+        /// Each table's and global index's quota on AWS, write and read units a second
+        /// (40,000: on-demand's default, raised through Service Quotas).
+        #[arg(long, default_value_t = 40_000.0)]
+        table_quota: f64,
         /// Where the figures go as JSON.
         #[arg(long, default_value = "target/bench/scale.json")]
         report: std::path::PathBuf,
@@ -114,6 +118,7 @@ async fn main() -> ExitCode {
             rate,
             seed,
             no_throttles,
+            table_quota,
             report,
         } => {
             let opts = scale::Options {
@@ -123,6 +128,7 @@ async fn main() -> ExitCode {
                 rate,
                 seed,
                 no_throttles,
+                table_quota,
                 dir: std::path::PathBuf::from("target/scale"),
                 report,
             };

@@ -54,6 +54,9 @@ pub struct Options {
     pub seed: u64,
     /// Fail when any request was throttled.
     pub no_throttles: bool,
+    /// Each table's and global index's write and read quota on AWS, in units a second
+    /// (40,000: on-demand's default; raised through Service Quotas), times `scale`.
+    pub table_quota: f64,
     pub dir: PathBuf,
     /// Where the figures go as JSON.
     pub report: PathBuf,
@@ -237,6 +240,7 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
         env.push(("OPS_INBOX_STREAM_POLL_MS".into(), poll_ms.clone()));
         // The due group on its own index, as a fleet of this release runs it.
         env.push(("OPS_EVENTS_DUE_INDEX".into(), "true".into()));
+        env.push(("OPS_EVENTS_DAY_SHARDS".into(), "64".into()));
         // The receiver takes what is sent: the run is about DynamoDB.
         for (k, v) in env.iter_mut() {
             match k.as_str() {
@@ -298,7 +302,11 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
 
     // Limits on from here: setting up is not the run.
     proxy.set(Faults {
-        partitions: Some(Limits::scaled(opts.scale)),
+        partitions: Some(Limits {
+            table_write_per_s: opts.table_quota * opts.scale,
+            table_read_per_s: opts.table_quota * opts.scale,
+            ..Limits::scaled(opts.scale)
+        }),
         ..Faults::default()
     });
     let before = proxy.report();
@@ -554,13 +562,16 @@ fn print(
     let (offered_for, answered_for, behind) = (t.offered_for, t.answered_for, t.behind);
     let stands_for = opts.rate / opts.scale;
     println!(
-        "\nscale run: {} consoles, limits × {} ({} write / {} read units a second per partition), \
+        "\nscale run: {} consoles, limits × {} ({} write / {} read units a second per partition, \
+         a table or index quota of {:.0} each, {:.0} on AWS), \
          {:.1} events a second offered for {:.0} s, standing for {:.0} a second on AWS \
          (offer ended {:.1} s in, the last answer {:.1} s in, at most {:.0} ms behind)",
         opts.consoles,
         opts.scale,
         AWS_PARTITION_WRITE * opts.scale,
         AWS_PARTITION_READ * opts.scale,
+        opts.table_quota * opts.scale,
+        opts.table_quota,
         opts.rate,
         secs,
         stands_for,
@@ -728,7 +739,7 @@ fn print(
         busiest / t.offered_for / opts.scale
     );
     json!({
-        "consoles": opts.consoles, "scale": opts.scale, "rate": opts.rate, "seconds": opts.seconds,
+        "consoles": opts.consoles, "scale": opts.scale, "table_quota": opts.table_quota, "rate": opts.rate, "seconds": opts.seconds,
         "stands_for_events_per_s": stands_for, "operations": rows, "delivered": delivered,
         "write_units_per_event": used.write / events, "read_units_per_event": used.read / events,
         "requests_per_event": used.calls as f64 / events,

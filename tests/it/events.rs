@@ -787,7 +787,7 @@ pub async fn both_deliver(
 #[tokio::test]
 async fn the_overview_counts_a_busy_hour_from_its_newest_events_and_says_so() {
     use ops_console::model::users::Role;
-    use ops_console::server::store::events::{count_events_since, day_key, day_keys};
+    use ops_console::server::store::events::{count_events_since, day_key, day_keys, DAY_SHARDS};
     let app = crate::helpers::spawn_app_with(|_| {}).await;
     app.set_switches(false, true).await;
     let key = app.api_key(&["events:write"]).await;
@@ -801,10 +801,10 @@ async fn the_overview_counts_a_busy_hour_from_its_newest_events_and_says_so() {
     let id = |c: &str| format!("evt:rp:{c}:m-1");
     let crowd: Vec<String> = {
         let mut found = Vec::new();
-        let target = day_key(&day, &id(&format!("c-busy-0-{tag}")));
+        let target = day_key(&day, &id(&format!("c-busy-0-{tag}")), DAY_SHARDS);
         for n in 0.. {
             let c = format!("c-busy-{n}-{tag}");
-            if day_key(&day, &id(&c)) == target {
+            if day_key(&day, &id(&c), DAY_SHARDS) == target {
                 found.push(c);
             }
             if found.len() == 6 {
@@ -814,10 +814,10 @@ async fn the_overview_counts_a_busy_hour_from_its_newest_events_and_says_so() {
         found
     };
     // Three more in other shards, between them.
-    let target = day_key(&day, &id(&crowd[0]));
+    let target = day_key(&day, &id(&crowd[0]), DAY_SHARDS);
     let spread: Vec<String> = (0..)
         .map(|n| format!("c-spread-{n}-{tag}"))
-        .filter(|c| day_key(&day, &id(c)) != target)
+        .filter(|c| day_key(&day, &id(c), DAY_SHARDS) != target)
         .take(3)
         .collect();
     let mut posted = Vec::new();

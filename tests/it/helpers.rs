@@ -186,9 +186,10 @@ async fn spawn_app_on(endpoint: &str, tweak: impl FnOnce(&mut Config)) -> TestAp
     let mut config = Config::for_tests(&endpoint, &prefix);
     // The tests' receivers and alert channels listen on this machine.
     config.operations.outbound_allowed_networks = "127.0.0.0/8, ::1".into();
-    // The due group on `due-index`, as the next release writes it by default; tests of the
-    // release before's layout turn it off.
+    // The due group on `due-index` and a day's events over 64 shards, as the next release
+    // writes them by default; tests of the release before's layout turn them off.
     config.events.due_index = true;
+    config.events.day_shards = ops_console::server::store::events::DAY_SHARDS;
     tweak(&mut config);
     let store = Store::connect(Connection {
         endpoint: Some(&endpoint),

@@ -142,8 +142,9 @@ fn term_holds(term: &str, request: &Value, item: &Value) -> Option<bool> {
         .find_map(|op| rest.strip_prefix(op).map(|r| (*op, r.trim())))?;
     let v = value(request, rhs)?;
     let Some(a) = a else {
-        // A comparison with an attribute the item lacks is false (`<>` too).
-        return Some(false);
+        // A comparison with an attribute the item lacks is false, but for `<>`: it is not
+        // equal (the outbox's resend filter counts on it).
+        return Some(op == "<>");
     };
     let ord = compare(a, v);
     Some(match op {
@@ -228,6 +229,11 @@ mod tests {
         );
         assert_eq!(
             holds("#p <> :b", &request, &item("d", 0, "q")),
+            Some(true),
+            "missing: not equal"
+        );
+        assert_eq!(
+            holds("#p = :b", &request, &item("d", 0, "q")),
             Some(false),
             "missing"
         );

@@ -129,10 +129,62 @@ impl SortValue {
     }
 }
 
+/// Adds `names` to a request's `ProjectionExpression`, if it has one and lacks them; the
+/// names added (to take out of the answer again with [`unproject`]).
+pub(crate) fn project_keys<'a>(
+    request: &mut Value,
+    names: impl Iterator<Item = &'a String>,
+) -> Vec<String> {
+    let Some(p) = request["ProjectionExpression"].as_str().map(str::to_string) else {
+        return Vec::new();
+    };
+    let named: HashSet<String> = p
+        .split(',')
+        .map(|n| {
+            let n = n.trim();
+            request["ExpressionAttributeNames"][n]
+                .as_str()
+                .unwrap_or(n)
+                .to_string()
+        })
+        .collect();
+    let mut added = Vec::new();
+    let mut projection = p;
+    for name in names {
+        if named.contains(name) || added.contains(name) {
+            continue;
+        }
+        let placeholder = format!("#lagkey{}", added.len());
+        projection.push_str(&format!(", {placeholder}"));
+        request["ExpressionAttributeNames"][placeholder.as_str()] = Value::from(name.as_str());
+        added.push(name.clone());
+    }
+    request["ProjectionExpression"] = Value::from(projection);
+    added
+}
+
+/// Takes the attributes [`project_keys`] added out of an answer's items.
+pub(crate) fn unproject(answer: &mut Value, added: &[String]) {
+    if added.is_empty() {
+        return;
+    }
+    for item in answer["Items"].as_array_mut().into_iter().flatten() {
+        if let Some(m) = item.as_object_mut() {
+            for name in added {
+                m.remove(name);
+            }
+        }
+    }
+}
+
 #[derive(Default)]
 struct State {
     /// When each item (by identity) was last written.
     written: HashMap<String, Instant>,
+    /// When each item was first written after the version remembered of it: a stale copy
+    /// is shown only while that write is within the lag (an index trails by the lag, not
+    /// by however many writes came since it was last seen).
+    superseded: HashMap<String, Instant>,
     /// Per index partition, the version of each item (by identity) its last settled
     /// answers showed.
     shown: HashMap<String, HashMap<String, Value>>,
@@ -141,12 +193,19 @@ struct State {
 }
 
 impl State {
+    /// Written within the lag: a partition it is new to does not show it yet.
     fn recent(&self, id: &str, lag: Duration) -> bool {
         self.written.get(id).is_some_and(|at| at.elapsed() < lag)
     }
 
+    /// Its remembered version is still what a lagging index shows.
+    fn stale(&self, id: &str, lag: Duration) -> bool {
+        self.superseded.get(id).is_some_and(|at| at.elapsed() < lag)
+    }
+
     /// Remembers `item` as what `partition` shows (and no other partition of its index).
     fn remember(&mut self, index: &str, partition: &str, id: String, item: Value) {
+        self.superseded.remove(&id);
         let at = (index.to_string(), id.clone());
         if let Some(before) = self.shown_in.insert(at, partition.to_string()) {
             if before != partition {
@@ -180,11 +239,13 @@ impl RecentWrites {
         };
         let now = Instant::now();
         if st.written.len() > 200_000 {
-            st.written
-                .retain(|_, at| now.duration_since(*at) < Duration::from_secs(60));
+            let fresh = |at: &mut Instant| now.duration_since(*at) < Duration::from_secs(60);
+            st.written.retain(|_, at| fresh(at));
+            st.superseded.retain(|_, at| fresh(at));
         }
         for id in ids {
             st.written.insert(id.clone(), now);
+            st.superseded.entry(id.clone()).or_insert(now);
         }
     }
 
@@ -211,6 +272,9 @@ impl RecentWrites {
         );
         let mut present = HashSet::new();
         let mut kept = Vec::with_capacity(items.len());
+        // Old versions whose place in the index differs from the current one's: shown at
+        // their own place, on the page whose range holds it.
+        let mut elsewhere = Vec::new();
         for item in items {
             let id = identity_of(q.table, &item, q.keys);
             present.insert(id.clone());
@@ -220,14 +284,23 @@ impl RecentWrites {
                     .and_then(|p| st.shown.get(p))
                     .and_then(|m| m.get(&id))
                     .filter(|old| q.selects(old))
-                    .map(|old| expr::project(old, q.request));
+                    .cloned();
                 match old {
-                    Some(old) => {
-                        if old != item {
-                            served.old_versions += 1;
+                    Some(old) if st.stale(&id, q.lag) => {
+                        let shown = expr::project(&old, q.request);
+                        if q.position(&old) != q.position(&item) {
+                            // Not at its new place yet.
+                            served.hidden += 1;
+                            elsewhere.push((q.position(&old), shown));
+                        } else {
+                            if shown != item {
+                                served.old_versions += 1;
+                            }
+                            kept.push(shown);
                         }
-                        kept.push(old);
                     }
+                    // Written again and again: the index shows a version within the lag.
+                    Some(_) => kept.push(item),
                     None => served.hidden += 1,
                 }
                 continue;
@@ -239,12 +312,16 @@ impl RecentWrites {
             kept.push(item);
         }
         // What this partition showed before and no longer holds: a ghost while its write
-        // is recent; gone for good once it settled.
+        // is within the lag; gone for good once it settled.
         let Some(partition) = partition else {
             return finish(answer, kept, served);
         };
         let start = q.request.get("ExclusiveStartKey").map(|k| q.position(k));
         let end = answer.get("LastEvaluatedKey").map(|k| q.position(k));
+        let in_page = |at: &(SortValue, String)| {
+            start.as_ref().is_none_or(|s| q.before(s, at))
+                && end.as_ref().is_none_or(|e| !q.before(e, at))
+        };
         let room = q.request["Limit"]
             .as_u64()
             .map_or(usize::MAX, |l| l as usize);
@@ -255,13 +332,11 @@ impl RecentWrites {
                 continue;
             }
             let at = q.position(old);
-            let in_page = start.as_ref().is_none_or(|s| q.before(s, &at))
-                && end.as_ref().is_none_or(|e| !q.before(e, &at));
-            if !in_page {
+            if !in_page(&at) {
                 continue;
             }
-            if q.lags(old) && st.recent(id, q.lag) {
-                ghosts.push((at, expr::project(old, q.request)));
+            if q.lags(old) && st.stale(id, q.lag) {
+                ghosts.push((at, expr::project(old, q.request), true));
             } else {
                 gone.push(id.clone());
             }
@@ -269,8 +344,14 @@ impl RecentWrites {
         for id in &gone {
             st.forget(&index, &partition, id);
         }
+        ghosts.extend(
+            elsewhere
+                .into_iter()
+                .filter(|(at, _)| in_page(at))
+                .map(|(at, old)| (at, old, false)),
+        );
         let unkeyed_page = q.index_keys.len() < 2 && end.is_some();
-        for (at, ghost) in ghosts {
+        for (at, old, ghost) in ghosts {
             if kept.len() >= room || unkeyed_page {
                 break;
             }
@@ -278,8 +359,12 @@ impl RecentWrites {
                 .iter()
                 .position(|k| q.before(&at, &q.position(k)))
                 .unwrap_or(kept.len());
-            kept.insert(i, ghost);
-            served.ghosts += 1;
+            kept.insert(i, old);
+            if ghost {
+                served.ghosts += 1;
+            } else {
+                served.old_versions += 1;
+            }
         }
         finish(answer, kept, served)
     }
@@ -459,6 +544,51 @@ mod tests {
         let mut p = json!({"Count": 0, "Items": []});
         serve(&recent, &projected, &mut p, 5);
         assert_eq!(p["Items"][0], json!({"pk": {"S": "a"}, "v": {"S": "1"}}));
+    }
+
+    #[test]
+    fn an_old_version_stands_at_its_own_place_and_only_within_the_lag() {
+        let recent = RecentWrites::default();
+        let mut whole =
+            json!({"Count": 2, "Items": [item("a", "x", 1, "1"), item("b", "x", 5, "1")]});
+        serve(&recent, &of_g("x"), &mut whole, 5);
+        // a's sort key moves from 1 to 9: its old copy stays at 1, the new one is not at 9.
+        recent.note(&[id("a")]);
+        let mut now =
+            json!({"Count": 2, "Items": [item("b", "x", 5, "1"), item("a", "x", 9, "2")]});
+        let served = serve(&recent, &of_g("x"), &mut now, 5);
+        assert_eq!(
+            served,
+            Served {
+                hidden: 1,
+                old_versions: 1,
+                ghosts: 0
+            }
+        );
+        assert_eq!(pks(&now), ["a:1", "b:1"]);
+        // A page past 5 holds neither.
+        let mut after_b = of_g("x");
+        after_b["ExclusiveStartKey"] = item("b", "x", 5, "1");
+        let mut rest = json!({"Count": 1, "Items": [item("a", "x", 9, "2")]});
+        serve(&recent, &after_b, &mut rest, 5);
+        assert_eq!(pks(&rest), Vec::<String>::new());
+        // Written again and again: once its first write since the copy is past the lag,
+        // the index shows what is there, however recent the last write.
+        std::thread::sleep(Duration::from_millis(1_100));
+        recent.note(&[id("a")]);
+        let (keys, index_keys, request, _) = query(&of_g("x"), Duration::ZERO);
+        let q = IndexQuery {
+            table: "t",
+            keys: &keys,
+            index_keys: &index_keys,
+            request: &request,
+            lag: Duration::from_millis(1_000),
+            matching: "",
+        };
+        let mut later =
+            json!({"Count": 2, "Items": [item("b", "x", 5, "1"), item("a", "x", 9, "3")]});
+        assert!(!recent.serve(&q, &mut later).changed());
+        assert_eq!(pks(&later), ["b:1", "a:3"]);
     }
 
     #[test]

@@ -422,6 +422,20 @@ async fn read_request(
     if counted {
         json["Select"] = json!("ALL_PROJECTED_ATTRIBUTES");
     }
+    // A projection without the keys: they are asked for too (an item is known by them),
+    // and taken out again before the answer goes.
+    let added = match (lagging, shared.schemas.schema(&table)) {
+        (true, Some(schema)) => {
+            let index_keys = schema
+                .indexes
+                .iter()
+                .find(|i| Some(&i.name) == index.as_ref())
+                .map(|i| i.keys.clone())
+                .unwrap_or_default();
+            lag::project_keys(&mut json, schema.keys.iter().chain(&index_keys))
+        }
+        _ => Vec::new(),
+    };
     // A page cut shorter than the reader asked for (or than 1 MB would be).
     let mut cut = false;
     if op == "Query" && faults.query_page_items > 0 {
@@ -475,15 +489,16 @@ async fn read_request(
                 shared.counters.add(kind);
             }
         }
-        if counted {
-            if let Some(m) = answer.as_object_mut() {
-                m.remove("Items");
-            }
-            if answer["Count"] != upstream_count {
-                shared.counters.add(Kind::CountLag);
-            }
+        if counted && answer["Count"] != upstream_count {
+            shared.counters.add(Kind::CountLag);
         }
     }
+    if counted {
+        if let Some(m) = answer.as_object_mut() {
+            m.remove("Items");
+        }
+    }
+    lag::unproject(&mut answer, &added);
     json_answer(StatusCode::OK, &answer)
 }
 

@@ -86,7 +86,12 @@ pub async fn run(proxy: &Proxy, http: &Http, consoles: usize) -> HangRun {
             });
         }
     }
-    while let Some(Ok((path, (answer, took)))) = asks.join_next().await {
+    while let Some(joined) = asks.join_next().await {
+        let Ok((path, (answer, took))) = joined else {
+            out.violations
+                .push("during the long hang a request's task failed".into());
+            continue;
+        };
         out.asked += 1;
         out.longest = out.longest.max(took);
         match answer {

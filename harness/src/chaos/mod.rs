@@ -388,6 +388,12 @@ pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
         // writes the due group on `due-index`, the rest on `outbox-index`; each delivers
         // what the others queued.
         env.push(("OPS_EVENTS_DUE_INDEX".into(), (i % 2 == 0).to_string()));
+        // So does a day's events: over 64 shards on one, the release before's 32 on the
+        // other; both list all of them.
+        env.push((
+            "OPS_EVENTS_DAY_SHARDS".into(),
+            if i % 2 == 0 { "64" } else { "32" }.into(),
+        ));
         let log = opts.dir.join(format!("console-{i}.log"));
         let mut c = Console::new(exe.clone(), port, env, log);
         c.start()?;

@@ -68,14 +68,19 @@ pub async fn verify_inbox(config: &Config) -> Result<(), CliError> {
     }
 }
 
-/// Recounts every inbox partition twice and sets the counters both found off; drift left
+/// Recounts every inbox partition twice, `settle_seconds` apart, and sets the counters both
+/// found off; drift left
 /// (moved meanwhile, or not repairable) is an error (exit 1).
-pub async fn repair_inbox(config: &Config) -> Result<(), CliError> {
+pub async fn repair_inbox(config: &Config, settle_seconds: u64) -> Result<(), CliError> {
     let db = database(config).await?;
-    let r =
-        crate::server::services::inbox::verify::repair(&db.store, chrono::Utc::now().timestamp())
-            .await
-            .map_err(err)?;
+    println!("inbox: recounting, then again in {settle_seconds} s");
+    let r = crate::server::services::inbox::verify::repair(
+        &db.store,
+        chrono::Utc::now().timestamp(),
+        std::time::Duration::from_secs(settle_seconds),
+    )
+    .await
+    .map_err(err)?;
     for d in &r.fixed {
         println!(
             "repaired: {} [{}] {}: counter said {}, set to the recount {}",

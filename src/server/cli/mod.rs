@@ -126,9 +126,13 @@ enum Verify {
     /// Recount every inbox partition.
     Inbox {
         /// Set each counter two recounts agree is off (after `inbox_stream_trimmed`), if it
-        /// has not moved since; run with the stream consumers caught up.
+        /// has not moved since.
         #[arg(long)]
         repair: bool,
+        /// Seconds between the two recounts: longer than the stream consumers take to
+        /// count a removal.
+        #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(0..=3600))]
+        settle_seconds: u64,
     },
 }
 
@@ -177,11 +181,15 @@ pub async fn run(raw: Vec<String>) -> ExitCode {
         }
         Command::Sweep => maintenance::sweep(&config).await,
         Command::Verify {
-            what: Verify::Inbox { repair: false },
+            what: Verify::Inbox { repair: false, .. },
         } => maintenance::verify_inbox(&config).await,
         Command::Verify {
-            what: Verify::Inbox { repair: true },
-        } => maintenance::repair_inbox(&config).await,
+            what:
+                Verify::Inbox {
+                    repair: true,
+                    settle_seconds,
+                },
+        } => maintenance::repair_inbox(&config, settle_seconds).await,
         Command::Seed {
             what: Seed::Conversations { count, seed },
         } => maintenance::seed_conversations(&config, count as usize, seed).await,

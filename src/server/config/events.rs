@@ -60,6 +60,10 @@ pub struct EventsSection {
     /// release reads both: turn it on once no console of the release before runs (they
     /// read `outbox-index` alone). The next release writes `due-index` only.
     pub due_index: bool,
+    /// Shards of a day's events on `event-day-index` that this console writes: 32 (the
+    /// release before's, which reads only those) or 64. Every console of this release reads
+    /// all 64: set 64 once no console of the release before runs.
+    pub day_shards: u32,
     /// Keyword rules, in order: the first that matches sets intent and team; tags and risk
     /// flags add up over every rule that matches.
     pub rules: Vec<Rule>,
@@ -87,6 +91,7 @@ impl Default for EventsSection {
             hash_bucket_seconds: 300,
             order_flow_max_attempts: 3,
             due_index: false,
+            day_shards: crate::server::store::events::DAY_SHARDS_BEFORE,
             rules: Vec::new(),
         }
     }

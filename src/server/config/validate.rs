@@ -316,6 +316,17 @@ fn events(e: &EventsSection) -> Result<(), ConfigError> {
         1,
         100,
     )?;
+    if ![
+        crate::server::store::events::DAY_SHARDS_BEFORE,
+        crate::server::store::events::DAY_SHARDS,
+    ]
+    .contains(&e.day_shards)
+    {
+        return Err(ConfigError::new(
+            "events.day_shards",
+            "must be 32 (what the release before reads) or 64",
+        ));
+    }
     for (i, r) in e.rules.iter().enumerate() {
         rule(&format!("events.rules[{i}]"), r)?;
     }

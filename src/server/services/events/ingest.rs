@@ -288,7 +288,11 @@ impl Events {
             attempts: 1,
             claim_nonce: random_hex(16),
             lease_until_ms: now.timestamp_millis() + self.lease_ms(),
-            event_day: records::day_key(&now.format("%Y-%m-%d").to_string(), &key),
+            event_day: records::day_key(
+                &now.format("%Y-%m-%d").to_string(),
+                &key,
+                self.config.events.day_shards,
+            ),
             created_sk: format!("{created}#{key}"),
             event_id: key,
         }

@@ -99,14 +99,20 @@ pub struct Repair {
     pub items: usize,
 }
 
-/// Recounts twice and sets each partition counter that both recounts found off by the
-/// same amount, if it still says what they read: the removals a trimmed stream position
-/// lost (`inbox_stream_trimmed`) are never counted otherwise. Run it with the stream
-/// consumers caught up (`opsconsole_inbox_stream_behind_seconds` near 0): a removal they have not
-/// counted yet looks like one they lost.
-pub async fn repair(store: &Store, now_s: i64) -> Result<Repair, StoreError> {
+/// Recounts twice, `settle` apart, and sets each partition counter that both recounts
+/// found off by the same amount, if it still says what they read: the removals a trimmed
+/// stream position lost (`inbox_stream_trimmed`) are never counted otherwise. A removal the
+/// stream consumers had not counted yet at the first recount looks like a lost one there;
+/// `settle` longer than they take to count one (`opsconsole_inbox_stream_behind_seconds`)
+/// brings its counter down before the second, which then disagrees and leaves it.
+pub async fn repair(
+    store: &Store,
+    now_s: i64,
+    settle: std::time::Duration,
+) -> Result<Repair, StoreError> {
     use crate::server::store::inbox::{repair_counter, Counter};
     let (first, _) = verify(store, now_s).await?;
+    tokio::time::sleep(settle).await;
     let (second, items) = verify(store, now_s).await?;
     let mut out = Repair {
         items,

@@ -34,7 +34,7 @@ pub mod routes;
 pub mod slots;
 mod window;
 pub use claims::*;
-pub use days::{day_key, day_keys};
+pub use days::{day_key, day_keys, DAY_SHARDS, DAY_SHARDS_BEFORE};
 pub use decisions::*;
 pub use reads::*;
 
