@@ -242,10 +242,13 @@ bench: weight python-powertools
 	RUST_LOG=warn ./target/release/ops-harness bench --n 400
 	# Three consoles on AWS's partitions scaled by 0.0005: 5 events a second stand for
 	# 10,000; then the same offer on a quarter of the limits (40,000), where it bends.
+	# Tables and indexes have their quota raised to 250,000 units a second each (Service
+	# Quotas; 40,000 is on-demand's default, which 10,000 events a second pass on their
+	# own), so that the partitions are what the run tests.
 	# Until issue 53's goal is met the first can end having delivered nothing (its exit
 	# status says so): the runs after it still run.
-	-RUST_LOG=warn ./target/release/ops-harness scale --seconds 60 --scale 0.0005 --rate 5 --report target/bench/scale.json
-	-RUST_LOG=warn ./target/release/ops-harness scale --seconds 60 --scale 0.000125 --rate 5 --report target/bench/scale-4x.json
+	-RUST_LOG=warn ./target/release/ops-harness scale --seconds 60 --scale 0.0005 --rate 5 --table-quota 250000 --report target/bench/scale.json
+	-RUST_LOG=warn ./target/release/ops-harness scale --seconds 60 --scale 0.000125 --rate 5 --table-quota 250000 --report target/bench/scale-4x.json
 	# The same offer with AWS's own limits, which it never meets: what an event costs
 	# (write and read units, requests) without a throttle's retries.
 	RUST_LOG=warn ./target/release/ops-harness scale --seconds 60 --scale 1 --rate 5 --report target/bench/scale-cost.json
