@@ -863,6 +863,13 @@ async fn publish_and_expire(
     tag: &str,
     n: usize,
 ) -> usize {
+    publish_for_an_hour(app, tag, n).await;
+    let now = app.clock.now();
+    crate::helpers::sweep_inbox(direct, (now + chrono::Duration::hours(2)).timestamp()).await
+}
+
+/// Publishes `n` messages of an hour to a user each (`<tag>-<i>`).
+async fn publish_for_an_hour(app: &crate::helpers::TestApp, tag: &str, n: usize) {
     let now = app.clock.now();
     for i in 0..n {
         let mut p = to_everyone(i);
@@ -875,7 +882,6 @@ async fn publish_and_expire(
             .await
             .unwrap();
     }
-    crate::helpers::sweep_inbox(direct, (now + chrono::Duration::hours(2)).timestamp()).await
 }
 
 /// A duplicate delivery is counted once on an event whose counter's write committed and was
@@ -969,17 +975,7 @@ async fn removals_a_trim_took_unread_are_found_by_the_recount_and_repaired() {
     let proxy = faulty_dynamodb().await;
     let (app, direct) = spawn_app_via(&proxy, |_| {}).await;
     let now = app.clock.now();
-    for i in 0..6 {
-        let mut p = to_everyone(i);
-        p.category = Some(ck("ops"));
-        p.ttl = Some("1h".into());
-        p.uids = Some(vec![uk(&format!("trim-{i}"))]);
-        app.state
-            .inbox
-            .publish(&tk("acme"), &ik("news"), &p, &format!("trim-{i}"), now)
-            .await
-            .unwrap();
-    }
+    publish_for_an_hour(&app, "trim", 6).await;
     // A consumer reads the stream to its end (the publishes), keeping its position.
     let mut first = Consumer::new(app.store.clone(), "one", StdDuration::from_secs(1));
     for _ in 0..20 {

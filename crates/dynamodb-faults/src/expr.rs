@@ -64,7 +64,8 @@ fn terms(expr: &str) -> Option<Vec<String>> {
     Some(out)
 }
 
-fn resolve<'a>(request: &'a Value, name: &'a str) -> &'a str {
+/// A name in an expression, through `ExpressionAttributeNames`.
+pub(crate) fn resolve<'a>(request: &'a Value, name: &'a str) -> &'a str {
     if name.starts_with('#') {
         request["ExpressionAttributeNames"][name]
             .as_str()

@@ -271,7 +271,9 @@ impl RecentWrites {
             q.request["IndexName"].as_str().unwrap_or_default()
         );
         let mut present = HashSet::new();
-        let mut kept = Vec::with_capacity(items.len());
+        // Each item with its place in the index (from the whole item: a projected one may
+        // lack the sort key).
+        let mut kept: Vec<((SortValue, String), Value)> = Vec::with_capacity(items.len());
         // Old versions whose place in the index differs from the current one's: shown at
         // their own place, on the page whose range holds it.
         let mut elsewhere = Vec::new();
@@ -296,11 +298,11 @@ impl RecentWrites {
                             if shown != item {
                                 served.old_versions += 1;
                             }
-                            kept.push(shown);
+                            kept.push((q.position(&old), shown));
                         }
                     }
                     // Written again and again: the index shows a version within the lag.
-                    Some(_) => kept.push(item),
+                    Some(_) => kept.push((q.position(&item), item)),
                     None => served.hidden += 1,
                 }
                 continue;
@@ -309,7 +311,7 @@ impl RecentWrites {
             if let (Some(p), true) = (&partition, q.whole()) {
                 st.remember(&index, p, id, item.clone());
             }
-            kept.push(item);
+            kept.push((q.position(&item), item));
         }
         // What this partition showed before and no longer holds: a ghost while its write
         // is within the lag; gone for good once it settled.
@@ -357,9 +359,9 @@ impl RecentWrites {
             }
             let i = kept
                 .iter()
-                .position(|k| q.before(&at, &q.position(k)))
+                .position(|(k, _)| q.before(&at, k))
                 .unwrap_or(kept.len());
-            kept.insert(i, old);
+            kept.insert(i, (at, old));
             if ghost {
                 served.ghosts += 1;
             } else {
@@ -370,10 +372,10 @@ impl RecentWrites {
     }
 }
 
-fn finish(answer: &mut Value, kept: Vec<Value>, served: Served) -> Served {
+fn finish(answer: &mut Value, kept: Vec<((SortValue, String), Value)>, served: Served) -> Served {
     if served.changed() {
         answer["Count"] = Value::from(kept.len());
-        answer["Items"] = Value::Array(kept);
+        answer["Items"] = Value::Array(kept.into_iter().map(|(_, v)| v).collect());
     }
     served
 }

@@ -38,6 +38,7 @@ use std::time::Instant;
 use serde_json::{Map, Value};
 
 use crate::capacity::item_size;
+use crate::expr::resolve;
 use crate::items::{Index, Projection, TableSchema, Target, Write};
 use crate::{KeyUse, Limits};
 
@@ -222,17 +223,6 @@ fn keyword(expr: &str, kw: &str) -> Option<usize> {
         from = i + kw.len();
     }
     None
-}
-
-/// A name in an expression, through `ExpressionAttributeNames`.
-fn resolve<'a>(action: &'a Value, name: &'a str) -> &'a str {
-    if name.starts_with('#') {
-        action["ExpressionAttributeNames"][name]
-            .as_str()
-            .unwrap_or(name)
-    } else {
-        name
-    }
 }
 
 /// Splits at `sep` outside parentheses.
