@@ -206,6 +206,10 @@ async fn sign_in(
 
 /// Runs the scale run; the reasons it failed (none: it held).
 pub async fn run(opts: &Options) -> Result<Vec<String>, String> {
+    // A quota of 0 would turn the quotas off (the proxy's "no limit").
+    if opts.table_quota <= 0.0 || opts.scale <= 0.0 {
+        return Err("--table-quota and --scale must be above 0".into());
+    }
     let Stage {
         local: _local,
         config,

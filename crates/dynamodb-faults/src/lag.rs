@@ -181,37 +181,44 @@ pub(crate) fn unproject(answer: &mut Value, added: &[String]) {
 struct State {
     /// When each item (by identity) was last written.
     written: HashMap<String, Instant>,
-    /// When each item was first written after the version remembered of it: a stale copy
-    /// is shown only while that write is within the lag (an index trails by the lag, not
-    /// by however many writes came since it was last seen).
-    superseded: HashMap<String, Instant>,
+    /// When its current run of writes began (each within the lag of the one before): a
+    /// partition it is new to shows it once that is past the lag, however often it is
+    /// written since.
+    burst: HashMap<String, Instant>,
+    /// Per index and item, its first write after the version that index remembers: a
+    /// stale copy is shown only while that write is within the lag (an index trails by the
+    /// lag, not by however many writes came since it was last seen).
+    superseded: HashMap<(String, String), Instant>,
     /// Per index partition, the version of each item (by identity) its last settled
     /// answers showed.
     shown: HashMap<String, HashMap<String, Value>>,
     /// The partition each remembered item was last shown in (per table and index).
     shown_in: HashMap<(String, String), String>,
+    /// The indexes (`table|index`) anything is remembered of.
+    indexes: HashSet<String>,
 }
 
 impl State {
-    /// Written within the lag: a partition it is new to does not show it yet.
+    /// Its run of writes began within the lag: a partition it is new to does not show it.
     fn recent(&self, id: &str, lag: Duration) -> bool {
-        self.written.get(id).is_some_and(|at| at.elapsed() < lag)
+        self.burst.get(id).is_some_and(|at| at.elapsed() < lag)
     }
 
-    /// Its remembered version is still what a lagging index shows.
-    fn stale(&self, id: &str, lag: Duration) -> bool {
-        self.superseded.get(id).is_some_and(|at| at.elapsed() < lag)
+    /// The version `index` remembers of it is still what that index shows.
+    fn stale(&self, index: &str, id: &str, lag: Duration) -> bool {
+        self.superseded
+            .get(&(index.to_string(), id.to_string()))
+            .is_some_and(|at| at.elapsed() < lag)
     }
 
-    /// Remembers `item` as what `partition` shows (and no other partition of its index).
+    /// Remembers `item` as what `partition` of `index` shows (and no other partition).
     fn remember(&mut self, index: &str, partition: &str, id: String, item: Value) {
-        self.superseded.remove(&id);
+        self.indexes.insert(index.to_string());
         let at = (index.to_string(), id.clone());
+        self.superseded.remove(&at);
         if let Some(before) = self.shown_in.insert(at, partition.to_string()) {
             if before != partition {
-                if let Some(m) = self.shown.get_mut(&before) {
-                    m.remove(&id);
-                }
+                self.drop_shown(&before, &id);
             }
         }
         self.shown
@@ -221,10 +228,19 @@ impl State {
     }
 
     fn forget(&mut self, index: &str, partition: &str, id: &str) {
+        self.drop_shown(partition, id);
+        let at = (index.to_string(), id.to_string());
+        self.shown_in.remove(&at);
+        self.superseded.remove(&at);
+    }
+
+    fn drop_shown(&mut self, partition: &str, id: &str) {
         if let Some(m) = self.shown.get_mut(partition) {
             m.remove(id);
+            if m.is_empty() {
+                self.shown.remove(partition);
+            }
         }
-        self.shown_in.remove(&(index.to_string(), id.to_string()));
     }
 }
 
@@ -232,25 +248,40 @@ impl State {
 pub(crate) struct RecentWrites(Mutex<State>);
 
 impl RecentWrites {
-    /// Notes that these items were written now.
-    pub(crate) fn note(&self, ids: &[String]) {
-        let Ok(mut st) = self.0.lock() else {
+    /// Notes that these items were written now (`lag`: the indexes' lag).
+    pub(crate) fn note(&self, ids: &[String], lag: Duration) {
+        let Ok(mut guard) = self.0.lock() else {
             return;
         };
+        let st = &mut *guard;
         let now = Instant::now();
         if st.written.len() > 200_000 {
-            let fresh = |at: &mut Instant| now.duration_since(*at) < Duration::from_secs(60);
-            st.written.retain(|_, at| fresh(at));
-            st.superseded.retain(|_, at| fresh(at));
+            let keep = Duration::from_secs(60).max(lag);
+            st.written.retain(|_, at| now.duration_since(*at) < keep);
+            let written = &st.written;
+            st.burst.retain(|id, _| written.contains_key(id));
+            st.superseded.retain(|(_, id), _| written.contains_key(id));
         }
         for id in ids {
+            let continuing = st
+                .written
+                .get(id)
+                .is_some_and(|at| now.duration_since(*at) < lag);
+            if !continuing {
+                st.burst.insert(id.clone(), now);
+            }
             st.written.insert(id.clone(), now);
-            st.superseded.entry(id.clone()).or_insert(now);
+            for index in &st.indexes {
+                let at = (index.clone(), id.clone());
+                if st.shown_in.contains_key(&at) {
+                    st.superseded.entry(at).or_insert(now);
+                }
+            }
         }
     }
 
-    /// Changes a query answer's `Items` (and `Count`) into what a lagging index would
-    /// answer.
+    /// Changes a query answer's `Items`, `Count` (and, when ghosts fill a page past its
+    /// limit, `LastEvaluatedKey`) into what a lagging index would answer.
     pub(crate) fn serve(&self, q: &IndexQuery, answer: &mut Value) -> Served {
         let mut served = Served::default();
         let Some(items) = answer["Items"].as_array().cloned() else {
@@ -263,6 +294,7 @@ impl RecentWrites {
         if st.shown_in.len() > 200_000 {
             st.shown.clear();
             st.shown_in.clear();
+            st.superseded.clear();
         }
         let partition = q.partition();
         let index = format!(
@@ -277,6 +309,9 @@ impl RecentWrites {
         // Old versions whose place in the index differs from the current one's: shown at
         // their own place, on the page whose range holds it.
         let mut elsewhere = Vec::new();
+        // Whether the answer changed (an item left out for an old version shown elsewhere
+        // changes it even when that old version is on another page).
+        let mut rewritten = false;
         for item in items {
             let id = identity_of(q.table, &item, q.keys);
             present.insert(id.clone());
@@ -285,14 +320,18 @@ impl RecentWrites {
                     .as_ref()
                     .and_then(|p| st.shown.get(p))
                     .and_then(|m| m.get(&id))
-                    .filter(|old| q.selects(old))
                     .cloned();
                 match old {
-                    Some(old) if st.stale(&id, q.lag) => {
+                    Some(old) if st.stale(&index, &id, q.lag) => {
+                        // What the index holds of it is the old copy: shown where it
+                        // stands, if the query takes it.
+                        rewritten = true;
+                        if !q.selects(&old) {
+                            served.hidden += 1;
+                            continue;
+                        }
                         let shown = expr::project(&old, q.request);
                         if q.position(&old) != q.position(&item) {
-                            // Not at its new place yet.
-                            served.hidden += 1;
                             elsewhere.push((q.position(&old), shown));
                         } else {
                             if shown != item {
@@ -303,7 +342,10 @@ impl RecentWrites {
                     }
                     // Written again and again: the index shows a version within the lag.
                     Some(_) => kept.push((q.position(&item), item)),
-                    None => served.hidden += 1,
+                    None => {
+                        rewritten = true;
+                        served.hidden += 1;
+                    }
                 }
                 continue;
             }
@@ -316,7 +358,7 @@ impl RecentWrites {
         // What this partition showed before and no longer holds: a ghost while its write
         // is within the lag; gone for good once it settled.
         let Some(partition) = partition else {
-            return finish(answer, kept, served);
+            return finish(answer, kept, served, rewritten);
         };
         let start = q.request.get("ExclusiveStartKey").map(|k| q.position(k));
         let end = answer.get("LastEvaluatedKey").map(|k| q.position(k));
@@ -324,9 +366,6 @@ impl RecentWrites {
             start.as_ref().is_none_or(|s| q.before(s, at))
                 && end.as_ref().is_none_or(|e| !q.before(e, at))
         };
-        let room = q.request["Limit"]
-            .as_u64()
-            .map_or(usize::MAX, |l| l as usize);
         let mut gone = Vec::new();
         let mut ghosts = Vec::new();
         for (id, old) in st.shown.get(&partition).into_iter().flatten() {
@@ -337,7 +376,7 @@ impl RecentWrites {
             if !in_page(&at) {
                 continue;
             }
-            if q.lags(old) && st.stale(id, q.lag) {
+            if q.lags(old) && st.stale(&index, id, q.lag) {
                 ghosts.push((at, expr::project(old, q.request), true));
             } else {
                 gone.push(id.clone());
@@ -352,9 +391,19 @@ impl RecentWrites {
                 .filter(|(at, _)| in_page(at))
                 .map(|(at, old)| (at, old, false)),
         );
+        // In the order read, so that a page cut at its limit keeps the first.
+        ghosts.sort_by(|a, b| {
+            if q.before(&a.0, &b.0) {
+                std::cmp::Ordering::Less
+            } else if q.before(&b.0, &a.0) {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        });
         let unkeyed_page = q.index_keys.len() < 2 && end.is_some();
         for (at, old, ghost) in ghosts {
-            if kept.len() >= room || unkeyed_page {
+            if unkeyed_page {
                 break;
             }
             let i = kept
@@ -368,12 +417,32 @@ impl RecentWrites {
                 served.old_versions += 1;
             }
         }
-        finish(answer, kept, served)
+        // Past the page's limit: it ends at its last item, and the next starts after it.
+        if let Some(room) = q.request["Limit"].as_u64().map(|l| l as usize) {
+            if kept.len() > room {
+                kept.truncate(room);
+                if let Some((_, last)) = kept.last() {
+                    let mut key = serde_json::Map::new();
+                    for name in q.keys.iter().chain(q.index_keys) {
+                        if let Some(v) = last.get(name.as_str()) {
+                            key.insert(name.clone(), v.clone());
+                        }
+                    }
+                    answer["LastEvaluatedKey"] = Value::Object(key);
+                }
+            }
+        }
+        finish(answer, kept, served, rewritten)
     }
 }
 
-fn finish(answer: &mut Value, kept: Vec<((SortValue, String), Value)>, served: Served) -> Served {
-    if served.changed() {
+fn finish(
+    answer: &mut Value,
+    kept: Vec<((SortValue, String), Value)>,
+    served: Served,
+    rewritten: bool,
+) -> Served {
+    if rewritten || served.changed() {
         answer["Count"] = Value::from(kept.len());
         answer["Items"] = Value::Array(kept.into_iter().map(|(_, v)| v).collect());
     }
@@ -392,6 +461,12 @@ mod tests {
             request.clone(),
             lag,
         )
+    }
+
+    impl RecentWrites {
+        fn note_now(&self, ids: &[String]) {
+            self.note(ids, Duration::from_secs(5));
+        }
     }
 
     fn serve(recent: &RecentWrites, request: &Value, answer: &mut Value, lag_s: u64) -> Served {
@@ -440,7 +515,7 @@ mod tests {
     #[test]
     fn an_item_written_a_moment_ago_is_not_in_the_index_yet() {
         let recent = RecentWrites::default();
-        recent.note(&[id("a")]);
+        recent.note_now(&[id("a")]);
         let mut answer =
             json!({"Count": 2, "Items": [item("a", "x", 1, "1"), item("b", "x", 2, "1")]});
         let served = serve(&recent, &of_g("x"), &mut answer, 5);
@@ -459,7 +534,7 @@ mod tests {
             item("a", "x", 1, "1"), item("b", "x", 2, "1"), item("c", "x", 3, "1")]});
         assert!(!serve(&recent, &of_g("x"), &mut first, 5).changed());
         // a is updated in place, b moves to partition y, c is deleted.
-        recent.note(&[id("a"), id("b"), id("c")]);
+        recent.note_now(&[id("a"), id("b"), id("c")]);
         let mut now = json!({"Count": 1, "Items": [item("a", "x", 1, "2")]});
         let served = serve(&recent, &of_g("x"), &mut now, 5);
         assert_eq!(
@@ -488,7 +563,7 @@ mod tests {
         let mut whole = json!({"Count": 3, "Items": [
             item("a", "x", 1, "1"), item("b", "x", 5, "1"), item("c", "x", 9, "1")]});
         serve(&recent, &of_g("x"), &mut whole, 5);
-        recent.note(&[id("c")]);
+        recent.note_now(&[id("c")]);
         // The first page ends at b (sort 5): c (9) belongs to the next.
         let mut page = json!({"Count": 2, "Items": [item("a", "x", 1, "1"), item("b", "x", 5, "1")],
                               "LastEvaluatedKey": item("b", "x", 5, "1")});
@@ -506,7 +581,7 @@ mod tests {
         let mut whole_back = json!({"Count": 3, "Items": [
             item("c", "x", 9, "1"), item("b", "x", 5, "1"), item("a", "x", 1, "1")]});
         serve(&recent, &back, &mut whole_back, 0);
-        recent.note(&[id("b")]);
+        recent.note_now(&[id("b")]);
         let mut without_b =
             json!({"Count": 2, "Items": [item("c", "x", 9, "1"), item("a", "x", 1, "1")]});
         assert_eq!(serve(&recent, &back, &mut without_b, 5).ghosts, 1);
@@ -519,7 +594,7 @@ mod tests {
         let mut whole =
             json!({"Count": 2, "Items": [item("a", "x", 1, "1"), item("b", "x", 5, "1")]});
         serve(&recent, &of_g("x"), &mut whole, 5);
-        recent.note(&[id("a"), id("b")]);
+        recent.note_now(&[id("a"), id("b")]);
         // Read with a filter the old copies fail (`v = 2`) and a sort range that leaves b
         // out: neither is shown, and b is not forgotten for it.
         let mut filtered = of_g("x");
@@ -555,14 +630,14 @@ mod tests {
             json!({"Count": 2, "Items": [item("a", "x", 1, "1"), item("b", "x", 5, "1")]});
         serve(&recent, &of_g("x"), &mut whole, 5);
         // a's sort key moves from 1 to 9: its old copy stays at 1, the new one is not at 9.
-        recent.note(&[id("a")]);
+        recent.note_now(&[id("a")]);
         let mut now =
             json!({"Count": 2, "Items": [item("b", "x", 5, "1"), item("a", "x", 9, "2")]});
         let served = serve(&recent, &of_g("x"), &mut now, 5);
         assert_eq!(
             served,
             Served {
-                hidden: 1,
+                hidden: 0,
                 old_versions: 1,
                 ghosts: 0
             }
@@ -577,7 +652,7 @@ mod tests {
         // Written again and again: once its first write since the copy is past the lag,
         // the index shows what is there, however recent the last write.
         std::thread::sleep(Duration::from_millis(1_100));
-        recent.note(&[id("a")]);
+        recent.note_now(&[id("a")]);
         let (keys, index_keys, request, _) = query(&of_g("x"), Duration::ZERO);
         let q = IndexQuery {
             table: "t",
@@ -594,9 +669,67 @@ mod tests {
     }
 
     #[test]
+    fn ghosts_past_a_pages_limit_end_it_and_the_next_page_starts_after_them() {
+        let recent = RecentWrites::default();
+        let mut whole = json!({"Count": 3, "Items": [
+            item("a", "x", 1, "1"), item("b", "x", 5, "1"), item("c", "x", 9, "1")]});
+        serve(&recent, &of_g("x"), &mut whole, 5);
+        recent.note_now(&[id("b")]);
+        let mut limited = of_g("x");
+        limited["Limit"] = json!(2);
+        let mut page = json!({"Count": 2, "Items": [item("a", "x", 1, "1"), item("c", "x", 9, "1")],
+                              "LastEvaluatedKey": item("c", "x", 9, "1")});
+        assert_eq!(serve(&recent, &limited, &mut page, 5).ghosts, 1);
+        assert_eq!(pks(&page), ["a:1", "b:1"]);
+        assert_eq!(page["LastEvaluatedKey"]["pk"]["S"], "b");
+        assert_eq!(page["LastEvaluatedKey"]["s"]["N"], "5");
+    }
+
+    #[test]
+    fn an_index_that_settled_does_not_make_another_show_an_older_copy() {
+        let recent = RecentWrites::default();
+        let lag = Duration::from_millis(1_000);
+        let (keys, index_keys, _, _) = query(&of_g("x"), lag);
+        let on = |index: &str| {
+            let mut r = of_g("x");
+            r["IndexName"] = json!(index);
+            r
+        };
+        let (one, two) = (on("one-index"), on("two-index"));
+        let served = |request: &Value, answer: &mut Value| {
+            recent.serve(
+                &IndexQuery {
+                    table: "t",
+                    keys: &keys,
+                    index_keys: &index_keys,
+                    request,
+                    lag,
+                    matching: "",
+                },
+                answer,
+            )
+        };
+        for r in [&one, &two] {
+            let mut a = json!({"Count": 1, "Items": [item("a", "x", 1, "1")]});
+            served(r, &mut a);
+        }
+        recent.note(&[id("a")], lag);
+        std::thread::sleep(Duration::from_millis(1_100));
+        // The second index settles on version 2; then a is written again.
+        let mut settled = json!({"Count": 1, "Items": [item("a", "x", 1, "2")]});
+        assert!(!served(&two, &mut settled).changed());
+        recent.note(&[id("a")], lag);
+        // The first index's copy (1) was overwritten more than the lag ago: it shows what
+        // is there, not 1.
+        let mut first = json!({"Count": 1, "Items": [item("a", "x", 1, "3")]});
+        assert!(!served(&one, &mut first).changed());
+        assert_eq!(pks(&first), ["a:3"]);
+    }
+
+    #[test]
     fn only_matching_items_lag() {
         let recent = RecentWrites::default();
-        recent.note(&[id("a")]);
+        recent.note_now(&[id("a")]);
         let mut answer = json!({"Count": 1, "Items": [item("a", "x", 1, "1")]});
         let (keys, index_keys, request, lag) = query(&of_g("x"), Duration::from_secs(5));
         let q = IndexQuery {

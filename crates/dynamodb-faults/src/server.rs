@@ -851,7 +851,9 @@ async fn write_request(
         shared.tokens.succeeded(&json);
     }
     drop(running);
-    shared.recent.note(&ids);
+    shared
+        .recent
+        .note(&ids, Duration::from_millis(faults.index_lag_ms));
     let billed = match before {
         Some((limits, before)) => {
             let after = stored_items(ctx, &parts.headers, writes, |w| w.kind == "Update").await;
@@ -910,6 +912,7 @@ fn late_write(
     let uri = parts.uri.clone();
     let op = op.to_string();
     let delay = faults.late_write_ms;
+    let lag = Duration::from_millis(faults.index_lag_ms);
     let token = json["ClientRequestToken"].as_str().map(str::to_string);
     me.shared
         .counters
@@ -923,7 +926,7 @@ fn late_write(
             if op == "TransactWriteItems" {
                 me.shared.tokens.succeeded(&json);
             }
-            me.shared.recent.note(&ids);
+            me.shared.recent.note(&ids, lag);
             let Ok(b) = a.into_body().collect().await;
             let mut v: Value = serde_json::from_slice(&b.to_bytes()).unwrap_or_default();
             // Billed as expected when it was sent (what it found is not read again).
