@@ -496,55 +496,68 @@ pub async fn client(
                 }
             }
         } else {
-            http.tally.tried(Operation::Flip);
-            let Some((200, now)) = http
-                .until_final(
-                    Method::GET,
-                    "/api/v1/kill-switches",
-                    &Value::Null,
-                    None,
-                    give_up,
-                )
-                .await
-            else {
-                continue;
-            };
+            // A switch flipped to stop the side effects (safe mode on, automation off) is
+            // flipped back by the same client at once: the storm keeps deciding side
+            // effects, whatever the draw (a run left with automation off delivered 6).
             let switch = *rng.pick(&["safe_mode", "automation_enabled"]);
-            let key = letters_key();
-            // What its reason names it by (the key itself, but for a broken run).
-            let named = match flip_keys {
-                FlipKeys::Letters => key.clone(),
-                FlipKeys::Redacted => format!("+1415555{:04}", rng.below(10_000)),
-            };
-            let body = json!({"switch": switch, "enable": !now[switch].as_bool().unwrap_or(false),
-                              "expected_version": now["version"], "reason": format!("chaos flip {named}"), "confirm": true});
-            run.sent.push(Sent::Flip { key: named.clone() });
-            let path = "/api/v1/kill-switches";
-            match http
-                .until_final(Method::POST, path, &body, Some(&key), give_up)
-                .await
-            {
-                Some((200, first)) => {
-                    if rng.below(4) == 0 {
-                        let request = (Method::POST, path, &body, Some(key.as_str()));
-                        let same = |s: u16, again: &Value| s == 200 && *again == first;
-                        repeat(
-                            &http,
-                            &mut run,
-                            &format!("flip {key}"),
-                            request,
-                            give_up,
-                            same,
-                        )
-                        .await;
+            for _ in 0..2 {
+                http.tally.tried(Operation::Flip);
+                let Some((200, now)) = http
+                    .until_final(
+                        Method::GET,
+                        "/api/v1/kill-switches",
+                        &Value::Null,
+                        None,
+                        give_up,
+                    )
+                    .await
+                else {
+                    break;
+                };
+                let key = letters_key();
+                // What its reason names it by (the key itself, but for a broken run).
+                let named = match flip_keys {
+                    FlipKeys::Letters => key.clone(),
+                    FlipKeys::Redacted => format!("+1415555{:04}", rng.below(10_000)),
+                };
+                let enable = !now[switch].as_bool().unwrap_or(false);
+                let body = json!({"switch": switch, "enable": enable,
+                                  "expected_version": now["version"], "reason": format!("chaos flip {named}"), "confirm": true});
+                run.sent.push(Sent::Flip { key: named.clone() });
+                let path = "/api/v1/kill-switches";
+                match http
+                    .until_final(Method::POST, path, &body, Some(&key), give_up)
+                    .await
+                {
+                    Some((200, first)) => {
+                        if rng.below(4) == 0 {
+                            let request = (Method::POST, path, &body, Some(key.as_str()));
+                            let same = |s: u16, again: &Value| s == 200 && *again == first;
+                            repeat(
+                                &http,
+                                &mut run,
+                                &format!("flip {key}"),
+                                request,
+                                give_up,
+                                same,
+                            )
+                            .await;
+                        }
+                        http.tally.settled(Operation::Flip);
+                        acked.push(Acked::Flip { key: named });
+                        let stops = (switch == "safe_mode") == enable;
+                        if !stops {
+                            break;
+                        }
                     }
-                    http.tally.settled(Operation::Flip);
-                    acked.push(Acked::Flip { key: named });
+                    // Someone else changed it first: a final answer, nothing applied.
+                    Some((409, _)) => {
+                        http.tally.settled(Operation::Flip);
+                        break;
+                    }
+                    None => break,
+                    Some((s, v)) => return Err(format!("flip: unexpected {s} {v}")),
                 }
-                // Someone else changed it first: a final answer, nothing applied.
-                Some((409, _)) => http.tally.settled(Operation::Flip),
-                None => {}
-                Some((s, v)) => return Err(format!("flip: unexpected {s} {v}")),
             }
         }
     }

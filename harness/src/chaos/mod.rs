@@ -797,12 +797,13 @@ fn proof_of_work(tally: &Tally, acked: &[Acked], report: &dynamodb_faults::Repor
     }
     // Those switched on, and what the storm's lost answers, late writes and index lag
     // must bring about: a transaction sent again under its token, after it committed and
-    // while it was still applying; an index showing an item's old version, and an item
-    // where it no longer is.
+    // while it was still applying; an index showing an item where it no longer is (the
+    // outbox's claims and deliveries make dozens). Old versions are served too, but the
+    // dispatcher's reads filter most of them out (a claimed copy's lease is in the
+    // future), so a run may see none: `due_index` tests them.
     let must = steady_faults().switched_on().into_iter().chain([
         Kind::TokenReplay,
         Kind::TokenInProgress,
-        Kind::IndexOldVersion,
         Kind::IndexGhost,
     ]);
     for kind in must {
