@@ -502,16 +502,7 @@ pub async fn client(
             let switch = *rng.pick(&["safe_mode", "automation_enabled"]);
             for _ in 0..2 {
                 http.tally.tried(Operation::Flip);
-                let Some((200, now)) = http
-                    .until_final(
-                        Method::GET,
-                        "/api/v1/kill-switches",
-                        &Value::Null,
-                        None,
-                        give_up,
-                    )
-                    .await
-                else {
+                let Ok(now) = http.switches(give_up).await else {
                     break;
                 };
                 let key = letters_key();
