@@ -17,6 +17,14 @@ export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 export LEPTOS_OUTPUT_NAME := ops-console
 export CARGO_TERM_COLOR ?= never
 
+# Each step of `make test` says when it starts, in minutes since make began (the tools
+# included), so a slow run shows which step grew.
+STARTED := $(shell date +%s)
+STEP = echo "== $@ at $$(date -u +%T), $$(( ($$(date +%s) - $(STARTED)) / 60 )) min in"
+
+# Every front build: npm's wasm-opt on node's baseline tier (scripts/wasm-opt-baseline.cjs).
+FRONT_BUILD := NODE_OPTIONS="--require $(CURDIR)/scripts/wasm-opt-baseline.cjs" cargo leptos build
+
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_UPDATED := target/.apt-updated
 
@@ -106,7 +114,7 @@ $(POWERTOOLS_STAMP):
 # Release: every page a lazy route split into its own wasm (`--split`), assets precompressed,
 # each page's pieces in one bundle (scripts/bundle-wasm.mjs; docs/page-weight.md).
 build-release: tools
-	cargo leptos build --release --precompress --split
+	$(FRONT_BUILD) --release --precompress --split
 	node scripts/bundle-wasm.mjs target/site/pkg
 
 run: build-release
@@ -115,12 +123,14 @@ run: build-release
 # --- test -------------------------------------------------------------------
 
 test: tools check lint unit e2e fuzz-short chaos-short chaos-checker deploy-check weight scan-logs
-	@echo "all tests passed"
+	@echo "all tests passed, $$(( ($$(date +%s) - $(STARTED)) / 60 )) min after make began"
 
 check:
+	@$(STEP)
 	cargo fmt --all -- --check
 
 lint:
+	@$(STEP)
 	cargo clippy --workspace --features ssr --all-targets -- -D warnings
 	cargo clippy --lib --features hydrate --target wasm32-unknown-unknown -- -D warnings
 
@@ -128,6 +138,7 @@ lint:
 # DynamoDB-semantics tests put the dynamodb-faults proxy in front of it); the proxy's own;
 # the split-loader patch against the loader it was written for.
 unit: node-tools python-tools
+	@$(STEP)
 	cargo test --workspace --features ssr
 	node --test scripts/
 
@@ -138,11 +149,13 @@ unit: node-tools python-tools
 build: server site
 
 server: tools
+	@$(STEP)
 	cargo leptos build --split --server-only
 
 # Pages are lazy routes: every build splits the wasm (without `--split` they fail to load).
 site: tools
-	cargo leptos build --release --precompress --split --frontend-only
+	@$(STEP)
+	$(FRONT_BUILD) --release --precompress --split --frontend-only
 	node scripts/bundle-wasm.mjs target/site/pkg
 
 # Browser tests: Playwright in Debian's Chromium against the tests' build, on a fresh
@@ -157,6 +170,7 @@ e2e: build
 # release site is served, until hydrated), against the budget in end2end/weight; the
 # figures go to target/bench/page-weight.json.
 weight: build
+	@$(STEP)
 	rm -rf target/weight-data
 	E2E_DATA_DIR=target/weight-data npx playwright test --config end2end/weight.config.ts
 
@@ -170,6 +184,7 @@ fuzz: server python-tools
 	scripts/fuzz 50
 
 fuzz-short: server python-tools
+	@$(STEP)
 	scripts/fuzz 10
 
 # The test harness (benchmarks, chaos run, DynamoDB proxy): its own binary, not the product's.
@@ -185,6 +200,7 @@ chaos: server harness
 	for seed in 1 2 3; do RUST_LOG=warn ./target/debug/ops-harness chaos --seconds 60 --clients 6 --consoles 2 --seed $$seed; done
 
 chaos-short: server harness
+	@$(STEP)
 	RUST_LOG=warn ./target/debug/ops-harness chaos --seconds 25 --clients 4 --consoles 2
 
 # The checker's own test: a run against a console broken on purpose must fail, naming the
@@ -194,16 +210,31 @@ chaos-short: server harness
 # cannot be read, nothing to expire, flips whose reasons are redacted, and transactions
 # applied in part (counters that disagree with the audit).
 chaos-checker: server harness
-	RUST_LOG=warn ./target/debug/ops-harness chaos --seconds 8 --give-up 10 --broken unavailable --expect-violation "client operations were acknowledged"
-	RUST_LOG=warn ./target/debug/ops-harness chaos --seconds 8 --give-up 10 --broken other-secret --expect-violation "took effect 2 times"
-	RUST_LOG=warn ./target/debug/ops-harness chaos --seconds 8 --give-up 10 --broken bypass-proxy --expect-violation "without the proxy"
-	RUST_LOG=warn ./target/debug/ops-harness chaos --seconds 8 --give-up 10 --broken measurements-down --expect-violation "client operations were acknowledged for measurement"
-	RUST_LOG=warn ./target/debug/ops-harness chaos --seconds 12 --give-up 10 --broken measurements-unconditioned --expect-violation "was sent once and accepted"
-	RUST_LOG=warn ./target/debug/ops-harness chaos --seconds 8 --give-up 10 --broken feeds-unread --expect-violation "users could not be read"
-	RUST_LOG=warn ./target/debug/ops-harness chaos --seconds 8 --give-up 10 --broken nothing-expires --expect-violation "the expiry phase removed nothing"
-	RUST_LOG=warn ./target/debug/ops-harness chaos --seconds 12 --give-up 10 --broken torn-transactions --expect-violation "measurement counters of"
-	# Last: its consoles' logs stay for scan-logs, and its flips carry a phone number.
-	RUST_LOG=warn ./target/debug/ops-harness chaos --seconds 12 --give-up 10 --broken redacted-flip-keys --expect-violation "no change is recorded under its reason"
+	@$(STEP)
+	@rm -rf target/chaos-broken
+	@$(MAKE) --no-print-directory -j3 --output-sync=target $(addprefix broken-,$(BROKEN))
+
+# Three at a time, each in target/chaos-broken/<break>/ (mostly they wait: on clients'
+# backoff, on a give-up, on a phase's deadline). redacted-flip-keys's flips carry a phone
+# number, which scan-logs must not find in its consoles' logs.
+BROKEN := unavailable other-secret bypass-proxy measurements-down measurements-unconditioned \
+  feeds-unread nothing-expires torn-transactions redacted-flip-keys
+expect_unavailable := client operations were acknowledged
+expect_other-secret := took effect 2 times
+expect_bypass-proxy := without the proxy
+expect_measurements-down := client operations were acknowledged for measurement
+expect_measurements-unconditioned := was sent once and accepted
+expect_feeds-unread := users could not be read
+expect_nothing-expires := the expiry phase removed nothing
+expect_torn-transactions := measurement counters of
+expect_redacted-flip-keys := no change is recorded under its reason
+seconds_measurements-unconditioned := 12
+seconds_torn-transactions := 12
+seconds_redacted-flip-keys := 12
+
+broken-%:
+	RUST_LOG=warn ./target/debug/ops-harness chaos --seconds $(or $(seconds_$*),8) --give-up 10 \
+	  --broken $* --expect-violation "$(expect_$*)"
 
 # The deploy kit, generated by the console, checked by the real tools: the CloudFormation
 # template (cfn-lint), the IAM policies (parliament), the Dockerfile (hadolint); the
@@ -211,6 +242,7 @@ chaos-checker: server harness
 DEPLOY := target/deploy
 AWS_ARGS := --account 123456789012 --region eu-west-1
 deploy-check: server python-tools
+	@$(STEP)
 	mkdir -p $(DEPLOY)
 	for env in dev staging prod; do ./target/debug/ops-console aws cloudformation --env $$env > $(DEPLOY)/tables-$$env.json; done
 	for env in staging prod; do ./target/debug/ops-console aws cloudformation --service --env $$env > $(DEPLOY)/service-$$env.json; done
@@ -231,9 +263,10 @@ deploy-check: server python-tools
 # (the e2e run's and the traces test's, in target/test-logs/*spans*.log; the e2e run must
 # have exported some).
 scan-logs:
+	@$(STEP)
 	@test -s target/test-logs/e2e-spans.log || { echo "scan-logs: no spans were exported to scan"; exit 1; }
 	scripts/scan-logs target/test-logs/*.log target/fuzz-data/console.log target/chaos/console-*.log \
-	  target/chaos-broken/console-*.log
+	  target/chaos-broken/*/console-*.log
 
 # Not part of `make test`: every part against its bare DynamoDB work, on its own DynamoDB
 # Local; the figures also go to target/bench/report.json.
