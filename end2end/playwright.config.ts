@@ -21,6 +21,10 @@ export const chromium = {
     '--disable-component-update',
     '--disable-sync',
     '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost , EXCLUDE 127.0.0.1',
+    // Headless Chromium 156 still renders the address bar's popup as two pages of its own
+    // (chrome://omnibox-popup.top-chrome) in every window, one per context: CPU the tests
+    // need, for a popup no test opens.
+    '--disable-features=WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIOmniboxFullPopup',
   ],
 };
 
@@ -38,9 +42,10 @@ const mainConsole = {
     LEPTOS_SITE_ROOT: 'target/site',
     // The tests make their own data.
     OPS_APP_DEMO_DATA: 'false',
-    // Side effects retried within seconds, looked for often: the outbox test waits on them.
+    // Side effects retried within seconds: the outbox test waits on them. A retry is read
+    // by the first round after it is due, and rounds run each second (the default): more
+    // often, the two consoles' idle rounds took most of both cores from the browser.
     OPS_EVENTS_RETRY_SCHEDULE: '2s,2s,2s',
-    OPS_EVENTS_DISPATCH_POLL_MS: '200',
     // A receiver that failed every delivery opens its breaker; a probe this often lets the
     // test that brings it back see it healthy within its wait.
     OPS_EVENTS_BREAKER_PROBE_SECONDS: '3',

@@ -91,6 +91,50 @@ async fn a_fleet_halfway_through_turning_the_due_index_on_delivers_what_each_que
     }
 }
 
+/// In safe mode a round reads what a round reads out of it (`outbox-index`'s 8, the next 8
+/// of the rotation, and where this console put something), not all 136 of the due group's
+/// partitions, which an idle console had read every round while safe mode stayed on; what
+/// another console queued before safe mode went on is still held within a turn of the
+/// rotation, and never sent.
+#[tokio::test]
+async fn in_safe_mode_a_round_reads_a_few_due_partitions_and_holds_what_it_finds() {
+    let (app, receiver) = app_with_receiver().await;
+    let other = app.second_console();
+    let key = app.api_key(&["events:write"]).await;
+    let body = event(
+        "c-held",
+        Some("m-1"),
+        "Where is my order? It has not arrived",
+    );
+    assert_eq!(post_event(&other, &key, &body).await.status, 200);
+    let queued = due_count(&app).await as usize;
+    assert!(queued >= 1, "{queued}");
+    app.set_switches(true, true).await;
+    let queries = || {
+        app.store
+            .requests()
+            .snapshot()
+            .get("Query")
+            .copied()
+            .unwrap_or(0)
+    };
+    let (mut rounds, mut held) = (0, 0);
+    while held < queued {
+        rounds += 1;
+        assert!(
+            rounds <= DUE_SHARDS / 8 + 1,
+            "not held within a turn of the rotation ({rounds} rounds)"
+        );
+        let before = queries();
+        held += app.state.events.dispatch_round().await.unwrap().held;
+        let made = queries() - before;
+        // 8 + 8, one more where it found something, and the job list.
+        assert!(made <= 20, "a round in safe mode made {made} queries");
+    }
+    assert_eq!(held, queued);
+    assert_eq!(receiver.total(), 0, "sent in safe mode");
+}
+
 #[tokio::test]
 async fn a_round_reading_a_few_due_partitions_finds_what_another_console_queued() {
     let (app, receiver) = app_with_receiver().await;
