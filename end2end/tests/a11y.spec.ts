@@ -29,25 +29,27 @@ function describe(v: Violation): string {
 
 /**
  * axe runs inside the page, so it hangs where the page's JavaScript is off. For the no-js
- * project it scans the page as the server sent it: a context that runs scripts, but with
- * the app's own scripts and WebAssembly blocked, so nothing hydrates.
+ * project it scans the pages as the server sent them: a context that runs scripts, but with
+ * the app's own scripts and WebAssembly blocked, so nothing hydrates. One context for every
+ * page (signed in once, when `signedIn`).
  */
-async function scanServedHtml(browser: Browser, baseURL: string | undefined, path: string, signedIn: boolean) {
+async function servedHtmlScanner(browser: Browser, baseURL: string | undefined, signedIn: boolean) {
   const context = await browser.newContext({ baseURL, javaScriptEnabled: true });
-  try {
-    await context.route('**/*', (route) => {
-      const r = route.request();
-      return r.resourceType() === 'script' || /\.wasm(\?|$)/.test(r.url()) ? route.abort() : route.continue();
-    });
-    const page = await context.newPage();
-    if (signedIn) {
-      await signIn(page, 'admin');
-    }
-    await page.goto(path);
-    return await new AxeBuilder({ page }).withTags(WCAG).analyze();
-  } finally {
-    await context.close();
+  await context.route('**/*', (route) => {
+    const r = route.request();
+    return r.resourceType() === 'script' || /\.wasm(\?|$)/.test(r.url()) ? route.abort() : route.continue();
+  });
+  const page = await context.newPage();
+  if (signedIn) {
+    await signIn(page, 'admin');
   }
+  return {
+    scan: async (path: string) => {
+      await page.goto(path);
+      return await new AxeBuilder({ page }).withTags(WCAG).analyze();
+    },
+    close: () => context.close(),
+  };
 }
 
 /**
@@ -122,50 +124,86 @@ async function tablesAsLists(page: Page) {
   );
 }
 
+/** a. axe's serious and critical violations fail; the others are printed. */
+function expectNoSerious(path: string, results: AxeResults) {
+  const serious = results.violations.filter((v) => FAILING.has(v.impact ?? ''));
+  const minor = results.violations.filter((v) => !FAILING.has(v.impact ?? ''));
+  if (minor.length) {
+    console.log(`${path}: ${minor.length} minor or moderate axe violation(s), not failing:\n${minor.map(describe).join('\n')}`);
+  }
+  expect
+    .soft(serious.map((v) => v.id), `${path}: ${serious.length} serious or critical axe violation(s):\n${serious.map(describe).join('\n')}\n`)
+    .toEqual([]);
+}
+
+/** b. and c.: the page on each phone, then back at the desktop size it started at. */
+async function expectPhoneLayout(page: Page, path: string) {
+  const desktop = page.viewportSize();
+  for (const size of PHONES) {
+    await page.setViewportSize(size);
+    await open(page, path);
+    // b. The document itself never scrolls sideways on a phone.
+    const s = await sideways(page);
+    const culprits = s.culprits.length
+      ? s.culprits.map((c) => `  - ${c.what}: ${c.how} reaches ${c.right}px (box width ${c.width}px)`).join('\n') +
+        (s.total > s.culprits.length ? `\n  (${s.total - s.culprits.length} more)` : '')
+      : '  (no element found: look for negative margins, pseudo-elements or 100vw widths)';
+    expect
+      .soft(
+        s.scrollWidth,
+        `${path} at ${size.width}×${size.height}: the page scrolls sideways (scrollWidth ${s.scrollWidth}px, viewport ${s.innerWidth}px). ` +
+          `Sticking out past the right edge:\n${culprits}\n`,
+      )
+      .toBeLessThanOrEqual(s.innerWidth + 1);
+
+    // c. Tables read as lists on a phone: each cell is a line headed by its column's
+    // title, and nothing is left to scroll inside a table's own box.
+    for (const t of await tablesAsLists(page)) {
+      expect.soft(t.display, `${path} at ${size.width} px: table "${t.name}" is still a table`).toBe('block');
+      expect.soft(t.labels, `${path} at ${size.width} px: table "${t.name}": a cell not headed by its column`).toEqual(t.titles);
+      expect.soft(t.overflow, `${path} at ${size.width} px: table "${t.name}" scrolls sideways in its box`).toBeLessThanOrEqual(1);
+    }
+  }
+  if (desktop) {
+    await page.setViewportSize(desktop);
+  }
+}
+
 test.describe('accessibility and phone layout', () => {
+  // Hydrated: a test a page.
   for (const { name, path, signedIn } of consolePages) {
-    test(`${name} (${path}): no serious axe violations, no sideways scrolling at 390 and 320 px`, async ({ page, browser, baseURL }) => {
+    test(`${name} (${path}): no serious axe violations, no sideways scrolling at 390 and 320 px`, async ({ page }) => {
+      test.skip(!jsEnabled(), 'without JavaScript every page is checked in the one test below');
       if (signedIn) {
         await signIn(page, 'admin');
       }
       await open(page, path);
-
-      // a. axe, WCAG 2.1 A and AA.
-      const results = jsEnabled() ? await new AxeBuilder({ page }).withTags(WCAG).analyze() : await scanServedHtml(browser, baseURL, path, signedIn);
-      const serious = results.violations.filter((v) => FAILING.has(v.impact ?? ''));
-      const minor = results.violations.filter((v) => !FAILING.has(v.impact ?? ''));
-      if (minor.length) {
-        console.log(`${path}: ${minor.length} minor or moderate axe violation(s), not failing:\n${minor.map(describe).join('\n')}`);
-      }
-      expect
-        .soft(serious.map((v) => v.id), `${path}: ${serious.length} serious or critical axe violation(s):\n${serious.map(describe).join('\n')}\n`)
-        .toEqual([]);
-
-      // b. The document itself never scrolls sideways on a phone.
-      for (const size of PHONES) {
-        await page.setViewportSize(size);
-        await open(page, path);
-        const s = await sideways(page);
-        const culprits = s.culprits.length
-          ? s.culprits.map((c) => `  - ${c.what}: ${c.how} reaches ${c.right}px (box width ${c.width}px)`).join('\n') +
-            (s.total > s.culprits.length ? `\n  (${s.total - s.culprits.length} more)` : '')
-          : '  (no element found: look for negative margins, pseudo-elements or 100vw widths)';
-        expect
-          .soft(
-            s.scrollWidth,
-            `${path} at ${size.width}×${size.height}: the page scrolls sideways (scrollWidth ${s.scrollWidth}px, viewport ${s.innerWidth}px). ` +
-              `Sticking out past the right edge:\n${culprits}\n`,
-          )
-          .toBeLessThanOrEqual(s.innerWidth + 1);
-
-        // c. Tables read as lists on a phone: each cell is a line headed by its column's
-        // title, and nothing is left to scroll inside a table's own box.
-        for (const t of await tablesAsLists(page)) {
-          expect.soft(t.display, `${path} at ${size.width} px: table "${t.name}" is still a table`).toBe('block');
-          expect.soft(t.labels, `${path} at ${size.width} px: table "${t.name}": a cell not headed by its column`).toEqual(t.titles);
-          expect.soft(t.overflow, `${path} at ${size.width} px: table "${t.name}" scrolls sideways in its box`).toBeLessThanOrEqual(1);
-        }
-      }
+      expectNoSerious(path, await new AxeBuilder({ page }).withTags(WCAG).analyze());
+      await expectPhoneLayout(page, path);
     });
   }
+
+  // Without JavaScript: the same checks of every page, as the server sent it, in one test
+  // that signs in once (a sign-in and two contexts a page had made these checks cost as
+  // much as the rest of the no-js project).
+  test('every page as the server sent it: no serious axe violations, no sideways scrolling at 390 and 320 px', async ({ page, browser, baseURL }) => {
+    test.skip(jsEnabled(), 'hydrated, each page has its own test above');
+    test.setTimeout(consolePages.length * 30_000);
+    for (const signedIn of [false, true]) {
+      const pages = consolePages.filter((p) => p.signedIn === signedIn);
+      const scanner = await servedHtmlScanner(browser, baseURL, signedIn);
+      try {
+        if (signedIn) {
+          await signIn(page, 'admin');
+        }
+        for (const { path } of pages) {
+          await open(page, path);
+          expectNoSerious(path, await scanner.scan(path));
+          await expectPhoneLayout(page, path);
+        }
+      } finally {
+        await scanner.close();
+      }
+    }
+  });
 });

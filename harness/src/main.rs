@@ -155,6 +155,7 @@ async fn main() -> ExitCode {
             expect_violation,
             give_up,
         } => {
+            let broken_name = broken.clone();
             let broken = match broken.as_deref() {
                 None => None,
                 Some("unavailable") => Some(chaos::Break::Unavailable),
@@ -171,8 +172,11 @@ async fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let dir = match broken {
-                Some(_) => std::path::PathBuf::from("target/chaos-broken"),
+            // A broken run in a directory of its own: `make chaos-checker` runs them side
+            // by side, and scan-logs reads every one's logs.
+            let dir = match &broken {
+                Some(_) => std::path::Path::new("target/chaos-broken")
+                    .join(broken_name.as_deref().unwrap_or("broken")),
                 None => std::path::PathBuf::from("target/chaos"),
             };
             let opts = chaos::Options {
