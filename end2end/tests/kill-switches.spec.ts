@@ -127,6 +127,52 @@ test.describe('kill switches', () => {
     expect(newestAfter).toBe(newestBefore);
   });
 
+  test('the cards on the Kill switches page and the Overview follow a change someone else made, without a reload', async ({ page, request }) => {
+    test.skip(!jsEnabled(), 'without JavaScript an open page does not change');
+    await setSwitch(request, 'safe_mode', true);
+    await signIn(page, 'admin', '/kill-switches');
+    const badge = page.getByTestId('switch-safe_mode').locator('span', { hasText: /^(ON|OFF)$/ });
+    await expect(badge).toHaveText('ON');
+    const overview = await page.context().newPage();
+    try {
+      await overview.goto('/');
+      await ready(overview);
+      const pill = overview.getByTestId('overview-switch-safe_mode');
+      await expect(pill).toContainText('ON');
+      // Another admin turns it off (through the API): no reload, no navigation here.
+      await setSwitch(request, 'safe_mode', false);
+      await expect(badge).toHaveText('OFF', { timeout: 20_000 });
+      await expect(page.getByTestId('switch-safe_mode').getByTestId('last-change')).toContainText('safe_mode off to start from');
+      await expect(pill).toContainText('OFF', { timeout: 20_000 });
+    } finally {
+      await overview.close();
+      await setSwitch(request, 'safe_mode', true);
+    }
+  });
+
+  test('refused after someone else turned it the same way, the reason typed is not left in the form for the other way', async ({ page, request }) => {
+    test.skip(!jsEnabled(), 'without JavaScript a refusal is a new page, with empty forms');
+    await setSwitch(request, 'safe_mode', false);
+    await signIn(page, 'admin', '/kill-switches');
+    const card = page.getByTestId('switch-safe_mode');
+    const badge = card.locator('span', { hasText: /^(ON|OFF)$/ });
+    await expect(badge).toHaveText('OFF');
+    await card.locator('summary').click();
+    const typed = unique('e2e seeing failures, turning safe mode on');
+    await card.getByLabel('Reason for turning safe mode on').fill(typed);
+    // Meanwhile another admin turns it on.
+    await setSwitch(request, 'safe_mode', true);
+    await card.getByRole('button', { name: 'Turn safe mode on' }).click();
+    await expect(page.getByRole('alert')).toContainText('Changed by someone else');
+    await expect(badge).toHaveText('ON');
+    // The card offers the other way now: a new form, closed and empty.
+    const off = card.getByLabel('Reason for turning safe mode off');
+    await expect(off).toBeHidden();
+    await card.locator('summary').click();
+    await expect(off).toHaveValue('');
+    await expect(card.getByText(typed)).toHaveCount(0);
+  });
+
   test('a double-clicked submit changes the switch once and writes one history entry', async ({ page, request }) => {
     await setSwitch(request, 'automation_enabled', false);
     await signIn(page, 'admin', '/kill-switches');

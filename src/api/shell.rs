@@ -14,6 +14,17 @@ pub struct ShellInfo {
     /// its safe position, or put in it by a trip or a trigger URL until a person changes
     /// it (signed-in users only; empty when they could not be read).
     pub live_switches: Vec<LiveSwitch>,
+    /// The switches' version as this read found it (signed-in users only): a page that
+    /// shows the switches reads them again when it moves (someone else changed them).
+    #[serde(default)]
+    pub switches_version: Option<u64>,
+}
+
+impl ShellInfo {
+    /// The switches' version of a frame's read, when it had one.
+    pub fn version_of(read: Option<Result<ShellInfo, AppError>>) -> Option<u64> {
+        read.and_then(|r| r.ok()).and_then(|i| i.switches_version)
+    }
 }
 
 /// A kill switch out of its safe position, as the banner says it (text made on the server,
@@ -39,19 +50,19 @@ pub async fn load_shell_info() -> Result<ShellInfo, AppError> {
     let state = ctx::state()?;
     let user = ctx::current_user();
     // A page still renders when DynamoDB does not answer: the banner is left out then.
-    let live_switches = match user {
-        Some(_) => state
-            .kill_switches
-            .load()
-            .await
-            .map(|s| live(&s, state.clock.now()))
-            .unwrap_or_default(),
-        None => Vec::new(),
+    // A page still renders when DynamoDB does not answer: the banner is left out then.
+    let switches = match user {
+        Some(_) => state.kill_switches.load().await.ok(),
+        None => None,
     };
     Ok(ShellInfo {
         environment: state.config.env.to_string(),
         user,
-        live_switches,
+        live_switches: switches
+            .as_ref()
+            .map(|s| live(s, state.clock.now()))
+            .unwrap_or_default(),
+        switches_version: switches.map(|s| s.version),
     })
 }
 

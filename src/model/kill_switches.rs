@@ -117,6 +117,7 @@ pub fn rule_covers(rule: &str, alert_id: &str) -> bool {
 /// The API takes any number of minutes up to a week, or an end time.
 pub const TIMED_CHOICES: &[(u32, &str)] = &[
     (15, "for 15 minutes"),
+    (30, "for 30 minutes"),
     (60, "for 1 hour"),
     (120, "for 2 hours"),
     (240, "for 4 hours"),

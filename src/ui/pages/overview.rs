@@ -18,11 +18,12 @@ use crate::ui::components::moment::Moment;
 use crate::ui::components::receiver::ReceiverStatus;
 use crate::ui::components::scope_card::pct;
 use crate::ui::data::page_data;
-use crate::ui::pages::kill_switches::{Pending, Upcoming};
+use crate::ui::pages::kill_switches::{follow_switches, Pending, Upcoming};
 
 #[component]
 pub fn OverviewPage() -> impl IntoView {
     let switches = page_data(|| (), |_| load_kill_switches());
+    follow_switches(switches);
     let alerts = page_data(|| (), |_| idempotency_alerts());
     let events = page_data(|| (), |_| load_event_stats());
     let firing = page_data(|| (), |_| load_firing_alerts());
@@ -54,7 +55,10 @@ fn SwitchStates(v: KillSwitchesView) -> impl IntoView {
         .map(|s| {
             let on = v.switches.get(s).enabled;
             view! {
-                <div class="flex items-center justify-between rounded-lg border border-slate-200 bg-white p-4">
+                <div
+                    class="flex items-center justify-between rounded-lg border border-slate-200 bg-white p-4"
+                    data-testid=format!("overview-switch-{}", s.key())
+                >
                     <span class="font-medium">{s.label()}</span>
                     <OnOff on alarming_when_on=s == Switch::AutomationEnabled />
                 </div>

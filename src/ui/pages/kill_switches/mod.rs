@@ -8,6 +8,7 @@ pub mod schedule;
 mod triggers;
 mod trips;
 
+use leptos::either::Either;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -15,7 +16,9 @@ use leptos_router::hooks::use_query_map;
 use crate::api::kill_switches::{
     kill_switch_history, load_kill_switches, ChangeKillSwitch, KillSwitchesView,
 };
+use crate::api::shell::ShellInfo;
 use crate::model::kill_switches::{ChangeAnswer, HistoryPage, Switch, SwitchState, TIMED_CHOICES};
+use crate::model::AppError;
 use crate::ui::components::alert::ActionResult;
 use crate::ui::components::async_section::AsyncSection;
 use crate::ui::components::badge::OnOff;
@@ -24,20 +27,22 @@ use crate::ui::components::moment::Moment;
 use crate::ui::components::pager::Pager;
 use crate::ui::components::post_form::{FormAction, PostForm};
 use crate::ui::components::table::DataTable;
-use crate::ui::data::page_data;
+use crate::ui::data::{page_data, PageData};
 use crate::ui::layout::ShellData;
 
 #[component]
 pub fn KillSwitchesPage() -> impl IntoView {
     let change = FormAction::new::<ChangeKillSwitch>();
     let query = use_query_map();
+    let shell = use_context::<ShellData>();
     let data = page_data(move || change.version().get(), |_| load_kill_switches());
+    follow_switches(data);
     let history = page_data(
         move || (change.version().get(), query.read().get("before")),
         |(_, before)| kill_switch_history(before),
     );
     // The banner above every page shows a change at once, not at its next read.
-    if let Some(shell) = use_context::<ShellData>() {
+    if let Some(shell) = shell {
         Effect::new(move |_| {
             if change.version().get() > 0 {
                 shell.0.refetch();
@@ -64,6 +69,27 @@ pub fn KillSwitchesPage() -> impl IntoView {
             <History page older=query.read_untracked().get("before").is_some_and(|b| !b.is_empty()) />
         </AsyncSection>
     }
+}
+
+/// Reads the switches of a page again when the frame's read of them (every 5 s) found a
+/// newer version than the page shows: someone else changed them, and the page's cards
+/// follow the stored state as the banner does. Only in the browser, and only on a change.
+pub fn follow_switches(data: PageData<Result<KillSwitchesView, AppError>>) {
+    let Some(shell) = use_context::<ShellData>() else {
+        return;
+    };
+    Effect::new(move |_| {
+        let seen = ShellInfo::version_of(shell.0.get());
+        let shown = data
+            .get_untracked()
+            .and_then(|r| r.ok())
+            .map(|v| v.switches.version);
+        if let (Some(seen), Some(shown)) = (seen, shown) {
+            if seen > shown {
+                data.refetch();
+            }
+        }
+    });
 }
 
 /// One card per switch, and for viewers the note that only admins change them.
@@ -156,8 +182,17 @@ fn SwitchCard(
     change: FormAction<ChangeAnswer>,
 ) -> impl IntoView {
     let alarming_when_on = switch == Switch::AutomationEnabled;
+    let target = !state.enabled;
     let form = form_key.map(|form_key| {
-        view! { <ChangeForm switch target=!state.enabled version form_key can_skip change /> }
+        let form = view! { <ChangeForm switch target version form_key can_skip change /> };
+        // Each direction its own branch: read again after someone else's change, the card's
+        // form for the other direction is a new one, empty and closed, never the one typed
+        // for this direction (a refusal keeps what was typed for the same direction only).
+        if target {
+            Either::Left(form)
+        } else {
+            Either::Right(form)
+        }
     });
     view! {
         <section
