@@ -23,7 +23,7 @@ STARTED := $(shell date +%s)
 STEP = echo "== $@ at $$(date -u +%T), $$(( ($$(date +%s) - $(STARTED)) / 60 )) min in"
 
 # Every front build: npm's wasm-opt on node's baseline tier (scripts/wasm-opt-baseline.cjs).
-FRONT_BUILD := NODE_OPTIONS="--require $(CURDIR)/scripts/wasm-opt-baseline.cjs" cargo leptos build
+FRONT_BUILD := NODE_OPTIONS="$$NODE_OPTIONS --require $(CURDIR)/scripts/wasm-opt-baseline.cjs" cargo leptos build
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_UPDATED := target/.apt-updated
@@ -162,6 +162,7 @@ site: tools
 # embedded DynamoDB Local (port 3100, data in target/e2e-data), and a second console on it
 # that requires approvals (port 3102).
 e2e: build
+	@$(STEP)
 	rm -rf target/e2e-data end2end/test-results target/test-logs/e2e.log target/test-logs/e2e-strict.log \
 	  target/test-logs/e2e-spans.log
 	npx playwright test --config end2end/playwright.config.ts
@@ -232,7 +233,9 @@ seconds_measurements-unconditioned := 12
 seconds_torn-transactions := 12
 seconds_redacted-flip-keys := 12
 
-broken-%:
+.PHONY: $(addprefix broken-,$(BROKEN))
+$(addprefix broken-,$(BROKEN)): broken-%:
+	$(if $(expect_$*),,$(error no expect_$* for the broken run $*))
 	RUST_LOG=warn ./target/debug/ops-harness chaos --seconds $(or $(seconds_$*),8) --give-up 10 \
 	  --broken $* --expect-violation "$(expect_$*)"
 

@@ -160,10 +160,14 @@ test.describe('kill switches', () => {
     await card.locator('summary').click();
     const typed = unique('e2e seeing failures, turning safe mode on');
     await card.getByLabel('Reason for turning safe mode on').fill(typed);
-    // Meanwhile another admin turns it on.
+    // Meanwhile another admin turns it on. The frame's read of the switches (every 5 s)
+    // would show this card the change before the click: it waits until the refusal.
+    const frameRead = '**/api/load_shell_info*';
+    await page.route(frameRead, (route) => route.abort());
     await setSwitch(request, 'safe_mode', true);
     await card.getByRole('button', { name: 'Turn safe mode on' }).click();
     await expect(page.getByRole('alert')).toContainText('Changed by someone else');
+    await page.unroute(frameRead);
     await expect(badge).toHaveText('ON');
     // The card offers the other way now: a new form, closed and empty.
     const off = card.getByLabel('Reason for turning safe mode off');

@@ -50,7 +50,6 @@ pub async fn load_shell_info() -> Result<ShellInfo, AppError> {
     let state = ctx::state()?;
     let user = ctx::current_user();
     // A page still renders when DynamoDB does not answer: the banner is left out then.
-    // A page still renders when DynamoDB does not answer: the banner is left out then.
     let switches = match user {
         Some(_) => state.kill_switches.load().await.ok(),
         None => None,

@@ -56,13 +56,38 @@ impl Events {
         self.round_over(&parts, now_ms).await
     }
 
-    /// One round over `parts`, for every receiver in turn. In safe mode too: what comes due
-    /// meanwhile is sent by no console, and the round that reads its partition holds it
-    /// (at once where this console queued it, within a turn of the rotation elsewhere).
-    /// Reading all of `due-index` each round instead cost every idle console 136 queries a
-    /// round for as long as safe mode was on.
+    /// One round over `parts`, for every receiver in turn. In safe mode, the first round
+    /// that sees it on reads every due partition, so that what is due when it goes on is
+    /// held at once, on every console; the rounds after read `parts`, as any round does,
+    /// and hold what came due meanwhile where they read it (at once where this console
+    /// queued it, within a turn of the rotation elsewhere). Nothing due is sent by any
+    /// console while it is on. (Reading all of `due-index` every round had cost each idle
+    /// console 136 queries a round for as long as safe mode stayed on.)
     async fn round_over(&self, parts: &[Part], now_ms: i64) -> Result<Round, StoreError> {
         let safe_mode = self.live_switches().await?.safe_mode;
+        let sweep = safe_mode && !self.due_parts.swept();
+        let every;
+        let parts = if sweep {
+            every = Part::all(outbox::Group::Due);
+            &every[..]
+        } else {
+            parts
+        };
+        let round = self.receivers_round(parts, now_ms, safe_mode).await;
+        // Swept once a sweep's every read succeeded; swept again the next time it goes on.
+        self.due_parts
+            .set_swept(safe_mode && (!sweep || matches!(&round, Ok((_, true)))));
+        round.map(|(round, _)| round)
+    }
+
+    /// One round over `parts` for every receiver, side by side, and whether every
+    /// receiver's round ended without an error.
+    async fn receivers_round(
+        &self,
+        parts: &[Part],
+        now_ms: i64,
+        safe_mode: bool,
+    ) -> Result<(Round, bool), StoreError> {
         let routes = self.routes().await?;
         // A save made without the copies (the release before) reaches them here.
         if let Err(e) =
@@ -89,9 +114,9 @@ impl Events {
             Some(e) if !round.moved() => Err(e),
             Some(e) => {
                 tracing::warn!(error = %crate::server::domain::redact::redact(&e.to_string()), "a receiver's round failed; the others went on");
-                Ok(round)
+                Ok((round, false))
             }
-            None => Ok(round),
+            None => Ok((round, true)),
         }
     }
 

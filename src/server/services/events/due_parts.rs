@@ -9,7 +9,7 @@
 //! within a few rounds.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Mutex;
 
 use crate::server::store::events::outbox::{due_shard_of, Part, DUE_SHARDS, SHARDS};
@@ -23,6 +23,9 @@ pub(super) struct DueParts {
     next: AtomicU32,
     /// Partitions this console put something in, and when it is due (the earliest).
     put: Mutex<BTreeMap<u32, i64>>,
+    /// Safe mode is on and a round since it went on read every due partition
+    /// (`Events::round_over`).
+    swept: AtomicBool,
 }
 
 impl DueParts {
@@ -32,7 +35,19 @@ impl DueParts {
         DueParts {
             next: AtomicU32::new(start % DUE_SHARDS),
             put: Mutex::new(BTreeMap::new()),
+            swept: AtomicBool::new(false),
         }
+    }
+
+    /// Whether a round since safe mode went on read every due partition.
+    pub(super) fn swept(&self) -> bool {
+        self.swept.load(Ordering::SeqCst)
+    }
+
+    /// Records whether safe mode is on and swept (false: the next round in safe mode
+    /// sweeps).
+    pub(super) fn set_swept(&self, swept: bool) {
+        self.swept.store(swept, Ordering::SeqCst);
     }
 
     /// This console put an action of `conversation_id` in the due group, due at `at_ms`
