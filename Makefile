@@ -23,7 +23,7 @@ STARTED := $(shell date +%s)
 STEP = echo "== $@ at $$(date -u +%T), $$(( ($$(date +%s) - $(STARTED)) / 60 )) min in"
 
 # Every front build: npm's wasm-opt on node's baseline tier (scripts/wasm-opt-baseline.cjs).
-FRONT_BUILD := NODE_OPTIONS="$$NODE_OPTIONS --require $(CURDIR)/scripts/wasm-opt-baseline.cjs" cargo leptos build
+FRONT_BUILD := NODE_OPTIONS="$${NODE_OPTIONS:-} --require $(CURDIR)/scripts/wasm-opt-baseline.cjs" cargo leptos build
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_UPDATED := target/.apt-updated

@@ -57,5 +57,5 @@ test('every front build in the Makefile loads the preload', () => {
     .filter((l) => /^\t.*cargo leptos build/.test(l) && !l.includes('--server-only'));
   assert.deepEqual(bare, [], 'a front build without the preload');
   assert.ok(makefile.match(/\$\(FRONT_BUILD\)/g).length >= 2);
-  assert.match(makefile, /FRONT_BUILD := NODE_OPTIONS="\$\$NODE_OPTIONS --require \$\(CURDIR\)\/scripts\/wasm-opt-baseline\.cjs" cargo leptos build/);
+  assert.match(makefile, /FRONT_BUILD := NODE_OPTIONS="\$\$\{NODE_OPTIONS:-\} --require \$\(CURDIR\)\/scripts\/wasm-opt-baseline\.cjs" cargo leptos build/);
 });
