@@ -213,11 +213,12 @@ chaos-short: server harness
 chaos-checker: server harness
 	@$(STEP)
 	@rm -rf target/chaos-broken
-	@$(MAKE) --no-print-directory -j3 --output-sync=target $(addprefix broken-,$(BROKEN))
+	@$(MAKE) --no-print-directory -j1 $(addprefix broken-,$(BROKEN))
 
-# Three at a time, each in target/chaos-broken/<break>/ (mostly they wait: on clients'
-# backoff, on a give-up, on a phase's deadline). redacted-flip-keys's flips carry a phone
-# number, which scan-logs must not find in its consoles' logs.
+# One at a time, each in target/chaos-broken/<break>/. (Three at a time, on 2 cores,
+# measurements-unconditioned met too few retries to be accepted twice, and passed.)
+# redacted-flip-keys's flips carry a phone number, which scan-logs must not find in its
+# consoles' logs.
 BROKEN := unavailable other-secret bypass-proxy measurements-down measurements-unconditioned \
   feeds-unread nothing-expires torn-transactions redacted-flip-keys
 expect_unavailable := client operations were acknowledged
